@@ -1,0 +1,149 @@
+# kvsnap: one non-recursive Makefile.
+#
+#   make            build everything into build/ (build-san/ with SAN=1)
+#   make check      the whole test suite (sets up deps and the model first)
+#   make bench      benchmarks (bench/)
+#   make model      fetch the bundled model into models/
+#   make fixtures   regenerate tests/fixtures with llama.cpp (llama-cpp-python)
+#   make fuzz       build the libFuzzer targets (clang)
+#   make install    PREFIX=/usr/local DESTDIR=
+#   SAN=1           AddressSanitizer + UBSan build
+#   WERROR=1        warnings are errors (CI)
+#   CUDA=1          force the CUDA backend (later issue)
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SAN     ?= 0
+WERROR  ?= 0
+
+ifeq ($(SAN),1)
+BUILD   := build-san
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+LDSAN   := -fsanitize=address,undefined
+else
+BUILD   := build
+OPT     := -O2 -g
+LDSAN   :=
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wcast-qual -Wwrite-strings -Wformat=2 -Wundef -Wvla \
+	-Wswitch-enum -Werror=implicit-function-declaration
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+PKGS     := openblas
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CPPFLAGS += -D_GNU_SOURCE -I. $(PKG_CFLAGS)
+CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -MMD -MP $(EXTRA_CFLAGS)
+LDFLAGS  += $(LDSAN) -pthread
+LDLIBS   += $(PKG_LIBS) -lm
+
+KERNELS_SRC := $(wildcard kernels/cpu/*.c)
+ENGINE_SRC  := $(wildcard engine/*.c)
+LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC)
+LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB         := $(BUILD)/libkvsnap.a
+
+CLI_SRC     := $(wildcard clients/*.c)
+CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CLI         := $(BUILD)/kvsnap
+
+TEST_SRC    := $(wildcard tests/test_*.c)
+TEST_BIN    := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+BENCH_SRC   := $(wildcard bench/*.c)
+BENCH_BIN   := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+
+MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+.PHONY: all check test bench model fixtures fuzz install clean deps flags demo
+all: flags $(CLI) $(TEST_BIN) $(BENCH_BIN)
+
+# Rebuild everything when the flags change (redis's .make-settings).
+FLAGS_FILE := $(BUILD)/.flags
+FLAGS_NOW  := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(LDLIBS)
+flags:
+	@mkdir -p $(BUILD)
+	@if [ "$$(cat $(FLAGS_FILE) 2>/dev/null)" != "$(FLAGS_NOW)" ]; then \
+		echo "kvsnap: CC=$(CC) CFLAGS=$(CFLAGS) SAN=$(SAN)"; \
+		echo "$(FLAGS_NOW)" > $(FLAGS_FILE); fi
+$(FLAGS_FILE): flags
+
+V ?= 0
+ifeq ($(V),0)
+Q := @
+endif
+
+$(BUILD)/%.o: %.c $(FLAGS_FILE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC  $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(CLI): $(CLI_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD  $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
+	@$(if $(Q),echo "  LD  $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	@$(if $(Q),echo "  LD  $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+deps:
+	@scripts/install-deps.sh
+
+model: $(MODEL)
+$(MODEL):
+	scripts/fetch-model.sh
+
+# The whole suite: unit and model tests, then a bounded fuzz run under ASan.
+check: deps
+	@$(MAKE) --no-print-directory model
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory fuzz
+	@BUILD=$(BUILD) tests/run.sh
+
+test: check
+
+bench: all model
+	bench/engine.sh
+
+fixtures: model all
+	scripts/make-fixtures.sh
+
+# libFuzzer targets: clang, ASan+UBSan, the library sources compiled in.
+FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-D_GNU_SOURCE -I. $(PKG_CFLAGS)
+fuzz: $(FUZZ_BIN)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard engine/*.h kernels/*.h)
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lm -pthread
+
+# The main job, from a fresh machine: set up, then run the bundled model.
+demo: deps
+	@$(MAKE) --no-print-directory model all
+	$(CLI) generate -v -n 96 -p "In two sentences, what is a KV cache in a transformer model?"
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/kvsnap
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)

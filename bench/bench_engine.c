@@ -1,0 +1,140 @@
+/*
+ * bench_engine.c: kvsnap engine speed: prefill tokens/s at several lengths,
+ * decode tokens/s, and the machine's sgemm GFLOP/s (the prefill ceiling).
+ *
+ * usage: bench_engine [-m GGUF] [-t THREADS] [-r REPS] [--json]
+ * Prints a table; with --json one object per line (bench/engine.sh merges
+ * it with llama.cpp's numbers).
+ */
+#include <cblas.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+
+void openblas_set_num_threads(int n);
+
+static double
+now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* sgemm GFLOP/s for an (m × k) · (k × n) product, OpenBLAS on n_threads. */
+static double
+bench_sgemm(int threads, int m, int n, int k)
+{
+	float *a = calloc((size_t)m * k, 4), *b = calloc((size_t)k * n, 4), *c = calloc((size_t)m * n, 4);
+	double t0, best = 1e9;
+	int r;
+	openblas_set_num_threads(threads);
+	for (r = 0; r < 5; r++) {
+		t0 = now();
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+		if (now() - t0 < best)
+			best = now() - t0;
+	}
+	free(a);
+	free(b);
+	free(c);
+	return 2.0 * m * n * k / best / 1e9;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 }
+	};
+	const char *path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+	int threads = 2, reps = 2, json = 0, c, i, r;
+	static const int lens[] = { 512, 2048, 8192 };
+	struct eng_model *m = NULL;
+	struct eng_ctx *ctx = NULL;
+	struct eng_kv *kv = NULL;
+	float *logits;
+	int32_t *ids;
+	char why[256];
+	double gf;
+
+	while ((c = getopt_long(argc, argv, "m:t:r:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': path = optarg; break;
+		case 't': threads = atoi(optarg); break;
+		case 'r': reps = atoi(optarg); break;
+		case 'j': json = 1; break;
+		default: return 1;
+		}
+	}
+	if (eng_model_open(&m, path, why, sizeof(why))) {
+		fprintf(stderr, "bench_engine: %s\n", why);
+		return 1;
+	}
+	if (eng_ctx_init(&ctx, m, threads, 512) || eng_kv_init(&kv, m, 8192 + 200)) {
+		fprintf(stderr, "bench_engine: cannot allocate\n");
+		return 1;
+	}
+	logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
+	ids = malloc(8192 * sizeof(int32_t));
+	for (i = 0; i < 8192; i++)
+		ids[i] = 100 + (int32_t)((i * 7919u) % 40000u); /* deterministic tokens */
+
+	gf = bench_sgemm(threads, 512, 1536, 576);
+	openblas_set_num_threads(1);
+	if (json)
+		printf("{\"what\":\"sgemm\",\"threads\":%d,\"gflops\":%.1f}\n", threads, gf);
+	else
+		printf("kvsnap engine, %d threads, simd %s, sgemm (512x576x1536, %d threads) %.1f GFLOP/s\n\n"
+		    "%-14s %10s %12s\n", threads, kern_simd_name(), threads, gf, "test", "tokens", "tokens/s");
+	for (i = 0; i < 3; i++) {
+		double best = 1e9;
+		for (r = 0; r < (lens[i] >= 8192 ? 1 : reps); r++) {
+			double t0;
+			eng_kv_clear(kv);
+			t0 = now();
+			if (eng_forward(ctx, kv, ids, lens[i], NULL, logits))
+				return 1;
+			if (now() - t0 < best)
+				best = now() - t0;
+		}
+		if (json)
+			printf("{\"what\":\"prefill\",\"tokens\":%d,\"tok_s\":%.1f}\n", lens[i], lens[i] / best);
+		else
+			printf("%-14s %10d %12.1f\n", "prefill", lens[i], lens[i] / best);
+		fflush(stdout);
+	}
+	/* decode: 128 tokens after a 64-token prompt (llama-bench tg128 style) */
+	{
+		double best = 1e9;
+		for (r = 0; r < reps; r++) {
+			double t0;
+			int32_t id = ids[0];
+			eng_kv_clear(kv);
+			if (eng_forward(ctx, kv, ids, 64, NULL, logits))
+				return 1;
+			t0 = now();
+			for (i = 0; i < 128; i++) {
+				if (eng_forward(ctx, kv, &id, 1, NULL, logits))
+					return 1;
+				id = ids[(i + 1) % 8192];
+			}
+			if (now() - t0 < best)
+				best = now() - t0;
+		}
+		if (json)
+			printf("{\"what\":\"decode\",\"tokens\":128,\"tok_s\":%.1f}\n", 128 / best);
+		else
+			printf("%-14s %10d %12.1f\n", "decode", 128, 128 / best);
+	}
+	free(ids);
+	free(logits);
+	eng_kv_free(kv);
+	eng_ctx_free(ctx);
+	eng_model_close(m);
+	return 0;
+}

@@ -1,0 +1,198 @@
+/*
+ * bench_quant.c: single-thread throughput of the decode kernels
+ * (kern_cpu_vec_dot_rows) and of kern_cpu_dequant_rows, at every SIMD level
+ * this CPU has.
+ *
+ * "hot" repeats one matrix, which then sits in L2/L3; "stream" walks copies
+ * of it spread over BQ_STREAM_BYTES, more than the last-level cache, as a
+ * decode step reading the whole model does.  GB/s counts weight bytes read
+ * (dequant: f32 bytes written).  Each cell reports the fastest pass over a
+ * matrix, which is robust against other load on the machine; "mean" is the
+ * average pass.  Usage: bench_quant [seconds per cell].
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/kernels.h"
+
+#define BQ_STREAM_BYTES (512u << 20)
+
+static double
+bq_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Random weight rows with sane f16 scales (block scale fields set to 1/64). */
+static void
+bq_fill(enum kern_type t, uint8_t *p, size_t bytes)
+{
+	size_t bb = kern_type_block_bytes(t), i;
+	uint64_t s = 0x1234567;
+
+	for (i = 0; i < bytes; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		p[i] = (uint8_t)(s >> 56);
+	}
+	for (i = 0; i + bb <= bytes; i += bb) {
+		p[i] = 0x00; /* d = 2^-6 */
+		p[i + 1] = 0x24;
+		if (t == KERN_TYPE_Q4_1) {
+			p[i + 2] = 0x00;
+			p[i + 3] = 0xa4;
+		}
+	}
+}
+
+/* One table row: vec_dot_rows over (rows × cols) of type t. */
+static void
+bq_vec_dot(enum kern_type t, int64_t rows, int64_t cols, int stream, double secs)
+{
+	size_t rb = kern_type_row_bytes(t, cols), mat = rb * (size_t)rows;
+	size_t n_mat = stream ? BQ_STREAM_BYTES / mat + 1 : 1, k = 0;
+	uint8_t *w = malloc(mat * n_mat);
+	float *x = malloc((size_t)cols * sizeof(float)), *out = malloc((size_t)rows * sizeof(float));
+	void *act = malloc((size_t)cols * sizeof(float));
+	double t0, t1, calls = 0, best;
+	int64_t i;
+	int l;
+
+	if (!w || !x || !out || !act) {
+		fprintf(stderr, "bench_quant: out of memory\n");
+		exit(1);
+	}
+	bq_fill(t, w, mat * n_mat);
+	for (i = 0; i < cols; i++)
+		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+	if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_1)
+		kern_quant_row_q8_1(x, act, cols);
+	else
+		kern_quant_row_q8_0(x, act, cols);
+	for (l = 0; l <= kern_cpu_simd_detect(); l++) {
+		kern_cpu_force_simd(l);
+		kern_cpu_vec_dot_rows(t, w, rb, rows, act, cols, out); /* warm up */
+		calls = 0;
+		best = 1e9;
+		t0 = t1 = bq_now();
+		do {
+			/* 64-row slices, as ops.c's matmul hands them out */
+			const uint8_t *m = w + (k++ % n_mat) * mat;
+			double ts = t1;
+			for (i = 0; i < rows; i += 64)
+				kern_cpu_vec_dot_rows(t, m + (size_t)i * rb, rb,
+				    rows - i < 64 ? rows - i : 64, act, cols, out + i);
+			calls++;
+			t1 = bq_now();
+			best = t1 - ts < best ? t1 - ts : best;
+		} while (t1 - t0 < secs);
+		printf("vec_dot_rows  %-5s %6lld x %-5lld %-6s  %-6s  %9.1f us  %6.2f GB/s  (mean %6.2f)\n",
+		    kern_type_name(t), (long long)rows, (long long)cols, stream ? "stream" : "hot",
+		    kern_simd_name(), 1e6 * best, (double)mat / best / 1e9,
+		    (double)mat * calls / (t1 - t0) / 1e9);
+	}
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	free(w);
+	free(x);
+	free(out);
+	free(act);
+}
+
+/* One table row: dequant_rows of 64-row slices of (rows × cols). */
+static void
+bq_dequant(enum kern_type t, int64_t rows, int64_t cols, double secs)
+{
+	size_t rb = kern_type_row_bytes(t, cols), mat = rb * (size_t)rows;
+	uint8_t *w = malloc(mat);
+	float *dst = malloc((size_t)cols * 64 * sizeof(float));
+	double t0, t1, calls, best;
+	int64_t i;
+	int l;
+
+	if (!w || !dst) {
+		fprintf(stderr, "bench_quant: out of memory\n");
+		exit(1);
+	}
+	bq_fill(t, w, mat);
+	for (l = 0; l <= kern_cpu_simd_detect(); l++) {
+		kern_cpu_force_simd(l);
+		calls = 0;
+		best = 1e9;
+		t0 = t1 = bq_now();
+		do {
+			double ts = t1;
+			for (i = 0; i < rows; i += 64)
+				kern_cpu_dequant_rows(t, w + (size_t)i * rb, rb,
+				    rows - i < 64 ? rows - i : 64, cols, dst);
+			calls++;
+			t1 = bq_now();
+			best = t1 - ts < best ? t1 - ts : best;
+		} while (t1 - t0 < secs);
+		printf("dequant_rows  %-5s %6lld x %-5lld %-6s  %-6s  %9.1f us  %6.2f GB/s  (mean %6.2f) out\n",
+		    kern_type_name(t), (long long)rows, (long long)cols, "hot", kern_simd_name(),
+		    1e6 * best, (double)rows * (double)cols * 4.0 / best / 1e9,
+		    (double)rows * (double)cols * 4.0 * calls / (t1 - t0) / 1e9);
+	}
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	free(w);
+	free(dst);
+}
+
+/* One table row: kern_quant_row_q8_1 of n activations. */
+static void
+bq_quant(int64_t n, double secs)
+{
+	float *x = malloc((size_t)n * sizeof(float));
+	struct kern_block_q8_1 *b = malloc((size_t)(n / KERN_QK) * sizeof(*b));
+	double t0, t1, best;
+	int64_t i;
+	int l;
+
+	if (!x || !b) {
+		fprintf(stderr, "bench_quant: out of memory\n");
+		exit(1);
+	}
+	for (i = 0; i < n; i++)
+		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+	for (l = 0; l <= kern_cpu_simd_detect(); l++) {
+		kern_cpu_force_simd(l);
+		best = 1e9;
+		t0 = t1 = bq_now();
+		do {
+			double ts = t1;
+			kern_quant_row_q8_1(x, b, n);
+			t1 = bq_now();
+			best = t1 - ts < best ? t1 - ts : best;
+		} while (t1 - t0 < secs);
+		printf("quant_row     q8_1  %6d x %-5lld %-6s  %-6s  %9.2f us\n", 1, (long long)n,
+		    "hot", kern_simd_name(), 1e6 * best);
+	}
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	free(x);
+	free(b);
+}
+
+int
+main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 0.5;
+
+	printf("kernel        type    rows x cols  data    simd     best time/matrix  throughput\n");
+	bq_vec_dot(KERN_TYPE_Q4_1, 1536, 576, 0, secs);
+	bq_vec_dot(KERN_TYPE_Q4_1, 576, 1536, 0, secs);
+	bq_vec_dot(KERN_TYPE_Q8_0, 1536, 576, 0, secs);
+	bq_vec_dot(KERN_TYPE_Q8_0, 49152, 576, 0, secs);
+	bq_vec_dot(KERN_TYPE_Q4_0, 1536, 576, 0, secs);
+	bq_vec_dot(KERN_TYPE_Q4_1, 1536, 576, 1, secs);
+	bq_vec_dot(KERN_TYPE_Q8_0, 49152, 576, 1, secs);
+	bq_dequant(KERN_TYPE_Q4_1, 1536, 576, secs);
+	bq_dequant(KERN_TYPE_Q8_0, 4096, 576, secs);
+	bq_dequant(KERN_TYPE_F16, 1536, 576, secs);
+	bq_quant(1536, secs);
+	return 0;
+}

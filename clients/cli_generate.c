@@ -1,0 +1,320 @@
+/*
+ * cli_generate.c: `kvsnap generate` and `kvsnap tokenize`, the in-process
+ * commands that run the engine directly (no daemon).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clients/cli.h"
+#include "engine/engine.h"
+
+struct gen_out {
+	const struct eng_tok *tok;
+	int json;
+};
+
+static double
+gen_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Stream one generated token to stdout. */
+static int
+gen_emit(void *arg, int32_t id)
+{
+	struct gen_out *o = arg;
+	char buf[256];
+	int n = eng_tok_decode(o->tok, id, 0, buf, sizeof(buf));
+	if (n < 0)
+		n = 0;
+	if (o->json) {
+		printf("{\"event\":\"token\",\"id\":%d,\"text\":", (int)id);
+		cli_json_str(stdout, buf, (size_t)n);
+		printf("}\n");
+	} else {
+		fwrite(buf, 1, (size_t)n, stdout);
+	}
+	fflush(stdout);
+	return 0;
+}
+
+/* Tokenize the prompt: the chat template's own pieces with specials parsed,
+ * the user's text without (so text cannot forge control tokens); --raw
+ * parses specials in the text as llama.cpp's tools do. */
+static int64_t
+gen_tokenize_prompt(const struct eng_tok *tok, const char *text, int raw, int32_t **out)
+{
+	size_t cap = strlen(text) + 64;
+	int32_t *ids = malloc(cap * sizeof(*ids));
+	int64_t n = 0, r;
+	static const char *pre =
+	    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+	    "Face<|im_end|>\n<|im_start|>user\n";
+	static const char *post = "<|im_end|>\n<|im_start|>assistant\n";
+
+	*out = NULL;
+	if (!ids)
+		return ENG_ERR_NOMEM;
+	if (raw) {
+		n = eng_tok_encode(tok, text, strlen(text), 1, ids, (int64_t)cap);
+	} else {
+		r = eng_tok_encode(tok, pre, strlen(pre), 1, ids, (int64_t)cap);
+		if (r >= 0) {
+			n = r;
+			r = eng_tok_encode(tok, text, strlen(text), 0, ids + n, (int64_t)cap - n);
+		}
+		if (r >= 0) {
+			n += r;
+			r = eng_tok_encode(tok, post, strlen(post), 1, ids + n, (int64_t)cap - n);
+		}
+		n = r < 0 ? r : n + r;
+	}
+	if (n < 0 || n > (int64_t)cap) {
+		free(ids);
+		return n < 0 ? n : ENG_ERR_NOMEM;
+	}
+	*out = ids;
+	return n;
+}
+
+static void
+gen_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: kvsnap generate [-m GGUF] -p TEXT [-n N] [--temp T] [--top-p P] [--seed S]\n"
+	    "                       [--raw] [-t THREADS] [--json] [-v]\n"
+	    "Run the model in-process (no daemon) and stream the answer to stdout.\n"
+	    "  -m, --model GGUF   model file (default $KVSNAP_MODEL or the bundled model)\n"
+	    "  -p, --prompt TEXT  the user's message (or the whole prompt with --raw)\n"
+	    "  -n N               tokens to generate at most (default 128)\n"
+	    "  --temp T           temperature, 0 = greedy (default 0)\n"
+	    "  --top-p P          nucleus sampling threshold (default 1 = off)\n"
+	    "  --seed S           sampling seed (default 0)\n"
+	    "  --raw              no chat template; control tokens in TEXT are parsed\n"
+	    "  -t, --threads N    threads (default: all cores)\n"
+	    "  --json             one JSON object per line (token events, then a result)\n"
+	    "  -v, --verbose      timings on stderr\n");
+}
+
+int
+cli_generate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "model", required_argument, NULL, 'm' },
+		{ "prompt", required_argument, NULL, 'p' },
+		{ "temp", required_argument, NULL, 'T' },
+		{ "top-p", required_argument, NULL, 'P' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *model_path = cli_default_model(), *prompt = NULL;
+	long n_max = 128, seed = 0, threads = 0;
+	double temp = 0.0, top_p = 1.0;
+	int raw = 0, json = 0, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	struct eng_model *m = NULL;
+	struct eng_tok *tok = NULL;
+	struct eng_ctx *ctx = NULL;
+	struct eng_kv *kv = NULL;
+	struct eng_sampler s;
+	struct gen_out out;
+	int32_t *ids = NULL;
+	int64_t n_prompt, n_gen = 0, cap;
+	double t0, t1, t2;
+	char why[256] = "";
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:p:n:t:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': model_path = optarg; break;
+		case 'p': prompt = optarg; break;
+		case 'n':
+			if (cli_parse_long(optarg, 0, 1 << 24, &n_max)) {
+				cli_err("-n needs a number of tokens, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'T':
+			if (cli_parse_float(optarg, 0.0, 100.0, &temp)) {
+				cli_err("--temp needs a number in [0, 100], got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'P':
+			if (cli_parse_float(optarg, 0.0, 1.0, &top_p) || top_p <= 0.0) {
+				cli_err("--top-p needs a number in (0, 1], got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			if (cli_parse_long(optarg, 0, 0x7fffffffL, &seed)) {
+				cli_err("--seed needs a non-negative integer, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'r': raw = 1; break;
+		case 't':
+			if (cli_parse_long(optarg, 1, 64, &threads)) {
+				cli_err("--threads needs a number in 1..64, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'j': json = 1; break;
+		case 'v': verbose = 1; break;
+		case 'h': gen_usage(stdout); return CLI_EXIT_OK;
+		default: gen_usage(stderr); return CLI_EXIT_USAGE;
+		}
+	}
+	if (!prompt || optind != argc) {
+		cli_err("generate needs -p TEXT and no other arguments");
+		gen_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+
+	t0 = gen_now();
+	rc = eng_model_open(&m, model_path, why, sizeof(why));
+	if (rc) {
+		cli_err("cannot load model: %s", why);
+		return cli_exit_for_engine(rc);
+	}
+	rc = eng_tok_init(&tok, m->gguf, why, sizeof(why));
+	if (rc) {
+		cli_err("cannot load the tokenizer of %s: %s", model_path, why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	n_prompt = gen_tokenize_prompt(tok, prompt, raw, &ids);
+	if (n_prompt < 0) {
+		cli_err("cannot tokenize the prompt: %s", eng_strerror((int)n_prompt));
+		goto out;
+	}
+	if (n_prompt == 0) {
+		cli_err("the prompt is empty");
+		ret = CLI_EXIT_USAGE;
+		goto out;
+	}
+	if (n_prompt > m->hp.n_ctx_train) {
+		cli_err("the prompt is %lld tokens; the model's context window is %d",
+		    (long long)n_prompt, m->hp.n_ctx_train);
+		ret = CLI_EXIT_USAGE;
+		goto out;
+	}
+	cap = n_prompt + n_max;
+	if (cap > m->hp.n_ctx_train)
+		cap = m->hp.n_ctx_train;
+	if ((rc = eng_ctx_init(&ctx, m, (int)threads, 512)) || (rc = eng_kv_init(&kv, m, cap))) {
+		cli_err("cannot set up the engine: %s", eng_strerror(rc));
+		goto out;
+	}
+	eng_sampler_init(&s, (float)temp, (float)top_p, (uint64_t)seed);
+	out.tok = tok;
+	out.json = json;
+	t1 = gen_now();
+	rc = eng_generate(ctx, kv, tok, ids, n_prompt, n_max, &s, gen_emit, &out, &n_gen);
+	t2 = gen_now();
+	if (rc && rc != ENG_ERR_CONTEXT) {
+		cli_err("generation failed: %s", eng_strerror(rc));
+		goto out;
+	}
+	if (json)
+		printf("{\"event\":\"result\",\"prompt_tokens\":%lld,\"generated_tokens\":%lld,"
+		    "\"load_s\":%.3f,\"generate_s\":%.3f}\n",
+		    (long long)n_prompt, (long long)n_gen, t1 - t0, t2 - t1);
+	else
+		printf("\n");
+	if (verbose)
+		fprintf(stderr, "kvsnap: %lld prompt tokens, %lld generated in %.3f s (load %.3f s)\n",
+		    (long long)n_prompt, (long long)n_gen, t2 - t1, t1 - t0);
+	ret = CLI_EXIT_OK;
+out:
+	free(ids);
+	eng_kv_free(kv);
+	eng_ctx_free(ctx);
+	eng_tok_free(tok);
+	eng_model_close(m);
+	return ret;
+}
+
+static void
+tok_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: kvsnap tokenize [-m GGUF] [--no-special] [--json] TEXT\n"
+	    "Print the token ids of TEXT, space-separated (control tokens written\n"
+	    "literally in TEXT are parsed unless --no-special).\n");
+}
+
+int
+cli_tokenize(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "model", required_argument, NULL, 'm' },
+		{ "no-special", no_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *model_path = cli_default_model(), *text;
+	int special = 1, json = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	struct eng_model *m = NULL;
+	struct eng_tok *tok = NULL;
+	int32_t *ids = NULL;
+	int64_t n, i, cap;
+	char why[256] = "";
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': model_path = optarg; break;
+		case 'N': special = 0; break;
+		case 'j': json = 1; break;
+		case 'h': tok_usage(stdout); return CLI_EXIT_OK;
+		default: tok_usage(stderr); return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		tok_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	text = argv[optind];
+	rc = eng_model_open(&m, model_path, why, sizeof(why));
+	if (rc) {
+		cli_err("cannot load model: %s", why);
+		return cli_exit_for_engine(rc);
+	}
+	rc = eng_tok_init(&tok, m->gguf, why, sizeof(why));
+	if (rc) {
+		cli_err("cannot load the tokenizer of %s: %s", model_path, why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	cap = (int64_t)strlen(text) + 16;
+	ids = malloc((size_t)cap * sizeof(*ids));
+	if (!ids)
+		goto out;
+	n = eng_tok_encode(tok, text, strlen(text), special, ids, cap);
+	if (n < 0 || n > cap) {
+		cli_err("cannot tokenize: %s", eng_strerror(n < 0 ? (int)n : ENG_ERR_NOMEM));
+		goto out;
+	}
+	if (json)
+		printf("{\"ids\":[");
+	for (i = 0; i < n; i++)
+		printf(json ? "%s%d" : "%s%d", i ? (json ? "," : " ") : "", (int)ids[i]);
+	printf(json ? "],\"count\":%lld}\n" : "\n", (long long)n);
+	ret = CLI_EXIT_OK;
+out:
+	free(ids);
+	eng_tok_free(tok);
+	eng_model_close(m);
+	return ret;
+}

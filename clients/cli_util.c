@@ -1,0 +1,105 @@
+/*
+ * cli_util.c: small helpers shared by the kvsnap subcommands.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "clients/cli.h"
+#include "engine/engine.h"
+
+void
+cli_err(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("kvsnap: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+cli_exit_for_engine(int err)
+{
+	switch (err) {
+	case ENG_OK:
+		return CLI_EXIT_OK;
+	case ENG_ERR_IO:
+	case ENG_ERR_NOT_FOUND:
+		return CLI_EXIT_NOT_FOUND;
+	case ENG_ERR_FORMAT:
+	case ENG_ERR_VERSION:
+	case ENG_ERR_ARCH:
+	case ENG_ERR_TYPE:
+	case ENG_ERR_SHAPE:
+	case ENG_ERR_TOKENIZER:
+		return CLI_EXIT_CORRUPT;
+	case ENG_ERR_CONTEXT:
+	case ENG_ERR_TOKEN:
+	case ENG_ERR_ARG:
+		return CLI_EXIT_USAGE;
+	default:
+		return CLI_EXIT_FAILURE;
+	}
+}
+
+void
+cli_json_str(FILE *f, const char *s, size_t len)
+{
+	size_t i;
+	fputc('"', f);
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		switch (ch) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default:
+			if (ch < 0x20)
+				fprintf(f, "\\u%04x", ch);
+			else
+				fputc(ch, f);
+		}
+	}
+	fputc('"', f);
+}
+
+int
+cli_parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+cli_parse_float(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v >= lo && v <= hi))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+const char *
+cli_default_model(void)
+{
+	const char *p = getenv("KVSNAP_MODEL");
+	return p && *p ? p : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}

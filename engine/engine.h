@@ -1,0 +1,172 @@
+/*
+ * engine.h: the public face of kvsnap's inference engine.
+ *
+ * Lifecycle: eng_model_open() maps a GGUF and borrows its weights;
+ * eng_tok_init() builds the tokenizer from the same file; eng_kv_init()
+ * allocates a KV cache for that model; eng_forward() runs any chunk of tokens
+ * against a cache; eng_generate() decodes.  Close in reverse order.
+ *
+ * Errors: every function returns 0 or a negative enum eng_err and never
+ * prints, exits or aborts on bad input.  Functions that can fail for reasons
+ * a person must read take `char *why, size_t why_len` and write one line.
+ *
+ * Threads: a model is read-only after open and may be shared; a kv cache,
+ * a tokenizer's scratch and a kern_ctx belong to one thread at a time.
+ */
+#ifndef ENGINE_H
+#define ENGINE_H
+
+#include <stddef.h> /* for size_t */
+#include <stdint.h> /* for int32_t */
+
+#include "../kernels/kernels.h" /* for struct kern_ctx, struct kern_mat */
+#include "gguf.h"               /* for struct eng_gguf */
+
+/* Status codes (grouped by family in tens; never renumber). */
+enum eng_err {
+	ENG_OK = 0,
+	ENG_ERR_NOMEM = -1,
+	ENG_ERR_IO = -10,        /* open/stat/mmap failed */
+	ENG_ERR_FORMAT = -11,    /* malformed or hostile file */
+	ENG_ERR_VERSION = -12,   /* unsupported file version */
+	ENG_ERR_NOT_FOUND = -13, /* key or tensor missing */
+	ENG_ERR_ARCH = -20,      /* architecture we do not run */
+	ENG_ERR_TYPE = -21,      /* unsupported tensor type */
+	ENG_ERR_SHAPE = -22,     /* tensor shape does not fit the model */
+	ENG_ERR_TOKENIZER = -23, /* tokenizer data missing or inconsistent */
+	ENG_ERR_CONTEXT = -30,   /* more tokens than the context window */
+	ENG_ERR_TOKEN = -31,     /* token id out of range */
+	ENG_ERR_ARG = -32,       /* bad argument */
+	ENG_ERR_KERNEL = -40     /* a kernel failed (see kern_strerror) */
+};
+const char *eng_strerror(int err);
+
+/* ------------------------------------------------------------------------ */
+/* Model                                                                     */
+
+struct eng_hparams {
+	int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab, n_ctx_train;
+	float rms_eps, rope_base;
+};
+
+struct eng_layer {
+	const float *attn_norm; /* (n_embd) */
+	const float *ffn_norm;  /* (n_embd) */
+	struct kern_mat wq;     /* (n_head*head_dim, n_embd) */
+	struct kern_mat wk;     /* (n_head_kv*head_dim, n_embd) */
+	struct kern_mat wv;     /* (n_head_kv*head_dim, n_embd) */
+	struct kern_mat wo;     /* (n_embd, n_head*head_dim) */
+	struct kern_mat w_gate; /* (n_ff, n_embd) */
+	struct kern_mat w_up;   /* (n_ff, n_embd) */
+	struct kern_mat w_down; /* (n_embd, n_ff) */
+};
+
+struct eng_model {
+	struct eng_gguf *gguf; /* owns the map the weights point into */
+	struct eng_hparams hp;
+	struct kern_mat tok_embd; /* (n_vocab, n_embd) */
+	struct kern_mat output;   /* (n_vocab, n_embd); tied to tok_embd if absent */
+	const float *output_norm; /* (n_embd) */
+	struct eng_layer *layers; /* (n_layer) */
+	float *norms_f32;         /* owned copies of norm vectors stored as f16/bf16 */
+};
+
+int eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_len);
+void eng_model_close(struct eng_model *m);
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer (GPT-2 byte-level BPE as GGUF stores it)                        */
+
+struct eng_tok;
+
+int eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t why_len);
+void eng_tok_free(struct eng_tok *t);
+
+/* Encode text[0..len) into ids.  parse_special: split out control tokens
+ * written literally in the text (as llama.cpp's parse_special).  Returns the
+ * number of ids (which may exceed cap: call again with a bigger buffer) or a
+ * negative enum eng_err. */
+int64_t eng_tok_encode(const struct eng_tok *t, const char *text, size_t len,
+    int parse_special, int32_t *ids, int64_t cap);
+/* Bytes of one token's text (specials only if `special`); NULL if out of
+ * range.  *len receives the length.  Not NUL-terminated. */
+const char *eng_tok_piece(const struct eng_tok *t, int32_t id, int special, size_t *len);
+/* Decode one token into buf (raw bytes, may be a partial UTF-8 sequence).
+ * Returns bytes written (truncated to cap) or a negative error. */
+int eng_tok_decode(const struct eng_tok *t, int32_t id, int special, char *buf, size_t cap);
+int32_t eng_tok_n_vocab(const struct eng_tok *t);
+int32_t eng_tok_bos(const struct eng_tok *t);
+int32_t eng_tok_eos(const struct eng_tok *t);
+/* 1 if id ends generation (EOS, end-of-text, or another EOG token). */
+int eng_tok_is_eog(const struct eng_tok *t, int32_t id);
+
+/* ChatML rendering of one user turn, as the model's template does it (with
+ * the default system turn when system == NULL).  Writes a NUL-terminated
+ * string into buf; returns its length, or the length needed if >= cap. */
+size_t eng_chat_render(const char *system, const char *user, int add_assistant,
+    char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* KV cache: per layer and KV head, a list of units (position, pre-RoPE key,
+ * rotated key, value).  This issue's cache grows by appending; the cache
+ * pool with eviction builds on the same layout.                             */
+
+struct eng_kv {
+	int n_layer, n_head_kv, head_dim;
+	int64_t cap;      /* units per (layer, head) */
+	int64_t *n;       /* (n_layer, n_head_kv) units held */
+	uint32_t *pos;    /* (n_layer, n_head_kv, cap) original positions */
+	float *k;         /* (n_layer, n_head_kv, cap, head_dim) pre-RoPE keys */
+	float *kr;        /* (n_layer, n_head_kv, cap, head_dim) rotated keys */
+	float *v;         /* (n_layer, n_head_kv, cap, head_dim) */
+	uint32_t next_pos; /* position of the next token */
+};
+
+int eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t cap);
+void eng_kv_free(struct eng_kv *kv);
+void eng_kv_clear(struct eng_kv *kv);
+
+/* ------------------------------------------------------------------------ */
+/* Forward pass                                                              */
+
+struct eng_ctx; /* scratch buffers + the kern_ctx; one per thread */
+
+int eng_ctx_init(struct eng_ctx **out, const struct eng_model *m, int n_threads,
+    int64_t max_chunk);
+void eng_ctx_free(struct eng_ctx *c);
+struct kern_ctx *eng_ctx_kern(struct eng_ctx *c);
+
+/* Run tokens ids[0..n) at positions kv->next_pos.. through every layer,
+ * appending their K/V to kv.  For each i with want_logits[i] != 0 (or only
+ * the last token when want_logits == NULL) write n_vocab logits to
+ * logits + j*n_vocab, j counting the requested rows in order.  logits may be
+ * NULL when none are requested.  Chunks larger than the ctx's max_chunk are
+ * split internally. */
+int eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n,
+    const uint8_t *want_logits, float *logits);
+
+/* ------------------------------------------------------------------------ */
+/* Sampling and generation                                                   */
+
+struct eng_sampler {
+	float temp;    /* 0 = greedy */
+	float top_p;   /* 1 = off */
+	uint64_t seed;
+	uint64_t state; /* xorshift state, set from seed by eng_sampler_init */
+};
+
+void eng_sampler_init(struct eng_sampler *s, float temp, float top_p, uint64_t seed);
+/* Pick a token from logits (n_vocab).  Greedy picks the lowest id on ties. */
+int32_t eng_sample(struct eng_sampler *s, const float *logits, int32_t n_vocab);
+
+/* Called for every generated token; return non-zero to stop. */
+typedef int (*eng_token_cb)(void *arg, int32_t id);
+
+/* Prefill prompt ids (all but logits of the last) and decode up to n_max
+ * tokens, stopping at an end-of-generation token (not reported).  *n_out
+ * receives the number generated. */
+int eng_generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
+    const int32_t *prompt, int64_t n_prompt, int64_t n_max, struct eng_sampler *s,
+    eng_token_cb cb, void *arg, int64_t *n_out);
+
+#endif /* ENGINE_H */

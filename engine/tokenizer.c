@@ -1,0 +1,1185 @@
+/*
+ * tokenizer.c: GPT-2 byte-level BPE, bit-compatible with llama.cpp's
+ * tokenizer.ggml.model = "gpt2" path (spec/model.md section 7).
+ *
+ * eng_tok_init() copies the vocabulary out of the GGUF (so the tokenizer
+ * outlives the map), applies llama.cpp's token-type overrides, and builds the
+ * look-up structures: an open-addressing hash from token text to id, a hash
+ * from merge pair ("left" + "right", split point) to rank, the special-token
+ * list sorted longest first, the end-of-generation set, and every token's
+ * decoded bytes.
+ *
+ * eng_tok_encode() runs the pipeline of llama_tokenize(text, add_special =
+ * false, parse_special):
+ *   1. split out special tokens written literally (longest text first),
+ *   2. decode each remaining fragment to code points (invalid UTF-8 -> U+FFFD
+ *      per byte, as llama.cpp's unicode_cpts_from_utf8),
+ *   3. pre-tokenize: every \p{N} code point alone (the digit-split pre types),
+ *      then the hand-written GPT-2 regex of llama.cpp's
+ *      unicode_regex_split_custom_gpt2,
+ *   4. map each word's UTF-8 bytes through the GPT-2 byte->unicode table,
+ *   5. BPE: repeatedly merge the adjacent pair of lowest rank (leftmost on
+ *      ties) using a heap with lazy invalidation, as llama.cpp does,
+ *   6. look each symbol up; a symbol that is not a token falls back to its
+ *      single bytes, and bytes that are not tokens are dropped.
+ * Encoding allocates its scratch per call, so one tokenizer may be shared by
+ * threads.  Inputs longer than ENG_TOK_MAX_TEXT are refused (ENG_ERR_ARG).
+ *
+ * Where llama.cpp has no usable answer we choose one: a 4-byte sequence that
+ * decodes past U+10FFFF (which aborts llama.cpp) reads as U+FFFD per byte;
+ * a NORMAL token whose text holds a code point outside the byte table keeps
+ * that code point's UTF-8 when decoded (llama.cpp writes a debug string);
+ * special tokens of equal length are tried in id order (llama.cpp's order is
+ * unspecified); several tokens matching one FIM/EOT role text list: lowest id.
+ */
+#include <stdarg.h> /* for va_list */
+#include <stdio.h>  /* for vsnprintf */
+#include <stdlib.h> /* for malloc */
+#include <string.h> /* for memcmp, memmem */
+
+#include "engine.h"
+#include "engine_internal.h"
+
+/* GGUF token types (tokenizer.ggml.token_type). */
+enum eng_tok_type {
+	ENG_TOK_UNDEFINED = 0,
+	ENG_TOK_NORMAL = 1,
+	ENG_TOK_UNKNOWN = 2,
+	ENG_TOK_CONTROL = 3,
+	ENG_TOK_USER_DEFINED = 4,
+	ENG_TOK_UNUSED = 5,
+	ENG_TOK_BYTE = 6
+};
+
+/* Pre-tokenizer pipelines we implement. */
+enum eng_tok_pre {
+	ENG_TOK_PRE_DIGITS_GPT2 = 1, /* \p{N} split, then the GPT-2 regex */
+	ENG_TOK_PRE_GPT2 = 2         /* the GPT-2 regex alone */
+};
+
+#define ENG_TOK_MAX_VOCAB (1 << 26)        /* sanity bound on tokens and merges */
+#define ENG_TOK_MAX_TEXT ((size_t)1 << 26) /* longest input eng_tok_encode takes */
+
+/* Token flag bits (struct eng_tok.flags). */
+#define ENG_TOK_F_SPECIAL 0x01 /* piece shown only when specials are requested */
+#define ENG_TOK_F_EOG 0x02     /* ends generation */
+
+/* UTF-8 of the code point GPT-2 assigns to a byte (1 or 2 bytes). */
+struct eng_tok_bytemap {
+	uint8_t s[2];
+	uint8_t n;
+};
+
+struct eng_tok {
+	int32_t n_vocab;
+	int32_t bos, eos; /* -1 when absent */
+	enum eng_tok_pre pre;
+
+	char *text;        /* every token's text (byte-mapped form), back to back */
+	size_t *text_off;  /* (n_vocab + 1) */
+	uint8_t *type;     /* (n_vocab) enum eng_tok_type after llama.cpp overrides */
+	uint8_t *flags;    /* (n_vocab) ENG_TOK_F_* */
+	char *piece;       /* decoded bytes of every token, back to back */
+	size_t *piece_off; /* (n_vocab + 1) */
+
+	int32_t *vocab_ht; /* (vocab_mask + 1) token ids, -1 empty */
+	size_t vocab_mask;
+
+	int32_t n_merges;
+	char *merge_text;      /* "left" "right" without the space, back to back */
+	size_t *merge_off;     /* (n_merges + 1) */
+	uint32_t *merge_split; /* (n_merges) length of "left" */
+	int32_t *merge_ht;     /* (merge_mask + 1) merge ranks, -1 empty */
+	size_t merge_mask;
+
+	int32_t *special; /* CONTROL / USER_DEFINED / UNKNOWN ids, longest first */
+	int32_t n_special;
+
+	int32_t byte_tok[256]; /* token whose text is that single raw byte, or -1 */
+	struct eng_tok_bytemap map[256]; /* byte -> its GPT-2 code point in UTF-8 */
+};
+
+/* ------------------------------------------------------------------------ */
+/* GPT-2 byte <-> unicode mapping                                            */
+
+/* Code point GPT-2 assigns to byte b: printable Latin-1 maps to itself, the
+ * other 68 bytes to U+0100.. in increasing order. */
+static uint32_t
+eng_tok_byte_cp(unsigned b)
+{
+	unsigned i, n = 0;
+
+	if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)
+		return b;
+	for (i = 0; i < b; i++)
+		if (!((i >= 0x21 && i <= 0x7E) || (i >= 0xA1 && i <= 0xAC) || i >= 0xAE))
+			n++;
+	return 0x100 + n;
+}
+
+/* Fill the byte -> UTF-8 and code point -> byte tables. */
+static void
+eng_tok_bytemap_build(struct eng_tok_bytemap map[256], int16_t inv[0x144])
+{
+	unsigned b;
+	uint8_t u[4];
+
+	for (b = 0; b < 0x144; b++)
+		inv[b] = -1;
+	for (b = 0; b < 256; b++) {
+		uint32_t cp = eng_tok_byte_cp(b);
+		map[b].n = (uint8_t)eng_utf8_encode(cp, u);
+		map[b].s[0] = u[0];
+		map[b].s[1] = u[1];
+		inv[cp] = (int16_t)b;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hashing                                                                   */
+
+/* FNV-1a over n bytes, finished with a multiply-xorshift mix. */
+static uint64_t
+eng_tok_hash(const char *p, size_t n, uint64_t seed)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= (uint8_t)p[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
+	return h;
+}
+
+/* Id of the token whose text is p[0..n), or -1. */
+static int32_t
+eng_tok_lookup(const struct eng_tok *t, const char *p, size_t n)
+{
+	size_t i = (size_t)eng_tok_hash(p, n, 0) & t->vocab_mask;
+	int32_t id;
+
+	while ((id = t->vocab_ht[i]) >= 0) {
+		size_t off = t->text_off[id], len = t->text_off[id + 1] - off;
+		if (len == n && memcmp(t->text + off, p, n) == 0)
+			return id;
+		i = (i + 1) & t->vocab_mask;
+	}
+	return -1;
+}
+
+/* Rank of merging p[0..llen) with p[llen..llen+rlen), or -1. */
+static int32_t
+eng_tok_merge_rank(const struct eng_tok *t, const char *p, size_t llen, size_t rlen)
+{
+	size_t n = llen + rlen;
+	size_t i = (size_t)eng_tok_hash(p, n, llen) & t->merge_mask;
+	int32_t r;
+
+	while ((r = t->merge_ht[i]) >= 0) {
+		size_t off = t->merge_off[r];
+		if (t->merge_split[r] == llen && t->merge_off[r + 1] - off == n &&
+		    memcmp(t->merge_text + off, p, n) == 0)
+			return r;
+		i = (i + 1) & t->merge_mask;
+	}
+	return -1;
+}
+
+/* Smallest power of two >= 2n (n <= ENG_TOK_MAX_VOCAB). */
+static size_t
+eng_tok_ht_size(size_t n)
+{
+	size_t c = 16;
+	while (c < 2 * n)
+		c <<= 1;
+	return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loading                                                                   */
+
+static int eng_tok_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Write a one-line reason into why (if given) and return err. */
+static int
+eng_tok_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && why_len) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+/* Map tokenizer.ggml.pre to a pipeline; 0 if unsupported. */
+static enum eng_tok_pre
+eng_tok_pre_from_name(struct eng_gguf_str s)
+{
+	static const char *const digits[] = { "smollm", "starcoder", "refact", "command-r",
+		"codeshell", "exaone", "minerva-7b" };
+	static const char *const gpt2[] = { "gpt-2", "phi-2", "mpt", "olmo", "jais" };
+	size_t i;
+
+	for (i = 0; i < sizeof(digits) / sizeof(digits[0]); i++)
+		if (eng_gguf_str_eq(s, digits[i]))
+			return ENG_TOK_PRE_DIGITS_GPT2;
+	for (i = 0; i < sizeof(gpt2) / sizeof(gpt2[0]); i++)
+		if (eng_gguf_str_eq(s, gpt2[i]))
+			return ENG_TOK_PRE_GPT2;
+	return (enum eng_tok_pre)0;
+}
+
+/* Texts llama.cpp recognises when the GGUF names no such token.  Each
+ * role takes the first token found and forces it to CONTROL ("control-looking
+ * token" override); llama.cpp's order among several matches is its hash
+ * map's, ours is the lowest id.  "\xef\xbd\x9c" is U+FF5C and "\xe2\x96\x81"
+ * U+2581 (DeepSeek, CodeLlama spellings). */
+static const char *const eng_tok_eot_texts[] = { "<|eot_id|>", "<|im_end|>", "<|end|>",
+	"<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
+	"<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>",
+	"<end_of_utterance>" };
+static const char *const eng_tok_eom_texts[] = { "<|eom_id|>" };
+static const char *const eng_tok_fim_pre_texts[] = { "<|fim_prefix|>", "<fim-prefix>",
+	"<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
+	"\xe2\x96\x81<PRE>", "<|code_prefix|>" };
+static const char *const eng_tok_fim_suf_texts[] = { "<|fim_suffix|>", "<fim-suffix>",
+	"<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>", "<SUF>",
+	"\xe2\x96\x81<SUF>", "<|code_suffix|>" };
+static const char *const eng_tok_fim_mid_texts[] = { "<|fim_middle|>", "<fim-middle>",
+	"<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
+	"\xe2\x96\x81<MID>", "<|code_middle|>" };
+static const char *const eng_tok_fim_pad_texts[] = { "<|fim_pad|>", "<fim-pad>",
+	"<fim_pad>", "<PAD>" };
+static const char *const eng_tok_fim_rep_texts[] = { "<|fim_repo|>", "<|repo_name|>",
+	"<fim-repo>", "<REPO>", "<reponame>" };
+static const char *const eng_tok_fim_sep_texts[] = { "<|file_sep|>" };
+
+/* Every token with one of these texts ends generation (and is forced to
+ * CONTROL), besides EOS, EOT, EOM and the FIM pad/repo/separator tokens. */
+static const char *const eng_tok_eog_texts[] = { "<|eot_id|>", "<|im_end|>", "<|end|>",
+	"<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
+	"_<EOT>", "<|end_of_text|>", "<end_of_utterance>" };
+
+#define ENG_TOK_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Special id from key if present and in range, else dflt (llama.cpp). */
+static int32_t
+eng_tok_special_id(const struct eng_gguf *g, const char *key, int32_t n_vocab, int32_t dflt)
+{
+	uint64_t v;
+	if (eng_gguf_get_u64(g, key, &v) == 0 && v < (uint64_t)n_vocab)
+		return (int32_t)v;
+	return dflt;
+}
+
+/* Id for a special role: the GGUF key if present and in range, else the
+ * lowest token whose text is in list, which is then forced to CONTROL. */
+static int32_t
+eng_tok_role(struct eng_tok *t, const struct eng_gguf *g, const char *key,
+    const char *const *list, size_t n)
+{
+	int32_t best = -1, id;
+	size_t i;
+
+	id = eng_tok_special_id(g, key, t->n_vocab, -1);
+	if (id >= 0)
+		return id;
+	for (i = 0; i < n; i++) {
+		id = eng_tok_lookup(t, list[i], strlen(list[i]));
+		if (id >= 0 && (best < 0 || id < best))
+			best = id;
+	}
+	if (best >= 0)
+		t->type[best] = ENG_TOK_CONTROL;
+	return best;
+}
+
+/* Read tokens and token types; build the vocab hash. */
+static int
+eng_tok_load_vocab(struct eng_tok *t, const struct eng_gguf *g, char *why, size_t why_len)
+{
+	const uint8_t *data, *p, *types = NULL;
+	uint64_t n, n_types = 0, i;
+	size_t total = 0, off;
+	struct eng_gguf_str s;
+	int rc;
+
+	rc = eng_gguf_get_array(g, "tokenizer.ggml.tokens", ENG_GGUF_STRING, &data, &n);
+	if (rc)
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.tokens is %s", rc == ENG_ERR_NOT_FOUND ? "missing" :
+		    "not an array of strings");
+	if (n == 0 || n > ENG_TOK_MAX_VOCAB)
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.tokens has %llu entries (1..%d allowed)",
+		    (unsigned long long)n, ENG_TOK_MAX_VOCAB);
+	rc = eng_gguf_get_array(g, "tokenizer.ggml.token_type", ENG_GGUF_I32, &types, &n_types);
+	if (rc == ENG_ERR_FORMAT)
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.token_type is not an array of i32");
+	if (rc == 0 && n_types != n)
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.token_type has %llu entries, tokens has %llu",
+		    (unsigned long long)n_types, (unsigned long long)n);
+	if (rc)
+		types = NULL; /* absent: all NORMAL */
+	t->n_vocab = (int32_t)n;
+
+	/* first pass: sizes (empty texts become "[EMPTY_<id>]" as in llama.cpp) */
+	p = data;
+	for (i = 0; i < n; i++) {
+		if (eng_gguf_str_array_next(g, &p, &s))
+			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			    "tokenizer.ggml.tokens: entry %llu runs past the file",
+			    (unsigned long long)i);
+		total += s.len ? s.len : 20;
+	}
+	t->text = malloc(total ? total : 1);
+	t->text_off = malloc(((size_t)n + 1) * sizeof(*t->text_off));
+	t->type = malloc((size_t)n);
+	t->flags = calloc((size_t)n, 1);
+	if (!t->text || !t->text_off || !t->type || !t->flags)
+		return ENG_ERR_NOMEM;
+	p = data;
+	off = 0;
+	for (i = 0; i < n; i++) {
+		int32_t ty = ENG_TOK_NORMAL;
+		eng_gguf_str_array_next(g, &p, &s);
+		t->text_off[i] = off;
+		if (s.len) {
+			memcpy(t->text + off, s.ptr, s.len);
+			off += s.len;
+		} else {
+			off += (size_t)snprintf(t->text + off, 20, "[EMPTY_%u]", (unsigned)i);
+		}
+		if (types) {
+			memcpy(&ty, types + 4 * i, 4);
+			if (ty < ENG_TOK_UNDEFINED || ty > ENG_TOK_BYTE)
+				ty = ENG_TOK_UNDEFINED;
+		}
+		t->type[i] = (uint8_t)ty;
+	}
+	t->text_off[n] = off;
+
+	t->vocab_mask = eng_tok_ht_size((size_t)n) - 1;
+	t->vocab_ht = malloc((t->vocab_mask + 1) * sizeof(*t->vocab_ht));
+	if (!t->vocab_ht)
+		return ENG_ERR_NOMEM;
+	memset(t->vocab_ht, 0xff, (t->vocab_mask + 1) * sizeof(*t->vocab_ht));
+	for (i = 0; i < n; i++) {
+		const char *tp = t->text + t->text_off[i];
+		size_t len = t->text_off[i + 1] - t->text_off[i];
+		size_t h = (size_t)eng_tok_hash(tp, len, 0) & t->vocab_mask;
+		if (eng_tok_lookup(t, tp, len) >= 0)
+			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			    "tokenizer.ggml.tokens: token %llu duplicates an earlier text",
+			    (unsigned long long)i);
+		while (t->vocab_ht[h] >= 0)
+			h = (h + 1) & t->vocab_mask;
+		t->vocab_ht[h] = (int32_t)i;
+	}
+	return 0;
+}
+
+/* Read the merges ("left right", split at the first space after index 0);
+ * the index is the rank, and a repeated pair keeps its first rank. */
+static int
+eng_tok_load_merges(struct eng_tok *t, const struct eng_gguf *g, char *why, size_t why_len)
+{
+	const uint8_t *data, *p;
+	uint64_t n, i;
+	size_t total = 0, off = 0;
+	struct eng_gguf_str s;
+	int rc;
+
+	rc = eng_gguf_get_array(g, "tokenizer.ggml.merges", ENG_GGUF_STRING, &data, &n);
+	if (rc)
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.merges is %s", rc == ENG_ERR_NOT_FOUND ? "missing" :
+		    "not an array of strings");
+	if (n > ENG_TOK_MAX_VOCAB)
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.merges has %llu entries (at most %d allowed)",
+		    (unsigned long long)n, ENG_TOK_MAX_VOCAB);
+	p = data;
+	for (i = 0; i < n; i++) {
+		const char *sp;
+		if (eng_gguf_str_array_next(g, &p, &s))
+			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			    "tokenizer.ggml.merges: entry %llu runs past the file",
+			    (unsigned long long)i);
+		sp = s.len > 1 ? memchr(s.ptr + 1, ' ', s.len - 1) : NULL;
+		if (!sp)
+			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			    "tokenizer.ggml.merges: entry %llu has no space separating two parts",
+			    (unsigned long long)i);
+		total += s.len - 1;
+	}
+	t->n_merges = (int32_t)n;
+	t->merge_text = malloc(total ? total : 1);
+	t->merge_off = malloc(((size_t)n + 1) * sizeof(*t->merge_off));
+	t->merge_split = malloc(((size_t)n ? (size_t)n : 1) * sizeof(*t->merge_split));
+	t->merge_mask = eng_tok_ht_size((size_t)n) - 1;
+	t->merge_ht = malloc((t->merge_mask + 1) * sizeof(*t->merge_ht));
+	if (!t->merge_text || !t->merge_off || !t->merge_split || !t->merge_ht)
+		return ENG_ERR_NOMEM;
+	memset(t->merge_ht, 0xff, (t->merge_mask + 1) * sizeof(*t->merge_ht));
+	p = data;
+	for (i = 0; i < n; i++) {
+		size_t split, len, h;
+		char *dst = t->merge_text + off;
+		eng_gguf_str_array_next(g, &p, &s);
+		split = (size_t)((const char *)memchr(s.ptr + 1, ' ', s.len - 1) - s.ptr);
+		memcpy(dst, s.ptr, split);
+		memcpy(dst + split, s.ptr + split + 1, s.len - split - 1);
+		len = s.len - 1;
+		t->merge_off[i] = off;
+		t->merge_off[i + 1] = off + len;
+		t->merge_split[i] = (uint32_t)split;
+		off += len;
+		if (eng_tok_merge_rank(t, dst, split, len - split) >= 0)
+			continue; /* duplicate pair: the first rank stands */
+		h = (size_t)eng_tok_hash(dst, len, split) & t->merge_mask;
+		while (t->merge_ht[h] >= 0)
+			h = (h + 1) & t->merge_mask;
+		t->merge_ht[h] = (int32_t)i;
+	}
+	t->merge_off[n] = off;
+	return 0;
+}
+
+/* Apply llama.cpp's text-based type overrides, then pick the special ids and
+ * the end-of-generation set. */
+static void
+eng_tok_load_specials(struct eng_tok *t, const struct eng_gguf *g)
+{
+	int32_t eot, eom, fim_pad, fim_rep, fim_sep, id;
+	int32_t n = t->n_vocab;
+	size_t i;
+
+	/* gpt2 defaults are 11 for BOS and EOS, as in llama.cpp */
+	t->bos = eng_tok_special_id(g, "tokenizer.ggml.bos_token_id", n, n > 11 ? 11 : -1);
+	t->eos = eng_tok_special_id(g, "tokenizer.ggml.eos_token_id", n, n > 11 ? 11 : -1);
+	eot = eng_tok_role(t, g, "tokenizer.ggml.eot_token_id", eng_tok_eot_texts,
+	    ENG_TOK_NELEM(eng_tok_eot_texts));
+	eom = eng_tok_role(t, g, "tokenizer.ggml.eom_token_id", eng_tok_eom_texts,
+	    ENG_TOK_NELEM(eng_tok_eom_texts));
+	/* prefix/suffix/middle only matter for the CONTROL override; the
+	 * deprecated key names are also read, as llama.cpp does */
+	if (eng_tok_special_id(g, "tokenizer.ggml.prefix_token_id", n, -1) < 0)
+		eng_tok_role(t, g, "tokenizer.ggml.fim_pre_token_id", eng_tok_fim_pre_texts,
+		    ENG_TOK_NELEM(eng_tok_fim_pre_texts));
+	if (eng_tok_special_id(g, "tokenizer.ggml.suffix_token_id", n, -1) < 0)
+		eng_tok_role(t, g, "tokenizer.ggml.fim_suf_token_id", eng_tok_fim_suf_texts,
+		    ENG_TOK_NELEM(eng_tok_fim_suf_texts));
+	if (eng_tok_special_id(g, "tokenizer.ggml.middle_token_id", n, -1) < 0)
+		eng_tok_role(t, g, "tokenizer.ggml.fim_mid_token_id", eng_tok_fim_mid_texts,
+		    ENG_TOK_NELEM(eng_tok_fim_mid_texts));
+	fim_pad = eng_tok_role(t, g, "tokenizer.ggml.fim_pad_token_id", eng_tok_fim_pad_texts,
+	    ENG_TOK_NELEM(eng_tok_fim_pad_texts));
+	fim_rep = eng_tok_role(t, g, "tokenizer.ggml.fim_rep_token_id", eng_tok_fim_rep_texts,
+	    ENG_TOK_NELEM(eng_tok_fim_rep_texts));
+	fim_sep = eng_tok_role(t, g, "tokenizer.ggml.fim_sep_token_id", eng_tok_fim_sep_texts,
+	    ENG_TOK_NELEM(eng_tok_fim_sep_texts));
+
+	for (i = 0; i < ENG_TOK_NELEM(eng_tok_eog_texts); i++) {
+		id = eng_tok_lookup(t, eng_tok_eog_texts[i], strlen(eng_tok_eog_texts[i]));
+		if (id >= 0) {
+			t->flags[id] |= ENG_TOK_F_EOG;
+			t->type[id] = ENG_TOK_CONTROL;
+		}
+	}
+	if (t->eos >= 0)
+		t->flags[t->eos] |= ENG_TOK_F_EOG;
+	if (eot >= 0)
+		t->flags[eot] |= ENG_TOK_F_EOG;
+	if (eom >= 0)
+		t->flags[eom] |= ENG_TOK_F_EOG;
+	if (fim_pad >= 0)
+		t->flags[fim_pad] |= ENG_TOK_F_EOG;
+	if (fim_rep >= 0)
+		t->flags[fim_rep] |= ENG_TOK_F_EOG;
+	if (fim_sep >= 0)
+		t->flags[fim_sep] |= ENG_TOK_F_EOG;
+}
+
+/* Sort key of a special token. */
+struct eng_tok_skey {
+	size_t len;
+	int32_t id;
+};
+
+/* Longer text first; equal lengths by id (llama.cpp leaves that order open). */
+static int
+eng_tok_special_cmp(const void *a, const void *b)
+{
+	const struct eng_tok_skey *x = a, *y = b;
+
+	if (x->len != y->len)
+		return x->len > y->len ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Special-token list, decoded pieces and the single-byte token table. */
+static int
+eng_tok_build_caches(struct eng_tok *t)
+{
+	struct eng_tok_skey *keys;
+	int16_t inv[0x144];
+	int32_t id, n = t->n_vocab;
+	size_t total = 0, off = 0;
+	unsigned b;
+
+	eng_tok_bytemap_build(t->map, inv);
+
+	t->special = malloc((size_t)n * sizeof(*t->special));
+	keys = malloc((size_t)n * sizeof(*keys));
+	if (!t->special || !keys) {
+		free(keys);
+		return ENG_ERR_NOMEM;
+	}
+	t->n_special = 0;
+	for (id = 0; id < n; id++)
+		if (t->type[id] == ENG_TOK_CONTROL || t->type[id] == ENG_TOK_USER_DEFINED ||
+		    t->type[id] == ENG_TOK_UNKNOWN) {
+			keys[t->n_special].len = t->text_off[id + 1] - t->text_off[id];
+			keys[t->n_special++].id = id;
+		}
+	qsort(keys, (size_t)t->n_special, sizeof(*keys), eng_tok_special_cmp);
+	for (id = 0; id < t->n_special; id++)
+		t->special[id] = keys[id].id;
+	free(keys);
+
+	/* a decoded NORMAL token is never longer than its text */
+	total = t->text_off[n];
+	t->piece = malloc(total ? total : 1);
+	t->piece_off = malloc(((size_t)n + 1) * sizeof(*t->piece_off));
+	if (!t->piece || !t->piece_off)
+		return ENG_ERR_NOMEM;
+	for (id = 0; id < n; id++) {
+		const uint8_t *s = (const uint8_t *)t->text + t->text_off[id];
+		size_t len = t->text_off[id + 1] - t->text_off[id], i = 0, adv;
+
+		t->piece_off[id] = off;
+		switch ((enum eng_tok_type)t->type[id]) {
+		case ENG_TOK_CONTROL:
+		case ENG_TOK_UNKNOWN:
+			t->flags[id] |= ENG_TOK_F_SPECIAL;
+			/* fall through */
+		case ENG_TOK_USER_DEFINED:
+			memcpy(t->piece + off, s, len);
+			off += len;
+			break;
+		case ENG_TOK_NORMAL:
+			/* code point -> GPT-2 byte; a code point outside the table
+			 * is kept as its UTF-8 (llama.cpp writes a debug string) */
+			while (i < len) {
+				uint32_t cp = eng_utf8_decode(s + i, len - i, &adv);
+				if (cp < 0x144 && inv[cp] >= 0) {
+					t->piece[off++] = (char)inv[cp];
+				} else {
+					memcpy(t->piece + off, s + i, adv);
+					off += adv;
+				}
+				i += adv;
+			}
+			break;
+		case ENG_TOK_UNDEFINED:
+		case ENG_TOK_UNUSED:
+		case ENG_TOK_BYTE:
+		default:
+			break; /* no text, as llama.cpp for BPE vocabularies */
+		}
+	}
+	t->piece_off[n] = off;
+
+	for (b = 0; b < 256; b++) {
+		char c = (char)b;
+		t->byte_tok[b] = eng_tok_lookup(t, &c, 1);
+	}
+	return 0;
+}
+
+/* Build a tokenizer from the GGUF's tokenizer.ggml.* keys. */
+int
+eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t why_len)
+{
+	struct eng_tok *t;
+	struct eng_gguf_str s;
+	int rc;
+
+	if (!out || !g)
+		return eng_tok_fail(why, why_len, ENG_ERR_ARG, "eng_tok_init: NULL argument");
+	*out = NULL;
+	rc = eng_gguf_get_str(g, "tokenizer.ggml.model", &s);
+	if (rc)
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.model is %s", rc == ENG_ERR_NOT_FOUND ? "missing" :
+		    "not a string");
+	if (!eng_gguf_str_eq(s, "gpt2"))
+		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.model is '%.*s'; only 'gpt2' (byte-level BPE) is supported",
+		    (int)(s.len > 64 ? 64 : s.len), s.ptr);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return ENG_ERR_NOMEM;
+	rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &s);
+	if (rc) {
+		rc = eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.pre is %s; llama.cpp's 'default' pre-tokenizer is not "
+		    "supported", rc == ENG_ERR_NOT_FOUND ? "missing" : "not a string");
+		goto fail;
+	}
+	t->pre = eng_tok_pre_from_name(s);
+	if (!t->pre) {
+		rc = eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.pre '%.*s' is not supported (smollm, starcoder, refact, "
+		    "command-r, codeshell, exaone, minerva-7b, gpt-2, phi-2, mpt, olmo, jais are)",
+		    (int)(s.len > 64 ? 64 : s.len), s.ptr);
+		goto fail;
+	}
+	if ((rc = eng_tok_load_vocab(t, g, why, why_len)) != 0)
+		goto fail;
+	if ((rc = eng_tok_load_merges(t, g, why, why_len)) != 0)
+		goto fail;
+	eng_tok_load_specials(t, g);
+	if ((rc = eng_tok_build_caches(t)) != 0)
+		goto fail;
+	*out = t;
+	return 0;
+fail:
+	if (rc == ENG_ERR_NOMEM)
+		eng_tok_fail(why, why_len, rc, "out of memory loading the tokenizer");
+	eng_tok_free(t);
+	return rc;
+}
+
+/* Release everything eng_tok_init built; NULL and partial objects are fine. */
+void
+eng_tok_free(struct eng_tok *t)
+{
+	if (!t)
+		return;
+	free(t->text);
+	free(t->text_off);
+	free(t->type);
+	free(t->flags);
+	free(t->piece);
+	free(t->piece_off);
+	free(t->vocab_ht);
+	free(t->merge_text);
+	free(t->merge_off);
+	free(t->merge_split);
+	free(t->merge_ht);
+	free(t->special);
+	free(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Encoding                                                                  */
+
+/* One BPE symbol: bytes [start, start+n) of the word buffer, in a list. */
+struct eng_tok_sym {
+	int32_t start, n, prev, next;
+};
+
+/* A candidate merge of symbol left with its right neighbour; stale once
+ * either side changed, detected by their summed length (see tok_bpe). */
+struct eng_tok_bigram {
+	int32_t rank, left, size;
+};
+
+/* A slice of the input: raw text (id < 0) or a special token. */
+struct eng_tok_frag {
+	size_t off, len;
+	int32_t id;
+};
+
+/* Per-call state of eng_tok_encode. */
+struct eng_tok_enc {
+	const struct eng_tok *t;
+	int32_t *ids;
+	int64_t cap, n;
+	uint32_t *cps; /* (fragment length) code points */
+	uint8_t *cat;  /* (fragment length) enum eng_ucat */
+	char *buf;     /* byte-mapped word */
+	size_t buf_cap;
+	struct eng_tok_sym *sym;
+	size_t sym_cap;
+	struct eng_tok_bigram *heap;
+	size_t heap_n, heap_cap;
+	int err;
+};
+
+/* Append one id (counted even past cap). */
+static void
+eng_tok_emit(struct eng_tok_enc *e, int32_t id)
+{
+	if (e->n < e->cap)
+		e->ids[e->n] = id;
+	e->n++;
+}
+
+/* 1 if heap entry a pops before b: lower rank, then leftmost. */
+static int
+eng_tok_bigram_less(const struct eng_tok_bigram *a, const struct eng_tok_bigram *b)
+{
+	return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+/* Push the pair (l, r) if the merges rank it. */
+static void
+eng_tok_bigram_push(struct eng_tok_enc *e, int32_t l, int32_t r)
+{
+	struct eng_tok_bigram b, *h;
+	int32_t rank;
+	size_t i;
+
+	if (l < 0 || r < 0)
+		return;
+	rank = eng_tok_merge_rank(e->t, e->buf + e->sym[l].start, (size_t)e->sym[l].n,
+	    (size_t)e->sym[r].n);
+	if (rank < 0)
+		return;
+	if (e->heap_n == e->heap_cap) {
+		size_t nc = e->heap_cap ? 2 * e->heap_cap : 64;
+		h = realloc(e->heap, nc * sizeof(*h));
+		if (!h) {
+			e->err = ENG_ERR_NOMEM;
+			return;
+		}
+		e->heap = h;
+		e->heap_cap = nc;
+	}
+	b.rank = rank;
+	b.left = l;
+	b.size = e->sym[l].n + e->sym[r].n;
+	h = e->heap;
+	i = e->heap_n++;
+	while (i > 0 && eng_tok_bigram_less(&b, &h[(i - 1) / 2])) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = b;
+}
+
+/* Pop the best pair into *out. */
+static void
+eng_tok_bigram_pop(struct eng_tok_enc *e, struct eng_tok_bigram *out)
+{
+	struct eng_tok_bigram *h = e->heap, last;
+	size_t i = 0, n;
+
+	*out = h[0];
+	n = --e->heap_n;
+	if (n == 0)
+		return;
+	last = h[n];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && eng_tok_bigram_less(&h[c + 1], &h[c]))
+			c++;
+		if (!eng_tok_bigram_less(&h[c], &last))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = last;
+}
+
+/* Grow the word buffers for a word of n code points. */
+static int
+eng_tok_reserve(struct eng_tok_enc *e, size_t n_cps)
+{
+	size_t nb = n_cps * 8, ns = n_cps * 4; /* 4 UTF-8 bytes, each mapped to <= 2 */
+
+	if (nb > e->buf_cap) {
+		char *b = realloc(e->buf, nb);
+		if (!b)
+			return ENG_ERR_NOMEM;
+		e->buf = b;
+		e->buf_cap = nb;
+	}
+	if (ns > e->sym_cap) {
+		struct eng_tok_sym *s = realloc(e->sym, ns * sizeof(*s));
+		if (!s)
+			return ENG_ERR_NOMEM;
+		e->sym = s;
+		e->sym_cap = ns;
+	}
+	return 0;
+}
+
+/* Byte-map one pre-tokenized word, run BPE on it and emit its ids. */
+static void
+eng_tok_bpe(struct eng_tok_enc *e, const uint32_t *cps, size_t n_cps)
+{
+	const struct eng_tok *t = e->t;
+	struct eng_tok_sym *sym;
+	struct eng_tok_bigram b;
+	int32_t ns = 0, i;
+	size_t nb = 0, k, j;
+	uint8_t u[4];
+
+	if (e->err || n_cps == 0)
+		return;
+	if ((e->err = eng_tok_reserve(e, n_cps)) != 0)
+		return;
+	sym = e->sym;
+	for (k = 0; k < n_cps; k++) {
+		size_t m = eng_utf8_encode(cps[k], u);
+		for (j = 0; j < m; j++) {
+			const struct eng_tok_bytemap *bm = &t->map[u[j]];
+			memcpy(e->buf + nb, bm->s, bm->n);
+			sym[ns].start = (int32_t)nb;
+			sym[ns].n = bm->n;
+			sym[ns].prev = ns - 1;
+			sym[ns].next = ns + 1;
+			nb += bm->n;
+			ns++;
+		}
+	}
+	sym[ns - 1].next = -1;
+
+	e->heap_n = 0;
+	for (i = 1; i < ns; i++)
+		eng_tok_bigram_push(e, i - 1, i);
+	while (e->heap_n > 0 && !e->err) {
+		struct eng_tok_sym *l, *r;
+		eng_tok_bigram_pop(e, &b);
+		l = &sym[b.left];
+		/* stale unless both sides are unchanged: the left symbol only
+		 * grows by absorbing its right neighbour, which either kills the
+		 * pair or makes the summed length larger */
+		if (l->n == 0 || l->next < 0)
+			continue;
+		r = &sym[l->next];
+		if (l->n + r->n != b.size)
+			continue;
+		l->n += r->n;
+		r->n = 0;
+		l->next = r->next;
+		if (r->next >= 0)
+			sym[r->next].prev = b.left;
+		eng_tok_bigram_push(e, l->prev, b.left);
+		eng_tok_bigram_push(e, b.left, l->next);
+	}
+	if (e->err)
+		return;
+
+	for (i = 0; i >= 0; i = sym[i].next) {
+		const char *p = e->buf + sym[i].start;
+		int32_t id = eng_tok_lookup(t, p, (size_t)sym[i].n);
+		if (id >= 0) {
+			eng_tok_emit(e, id);
+			continue;
+		}
+		for (j = 0; j < (size_t)sym[i].n; j++) /* byte fallback */
+			if (t->byte_tok[(uint8_t)p[j]] >= 0)
+				eng_tok_emit(e, t->byte_tok[(uint8_t)p[j]]);
+	}
+}
+
+/* Class at pos, or ENG_TOK_OUT past the piece (llama.cpp's empty flags). */
+#define ENG_TOK_OUT 0xFF
+#define ENG_TOK_CAT(pos) ((pos) < hi ? cat[pos] : ENG_TOK_OUT)
+
+/* The GPT-2 regex over cps[lo..hi), as llama.cpp's hand-written
+ * unicode_regex_split_custom_gpt2:
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * Each word goes straight to BPE. */
+static void
+eng_tok_split_gpt2(struct eng_tok_enc *e, size_t lo, size_t hi)
+{
+	const uint32_t *cps = e->cps;
+	const uint8_t *cat = e->cat;
+	size_t pos = lo;
+
+	while (pos < hi) {
+		size_t start = pos, nws = 0;
+		uint32_t cp = cps[pos];
+		uint8_t f2;
+
+		if (cp == '\'' && pos + 1 < hi) {
+			uint32_t c1 = cps[pos + 1];
+			if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
+				eng_tok_bpe(e, cps + pos, 2);
+				pos += 2;
+				continue;
+			}
+			if (pos + 2 < hi) {
+				uint32_t c2 = cps[pos + 2];
+				if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') ||
+				    (c1 == 'l' && c2 == 'l')) {
+					eng_tok_bpe(e, cps + pos, 3);
+					pos += 3;
+					continue;
+				}
+			}
+		}
+
+		f2 = cp == ' ' ? ENG_TOK_CAT(pos + 1) : cat[pos];
+		if (f2 == ENG_UCAT_LETTER || f2 == ENG_UCAT_NUMBER || f2 == ENG_UCAT_OTHER) {
+			/* ' ?' then a run of one class */
+			pos += cp == ' ';
+			while (ENG_TOK_CAT(pos) == f2)
+				pos++;
+			eng_tok_bpe(e, cps + start, pos - start);
+			continue;
+		}
+
+		while (ENG_TOK_CAT(pos + nws) == ENG_UCAT_SPACE)
+			nws++;
+		if (nws > 1 && pos + nws < hi) {
+			pos += nws - 1; /* \s+(?!\S): leave the last space to the next word */
+		} else if (nws > 0) {
+			pos += nws; /* \s+ */
+		} else {
+			pos++; /* no match: one code point */
+		}
+		eng_tok_bpe(e, cps + start, pos - start);
+	}
+}
+
+#undef ENG_TOK_CAT
+
+/* Decode, pre-tokenize and BPE one raw-text fragment. */
+static void
+eng_tok_encode_text(struct eng_tok_enc *e, const uint8_t *s, size_t len)
+{
+	size_t i = 0, n = 0, adv, lo;
+
+	while (i < len) {
+		uint32_t cp = eng_utf8_decode(s + i, len - i, &adv);
+		e->cps[n] = cp;
+		e->cat[n] = (uint8_t)eng_ucd_cat(cp);
+		n++;
+		i += adv;
+	}
+	if (e->t->pre == ENG_TOK_PRE_GPT2) {
+		eng_tok_split_gpt2(e, 0, n);
+		return;
+	}
+	/* \p{N}: every number code point is a piece; the text between too */
+	for (lo = 0; lo < n && !e->err;) {
+		size_t hi = lo + 1;
+		if (e->cat[lo] != ENG_UCAT_NUMBER)
+			while (hi < n && e->cat[hi] != ENG_UCAT_NUMBER)
+				hi++;
+		eng_tok_split_gpt2(e, lo, hi);
+		lo = hi;
+	}
+}
+
+/* Append a fragment to *v (growing it). */
+static int
+eng_tok_frag_push(struct eng_tok_frag **v, size_t *n, size_t *cap, size_t off, size_t len,
+    int32_t id)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 16;
+		struct eng_tok_frag *p = realloc(*v, nc * sizeof(*p));
+		if (!p)
+			return ENG_ERR_NOMEM;
+		*v = p;
+		*cap = nc;
+	}
+	(*v)[*n].off = off;
+	(*v)[*n].len = len;
+	(*v)[*n].id = id;
+	(*n)++;
+	return 0;
+}
+
+/* Split text into raw fragments and special tokens, as llama.cpp's
+ * tokenizer_st_partition: for each special (longest first) every raw
+ * fragment is cut at each literal occurrence, left to right. */
+static int
+eng_tok_partition(const struct eng_tok *t, const char *text, size_t len, int parse_special,
+    struct eng_tok_frag **out, size_t *n_out)
+{
+	struct eng_tok_frag *a = NULL, *b = NULL, *tmp;
+	size_t na = 0, ca = 0, nb = 0, cb = 0, i, ctmp;
+	int32_t k;
+	int rc = 0;
+
+	if (len && (rc = eng_tok_frag_push(&a, &na, &ca, 0, len, -1)) != 0)
+		goto out;
+	for (k = 0; k < t->n_special && na; k++) {
+		int32_t id = t->special[k];
+		const char *st = t->text + t->text_off[id];
+		size_t sl = t->text_off[id + 1] - t->text_off[id];
+
+		if (!parse_special && t->type[id] != ENG_TOK_USER_DEFINED)
+			continue;
+		if (sl > len)
+			continue;
+		nb = 0;
+		for (i = 0; i < na; i++) {
+			size_t off = a[i].off, end = a[i].off + a[i].len;
+			if (a[i].id >= 0) {
+				rc = eng_tok_frag_push(&b, &nb, &cb, a[i].off, a[i].len, a[i].id);
+				if (rc)
+					goto out;
+				continue;
+			}
+			while (off < end) {
+				const char *m = memmem(text + off, end - off, st, sl);
+				size_t mo;
+				if (!m) {
+					rc = eng_tok_frag_push(&b, &nb, &cb, off, end - off, -1);
+					break;
+				}
+				mo = (size_t)(m - text);
+				if (mo > off)
+					rc = eng_tok_frag_push(&b, &nb, &cb, off, mo - off, -1);
+				if (rc)
+					break;
+				if ((rc = eng_tok_frag_push(&b, &nb, &cb, mo, sl, id)))
+					break;
+				off = mo + sl;
+			}
+			if (rc)
+				goto out;
+		}
+		tmp = a, a = b, b = tmp;
+		ctmp = ca, ca = cb, cb = ctmp;
+		na = nb;
+	}
+out:
+	free(b);
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	*out = a;
+	*n_out = na;
+	return 0;
+}
+
+/* Encode text (see engine.h). */
+int64_t
+eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_special,
+    int32_t *ids, int64_t cap)
+{
+	struct eng_tok_frag *frags = NULL;
+	struct eng_tok_enc e;
+	size_t n_frags = 0, i, max_raw = 0;
+	int rc;
+
+	if (!t || (!text && len) || cap < 0 || (cap > 0 && !ids))
+		return ENG_ERR_ARG;
+	if (len > ENG_TOK_MAX_TEXT)
+		return ENG_ERR_ARG;
+	memset(&e, 0, sizeof(e));
+	e.t = t;
+	e.ids = ids;
+	e.cap = cap;
+
+	rc = eng_tok_partition(t, text, len, parse_special, &frags, &n_frags);
+	if (rc)
+		return rc;
+	for (i = 0; i < n_frags; i++)
+		if (frags[i].id < 0 && frags[i].len > max_raw)
+			max_raw = frags[i].len;
+	if (max_raw) {
+		e.cps = malloc(max_raw * sizeof(*e.cps));
+		e.cat = malloc(max_raw);
+		if (!e.cps || !e.cat)
+			e.err = ENG_ERR_NOMEM;
+	}
+	for (i = 0; i < n_frags && !e.err; i++) {
+		if (frags[i].id >= 0)
+			eng_tok_emit(&e, frags[i].id);
+		else
+			eng_tok_encode_text(&e, (const uint8_t *)text + frags[i].off, frags[i].len);
+	}
+	free(frags);
+	free(e.cps);
+	free(e.cat);
+	free(e.buf);
+	free(e.sym);
+	free(e.heap);
+	return e.err ? e.err : e.n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decoding and queries                                                      */
+
+/* Decoded bytes of token id (see engine.h). */
+const char *
+eng_tok_piece(const struct eng_tok *t, int32_t id, int special, size_t *len)
+{
+	const char *p;
+
+	if (!t || id < 0 || id >= t->n_vocab) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	p = t->piece + t->piece_off[id];
+	if (len)
+		*len = (!special && (t->flags[id] & ENG_TOK_F_SPECIAL)) ? 0 :
+		    t->piece_off[id + 1] - t->piece_off[id];
+	return p;
+}
+
+/* Copy token id's bytes into buf, truncated to cap. */
+int
+eng_tok_decode(const struct eng_tok *t, int32_t id, int special, char *buf, size_t cap)
+{
+	size_t n;
+	const char *p;
+
+	if (!t || (!buf && cap))
+		return ENG_ERR_ARG;
+	p = eng_tok_piece(t, id, special, &n);
+	if (!p)
+		return ENG_ERR_TOKEN;
+	if (n > cap)
+		n = cap;
+	if (n > (size_t)INT32_MAX)
+		n = (size_t)INT32_MAX;
+	memcpy(buf, p, n);
+	return (int)n;
+}
+
+/* Number of tokens. */
+int32_t
+eng_tok_n_vocab(const struct eng_tok *t)
+{
+	return t ? t->n_vocab : 0;
+}
+
+/* Beginning-of-sequence id, or -1. */
+int32_t
+eng_tok_bos(const struct eng_tok *t)
+{
+	return t ? t->bos : -1;
+}
+
+/* End-of-sequence id, or -1. */
+int32_t
+eng_tok_eos(const struct eng_tok *t)
+{
+	return t ? t->eos : -1;
+}
+
+/* 1 if id is in llama.cpp's end-of-generation set. */
+int
+eng_tok_is_eog(const struct eng_tok *t, int32_t id)
+{
+	if (!t || id < 0 || id >= t->n_vocab)
+		return 0;
+	return (t->flags[id] & ENG_TOK_F_EOG) != 0;
+}

@@ -1,0 +1,50 @@
+/*
+ * cpu_internal.h: fast kernels of the CPU backend shared by the files of
+ * kernels/cpu/ (vec_dot.c implements them) and by tests/test_quant.c.
+ * Not for use outside kernels/cpu/ and tests/.
+ *
+ * All of these pick the SIMD level once, at first use, from the running CPU
+ * (__builtin_cpu_supports): AVX-512 (F+BW+VL+VNNI, on 256-bit vectors for the
+ * integer dots), AVX2 (+FMA, F16C), or plain C.  They are thread-safe and
+ * allocate nothing.  Weight rows may sit at any byte alignment (F32 rows: 4).
+ */
+#ifndef KERNELS_CPU_INTERNAL_H
+#define KERNELS_CPU_INTERNAL_H
+
+#include <stddef.h> /* for size_t */
+#include <stdint.h> /* for int64_t */
+
+#include "../kernels.h" /* for enum kern_type */
+
+/* out[r] = kern_vec_dot(t, rows + r * row_bytes, act, n) for r < n_rows.
+ * `act` is in kern_vec_dot_act_type(t).  The decode hot path: Q4_1 and Q8_0
+ * process several rows per pass so each activation block is loaded once. */
+void kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes,
+    int64_t n_rows, const void *act, int64_t n, float *out);
+
+/* dst(n_rows, n) = the rows dequantized; bit-identical to kern_dequant_row
+ * on every row (SIMD for F16, BF16, Q4_0, Q4_1, Q8_0). */
+void kern_cpu_dequant_rows(enum kern_type t, const void *rows, size_t row_bytes,
+    int64_t n_rows, int64_t n, float *dst);
+
+/* Σ a[i]·b[i] in f32 (SIMD; the summation order depends on the level). */
+float kern_cpu_dot_f32(const float *a, const float *b, int64_t n);
+
+/* SIMD levels, best last. */
+enum kern_cpu_simd {
+	KERN_CPU_SIMD_AUTO = -1, /* for kern_cpu_force_simd: back to detection */
+	KERN_CPU_SIMD_SCALAR = 0,
+	KERN_CPU_SIMD_AVX2 = 1,   /* AVX2 + FMA + F16C */
+	KERN_CPU_SIMD_AVX512 = 2  /* AVX-512 F, BW, VL, VNNI */
+};
+
+/* The best level this CPU supports. */
+int kern_cpu_simd_detect(void);
+/* The level in use now. */
+int kern_cpu_simd_level(void);
+/* Tests and benchmarks only: use `level` from now on (AUTO: the detected
+ * one).  Returns 0, or -1 if the CPU lacks that level (nothing changes).
+ * Not synchronised with kernels running on other threads. */
+int kern_cpu_force_simd(int level);
+
+#endif /* KERNELS_CPU_INTERNAL_H */

@@ -1,0 +1,192 @@
+/*
+ * ctx.c: the CPU backend's context: one thread pool, created once, and
+ * per-thread scratch memory.
+ *
+ * Decode runs a few hundred parallel regions per token, so waking workers must
+ * cost well under a microsecond: workers spin on a generation counter for a
+ * while after each job and only then sleep on a condition variable.  The
+ * caller is thread 0 and always works too.
+ *
+ * Lock order: ctx->mu only (it guards nothing but the sleep/wake handshake).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_ctx.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h> /* for _mm_pause */
+#define KERN_CPU_RELAX() _mm_pause()
+#else
+#define KERN_CPU_RELAX() ((void)0)
+#endif
+
+/* Spins before a worker goes to sleep (~50-100 µs). */
+#define KERN_POOL_SPINS (1 << 14)
+
+struct kern_worker {
+	struct kern_ctx *ctx;
+	int ith;
+};
+
+static void *
+kern_pool_main(void *arg)
+{
+	struct kern_worker *w = arg;
+	struct kern_ctx *ctx = w->ctx;
+	unsigned seen = 0;
+
+	for (;;) {
+		unsigned gen;
+		int spins = 0;
+		while ((gen = atomic_load_explicit(&ctx->gen, memory_order_acquire)) == seen) {
+			if (atomic_load_explicit(&ctx->stop, memory_order_acquire))
+				return NULL;
+			if (++spins < KERN_POOL_SPINS) {
+				KERN_CPU_RELAX();
+				continue;
+			}
+			pthread_mutex_lock(&ctx->mu);
+			atomic_fetch_add(&ctx->sleeping, 1);
+			while (atomic_load(&ctx->gen) == seen && !atomic_load(&ctx->stop))
+				pthread_cond_wait(&ctx->cv, &ctx->mu);
+			atomic_fetch_sub(&ctx->sleeping, 1);
+			pthread_mutex_unlock(&ctx->mu);
+			spins = 0;
+		}
+		seen = gen;
+		if (atomic_load_explicit(&ctx->stop, memory_order_acquire))
+			return NULL;
+		ctx->fn(ctx->arg, w->ith, ctx->n_threads);
+		atomic_fetch_add_explicit(&ctx->done, 1, memory_order_release);
+	}
+}
+
+void
+kern_parallel(struct kern_ctx *ctx, void (*fn)(void *arg, int ith, int nth), void *arg)
+{
+	if (ctx->n_threads == 1) {
+		fn(arg, 0, 1);
+		return;
+	}
+	ctx->fn = fn;
+	ctx->arg = arg;
+	atomic_store_explicit(&ctx->done, 0, memory_order_relaxed);
+	atomic_fetch_add(&ctx->gen, 1);
+	if (atomic_load(&ctx->sleeping)) {
+		pthread_mutex_lock(&ctx->mu);
+		pthread_cond_broadcast(&ctx->cv);
+		pthread_mutex_unlock(&ctx->mu);
+	}
+	fn(arg, 0, ctx->n_threads);
+	while (atomic_load_explicit(&ctx->done, memory_order_acquire) != ctx->n_threads - 1)
+		KERN_CPU_RELAX();
+}
+
+int
+kern_ctx_init(struct kern_ctx **out, int n_threads)
+{
+	struct kern_ctx *ctx;
+	int i;
+
+	*out = NULL;
+	if (n_threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		n_threads = n > 0 ? (int)n : 1;
+	}
+	if (n_threads > KERN_MAX_THREADS)
+		n_threads = KERN_MAX_THREADS;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return KERN_ERR_NOMEM;
+	ctx->n_threads = n_threads;
+	pthread_mutex_init(&ctx->mu, NULL);
+	pthread_cond_init(&ctx->cv, NULL);
+	ctx->workers = calloc((size_t)n_threads, sizeof(*ctx->workers));
+	ctx->threads = calloc((size_t)n_threads, sizeof(*ctx->threads));
+	if (!ctx->workers || !ctx->threads) {
+		kern_ctx_free(ctx);
+		return KERN_ERR_NOMEM;
+	}
+	kern_cpu_blas_single_thread();
+	for (i = 1; i < n_threads; i++) {
+		ctx->workers[i].ctx = ctx;
+		ctx->workers[i].ith = i;
+		if (pthread_create(&ctx->threads[i], NULL, kern_pool_main, &ctx->workers[i])) {
+			ctx->n_threads = i; /* join only the ones started */
+			kern_ctx_free(ctx);
+			return KERN_ERR_THREAD;
+		}
+		ctx->n_started = i;
+	}
+	ctx->ops = kern_cpu_ops();
+	*out = ctx;
+	return KERN_OK;
+}
+
+void
+kern_ctx_free(struct kern_ctx *ctx)
+{
+	int i;
+
+	if (!ctx)
+		return;
+	atomic_store(&ctx->stop, 1);
+	pthread_mutex_lock(&ctx->mu);
+	pthread_cond_broadcast(&ctx->cv);
+	pthread_mutex_unlock(&ctx->mu);
+	for (i = 1; i <= ctx->n_started; i++)
+		pthread_join(ctx->threads[i], NULL);
+	for (i = 0; i < KERN_MAX_THREADS; i++)
+		free(ctx->scratch[i]);
+	pthread_mutex_destroy(&ctx->mu);
+	pthread_cond_destroy(&ctx->cv);
+	free(ctx->workers);
+	free(ctx->threads);
+	free(ctx);
+}
+
+int
+kern_ctx_threads(const struct kern_ctx *ctx)
+{
+	return ctx->n_threads;
+}
+
+const struct kern_ops *
+kern_ctx_ops(const struct kern_ctx *ctx)
+{
+	return ctx->ops;
+}
+
+void *
+kern_ctx_scratch(struct kern_ctx *ctx, int ith, size_t bytes)
+{
+	if (bytes > ctx->scratch_len[ith]) {
+		void *p;
+		/* 64-byte aligned, rounded up so small growth does not thrash */
+		size_t want = (bytes + (bytes >> 2) + 63) & ~(size_t)63;
+		if (posix_memalign(&p, 64, want))
+			return NULL;
+		free(ctx->scratch[ith]);
+		ctx->scratch[ith] = p;
+		ctx->scratch_len[ith] = want;
+	}
+	return ctx->scratch[ith];
+}
+
+const char *
+kern_strerror(int err)
+{
+	switch (err) {
+	case KERN_OK: return "ok";
+	case KERN_ERR_NOMEM: return "out of memory";
+	case KERN_ERR_TYPE: return "tensor type not supported by this operation";
+	case KERN_ERR_SHAPE: return "tensor shapes do not fit";
+	case KERN_ERR_THREAD: return "cannot start threads";
+	case KERN_ERR_NODEV: return "no device for this backend";
+	default: return "unknown kernel error";
+	}
+}

@@ -1,0 +1,494 @@
+/*
+ * ops.c: the CPU op table (struct kern_ops) over the thread pool.
+ *
+ * matmul has two paths, both rounding the activations the way llama.cpp
+ * does for quantized weights (Q8_1 for Q4_1, Q8_0 for Q4_0/Q8_0; spec/model.md
+ * §5.1), so prefill and decode agree with each other and with llama.cpp.
+ * Chunks of at least KERN_GEMM_MIN_TOK tokens round the activations
+ * (quantize, dequantize), dequantize the weight matrix a block of rows at a
+ * time into per-thread scratch and multiply with OpenBLAS sgemm.  Smaller
+ * chunks (decode) keep the activations quantized and use the SIMD integer
+ * dot products of vec_dot.c; these read the weights once per token, which is
+ * what bounds decode speed.
+ *
+ * Attention is computed per query head and block of queries: scores by sgemm
+ * against the head's rotated keys, causal mask, softmax, then sgemm with the
+ * values.  Nothing is allocated per call except per-thread scratch, which
+ * grows once and is kept.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu_ctx.h"
+#include "cpu_internal.h"
+
+#define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
+#define KERN_GEMM_BLOCK_BYTES (768u << 10) /* dequantized weight block per thread */
+#define KERN_ATTN_QBLOCK 32      /* queries per attention block */
+
+void openblas_set_num_threads(int n); /* OpenBLAS extension, not in cblas.h everywhere */
+
+void
+kern_cpu_blas_single_thread(void)
+{
+	openblas_set_num_threads(1);
+}
+
+void
+kern_cpu_split(int64_t n, int64_t align, int ith, int nth, int64_t *lo, int64_t *hi)
+{
+	int64_t blocks = (n + align - 1) / align;
+	int64_t per = (blocks + nth - 1) / nth;
+	int64_t a = per * ith * align, b = per * (ith + 1) * align;
+	*lo = a < n ? a : n;
+	*hi = b < n ? b : n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* matmul                                                                    */
+
+struct kern_mm_job {
+	struct kern_ctx *ctx;
+	float *dst;
+	const struct kern_mat *w;
+	const float *x;
+	int64_t n_tok;
+	const void *act;   /* quantized activations (vec path) */
+	size_t act_stride; /* bytes per token of act */
+	int err;
+};
+
+/* sgemm path: each thread owns a range of output rows. */
+static void
+kern_mm_gemm_worker(void *arg, int ith, int nth)
+{
+	struct kern_mm_job *j = arg;
+	const struct kern_mat *w = j->w;
+	int64_t lo, hi, r0, rb;
+	float *buf = NULL;
+
+	rb = (int64_t)(KERN_GEMM_BLOCK_BYTES / ((size_t)w->cols * sizeof(float)));
+	rb = rb < 16 ? 16 : rb & ~(int64_t)15;
+	kern_cpu_split(w->rows, 16, ith, nth, &lo, &hi);
+	if (lo >= hi)
+		return;
+	if (w->type != KERN_TYPE_F32) {
+		buf = kern_ctx_scratch(j->ctx, ith, (size_t)rb * (size_t)w->cols * sizeof(float));
+		if (!buf) {
+			j->err = KERN_ERR_NOMEM;
+			return;
+		}
+	}
+	for (r0 = lo; r0 < hi; r0 += rb) {
+		int64_t n = hi - r0 < rb ? hi - r0 : rb;
+		const uint8_t *rows = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+		const float *wb;
+		if (w->type == KERN_TYPE_F32) {
+			wb = (const float *)(const void *)rows;
+		} else {
+			kern_cpu_dequant_rows(w->type, rows, w->row_bytes, n, w->cols, buf);
+			wb = buf;
+		}
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->n_tok, (int)n,
+		    (int)w->cols, 1.0f, j->x, (int)w->cols, wb,
+		    w->type == KERN_TYPE_F32 ? (int)(w->row_bytes / sizeof(float)) : (int)w->cols,
+		    0.0f, j->dst + r0, (int)w->rows);
+	}
+}
+
+/* vec path: each thread owns a range of output rows, for every token. */
+static void
+kern_mm_vec_worker(void *arg, int ith, int nth)
+{
+	struct kern_mm_job *j = arg;
+	const struct kern_mat *w = j->w;
+	int64_t lo, hi, t, r0;
+	float tmp[64];
+
+	kern_cpu_split(w->rows, 64, ith, nth, &lo, &hi);
+	for (r0 = lo; r0 < hi; r0 += 64) {
+		int64_t n = hi - r0 < 64 ? hi - r0 : 64;
+		const uint8_t *rows = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+		for (t = 0; t < j->n_tok; t++) {
+			const uint8_t *act = (const uint8_t *)j->act + (size_t)t * j->act_stride;
+			kern_cpu_vec_dot_rows(w->type, rows, w->row_bytes, n, act, w->cols, tmp);
+			memcpy(j->dst + t * w->rows + r0, tmp, (size_t)n * sizeof(float));
+		}
+	}
+}
+
+struct kern_round_job {
+	const float *x;
+	float *xr;
+	int64_t n_tok, cols;
+	enum kern_type at;
+	size_t qbytes;
+	struct kern_ctx *ctx;
+	int err;
+};
+
+/* Round activation rows to the 8-bit grid llama.cpp's matmuls use. */
+static void
+kern_round_worker(void *arg, int ith, int nth)
+{
+	struct kern_round_job *j = arg;
+	int64_t lo, hi, t;
+	void *q;
+
+	kern_cpu_split(j->n_tok, 1, ith, nth, &lo, &hi);
+	if (lo >= hi)
+		return;
+	q = kern_ctx_scratch(j->ctx, ith, j->qbytes);
+	if (!q) {
+		j->err = KERN_ERR_NOMEM;
+		return;
+	}
+	for (t = lo; t < hi; t++) {
+		if (j->at == KERN_TYPE_Q8_1)
+			kern_quant_row_q8_1(j->x + t * j->cols, q, j->cols);
+		else
+			kern_quant_row_q8_0(j->x + t * j->cols, q, j->cols);
+		kern_dequant_row(j->at, q, j->xr + t * j->cols, j->cols);
+	}
+}
+
+static int
+kern_cpu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
+    const float *x, int64_t n_tok)
+{
+	struct kern_mm_job j = { ctx, dst, w, x, n_tok, NULL, 0, 0 };
+	enum kern_type at;
+	int64_t t;
+
+	if (kern_type_block_elems(w->type) <= 0 || w->type == KERN_TYPE_Q8_1)
+		return KERN_ERR_TYPE;
+	if (w->cols % kern_type_block_elems(w->type) || n_tok <= 0)
+		return KERN_ERR_SHAPE;
+	at = kern_vec_dot_act_type(w->type);
+	if (n_tok >= KERN_GEMM_MIN_TOK || w->type == KERN_TYPE_F32) {
+		if (at == KERN_TYPE_Q8_0 || at == KERN_TYPE_Q8_1) {
+			/* the rounded copy lives in the last scratch slot, which no
+			 * worker uses */
+			struct kern_round_job r = { x, NULL, n_tok, w->cols, at,
+				kern_type_row_bytes(at, w->cols), ctx, 0 };
+			r.xr = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1,
+			    (size_t)n_tok * (size_t)w->cols * sizeof(float));
+			if (!r.xr)
+				return KERN_ERR_NOMEM;
+			kern_parallel(ctx, kern_round_worker, &r);
+			if (r.err)
+				return r.err;
+			j.x = r.xr;
+		}
+		kern_parallel(ctx, kern_mm_gemm_worker, &j);
+		return j.err;
+	}
+	/* Quantize the activations once, on the caller's thread; the buffer is
+	 * the last scratch slot, which no worker uses. */
+	j.act_stride = at == KERN_TYPE_F32 ? (size_t)w->cols * sizeof(float)
+	    : kern_type_row_bytes(at, w->cols);
+	{
+		uint8_t *act = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1,
+		    j.act_stride * (size_t)n_tok);
+		if (!act)
+			return KERN_ERR_NOMEM;
+		for (t = 0; t < n_tok; t++) {
+			const float *xr = x + t * w->cols;
+			uint8_t *ar = act + (size_t)t * j.act_stride;
+			if (at == KERN_TYPE_Q8_1)
+				kern_quant_row_q8_1(xr, (struct kern_block_q8_1 *)(void *)ar, w->cols);
+			else if (at == KERN_TYPE_Q8_0)
+				kern_quant_row_q8_0(xr, (struct kern_block_q8_0 *)(void *)ar, w->cols);
+			else
+				memcpy(ar, xr, j.act_stride);
+		}
+		j.act = act;
+	}
+	kern_parallel(ctx, kern_mm_vec_worker, &j);
+	return j.err;
+}
+
+/* ------------------------------------------------------------------------ */
+/* get_rows, rmsnorm, silu_mul, add                                          */
+
+static int
+kern_cpu_get_rows(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
+    const int32_t *ids, int64_t n)
+{
+	int64_t i;
+	(void)ctx;
+	if (kern_type_block_elems(w->type) <= 0)
+		return KERN_ERR_TYPE;
+	for (i = 0; i < n; i++) {
+		if (ids[i] < 0 || ids[i] >= w->rows)
+			return KERN_ERR_SHAPE;
+		kern_dequant_row(w->type, (const uint8_t *)w->data + (size_t)ids[i] * w->row_bytes,
+		    dst + i * w->cols, w->cols);
+	}
+	return KERN_OK;
+}
+
+static void
+kern_cpu_rmsnorm(struct kern_ctx *ctx, float *dst, const float *x, const float *w,
+    int64_t n_tok, int64_t dim, float eps)
+{
+	int64_t t, i;
+	(void)ctx;
+	for (t = 0; t < n_tok; t++) {
+		const float *xr = x + t * dim;
+		float *dr = dst + t * dim;
+		double ss = 0.0;
+		float scale;
+		for (i = 0; i < dim; i++)
+			ss += (double)xr[i] * xr[i];
+		scale = 1.0f / sqrtf((float)(ss / (double)dim) + eps);
+		for (i = 0; i < dim; i++)
+			dr[i] = xr[i] * scale * w[i];
+	}
+}
+
+struct kern_ew_job {
+	float *a;
+	const float *b;
+	int64_t n;
+	int op; /* 0 = silu_mul, 1 = add */
+};
+
+static void
+kern_ew_worker(void *arg, int ith, int nth)
+{
+	struct kern_ew_job *j = arg;
+	int64_t lo, hi, i;
+	kern_cpu_split(j->n, 64, ith, nth, &lo, &hi);
+	if (j->op == 0) {
+		for (i = lo; i < hi; i++) {
+			float g = j->a[i];
+			j->a[i] = g / (1.0f + expf(-g)) * j->b[i];
+		}
+	} else {
+		for (i = lo; i < hi; i++)
+			j->a[i] += j->b[i];
+	}
+}
+
+static void
+kern_cpu_silu_mul(struct kern_ctx *ctx, float *g, const float *u, int64_t n)
+{
+	struct kern_ew_job j = { g, u, n, 0 };
+	if (n < 4096)
+		kern_ew_worker(&j, 0, 1);
+	else
+		kern_parallel(ctx, kern_ew_worker, &j);
+}
+
+static void
+kern_cpu_add(struct kern_ctx *ctx, float *dst, const float *src, int64_t n)
+{
+	struct kern_ew_job j = { dst, src, n, 1 };
+	(void)ctx;
+	kern_ew_worker(&j, 0, 1); /* memory-bound and tiny: not worth a dispatch */
+}
+
+/* ------------------------------------------------------------------------ */
+/* RoPE                                                                      */
+
+/* Rotate adjacent pairs of every head of one token at position p.  Angles are
+ * built by repeated multiplication, as llama.cpp does. */
+static void
+kern_rope_token(float *x, uint32_t p, int64_t n_head, int64_t head_dim, float theta_scale)
+{
+	float cs[2 * 256];
+	float theta = (float)p;
+	int64_t i, h, half = head_dim / 2;
+
+	for (i = 0; i < half; i++) {
+		cs[2 * i] = cosf(theta);
+		cs[2 * i + 1] = sinf(theta);
+		theta *= theta_scale;
+	}
+	for (h = 0; h < n_head; h++) {
+		float *v = x + h * head_dim;
+		for (i = 0; i < half; i++) {
+			float x0 = v[2 * i], x1 = v[2 * i + 1];
+			float c = cs[2 * i], s = cs[2 * i + 1];
+			v[2 * i] = x0 * c - x1 * s;
+			v[2 * i + 1] = x0 * s + x1 * c;
+		}
+	}
+}
+
+struct kern_rope_job {
+	float *x;
+	const uint32_t *pos;
+	int64_t n_tok, n_head, head_dim;
+	float theta_scale;
+};
+
+static void
+kern_rope_worker(void *arg, int ith, int nth)
+{
+	struct kern_rope_job *j = arg;
+	int64_t lo, hi, t;
+	kern_cpu_split(j->n_tok, 1, ith, nth, &lo, &hi);
+	for (t = lo; t < hi; t++)
+		kern_rope_token(j->x + t * j->n_head * j->head_dim, j->pos[t], j->n_head,
+		    j->head_dim, j->theta_scale);
+}
+
+static void
+kern_cpu_rope(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
+    int64_t n_head, int64_t head_dim, float freq_base)
+{
+	struct kern_rope_job j = { x, pos, n_tok, n_head, head_dim,
+		powf(freq_base, -2.0f / (float)head_dim) };
+	if (head_dim > 512 || head_dim % 2)
+		return; /* engine validates head_dim at load */
+	if (n_tok < 16)
+		kern_rope_worker(&j, 0, 1);
+	else
+		kern_parallel(ctx, kern_rope_worker, &j);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attention                                                                 */
+
+struct kern_attn_job {
+	struct kern_ctx *ctx;
+	float *out;
+	const float *q;
+	int64_t n_tok, n_head, n_kv_head, head_dim;
+	const struct kern_attn_head *heads;
+	float scale;
+	int64_t n_qblocks;
+	int err;
+};
+
+/* Softmax of row s[0..n) in place, max-subtracted, sum in double. */
+static void
+kern_softmax_row(float *s, int64_t n)
+{
+	float mx = -INFINITY;
+	double sum = 0.0;
+	int64_t i;
+	for (i = 0; i < n; i++)
+		mx = s[i] > mx ? s[i] : mx;
+	for (i = 0; i < n; i++) {
+		s[i] = expf(s[i] - mx);
+		sum += s[i];
+	}
+	for (i = 0; i < n; i++)
+		s[i] = (float)(s[i] / sum);
+}
+
+/* One (query head, block of queries) task. */
+static int
+kern_attn_task(struct kern_attn_job *j, int ith, int64_t task)
+{
+	int64_t h = task / j->n_qblocks, qb = task % j->n_qblocks;
+	int64_t t0 = qb * KERN_ATTN_QBLOCK;
+	int64_t nq = j->n_tok - t0 < KERN_ATTN_QBLOCK ? j->n_tok - t0 : KERN_ATTN_QBLOCK;
+	int64_t g = h / (j->n_head / j->n_kv_head), hd = j->head_dim;
+	const struct kern_attn_head *kh = &j->heads[g];
+	int64_t base = kh->n_kv - j->n_tok; /* units before the chunk */
+	int64_t nvis = base + t0 + nq;      /* units the last query of the block sees */
+	int64_t ld = j->n_head * hd, t, i;
+	const float *q = j->q + t0 * ld + h * hd;
+	float *o = j->out + t0 * ld + h * hd;
+	float *s;
+
+	s = kern_ctx_scratch(j->ctx, ith, (size_t)nq * (size_t)nvis * sizeof(float));
+	if (!s)
+		return KERN_ERR_NOMEM;
+	if (nq == 1) {
+		for (i = 0; i < nvis; i++)
+			s[i] = kern_cpu_dot_f32(q, kh->k + i * hd, hd) * j->scale;
+	} else {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)nvis, (int)hd,
+		    j->scale, q, (int)ld, kh->k, (int)hd, 0.0f, s, (int)nvis);
+	}
+	for (t = 0; t < nq; t++) {
+		int64_t vis = base + t0 + t + 1;
+		float *row = s + t * nvis;
+		kern_softmax_row(row, vis);
+		for (i = vis; i < nvis; i++)
+			row[i] = 0.0f; /* causal mask */
+	}
+	if (nq == 1) {
+		float acc[512];
+		memset(acc, 0, (size_t)hd * sizeof(float));
+		for (i = 0; i < nvis; i++) {
+			const float *v = kh->v + i * hd;
+			float p = s[i];
+			int64_t d;
+			for (d = 0; d < hd; d++)
+				acc[d] += p * v[d];
+		}
+		memcpy(o, acc, (size_t)hd * sizeof(float));
+	} else {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)hd, (int)nvis,
+		    1.0f, s, (int)nvis, kh->v, (int)hd, 0.0f, o, (int)ld);
+	}
+	return KERN_OK;
+}
+
+static void
+kern_attn_worker(void *arg, int ith, int nth)
+{
+	struct kern_attn_job *j = arg;
+	int64_t n = j->n_head * j->n_qblocks, lo, hi, task;
+	int rc;
+	kern_cpu_split(n, 1, ith, nth, &lo, &hi);
+	for (task = lo; task < hi; task++) {
+		rc = kern_attn_task(j, ith, task);
+		if (rc)
+			j->err = rc;
+	}
+}
+
+static int
+kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok,
+    int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+    const struct kern_attn_head *heads, float scale)
+{
+	struct kern_attn_job j;
+	int64_t g;
+
+	if (n_kv_head <= 0 || n_head % n_kv_head || head_dim > 512 || n_tok <= 0)
+		return KERN_ERR_SHAPE;
+	for (g = 0; g < n_kv_head; g++)
+		if (heads[g].n_kv < n_tok)
+			return KERN_ERR_SHAPE;
+	memset(&j, 0, sizeof(j));
+	j.ctx = ctx;
+	j.out = out;
+	j.q = q;
+	j.n_tok = n_tok;
+	j.n_head = n_head;
+	j.n_kv_head = n_kv_head;
+	j.head_dim = head_dim;
+	j.heads = heads;
+	j.scale = scale;
+	j.n_qblocks = (n_tok + KERN_ATTN_QBLOCK - 1) / KERN_ATTN_QBLOCK;
+	kern_parallel(ctx, kern_attn_worker, &j);
+	return j.err;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static const struct kern_ops kern_cpu_table = {
+	.name = "cpu",
+	.matmul = kern_cpu_matmul,
+	.get_rows = kern_cpu_get_rows,
+	.rmsnorm = kern_cpu_rmsnorm,
+	.rope = kern_cpu_rope,
+	.attention = kern_cpu_attention,
+	.silu_mul = kern_cpu_silu_mul,
+	.add = kern_cpu_add,
+};
+
+const struct kern_ops *
+kern_cpu_ops(void)
+{
+	return &kern_cpu_table;
+}

@@ -1,0 +1,830 @@
+/*
+ * vec_dot.c: dot products of weight rows with activations, the f32 dot, and
+ * block dequantization of whole rows; each in plain C plus x86 fast paths.
+ *
+ * Pairings (as llama.cpp's CPU backend): a Q4_0 or Q8_0 row meets Q8_0
+ * activations, a Q4_1 row meets Q8_1 activations, and per block of 32
+ *     Q4_0, Q8_0: d_w·d_x·Σ q_w·q_x
+ *     Q4_1:       d_w·d_x·Σ q_w·q_x + m_w·s_x
+ * with Σ exact in integers.  Every other type is dequantized 256 elements at
+ * a time into a stack buffer and dotted in f32 with f32 activations.
+ *
+ * Levels (chosen once from the running CPU, overridable for tests):
+ *   scalar  the reference; sums blocks in order.
+ *   avx2    AVX2 + FMA + F16C; u8·s8 dots with vpmaddubsw + vpmaddwd.
+ *   avx512  AVX-512 VNNI on 256-bit vectors: vpdpbusd does the u8·s8 dot
+ *           straight into int32.  It needs an unsigned operand, so Q4_0 dots
+ *           the raw nibble n = q + 8 and Q8_0 dots q ^ 0x80 = q + 128, with
+ *           the accumulator starting at −8·Σx (−128·Σx) per lane, computed
+ *           once per activation block.  512-bit vectors only for the f32 dot.
+ * Integer sums are exact at every level, so the levels differ from scalar
+ * only in the order of the f32 sums over blocks (lanes, then a horizontal
+ * add): |simd − scalar| ≤ ~(n/32)·2^-24·Σ_blocks |term|; the tests use
+ * 1e-5·Σ|term|.  The AVX2 Q8_0 path saturates (like ggml's) only where both
+ * products of a pair are (−128)·(−128), which ggml's quantizers never emit.
+ *
+ * The hot path is kern_cpu_vec_dot_rows on Q4_1 and Q8_0 during decode.  It
+ * takes four rows per pass (layout below), and on this class of machine runs
+ * at the memory bandwidth of one core once the matrix is out of L2.
+ *
+ * Each fast function carries its own target attribute, so this file builds
+ * with plain -O2 and runs on any x86-64; elsewhere only scalar exists.
+ * kern_cpu_dequant_rows must equal kern_dequant_row bit for bit, so its SIMD
+ * code converts, multiplies and adds exactly as quant.c does.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "../kernels.h"
+#include "cpu_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KERN_X86 1
+#else
+#define KERN_X86 0
+#endif
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#define KERN_DEQ_CHUNK 256   /* elements dequantized at a time for f32 dots */
+
+/* Unaligned little-endian loads. */
+static inline uint16_t
+kern_ld16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t
+kern_ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SIMD level selection                                                      */
+
+static atomic_int kern_cpu_level = -1; /* -1: not chosen yet */
+
+int
+kern_cpu_simd_detect(void)
+{
+#if KERN_X86
+	__builtin_cpu_init();
+	/* F16C is not a __builtin_cpu_supports name in every compiler; every
+	 * CPU with AVX2 and FMA has it. */
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return KERN_CPU_SIMD_SCALAR;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+		return KERN_CPU_SIMD_AVX512;
+	return KERN_CPU_SIMD_AVX2;
+#else
+	return KERN_CPU_SIMD_SCALAR;
+#endif
+}
+
+int
+kern_cpu_simd_level(void)
+{
+	int l = atomic_load_explicit(&kern_cpu_level, memory_order_relaxed);
+
+	if (l < 0) { /* racing first callers all store the same value */
+		l = kern_cpu_simd_detect();
+		atomic_store_explicit(&kern_cpu_level, l, memory_order_relaxed);
+	}
+	return l;
+}
+
+int
+kern_cpu_force_simd(int level)
+{
+	if (level == KERN_CPU_SIMD_AUTO)
+		level = kern_cpu_simd_detect();
+	if (level < KERN_CPU_SIMD_SCALAR || level > kern_cpu_simd_detect())
+		return -1;
+	atomic_store_explicit(&kern_cpu_level, level, memory_order_relaxed);
+	return 0;
+}
+
+const char *
+kern_simd_name(void)
+{
+	switch (kern_cpu_simd_level()) {
+	case KERN_CPU_SIMD_AVX512:
+		return "avx512";
+	case KERN_CPU_SIMD_AVX2:
+		return "avx2";
+	default:
+		return "scalar";
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scalar reference                                                          */
+
+/* One Q4_0 row · Q8_0 activations, nb blocks. */
+static float
+kern_scalar_q4_0(const uint8_t *x, const struct kern_block_q8_0 *y, int64_t nb)
+{
+	float sum = 0.0f;
+	int64_t ib;
+	int j;
+
+	for (ib = 0; ib < nb; ib++, x += sizeof(struct kern_block_q4_0)) {
+		const uint8_t *qs = x + 2;
+		int isum = 0;
+		for (j = 0; j < KERN_QK / 2; j++)
+			isum += ((qs[j] & 0xf) - 8) * y[ib].qs[j] +
+			    ((qs[j] >> 4) - 8) * y[ib].qs[j + 16];
+		sum += kern_f16_to_f32(kern_ld16(x)) * kern_f16_to_f32(y[ib].d) * (float)isum;
+	}
+	return sum;
+}
+
+/* One Q4_1 row · Q8_1 activations. */
+static float
+kern_scalar_q4_1(const uint8_t *x, const struct kern_block_q8_1 *y, int64_t nb)
+{
+	float sum = 0.0f;
+	int64_t ib;
+	int j;
+
+	for (ib = 0; ib < nb; ib++, x += sizeof(struct kern_block_q4_1)) {
+		const uint8_t *qs = x + 4;
+		int isum = 0;
+		for (j = 0; j < KERN_QK / 2; j++)
+			isum += (qs[j] & 0xf) * y[ib].qs[j] + (qs[j] >> 4) * y[ib].qs[j + 16];
+		sum += kern_f16_to_f32(kern_ld16(x)) * kern_f16_to_f32(y[ib].d) * (float)isum +
+		    kern_f16_to_f32(kern_ld16(x + 2)) * kern_f16_to_f32(y[ib].s);
+	}
+	return sum;
+}
+
+/* One Q8_0 row · Q8_0 activations. */
+static float
+kern_scalar_q8_0(const uint8_t *x, const struct kern_block_q8_0 *y, int64_t nb)
+{
+	float sum = 0.0f;
+	int64_t ib;
+	int j;
+
+	for (ib = 0; ib < nb; ib++, x += sizeof(struct kern_block_q8_0)) {
+		const int8_t *qs = (const int8_t *)(x + 2);
+		int isum = 0;
+		for (j = 0; j < KERN_QK; j++)
+			isum += qs[j] * y[ib].qs[j];
+		sum += kern_f16_to_f32(kern_ld16(x)) * kern_f16_to_f32(y[ib].d) * (float)isum;
+	}
+	return sum;
+}
+
+/* f32 dot with four partial sums. */
+static float
+kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
+{
+	float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+	int64_t i;
+
+	for (i = 0; i + 4 <= n; i += 4) {
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+	}
+	for (; i < n; i++)
+		s0 += a[i] * b[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
+/* ------------------------------------------------------------------------ */
+/* x86 layout shared by both SIMD levels                                     */
+/*
+ * A pass covers four weight rows.  Each 256-bit vector holds 16 bytes of two
+ * rows (rows 0 and 1 in one, 2 and 3 in the other, the first row in the low
+ * 128 bits), and the activations are broadcast to both halves, so one
+ * integer dot serves two rows and leaves row 0's partial sums in lanes 0..3,
+ * row 1's in lanes 4..7.  Folding the two vectors gives lanes
+ * [r0 r2 r0 r2 | r1 r3 r1 r3], converted to f32 once and scaled by one FMA
+ * for all four rows.  The four weight scales are gathered into one vector
+ * and converted by one vcvtph2ps.  Per block and row that is about 6 vector
+ * uops instead of the 12 of the one-row-per-vector scheme.
+ */
+
+#if KERN_X86
+#define KERN_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define KERN_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline))
+
+/* f16 pair at p (d and m, or d and s) to [f32, f32, 0, 0]. */
+static inline KERN_AVX2_INLINE __m128
+kern_avx2_f16x2(const uint8_t *p)
+{
+	return _mm_cvtph_ps(_mm_cvtsi32_si128((int)kern_ld32(p)));
+}
+
+/* Lanes 0 and 1 of pair repeated: [p0, p1, p0, p1, p0, p1, p0, p1]. */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_bcast_pair(__m128 pair)
+{
+	return _mm256_castpd_ps(_mm256_broadcastsd_pd(_mm_castps_pd(pair)));
+}
+
+/* 16 bytes at p in both halves. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_bcast128(const uint8_t *p)
+{
+	return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* 16 bytes of one row at pa and of another at pb, as [a | b]. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_load2x128(const uint8_t *pa, const uint8_t *pb)
+{
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(
+	    _mm_loadu_si128((const __m128i *)(const void *)pa)),
+	    _mm_loadu_si128((const __m128i *)(const void *)pb), 1);
+}
+
+/* The f16 pairs at offset off of the four rows, to f32 and times ab:
+ * [a·h0, b·h1] of row 0, then of rows 1..3.  For Q4_0/Q8_0 the second half
+ * of each pair is the first quant byte pair: garbage in lanes never used. */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_f16x2x4(const uint8_t *const x[4], size_t off, __m256 ab)
+{
+	__m128i h = _mm_cvtsi32_si128((int)kern_ld32(x[0] + off));
+	h = _mm_insert_epi32(h, (int)kern_ld32(x[1] + off), 1);
+	h = _mm_insert_epi32(h, (int)kern_ld32(x[2] + off), 2);
+	h = _mm_insert_epi32(h, (int)kern_ld32(x[3] + off), 3);
+	return _mm256_mul_ps(_mm256_cvtph_ps(h), ab);
+}
+
+/* Lanes [r0 r2 r0 r2 | r1 r3 r1 r3] of the per-row scales held in the even
+ * lanes of f (as kern_avx2_f16x2x4 returns them). */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_scale4(__m256 f)
+{
+	return _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 4, 0, 4, 2, 6, 2, 6));
+}
+
+/* [r0 ×4 | r1 ×4] and [r2 ×4 | r3 ×4] int32 partial sums to f32 lanes
+ * [r0 r2 r0 r2 | r1 r3 r1 r3] (the integer adds are exact). */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_fold2(__m256i p01, __m256i p23)
+{
+	return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_unpacklo_epi32(p01, p23),
+	    _mm256_unpackhi_epi32(p01, p23)));
+}
+
+/* acc lanes [r0 r2 r0 r2 | r1 r3 r1 r3] to out[0..3]. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_unfold(__m256 acc, float out[4])
+{
+	float a[8];
+
+	_mm256_storeu_ps(a, acc);
+	out[0] = a[0] + a[2];
+	out[1] = a[4] + a[6];
+	out[2] = a[1] + a[3];
+	out[3] = a[5] + a[7];
+}
+
+/* Sum of 8 lanes. */
+static inline KERN_AVX2_INLINE float
+kern_avx2_hsum(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+/* Driver for the four-row kernels: whole groups of four, then a short last
+ * group that repeats its last row, so every row gets the same arithmetic
+ * wherever it falls (vec_dot_rows equals vec_dot bit for bit). */
+#define KERN_X4_DRIVER(name, kernel, ytype, attr)                              \
+	static attr void name(const uint8_t *x, size_t rb, int64_t n_rows,     \
+	    const ytype *y, int64_t nb, float *out)                            \
+	{                                                                      \
+		const uint8_t *p[4];                                           \
+		float o[4];                                                    \
+		int64_t r = 0, k;                                              \
+		for (; r + 4 <= n_rows; r += 4) {                              \
+			for (k = 0; k < 4; k++)                                \
+				p[k] = x + (size_t)(r + k) * rb;               \
+			kernel(p, y, nb, out + r);                             \
+		}                                                              \
+		if (r == n_rows)                                               \
+			return;                                                \
+		for (k = 0; k < 4; k++)                                        \
+			p[k] = x + (size_t)(r + k < n_rows ? r + k : n_rows - 1) * rb; \
+		kernel(p, y, nb, o);                                           \
+		for (k = 0; r + k < n_rows; k++)                               \
+			out[r + k] = o[k];                                     \
+	}
+
+/* ------------------------------------------------------------------------ */
+/* AVX2 + FMA + F16C: u8·s8 dots with vpmaddubsw, then vpmaddwd into int32   */
+
+/* Four Q4_1 rows · Q8_1.  The two vpmaddubsw results (low nibbles · x[0..15],
+ * high nibbles · x[16..31]) are added in int16 (|each| ≤ 2·15·128) before
+ * one vpmaddwd. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
+	float m[8];
+	int64_t ib;
+	int r;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_1);
+		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
+		const __m256i v01 = kern_avx2_load2x128(x[0] + off + 4, x[1] + off + 4);
+		const __m256i v23 = kern_avx2_load2x128(x[2] + off + 4, x[3] + off + 4);
+		const __m256i p01 = _mm256_madd_epi16(_mm256_add_epi16(
+		    _mm256_maddubs_epi16(_mm256_and_si256(v01, m4), ylo),
+		    _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v01, 4), m4), yhi)), ones);
+		const __m256i p23 = _mm256_madd_epi16(_mm256_add_epi16(
+		    _mm256_maddubs_epi16(_mm256_and_si256(v23, m4), ylo),
+		    _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v23, 4), m4), yhi)), ones);
+		/* [d_w·d_x, m_w·s_x] per row */
+		const __m256 f = kern_avx2_f16x2x4(x, off, kern_avx2_bcast_pair(kern_avx2_f16x2(yb)));
+		ms = _mm256_add_ps(ms, f);
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+	_mm256_storeu_ps(m, ms);
+	for (r = 0; r < 4; r++)
+		out[r] += m[2 * r + 1];
+}
+
+/* Four Q4_0 rows · Q8_0: Σ (n − 8)·q = Σ n·q − 8·Σ q, the correction taken
+ * in int16 once per activation block. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+	const __m256i eight = _mm256_set1_epi8(8);
+	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
+	__m256 acc = _mm256_setzero_ps();
+	int64_t ib;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_0);
+		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
+		const __m256i corr = _mm256_add_epi16(_mm256_maddubs_epi16(eight, ylo),
+		    _mm256_maddubs_epi16(eight, yhi));
+		const __m256i v01 = kern_avx2_load2x128(x[0] + off + 2, x[1] + off + 2);
+		const __m256i v23 = kern_avx2_load2x128(x[2] + off + 2, x[3] + off + 2);
+		const __m256i p01 = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16(
+		    _mm256_maddubs_epi16(_mm256_and_si256(v01, m4), ylo),
+		    _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v01, 4), m4), yhi)),
+		    corr), ones);
+		const __m256i p23 = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16(
+		    _mm256_maddubs_epi16(_mm256_and_si256(v23, m4), ylo),
+		    _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v23, 4), m4), yhi)),
+		    corr), ones);
+		const __m256 f = kern_avx2_f16x2x4(x, off,
+		    kern_avx2_bcast_pair(_mm_and_ps(kern_avx2_f16x2(yb), dmask)));
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+}
+
+/* Σ over 16 byte pairs of w·x (both signed), as |w| · (x with w's sign) in
+ * int32 lanes, each half of the vector separately.  Saturates only if both
+ * products of a pair are (−128)·(−128), as in ggml. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_dot_s8(__m256i w, __m256i x)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
+	    _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1));
+}
+
+/* Four Q8_0 rows · Q8_0. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
+    float out[4])
+{
+	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
+	__m256 acc = _mm256_setzero_ps();
+	int64_t ib;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q8_0);
+		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
+		const __m256i p01 = _mm256_add_epi32(
+		    kern_avx2_dot_s8(kern_avx2_load2x128(x[0] + off + 2, x[1] + off + 2), ylo),
+		    kern_avx2_dot_s8(kern_avx2_load2x128(x[0] + off + 18, x[1] + off + 18), yhi));
+		const __m256i p23 = _mm256_add_epi32(
+		    kern_avx2_dot_s8(kern_avx2_load2x128(x[2] + off + 2, x[3] + off + 2), ylo),
+		    kern_avx2_dot_s8(kern_avx2_load2x128(x[2] + off + 18, x[3] + off + 18), yhi));
+		const __m256 f = kern_avx2_f16x2x4(x, off,
+		    kern_avx2_bcast_pair(_mm_and_ps(kern_avx2_f16x2(yb), dmask)));
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+}
+
+KERN_X4_DRIVER(kern_avx2_q4_1_rows, kern_avx2_q4_1_x4, struct kern_block_q8_1, KERN_AVX2)
+KERN_X4_DRIVER(kern_avx2_q4_0_rows, kern_avx2_q4_0_x4, struct kern_block_q8_0, KERN_AVX2)
+KERN_X4_DRIVER(kern_avx2_q8_0_rows, kern_avx2_q8_0_x4, struct kern_block_q8_0, KERN_AVX2)
+
+/* f32 dot, 32 lanes in flight. */
+static KERN_AVX2 float
+kern_avx2_dot_f32(const float *a, const float *b, int64_t n)
+{
+	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	int64_t i = 0;
+	float sum;
+
+	for (; i + 32 <= n; i += 32) {
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+	}
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+	sum = kern_avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+	for (; i < n; i++)
+		sum += a[i] * b[i];
+	return sum;
+}
+
+/* Store (float)q·d for 8 int32 q; with m: (float)q·d + m (mul, then add). */
+static inline KERN_AVX2_INLINE void
+kern_avx2_st8(float *dst, __m256i q, __m256 d)
+{
+	_mm256_storeu_ps(dst, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+}
+
+static inline KERN_AVX2_INLINE void
+kern_avx2_st8m(float *dst, __m256i q, __m256 d, __m256 m)
+{
+	_mm256_storeu_ps(dst, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m));
+}
+
+/* Dequantize nb blocks of one row; 0 if the type has no AVX2 code. */
+static KERN_AVX2 int
+kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
+{
+	const __m128i m4 = _mm_set1_epi8(0x0f);
+	int64_t i, nb = n / KERN_QK;
+
+	if (t == KERN_TYPE_Q4_1) {
+		for (i = 0; i < nb; i++, x += sizeof(struct kern_block_q4_1), dst += KERN_QK) {
+			const __m256 d = _mm256_set1_ps(kern_f16_to_f32(kern_ld16(x)));
+			const __m256 m = _mm256_set1_ps(kern_f16_to_f32(kern_ld16(x + 2)));
+			const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(x + 4));
+			const __m128i lo = _mm_and_si128(v, m4);
+			const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+			kern_avx2_st8m(dst, _mm256_cvtepu8_epi32(lo), d, m);
+			kern_avx2_st8m(dst + 8, _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), d, m);
+			kern_avx2_st8m(dst + 16, _mm256_cvtepu8_epi32(hi), d, m);
+			kern_avx2_st8m(dst + 24, _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), d, m);
+		}
+		return 1;
+	}
+	if (t == KERN_TYPE_Q4_0) {
+		const __m128i off = _mm_set1_epi8(8);
+		for (i = 0; i < nb; i++, x += sizeof(struct kern_block_q4_0), dst += KERN_QK) {
+			const __m256 d = _mm256_set1_ps(kern_f16_to_f32(kern_ld16(x)));
+			const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(x + 2));
+			const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, m4), off);
+			const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m4), off);
+			kern_avx2_st8(dst, _mm256_cvtepi8_epi32(lo), d);
+			kern_avx2_st8(dst + 8, _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)), d);
+			kern_avx2_st8(dst + 16, _mm256_cvtepi8_epi32(hi), d);
+			kern_avx2_st8(dst + 24, _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), d);
+		}
+		return 1;
+	}
+	if (t == KERN_TYPE_Q8_0) {
+		for (i = 0; i < nb; i++, x += sizeof(struct kern_block_q8_0), dst += KERN_QK) {
+			const __m256 d = _mm256_set1_ps(kern_f16_to_f32(kern_ld16(x)));
+			const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(x + 2));
+			const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(x + 18));
+			kern_avx2_st8(dst, _mm256_cvtepi8_epi32(a), d);
+			kern_avx2_st8(dst + 8, _mm256_cvtepi8_epi32(_mm_srli_si128(a, 8)), d);
+			kern_avx2_st8(dst + 16, _mm256_cvtepi8_epi32(b), d);
+			kern_avx2_st8(dst + 24, _mm256_cvtepi8_epi32(_mm_srli_si128(b, 8)), d);
+		}
+		return 1;
+	}
+	if (t == KERN_TYPE_F16 || t == KERN_TYPE_BF16) {
+		for (i = 0; i + 8 <= n; i += 8) {
+			const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(x + 2 * i));
+			if (t == KERN_TYPE_F16)
+				_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+			else
+				_mm256_storeu_ps(dst + i, _mm256_castsi256_ps(
+				    _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+		}
+		for (; i < n; i++)
+			dst[i] = t == KERN_TYPE_F16 ? kern_f16_to_f32(kern_ld16(x + 2 * i))
+			    : kern_bf16_to_f32(kern_ld16(x + 2 * i));
+		return 1;
+	}
+	return 0;
+}
+/* ------------------------------------------------------------------------ */
+/* AVX-512 VNNI (on 256-bit vectors): vpdpbusd, u8·s8 straight into int32    */
+
+#define KERN_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define KERN_AVX512_INLINE                                                       \
+	__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"), \
+	    always_inline))
+
+/* Four Q4_1 rows · Q8_1: low nibbles · x[0..15], then high nibbles ·
+ * x[16..31] into the same int32 lanes. */
+static inline KERN_AVX512_INLINE void
+kern_avx512_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
+	float m[8];
+	int64_t ib;
+	int r;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_1);
+		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
+		const __m256i v01 = kern_avx2_load2x128(x[0] + off + 4, x[1] + off + 4);
+		const __m256i v23 = kern_avx2_load2x128(x[2] + off + 4, x[3] + off + 4);
+		__m256i p01 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_and_si256(v01, m4), ylo);
+		__m256i p23 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_and_si256(v23, m4), ylo);
+		__m256 f;
+		p01 = _mm256_dpbusd_epi32(p01, _mm256_and_si256(_mm256_srli_epi16(v01, 4), m4), yhi);
+		p23 = _mm256_dpbusd_epi32(p23, _mm256_and_si256(_mm256_srli_epi16(v23, 4), m4), yhi);
+		f = kern_avx2_f16x2x4(x, off, kern_avx2_bcast_pair(kern_avx2_f16x2(yb)));
+		ms = _mm256_add_ps(ms, f);
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+	_mm256_storeu_ps(m, ms);
+	for (r = 0; r < 4; r++)
+		out[r] += m[2 * r + 1];
+}
+
+/* −c·Σx per int32 lane of [x[0..15] | x[0..15]] · bytes, plus the same for
+ * x[16..31]: the start value that turns a dot of unsigned n = q + c into a
+ * dot of q.  Once per activation block. */
+static inline KERN_AVX512_INLINE __m256i
+kern_avx512_neg_bias(__m256i c, __m256i ylo, __m256i yhi)
+{
+	const __m256i zero = _mm256_setzero_si256();
+	return _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, c, ylo), c, yhi));
+}
+
+/* Four Q4_0 rows · Q8_0: dots the raw nibbles n = q + 8, starting from
+ * −8·Σx. */
+static inline KERN_AVX512_INLINE void
+kern_avx512_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
+	__m256 acc = _mm256_setzero_ps();
+	int64_t ib;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_0);
+		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
+		const __m256i bias = kern_avx512_neg_bias(_mm256_set1_epi8(8), ylo, yhi);
+		const __m256i v01 = kern_avx2_load2x128(x[0] + off + 2, x[1] + off + 2);
+		const __m256i v23 = kern_avx2_load2x128(x[2] + off + 2, x[3] + off + 2);
+		__m256i p01 = _mm256_dpbusd_epi32(bias, _mm256_and_si256(v01, m4), ylo);
+		__m256i p23 = _mm256_dpbusd_epi32(bias, _mm256_and_si256(v23, m4), ylo);
+		__m256 f;
+		p01 = _mm256_dpbusd_epi32(p01, _mm256_and_si256(_mm256_srli_epi16(v01, 4), m4), yhi);
+		p23 = _mm256_dpbusd_epi32(p23, _mm256_and_si256(_mm256_srli_epi16(v23, 4), m4), yhi);
+		f = kern_avx2_f16x2x4(x, off,
+		    kern_avx2_bcast_pair(_mm_and_ps(kern_avx2_f16x2(yb), dmask)));
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+}
+
+/* Four Q8_0 rows · Q8_0: dots q ^ 0x80 = q + 128 (unsigned), starting from
+ * −128·Σx. */
+static inline KERN_AVX512_INLINE void
+kern_avx512_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i flip = _mm256_set1_epi8((char)0x80);
+	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
+	__m256 acc = _mm256_setzero_ps();
+	int64_t ib;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q8_0);
+		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
+		const __m256i bias = kern_avx512_neg_bias(flip, ylo, yhi);
+		__m256i p01 = _mm256_dpbusd_epi32(bias, _mm256_xor_si256(flip,
+		    kern_avx2_load2x128(x[0] + off + 2, x[1] + off + 2)), ylo);
+		__m256i p23 = _mm256_dpbusd_epi32(bias, _mm256_xor_si256(flip,
+		    kern_avx2_load2x128(x[2] + off + 2, x[3] + off + 2)), ylo);
+		__m256 f;
+		p01 = _mm256_dpbusd_epi32(p01, _mm256_xor_si256(flip,
+		    kern_avx2_load2x128(x[0] + off + 18, x[1] + off + 18)), yhi);
+		p23 = _mm256_dpbusd_epi32(p23, _mm256_xor_si256(flip,
+		    kern_avx2_load2x128(x[2] + off + 18, x[3] + off + 18)), yhi);
+		f = kern_avx2_f16x2x4(x, off,
+		    kern_avx2_bcast_pair(_mm_and_ps(kern_avx2_f16x2(yb), dmask)));
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+}
+
+KERN_X4_DRIVER(kern_avx512_q4_1_rows, kern_avx512_q4_1_x4, struct kern_block_q8_1, KERN_AVX512)
+KERN_X4_DRIVER(kern_avx512_q4_0_rows, kern_avx512_q4_0_x4, struct kern_block_q8_0, KERN_AVX512)
+KERN_X4_DRIVER(kern_avx512_q8_0_rows, kern_avx512_q8_0_x4, struct kern_block_q8_0, KERN_AVX512)
+
+/* f32 dot, 64 lanes in flight, masked tail. */
+static KERN_AVX512 float
+kern_avx512_dot_f32(const float *a, const float *b, int64_t n)
+{
+	__m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	int64_t i = 0;
+
+	for (; i + 64 <= n; i += 64) {
+		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+		s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
+		s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+	}
+	for (; i + 16 <= n; i += 16)
+		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+	if (i < n) {
+		const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+		s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), s1);
+	}
+	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+#endif /* KERN_X86 */
+
+/* ------------------------------------------------------------------------ */
+/* Dispatch                                                                  */
+
+/* dst = one row of n elements dequantized, SIMD where level lvl has it. */
+static void
+kern_dequant_one(int lvl, enum kern_type t, const uint8_t *row, int64_t n, float *dst)
+{
+#if KERN_X86
+	if (lvl >= KERN_CPU_SIMD_AVX2 && kern_avx2_dequant_row(t, row, dst, n))
+		return;
+#else
+	(void)lvl;
+#endif
+	kern_dequant_row(t, row, dst, n);
+}
+
+float
+kern_cpu_dot_f32(const float *a, const float *b, int64_t n)
+{
+#if KERN_X86
+	int lvl = kern_cpu_simd_level();
+	if (lvl >= KERN_CPU_SIMD_AVX512)
+		return kern_avx512_dot_f32(a, b, n);
+	if (lvl >= KERN_CPU_SIMD_AVX2)
+		return kern_avx2_dot_f32(a, b, n);
+#endif
+	return kern_scalar_dot_f32(a, b, n);
+}
+
+/* A row of a type without an integer kernel · f32 activations: dequantize
+ * KERN_DEQ_CHUNK elements at a time and dot in f32. */
+static float
+kern_dot_via_f32(int lvl, enum kern_type t, const uint8_t *row, const float *x, int64_t n)
+{
+	float buf[KERN_DEQ_CHUNK];
+	const int be = kern_type_block_elems(t);
+	const size_t bb = kern_type_block_bytes(t);
+	float sum = 0.0f;
+	int64_t i;
+
+	if (t == KERN_TYPE_F32)
+		return kern_cpu_dot_f32((const float *)(const void *)row, x, n);
+	for (i = 0; i < n; i += KERN_DEQ_CHUNK) {
+		int64_t m = n - i < KERN_DEQ_CHUNK ? n - i : KERN_DEQ_CHUNK;
+		kern_dequant_one(lvl, t, row + (size_t)(i / be) * bb, m, buf);
+		sum += kern_cpu_dot_f32(buf, x + i, m);
+	}
+	return sum;
+}
+
+enum kern_type
+kern_vec_dot_act_type(enum kern_type t)
+{
+	if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q8_0)
+		return KERN_TYPE_Q8_0;
+	if (t == KERN_TYPE_Q4_1)
+		return KERN_TYPE_Q8_1;
+	return KERN_TYPE_F32;
+}
+
+void
+kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
+    const void *act, int64_t n, float *out)
+{
+	const uint8_t *x = rows;
+	const int be = kern_type_block_elems(t);
+	const int lvl = kern_cpu_simd_level();
+	int64_t r, nb;
+
+	if (n_rows <= 0)
+		return;
+	if (be <= 0 || n < 0 || n % be != 0 || (KERN_DEQ_CHUNK % be != 0)) {
+		for (r = 0; r < n_rows; r++) /* unsupported: make it loud */
+			out[r] = NAN;
+		return;
+	}
+	nb = n / KERN_QK;
+	if (t == KERN_TYPE_Q4_1) {
+		const struct kern_block_q8_1 *y = act;
+#if KERN_X86
+		if (lvl >= KERN_CPU_SIMD_AVX512) {
+			kern_avx512_q4_1_rows(x, row_bytes, n_rows, y, nb, out);
+			return;
+		}
+		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			kern_avx2_q4_1_rows(x, row_bytes, n_rows, y, nb, out);
+			return;
+		}
+#endif
+		for (r = 0; r < n_rows; r++)
+			out[r] = kern_scalar_q4_1(x + (size_t)r * row_bytes, y, nb);
+	} else if (t == KERN_TYPE_Q4_0) {
+		const struct kern_block_q8_0 *y = act;
+#if KERN_X86
+		if (lvl >= KERN_CPU_SIMD_AVX512) {
+			kern_avx512_q4_0_rows(x, row_bytes, n_rows, y, nb, out);
+			return;
+		}
+		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			kern_avx2_q4_0_rows(x, row_bytes, n_rows, y, nb, out);
+			return;
+		}
+#endif
+		for (r = 0; r < n_rows; r++)
+			out[r] = kern_scalar_q4_0(x + (size_t)r * row_bytes, y, nb);
+	} else if (t == KERN_TYPE_Q8_0) {
+		const struct kern_block_q8_0 *y = act;
+#if KERN_X86
+		if (lvl >= KERN_CPU_SIMD_AVX512) {
+			kern_avx512_q8_0_rows(x, row_bytes, n_rows, y, nb, out);
+			return;
+		}
+		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			kern_avx2_q8_0_rows(x, row_bytes, n_rows, y, nb, out);
+			return;
+		}
+#endif
+		for (r = 0; r < n_rows; r++)
+			out[r] = kern_scalar_q8_0(x + (size_t)r * row_bytes, y, nb);
+	} else {
+		for (r = 0; r < n_rows; r++)
+			out[r] = kern_dot_via_f32(lvl, t, x + (size_t)r * row_bytes, act, n);
+	}
+}
+
+float
+kern_vec_dot(enum kern_type t, const void *row, const void *act, int64_t n)
+{
+	float out;
+
+	kern_cpu_vec_dot_rows(t, row, 0, 1, act, n, &out);
+	return out;
+}
+
+void
+kern_cpu_dequant_rows(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
+    int64_t n, float *dst)
+{
+	const uint8_t *x = rows;
+	const int be = kern_type_block_elems(t);
+	const int lvl = kern_cpu_simd_level();
+	int64_t r;
+
+	if (be <= 0 || n <= 0 || n % be != 0)
+		return; /* unsupported type or shape: dst untouched */
+	for (r = 0; r < n_rows; r++)
+		kern_dequant_one(lvl, t, x + (size_t)r * row_bytes, n, dst + r * n);
+}

@@ -1,0 +1,176 @@
+/*
+ * kernels.h: the whole numeric contract of kvsnap.
+ *
+ * Everything the engine computes goes through this header: tensor types and
+ * their block layouts, dequantization, and an op table (struct kern_ops) that
+ * each backend (kernels/cpu/, later kernels/cuda/) fills in.  Nothing here
+ * knows about models, caches or files; the engine owns those.
+ *
+ * Threading: a struct kern_ctx owns one thread pool created once by
+ * kern_ctx_init().  Ops that take a ctx may use all of its threads and return
+ * when the work is done.  One ctx must be used by one caller thread at a time.
+ *
+ * Layouts: matrices are row-major.  A weight matrix of `rows` outputs and
+ * `cols` inputs is stored as `rows` rows of `cols` elements (GGUF ne = [cols,
+ * rows]); for quantized types each row is a run of blocks along `cols`.
+ */
+#ifndef KERNELS_H
+#define KERNELS_H
+
+#include <stddef.h> /* for size_t */
+#include <stdint.h> /* for int64_t, uint16_t */
+
+/* ------------------------------------------------------------------------ */
+/* Tensor types (values are ggml's type ids; never renumber)                 */
+
+enum kern_type {
+	KERN_TYPE_F32 = 0,
+	KERN_TYPE_F16 = 1,
+	KERN_TYPE_Q4_0 = 2,
+	KERN_TYPE_Q4_1 = 3,
+	KERN_TYPE_Q8_0 = 8,
+	KERN_TYPE_Q8_1 = 9, /* activations only */
+	KERN_TYPE_Q4_K = 12,
+	KERN_TYPE_Q6_K = 14,
+	KERN_TYPE_BF16 = 30,
+	KERN_TYPE_COUNT = 40 /* upper bound of ggml ids we know of */
+};
+
+#define KERN_QK 32    /* elements per block of Q4_0, Q4_1, Q8_0, Q8_1 */
+#define KERN_QK_K 256 /* elements per super-block of Q4_K, Q6_K */
+
+/* Packed block layouts (little-endian, no padding; see spec/model.md §3). */
+struct kern_block_q4_0 {
+	uint16_t d;            /* f16 scale */
+	uint8_t qs[KERN_QK / 2]; /* low nibble: element i, high: i + 16 */
+};
+struct kern_block_q4_1 {
+	uint16_t d, m;         /* f16 scale and min */
+	uint8_t qs[KERN_QK / 2];
+};
+struct kern_block_q8_0 {
+	uint16_t d;
+	int8_t qs[KERN_QK];
+};
+struct kern_block_q8_1 {
+	uint16_t d, s; /* s = f16(d * sum(qs)) */
+	int8_t qs[KERN_QK];
+};
+struct kern_block_q4_k {
+	uint16_t d, dmin;
+	uint8_t scales[12];
+	uint8_t qs[KERN_QK_K / 2];
+};
+struct kern_block_q6_k {
+	uint8_t ql[KERN_QK_K / 2];
+	uint8_t qh[KERN_QK_K / 4];
+	int8_t scales[KERN_QK_K / 16];
+	uint16_t d;
+};
+
+/* Elements per block, bytes per block; 0 for a type we do not support. */
+int kern_type_block_elems(enum kern_type t);
+size_t kern_type_block_bytes(enum kern_type t);
+/* Bytes of one row of n elements; 0 if n is not a whole number of blocks or
+ * the type is unsupported. */
+size_t kern_type_row_bytes(enum kern_type t, int64_t n);
+/* Human name ("q4_1"), or "unknown". */
+const char *kern_type_name(enum kern_type t);
+
+/* fp16 / bf16 conversion (IEEE binary16, round to nearest even). */
+float kern_f16_to_f32(uint16_t h);
+uint16_t kern_f32_to_f16(float f);
+float kern_bf16_to_f32(uint16_t h);
+
+/* Dequantize n elements (a whole number of blocks) of type t into dst.
+ * Plain scalar code: the reference every fast path is checked against. */
+void kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n);
+
+/* Quantize n floats (multiple of 32) to Q8_1 / Q8_0 blocks exactly as ggml's
+ * reference quantizers do (round half away from zero). */
+void kern_quant_row_q8_1(const float *x, struct kern_block_q8_1 *dst, int64_t n);
+void kern_quant_row_q8_0(const float *x, struct kern_block_q8_0 *dst, int64_t n);
+
+/* Dot product of one weight row of type t (n elements) with activations.
+ * For Q4_0/Q8_0 rows `act` is Q8_0 blocks, for Q4_1 rows Q8_1 blocks (the
+ * activation rounding llama.cpp applies); for every other type `act` is the
+ * f32 vector itself.  kern_vec_dot_act_type() tells which. */
+enum kern_type kern_vec_dot_act_type(enum kern_type t);
+float kern_vec_dot(enum kern_type t, const void *row, const void *act, int64_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Matrices and the op table                                                 */
+
+/* A weight matrix: `rows` rows of `cols` elements of `type`, row stride
+ * `row_bytes`.  `data` is borrowed (usually from the model's mmap). */
+struct kern_mat {
+	enum kern_type type;
+	int64_t rows, cols;
+	size_t row_bytes;
+	const void *data;
+};
+
+/* One KV head's view for chunk attention.  k holds n_kv keys (already
+ * rotated), v the values, each head_dim floats, row-major.  The last n_tok
+ * units are the chunk's own tokens in order: query t sees units
+ * [0, n_kv - n_tok + t]. */
+struct kern_attn_head {
+	const float *k; /* (n_kv, head_dim) */
+	const float *v; /* (n_kv, head_dim) */
+	int64_t n_kv;
+};
+
+struct kern_ctx;
+
+struct kern_ops {
+	const char *name;
+	/* dst(n_tok, w->rows) = x(n_tok, w->cols) · wᵀ */
+	int (*matmul)(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
+	    const float *x, int64_t n_tok);
+	/* dst(n, w->cols) = rows ids[0..n) of w, dequantized */
+	int (*get_rows)(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
+	    const int32_t *ids, int64_t n);
+	/* dst(n_tok, dim) = x / rms(x) * w, per row; sum of squares in double */
+	void (*rmsnorm)(struct kern_ctx *ctx, float *dst, const float *x,
+	    const float *w, int64_t n_tok, int64_t dim, float eps);
+	/* In place, adjacent-pair (GGUF/"NORM") rotation of x(n_tok, n_head,
+	 * head_dim) with token t at position pos[t]. */
+	void (*rope)(struct kern_ctx *ctx, float *x, const uint32_t *pos,
+	    int64_t n_tok, int64_t n_head, int64_t head_dim, float freq_base);
+	/* out(n_tok, n_head, head_dim) = softmax(q·kᵀ·scale, causal) · v, query
+	 * head h using KV head h / (n_head / n_kv_head). */
+	int (*attention)(struct kern_ctx *ctx, float *out, const float *q,
+	    int64_t n_tok, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+	    const struct kern_attn_head *heads, float scale);
+	/* g[i] = silu(g[i]) * u[i] */
+	void (*silu_mul)(struct kern_ctx *ctx, float *g, const float *u, int64_t n);
+	/* dst[i] += src[i] */
+	void (*add)(struct kern_ctx *ctx, float *dst, const float *src, int64_t n);
+};
+
+/* Status codes of this module (0 = success). */
+enum kern_err {
+	KERN_OK = 0,
+	KERN_ERR_NOMEM = -1,
+	KERN_ERR_TYPE = -2,   /* tensor type not supported by this op */
+	KERN_ERR_SHAPE = -3,  /* shapes do not fit */
+	KERN_ERR_THREAD = -4, /* could not start threads */
+	KERN_ERR_NODEV = -5   /* backend has no device (CUDA without a GPU) */
+};
+const char *kern_strerror(int err);
+
+/* CPU backend. n_threads <= 0 means one per online core. */
+int kern_ctx_init(struct kern_ctx **out, int n_threads);
+void kern_ctx_free(struct kern_ctx *ctx);
+int kern_ctx_threads(const struct kern_ctx *ctx);
+const struct kern_ops *kern_ctx_ops(const struct kern_ctx *ctx);
+
+/* Run fn(arg, ith, nth) on every pool thread (ith = 0..nth-1, the caller is
+ * thread 0) and return when all are done. */
+void kern_parallel(struct kern_ctx *ctx, void (*fn)(void *arg, int ith, int nth),
+    void *arg);
+
+/* Name of the SIMD level chosen at run time ("avx512", "avx2", "scalar"). */
+const char *kern_simd_name(void);
+
+#endif /* KERNELS_H */

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install every Debian package kvsnap's build, tests and tools use.
+# Idempotent: does nothing (and needs no root) when all are present.
+set -euo pipefail
+PKGS=(build-essential pkg-config clang libclang-rt-14-dev
+      libopenblas-dev liblmdb-dev lmdb-utils libzstd-dev libevent-dev libjansson-dev
+      libsodium-dev libsystemd-dev systemd unicode-data unzip python3 python3-venv)
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}"
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

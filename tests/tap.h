@@ -1,0 +1,100 @@
+/*
+ * tap.h: the tiny test harness every tests/test_*.c uses.
+ *
+ * A test program defines `static const struct tap_test tests[]` ({name, fn}
+ * pairs, fn returning TAP_PASS, TAP_FAIL or TAP_SKIP) and calls
+ * tap_main(tests, n) from main.  Output is TAP ("ok 3 - name"); the last line
+ * is "N passed, N failed, N skipped".  alarm() is a watchdog.
+ */
+#ifndef TESTS_TAP_H
+#define TESTS_TAP_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum tap_result { TAP_PASS = 0, TAP_FAIL = 1, TAP_SKIP = 2 };
+
+struct tap_test {
+	const char *name;
+	enum tap_result (*fn)(void);
+};
+
+/* Check a condition inside a test fn; on failure print where and why and
+ * return TAP_FAIL from the test. */
+#define TAP_CHECK(cond, ...)                                                   \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			printf("#   %s:%d: check failed: %s\n#   ", __FILE__,  \
+			    __LINE__, #cond);                                  \
+			printf(__VA_ARGS__);                                   \
+			printf("\n");                                          \
+			return TAP_FAIL;                                       \
+		}                                                              \
+	} while (0)
+
+/* Diagnostic line in the TAP stream. */
+static inline void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void
+tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* Runs the tests named on the command line (all when none), prints TAP and
+ * a summary line, returns the exit status. */
+static inline int
+tap_main(const struct tap_test *tests, size_t n, int argc, char **argv)
+{
+	size_t i;
+	int pass = 0, fail = 0, skip = 0, j;
+	const char *wd = getenv("TAP_TIMEOUT");
+
+	alarm(wd ? (unsigned)atoi(wd) : 1200);
+	printf("1..%zu\n", n);
+	for (i = 0; i < n; i++) {
+		int selected = argc <= 1;
+		enum tap_result r;
+		for (j = 1; j < argc; j++)
+			if (strcmp(argv[j], tests[i].name) == 0)
+				selected = 1;
+		if (!selected) {
+			printf("ok %zu - %s # SKIP not selected\n", i + 1, tests[i].name);
+			skip++;
+			continue;
+		}
+		fflush(stdout);
+		r = tests[i].fn();
+		if (r == TAP_PASS) {
+			printf("ok %zu - %s\n", i + 1, tests[i].name);
+			pass++;
+		} else if (r == TAP_SKIP) {
+			printf("ok %zu - %s # SKIP\n", i + 1, tests[i].name);
+			skip++;
+		} else {
+			printf("not ok %zu - %s\n", i + 1, tests[i].name);
+			fail++;
+		}
+		fflush(stdout);
+	}
+	printf("%d passed, %d failed, %d skipped\n", pass, fail, skip);
+	return fail ? 1 : 0;
+}
+
+/* Path of the bundled model (KVSNAP_MODEL overrides). */
+static inline const char *
+tap_model_path(void)
+{
+	const char *p = getenv("KVSNAP_MODEL");
+	return p ? p : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+#endif /* TESTS_TAP_H */

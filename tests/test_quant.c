@@ -1,0 +1,1122 @@
+/*
+ * test_quant.c: tensor types, f16 conversion, dequantization, activation
+ * quantization and every SIMD dot-product path of kernels/cpu.
+ *
+ * Expected values come from the formulas of spec/model.md §3 evaluated here,
+ * independently of quant.c; SIMD paths are compared with the scalar level,
+ * which is compared with a double-precision sum.  Tolerance for every f32
+ * dot: |got − want| ≤ KQ_REL · Σ|terms| (KQ_REL = 1e-5, about 170 ulps of the
+ * term magnitude: f32 sums of ≤ 64 block terms need ~n_blocks · 2^-24).
+ * Dequantization by the SIMD paths must be bit-identical to the scalar one.
+ * Set KVSNAP_TEST_SLOW=1 to check f32→f16 on all 2^32 inputs against F16C.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/gguf.h"
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/kernels.h"
+#include "tests/tap.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define KQ_X86 1
+#else
+#define KQ_X86 0
+#endif
+
+#define KQ_REL 1e-5
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static uint64_t kq_rng_state = 0x9e3779b97f4a7c15ull;
+
+/* xorshift64*: deterministic pseudo-random numbers. */
+static uint64_t
+kq_rand(void)
+{
+	uint64_t x = kq_rng_state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	kq_rng_state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* Uniform in [lo, hi). */
+static float
+kq_uniform(float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((kq_rand() >> 40) * (1.0 / 16777216.0));
+}
+
+static float
+kq_bits_to_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static uint32_t
+kq_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/* f16 value by the spec formula (§3), in double; non-finite excluded. */
+static double
+kq_f16_value(uint16_t h)
+{
+	int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+	double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+	return s ? -v : v;
+}
+
+/* f32 → f16 by search over the ordered f16 values: nearest, ties to the
+ * even pattern, ≥ 65520 to inf.  Slow and obviously right. */
+static uint16_t
+kq_ref_f32_to_f16(float f)
+{
+	uint16_t sign = (uint16_t)(signbit(f) ? 0x8000 : 0);
+	double a = fabs((double)f), vlo, vhi;
+	int lo = 0, hi = 0x7bff;
+
+	if (isnan(f))
+		return (uint16_t)(sign | 0x7e00);
+	if (a >= 65520.0)
+		return (uint16_t)(sign | 0x7c00);
+	if (a >= 65504.0)
+		return (uint16_t)(sign | 0x7bff);
+	while (hi - lo > 1) { /* invariant: value(lo) <= a < value(hi) */
+		int mid = (lo + hi) / 2;
+		if (kq_f16_value((uint16_t)mid) <= a)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	vlo = kq_f16_value((uint16_t)lo);
+	vhi = kq_f16_value((uint16_t)hi);
+	if (a - vlo < vhi - a)
+		return (uint16_t)(sign | lo);
+	if (a - vlo > vhi - a)
+		return (uint16_t)(sign | hi);
+	return (uint16_t)(sign | ((lo & 1) ? hi : lo));
+}
+
+/* Levels this CPU can run. */
+static int
+kq_n_levels(void)
+{
+	return kern_cpu_simd_detect() + 1;
+}
+
+static const char *
+kq_level_name(int l)
+{
+	return l == KERN_CPU_SIMD_AVX512 ? "avx512" : l == KERN_CPU_SIMD_AVX2 ? "avx2" : "scalar";
+}
+
+#if KQ_X86
+/* Hardware F16C conversions (this machine's ground truth). */
+__attribute__((target("f16c"))) static uint16_t
+kq_hw_f32_to_f16(float f)
+{
+	return (uint16_t)_cvtss_sh(f, 0);
+}
+
+__attribute__((target("f16c"))) static float
+kq_hw_f16_to_f32(uint16_t h)
+{
+	return _cvtsh_ss(h);
+}
+
+static int
+kq_have_f16c(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2"); /* every AVX2 CPU has F16C */
+}
+#endif
+
+/* Random f16 scale with magnitude in [lo, hi). */
+static uint16_t
+kq_rand_f16(float lo, float hi)
+{
+	return kern_f32_to_f16(kq_uniform(lo, hi));
+}
+
+/* Fill n bytes with random data. */
+static void
+kq_rand_bytes(uint8_t *p, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(kq_rand() >> 56);
+}
+
+static void
+kq_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+/* One random block of type t at p (valid scales, random quants).  Q8_0
+ * quants avoid −128, which ggml's quantizers never emit (see vec_dot.c). */
+static void
+kq_rand_block(enum kern_type t, uint8_t *p)
+{
+	size_t bb = kern_type_block_bytes(t);
+	int j;
+
+	kq_rand_bytes(p, bb);
+	switch (t) {
+	case KERN_TYPE_F32: {
+		float f = kq_uniform(-1.0f, 1.0f);
+		memcpy(p, &f, 4);
+		break;
+	}
+	case KERN_TYPE_F16:
+		kq_put16(p, kern_f32_to_f16(kq_uniform(-1.0f, 1.0f)));
+		break;
+	case KERN_TYPE_BF16:
+		kq_put16(p, (uint16_t)(kq_f32_bits(kq_uniform(-1.0f, 1.0f)) >> 16));
+		break;
+	case KERN_TYPE_Q4_0:
+		kq_put16(p, kq_rand_f16(-0.1f, 0.1f));
+		break;
+	case KERN_TYPE_Q4_1:
+		kq_put16(p, kq_rand_f16(0.001f, 0.05f));
+		kq_put16(p + 2, kq_rand_f16(-0.4f, 0.0f));
+		break;
+	case KERN_TYPE_Q8_0:
+		kq_put16(p, kq_rand_f16(-0.01f, 0.01f));
+		for (j = 0; j < 32; j++)
+			if (p[2 + j] == 0x80)
+				p[2 + j] = 0x81;
+		break;
+	case KERN_TYPE_Q4_K:
+		kq_put16(p, kq_rand_f16(0.0f, 0.01f));
+		kq_put16(p + 2, kq_rand_f16(0.0f, 0.01f));
+		break;
+	case KERN_TYPE_Q6_K:
+		kq_put16(p + 208, kq_rand_f16(-0.01f, 0.01f));
+		break;
+	case KERN_TYPE_Q8_1:
+	case KERN_TYPE_COUNT:
+		break;
+	}
+}
+
+/* n_rows random rows of n elements, row stride rb, at p. */
+static void
+kq_rand_rows(enum kern_type t, uint8_t *p, size_t rb, int64_t n_rows, int64_t n)
+{
+	int64_t r, i;
+	int be = kern_type_block_elems(t);
+	size_t bb = kern_type_block_bytes(t);
+
+	for (r = 0; r < n_rows; r++)
+		for (i = 0; i < n / be; i++)
+			kq_rand_block(t, p + (size_t)r * rb + (size_t)i * bb);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Type table                                                                */
+
+static enum tap_result
+test_type_table(void)
+{
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q4_0) == 18, "q4_0");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q4_1) == 20, "q4_1");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q8_0) == 34, "q8_0");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q8_1) == 36, "q8_1");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q4_K) == 144, "q4_K");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q6_K) == 210, "q6_K");
+	TAP_CHECK(kern_type_block_elems(KERN_TYPE_Q6_K) == 256, "q6_K elems");
+	TAP_CHECK(kern_type_block_elems(KERN_TYPE_BF16) == 1, "bf16 elems");
+	TAP_CHECK(kern_type_block_elems((enum kern_type)6) == 0, "q5_0 unsupported");
+	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_1, 576) == 360, "q4_1 row");
+	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q8_0, 576) == 612, "q8_0 row");
+	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_F16, 7) == 14, "f16 row");
+	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_K, 576) == 0, "q4_K needs n %% 256");
+	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_0, 33) == 0, "partial block");
+	TAP_CHECK(kern_type_row_bytes((enum kern_type)7, 32) == 0, "q5_1 unsupported");
+	TAP_CHECK(strcmp(kern_type_name(KERN_TYPE_Q4_1), "q4_1") == 0, "name");
+	TAP_CHECK(strcmp(kern_type_name((enum kern_type)99), "unknown") == 0, "unknown name");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q4_1) == KERN_TYPE_Q8_1, "act q4_1");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q4_0) == KERN_TYPE_Q8_0, "act q4_0");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q8_0) == KERN_TYPE_Q8_0, "act q8_0");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q6_K) == KERN_TYPE_F32, "act q6_K");
+	tap_diag("simd level: %s", kern_simd_name());
+	return TAP_PASS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* f16 / bf16                                                                */
+
+static enum tap_result
+test_f16_all_patterns(void)
+{
+	uint32_t h;
+
+	for (h = 0; h < 65536; h++) {
+		float f = kern_f16_to_f32((uint16_t)h);
+		int e = (h >> 10) & 31;
+		if (e == 31) {
+			if (h & 1023) {
+				TAP_CHECK(isnan(f) && !!signbit(f) == !!(h & 0x8000), "nan %04x", h);
+			} else {
+				TAP_CHECK(isinf(f) && !!signbit(f) == !!(h & 0x8000), "inf %04x", h);
+				TAP_CHECK(kern_f32_to_f16(f) == h, "inf round trip %04x", h);
+			}
+		} else {
+			TAP_CHECK((double)f == kq_f16_value((uint16_t)h), "value %04x: %g", h, f);
+			TAP_CHECK(!!signbit(f) == !!(h & 0x8000), "sign %04x", h);
+			TAP_CHECK(kern_f32_to_f16(f) == h, "round trip %04x -> %04x", h,
+			    kern_f32_to_f16(f));
+		}
+#if KQ_X86
+		if (kq_have_f16c()) {
+			float g = kq_hw_f16_to_f32((uint16_t)h);
+			TAP_CHECK(kq_f32_bits(f) == kq_f32_bits(g), "vs F16C %04x: %08x %08x", h,
+			    kq_f32_bits(f), kq_f32_bits(g));
+		}
+#endif
+	}
+	TAP_CHECK(kern_bf16_to_f32(0x3f80) == 1.0f, "bf16 1");
+	TAP_CHECK(kern_bf16_to_f32(0xc0a0) == -5.0f, "bf16 -5");
+	TAP_CHECK(isinf(kern_bf16_to_f32(0x7f80)), "bf16 inf");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_f32_to_f16(void)
+{
+	static const float edges[] = {
+		0.0f, 1.0f, 65504.0f, 65519.99f, 65520.0f, 65536.0f, 1e10f,
+		6.103515625e-05f,      /* smallest normal */
+		6.097555160522461e-05f, /* largest subnormal */
+		5.960464477539063e-08f, /* smallest subnormal 2^-24 */
+		2.9802322387695312e-08f, /* 2^-25: tie to 0 */
+		2.9802326e-08f,        /* just above 2^-25: to 2^-24 */
+		8.940697e-08f,         /* 1.5 * 2^-24: tie to 2 * 2^-24 */
+		1.00048828125f,        /* 1 + 2^-11: tie to even (1) */
+		1.00146484375f,        /* 1 + 3·2^-11: tie to even (1 + 2^-9) */
+		2047.5f, 2048.5f, 4095.0f, 1e-30f, 3.14159265f, 0.1f, 1.0f / 3.0f,
+	};
+	size_t i;
+	uint64_t k, step;
+	int slow = getenv("KVSNAP_TEST_SLOW") != NULL;
+
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		int s;
+		for (s = 0; s < 2; s++) {
+			float f = s ? -edges[i] : edges[i];
+			TAP_CHECK(kern_f32_to_f16(f) == kq_ref_f32_to_f16(f), "%.10g: %04x want %04x",
+			    (double)f, kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
+		}
+	}
+	TAP_CHECK(kern_f32_to_f16(INFINITY) == 0x7c00, "inf");
+	TAP_CHECK(kern_f32_to_f16(-INFINITY) == 0xfc00, "-inf");
+	TAP_CHECK((kern_f32_to_f16(NAN) & 0x7c00) == 0x7c00 && (kern_f32_to_f16(NAN) & 0x3ff),
+	    "nan");
+	/* random patterns against the search reference */
+	for (k = 0; k < 300000; k++) {
+		float f = kq_bits_to_f32((uint32_t)(kq_rand() >> 32));
+		if (isnan(f))
+			continue;
+		TAP_CHECK(kern_f32_to_f16(f) == kq_ref_f32_to_f16(f), "%08x: %04x want %04x",
+		    kq_f32_bits(f), kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
+	}
+	/* dense band around the f16 range against the reference */
+	for (k = 0x33000000u - 4096; k < 0x47800000u + 4096; k += 97) {
+		float f = kq_bits_to_f32((uint32_t)k);
+		TAP_CHECK(kern_f32_to_f16(f) == kq_ref_f32_to_f16(f), "%08x: %04x want %04x",
+		    (unsigned)k, kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
+	}
+#if KQ_X86
+	/* the hardware on every (slow) or every 61st (default) bit pattern,
+	 * NaNs included */
+	if (kq_have_f16c()) {
+		step = slow ? 1 : 61;
+		for (k = 0; k < (1ull << 32); k += step) {
+			float f = kq_bits_to_f32((uint32_t)k);
+			if (kern_f32_to_f16(f) != kq_hw_f32_to_f16(f))
+				TAP_CHECK(0, "%08x: %04x F16C %04x", (unsigned)k, kern_f32_to_f16(f),
+				    kq_hw_f32_to_f16(f));
+		}
+		tap_diag("f32->f16 equals F16C on %s bit patterns", slow ? "all 2^32" : "1/61 of the");
+	}
+#else
+	(void)step;
+	(void)slow;
+#endif
+	return TAP_PASS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dequantization of hand-built blocks                                       */
+
+/* kern_dequant_row of `blk` (type t, n elements) must equal want[]. */
+static int
+kq_check_deq(enum kern_type t, const uint8_t *blk, const double *want, int n)
+{
+	float got[512];
+	int i, l;
+
+	kern_dequant_row(t, blk, got, n);
+	for (i = 0; i < n; i++)
+		if ((double)got[i] != want[i]) {
+			printf("#   %s element %d: got %.9g want %.9g\n", kern_type_name(t), i,
+			    (double)got[i], want[i]);
+			return 0;
+		}
+	/* and every SIMD dequantizer */
+	for (l = 0; l < kq_n_levels(); l++) {
+		float got2[512];
+		kern_cpu_force_simd(l);
+		kern_cpu_dequant_rows(t, blk, 0, 1, n, got2);
+		kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+		if (memcmp(got, got2, (size_t)n * sizeof(float)) != 0) {
+			printf("#   %s: dequant_rows at %s differs\n", kern_type_name(t),
+			    kq_level_name(l));
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static enum tap_result
+test_dequant_q4_0(void)
+{
+	uint8_t b[2 * 18];
+	double want[64];
+	int j, k;
+
+	for (k = 0; k < 2; k++) {
+		uint8_t *p = b + 18 * k;
+		double d = k ? -0.5 : 0.375;
+		kq_put16(p, k ? 0xb800 : 0x3600); /* -0.5, 0.375 */
+		for (j = 0; j < 16; j++)
+			p[2 + j] = (uint8_t)(((j * 7 + k) & 15) | ((15 - j) << 4));
+		for (j = 0; j < 16; j++) {
+			want[32 * k + j] = (double)(((j * 7 + k) & 15) - 8) * d;
+			want[32 * k + 16 + j] = (double)((15 - j) - 8) * d;
+		}
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_Q4_0, b, want, 64), "q4_0");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_dequant_q4_1(void)
+{
+	uint8_t b[20];
+	double want[32];
+	int j;
+
+	kq_put16(b, 0x3400);     /* d = 0.25 */
+	kq_put16(b + 2, 0xbe00); /* m = -1.5 */
+	for (j = 0; j < 16; j++)
+		b[4 + j] = (uint8_t)(j | ((j ^ 5) << 4));
+	for (j = 0; j < 16; j++) {
+		want[j] = j * 0.25 - 1.5;
+		want[16 + j] = (j ^ 5) * 0.25 - 1.5;
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_Q4_1, b, want, 32), "q4_1");
+	/* d·q is exact in f32 (at most 15 significant bits); only the + m rounds */
+	kq_put16(b, 0x2e66);     /* d = 0.0999755859375 */
+	kq_put16(b + 2, 0x3c01); /* m = 1.0009765625 */
+	for (j = 0; j < 16; j++) {
+		want[j] = (double)((float)((float)j * 0.0999755859375f) + 1.0009765625f);
+		want[16 + j] = (double)((float)((float)(j ^ 5) * 0.0999755859375f) + 1.0009765625f);
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_Q4_1, b, want, 32), "q4_1 rounding");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_dequant_q8_0(void)
+{
+	uint8_t b[34];
+	double want[32];
+	int j;
+
+	kq_put16(b, 0x3000); /* 0.125 */
+	for (j = 0; j < 32; j++) {
+		int q = j * 8 - 128;
+		b[2 + j] = (uint8_t)(int8_t)q;
+		want[j] = q * 0.125;
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_Q8_0, b, want, 32), "q8_0");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_dequant_q4_k(void)
+{
+	uint8_t b[144];
+	double want[256];
+	int sc[8], mn[8], k, g, l;
+	uint8_t q[256];
+
+	memset(b, 0, sizeof(b));
+	kq_put16(b, 0x3c00);     /* d = 1 */
+	kq_put16(b + 2, 0x3800); /* dmin = 0.5 */
+	for (k = 0; k < 8; k++) { /* 6-bit values exercising the high bits */
+		sc[k] = (k * 9 + 5) & 63;
+		mn[k] = (63 - k * 7) & 63;
+	}
+	/* pack per the spec: k < 4 in the low 6 bits of bytes k and k+4; k >= 4
+	 * as low nibbles in byte k+4 plus the top 2 bits of bytes k-4 and k */
+	for (k = 0; k < 4; k++) {
+		b[4 + k] = (uint8_t)((sc[k] & 63) | ((sc[k + 4] >> 4) << 6));
+		b[4 + k + 4] = (uint8_t)((mn[k] & 63) | ((mn[k + 4] >> 4) << 6));
+		b[4 + k + 8] = (uint8_t)((sc[k + 4] & 15) | ((mn[k + 4] & 15) << 4));
+	}
+	for (k = 0; k < 256; k++)
+		q[k] = (uint8_t)((k * 5 + k / 64) & 15);
+	for (g = 0; g < 4; g++)
+		for (l = 0; l < 32; l++)
+			b[16 + 32 * g + l] = (uint8_t)(q[64 * g + l] | (q[64 * g + 32 + l] << 4));
+	for (k = 0; k < 256; k++)
+		want[k] = 1.0 * sc[k / 32] * q[k] - 0.5 * mn[k / 32];
+	TAP_CHECK(kq_check_deq(KERN_TYPE_Q4_K, b, want, 256), "q4_K");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_dequant_q6_k(void)
+{
+	uint8_t b[2 * 210];
+	double want[512];
+	int e, blk;
+
+	memset(b, 0, sizeof(b));
+	for (blk = 0; blk < 2; blk++) {
+		uint8_t *p = b + 210 * blk;
+		int8_t scales[16];
+		uint8_t q[256];
+		kq_put16(p + 208, blk ? 0x2c00 : 0xac00); /* ±0.0625 */
+		for (e = 0; e < 16; e++) {
+			scales[e] = (int8_t)(e * 17 - 128 + blk);
+			p[192 + e] = (uint8_t)scales[e];
+		}
+		for (e = 0; e < 256; e++)
+			q[e] = (uint8_t)((e * 13 + blk * 7) & 63);
+		/* element e = 128h + 32k + l: low nibble in ql[64h + l (+32 for odd k)]
+		 * (high half of the byte for k >= 2), high 2 bits at bit 2k of
+		 * qh[32h + l] */
+		for (e = 0; e < 256; e++) {
+			int h = e / 128, k = (e % 128) / 32, l = e % 32;
+			int qli = 64 * h + l + (k & 1) * 32;
+			p[qli] |= (uint8_t)((q[e] & 15) << (k >= 2 ? 4 : 0));
+			p[128 + 32 * h + l] |= (uint8_t)((q[e] >> 4) << (2 * k));
+		}
+		for (e = 0; e < 256; e++)
+			want[256 * blk + e] = (blk ? 0.0625 : -0.0625) * scales[e / 16] * (q[e] - 32);
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_Q6_K, b, want, 512), "q6_K");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_dequant_plain(void)
+{
+	uint8_t b[64 * 4];
+	double want[64];
+	int i;
+
+	for (i = 0; i < 37; i++) {
+		uint16_t h = (uint16_t)(i * 1777 % 0x7c00); /* finite, both signs */
+		if (i & 1)
+			h |= 0x8000;
+		kq_put16(b + 2 * i, h);
+		want[i] = kq_f16_value(h);
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_F16, b, want, 37), "f16");
+	for (i = 0; i < 37; i++) {
+		float f = kq_uniform(-100.0f, 100.0f);
+		uint16_t h = (uint16_t)(kq_f32_bits(f) >> 16);
+		kq_put16(b + 2 * i, h);
+		want[i] = (double)kq_bits_to_f32((uint32_t)h << 16);
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_BF16, b, want, 37), "bf16");
+	for (i = 0; i < 37; i++) {
+		float f = kq_uniform(-100.0f, 100.0f);
+		memcpy(b + 4 * i, &f, 4);
+		want[i] = (double)f;
+	}
+	TAP_CHECK(kq_check_deq(KERN_TYPE_F32, b, want, 37), "f32");
+	return TAP_PASS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Activation quantization                                                   */
+
+/* Round half to even, written out. */
+static float
+kq_round_even(float v)
+{
+	float f = floorf(v), diff = v - f;
+	if (diff > 0.5f)
+		return f + 1.0f;
+	if (diff < 0.5f)
+		return f;
+	return fmodf(f, 2.0f) == 0.0f ? f : f + 1.0f;
+}
+
+/* The straightforward version of the AVX2 arithmetic of ggml-cpu. */
+static void
+kq_ref_quant_block(const float *x, uint16_t *d16, uint16_t *s16, int8_t *q)
+{
+	float amax = 0.0f, d, id;
+	int j, sum = 0;
+
+	for (j = 0; j < 32; j++)
+		amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+	d = amax / 127.0f;
+	id = amax != 0.0f ? 127.0f / amax : 0.0f;
+	for (j = 0; j < 32; j++) {
+		q[j] = (int8_t)kq_round_even(x[j] * id);
+		sum += q[j];
+	}
+	*d16 = kern_f32_to_f16(d);
+	*s16 = kern_f32_to_f16(d * (float)sum);
+}
+
+#if KQ_X86
+/* One block the way ggml-cpu's quantize_row_q8_1 does it with AVX2, written
+ * out with intrinsics: the machine's own rounding instruction decides ties. */
+__attribute__((target("avx2,f16c"))) static void
+kq_simd_quant_block(const float *x, uint16_t *d16, uint16_t *s16, int8_t *q)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	__m256 v[4], mx = _mm256_setzero_ps();
+	__m128 m4;
+	int32_t iv[32];
+	float amax, d, id;
+	int j, sum = 0;
+
+	for (j = 0; j < 4; j++) {
+		v[j] = _mm256_loadu_ps(x + 8 * j);
+		mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[j]));
+	}
+	m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+	amax = _mm_cvtss_f32(m4);
+	d = amax / 127.0f;
+	id = amax != 0.0f ? 127.0f / amax : 0.0f;
+	for (j = 0; j < 4; j++) {
+		__m256 r = _mm256_round_ps(_mm256_mul_ps(v[j], _mm256_set1_ps(id)),
+		    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		_mm256_storeu_si256((__m256i *)(void *)(iv + 8 * j), _mm256_cvtps_epi32(r));
+	}
+	for (j = 0; j < 32; j++) {
+		q[j] = (int8_t)iv[j];
+		sum += iv[j];
+	}
+	*d16 = (uint16_t)_cvtss_sh(d, 0);
+	*s16 = (uint16_t)_cvtss_sh(d * (float)sum, 0);
+}
+#endif
+
+/* Fill 32 floats with a test pattern of the given kind. */
+static void
+kq_fill_block(float *x, int kind)
+{
+	int j;
+	for (j = 0; j < 32; j++) {
+		switch (kind % 5) {
+		case 0:
+			x[j] = kq_uniform(-3.0f, 3.0f);
+			break;
+		case 1:
+			x[j] = kq_uniform(-1e-3f, 1e-3f) * (j == 7 ? 1000.0f : 1.0f);
+			break;
+		case 2: /* integers with amax 127: id = 1, many exact ties */
+			x[j] = j == 0 ? 127.0f : (float)((int)(kq_rand() % 255) - 127) / 2.0f;
+			break;
+		case 3:
+			x[j] = 0.0f;
+			break;
+		default:
+			x[j] = kq_uniform(-60000.0f, 60000.0f);
+			break;
+		}
+	}
+}
+
+/* Q8_1 and Q8_0 quantization at the current level against the test's own
+ * versions; returns the number of exact ties met, or -1 on a mismatch. */
+static int
+kq_check_quant(void)
+{
+	float x[32 * 64];
+	struct kern_block_q8_1 b1[64];
+	struct kern_block_q8_0 b0[64];
+	int i, j, n_ties = 0;
+	static const float tie[32] = { 127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, 126.5f };
+
+	/* ties go to even: 2.5 → 2, −3.5 → −4, 0.5 → 0, 1.5 → 2 */
+	kern_quant_row_q8_1(tie, b1, 32);
+	if (!(b1[0].qs[0] == 127 && b1[0].qs[1] == 2 && b1[0].qs[2] == -4 && b1[0].qs[3] == 0 &&
+	    b1[0].qs[4] == 0 && b1[0].qs[5] == 2 && b1[0].qs[6] == 126) ||
+	    b1[0].d != kern_f32_to_f16(1.0f) ||
+	    b1[0].s != kern_f32_to_f16(127.0f + 2 - 4 + 0 + 0 + 2 + 126)) {
+		printf("#   ties: %d %d %d %d %d %d %d\n", b1[0].qs[0], b1[0].qs[1], b1[0].qs[2],
+		    b1[0].qs[3], b1[0].qs[4], b1[0].qs[5], b1[0].qs[6]);
+		return -1;
+	}
+	kq_rng_state = 42;
+	for (i = 0; i < 64; i++)
+		kq_fill_block(x + 32 * i, i);
+	kern_quant_row_q8_1(x, b1, 32 * 64);
+	kern_quant_row_q8_0(x, b0, 32 * 64);
+	for (i = 0; i < 64; i++) {
+		uint16_t d16, s16;
+		int8_t q[32];
+		kq_ref_quant_block(x + 32 * i, &d16, &s16, q);
+		if (b1[i].d != d16 || b0[i].d != d16 || b1[i].s != s16 ||
+		    memcmp(b1[i].qs, q, 32) != 0 || memcmp(b0[i].qs, q, 32) != 0) {
+			printf("#   block %d: d %04x/%04x s %04x want d %04x s %04x\n", i, b1[i].d,
+			    b0[i].d, b1[i].s, d16, s16);
+			return -1;
+		}
+		for (j = 0; j < 32; j++) /* kind 2 has id = 1: halves are ties */
+			n_ties += i % 5 == 2 && fabsf(x[32 * i + j] - truncf(x[32 * i + j])) == 0.5f;
+#if KQ_X86
+		if (kq_have_f16c()) {
+			kq_simd_quant_block(x + 32 * i, &d16, &s16, q);
+			if (b1[i].d != d16 || b1[i].s != s16 || memcmp(b1[i].qs, q, 32) != 0) {
+				printf("#   block %d differs from the AVX2 formulation\n", i);
+				return -1;
+			}
+		}
+#endif
+	}
+	if (b1[3].d != 0 || b1[3].s != 0 || b1[3].qs[5] != 0) {
+		printf("#   zero block\n");
+		return -1;
+	}
+	return n_ties;
+}
+
+static enum tap_result
+test_quant_q8(void)
+{
+	int l, ties;
+
+	for (l = 0; l < kq_n_levels(); l++) {
+		kern_cpu_force_simd(l);
+		ties = kq_check_quant();
+		kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+		TAP_CHECK(ties >= 0, "quantization at %s", kq_level_name(l));
+		tap_diag("%s: %d exact ties checked", kq_level_name(l), ties);
+	}
+	return TAP_PASS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dot products                                                              */
+
+/* Exact (double) value of row · act for the pairings of kern_vec_dot, and
+ * Σ|terms| for the tolerance. */
+static double
+kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, double *mag)
+{
+	float w[2048];
+	double s = 0.0, m = 0.0;
+	int64_t i, ib;
+
+	kern_dequant_row(t, row, w, n);
+	if (t == KERN_TYPE_Q4_1) {
+		const struct kern_block_q8_1 *y = act;
+		for (ib = 0; ib < n / 32; ib++) {
+			const uint8_t *b = row + 20 * ib;
+			double dw = kern_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+			double mw = kern_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+			double dy = kern_f16_to_f32(y[ib].d), sy = kern_f16_to_f32(y[ib].s);
+			long isum = 0;
+			for (i = 0; i < 32; i++) {
+				int qw = i < 16 ? b[4 + i] & 15 : b[4 + i - 16] >> 4;
+				isum += (long)qw * y[ib].qs[i];
+			}
+			s += dw * dy * (double)isum + mw * sy;
+			m += fabs(dw * dy * (double)isum) + fabs(mw * sy);
+		}
+	} else if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q8_0) {
+		const struct kern_block_q8_0 *y = act;
+		for (i = 0; i < n; i++) {
+			double v = (double)w[i] * kern_f16_to_f32(y[i / 32].d) * y[i / 32].qs[i % 32];
+			s += v;
+			m += fabs(v);
+		}
+	} else {
+		const float *y = act;
+		for (i = 0; i < n; i++) {
+			s += (double)w[i] * y[i];
+			m += fabs((double)w[i] * y[i]);
+		}
+	}
+	*mag = m;
+	return s;
+}
+
+/* Activation buffer for type t's pairing, from f32 x. */
+static void
+kq_make_act(enum kern_type t, const float *x, int64_t n, void *act)
+{
+	enum kern_type at = kern_vec_dot_act_type(t);
+	if (at == KERN_TYPE_Q8_1)
+		kern_quant_row_q8_1(x, act, n);
+	else if (at == KERN_TYPE_Q8_0)
+		kern_quant_row_q8_0(x, act, n);
+	else
+		memcpy(act, x, (size_t)n * sizeof(float));
+}
+
+/* The rows copied to an exact-size heap buffer with no padding between
+ * them, and the activations likewise, so ASan catches any read past the last
+ * block; results must equal want[] (vec_dot) and the padded run's
+ * dequantization. */
+static int
+kq_check_tight(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows,
+    const void *act, int64_t n, const float *want)
+{
+	size_t tb = kern_type_row_bytes(t, n);
+	enum kern_type at = kern_vec_dot_act_type(t);
+	size_t ab = at == KERN_TYPE_F32 ? (size_t)n * sizeof(float) : kern_type_row_bytes(at, n);
+	uint8_t *tight = malloc(tb * (size_t)n_rows);
+	void *tact = malloc(ab);
+	float *got = malloc((size_t)n_rows * sizeof(float));
+	float *deq = malloc((size_t)n * (size_t)n_rows * sizeof(float));
+	float *ref = malloc((size_t)n * sizeof(float));
+	int64_t r;
+	int ok = 1;
+
+	for (r = 0; r < n_rows; r++)
+		memcpy(tight + r * tb, rows + r * rb, tb);
+	memcpy(tact, act, ab);
+	kern_cpu_vec_dot_rows(t, tight, tb, n_rows, tact, n, got);
+	kern_cpu_dequant_rows(t, tight, tb, n_rows, n, deq);
+	for (r = 0; r < n_rows; r++) {
+		kern_dequant_row(t, rows + r * rb, ref, n);
+		ok &= memcmp(&got[r], &want[r], sizeof(float)) == 0;
+		ok &= memcmp(deq + r * n, ref, (size_t)n * sizeof(float)) == 0;
+	}
+	free(tight);
+	free(tact);
+	free(got);
+	free(deq);
+	free(ref);
+	return ok;
+}
+
+/* Rows of type t with n elements: each level against scalar and the exact
+ * value; vec_dot_rows against single-row vec_dot; dequant_rows against
+ * dequant_row.  Rows are stored unaligned (+1 byte) with a padded stride. */
+static int
+kq_check_type(enum kern_type t, int64_t n)
+{
+	enum { NR = 13 };
+	size_t rb = kern_type_row_bytes(t, n) + 6;
+	uint8_t *buf = malloc(rb * NR + 1), *rows = buf + 1;
+	float *x = malloc((size_t)n * sizeof(float));
+	void *act = malloc((size_t)n * sizeof(float) + 64);
+	float *deq = malloc((size_t)n * NR * sizeof(float));
+	float *deq_ref = malloc((size_t)n * sizeof(float));
+	float scalar[NR], got[NR];
+	static const int64_t counts[] = { 1, 2, 3, 4, 5, 7, 8, 13 };
+	int64_t i, r;
+	int l, c, ok = 0;
+
+	kq_rand_rows(t, rows, rb, NR, n);
+	for (i = 0; i < n; i++)
+		x[i] = kq_uniform(-2.0f, 2.0f);
+	kq_make_act(t, x, n, act);
+
+	kern_cpu_force_simd(KERN_CPU_SIMD_SCALAR);
+	for (r = 0; r < NR; r++) {
+		double mag, want = kq_exact_dot(t, rows + r * rb, act, n, &mag);
+		scalar[r] = kern_vec_dot(t, rows + r * rb, act, n);
+		if (!(fabs(scalar[r] - want) <= KQ_REL * mag)) {
+			printf("#   %s n=%lld row %lld scalar %.9g exact %.9g (mag %g)\n",
+			    kern_type_name(t), (long long)n, (long long)r, (double)scalar[r], want, mag);
+			goto out;
+		}
+	}
+	for (l = 0; l < kq_n_levels(); l++) {
+		kern_cpu_force_simd(l);
+		for (r = 0; r < NR; r++) {
+			double mag;
+			float v = kern_vec_dot(t, rows + r * rb, act, n);
+			(void)kq_exact_dot(t, rows + r * rb, act, n, &mag);
+			if (!(fabs(v - scalar[r]) <= KQ_REL * mag)) {
+				printf("#   %s n=%lld %s row %lld: %.9g scalar %.9g (mag %g)\n",
+				    kern_type_name(t), (long long)n, kq_level_name(l), (long long)r,
+				    (double)v, (double)scalar[r], mag);
+				goto out;
+			}
+			got[r] = v;
+		}
+		for (c = 0; c < (int)(sizeof(counts) / sizeof(counts[0])); c++) {
+			float multi[NR];
+			kern_cpu_vec_dot_rows(t, rows, rb, counts[c], act, n, multi);
+			if (memcmp(multi, got, (size_t)counts[c] * sizeof(float)) != 0) {
+				printf("#   %s n=%lld %s: vec_dot_rows(%lld rows) != vec_dot\n",
+				    kern_type_name(t), (long long)n, kq_level_name(l),
+				    (long long)counts[c]);
+				goto out;
+			}
+		}
+		kern_cpu_dequant_rows(t, rows, rb, NR, n, deq);
+		for (r = 0; r < NR; r++) {
+			kern_dequant_row(t, rows + r * rb, deq_ref, n);
+			if (memcmp(deq + r * n, deq_ref, (size_t)n * sizeof(float)) != 0) {
+				printf("#   %s n=%lld %s: dequant_rows row %lld differs\n",
+				    kern_type_name(t), (long long)n, kq_level_name(l), (long long)r);
+				goto out;
+			}
+		}
+		if (!kq_check_tight(t, rows, rb, NR, act, n, got)) {
+			printf("#   %s n=%lld %s: tight buffers differ\n", kern_type_name(t),
+			    (long long)n, kq_level_name(l));
+			goto out;
+		}
+	}
+	ok = 1;
+out:
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	free(buf);
+	free(x);
+	free(act);
+	free(deq);
+	free(deq_ref);
+	return ok;
+}
+
+static enum tap_result
+test_vec_dot_q4_1(void)
+{
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_1, 32), "n=32");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_1, 576), "n=576");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_1, 1536), "n=1536");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_vec_dot_q4_0(void)
+{
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_0, 32), "n=32");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_0, 576), "n=576");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_0, 1536), "n=1536");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_vec_dot_q8_0(void)
+{
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q8_0, 32), "n=32");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q8_0, 576), "n=576");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q8_0, 1536), "n=1536");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_vec_dot_kquants(void)
+{
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 256), "q4_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 512), "q4_K n=512");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 1536), "q4_K n=1536");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q6_K, 256), "q6_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q6_K, 512), "q6_K n=512");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q6_K, 1536), "q6_K n=1536");
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_vec_dot_plain(void)
+{
+	static const int64_t ns[] = { 1, 7, 32, 37, 576, 1536, 1000 };
+	size_t i;
+	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		TAP_CHECK(kq_check_type(KERN_TYPE_F16, ns[i]), "f16 n=%lld", (long long)ns[i]);
+		TAP_CHECK(kq_check_type(KERN_TYPE_BF16, ns[i]), "bf16 n=%lld", (long long)ns[i]);
+	}
+	return TAP_PASS;
+}
+
+/* F32 rows need 4-byte alignment, so they get their own check. */
+static enum tap_result
+test_dot_f32(void)
+{
+	static const int64_t ns[] = { 0, 1, 7, 15, 16, 17, 63, 64, 65, 576, 1536, 1001 };
+	float a[1536], b[1536];
+	size_t k;
+	int l;
+
+	for (k = 0; k < 1536; k++) {
+		a[k] = kq_uniform(-1.0f, 1.0f);
+		b[k] = kq_uniform(-1.0f, 1.0f);
+	}
+	for (k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+		double want = 0.0, mag = 0.0;
+		int64_t i;
+		for (i = 0; i < ns[k]; i++) {
+			want += (double)a[i] * b[i];
+			mag += fabs((double)a[i] * b[i]);
+		}
+		for (l = 0; l < kq_n_levels(); l++) {
+			float got, got_vd;
+			kern_cpu_force_simd(l);
+			got = kern_cpu_dot_f32(a, b, ns[k]);
+			got_vd = ns[k] ? kern_vec_dot(KERN_TYPE_F32, a, b, ns[k]) : 0.0f;
+			kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+			TAP_CHECK(fabs(got - want) <= KQ_REL * mag, "%s n=%lld: %.9g want %.9g",
+			    kq_level_name(l), (long long)ns[k], (double)got, want);
+			TAP_CHECK(ns[k] == 0 || got_vd == got, "vec_dot f32");
+		}
+	}
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_levels(void)
+{
+	int l;
+	TAP_CHECK(kern_cpu_force_simd(kern_cpu_simd_detect() + 1) == -1, "unsupported level");
+	TAP_CHECK(kern_cpu_force_simd(-7) == -1, "bad level");
+	for (l = 0; l < kq_n_levels(); l++) {
+		TAP_CHECK(kern_cpu_force_simd(l) == 0 && kern_cpu_simd_level() == l, "force %d", l);
+		TAP_CHECK(strcmp(kern_simd_name(), kq_level_name(l)) == 0, "name %s", kern_simd_name());
+	}
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	tap_diag("levels: %d (best %s)", kq_n_levels(), kern_simd_name());
+	return TAP_PASS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The real model                                                            */
+
+/* One weight matrix of the model: all levels agree on the first rows. */
+static int
+kq_check_tensor(const struct eng_gguf_tensor *w, int64_t n_rows)
+{
+	int64_t n = w->ne[0], r;
+	size_t rb = kern_type_row_bytes(w->type, n);
+	float *x = malloc((size_t)n * sizeof(float)), *deq = malloc((size_t)n * sizeof(float));
+	void *act = malloc((size_t)n * sizeof(float) + 64);
+	float *ref = malloc((size_t)n_rows * sizeof(float)), *got = malloc((size_t)n_rows * sizeof(float));
+	float *deq_rows = malloc((size_t)n * 4 * sizeof(float));
+	int l, ok = 0;
+
+	for (r = 0; r < n; r++)
+		x[r] = kq_uniform(-1.0f, 1.0f);
+	kq_make_act(w->type, x, n, act);
+	kern_cpu_force_simd(KERN_CPU_SIMD_SCALAR);
+	kern_cpu_vec_dot_rows(w->type, w->data, rb, n_rows, act, n, ref);
+	for (l = 1; l < kq_n_levels(); l++) {
+		kern_cpu_force_simd(l);
+		kern_cpu_vec_dot_rows(w->type, w->data, rb, n_rows, act, n, got);
+		for (r = 0; r < n_rows; r++) {
+			double mag;
+			(void)kq_exact_dot(w->type, (const uint8_t *)w->data + r * rb, act, n, &mag);
+			if (!(fabs(got[r] - ref[r]) <= KQ_REL * mag)) {
+				printf("#   %.*s row %lld %s: %.9g scalar %.9g\n", (int)w->name.len,
+				    w->name.ptr, (long long)r, kq_level_name(l), (double)got[r],
+				    (double)ref[r]);
+				goto out;
+			}
+		}
+		kern_cpu_dequant_rows(w->type, w->data, rb, 4, n, deq_rows);
+		for (r = 0; r < 4; r++) {
+			kern_dequant_row(w->type, (const uint8_t *)w->data + r * rb, deq, n);
+			if (memcmp(deq, deq_rows + r * n, (size_t)n * sizeof(float)) != 0) {
+				printf("#   %.*s: dequant_rows differs\n", (int)w->name.len, w->name.ptr);
+				goto out;
+			}
+		}
+	}
+	ok = 1;
+out:
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	free(x);
+	free(deq);
+	free(act);
+	free(ref);
+	free(got);
+	free(deq_rows);
+	return ok;
+}
+
+static enum tap_result
+test_real_model(void)
+{
+	struct eng_gguf *g = NULL;
+	const struct eng_gguf_tensor *t;
+	char why[256] = "";
+	float row[576];
+	double ss = 0.0;
+	int i;
+
+	if (eng_gguf_open(&g, tap_model_path(), why, sizeof(why)) != 0) {
+		tap_diag("no model (%s)", why);
+		return TAP_SKIP;
+	}
+	t = eng_gguf_find_tensor(g, "token_embd.weight");
+	TAP_CHECK(t && t->type == KERN_TYPE_Q8_0 && t->ne[0] == 576, "token_embd");
+	/* a token's embedding row: finite and of plausible size */
+	kern_dequant_row(t->type, (const uint8_t *)t->data + 1000 * kern_type_row_bytes(t->type, 576),
+	    row, 576);
+	for (i = 0; i < 576; i++) {
+		TAP_CHECK(isfinite(row[i]) && fabsf(row[i]) < 10.0f, "embd[%d] = %g", i, row[i]);
+		ss += (double)row[i] * row[i];
+	}
+	TAP_CHECK(ss > 1e-3 && ss < 1e4, "embedding norm² %g", ss);
+	TAP_CHECK(kq_check_tensor(t, 301), "token_embd rows");
+	t = eng_gguf_find_tensor(g, "blk.0.ffn_down.weight");
+	TAP_CHECK(t && t->type == KERN_TYPE_Q4_1 && t->ne[0] == 1536, "ffn_down");
+	TAP_CHECK(kq_check_tensor(t, 67), "ffn_down rows");
+	t = eng_gguf_find_tensor(g, "blk.29.attn_q.weight");
+	TAP_CHECK(t && t->type == KERN_TYPE_Q4_1 && t->ne[0] == 576, "attn_q");
+	TAP_CHECK(kq_check_tensor(t, 576), "attn_q rows");
+	eng_gguf_close(g);
+	return TAP_PASS;
+}
+
+static const struct tap_test tests[] = {
+	{ "type_table", test_type_table },
+	{ "f16_all_patterns", test_f16_all_patterns },
+	{ "f32_to_f16", test_f32_to_f16 },
+	{ "dequant_q4_0", test_dequant_q4_0 },
+	{ "dequant_q4_1", test_dequant_q4_1 },
+	{ "dequant_q8_0", test_dequant_q8_0 },
+	{ "dequant_q4_k", test_dequant_q4_k },
+	{ "dequant_q6_k", test_dequant_q6_k },
+	{ "dequant_plain", test_dequant_plain },
+	{ "quant_q8", test_quant_q8 },
+	{ "levels", test_levels },
+	{ "dot_f32", test_dot_f32 },
+	{ "vec_dot_q4_1", test_vec_dot_q4_1 },
+	{ "vec_dot_q4_0", test_vec_dot_q4_0 },
+	{ "vec_dot_q8_0", test_vec_dot_q8_0 },
+	{ "vec_dot_kquants", test_vec_dot_kquants },
+	{ "vec_dot_plain", test_vec_dot_plain },
+	{ "real_model", test_real_model },
+};
+
+int
+main(int argc, char **argv)
+{
+	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
