@@ -23,7 +23,7 @@ OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 LDSAN   := -fsanitize=address,undefined
 else
 BUILD   := build
-OPT     := -O2 -g
+OPT     := -O3 -g
 LDSAN   :=
 endif
 

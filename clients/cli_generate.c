@@ -265,7 +265,7 @@ cli_tokenize(int argc, char **argv)
 	};
 	const char *model_path = cli_default_model(), *text;
 	int special = 1, json = 0, c, rc, ret = CLI_EXIT_FAILURE;
-	struct eng_model *m = NULL;
+	struct eng_gguf *g = NULL;
 	struct eng_tok *tok = NULL;
 	int32_t *ids = NULL;
 	int64_t n, i, cap;
@@ -286,12 +286,12 @@ cli_tokenize(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	text = argv[optind];
-	rc = eng_model_open(&m, model_path, why, sizeof(why));
+	rc = eng_gguf_open(&g, model_path, why, sizeof(why));
 	if (rc) {
 		cli_err("cannot load model: %s", why);
 		return cli_exit_for_engine(rc);
 	}
-	rc = eng_tok_init(&tok, m->gguf, why, sizeof(why));
+	rc = eng_tok_init(&tok, g, why, sizeof(why));
 	if (rc) {
 		cli_err("cannot load the tokenizer of %s: %s", model_path, why);
 		ret = cli_exit_for_engine(rc);
@@ -315,6 +315,6 @@ cli_tokenize(int argc, char **argv)
 out:
 	free(ids);
 	eng_tok_free(tok);
-	eng_model_close(m);
+	eng_gguf_close(g);
 	return ret;
 }

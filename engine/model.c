@@ -61,7 +61,7 @@ model_get_mat(const struct eng_gguf *g, const char *name, int64_t cols, int64_t 
 {
 	const struct eng_gguf_tensor *t = eng_gguf_find_tensor(g, name);
 	if (!t)
-		return model_fail(why, why_len, ENG_ERR_NOT_FOUND, "model lacks tensor %s", name);
+		return model_fail(why, why_len, ENG_ERR_FORMAT, "model lacks tensor %s", name);
 	if (t->type != KERN_TYPE_F32 && t->type != KERN_TYPE_F16 && t->type != KERN_TYPE_BF16 &&
 	    t->type != KERN_TYPE_Q4_0 && t->type != KERN_TYPE_Q4_1 && t->type != KERN_TYPE_Q8_0 &&
 	    t->type != KERN_TYPE_Q4_K && t->type != KERN_TYPE_Q6_K)
@@ -88,7 +88,7 @@ model_get_norm(const struct eng_gguf *g, const char *name, int64_t n, const floa
 {
 	const struct eng_gguf_tensor *t = eng_gguf_find_tensor(g, name);
 	if (!t)
-		return model_fail(why, why_len, ENG_ERR_NOT_FOUND, "model lacks tensor %s", name);
+		return model_fail(why, why_len, ENG_ERR_FORMAT, "model lacks tensor %s", name);
 	if (t->n_dims != 1 || t->ne[0] != n)
 		return model_fail(why, why_len, ENG_ERR_SHAPE,
 		    "tensor %s has the wrong shape (expected %lld elements)", name, (long long)n);
@@ -113,7 +113,7 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 	struct eng_gguf_str arch;
 	const struct eng_gguf_tensor *emb;
 	char a[32], key[128];
-	int rc, key_len, val_len, rot;
+	int rc, key_len = 0, val_len = 0, rot = 0;
 
 	if (eng_gguf_get_str(g, "general.architecture", &arch))
 		return model_fail(why, why_len, ENG_ERR_FORMAT,
@@ -176,7 +176,7 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 	}
 	emb = eng_gguf_find_tensor(g, "token_embd.weight");
 	if (!emb || emb->n_dims != 2)
-		return model_fail(why, why_len, ENG_ERR_NOT_FOUND, "model lacks token_embd.weight");
+		return model_fail(why, why_len, ENG_ERR_FORMAT, "model lacks token_embd.weight");
 	if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
 		return model_fail(why, why_len, ENG_ERR_SHAPE, "bad vocabulary size");
 	hp->n_vocab = (int)emb->ne[1];

@@ -17,6 +17,7 @@ if ! "$VENV/bin/python" -c "import llama_cpp, numpy" 2>/dev/null; then
 	CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
 		"$VENV/bin/pip" install --no-cache-dir "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" numpy gguf
 fi
+if [ "${1:-}" = "--venv-only" ]; then exit 0; fi
 mkdir -p tests/fixtures
 "$VENV/bin/python" scripts/make-token-fixtures.py
 "$VENV/bin/python" scripts/make-fixtures.py models/SmolLM2-135M-Instruct.Q4_1.gguf tests/fixtures/logits.bin

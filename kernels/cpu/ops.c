@@ -106,7 +106,7 @@ kern_mm_vec_worker(void *arg, int ith, int nth)
 	int64_t lo, hi, t, r0;
 	float tmp[64];
 
-	kern_cpu_split(w->rows, 64, ith, nth, &lo, &hi);
+	kern_cpu_split(w->rows, 16, ith, nth, &lo, &hi);
 	for (r0 = lo; r0 < hi; r0 += 64) {
 		int64_t n = hi - r0 < 64 ? hi - r0 : 64;
 		const uint8_t *rows = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Engine speed, kvsnap vs llama.cpp, one run, same machine, same GGUF, same
+# thread count, same token stream.  Prints a table (paste it into
+# bench/RESULTS.md with the command and the machine).
+#   usage: bench/engine.sh [THREADS] [REPS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS=${1:-2}
+REPS=${2:-2}
+MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+BUILD=${BUILD:-build}
+[ -x "$BUILD/bench/bench_engine" ] || make --no-print-directory all
+ours=$("$BUILD/bench/bench_engine" -m "$MODEL" -t "$THREADS" -r "$REPS" --json)
+if ! .venv-fixtures/bin/python -c "import llama_cpp" 2>/dev/null; then
+	echo "bench: building llama-cpp-python for the comparison (scripts/make-fixtures.sh's venv)" >&2
+	scripts/make-fixtures.sh --venv-only
+fi
+ref=$(.venv-fixtures/bin/python bench/llamacpp_bench.py "$MODEL" "$THREADS" "$REPS" 2>/dev/null)
+python3 - "$ours" "$ref" "$THREADS" <<'PY'
+import json, sys, platform, subprocess
+ours = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
+ref = [json.loads(l) for l in sys.argv[2].splitlines() if l.strip()]
+threads = sys.argv[3]
+def find(rows, what, tokens=None):
+    for r in rows:
+        if r["what"] == what and (tokens is None or r.get("tokens") == tokens):
+            return r
+cpu = "?"
+for line in open("/proc/cpuinfo"):
+    if line.startswith("model name"):
+        cpu = line.split(":", 1)[1].strip(); break
+sg = find(ours, "sgemm")
+print(f"machine: {cpu}, {threads} threads; OpenBLAS sgemm {sg['gflops']} GFLOP/s")
+print()
+print("| test | tokens | kvsnap tok/s | llama.cpp tok/s | ratio |")
+print("|---|---:|---:|---:|---:|")
+for what, tokens in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("decode", 128)):
+    a, b = find(ours, what, tokens), find(ref, what, tokens)
+    print(f"| {what} | {tokens} | {a['tok_s']:.1f} | {b['tok_s']:.1f} | {a['tok_s'] / b['tok_s']:.2f} |")
+PY
