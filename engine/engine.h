@@ -107,24 +107,56 @@ size_t eng_chat_render(const char *system, const char *user, int add_assistant,
     char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------ */
-/* KV cache: per layer and KV head, a list of units (position, pre-RoPE key,
- * rotated key, value).  This issue's cache grows by appending; the cache
- * pool with eviction builds on the same layout.                             */
+/* KV cache pool (DESIGN.md §3, spec/adakv.md §3.2).
+ *
+ * Per layer one arena of `rows` rows holding the n_head_kv head segments:
+ * head m owns rows [off[m], off[m] + cap[m]) and uses the first len[m].
+ * Rows of a segment are in ascending original position.  Per row: original
+ * position, pre-RoPE key (for snapshots), rotated key (derived: what
+ * attention reads), value, and the policy's score.  Heads of one layer may
+ * hold different counts (Ada-KV); eviction compacts a layer into the spare
+ * arena and swaps, spreading the free rows over the heads as headroom.     */
+
+enum eng_pos_mode {
+	ENG_POS_ORIGINAL = 0, /* a unit keeps its token position */
+	ENG_POS_SLOT = 1      /* units renumbered 0..C-1 after each eviction (Locret) */
+};
+
+struct eng_kv_layer {
+	int64_t *off, *len, *cap; /* (n_head_kv) */
+	uint32_t *pos;            /* (rows) original positions */
+	float *score;             /* (rows) */
+	float *k;                 /* (rows, head_dim) pre-RoPE keys */
+	float *kr;                /* (rows, head_dim) rotated keys */
+	float *v;                 /* (rows, head_dim) */
+};
 
 struct eng_kv {
 	int n_layer, n_head_kv, head_dim;
-	int64_t cap;      /* units per (layer, head) */
-	int64_t *n;       /* (n_layer, n_head_kv) units held */
-	uint32_t *pos;    /* (n_layer, n_head_kv, cap) original positions */
-	float *k;         /* (n_layer, n_head_kv, cap, head_dim) pre-RoPE keys */
-	float *kr;        /* (n_layer, n_head_kv, cap, head_dim) rotated keys */
-	float *v;         /* (n_layer, n_head_kv, cap, head_dim) */
-	uint32_t next_pos; /* position of the next token */
+	float rope_base;
+	enum eng_pos_mode pos_mode;
+	int64_t rows;               /* arena rows per layer */
+	struct eng_kv_layer *layer; /* (n_layer) */
+	struct eng_kv_layer spare;  /* compaction target, swapped in */
+	uint32_t next_pos;          /* original position of the next token */
 };
 
-int eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t cap);
+/* A pool whose layers hold rows_per_head * n_head_kv rows, split evenly. */
+int eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t rows_per_head);
 void eng_kv_free(struct eng_kv *kv);
 void eng_kv_clear(struct eng_kv *kv);
+/* Units held by (layer, head); total units of a layer. */
+int64_t eng_kv_len(const struct eng_kv *kv, int layer, int head);
+int64_t eng_kv_layer_units(const struct eng_kv *kv, int layer);
+/* Keep, in layer `layer`, for each head m the n_keep[m] units whose indices
+ * (ascending, into the head's current list) are keep[m][0..n_keep[m]); the
+ * rest are dropped and the layer is compacted.  In slot mode keys are
+ * re-rotated to their new slots. */
+int eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
+    const int64_t *n_keep);
+/* Position a new unit of (layer, head) would be rotated at: next_pos in
+ * original mode, the head's count in slot mode. */
+uint32_t eng_kv_rope_pos(const struct eng_kv *kv, int layer, int head);
 
 /* ------------------------------------------------------------------------ */
 /* Forward pass                                                              */
@@ -144,6 +176,42 @@ struct kern_ctx *eng_ctx_kern(struct eng_ctx *c);
  * split internally. */
 int eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n,
     const uint8_t *want_logits, float *logits);
+
+/* ------------------------------------------------------------------------ */
+/* Eviction policies and chunked ingest (DESIGN.md §3; spec/ files)
+ *
+ * A policy is created by name with "key=value,key=value" options and a
+ * budget b (units per KV head per layer, on average).  eng_ingest() reads a
+ * document chunk by chunk: every layer attends to (kept cache ∪ causal
+ * chunk), then the policy scores the units and the layer is compacted to its
+ * budget, so a layer never holds more than n_kv·(b + chunk + w) units.
+ * The query path ("continue") is eng_forward() on the compressed cache: it
+ * appends at positions n, n+1, … and never evicts.
+ *
+ * Names: full, streaming, h2o, snapkv, pyramidkv, adakv (options in
+ * engine/policy_*.c and docs/POLICIES.md).                                  */
+
+struct eng_policy;
+
+int eng_policy_create(struct eng_policy **out, const char *name, const char *opts,
+    int64_t budget, char *why, size_t why_len);
+void eng_policy_free(struct eng_policy *p);
+const char *eng_policy_name(const struct eng_policy *p);
+/* Canonical "name:k=v,…" with every parameter (defaults included), for
+ * profile ids.  Returns the length (snprintf semantics). */
+size_t eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap);
+/* Rows per KV head the pool needs to ingest with chunk size `chunk` and then
+ * append `n_extra` tokens (question + answer) without eviction. */
+int64_t eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
+    int64_t n_extra);
+/* The chunk length eng_ctx_init must allow for ingest with `chunk`. */
+int64_t eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk);
+
+/* Chunked prefill of ids[0..n) with eviction into kv (which must be empty
+ * and sized by eng_policy_rows_per_head).  last_logits (n_vocab, may be
+ * NULL) receives the logits after the last token. */
+int eng_ingest(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p,
+    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits);
 
 /* ------------------------------------------------------------------------ */
 /* Sampling and generation                                                   */

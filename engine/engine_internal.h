@@ -45,5 +45,131 @@ uint32_t eng_utf8_decode(const uint8_t *s, size_t len, size_t *adv);
 size_t eng_utf8_encode(uint32_t cp, uint8_t out[4]);
 
 /* ------------------------------------------------------------------------ */
+/* Forward-pass hooks for chunked ingest (engine/forward.c)                  */
+
+#include "engine.h" /* for struct eng_kv, struct eng_ctx */
+
+/* What a hook sees after layer l's attention for one chunk. */
+struct eng_fwd_layer_info {
+	int64_t n_tok;       /* chunk length; its units are the last n_tok of each head */
+	uint32_t chunk_end;  /* one past the chunk's last original position */
+	/* Σ over chunk queries t >= stat_from of π[t][u], per query head h:
+	 * stat[h * stat_stride + u], u indexing KV head h/g's list; NULL if
+	 * the hook asked for none. */
+	const float *stat;
+	int64_t stat_stride;
+	const float *qpre;   /* (n_tok, n_head*head_dim) chunk queries, pre-RoPE */
+	const float *kpre;   /* (n_tok, n_kv*head_dim) chunk keys, pre-RoPE */
+	const float *v;      /* (n_tok, n_kv*head_dim) chunk values */
+};
+
+struct eng_fwd_hook {
+	/* Called after layer l's attention; may score and compact layer l (the
+	 * next reader of that layer's cache is the next chunk). */
+	int (*after_attn)(void *arg, struct eng_kv *kv, int layer,
+	    const struct eng_fwd_layer_info *info);
+	void *arg;
+	int64_t stat_from; /* first chunk query of the statistics; -1: none */
+};
+
+/* Forward one chunk (n <= max_chunk) with a hook; logits of the last token
+ * into last_logits when not NULL. */
+int eng_forward_chunk_hooked(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids,
+    int64_t n, float *last_logits, const struct eng_fwd_hook *hook);
+int64_t eng_ctx_max_chunk(const struct eng_ctx *c);
+const struct eng_model *eng_ctx_model(const struct eng_ctx *c);
+
+/* ------------------------------------------------------------------------ */
+/* Eviction policies (engine/policy.c, engine/policy_*.c, engine/ingest.c)   */
+
+/* One KV head of one layer at an eviction step. */
+struct eng_evict_head {
+	int64_t n;            /* units present (kept ∪ chunk), ascending pos */
+	const uint32_t *pos;  /* (n) original positions */
+	float *score;         /* (n) the stored score; policies update it */
+	const float *stat;    /* (n) attention statistic, mean over the GQA group,
+	                       * or NULL when the policy asked for none */
+	const float *kpre;    /* (n, head_dim) pre-RoPE keys */
+	int64_t *keep;        /* out: indices kept, ascending */
+	int64_t n_keep;       /* out */
+};
+
+struct eng_evict {
+	int layer, n_layer, n_head_kv, head_dim;
+	int is_last;          /* last chunk of the document */
+	uint32_t chunk_end;   /* one past the last position seen */
+	int64_t n_tok;        /* chunk length */
+	int64_t n_doc;        /* document length (known at ingest) */
+	struct eng_evict_head *h; /* (n_head_kv) */
+	const struct eng_fwd_layer_info *info;
+	int64_t *scratch;     /* (total units of the layer) for policies */
+};
+
+struct eng_policy_ops {
+	const char *name;
+	/* set one option; ENG_ERR_ARG with a reason if unknown or bad */
+	int (*set)(struct eng_policy *p, const char *key, const char *val, char *why,
+	    size_t why_len);
+	/* validate after all options; ENG_ERR_ARG with a reason */
+	int (*check)(struct eng_policy *p, char *why, size_t why_len);
+	/* append "k=v,…" of every parameter */
+	size_t (*describe)(const struct eng_policy *p, char *buf, size_t cap);
+	/* first chunk query whose attention the policy needs (-1: none) */
+	int64_t (*stat_from)(const struct eng_policy *p, int64_t n_tok);
+	/* observation window the last chunk must cover (chunk merge rule) */
+	int64_t (*window)(const struct eng_policy *p);
+	/* choose the units to keep in every head of e->layer */
+	int (*select)(struct eng_policy *p, struct eng_evict *e);
+};
+
+#define ENG_POLICY_MAX_PARAMS 16
+
+struct eng_policy {
+	const struct eng_policy_ops *ops;
+	int64_t budget;
+	/* parameters, interpreted by each policy (named in its file) */
+	int64_t i[ENG_POLICY_MAX_PARAMS];
+	double f[ENG_POLICY_MAX_PARAMS];
+};
+
+/* Helpers shared by policies (engine/policy.c). */
+/* Sort idx[0..n) of head h by score desc, then by position asc (Ada-KV's
+ * per-head tie rule) or desc (Locret/NaCl's) when newer_first. */
+void eng_policy_rank(const struct eng_evict_head *h, const float *key, int64_t *idx,
+    int64_t n, int newer_first);
+/* Sort an index list ascending. */
+void eng_policy_sort_idx(int64_t *idx, int64_t n);
+/* Parse a non-negative integer / a float option value. */
+int eng_policy_parse_int(const char *val, int64_t lo, int64_t hi, int64_t *out);
+int eng_policy_parse_float(const char *val, double lo, double hi, double *out);
+/* Keep every unit of every head. */
+void eng_policy_keep_all(struct eng_evict *e);
+
+/* The SnapKV family's shared pieces (engine/policy_snapkv.c): options
+ * i[0..3] = window, kernel, pool, slack. */
+int eng_snapkv_set(struct eng_policy *p, const char *key, const char *val, char *why,
+    size_t why_len);
+int eng_snapkv_check(struct eng_policy *p, char *why, size_t why_len);
+size_t eng_snapkv_describe(const struct eng_policy *p, char *buf, size_t cap);
+int64_t eng_snapkv_stat_from(const struct eng_policy *p, int64_t n_tok);
+int64_t eng_snapkv_window(const struct eng_policy *p);
+/* Pool head m's window statistics into its candidates' scores; the
+ * candidates (units before the window) are the first n returned, listed in
+ * cand[0..n). */
+int64_t eng_snapkv_score(const struct eng_policy *p, struct eng_evict *e, int m, int64_t *cand);
+/* Keep head h's `a` best candidates (score desc, position asc) + window. */
+void eng_snapkv_keep(struct eng_evict_head *h, int64_t *cand, int64_t n_cand, int64_t a);
+
+/* PyramidKV's selectable budget b'_l of a layer (engine/policy_pyramidkv.c),
+ * for a policy with SnapKV parameters and f[0] = beta. */
+int64_t eng_pyramid_layer_budget(const struct eng_policy *p, int layer, int n_layer,
+    int64_t n_doc);
+
+extern const struct eng_policy_ops eng_policy_full;
+extern const struct eng_policy_ops eng_policy_streaming;
+extern const struct eng_policy_ops eng_policy_h2o;
+extern const struct eng_policy_ops eng_policy_snapkv;
+extern const struct eng_policy_ops eng_policy_pyramidkv;
+extern const struct eng_policy_ops eng_policy_adakv;
 
 #endif /* ENGINE_INTERNAL_H */

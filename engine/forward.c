@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_internal.h"
 
 struct eng_ctx {
 	const struct eng_model *m;
@@ -28,68 +29,14 @@ struct eng_ctx {
 	float *proj;  /* (max_chunk, n_embd) */
 	float *gate;  /* (max_chunk, n_ff) */
 	float *up;    /* (max_chunk, n_ff) */
-	uint32_t *pos; /* (max_chunk) */
+	float *qpre;  /* (max_chunk, n_head*head_dim) pre-RoPE q, for hooks */
+	float *kpre;  /* (max_chunk, n_kv*head_dim) pre-RoPE k, for hooks */
+	uint32_t *pos; /* (max_chunk) original positions */
+	uint32_t *rpos; /* (max_chunk) RoPE positions (slot mode differs) */
 	struct kern_attn_head *heads; /* (n_kv) */
+	float *stat;  /* (n_head, stat_stride) attention statistics for hooks */
+	int64_t stat_stride;
 };
-
-/* ------------------------------------------------------------------------ */
-/* KV cache                                                                  */
-
-int
-eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t cap)
-{
-	struct eng_kv *kv;
-	size_t nh, units, elems;
-
-	*out = NULL;
-	if (cap <= 0)
-		return ENG_ERR_ARG;
-	kv = calloc(1, sizeof(*kv));
-	if (!kv)
-		return ENG_ERR_NOMEM;
-	kv->n_layer = m->hp.n_layer;
-	kv->n_head_kv = m->hp.n_head_kv;
-	kv->head_dim = m->hp.head_dim;
-	kv->cap = cap;
-	nh = (size_t)kv->n_layer * (size_t)kv->n_head_kv;
-	if ((size_t)cap > SIZE_MAX / nh / (size_t)kv->head_dim / sizeof(float)) {
-		free(kv);
-		return ENG_ERR_NOMEM;
-	}
-	units = nh * (size_t)cap;
-	elems = units * (size_t)kv->head_dim;
-	kv->n = calloc(nh, sizeof(*kv->n));
-	kv->pos = malloc(units * sizeof(*kv->pos));
-	kv->k = malloc(elems * sizeof(float));
-	kv->kr = malloc(elems * sizeof(float));
-	kv->v = malloc(elems * sizeof(float));
-	if (!kv->n || !kv->pos || !kv->k || !kv->kr || !kv->v) {
-		eng_kv_free(kv);
-		return ENG_ERR_NOMEM;
-	}
-	*out = kv;
-	return 0;
-}
-
-void
-eng_kv_free(struct eng_kv *kv)
-{
-	if (!kv)
-		return;
-	free(kv->n);
-	free(kv->pos);
-	free(kv->k);
-	free(kv->kr);
-	free(kv->v);
-	free(kv);
-}
-
-void
-eng_kv_clear(struct eng_kv *kv)
-{
-	memset(kv->n, 0, (size_t)kv->n_layer * (size_t)kv->n_head_kv * sizeof(*kv->n));
-	kv->next_pos = 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Context                                                                   */
@@ -132,9 +79,12 @@ eng_ctx_init(struct eng_ctx **out, const struct eng_model *m, int n_threads,
 	c->gate = malloc(T * F * sizeof(float));
 	c->up = malloc(T * F * sizeof(float));
 	c->pos = malloc(T * sizeof(uint32_t));
+	c->rpos = malloc(T * sizeof(uint32_t));
+	c->qpre = malloc(T * Q * sizeof(float));
+	c->kpre = malloc(T * KV * sizeof(float));
 	c->heads = calloc((size_t)hp->n_head_kv, sizeof(*c->heads));
 	if (!c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->proj || !c->gate ||
-	    !c->up || !c->pos || !c->heads) {
+	    !c->up || !c->pos || !c->rpos || !c->qpre || !c->kpre || !c->heads) {
 		eng_ctx_free(c);
 		return ENG_ERR_NOMEM;
 	}
@@ -158,7 +108,11 @@ eng_ctx_free(struct eng_ctx *c)
 	free(c->gate);
 	free(c->up);
 	free(c->pos);
+	free(c->rpos);
+	free(c->qpre);
+	free(c->kpre);
 	free(c->heads);
+	free(c->stat);
 	free(c);
 }
 
@@ -184,47 +138,72 @@ kern_to_eng(int rc)
 	return rc == KERN_ERR_NOMEM ? ENG_ERR_NOMEM : ENG_ERR_KERNEL;
 }
 
-/* Append the chunk's keys (pre-RoPE and rotated) and values of layer l. */
+/* Append the chunk's keys (pre-RoPE and rotated) and values of layer l to
+ * every head, and point the attention views at the heads' segments. */
 static void
 fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 {
 	const struct eng_hparams *hp = &c->m->hp;
+	struct eng_kv_layer *L = &kv->layer[l];
 	int64_t hd = hp->head_dim, nkv = hp->n_head_kv, g, t;
+	size_t row = (size_t)hd * sizeof(float);
 
+	memcpy(c->kpre, c->k, (size_t)(n * nkv * hd) * sizeof(float));
+	c->ops->rope(c->kern, c->k, c->rpos, n, nkv, hd, hp->rope_base);
 	for (g = 0; g < nkv; g++) {
-		size_t slot = (size_t)l * (size_t)nkv + (size_t)g;
-		int64_t base = kv->n[slot];
-		size_t off = (slot * (size_t)kv->cap + (size_t)base) * (size_t)hd;
+		int64_t base = L->off[g] + L->len[g];
 		for (t = 0; t < n; t++) {
-			memcpy(kv->k + off + (size_t)(t * hd), c->k + (t * nkv + g) * hd,
-			    (size_t)hd * sizeof(float));
-			memcpy(kv->v + off + (size_t)(t * hd), c->v + (t * nkv + g) * hd,
-			    (size_t)hd * sizeof(float));
-			kv->pos[slot * (size_t)kv->cap + (size_t)(base + t)] = c->pos[t];
+			size_t src = (size_t)((t * nkv + g) * hd), dst = (size_t)((base + t) * hd);
+			memcpy(L->k + dst, c->kpre + src, row);
+			memcpy(L->kr + dst, c->k + src, row);
+			memcpy(L->v + dst, c->v + src, row);
+			L->pos[base + t] = c->pos[t];
+			L->score[base + t] = 0.0f;
 		}
-	}
-	/* rotate the keys now that the pre-RoPE copies are stored */
-	c->ops->rope(c->kern, c->k, c->pos, n, nkv, hd, hp->rope_base);
-	for (g = 0; g < nkv; g++) {
-		size_t slot = (size_t)l * (size_t)nkv + (size_t)g;
-		int64_t base = kv->n[slot];
-		size_t off = (slot * (size_t)kv->cap + (size_t)base) * (size_t)hd;
-		for (t = 0; t < n; t++)
-			memcpy(kv->kr + off + (size_t)(t * hd), c->k + (t * nkv + g) * hd,
-			    (size_t)hd * sizeof(float));
-		kv->n[slot] = base + n;
-		c->heads[g].k = kv->kr + slot * (size_t)kv->cap * (size_t)hd;
-		c->heads[g].v = kv->v + slot * (size_t)kv->cap * (size_t)hd;
-		c->heads[g].n_kv = base + n;
+		L->len[g] += n;
+		c->heads[g].k = L->kr + L->off[g] * hd;
+		c->heads[g].v = L->v + L->off[g] * hd;
+		c->heads[g].n_kv = L->len[g];
 	}
 }
 
-/* One chunk of n <= max_chunk tokens. */
+/* RoPE positions of the chunk at layer l: original positions, or in slot
+ * mode the slots after the heads' current count (which must be equal). */
+static int
+fwd_rope_positions(struct eng_ctx *c, const struct eng_kv *kv, int l, int64_t n)
+{
+	const struct eng_kv_layer *L = &kv->layer[l];
+	int64_t t;
+	int g;
+	if (kv->pos_mode != ENG_POS_SLOT) {
+		memcpy(c->rpos, c->pos, (size_t)n * sizeof(uint32_t));
+		return 0;
+	}
+	for (g = 1; g < kv->n_head_kv; g++)
+		if (L->len[g] != L->len[0])
+			return ENG_ERR_ARG; /* slot mode needs uniform head counts */
+	for (t = 0; t < n; t++)
+		c->rpos[t] = (uint32_t)(L->len[0] + t);
+	return 0;
+}
+
+/* Make sure the statistics buffer holds (n_head, stride) floats. */
+static int
+fwd_stat_reserve(struct eng_ctx *c, int64_t stride)
+{
+	if (stride <= c->stat_stride)
+		return 0;
+	free(c->stat);
+	c->stat = malloc((size_t)c->m->hp.n_head * (size_t)stride * sizeof(float));
+	c->stat_stride = c->stat ? stride : 0;
+	return c->stat ? 0 : ENG_ERR_NOMEM;
+}
+
 enum fwd_want { FWD_WANT_NONE, FWD_WANT_LAST, FWD_WANT_LIST };
 
 static int
 fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, int mode,
-    const uint8_t *want, float *logits)
+    const uint8_t *want, float *logits, const struct eng_fwd_hook *hook)
 {
 	const struct eng_model *m = c->m;
 	const struct eng_hparams *hp = &m->hp;
@@ -232,7 +211,7 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	struct kern_ctx *kc = c->kern;
 	int64_t E = hp->n_embd, t, j;
 	float scale = 1.0f / sqrtf((float)hp->head_dim);
-	int l;
+	int l, rc;
 
 	for (t = 0; t < n; t++)
 		c->pos[t] = kv->next_pos + (uint32_t)t;
@@ -243,10 +222,41 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 		FWD_CHECK(ops->matmul(kc, c->q, &L->wq, c->xn, n));
 		FWD_CHECK(ops->matmul(kc, c->k, &L->wk, c->xn, n));
 		FWD_CHECK(ops->matmul(kc, c->v, &L->wv, c->xn, n));
-		ops->rope(kc, c->q, c->pos, n, hp->n_head, hp->head_dim, hp->rope_base);
+		if ((rc = fwd_rope_positions(c, kv, l, n)))
+			return rc;
+		if (hook)
+			memcpy(c->qpre, c->q, (size_t)(n * hp->n_head * hp->head_dim) * sizeof(float));
+		ops->rope(kc, c->q, c->rpos, n, hp->n_head, hp->head_dim, hp->rope_base);
 		fwd_kv_append(c, kv, l, n);
-		FWD_CHECK(ops->attention(kc, c->att, c->q, n, hp->n_head, hp->n_head_kv,
-		    hp->head_dim, c->heads, scale));
+		if (hook && hook->stat_from >= 0) {
+			struct kern_attn_stats st;
+			int64_t mx = 0;
+			int g;
+			for (g = 0; g < hp->n_head_kv; g++)
+				mx = c->heads[g].n_kv > mx ? c->heads[g].n_kv : mx;
+			if ((rc = fwd_stat_reserve(c, mx)))
+				return rc;
+			st.sum = c->stat;
+			st.stride = c->stat_stride;
+			st.row_from = hook->stat_from < n ? hook->stat_from : n;
+			FWD_CHECK(ops->attention(kc, c->att, c->q, n, hp->n_head, hp->n_head_kv,
+			    hp->head_dim, c->heads, scale, &st));
+		} else {
+			FWD_CHECK(ops->attention(kc, c->att, c->q, n, hp->n_head, hp->n_head_kv,
+			    hp->head_dim, c->heads, scale, NULL));
+		}
+		if (hook) {
+			struct eng_fwd_layer_info info;
+			info.n_tok = n;
+			info.chunk_end = kv->next_pos + (uint32_t)n;
+			info.stat = hook->stat_from >= 0 ? c->stat : NULL;
+			info.stat_stride = c->stat_stride;
+			info.qpre = c->qpre;
+			info.kpre = c->kpre;
+			info.v = c->v;
+			if ((rc = hook->after_attn(hook->arg, kv, l, &info)))
+				return rc;
+		}
 		FWD_CHECK(ops->matmul(kc, c->proj, &L->wo, c->att, n));
 		ops->add(kc, c->x, c->proj, n * E);
 		ops->rmsnorm(kc, c->xn, c->x, L->ffn_norm, n, E, hp->rms_eps);
@@ -276,12 +286,64 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	return 0;
 }
 
+/* Refuse a chunk that would overflow a head segment or (in original mode)
+ * the model's context window. */
+static int
+fwd_check_room(const struct eng_ctx *c, const struct eng_kv *kv, int64_t n)
+{
+	int l, g;
+	if (kv->pos_mode == ENG_POS_ORIGINAL &&
+	    (int64_t)kv->next_pos + n > c->m->hp.n_ctx_train)
+		return ENG_ERR_CONTEXT;
+	if ((int64_t)kv->next_pos + n > (int64_t)UINT32_MAX)
+		return ENG_ERR_CONTEXT;
+	for (l = 0; l < kv->n_layer; l++)
+		for (g = 0; g < kv->n_head_kv; g++) {
+			const struct eng_kv_layer *L = &kv->layer[l];
+			if (L->len[g] + n > L->cap[g])
+				return ENG_ERR_CONTEXT;
+			if (kv->pos_mode == ENG_POS_SLOT && L->len[g] + n > c->m->hp.n_ctx_train)
+				return ENG_ERR_CONTEXT;
+		}
+	return 0;
+}
+
+int
+eng_forward_chunk_hooked(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids,
+    int64_t n, float *last_logits, const struct eng_fwd_hook *hook)
+{
+	int64_t i;
+	int rc;
+	if (n <= 0 || n > c->max_chunk)
+		return ENG_ERR_ARG;
+	for (i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= c->m->hp.n_vocab)
+			return ENG_ERR_TOKEN;
+	if ((rc = fwd_check_room(c, kv, n)))
+		return rc;
+	return fwd_chunk(c, kv, ids, n, last_logits ? FWD_WANT_LAST : FWD_WANT_NONE, NULL,
+	    last_logits, hook);
+}
+
+int64_t
+eng_ctx_max_chunk(const struct eng_ctx *c)
+{
+	return c->max_chunk;
+}
+
+const struct eng_model *
+eng_ctx_model(const struct eng_ctx *c)
+{
+	return c->m;
+}
+
 int
 eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n,
     const uint8_t *want_logits, float *logits)
 {
 	const struct eng_hparams *hp = &c->m->hp;
-	int64_t done = 0, i, g;
+	int64_t done = 0, i;
+	int rc;
 
 	if (n <= 0)
 		return n == 0 ? 0 : ENG_ERR_ARG;
@@ -291,21 +353,18 @@ eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n,
 	for (i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= hp->n_vocab)
 			return ENG_ERR_TOKEN;
-	if ((int64_t)kv->next_pos + n > hp->n_ctx_train)
-		return ENG_ERR_CONTEXT;
-	for (g = 0; g < (int64_t)kv->n_layer * kv->n_head_kv; g++)
-		if (kv->n[g] + n > kv->cap)
-			return ENG_ERR_CONTEXT;
+	if ((rc = fwd_check_room(c, kv, n)))
+		return rc;
 	while (done < n) {
 		int64_t len = n - done < c->max_chunk ? n - done : c->max_chunk;
 		int last = done + len == n;
-		int rc, mode;
+		int mode;
 		if (want_logits)
 			mode = FWD_WANT_LIST;
 		else
 			mode = last ? FWD_WANT_LAST : FWD_WANT_NONE;
 		rc = fwd_chunk(c, kv, ids + done, len, mode,
-		    want_logits ? want_logits + done : NULL, logits);
+		    want_logits ? want_logits + done : NULL, logits, NULL);
 		if (rc)
 			return rc;
 		if (want_logits && logits) {

@@ -86,8 +86,8 @@ float kern_bf16_to_f32(uint16_t h);
  * Plain scalar code: the reference every fast path is checked against. */
 void kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n);
 
-/* Quantize n floats (multiple of 32) to Q8_1 / Q8_0 blocks exactly as ggml's
- * reference quantizers do (round half away from zero). */
+/* Quantize n floats (multiple of 32) to Q8_1 / Q8_0 blocks exactly as
+ * ggml-cpu's x86 SIMD quantize_row_q8_* do (round half to even). */
 void kern_quant_row_q8_1(const float *x, struct kern_block_q8_1 *dst, int64_t n);
 void kern_quant_row_q8_0(const float *x, struct kern_block_q8_0 *dst, int64_t n);
 
@@ -120,6 +120,16 @@ struct kern_attn_head {
 	int64_t n_kv;
 };
 
+/* Attention statistics for eviction policies: for every query head h and
+ * every unit u of its KV head, sum[h * stride + u] = Σ over chunk queries
+ * t >= row_from of the softmax probability π[t][u] (normalised over all
+ * units t sees; 0 for units t cannot see).  Written, not accumulated. */
+struct kern_attn_stats {
+	float *sum;       /* (n_head, stride) */
+	int64_t stride;   /* >= the largest n_kv of any head */
+	int64_t row_from; /* first query (chunk index) that contributes */
+};
+
 struct kern_ctx;
 
 struct kern_ops {
@@ -141,7 +151,7 @@ struct kern_ops {
 	 * head h using KV head h / (n_head / n_kv_head). */
 	int (*attention)(struct kern_ctx *ctx, float *out, const float *q,
 	    int64_t n_tok, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-	    const struct kern_attn_head *heads, float scale);
+	    const struct kern_attn_head *heads, float scale, struct kern_attn_stats *st);
 	/* g[i] = silu(g[i]) * u[i] */
 	void (*silu_mul)(struct kern_ctx *ctx, float *g, const float *u, int64_t n);
 	/* dst[i] += src[i] */

@@ -18,6 +18,7 @@
  */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_ctx.h"
@@ -361,6 +362,8 @@ struct kern_attn_job {
 	const struct kern_attn_head *heads;
 	float scale;
 	int64_t n_qblocks;
+	struct kern_attn_stats *st;
+	float *partial; /* (nth, n_head, stride) per-thread stat sums */
 	int err;
 };
 
@@ -383,7 +386,7 @@ kern_softmax_row(float *s, int64_t n)
 
 /* One (query head, block of queries) task. */
 static int
-kern_attn_task(struct kern_attn_job *j, int ith, int64_t task)
+kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 {
 	int64_t h = task / j->n_qblocks, qb = task % j->n_qblocks;
 	int64_t t0 = qb * KERN_ATTN_QBLOCK;
@@ -413,7 +416,14 @@ kern_attn_task(struct kern_attn_job *j, int ith, int64_t task)
 		kern_softmax_row(row, vis);
 		for (i = vis; i < nvis; i++)
 			row[i] = 0.0f; /* causal mask */
+		if (j->st && t0 + t >= j->st->row_from) {
+			float *acc = j->partial + ((size_t)ith * (size_t)j->n_head + (size_t)h) *
+			    (size_t)j->st->stride;
+			for (i = 0; i < vis; i++)
+				acc[i] += row[i];
+		}
 	}
+	(void)nth;
 	if (nq == 1) {
 		float acc[512];
 		memset(acc, 0, (size_t)hd * sizeof(float));
@@ -440,7 +450,7 @@ kern_attn_worker(void *arg, int ith, int nth)
 	int rc;
 	kern_cpu_split(n, 1, ith, nth, &lo, &hi);
 	for (task = lo; task < hi; task++) {
-		rc = kern_attn_task(j, ith, task);
+		rc = kern_attn_task(j, ith, nth, task);
 		if (rc)
 			j->err = rc;
 	}
@@ -449,15 +459,16 @@ kern_attn_worker(void *arg, int ith, int nth)
 static int
 kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok,
     int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-    const struct kern_attn_head *heads, float scale)
+    const struct kern_attn_head *heads, float scale, struct kern_attn_stats *st)
 {
 	struct kern_attn_job j;
 	int64_t g;
+	int nth = kern_ctx_threads(ctx), t;
 
 	if (n_kv_head <= 0 || n_head % n_kv_head || head_dim > 512 || n_tok <= 0)
 		return KERN_ERR_SHAPE;
 	for (g = 0; g < n_kv_head; g++)
-		if (heads[g].n_kv < n_tok)
+		if (heads[g].n_kv < n_tok || (st && heads[g].n_kv > st->stride))
 			return KERN_ERR_SHAPE;
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
@@ -470,7 +481,22 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 	j.heads = heads;
 	j.scale = scale;
 	j.n_qblocks = (n_tok + KERN_ATTN_QBLOCK - 1) / KERN_ATTN_QBLOCK;
+	if (st) {
+		size_t per = (size_t)n_head * (size_t)st->stride;
+		j.st = st;
+		j.partial = calloc((size_t)nth * per, sizeof(float));
+		if (!j.partial)
+			return KERN_ERR_NOMEM;
+	}
 	kern_parallel(ctx, kern_attn_worker, &j);
+	if (st) {
+		size_t per = (size_t)n_head * (size_t)st->stride, i;
+		memcpy(st->sum, j.partial, per * sizeof(float));
+		for (t = 1; t < nth; t++)
+			for (i = 0; i < per; i++)
+				st->sum[i] += j.partial[(size_t)t * per + i];
+		free(j.partial);
+	}
 	return j.err;
 }
 

@@ -1,0 +1,199 @@
+/*
+ * kv_pool.c: the KV cache pool: per layer, one arena of ragged head
+ * segments (layout in engine.h), compaction after eviction, position modes.
+ *
+ * Memory is allocated once at init: n_layer arenas plus one spare arena for
+ * compaction, so eviction never allocates.  Compaction writes the survivors
+ * of every head of one layer into the spare arena, in order, then swaps the
+ * spare with the layer: the free rows are spread evenly over the heads so
+ * each regains room for the next chunk.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static void
+kv_layer_free(struct eng_kv_layer *L)
+{
+	free(L->off);
+	free(L->len);
+	free(L->cap);
+	free(L->pos);
+	free(L->score);
+	free(L->k);
+	free(L->kr);
+	free(L->v);
+	memset(L, 0, sizeof(*L));
+}
+
+static int
+kv_layer_alloc(struct eng_kv_layer *L, int n_head, int64_t rows, int head_dim)
+{
+	size_t r = (size_t)rows, e = r * (size_t)head_dim;
+	L->off = calloc((size_t)n_head, sizeof(int64_t));
+	L->len = calloc((size_t)n_head, sizeof(int64_t));
+	L->cap = calloc((size_t)n_head, sizeof(int64_t));
+	L->pos = malloc(r * sizeof(uint32_t));
+	L->score = malloc(r * sizeof(float));
+	L->k = malloc(e * sizeof(float));
+	L->kr = malloc(e * sizeof(float));
+	L->v = malloc(e * sizeof(float));
+	if (!L->off || !L->len || !L->cap || !L->pos || !L->score || !L->k || !L->kr || !L->v)
+		return ENG_ERR_NOMEM;
+	return 0;
+}
+
+/* Even split of the layer's rows into head segments, all empty. */
+static void
+kv_layer_reset(struct eng_kv_layer *L, int n_head, int64_t rows)
+{
+	int64_t per = rows / n_head;
+	int m;
+	for (m = 0; m < n_head; m++) {
+		L->off[m] = m * per;
+		L->len[m] = 0;
+		L->cap[m] = m == n_head - 1 ? rows - m * per : per;
+	}
+}
+
+int
+eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t rows_per_head)
+{
+	struct eng_kv *kv;
+	int l;
+
+	*out = NULL;
+	if (rows_per_head <= 0 || rows_per_head > (INT64_C(1) << 32) / m->hp.n_head_kv)
+		return ENG_ERR_ARG;
+	kv = calloc(1, sizeof(*kv));
+	if (!kv)
+		return ENG_ERR_NOMEM;
+	kv->n_layer = m->hp.n_layer;
+	kv->n_head_kv = m->hp.n_head_kv;
+	kv->head_dim = m->hp.head_dim;
+	kv->rope_base = m->hp.rope_base;
+	kv->rows = rows_per_head * m->hp.n_head_kv;
+	kv->layer = calloc((size_t)kv->n_layer, sizeof(*kv->layer));
+	if (!kv->layer)
+		goto oom;
+	for (l = 0; l < kv->n_layer; l++)
+		if (kv_layer_alloc(&kv->layer[l], kv->n_head_kv, kv->rows, kv->head_dim))
+			goto oom;
+	if (kv_layer_alloc(&kv->spare, kv->n_head_kv, kv->rows, kv->head_dim))
+		goto oom;
+	eng_kv_clear(kv);
+	*out = kv;
+	return 0;
+oom:
+	eng_kv_free(kv);
+	return ENG_ERR_NOMEM;
+}
+
+void
+eng_kv_free(struct eng_kv *kv)
+{
+	int l;
+	if (!kv)
+		return;
+	if (kv->layer)
+		for (l = 0; l < kv->n_layer; l++)
+			kv_layer_free(&kv->layer[l]);
+	kv_layer_free(&kv->spare);
+	free(kv->layer);
+	free(kv);
+}
+
+void
+eng_kv_clear(struct eng_kv *kv)
+{
+	int l;
+	for (l = 0; l < kv->n_layer; l++)
+		kv_layer_reset(&kv->layer[l], kv->n_head_kv, kv->rows);
+	kv->next_pos = 0;
+}
+
+int64_t
+eng_kv_len(const struct eng_kv *kv, int layer, int head)
+{
+	return kv->layer[layer].len[head];
+}
+
+int64_t
+eng_kv_layer_units(const struct eng_kv *kv, int layer)
+{
+	int64_t n = 0;
+	int m;
+	for (m = 0; m < kv->n_head_kv; m++)
+		n += kv->layer[layer].len[m];
+	return n;
+}
+
+uint32_t
+eng_kv_rope_pos(const struct eng_kv *kv, int layer, int head)
+{
+	if (kv->pos_mode == ENG_POS_SLOT)
+		return (uint32_t)kv->layer[layer].len[head];
+	return kv->next_pos;
+}
+
+/* Rotate one pre-RoPE key to position p (adjacent pairs, llama.cpp's angle
+ * recurrence, as kernels/cpu/ops.c does for the forward pass). */
+static void
+kv_rotate(float *dst, const float *src, uint32_t p, int hd, float base)
+{
+	float theta = (float)p, scale = powf(base, -2.0f / (float)hd);
+	int i;
+	for (i = 0; i < hd / 2; i++) {
+		float c = cosf(theta), s = sinf(theta);
+		float x0 = src[2 * i], x1 = src[2 * i + 1];
+		dst[2 * i] = x0 * c - x1 * s;
+		dst[2 * i + 1] = x0 * s + x1 * c;
+		theta *= scale;
+	}
+}
+
+int
+eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
+    const int64_t *n_keep)
+{
+	struct eng_kv_layer *L = &kv->layer[layer], *S = &kv->spare, tmp;
+	int64_t total = 0, free_rows, at = 0, i;
+	int H = kv->n_head_kv, hd = kv->head_dim, m;
+	size_t row = (size_t)hd * sizeof(float);
+
+	for (m = 0; m < H; m++) {
+		if (n_keep[m] < 0 || n_keep[m] > L->len[m])
+			return ENG_ERR_ARG;
+		for (i = 0; i < n_keep[m]; i++)
+			if (keep[m][i] < 0 || keep[m][i] >= L->len[m] ||
+			    (i && keep[m][i] <= keep[m][i - 1]))
+				return ENG_ERR_ARG; /* indices must ascend */
+		total += n_keep[m];
+	}
+	free_rows = kv->rows - total;
+	for (m = 0; m < H; m++) {
+		int64_t extra = free_rows / H + (m < free_rows % H);
+		S->off[m] = at;
+		S->len[m] = n_keep[m];
+		S->cap[m] = n_keep[m] + extra;
+		for (i = 0; i < n_keep[m]; i++) {
+			int64_t src = L->off[m] + keep[m][i], dst = at + i;
+			S->pos[dst] = L->pos[src];
+			S->score[dst] = L->score[src];
+			memcpy(S->k + dst * hd, L->k + src * hd, row);
+			memcpy(S->v + dst * hd, L->v + src * hd, row);
+			if (kv->pos_mode == ENG_POS_SLOT)
+				kv_rotate(S->kr + dst * hd, S->k + dst * hd, (uint32_t)i, hd,
+				    kv->rope_base);
+			else
+				memcpy(S->kr + dst * hd, L->kr + src * hd, row);
+		}
+		at += S->cap[m];
+	}
+	tmp = *L;
+	*L = *S;
+	*S = tmp;
+	return 0;
+}

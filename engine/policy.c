@@ -1,0 +1,230 @@
+/*
+ * policy.c: the policy registry, option parsing, and helpers shared by the
+ * policy_*.c files (ranking with the specs' tie rules).
+ *
+ * Options are "key=value" pairs separated by commas; each policy's `set`
+ * interprets its keys.  eng_policy_describe() prints every parameter, so two
+ * profiles with the same description evict identically.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+static const struct eng_policy_ops *const policy_registry[] = {
+	&eng_policy_full,
+	&eng_policy_streaming,
+	&eng_policy_h2o,
+	&eng_policy_snapkv,
+	&eng_policy_pyramidkv,
+	&eng_policy_adakv,
+};
+
+int
+eng_policy_parse_int(const char *val, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end;
+	long long v;
+	if (!val || !*val)
+		return ENG_ERR_ARG;
+	errno = 0;
+	v = strtoll(val, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return ENG_ERR_ARG;
+	*out = v;
+	return 0;
+}
+
+int
+eng_policy_parse_float(const char *val, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+	if (!val || !*val)
+		return ENG_ERR_ARG;
+	errno = 0;
+	v = strtod(val, &end);
+	if (errno || *end || !(v >= lo && v <= hi))
+		return ENG_ERR_ARG;
+	*out = v;
+	return 0;
+}
+
+int
+eng_policy_create(struct eng_policy **out, const char *name, const char *opts,
+    int64_t budget, char *why, size_t why_len)
+{
+	const struct eng_policy_ops *ops = NULL;
+	struct eng_policy *p;
+	char *copy = NULL, *item, *save = NULL;
+	size_t i;
+	int rc = 0;
+
+	*out = NULL;
+	if (why && why_len)
+		why[0] = 0;
+	for (i = 0; i < sizeof(policy_registry) / sizeof(policy_registry[0]); i++)
+		if (name && !strcmp(name, policy_registry[i]->name))
+			ops = policy_registry[i];
+	if (!ops) {
+		if (why)
+			snprintf(why, why_len, "unknown policy '%s'", name ? name : "(null)");
+		return ENG_ERR_ARG;
+	}
+	if (budget <= 0 && ops != &eng_policy_full) {
+		if (why)
+			snprintf(why, why_len, "policy %s needs a budget > 0", name);
+		return ENG_ERR_ARG;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return ENG_ERR_NOMEM;
+	p->ops = ops;
+	p->budget = budget;
+	/* defaults: set() with a NULL key resets every parameter */
+	rc = ops->set(p, NULL, NULL, why, why_len);
+	if (!rc && opts && *opts) {
+		copy = strdup(opts);
+		if (!copy)
+			rc = ENG_ERR_NOMEM;
+		for (item = copy ? strtok_r(copy, ",", &save) : NULL; !rc && item;
+		     item = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(item, '=');
+			if (!eq) {
+				if (why)
+					snprintf(why, why_len, "policy option '%s' is not key=value", item);
+				rc = ENG_ERR_ARG;
+				break;
+			}
+			*eq = 0;
+			rc = ops->set(p, item, eq + 1, why, why_len);
+			if (rc && why && !why[0])
+				snprintf(why, why_len, "bad policy option %s=%s for %s", item, eq + 1,
+				    name);
+		}
+	}
+	if (!rc)
+		rc = ops->check(p, why, why_len);
+	free(copy);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+void
+eng_policy_free(struct eng_policy *p)
+{
+	free(p);
+}
+
+const char *
+eng_policy_name(const struct eng_policy *p)
+{
+	return p->ops->name;
+}
+
+size_t
+eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s:budget=%lld", p->ops->name, (long long)p->budget);
+	size_t used = n > 0 ? (size_t)n : 0;
+	return used + p->ops->describe(p, used < cap ? buf + used : NULL,
+	    used < cap ? cap - used : 0);
+}
+
+int64_t
+eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk)
+{
+	int64_t w = p->ops->window(p);
+	return chunk + (w > 1 ? w - 1 : 0);
+}
+
+int64_t
+eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
+    int64_t n_extra)
+{
+	int64_t room = eng_policy_max_chunk(p, chunk), kept;
+	if (p->ops == &eng_policy_full || p->budget >= n_doc)
+		return n_doc + n_extra + 1;
+	kept = p->budget;
+	if (n_extra > room)
+		room = n_extra;
+	/* The SnapKV family keeps `slack` more at intermediate evictions, and
+	 * pyramid schedules give the first layer the most (layers share one
+	 * arena size, so size it for the largest). */
+	if (p->ops == &eng_policy_snapkv || p->ops == &eng_policy_pyramidkv ||
+	    p->ops == &eng_policy_adakv) {
+		int pyramid = p->ops == &eng_policy_pyramidkv ||
+		    (p->ops == &eng_policy_adakv && p->i[4] == 1);
+		if (pyramid)
+			kept = eng_pyramid_layer_budget(p, 0, 1024, n_doc) + p->i[0] + 1;
+		if (kept < p->budget)
+			kept = p->budget;
+		kept += p->i[3];
+	}
+	return kept + room;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ranking                                                                   */
+
+/* qsort has no context argument: the key array and tie rule go through
+ * thread-local state (policies may run on several threads later). */
+static _Thread_local const float *rank_key;
+static _Thread_local const uint32_t *rank_pos;
+static _Thread_local int rank_newer_first;
+
+static int
+policy_rank_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	float kx = rank_key[x], ky = rank_key[y];
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (rank_pos[x] != rank_pos[y]) {
+		int older = rank_pos[x] < rank_pos[y] ? -1 : 1;
+		return rank_newer_first ? -older : older;
+	}
+	return 0;
+}
+
+void
+eng_policy_rank(const struct eng_evict_head *h, const float *key, int64_t *idx, int64_t n,
+    int newer_first)
+{
+	rank_key = key;
+	rank_pos = h->pos;
+	rank_newer_first = newer_first;
+	qsort(idx, (size_t)n, sizeof(*idx), policy_rank_cmp);
+}
+
+static int
+policy_idx_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+void
+eng_policy_sort_idx(int64_t *idx, int64_t n)
+{
+	qsort(idx, (size_t)n, sizeof(*idx), policy_idx_cmp);
+}
+
+void
+eng_policy_keep_all(struct eng_evict *e)
+{
+	int m;
+	int64_t i;
+	for (m = 0; m < e->n_head_kv; m++) {
+		struct eng_evict_head *h = &e->h[m];
+		for (i = 0; i < h->n; i++)
+			h->keep[i] = i;
+		h->n_keep = h->n;
+	}
+}

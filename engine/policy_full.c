@@ -1,0 +1,70 @@
+/*
+ * policy_full.c: `full` keeps every unit (no eviction): the ceiling every
+ * other policy is measured against.  Memory grows with the document.
+ */
+#include <stdio.h>
+
+#include "engine_internal.h"
+
+static int
+full_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
+{
+	(void)p;
+	(void)val;
+	if (!key)
+		return 0;
+	if (why)
+		snprintf(why, why_len, "policy full has no option '%s'", key);
+	return ENG_ERR_ARG;
+}
+
+static int
+full_check(struct eng_policy *p, char *why, size_t why_len)
+{
+	(void)p;
+	(void)why;
+	(void)why_len;
+	return 0;
+}
+
+static size_t
+full_describe(const struct eng_policy *p, char *buf, size_t cap)
+{
+	(void)p;
+	if (buf && cap)
+		buf[0] = 0;
+	return 0;
+}
+
+static int64_t
+full_stat_from(const struct eng_policy *p, int64_t n_tok)
+{
+	(void)p;
+	(void)n_tok;
+	return -1;
+}
+
+static int64_t
+full_window(const struct eng_policy *p)
+{
+	(void)p;
+	return 0;
+}
+
+static int
+full_select(struct eng_policy *p, struct eng_evict *e)
+{
+	(void)p;
+	eng_policy_keep_all(e);
+	return 0;
+}
+
+const struct eng_policy_ops eng_policy_full = {
+	.name = "full",
+	.set = full_set,
+	.check = full_check,
+	.describe = full_describe,
+	.stat_from = full_stat_from,
+	.window = full_window,
+	.select = full_select,
+};

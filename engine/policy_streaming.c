@@ -1,0 +1,95 @@
+/*
+ * policy_streaming.c: StreamingLLM as Ada-KV evaluates it (spec/adakv.md
+ * §1.1): keep the first `sinks` positions and the most recent b − sinks;
+ * identical whether evicted once or after every chunk.
+ *
+ * Options: sinks=N (default 4).  Parameters: i[0] = sinks.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+static int
+streaming_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
+{
+	if (!key) {
+		p->i[0] = 4;
+		return 0;
+	}
+	if (!strcmp(key, "sinks"))
+		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[0]);
+	if (why)
+		snprintf(why, why_len, "policy streaming has no option '%s' (sinks)", key);
+	return ENG_ERR_ARG;
+}
+
+static int
+streaming_check(struct eng_policy *p, char *why, size_t why_len)
+{
+	if (p->i[0] >= p->budget) {
+		if (why)
+			snprintf(why, why_len, "streaming: sinks (%lld) must be below the budget (%lld)",
+			    (long long)p->i[0], (long long)p->budget);
+		return ENG_ERR_ARG;
+	}
+	return 0;
+}
+
+static size_t
+streaming_describe(const struct eng_policy *p, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, ",sinks=%lld", (long long)p->i[0]);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static int64_t
+streaming_stat_from(const struct eng_policy *p, int64_t n_tok)
+{
+	(void)p;
+	(void)n_tok;
+	return -1;
+}
+
+static int64_t
+streaming_window(const struct eng_policy *p)
+{
+	(void)p;
+	return 0;
+}
+
+static int
+streaming_select(struct eng_policy *p, struct eng_evict *e)
+{
+	int64_t b = p->budget, sinks = p->i[0], i;
+	int m;
+
+	for (m = 0; m < e->n_head_kv; m++) {
+		struct eng_evict_head *h = &e->h[m];
+		int64_t n_sink = 0, recent_from;
+		h->n_keep = 0;
+		if (h->n <= b) {
+			for (i = 0; i < h->n; i++)
+				h->keep[h->n_keep++] = i;
+			continue;
+		}
+		while (n_sink < h->n && h->pos[n_sink] < (uint32_t)sinks)
+			n_sink++;
+		recent_from = h->n - (b - n_sink);
+		for (i = 0; i < n_sink; i++)
+			h->keep[h->n_keep++] = i;
+		for (i = recent_from > n_sink ? recent_from : n_sink; i < h->n; i++)
+			h->keep[h->n_keep++] = i;
+	}
+	return 0;
+}
+
+const struct eng_policy_ops eng_policy_streaming = {
+	.name = "streaming",
+	.set = streaming_set,
+	.check = streaming_check,
+	.describe = streaming_describe,
+	.stat_from = streaming_stat_from,
+	.window = streaming_window,
+	.select = streaming_select,
+};
