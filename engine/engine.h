@@ -168,6 +168,15 @@ int eng_ctx_init(struct eng_ctx **out, const struct eng_model *m, int n_threads,
 void eng_ctx_free(struct eng_ctx *c);
 struct kern_ctx *eng_ctx_kern(struct eng_ctx *c);
 
+/* Exact mode (tests, reference checks): matmuls keep activations in f32
+ * instead of rounding them to llama.cpp's 8-bit grid. */
+void eng_ctx_set_exact(struct eng_ctx *c, int exact);
+
+/* The plain scalar reference forward pass (engine/ref_forward.c): logits
+ * (n, n_vocab) for every token of ids[0..n) from an empty cache, exact f32
+ * (f64 accumulation), no rounding.  Slow; for tests. */
+int eng_ref_forward(const struct eng_model *m, const int32_t *ids, int64_t n, float *logits);
+
 /* Run tokens ids[0..n) at positions kv->next_pos.. through every layer,
  * appending their K/V to kv.  For each i with want_logits[i] != 0 (or only
  * the last token when want_logits == NULL) write n_vocab logits to

@@ -116,6 +116,12 @@ eng_ctx_free(struct eng_ctx *c)
 	free(c);
 }
 
+void
+eng_ctx_set_exact(struct eng_ctx *c, int exact)
+{
+	kern_ctx_set_exact(c->kern, exact);
+}
+
 struct kern_ctx *
 eng_ctx_kern(struct eng_ctx *c)
 {

@@ -175,6 +175,10 @@ void kern_ctx_free(struct kern_ctx *ctx);
 int kern_ctx_threads(const struct kern_ctx *ctx);
 const struct kern_ops *kern_ctx_ops(const struct kern_ctx *ctx);
 
+/* Exact mode: matmuls use f32 activations (no 8-bit rounding) and sgemm
+ * for every chunk size.  Off by default. */
+void kern_ctx_set_exact(struct kern_ctx *ctx, int exact);
+
 /* Run fn(arg, ith, nth) on every pool thread (ith = 0..nth-1, the caller is
  * thread 0) and return when all are done. */
 void kern_parallel(struct kern_ctx *ctx, void (*fn)(void *arg, int ith, int nth),

@@ -32,6 +32,7 @@ struct kern_ctx {
 	void *scratch[KERN_MAX_THREADS];
 	size_t scratch_len[KERN_MAX_THREADS];
 	const struct kern_ops *ops;
+	int exact; /* f32 activations in every matmul */
 };
 
 /* Scratch of at least `bytes` for thread ith (contents not preserved when it

@@ -149,6 +149,12 @@ kern_ctx_free(struct kern_ctx *ctx)
 	free(ctx);
 }
 
+void
+kern_ctx_set_exact(struct kern_ctx *ctx, int exact)
+{
+	ctx->exact = exact != 0;
+}
+
 int
 kern_ctx_threads(const struct kern_ctx *ctx)
 {

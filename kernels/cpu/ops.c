@@ -167,8 +167,8 @@ kern_cpu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 	if (w->cols % kern_type_block_elems(w->type) || n_tok <= 0)
 		return KERN_ERR_SHAPE;
 	at = kern_vec_dot_act_type(w->type);
-	if (n_tok >= KERN_GEMM_MIN_TOK || w->type == KERN_TYPE_F32) {
-		if (at == KERN_TYPE_Q8_0 || at == KERN_TYPE_Q8_1) {
+	if (n_tok >= KERN_GEMM_MIN_TOK || w->type == KERN_TYPE_F32 || ctx->exact) {
+		if ((at == KERN_TYPE_Q8_0 || at == KERN_TYPE_Q8_1) && !ctx->exact) {
 			/* the rounded copy lives in the last scratch slot, which no
 			 * worker uses */
 			struct kern_round_job r = { x, NULL, n_tok, w->cols, at,

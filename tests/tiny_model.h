@@ -1,0 +1,213 @@
+/*
+ * tiny_model.h: a tiny random Llama GGUF for mechanics tests (eviction
+ * policies, the cache pool), written with tests/gguf_builder.h.
+ *
+ * Shape (spec/adakv.md §6, spec/locret.md §8): 2 layers, n_embd 32, n_ff 64,
+ * 4 query heads, 2 KV heads (head_dim 8, GQA group 2), vocabulary 64,
+ * context 4096, rms eps 1e-5, RoPE base 10000.  Every tensor is F32 with
+ * deterministic values from the seed (xorshift64* + Box-Muller): matrices
+ * ~N(0, TINY_STD²), norm weights ~1 + N(0, 0.1²), the embedding ~N(0, 1).
+ * No tokenizer metadata (eng_model_open does not need it).  The data section
+ * is aligned to 32 bytes and every tensor is padded to 32.
+ *
+ *   char path[64];
+ *   if (tiny_model_tmp(path, sizeof(path), seed) == 0) { ...; tiny_model_remove(path); }
+ */
+#ifndef TESTS_TINY_MODEL_H
+#define TESTS_TINY_MODEL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/gguf_builder.h"
+
+#define TINY_N_LAYER 2
+#define TINY_N_EMBD 32
+#define TINY_N_FF 64
+#define TINY_N_HEAD 4
+#define TINY_N_HEAD_KV 2
+#define TINY_HEAD_DIM (TINY_N_EMBD / TINY_N_HEAD)
+#define TINY_N_VOCAB 64
+#define TINY_N_CTX 4096
+#define TINY_STD 0.35 /* matrices: attention stays spread, not one-hot */
+#define TINY_ALIGN 32
+
+struct tiny_rng {
+	uint64_t s;
+};
+
+static inline uint64_t
+tiny_rng_next(struct tiny_rng *r)
+{
+	uint64_t x = r->s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	r->s = x;
+	return x * UINT64_C(0x2545F4914F6CDD1D);
+}
+
+/* Uniform in (0, 1). */
+static inline double
+tiny_rng_unif(struct tiny_rng *r)
+{
+	return ((double)(tiny_rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static inline double
+tiny_rng_normal(struct tiny_rng *r)
+{
+	double u = tiny_rng_unif(r), v = tiny_rng_unif(r);
+	return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+struct tiny_tensor {
+	char name[48];
+	int n_dims;
+	int64_t ne[2];
+	int kind; /* 0 matrix, 1 norm, 2 embedding */
+};
+
+/* The model's tensor list in file order; returns the count. */
+static inline int
+tiny_model_tensors(struct tiny_tensor *t, int cap)
+{
+	static const struct {
+		const char *nm;
+		int64_t ne0, ne1;
+	} per_layer[] = {
+		{ "attn_norm", TINY_N_EMBD, 0 },
+		{ "attn_q", TINY_N_EMBD, TINY_N_HEAD * TINY_HEAD_DIM },
+		{ "attn_k", TINY_N_EMBD, TINY_N_HEAD_KV * TINY_HEAD_DIM },
+		{ "attn_v", TINY_N_EMBD, TINY_N_HEAD_KV * TINY_HEAD_DIM },
+		{ "attn_output", TINY_N_HEAD * TINY_HEAD_DIM, TINY_N_EMBD },
+		{ "ffn_norm", TINY_N_EMBD, 0 },
+		{ "ffn_gate", TINY_N_EMBD, TINY_N_FF },
+		{ "ffn_up", TINY_N_EMBD, TINY_N_FF },
+		{ "ffn_down", TINY_N_FF, TINY_N_EMBD },
+	};
+	int n = 0, l;
+	size_t i;
+
+	if (cap < 2 + TINY_N_LAYER * (int)(sizeof(per_layer) / sizeof(per_layer[0])))
+		return -1;
+	snprintf(t[n].name, sizeof(t[n].name), "token_embd.weight");
+	t[n].n_dims = 2;
+	t[n].ne[0] = TINY_N_EMBD;
+	t[n].ne[1] = TINY_N_VOCAB;
+	t[n].kind = 2;
+	n++;
+	snprintf(t[n].name, sizeof(t[n].name), "output_norm.weight");
+	t[n].n_dims = 1;
+	t[n].ne[0] = TINY_N_EMBD;
+	t[n].ne[1] = 1;
+	t[n].kind = 1;
+	n++;
+	for (l = 0; l < TINY_N_LAYER; l++)
+		for (i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
+			snprintf(t[n].name, sizeof(t[n].name), "blk.%d.%s.weight", l, per_layer[i].nm);
+			t[n].n_dims = per_layer[i].ne1 ? 2 : 1;
+			t[n].ne[0] = per_layer[i].ne0;
+			t[n].ne[1] = per_layer[i].ne1 ? per_layer[i].ne1 : 1;
+			t[n].kind = per_layer[i].ne1 ? 0 : 1;
+			n++;
+		}
+	return n;
+}
+
+/* Write the model to `path`; 0 or -1. */
+static inline int
+tiny_model_write(const char *path, uint64_t seed)
+{
+	struct tiny_tensor t[64];
+	struct tiny_rng rng;
+	struct gb b = { 0 };
+	uint64_t off = 0;
+	int n = tiny_model_tensors(t, 64), i;
+	int64_t j;
+	FILE *f;
+	size_t wr;
+
+	if (n < 0)
+		return -1;
+	rng.s = seed * UINT64_C(0x9E3779B97F4A7C15) + UINT64_C(0x1234567);
+	if (!rng.s)
+		rng.s = 1;
+	gb_put(&b, "GGUF", 4);
+	gb_u32(&b, 3);
+	gb_u64(&b, (uint64_t)n); /* tensors */
+	gb_u64(&b, 11);          /* metadata keys */
+	gb_kv_str(&b, "general.architecture", "llama");
+	gb_kv_u32(&b, "general.alignment", TINY_ALIGN);
+	gb_kv_u32(&b, "llama.block_count", TINY_N_LAYER);
+	gb_kv_u32(&b, "llama.embedding_length", TINY_N_EMBD);
+	gb_kv_u32(&b, "llama.feed_forward_length", TINY_N_FF);
+	gb_kv_u32(&b, "llama.attention.head_count", TINY_N_HEAD);
+	gb_kv_u32(&b, "llama.attention.head_count_kv", TINY_N_HEAD_KV);
+	gb_kv_u32(&b, "llama.context_length", TINY_N_CTX);
+	gb_kv_f32(&b, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+	gb_kv_f32(&b, "llama.rope.freq_base", 10000.0f);
+	gb_kv_u32(&b, "llama.rope.dimension_count", TINY_HEAD_DIM);
+	for (i = 0; i < n; i++) {
+		uint64_t bytes = (uint64_t)(t[i].ne[0] * t[i].ne[1]) * 4;
+		gb_tensor_info(&b, t[i].name, t[i].n_dims, t[i].ne, 0 /* F32 */, off);
+		off += (bytes + TINY_ALIGN - 1) / TINY_ALIGN * TINY_ALIGN;
+	}
+	gb_align(&b, TINY_ALIGN);
+	for (i = 0; i < n; i++) {
+		int64_t cnt = t[i].ne[0] * t[i].ne[1];
+		for (j = 0; j < cnt; j++) {
+			double x = tiny_rng_normal(&rng);
+			float v = t[i].kind == 0 ? (float)(TINY_STD * x)
+			    : t[i].kind == 1   ? (float)(1.0 + 0.1 * x)
+			                       : (float)x;
+			gb_f32(&b, v);
+		}
+		gb_align(&b, TINY_ALIGN);
+	}
+	f = fopen(path, "wb");
+	if (!f) {
+		free(b.p);
+		return -1;
+	}
+	wr = fwrite(b.p, 1, b.len, f);
+	free(b.p);
+	if (fclose(f) != 0 || wr != b.len)
+		return -1;
+	return 0;
+}
+
+/* Create a fresh temporary file (mkstemp) and write the model into it; the
+ * path goes to path[0..cap) (cap >= 32).  0 or -1. */
+static inline int
+tiny_model_tmp(char *path, size_t cap, uint64_t seed)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if ((size_t)snprintf(path, cap, "%s/kvsnap-tiny-XXXXXX", dir) >= cap)
+		return -1;
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	if (tiny_model_write(path, seed)) {
+		unlink(path);
+		return -1;
+	}
+	return 0;
+}
+
+static inline void
+tiny_model_remove(const char *path)
+{
+	if (path && *path)
+		unlink(path);
+}
+
+#endif /* TESTS_TINY_MODEL_H */
