@@ -197,7 +197,7 @@ int eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_
  * The query path ("continue") is eng_forward() on the compressed cache: it
  * appends at positions n, n+1, … and never evicts.
  *
- * Names: full, streaming, h2o, snapkv, pyramidkv, adakv (options in
+ * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl (options in
  * engine/policy_*.c and docs/POLICIES.md).                                  */
 
 struct eng_policy;

@@ -171,5 +171,9 @@ extern const struct eng_policy_ops eng_policy_h2o;
 extern const struct eng_policy_ops eng_policy_snapkv;
 extern const struct eng_policy_ops eng_policy_pyramidkv;
 extern const struct eng_policy_ops eng_policy_adakv;
+extern const struct eng_policy_ops eng_policy_nacl;
+/* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6
+ * (engine/policy_nacl.c). */
+double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
 
 #endif /* ENGINE_INTERNAL_H */

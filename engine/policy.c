@@ -20,6 +20,7 @@ static const struct eng_policy_ops *const policy_registry[] = {
 	&eng_policy_snapkv,
 	&eng_policy_pyramidkv,
 	&eng_policy_adakv,
+	&eng_policy_nacl,
 };
 
 int
@@ -167,6 +168,8 @@ eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chun
 			kept = p->budget;
 		kept += p->i[3];
 	}
+	if (p->ops == &eng_policy_nacl && p->i[6] > kept)
+		kept = p->i[6]; /* NaCl's working budget b_work */
 	return kept + room;
 }
 

@@ -93,7 +93,9 @@ eng_snapkv_score(const struct eng_policy *p, struct eng_evict *e, int m, int64_t
 	struct eng_evict_head *h = &e->h[m];
 	uint32_t w = (uint32_t)p->i[0], r = (uint32_t)(p->i[1] / 2);
 	uint32_t win_from = e->chunk_end > w ? e->chunk_end - w : 0;
-	int64_t n_cand = 0, i, q;
+	int64_t n_cand = 0, i, q, rows = e->n_tok - eng_snapkv_stat_from(p, e->n_tok);
+	/* the statistic is a sum over the window's queries: store the mean A */
+	float inv = rows > 0 ? 1.0f / (float)rows : 0.0f;
 
 	while (n_cand < h->n && h->pos[n_cand] < win_from)
 		n_cand++;
@@ -101,17 +103,17 @@ eng_snapkv_score(const struct eng_policy *p, struct eng_evict *e, int m, int64_t
 		float acc = p->i[2] ? 0.0f : -1.0f;
 		/* pool over present candidates within ±r positions (list is sorted) */
 		for (q = i; q >= 0 && h->pos[i] - h->pos[q] <= r; q--) {
-			float s = h->stat ? h->stat[q] : 0.0f;
+			float s = h->stat ? h->stat[q] * inv : 0.0f;
 			acc = p->i[2] ? acc + s : (s > acc ? s : acc);
 		}
 		for (q = i + 1; q < n_cand && h->pos[q] - h->pos[i] <= r; q++) {
-			float s = h->stat ? h->stat[q] : 0.0f;
+			float s = h->stat ? h->stat[q] * inv : 0.0f;
 			acc = p->i[2] ? acc + s : (s > acc ? s : acc);
 		}
 		h->score[i] = p->i[2] ? acc / (float)p->i[1] : acc;
 	}
 	for (i = n_cand; i < h->n; i++)
-		h->score[i] = h->stat ? h->stat[i] : 0.0f; /* window: unpooled, for inspection */
+		h->score[i] = h->stat ? h->stat[i] * inv : 0.0f; /* window: unpooled, for inspection */
 	for (i = 0; i < n_cand; i++)
 		cand[i] = i;
 	return n_cand;
