@@ -28,6 +28,7 @@ struct cli_cmd {
 
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_ask(int argc, char **argv);
 
 /* Map an engine error (enum eng_err) to an exit code. */
 int cli_exit_for_engine(int err);

@@ -9,6 +9,7 @@
 static const struct cli_cmd cli_cmds[] = {
 	{ "generate", "run the model in-process on a prompt (no daemon)", cli_generate },
 	{ "tokenize", "print the token ids of a text", cli_tokenize },
+	{ "ask", "compress a document, then answer a question from it (in-process)", cli_ask },
 };
 
 static void

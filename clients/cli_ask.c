@@ -1,0 +1,309 @@
+/*
+ * cli_ask.c: `kvsnap ask`: the whole kvsnap path in one process, no daemon:
+ * compress a document with a policy (chunked ingest), then answer a question
+ * from the compressed cache.  With --compare it also answers from a full
+ * re-prefill and prints both times to first token.
+ *
+ * The document sits in the chat template as the start of the user turn
+ * (DESIGN.md §1); the question, the end of the turn and the assistant header
+ * are prefilled over the compressed cache at positions n, n+1, …
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clients/cli.h"
+#include "engine/engine.h"
+
+#define ASK_MAX_DOC (64u << 20) /* bytes */
+
+static const char *ask_prefix =
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n<|im_start|>user\n";
+static const char *ask_suffix_end = "<|im_end|>\n<|im_start|>assistant\n";
+
+static double
+ask_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Read a whole file (bounded); NULL with a message on failure. */
+static char *
+ask_read(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n = 0, cap = 1 << 16;
+
+	if (!f) {
+		cli_err("cannot open %s", path);
+		return NULL;
+	}
+	buf = malloc(cap);
+	while (buf) {
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+		if (n == cap) {
+			char *nb;
+			if (cap >= ASK_MAX_DOC) {
+				cli_err("%s is larger than %u MiB", path, ASK_MAX_DOC >> 20);
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* Append the ids of text (specials parsed or not) to a growing array. */
+static int
+ask_append(const struct eng_tok *tok, const char *text, size_t len, int special, int32_t **ids,
+    int64_t *n, int64_t *cap)
+{
+	int64_t need = (int64_t)len + 8, r;
+	if (*n + need > *cap) {
+		int32_t *nb = realloc(*ids, (size_t)(*n + need) * sizeof(int32_t));
+		if (!nb)
+			return ENG_ERR_NOMEM;
+		*ids = nb;
+		*cap = *n + need;
+	}
+	r = eng_tok_encode(tok, text, len, special, *ids + *n, *cap - *n);
+	if (r < 0)
+		return (int)r;
+	*n += r;
+	return 0;
+}
+
+struct ask_out {
+	const struct eng_tok *tok;
+};
+
+static int
+ask_emit(void *arg, int32_t id)
+{
+	struct ask_out *o = arg;
+	char buf[256];
+	int n = eng_tok_decode(o->tok, id, 0, buf, sizeof(buf));
+	if (n > 0)
+		fwrite(buf, 1, (size_t)n, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+static void
+ask_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: kvsnap ask [-m GGUF] [--policy NAME] [--budget N] [--chunk N] [--opts K=V,...]\n"
+	    "                  [-n N] [-t THREADS] [--compare] [-v] FILE QUESTION\n"
+	    "Compress FILE with an eviction policy, then answer QUESTION from the compressed\n"
+	    "cache (in-process; no daemon).\n"
+	    "  --policy NAME   full, streaming, h2o, snapkv, pyramidkv, adakv, nacl (default snapkv)\n"
+	    "  --budget N      units kept per KV head per layer (default 1024)\n"
+	    "  --chunk N       ingest chunk size in tokens (default 512)\n"
+	    "  --opts K=V,...  policy options (docs/POLICIES.md)\n"
+	    "  -n N            answer tokens at most (default 128)\n"
+	    "  --compare       also answer from a full re-prefill and compare times\n"
+	    "  -v              statistics on stderr\n");
+}
+
+int
+cli_ask(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "model", required_argument, NULL, 'm' },
+		{ "policy", required_argument, NULL, 'P' },
+		{ "budget", required_argument, NULL, 'b' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "opts", required_argument, NULL, 'o' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "compare", no_argument, NULL, 'C' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *model_path = cli_default_model(), *pname = "snapkv", *popts = "";
+	long budget = 1024, chunk = 512, n_max = 128, threads = 0;
+	int compare = 0, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	struct eng_model *m = NULL;
+	struct eng_tok *tok = NULL;
+	struct eng_policy *p = NULL;
+	struct eng_ctx *ctx = NULL;
+	struct eng_kv *kv = NULL;
+	struct eng_sampler s;
+	struct ask_out out;
+	int32_t *ids = NULL, first;
+	int64_t n_doc, n_all = 0, cap = 0, n_gen = 0, kept = 0, l;
+	float *logits = NULL;
+	char *doc = NULL, why[256] = "", *q = NULL;
+	size_t doc_len = 0, q_len;
+	double t0, t_ingest, t_ttft, t_full = 0.0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:n:t:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': model_path = optarg; break;
+		case 'P': pname = optarg; break;
+		case 'o': popts = optarg; break;
+		case 'C': compare = 1; break;
+		case 'v': verbose = 1; break;
+		case 'b':
+			if (cli_parse_long(optarg, 1, 1L << 24, &budget)) {
+				cli_err("--budget needs a positive number, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			if (cli_parse_long(optarg, 8, 8192, &chunk)) {
+				cli_err("--chunk needs a number in 8..8192, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			if (cli_parse_long(optarg, 1, 1 << 20, &n_max)) {
+				cli_err("-n needs a positive number, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (cli_parse_long(optarg, 1, 64, &threads)) {
+				cli_err("--threads needs a number in 1..64, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'h': ask_usage(stdout); return CLI_EXIT_OK;
+		default: ask_usage(stderr); return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 2) {
+		ask_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (eng_policy_create(&p, pname, popts, budget, why, sizeof(why))) {
+		cli_err("%s", why);
+		return CLI_EXIT_USAGE;
+	}
+	doc = ask_read(argv[optind], &doc_len);
+	if (!doc) {
+		ret = CLI_EXIT_NOT_FOUND;
+		goto out;
+	}
+	rc = eng_model_open(&m, model_path, why, sizeof(why));
+	if (rc) {
+		cli_err("cannot load model: %s", why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	if ((rc = eng_tok_init(&tok, m->gguf, why, sizeof(why)))) {
+		cli_err("cannot load the tokenizer: %s", why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	/* document prefix, then the question suffix */
+	q_len = strlen(argv[optind + 1]) + 2;
+	q = malloc(q_len + 1);
+	if (!q)
+		goto out;
+	snprintf(q, q_len + 1, "\n\n%s", argv[optind + 1]);
+	if (ask_append(tok, ask_prefix, strlen(ask_prefix), 1, &ids, &n_all, &cap) ||
+	    ask_append(tok, doc, doc_len, 0, &ids, &n_all, &cap))
+		goto out;
+	n_doc = n_all;
+	if (ask_append(tok, q, strlen(q), 0, &ids, &n_all, &cap) ||
+	    ask_append(tok, ask_suffix_end, strlen(ask_suffix_end), 1, &ids, &n_all, &cap))
+		goto out;
+	if (n_all + n_max > m->hp.n_ctx_train) {
+		cli_err("document + question is %lld tokens; with %ld to generate that exceeds the "
+		    "model's context window (%d)", (long long)n_all, n_max, m->hp.n_ctx_train);
+		ret = CLI_EXIT_USAGE;
+		goto out;
+	}
+	logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
+	if (!logits ||
+	    (rc = eng_ctx_init(&ctx, m, (int)threads, eng_policy_max_chunk(p, chunk))) ||
+	    (rc = eng_kv_init(&kv, m, eng_policy_rows_per_head(p, n_doc, chunk,
+	    n_all - n_doc + n_max)))) {
+		cli_err("cannot set up the engine");
+		goto out;
+	}
+	t0 = ask_now();
+	if ((rc = eng_ingest(ctx, kv, p, ids, n_doc, chunk, NULL))) {
+		cli_err("ingest failed: %s", eng_strerror(rc));
+		goto out;
+	}
+	t_ingest = ask_now() - t0;
+	for (l = 0; l < m->hp.n_layer; l++)
+		kept += eng_kv_layer_units(kv, (int)l);
+	t0 = ask_now();
+	if ((rc = eng_forward(ctx, kv, ids + n_doc, n_all - n_doc, NULL, logits))) {
+		cli_err("question prefill failed: %s", eng_strerror(rc));
+		goto out;
+	}
+	eng_sampler_init(&s, 0.0f, 1.0f, 0);
+	first = eng_sample(&s, logits, m->hp.n_vocab);
+	t_ttft = ask_now() - t0;
+	out.tok = tok;
+	if (!eng_tok_is_eog(tok, first)) {
+		ask_emit(&out, first);
+		rc = eng_generate(ctx, kv, tok, &first, 1, n_max - 1, &s, ask_emit, &out, &n_gen);
+		if (rc && rc != ENG_ERR_CONTEXT) {
+			cli_err("generation failed: %s", eng_strerror(rc));
+			goto out;
+		}
+		n_gen++;
+	}
+	printf("\n");
+	if (compare) {
+		struct eng_kv *full = NULL;
+		if (!eng_kv_init(&full, m, n_all + 1)) {
+			t0 = ask_now();
+			rc = eng_forward(ctx, full, ids, n_all, NULL, logits);
+			t_full = ask_now() - t0;
+			eng_kv_free(full);
+		}
+	}
+	if (verbose || compare) {
+		double full_units = (double)n_doc * m->hp.n_layer * m->hp.n_head_kv;
+		fprintf(stderr,
+		    "kvsnap: %s: document %lld tokens, kept %lld of %.0f units (%.1fx smaller), "
+		    "ingest %.2f s (%.0f tok/s)\n"
+		    "kvsnap: question %lld tokens, time to first token %.3f s from the compressed cache",
+		    eng_policy_name(p), (long long)n_doc, (long long)kept, full_units,
+		    kept ? full_units / (double)kept : 0.0, t_ingest, (double)n_doc / t_ingest,
+		    (long long)(n_all - n_doc), t_ttft);
+		if (compare)
+			fprintf(stderr, " vs %.3f s re-reading the document (%.0fx faster)", t_full,
+			    t_ttft > 0 ? t_full / t_ttft : 0.0);
+		fprintf(stderr, "; %lld answer tokens\n", (long long)n_gen);
+	}
+	ret = CLI_EXIT_OK;
+out:
+	free(q);
+	free(doc);
+	free(ids);
+	free(logits);
+	eng_kv_free(kv);
+	eng_ctx_free(ctx);
+	eng_policy_free(p);
+	eng_tok_free(tok);
+	eng_model_close(m);
+	return ret;
+}
