@@ -25,7 +25,8 @@
 #include "cpu_internal.h"
 
 #define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
-#define KERN_GEMM_BLOCK_BYTES (768u << 10) /* dequantized weight block per thread */
+#define KERN_GEMM_BLOCK_ROWS 48 /* weight rows per sgemm call; fixed so that results
+				  * do not depend on the thread count */
 #define KERN_ATTN_QBLOCK 32      /* queries per attention block */
 
 void openblas_set_num_threads(int n); /* OpenBLAS extension, not in cblas.h everywhere */
@@ -60,18 +61,18 @@ struct kern_mm_job {
 	int err;
 };
 
-/* sgemm path: each thread owns a range of output rows. */
+/* sgemm path: the weight rows are cut into fixed blocks (so every output
+ * element is computed by the same call whatever the thread count) and each
+ * thread owns a contiguous range of blocks. */
 static void
 kern_mm_gemm_worker(void *arg, int ith, int nth)
 {
 	struct kern_mm_job *j = arg;
 	const struct kern_mat *w = j->w;
-	int64_t lo, hi, r0, rb;
+	int64_t lo, hi, r0, rb = KERN_GEMM_BLOCK_ROWS;
 	float *buf = NULL;
 
-	rb = (int64_t)(KERN_GEMM_BLOCK_BYTES / ((size_t)w->cols * sizeof(float)));
-	rb = rb < 16 ? 16 : rb & ~(int64_t)15;
-	kern_cpu_split(w->rows, 16, ith, nth, &lo, &hi);
+	kern_cpu_split(w->rows, rb, ith, nth, &lo, &hi);
 	if (lo >= hi)
 		return;
 	if (w->type != KERN_TYPE_F32) {
@@ -363,7 +364,8 @@ struct kern_attn_job {
 	float scale;
 	int64_t n_qblocks;
 	struct kern_attn_stats *st;
-	float *partial; /* (nth, n_head, stride) per-thread stat sums */
+	float *partial; /* (n_qblocks, n_head, stride) per-task stat sums, reduced in
+			 * q-block order so the result does not depend on threads */
 	int err;
 };
 
@@ -417,7 +419,7 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 		for (i = vis; i < nvis; i++)
 			row[i] = 0.0f; /* causal mask */
 		if (j->st && t0 + t >= j->st->row_from) {
-			float *acc = j->partial + ((size_t)ith * (size_t)j->n_head + (size_t)h) *
+			float *acc = j->partial + ((size_t)qb * (size_t)j->n_head + (size_t)h) *
 			    (size_t)j->st->stride;
 			for (i = 0; i < vis; i++)
 				acc[i] += row[i];
@@ -463,7 +465,7 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 {
 	struct kern_attn_job j;
 	int64_t g;
-	int nth = kern_ctx_threads(ctx), t;
+	int64_t t;
 
 	if (n_kv_head <= 0 || n_head % n_kv_head || head_dim > 512 || n_tok <= 0)
 		return KERN_ERR_SHAPE;
@@ -484,7 +486,7 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 	if (st) {
 		size_t per = (size_t)n_head * (size_t)st->stride;
 		j.st = st;
-		j.partial = calloc((size_t)nth * per, sizeof(float));
+		j.partial = calloc((size_t)j.n_qblocks * per, sizeof(float));
 		if (!j.partial)
 			return KERN_ERR_NOMEM;
 	}
@@ -492,7 +494,7 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 	if (st) {
 		size_t per = (size_t)n_head * (size_t)st->stride, i;
 		memcpy(st->sum, j.partial, per * sizeof(float));
-		for (t = 1; t < nth; t++)
+		for (t = 1; t < j.n_qblocks; t++)
 			for (i = 0; i < per; i++)
 				st->sum[i] += j.partial[(size_t)t * per + i];
 		free(j.partial);
