@@ -193,11 +193,12 @@ int eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_
  * budget b (units per KV head per layer, on average).  eng_ingest() reads a
  * document chunk by chunk: every layer attends to (kept cache ∪ causal
  * chunk), then the policy scores the units and the layer is compacted to its
- * budget, so a layer never holds more than n_kv·(b + chunk + w) units.
+ * budget, so a layer never holds more than n_kv·(b + chunk + w) units
+ * (pyramidkv: its first layer's larger budget in place of b).
  * The query path ("continue") is eng_forward() on the compressed cache: it
  * appends at positions n, n+1, … and never evicts.
  *
- * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl (options in
+ * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl, locret (options in
  * engine/policy_*.c and docs/POLICIES.md).                                  */
 
 struct eng_policy;
@@ -245,5 +246,63 @@ typedef int (*eng_token_cb)(void *arg, int32_t id);
 int eng_generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
     const int32_t *prompt, int64_t n_prompt, int64_t n_max, struct eng_sampler *s,
     eng_token_cb cb, void *arg, int64_t *n_out);
+
+/* ------------------------------------------------------------------------ */
+/* Retaining heads (Locret; engine/locret_heads.c, engine/policy_locret.c)
+ *
+ * One MLP per layer maps a token's pre-RoPE [Q, K, V] to one importance
+ * score per KV head (spec/locret.md §1).  They live in a GGUF sidecar whose
+ * layout is written at the top of engine/locret_heads.c.  A handle is
+ * read-only after open and may be shared by threads.                        */
+
+struct eng_heads;
+
+struct eng_heads_info {
+	int n_layer, n_head, n_head_kv, head_dim;
+	int d_r;                      /* hidden width of every head */
+	const char *base_fingerprint; /* hex of the base model; "" = unbound */
+	const char *recipe;           /* free text: how they were trained */
+	const char *data;             /* free text: what they were trained on */
+};
+
+/* Open a sidecar.  With m != NULL every dimension must match the model
+ * (ENG_ERR_SHAPE and a reason naming both otherwise); with m == NULL only
+ * the file's own consistency is checked.  Errors: ENG_ERR_IO, _FORMAT,
+ * _ARCH (not a sidecar, or an activation other than silu), _NOT_FOUND (a
+ * tensor is missing), _TYPE (not f32/f16), _SHAPE, _NOMEM. */
+int eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model *m,
+    char *why, size_t why_len);
+void eng_heads_close(struct eng_heads *h);
+/* The sidecar's metadata; strings live as long as the handle. */
+const struct eng_heads_info *eng_heads_get_info(const struct eng_heads *h);
+/* ENG_ERR_SHAPE (with a reason) unless the heads fit model m. */
+int eng_heads_check_model(const struct eng_heads *h, const struct eng_model *m, char *why,
+    size_t why_len);
+/* Fingerprint binding: compares (case-insensitively) only when both the
+ * sidecar's base_fingerprint and model_fp are non-empty; ENG_ERR_ARG with a
+ * reason on a mismatch, else 0.  The engine has no model fingerprint yet:
+ * the caller passes the one it computed (or NULL to skip). */
+int eng_heads_check_fingerprint(const struct eng_heads *h, const char *model_fp, char *why,
+    size_t why_len);
+/* Layer weights as f32: W1ᵀ (d_r, D_in) and W2ᵀ (n_head_kv, d_r), i.e.
+ * PyTorch's fc1.weight / fc2.weight; NULL for a bad layer. */
+const float *eng_heads_w1(const struct eng_heads *h, int layer);
+const float *eng_heads_w2(const struct eng_heads *h, int layer);
+/* Write a sidecar (type KERN_TYPE_F32 or KERN_TYPE_F16) from w1[l] (d_r,
+ * D_in) and w2[l] (n_head_kv, d_r), D_in = (n_head + 2·n_head_kv)·head_dim.
+ * Written to PATH.tmp and renamed, so a reader never sees half a file. */
+int eng_heads_write(const char *path, const struct eng_heads_info *info,
+    const float *const *w1, const float *const *w2, enum kern_type type, char *why,
+    size_t why_len);
+/* CIS of n_tok tokens of layer `layer`: out (n_tok, n_head_kv) from
+ * qpre (n_tok, n_head·head_dim), kpre and v (n_tok, n_head_kv·head_dim),
+ * all pre-RoPE.  Errors: ENG_ERR_ARG, ENG_ERR_NOMEM. */
+int eng_heads_score(const struct eng_heads *h, int layer, const float *qpre, const float *kpre,
+    const float *v, int64_t n_tok, float *out);
+
+/* Check a `locret` policy's heads against the model they will run with
+ * (n_head included, which eviction alone cannot see).  ENG_ERR_ARG if p is
+ * not a locret policy; ENG_ERR_SHAPE with a reason on a mismatch. */
+int eng_locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len);
 
 #endif /* ENGINE_H */

@@ -120,6 +120,12 @@ struct eng_policy_ops {
 	int64_t (*window)(const struct eng_policy *p);
 	/* choose the units to keep in every head of e->layer */
 	int (*select)(struct eng_policy *p, struct eng_evict *e);
+	/* optional: the pool's position mode eng_ingest sets before the first
+	 * chunk (NULL: the policy does not care; the pool keeps its mode,
+	 * ENG_POS_ORIGINAL unless the caller changed it) */
+	enum eng_pos_mode (*pos_mode)(const struct eng_policy *p);
+	/* optional: release p->priv (called by eng_policy_free) */
+	void (*destroy)(struct eng_policy *p);
 };
 
 #define ENG_POLICY_MAX_PARAMS 16
@@ -130,6 +136,7 @@ struct eng_policy {
 	/* parameters, interpreted by each policy (named in its file) */
 	int64_t i[ENG_POLICY_MAX_PARAMS];
 	double f[ENG_POLICY_MAX_PARAMS];
+	void *priv; /* policy-owned state (freed by ops->destroy), or NULL */
 };
 
 /* Helpers shared by policies (engine/policy.c). */
@@ -172,8 +179,20 @@ extern const struct eng_policy_ops eng_policy_snapkv;
 extern const struct eng_policy_ops eng_policy_pyramidkv;
 extern const struct eng_policy_ops eng_policy_adakv;
 extern const struct eng_policy_ops eng_policy_nacl;
+extern const struct eng_policy_ops eng_policy_locret;
 /* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6
  * (engine/policy_nacl.c). */
 double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
+
+/* ------------------------------------------------------------------------ */
+/* Locret (engine/policy_locret.c; spec/locret.md §5.3, §8)                  */
+
+/* Test hook (spec/locret.md §8): replaces the retaining heads' score of the
+ * unit of (layer, KV head) whose token has original position pos.  Token
+ * ids are not visible at eviction time; a test maps pos to its document's
+ * token itself (through arg).  fn == NULL restores the heads.  ENG_ERR_ARG
+ * if p is not a locret policy. */
+typedef float (*eng_locret_score_fn)(void *arg, int layer, int head, uint32_t pos);
+int eng_locret_set_score_fn(struct eng_policy *p, eng_locret_score_fn fn, void *arg);
 
 #endif /* ENGINE_INTERNAL_H */

@@ -99,6 +99,12 @@ eng_ingest(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const int
 		return ENG_ERR_ARG;
 	if (kv->next_pos != 0 || eng_kv_layer_units(kv, 0) != 0)
 		return ENG_ERR_ARG; /* ingest starts from an empty cache */
+	if (p->ops->pos_mode)
+		kv->pos_mode = p->ops->pos_mode(p); /* e.g. Locret's slot positions */
+	/* Locret's heads must match the model that runs (query-head count
+	 * included); binding twice to the same model is harmless. */
+	if (p->ops == &eng_policy_locret && (rc = eng_locret_bind(p, m, NULL, 0)))
+		return rc;
 	memset(&in, 0, sizeof(in));
 	in.p = p;
 	in.m = m;

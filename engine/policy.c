@@ -21,6 +21,7 @@ static const struct eng_policy_ops *const policy_registry[] = {
 	&eng_policy_pyramidkv,
 	&eng_policy_adakv,
 	&eng_policy_nacl,
+	&eng_policy_locret,
 };
 
 int
@@ -110,7 +111,7 @@ eng_policy_create(struct eng_policy **out, const char *name, const char *opts,
 		rc = ops->check(p, why, why_len);
 	free(copy);
 	if (rc) {
-		free(p);
+		eng_policy_free(p); /* releases what set() may have allocated */
 		return rc;
 	}
 	*out = p;
@@ -120,6 +121,8 @@ eng_policy_create(struct eng_policy **out, const char *name, const char *opts,
 void
 eng_policy_free(struct eng_policy *p)
 {
+	if (p && p->ops->destroy)
+		p->ops->destroy(p);
 	free(p);
 }
 
@@ -168,6 +171,8 @@ eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chun
 			kept = p->budget;
 		kept += p->i[3];
 	}
+	if (p->ops == &eng_policy_locret)
+		kept += p->i[1]; /* Locret's never-evicted tail n_loc */
 	if (p->ops == &eng_policy_nacl && p->i[6] > kept)
 		kept = p->i[6]; /* NaCl's working budget b_work */
 	return kept + room;

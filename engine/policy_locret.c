@@ -1,0 +1,499 @@
+/*
+ * policy_locret.c: Locret (spec/locret.md §5.3): learned retaining heads
+ * (engine/locret_heads.c) give every unit a causal importance score (CIS)
+ * once, when its chunk is processed; the score is stored with the unit and
+ * never recomputed.  After each chunk every KV head keeps its b best units,
+ * except that on every chunk but the last the n_s most recent units (the
+ * "stabilizers") are kept whatever their score.  Positions are slots by
+ * default: survivors are renumbered 0..C-1 (the reference's contiguous
+ * positions), so documents longer than the model's context stream through.
+ *
+ * Selection per head, at the eviction after a chunk with N units present:
+ * keep = min(b, N); key = score, with key = +∞ on the last n_s entries
+ * unless this is the last chunk; the `keep` largest keys win, on equal keys
+ * the newer unit (larger position = larger slot); kept in list order.  The
+ * boost lives only in the selection copy: stored scores stay the heads'.
+ *
+ * n_loc (the spec's never-evicted prompt tail) is approximated, since
+ * eng_ingest has no separate tail pass: with M = max(n_doc − n_loc, 0),
+ * units at positions >= M are always kept and not counted against b, and
+ * the chunk that reaches M is treated as the spec's last chunk (no boost).
+ * The pre-tail selections equal the spec's (the chunk cuts coincide up to
+ * M); the tail tokens differ from the spec only in that they attend to the
+ * last chunk's units before its eviction instead of after.  In kvsnap the
+ * query suffix appended after ingest plays the tail's role, so n_loc = 0 by
+ * default.  With n_loc > 0 a pool must have n_loc more rows per head than
+ * eng_policy_rows_per_head gives today.
+ *
+ * alloc=adakv (positions=original only: slot positions need every head to
+ * hold the same count) replaces the uniform count by Ada-KV's head-wise
+ * allocation (spec/adakv.md §2.2 exact mode, §2.6, §4.2 capacity clamp):
+ * each head's candidates (units before M that are not protected
+ * stabilizers) are normalized with a softmax over the head's candidates,
+ * exp(S − LSE_m); the layer's H·(b − n_s') best (n_s' = n_s when boosted,
+ * else 0) decide the counts, mixed with α; each head keeps its a_m best
+ * candidates by raw score plus its stabilizers and tail.  Cross-head ties:
+ * normalized score, raw score, newer position, lower head.
+ *
+ * Options: heads=PATH (required) n_s=3b/8 n_loc=0 positions=slot|original
+ *          alloc=uniform|adakv alpha=0.2.
+ * Parameters: i[0] n_s (−1 = default until check), i[1] n_loc,
+ *             i[2] positions (0 slot, 1 original), i[3] alloc (0 uniform,
+ *             1 adakv), f[0] alpha; priv: struct locret.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+enum { LOCRET_N_S, LOCRET_N_LOC, LOCRET_POSITIONS, LOCRET_ALLOC };
+
+struct locret {
+	char *path;               /* heads=PATH */
+	struct eng_heads *heads;  /* opened by check() */
+	eng_locret_score_fn fn;   /* test hook, replaces the heads */
+	void *fn_arg;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+
+static void
+locret_destroy(struct eng_policy *p)
+{
+	struct locret *s = p->priv;
+	if (!s)
+		return;
+	free(s->path);
+	eng_heads_close(s->heads);
+	free(s);
+	p->priv = NULL;
+}
+
+static int
+locret_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
+{
+	struct locret *s = p->priv;
+	if (!key) {
+		if (!s && !(s = p->priv = calloc(1, sizeof(*s))))
+			return ENG_ERR_NOMEM;
+		p->i[LOCRET_N_S] = -1;
+		p->i[LOCRET_N_LOC] = 0;
+		p->i[LOCRET_POSITIONS] = 0;
+		p->i[LOCRET_ALLOC] = 0;
+		p->f[0] = 0.2;
+		return 0;
+	}
+	if (!strcmp(key, "heads")) {
+		char *path;
+		if (!val || !*val) {
+			if (why)
+				snprintf(why, why_len, "locret: heads= needs a sidecar path");
+			return ENG_ERR_ARG;
+		}
+		if (!(path = strdup(val)))
+			return ENG_ERR_NOMEM;
+		free(s->path);
+		s->path = path;
+		return 0;
+	}
+	if (!strcmp(key, "n_s"))
+		return eng_policy_parse_int(val, 0, INT64_C(1) << 30, &p->i[LOCRET_N_S]);
+	if (!strcmp(key, "n_loc"))
+		return eng_policy_parse_int(val, 0, INT64_C(1) << 30, &p->i[LOCRET_N_LOC]);
+	if (!strcmp(key, "alpha"))
+		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[0]);
+	if (!strcmp(key, "positions")) {
+		if (!strcmp(val, "slot"))
+			p->i[LOCRET_POSITIONS] = 0;
+		else if (!strcmp(val, "original"))
+			p->i[LOCRET_POSITIONS] = 1;
+		else
+			return ENG_ERR_ARG;
+		return 0;
+	}
+	if (!strcmp(key, "alloc")) {
+		if (!strcmp(val, "uniform"))
+			p->i[LOCRET_ALLOC] = 0;
+		else if (!strcmp(val, "adakv"))
+			p->i[LOCRET_ALLOC] = 1;
+		else
+			return ENG_ERR_ARG;
+		return 0;
+	}
+	if (why)
+		snprintf(why, why_len,
+		    "policy locret has no option '%s' (heads, n_s, n_loc, positions, alloc, alpha)",
+		    key);
+	return ENG_ERR_ARG;
+}
+
+static int
+locret_check(struct eng_policy *p, char *why, size_t why_len)
+{
+	struct locret *s = p->priv;
+	if (p->i[LOCRET_N_S] < 0)
+		p->i[LOCRET_N_S] = p->budget * 3 / 8; /* SmolLM2 main setting 384/1024, §6.1 */
+	if (p->i[LOCRET_N_S] >= p->budget) {
+		if (why)
+			snprintf(why, why_len, "locret: n_s (%lld) must be below the budget (%lld)",
+			    (long long)p->i[LOCRET_N_S], (long long)p->budget);
+		return ENG_ERR_ARG;
+	}
+	if (p->i[LOCRET_ALLOC] == 1 && p->i[LOCRET_POSITIONS] == 0) {
+		if (why)
+			snprintf(why, why_len,
+			    "locret: alloc=adakv needs positions=original (slot positions need the "
+			    "same count in every head)");
+		return ENG_ERR_ARG;
+	}
+	if (!s->path) {
+		if (why)
+			snprintf(why, why_len,
+			    "locret needs heads=PATH (a retaining-heads sidecar, engine/locret_heads.c)");
+		return ENG_ERR_ARG;
+	}
+	if (!s->heads)
+		return eng_heads_open(&s->heads, s->path, NULL, why, why_len);
+	return 0;
+}
+
+static size_t
+locret_describe(const struct eng_policy *p, char *buf, size_t cap)
+{
+	const struct locret *s = p->priv;
+	int n = snprintf(buf, cap, ",heads=%s,n_s=%lld,n_loc=%lld,positions=%s,alloc=%s,alpha=%g",
+	    s->path ? s->path : "", (long long)p->i[LOCRET_N_S], (long long)p->i[LOCRET_N_LOC],
+	    p->i[LOCRET_POSITIONS] ? "original" : "slot", p->i[LOCRET_ALLOC] ? "adakv" : "uniform",
+	    p->f[0]);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static int64_t
+locret_stat_from(const struct eng_policy *p, int64_t n_tok)
+{
+	(void)p;
+	(void)n_tok;
+	return -1; /* the heads need no attention statistics */
+}
+
+static int64_t
+locret_window(const struct eng_policy *p)
+{
+	(void)p;
+	return 0;
+}
+
+static enum eng_pos_mode
+locret_pos_mode(const struct eng_policy *p)
+{
+	return p->i[LOCRET_POSITIONS] ? ENG_POS_ORIGINAL : ENG_POS_SLOT;
+}
+
+int
+eng_locret_set_score_fn(struct eng_policy *p, eng_locret_score_fn fn, void *arg)
+{
+	struct locret *s;
+	if (!p || p->ops != &eng_policy_locret)
+		return ENG_ERR_ARG;
+	s = p->priv;
+	s->fn = fn;
+	s->fn_arg = arg;
+	return 0;
+}
+
+int
+eng_locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
+{
+	struct locret *s;
+	if (!p || !m || p->ops != &eng_policy_locret)
+		return ENG_ERR_ARG;
+	s = p->priv;
+	return eng_heads_check_model(s->heads, m, why, why_len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scoring                                                                   */
+
+/* Score the chunk's units (the last n_tok of every head) and store the
+ * scores; earlier units keep theirs untouched.  sbuf: (n_tok, n_kv). */
+static int
+locret_score_chunk(const struct locret *s, struct eng_evict *e, float *sbuf)
+{
+	const struct eng_heads_info *a = eng_heads_get_info(s->heads);
+	int64_t n_tok = e->n_tok, t;
+	int H = e->n_head_kv, m, rc;
+
+	for (m = 0; m < H; m++)
+		if (e->h[m].n < n_tok)
+			return ENG_ERR_ARG;
+	if (s->fn) {
+		for (m = 0; m < H; m++) {
+			struct eng_evict_head *h = &e->h[m];
+			for (t = h->n - n_tok; t < h->n; t++)
+				h->score[t] = s->fn(s->fn_arg, e->layer, m, h->pos[t]);
+		}
+		return 0;
+	}
+	/* Without a bound model only what eviction sees can be checked. */
+	if (a->n_layer != e->n_layer || a->n_head_kv != H || a->head_dim != e->head_dim)
+		return ENG_ERR_SHAPE;
+	rc = eng_heads_score(s->heads, e->layer, e->info->qpre, e->info->kpre, e->info->v, n_tok,
+	    sbuf);
+	if (rc)
+		return rc;
+	for (m = 0; m < H; m++) {
+		struct eng_evict_head *h = &e->h[m];
+		for (t = 0; t < n_tok; t++)
+			h->score[h->n - n_tok + t] = sbuf[t * H + m];
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Selection                                                                 */
+
+/* Units of h before position M (the list ascends): the candidates. */
+static int64_t
+locret_n_pre_tail(const struct eng_evict_head *h, uint32_t M)
+{
+	int64_t n = h->n;
+	while (n > 0 && h->pos[n - 1] >= M)
+		n--;
+	return n;
+}
+
+/* Selection key of a stored score: NaN ranks last, never first. */
+static float
+locret_key(float s)
+{
+	return isnan(s) ? -INFINITY : s;
+}
+
+/* Keep the `a` best of h's candidates [0, n_cand) by key (newer first on
+ * ties), then every unit from n_cand on (stabilizers, tail), in order. */
+static void
+locret_keep(struct eng_evict_head *h, const float *key, int64_t n_cand, int64_t a,
+    int64_t *idx)
+{
+	int64_t i;
+	if (a > n_cand)
+		a = n_cand;
+	h->n_keep = 0;
+	if (a < n_cand) {
+		for (i = 0; i < n_cand; i++)
+			idx[i] = i;
+		eng_policy_rank(h, key, idx, n_cand, 1);
+		eng_policy_sort_idx(idx, a);
+		for (i = 0; i < a; i++)
+			h->keep[h->n_keep++] = idx[i];
+	} else {
+		for (i = 0; i < n_cand; i++)
+			h->keep[h->n_keep++] = i;
+	}
+	for (i = n_cand; i < h->n; i++)
+		h->keep[h->n_keep++] = i;
+}
+
+/* Uniform Locret (§5.3 step 2b) for every head; key: scratch (max n). */
+static void
+locret_select_uniform(const struct eng_policy *p, struct eng_evict *e, uint32_t M, int boost,
+    float *key)
+{
+	int64_t n_s = p->i[LOCRET_N_S], i;
+	int m;
+	for (m = 0; m < e->n_head_kv; m++) {
+		struct eng_evict_head *h = &e->h[m];
+		int64_t P = locret_n_pre_tail(h, M);
+		for (i = 0; i < P; i++)
+			key[i] = locret_key(h->score[i]);
+		if (boost)
+			for (i = P > n_s ? P - n_s : 0; i < P; i++)
+				key[i] = INFINITY; /* stabilizers: transient boost */
+		locret_keep(h, key, P, p->budget, e->scratch);
+	}
+}
+
+/* A key as a finite double, so ±∞ cannot poison the softmax. */
+static double
+locret_finite(float k)
+{
+	return fmin(fmax((double)k, -FLT_MAX), FLT_MAX);
+}
+
+/* One candidate in the layer-wide Ada-KV ranking. */
+struct locret_entry {
+	double s;    /* exp(S − LSE_m) */
+	float raw;   /* selection key */
+	uint32_t pos;
+	int head;
+};
+
+static int
+locret_entry_cmp(const void *a, const void *b)
+{
+	const struct locret_entry *x = a, *y = b;
+	if (x->s != y->s)
+		return x->s > y->s ? -1 : 1;
+	if (x->raw != y->raw)
+		return x->raw > y->raw ? -1 : 1;
+	if (x->pos != y->pos)
+		return x->pos > y->pos ? -1 : 1; /* newer first (Locret's rule) */
+	return (x->head > y->head) - (x->head < y->head);
+}
+
+/* Ada-KV allocation (spec/adakv.md §7.2, exact mode + capacity clamp) of
+ * H·b_sel units over heads with n_cand[m] candidates; rank is sorted. */
+static void
+locret_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alpha,
+    const struct locret_entry *rank, int64_t n_rank, int64_t *a, int64_t *c, double *frac)
+{
+	int64_t total = (int64_t)H * b_sel, sum = 0, excess = 0, i, R;
+	int m, best;
+
+	for (m = 0; m < H; m++)
+		c[m] = 0;
+	for (i = 0; i < n_rank && i < total; i++)
+		c[rank[i].head]++;
+	for (m = 0; m < H; m++) {
+		double x = (1.0 - alpha) * (double)c[m] + alpha * (double)b_sel;
+		a[m] = (int64_t)floor(x + 1e-9);
+		frac[m] = x - (double)a[m];
+		sum += a[m];
+	}
+	for (R = total - sum; R > 0; R--) {
+		best = 0;
+		for (m = 1; m < H; m++)
+			if (frac[m] > frac[best])
+				best = m;
+		a[best]++;
+		frac[best] = -2.0;
+	}
+	for (m = 0; m < H; m++) {
+		if (a[m] > n_cand[m]) {
+			excess += a[m] - n_cand[m];
+			a[m] = n_cand[m];
+		}
+		c[m] = 0; /* now: entries of head m seen in the walk */
+	}
+	for (i = 0; i < n_rank && excess > 0; i++) {
+		m = rank[i].head;
+		if (c[m]++ == a[m] && a[m] < n_cand[m]) {
+			a[m]++;
+			excess--;
+		}
+	}
+}
+
+/* Locret scores with Ada-KV head-wise counts; keys: scratch (Σ n). */
+static int
+locret_select_adakv(const struct eng_policy *p, struct eng_evict *e, uint32_t M, int boost,
+    float *keys)
+{
+	int H = e->n_head_kv, m, rc = 0;
+	int64_t n_s = boost ? p->i[LOCRET_N_S] : 0, b_sel = p->budget - n_s, tot = 0, n_rank = 0;
+	int64_t *n_cand, *a, *c, *off, i;
+	double *frac;
+	struct locret_entry *rank = NULL;
+
+	n_cand = calloc((size_t)H * 4, sizeof(int64_t));
+	frac = calloc((size_t)H, sizeof(double));
+	if (!n_cand || !frac) {
+		rc = ENG_ERR_NOMEM;
+		goto out;
+	}
+	a = n_cand + H;
+	c = n_cand + 2 * H;
+	off = n_cand + 3 * H;
+	for (m = 0; m < H; m++) {
+		int64_t P = locret_n_pre_tail(&e->h[m], M);
+		n_cand[m] = P > n_s ? P - n_s : 0; /* the last n_s are protected */
+		off[m] = tot;
+		tot += e->h[m].n;
+	}
+	for (m = 0; m < H; m++)
+		for (i = 0; i < e->h[m].n; i++)
+			keys[off[m] + i] = locret_key(e->h[m].score[i]);
+	for (m = 0, i = 0; m < H; m++)
+		i += n_cand[m];
+	if (i <= (int64_t)H * b_sel) {
+		for (m = 0; m < H; m++)
+			a[m] = n_cand[m]; /* nothing to evict */
+	} else {
+		rank = malloc((size_t)i * sizeof(*rank));
+		if (!rank) {
+			rc = ENG_ERR_NOMEM;
+			goto out;
+		}
+		for (m = 0; m < H; m++) {
+			const float *k = keys + off[m];
+			double mx = -DBL_MAX, sum = 0.0, lse;
+			/* softmax over the head's candidates: exp(S − LSE_m) */
+			for (i = 0; i < n_cand[m]; i++)
+				mx = fmax(mx, locret_finite(k[i]));
+			for (i = 0; i < n_cand[m]; i++)
+				sum += exp(locret_finite(k[i]) - mx);
+			lse = mx + log(sum);
+			for (i = 0; i < n_cand[m]; i++) {
+				rank[n_rank].s = exp(locret_finite(k[i]) - lse);
+				rank[n_rank].raw = k[i];
+				rank[n_rank].pos = e->h[m].pos[i];
+				rank[n_rank].head = m;
+				n_rank++;
+			}
+		}
+		qsort(rank, (size_t)n_rank, sizeof(*rank), locret_entry_cmp);
+		locret_allocate(n_cand, H, b_sel, p->f[0], rank, n_rank, a, c, frac);
+	}
+	for (m = 0; m < H; m++)
+		locret_keep(&e->h[m], keys + off[m], n_cand[m], a[m], e->scratch);
+out:
+	free(n_cand);
+	free(frac);
+	free(rank);
+	return rc;
+}
+
+/* The policy keeps no mutable state here (scratch is per call), so one
+ * policy may serve several ingests on different threads. */
+static int
+locret_select(struct eng_policy *p, struct eng_evict *e)
+{
+	const struct locret *s = p->priv;
+	int64_t M = e->n_doc - p->i[LOCRET_N_LOC], tot = 0;
+	float *buf;
+	int rc, boost, m;
+
+	if (M < 0)
+		M = 0;
+	for (m = 0; m < e->n_head_kv; m++)
+		tot += e->h[m].n;
+	/* chunk scores (n_tok, n_kv), then selection keys (every unit) */
+	buf = malloc((size_t)(e->n_tok * e->n_head_kv + tot + 1) * sizeof(float));
+	if (!buf)
+		return ENG_ERR_NOMEM;
+	rc = locret_score_chunk(s, e, buf);
+	/* the spec's last chunk is the one that reaches M (or any after it) */
+	boost = (int64_t)e->chunk_end < M;
+	if (!rc && p->i[LOCRET_ALLOC] == 1)
+		rc = locret_select_adakv(p, e, (uint32_t)M, boost, buf + e->n_tok * e->n_head_kv);
+	else if (!rc)
+		locret_select_uniform(p, e, (uint32_t)M, boost, buf + e->n_tok * e->n_head_kv);
+	free(buf);
+	return rc;
+}
+
+const struct eng_policy_ops eng_policy_locret = {
+	.name = "locret",
+	.set = locret_set,
+	.check = locret_check,
+	.describe = locret_describe,
+	.stat_from = locret_stat_from,
+	.window = locret_window,
+	.select = locret_select,
+	.pos_mode = locret_pos_mode,
+	.destroy = locret_destroy,
+};
