@@ -3,7 +3,12 @@
  * §1.1): keep the first `sinks` positions and the most recent b − sinks;
  * identical whether evicted once or after every chunk.
  *
- * Options: sinks=N (default 4).  Parameters: i[0] = sinks.
+ * With positions=slot it is the original StreamingLLM: keys are renumbered
+ * 0…C−1 after each eviction, so documents longer than the model's context
+ * window stream through.
+ *
+ * Options: sinks=N (default 4), positions=original|slot (original).
+ * Parameters: i[0] = sinks, i[1] = position mode (enum eng_pos_mode).
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,12 +20,22 @@ streaming_set(struct eng_policy *p, const char *key, const char *val, char *why,
 {
 	if (!key) {
 		p->i[0] = 4;
+		p->i[1] = ENG_POS_ORIGINAL;
+		return 0;
+	}
+	if (!strcmp(key, "positions")) {
+		if (!strcmp(val, "original"))
+			p->i[1] = ENG_POS_ORIGINAL;
+		else if (!strcmp(val, "slot"))
+			p->i[1] = ENG_POS_SLOT;
+		else
+			return ENG_ERR_ARG;
 		return 0;
 	}
 	if (!strcmp(key, "sinks"))
 		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[0]);
 	if (why)
-		snprintf(why, why_len, "policy streaming has no option '%s' (sinks)", key);
+		snprintf(why, why_len, "policy streaming has no option '%s' (sinks, positions)", key);
 	return ENG_ERR_ARG;
 }
 
@@ -39,7 +54,8 @@ streaming_check(struct eng_policy *p, char *why, size_t why_len)
 static size_t
 streaming_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, ",sinks=%lld", (long long)p->i[0]);
+	int n = snprintf(buf, cap, ",sinks=%lld,positions=%s", (long long)p->i[0],
+	    p->i[1] == ENG_POS_SLOT ? "slot" : "original");
 	return n > 0 ? (size_t)n : 0;
 }
 
@@ -49,6 +65,12 @@ streaming_stat_from(const struct eng_policy *p, int64_t n_tok)
 	(void)p;
 	(void)n_tok;
 	return -1;
+}
+
+static enum eng_pos_mode
+streaming_pos_mode(const struct eng_policy *p)
+{
+	return (enum eng_pos_mode)p->i[1];
 }
 
 static int64_t
@@ -91,5 +113,6 @@ const struct eng_policy_ops eng_policy_streaming = {
 	.describe = streaming_describe,
 	.stat_from = streaming_stat_from,
 	.window = streaming_window,
+	.pos_mode = streaming_pos_mode,
 	.select = streaming_select,
 };
