@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The quality bench's reduced grid (bench_quality --smoke: 1K tokens, full,
+# snapkv and streaming at 1/4 and 1/16, two passkey depths, four keys,
+# fidelity), with sanity checks rather than quality thresholds: the full
+# cache finds the pass key at every depth; its continuation matches a plain
+# forward pass exactly (KL 0, top-1 100 %); every policy returns every row
+# with sane numbers; a compressed cache differs from the full one (KL > 0).
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+BIN=$BUILD/bench/bench_quality
+MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -f "$MODEL" ]; then
+	echo "# SKIP: no model ($MODEL; make model)"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+[ -x "$BIN" ] || { echo "not ok - $BIN is missing"; exit 1; }
+# sanitizer builds run ~10x slower: half the document length there
+extra=()
+grep -q __asan_init "$BIN" 2>/dev/null && extra=(--lengths 512)
+out=$(timeout 900 "$BIN" -m "$MODEL" --smoke --json "${extra[@]}")
+rc=$?
+printf '%s\n' "$out"
+[ "$rc" -eq 0 ] || { echo "not ok - bench_quality --smoke exited $rc"; exit 1; }
+python3 - "$out" <<'PY'
+import json, math, sys
+rows = [json.loads(l) for l in sys.argv[1].splitlines() if l.startswith("{")]
+rows = [r for r in rows if "skip" not in r]
+ok = fail = 0
+def check(cond, what):
+    global ok, fail
+    print(("ok - " if cond else "not ok - ") + what)
+    ok, fail = ok + bool(cond), fail + (not cond)
+full = [r for r in rows if r["spec"] == "full"]
+check(len(full) == 1, "one full-cache row")
+if full:
+    f = full[0]
+    check(f.get("passkey_n", 0) > 0 and f["passkey_hits"] == f["passkey_n"],
+          f"full cache finds the pass key at every depth ({f.get('passkey_depths')})")
+    check("kl" in f and f["kl"] <= 1e-6, f"KL(full ‖ full) = {f.get('kl')} is 0")
+    check(f.get("top1") == 1.0, f"top-1 agreement of full with full = {f.get('top1')}")
+for spec in ("snapkv", "streaming"):
+    for frac in (4, 16):
+        r = [x for x in rows if x["spec"] == spec and x["fraction"] == frac]
+        check(len(r) == 1, f"{spec} 1/{frac} returned a row")
+        if not r:
+            continue
+        r = r[0]
+        sane = (r.get("passkey_n") == 2 and 0 <= r["passkey_hits"] <= 2 and
+                r.get("multikey_n") == 4 and 0 <= r["multikey_hits"] <= 4 and
+                math.isfinite(r.get("kl", math.nan)) and 0 <= r.get("top1", -1) <= 1)
+        check(sane, f"{spec} 1/{frac}: passkey {r.get('passkey_hits')}/{r.get('passkey_n')} "
+              f"multikey {r.get('multikey_hits')}/{r.get('multikey_n')} kl {r.get('kl')} "
+              f"top1 {r.get('top1')}")
+        check(r.get("kl", 0) > 0, f"{spec} 1/{frac} evicted something (KL > 0)")
+        print(f"# metric: quality smoke {spec} 1/{frac}: passkey {r.get('passkey_hits')}/"
+              f"{r.get('passkey_n')} multikey {r.get('multikey_hits')}/{r.get('multikey_n')} "
+              f"KL {r.get('kl', 0):.4f} top-1 {r.get('top1', 0):.3f}")
+print(f"{ok} passed, {fail} failed")
+sys.exit(1 if fail else 0)
+PY
