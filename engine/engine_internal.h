@@ -45,6 +45,14 @@ uint32_t eng_utf8_decode(const uint8_t *s, size_t len, size_t *adv);
 size_t eng_utf8_encode(uint32_t cp, uint8_t out[4]);
 
 /* ------------------------------------------------------------------------ */
+/* Errors (engine/errors.c)                                                  */
+
+/* Write a one-line human reason into why (when given) and return err: the
+ * shape of every failure path that explains itself. */
+int eng_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ------------------------------------------------------------------------ */
 /* Forward-pass hooks for chunked ingest (engine/forward.c)                  */
 
 #include "engine.h" /* for struct eng_kv, struct eng_ctx */

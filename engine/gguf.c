@@ -18,7 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h" /* for enum eng_err */
+#include "engine.h"
+#include "engine_internal.h" /* for enum eng_err */
 
 #define GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian u32 */
 #define GGUF_DEFAULT_ALIGNMENT 32
@@ -94,21 +95,6 @@ gguf_scalar_size(uint32_t t)
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                   */
 
-static int
-gguf_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-gguf_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-{
-	va_list ap;
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 /* Parse one metadata value of type t at the cursor into kv. */
 static int
@@ -165,41 +151,41 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 	const struct eng_gguf_kv *akv;
 
 	if (gguf_cur_u32(&c, &magic) || magic != GGUF_MAGIC)
-		return gguf_fail(why, why_len, ENG_ERR_FORMAT, "not a GGUF file (bad magic)");
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "not a GGUF file (bad magic)");
 	if (gguf_cur_u32(&c, &g->version))
-		return gguf_fail(why, why_len, ENG_ERR_FORMAT, "truncated GGUF header");
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "truncated GGUF header");
 	if (g->version == 0x03000000u || g->version == 0x02000000u)
-		return gguf_fail(why, why_len, ENG_ERR_VERSION,
+		return eng_fail(why, why_len, ENG_ERR_VERSION,
 		    "big-endian GGUF files are not supported");
 	if (g->version != 2 && g->version != 3)
-		return gguf_fail(why, why_len, ENG_ERR_VERSION,
+		return eng_fail(why, why_len, ENG_ERR_VERSION,
 		    "unsupported GGUF version %u (need 2 or 3)", g->version);
 	if (gguf_cur_u64(&c, &g->n_tensors) || gguf_cur_u64(&c, &g->n_kv))
-		return gguf_fail(why, why_len, ENG_ERR_FORMAT, "truncated GGUF header");
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "truncated GGUF header");
 
 	/* A kv record needs >= 12 bytes (key length + type); a tensor info
 	 * >= 28 (name length, n_dims, one dim, type, offset). */
 	if (g->n_kv > (uint64_t)(c.end - c.p) / 12)
-		return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "metadata count %llu does not fit in the file",
 		    (unsigned long long)g->n_kv);
 	if (g->n_tensors > (uint64_t)(c.end - c.p) / 28)
-		return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "tensor count %llu does not fit in the file",
 		    (unsigned long long)g->n_tensors);
 
 	g->kv = calloc(g->n_kv ? g->n_kv : 1, sizeof(*g->kv));
 	g->tensors = calloc(g->n_tensors ? g->n_tensors : 1, sizeof(*g->tensors));
 	if (!g->kv || !g->tensors)
-		return gguf_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
+		return eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 
 	for (i = 0; i < g->n_kv; i++) {
 		struct eng_gguf_kv *kv = &g->kv[i];
 		if (gguf_cur_str(&c, &kv->key) || gguf_cur_u32(&c, &u32))
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "metadata record %llu is truncated", (unsigned long long)i);
 		if (gguf_parse_value(&c, u32, kv))
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "metadata '%.*s' has a bad type (%u) or is truncated",
 			    (int)(kv->key.len > 80 ? 80 : kv->key.len), kv->key.ptr, u32);
 	}
@@ -209,7 +195,7 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		for (i = 0; i < g->n_kv; i++)
 			for (j = i + 1; j < g->n_kv; j++)
 				if (gguf_str_eq_str(g->kv[i].key, g->kv[j].key))
-					return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+					return eng_fail(why, why_len, ENG_ERR_FORMAT,
 					    "duplicate metadata key '%.*s'",
 					    (int)(g->kv[i].key.len > 80 ? 80 : g->kv[i].key.len),
 					    g->kv[i].key.ptr);
@@ -220,7 +206,7 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		uint64_t a;
 		if (eng_gguf_get_u64(g, "general.alignment", &a) || a == 0 || (a & (a - 1)) ||
 		    a > 1u << 20)
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "general.alignment must be a power of two");
 		g->alignment = (size_t)a;
 	}
@@ -230,14 +216,14 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		uint32_t nd, type;
 		int d;
 		if (gguf_cur_str(&c, &t->name) || gguf_cur_u32(&c, &nd))
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor info %llu is truncated", (unsigned long long)i);
 		if (t->name.len >= GGUF_MAX_NAME)
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor %llu has a name longer than %d bytes",
 			    (unsigned long long)i, GGUF_MAX_NAME - 1);
 		if (nd < 1 || nd > GGUF_MAX_DIMS)
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor '%.*s' has %u dimensions", (int)t->name.len,
 			    t->name.ptr, nd);
 		t->n_dims = (int)nd;
@@ -246,21 +232,21 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		for (d = 0; d < (int)nd; d++) {
 			uint64_t ne;
 			if (gguf_cur_u64(&c, &ne))
-				return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+				return eng_fail(why, why_len, ENG_ERR_FORMAT,
 				    "tensor info %llu is truncated", (unsigned long long)i);
 			if (ne > (uint64_t)INT64_MAX)
-				return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+				return eng_fail(why, why_len, ENG_ERR_FORMAT,
 				    "tensor '%.*s' has a negative dimension",
 				    (int)t->name.len, t->name.ptr);
 			t->ne[d] = (int64_t)ne;
 		}
 		if (gguf_cur_u32(&c, &type) || gguf_cur_u64(&c, &t->offset))
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor info %llu is truncated", (unsigned long long)i);
 		t->type = (enum kern_type)type;
 		for (j = 0; j < i; j++)
 			if (gguf_str_eq_str(g->tensors[j].name, t->name))
-				return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+				return eng_fail(why, why_len, ENG_ERR_FORMAT,
 				    "duplicate tensor '%.*s'", (int)t->name.len, t->name.ptr);
 	}
 
@@ -269,7 +255,7 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		size_t off = (size_t)(c.p - g->base);
 		size_t pad = (g->alignment - off % g->alignment) % g->alignment;
 		if (pad > (size_t)(c.end - c.p))
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "file ends before its tensor data");
 		g->data_offset = off + pad;
 	}
@@ -281,11 +267,11 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		size_t row;
 		uint64_t rows, bytes;
 		if (be <= 0 || (int)t->type == KERN_TYPE_Q8_1)
-			return gguf_fail(why, why_len, ENG_ERR_TYPE,
+			return eng_fail(why, why_len, ENG_ERR_TYPE,
 			    "tensor '%.*s' has unsupported type %d", (int)t->name.len,
 			    t->name.ptr, (int)t->type);
 		if (t->ne[0] % be)
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor '%.*s': row length %lld is not a multiple of the block size %d",
 			    (int)t->name.len, t->name.ptr, (long long)t->ne[0], be);
 		row = kern_type_row_bytes(t->type, t->ne[0]);
@@ -293,21 +279,21 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		rows = 1;
 		for (j = 1; j < GGUF_MAX_DIMS; j++) {
 			if (t->ne[j] != 0 && rows > UINT64_MAX / (uint64_t)t->ne[j])
-				return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+				return eng_fail(why, why_len, ENG_ERR_FORMAT,
 				    "tensor '%.*s' is impossibly large", (int)t->name.len,
 				    t->name.ptr);
 			rows *= (uint64_t)t->ne[j];
 		}
 		if (row && rows > UINT64_MAX / row)
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor '%.*s' is impossibly large", (int)t->name.len, t->name.ptr);
 		bytes = rows * row;
 		if (t->offset % g->alignment)
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor '%.*s' offset is not aligned", (int)t->name.len,
 			    t->name.ptr);
 		if (t->offset > data_size || bytes > data_size - t->offset)
-			return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "tensor '%.*s' lies past the end of the file (truncated?)",
 			    (int)t->name.len, t->name.ptr);
 		t->n_bytes = (size_t)bytes;
@@ -329,7 +315,7 @@ eng_gguf_open_mem(struct eng_gguf **out, const void *buf, size_t len, char *why,
 	*out = NULL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
-		return gguf_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
+		return eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 	g->fd = -1;
 	g->base = buf;
 	g->size = len;
@@ -354,23 +340,23 @@ eng_gguf_open(struct eng_gguf **out, const char *path, char *why, size_t why_len
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		saved = errno;
-		return gguf_fail(why, why_len, ENG_ERR_IO, "cannot open %s: %s", path,
+		return eng_fail(why, why_len, ENG_ERR_IO, "cannot open %s: %s", path,
 		    strerror(saved));
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return gguf_fail(why, why_len, ENG_ERR_IO, "%s is not a regular file", path);
+		return eng_fail(why, why_len, ENG_ERR_IO, "%s is not a regular file", path);
 	}
 	if (st.st_size < 24) {
 		close(fd);
-		return gguf_fail(why, why_len, ENG_ERR_FORMAT,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "%s is too small to be a GGUF file", path);
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED) {
 		saved = errno;
 		close(fd);
-		return gguf_fail(why, why_len, ENG_ERR_IO, "cannot map %s: %s", path,
+		return eng_fail(why, why_len, ENG_ERR_IO, "cannot map %s: %s", path,
 		    strerror(saved));
 	}
 	rc = eng_gguf_open_mem(&g, map, (size_t)st.st_size, why, why_len);

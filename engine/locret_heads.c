@@ -41,6 +41,7 @@
 #include <strings.h> /* for strcasecmp */
 
 #include "engine.h"
+#include "engine_internal.h"
 
 #define HEADS_ARCH "kvsnap-locret"
 #define HEADS_ALIGN 32
@@ -60,21 +61,6 @@ struct eng_heads {
 	char *strings;          /* fp, recipe and data, NUL-separated */
 };
 
-static int
-heads_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-heads_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-{
-	va_list ap;
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 /* 1 if s is empty or only hex digits (at most HEADS_MAX_FP). */
 static int
@@ -105,10 +91,10 @@ heads_get_dim(const struct eng_gguf *g, const char *path, const char *key, int m
 	snprintf(name, sizeof(name), "kvsnap.locret.%s", key);
 	rc = eng_gguf_get_u64(g, name, &v);
 	if (rc == ENG_ERR_NOT_FOUND)
-		return heads_fail(why, why_len, ENG_ERR_FORMAT, "%s: retaining heads lack %s", path,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "%s: retaining heads lack %s", path,
 		    name);
 	if (rc || v == 0 || v > (uint64_t)max)
-		return heads_fail(why, why_len, ENG_ERR_FORMAT, "%s: %s has a bad value", path, name);
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "%s: %s has a bad value", path, name);
 	*out = (int)v;
 	return 0;
 }
@@ -128,7 +114,7 @@ heads_get_text(const struct eng_gguf *g, const char *path, const char *key,
 		return 0;
 	}
 	if (rc || out->len > HEADS_MAX_TEXT || memchr(out->ptr, 0, out->len))
-		return heads_fail(why, why_len, ENG_ERR_FORMAT, "%s: %s is not a valid string", path,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "%s: %s is not a valid string", path,
 		    name);
 	return 0;
 }
@@ -143,14 +129,14 @@ heads_get_tensor(const struct eng_gguf *g, const char *path, int l, const char *
 	snprintf(name, sizeof(name), "blk.%d.%s", l, nm);
 	t = eng_gguf_find_tensor(g, name);
 	if (!t)
-		return heads_fail(why, why_len, ENG_ERR_NOT_FOUND,
+		return eng_fail(why, why_len, ENG_ERR_NOT_FOUND,
 		    "%s: retaining heads lack tensor %s", path, name);
 	if (t->type != KERN_TYPE_F32 && t->type != KERN_TYPE_F16)
-		return heads_fail(why, why_len, ENG_ERR_TYPE,
+		return eng_fail(why, why_len, ENG_ERR_TYPE,
 		    "%s: tensor %s has type %s; retaining heads must be f32 or f16", path, name,
 		    kern_type_name(t->type));
 	if (t->n_dims != 2 || t->ne[0] != ne0 || t->ne[1] != ne1)
-		return heads_fail(why, why_len, ENG_ERR_SHAPE,
+		return eng_fail(why, why_len, ENG_ERR_SHAPE,
 		    "%s: tensor %s has shape [%lld, %lld], expected [%lld, %lld]", path, name,
 		    (long long)t->ne[0], (long long)t->ne[1], (long long)ne0, (long long)ne1);
 	*out = t;
@@ -188,7 +174,7 @@ heads_load(const struct eng_gguf_tensor *t, const char *path, const float **dst,
 		*owned = w + n;
 	}
 	if (!finite)
-		return heads_fail(why, why_len, ENG_ERR_FORMAT,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "%s: tensor %.*s holds a non-finite weight", path, (int)t->name.len, t->name.ptr);
 	return 0;
 }
@@ -201,7 +187,7 @@ eng_heads_check_model(const struct eng_heads *h, const struct eng_model *m, char
 	const struct eng_hparams *hp = &m->hp;
 	if (a->n_layer != hp->n_layer || a->n_head != hp->n_head ||
 	    a->n_head_kv != hp->n_head_kv || a->head_dim != hp->head_dim)
-		return heads_fail(why, why_len, ENG_ERR_SHAPE,
+		return eng_fail(why, why_len, ENG_ERR_SHAPE,
 		    "retaining heads were made for n_layer %d, n_head %d, n_head_kv %d, head_dim %d "
 		    "but the model has %d, %d, %d, %d",
 		    a->n_layer, a->n_head, a->n_head_kv, a->head_dim, hp->n_layer, hp->n_head,
@@ -217,7 +203,7 @@ eng_heads_check_fingerprint(const struct eng_heads *h, const char *model_fp, cha
 	if (!model_fp || !*model_fp || !*fp)
 		return 0; /* either side unbound: nothing to compare */
 	if (strcasecmp(fp, model_fp) != 0)
-		return heads_fail(why, why_len, ENG_ERR_ARG,
+		return eng_fail(why, why_len, ENG_ERR_ARG,
 		    "retaining heads belong to base model %.16s..., not %.16s...", fp, model_fp);
 	return 0;
 }
@@ -245,7 +231,7 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
 		goto out;
 	if (eng_gguf_get_str(h->gguf, "general.architecture", &arch) ||
 	    !eng_gguf_str_eq(arch, HEADS_ARCH)) {
-		rc = heads_fail(why, why_len, ENG_ERR_ARCH,
+		rc = eng_fail(why, why_len, ENG_ERR_ARCH,
 		    "%s is not a retaining-heads sidecar (general.architecture must be '%s')", path,
 		    HEADS_ARCH);
 		goto out;
@@ -261,14 +247,14 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
 	    (rc = heads_get_dim(h->gguf, path, "d_r", HEADS_MAX_DIM, &h->info.d_r, why, why_len)))
 		goto out;
 	if (h->info.n_head % h->info.n_head_kv) {
-		rc = heads_fail(why, why_len, ENG_ERR_FORMAT,
+		rc = eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "%s: n_head %d is not a multiple of n_head_kv %d", path, h->info.n_head,
 		    h->info.n_head_kv);
 		goto out;
 	}
 	rc = eng_gguf_get_str(h->gguf, "kvsnap.locret.activation", &act);
 	if (rc || !eng_gguf_str_eq(act, "silu")) {
-		rc = heads_fail(why, why_len, ENG_ERR_ARCH,
+		rc = eng_fail(why, why_len, ENG_ERR_ARCH,
 		    "%s: retaining-head activation must be 'silu' (the backbone's)", path);
 		goto out;
 	}
@@ -277,7 +263,7 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
 	    (rc = heads_get_text(h->gguf, path, "data", &data, why, why_len)))
 		goto out;
 	if (!heads_is_hex(fp.ptr, fp.len)) {
-		rc = heads_fail(why, why_len, ENG_ERR_FORMAT,
+		rc = eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "%s: base_fingerprint is not a hex string", path);
 		goto out;
 	}
@@ -505,33 +491,33 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 	if (why && why_len)
 		why[0] = 0;
 	if (!path || !info || !w1 || !w2 || (type != KERN_TYPE_F32 && type != KERN_TYPE_F16))
-		return heads_fail(why, why_len, ENG_ERR_ARG, "bad arguments");
+		return eng_fail(why, why_len, ENG_ERR_ARG, "bad arguments");
 	if (info->n_layer <= 0 || info->n_layer > HEADS_MAX_LAYERS || info->n_head <= 0 ||
 	    info->n_head_kv <= 0 || info->head_dim <= 0 || info->d_r <= 0 ||
 	    info->n_head > HEADS_MAX_DIM || info->n_head_kv > HEADS_MAX_DIM ||
 	    info->head_dim > HEADS_MAX_DIM || info->d_r > HEADS_MAX_DIM ||
 	    info->n_head % info->n_head_kv)
-		return heads_fail(why, why_len, ENG_ERR_ARG, "bad retaining-head dimensions");
+		return eng_fail(why, why_len, ENG_ERR_ARG, "bad retaining-head dimensions");
 	fp = info->base_fingerprint ? info->base_fingerprint : "";
 	recipe = info->recipe ? info->recipe : "";
 	data = info->data ? info->data : "";
 	if (!heads_is_hex(fp, strlen(fp)))
-		return heads_fail(why, why_len, ENG_ERR_ARG, "base_fingerprint must be hex");
+		return eng_fail(why, why_len, ENG_ERR_ARG, "base_fingerprint must be hex");
 	if (strlen(recipe) > HEADS_MAX_TEXT || strlen(data) > HEADS_MAX_TEXT)
-		return heads_fail(why, why_len, ENG_ERR_ARG, "recipe or data text too long");
+		return eng_fail(why, why_len, ENG_ERR_ARG, "recipe or data text too long");
 	for (l = 0; l < info->n_layer; l++)
 		if (!w1[l] || !w2[l])
-			return heads_fail(why, why_len, ENG_ERR_ARG, "layer %d has no weights", l);
+			return eng_fail(why, why_len, ENG_ERR_ARG, "layer %d has no weights", l);
 	d_in = (int64_t)(info->n_head + 2 * info->n_head_kv) * info->head_dim;
 	n1 = (size_t)d_in * (size_t)info->d_r;
 	n2 = (size_t)info->d_r * (size_t)info->n_head_kv;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return heads_fail(why, why_len, ENG_ERR_ARG, "path too long");
+		return eng_fail(why, why_len, ENG_ERR_ARG, "path too long");
 
 	/* Written under a temporary name and renamed: all or nothing. */
 	o.f = fopen(tmp, "wb");
 	if (!o.f)
-		return heads_fail(why, why_len, ENG_ERR_IO, "cannot create %s", tmp);
+		return eng_fail(why, why_len, ENG_ERR_IO, "cannot create %s", tmp);
 	heads_put(&o, "GGUF", 4);
 	heads_put_u32(&o, 3);
 	heads_put_u64(&o, (uint64_t)(2 * info->n_layer)); /* tensors */
@@ -575,7 +561,7 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 		o.err = 1;
 	if (o.err || rename(tmp, path) != 0) {
 		remove(tmp);
-		return heads_fail(why, why_len, ENG_ERR_IO, "cannot write %s", path);
+		return eng_fail(why, why_len, ENG_ERR_IO, "cannot write %s", path);
 	}
 	return 0;
 }

@@ -13,22 +13,8 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_internal.h"
 
-static int
-model_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-model_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-{
-	va_list ap;
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 /* Read an integer hyperparameter "<arch>.<key>" into *out (1 .. max). */
 static int
@@ -46,9 +32,9 @@ model_get_int(const struct eng_gguf *g, const char *arch, const char *key, int r
 		return 0;
 	}
 	if (rc == ENG_ERR_NOT_FOUND)
-		return model_fail(why, why_len, ENG_ERR_FORMAT, "model metadata lacks %s", name);
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model metadata lacks %s", name);
 	if (rc || v == 0 || v > (uint64_t)max)
-		return model_fail(why, why_len, ENG_ERR_FORMAT,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "model metadata %s has a bad value", name);
 	*out = (int)v;
 	return 0;
@@ -61,15 +47,15 @@ model_get_mat(const struct eng_gguf *g, const char *name, int64_t cols, int64_t 
 {
 	const struct eng_gguf_tensor *t = eng_gguf_find_tensor(g, name);
 	if (!t)
-		return model_fail(why, why_len, ENG_ERR_FORMAT, "model lacks tensor %s", name);
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks tensor %s", name);
 	if (t->type != KERN_TYPE_F32 && t->type != KERN_TYPE_F16 && t->type != KERN_TYPE_BF16 &&
 	    t->type != KERN_TYPE_Q4_0 && t->type != KERN_TYPE_Q4_1 && t->type != KERN_TYPE_Q8_0 &&
 	    t->type != KERN_TYPE_Q4_K && t->type != KERN_TYPE_Q6_K)
-		return model_fail(why, why_len, ENG_ERR_TYPE,
+		return eng_fail(why, why_len, ENG_ERR_TYPE,
 		    "tensor %s has type %s (%d), which kvsnap does not support", name,
 		    kern_type_name(t->type), (int)t->type);
 	if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows)
-		return model_fail(why, why_len, ENG_ERR_SHAPE,
+		return eng_fail(why, why_len, ENG_ERR_SHAPE,
 		    "tensor %s has shape [%lld, %lld], expected [%lld, %lld]", name,
 		    (long long)t->ne[0], (long long)t->ne[1], (long long)cols, (long long)rows);
 	m->type = t->type;
@@ -88,16 +74,16 @@ model_get_norm(const struct eng_gguf *g, const char *name, int64_t n, const floa
 {
 	const struct eng_gguf_tensor *t = eng_gguf_find_tensor(g, name);
 	if (!t)
-		return model_fail(why, why_len, ENG_ERR_FORMAT, "model lacks tensor %s", name);
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks tensor %s", name);
 	if (t->n_dims != 1 || t->ne[0] != n)
-		return model_fail(why, why_len, ENG_ERR_SHAPE,
+		return eng_fail(why, why_len, ENG_ERR_SHAPE,
 		    "tensor %s has the wrong shape (expected %lld elements)", name, (long long)n);
 	if (t->type == KERN_TYPE_F32) {
 		*out = t->data;
 		return 0;
 	}
 	if (t->type != KERN_TYPE_F16 && t->type != KERN_TYPE_BF16)
-		return model_fail(why, why_len, ENG_ERR_TYPE,
+		return eng_fail(why, why_len, ENG_ERR_TYPE,
 		    "norm tensor %s has type %s; expected f32, f16 or bf16", name,
 		    kern_type_name(t->type));
 	kern_dequant_row(t->type, t->data, spare, n);
@@ -116,10 +102,10 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 	int rc, key_len = 0, val_len = 0, rot = 0;
 
 	if (eng_gguf_get_str(g, "general.architecture", &arch))
-		return model_fail(why, why_len, ENG_ERR_FORMAT,
+		return eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "model metadata lacks general.architecture");
 	if (!eng_gguf_str_eq(arch, "llama"))
-		return model_fail(why, why_len, ENG_ERR_ARCH,
+		return eng_fail(why, why_len, ENG_ERR_ARCH,
 		    "model architecture '%.*s' is not supported (kvsnap runs 'llama')",
 		    (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
 	snprintf(a, sizeof(a), "llama");
@@ -133,7 +119,7 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 	    &hp->n_head_kv, why, why_len)))
 		return rc;
 	if (hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
-		return model_fail(why, why_len, ENG_ERR_SHAPE,
+		return eng_fail(why, why_len, ENG_ERR_SHAPE,
 		    "head counts (%d, %d) do not divide the embedding (%d)", hp->n_head,
 		    hp->n_head_kv, hp->n_embd);
 	hp->head_dim = hp->n_embd / hp->n_head;
@@ -146,23 +132,23 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 		return rc;
 	if (key_len != hp->head_dim || val_len != hp->head_dim || rot != hp->head_dim ||
 	    hp->head_dim % 2 || hp->head_dim > 512)
-		return model_fail(why, why_len, ENG_ERR_SHAPE,
+		return eng_fail(why, why_len, ENG_ERR_SHAPE,
 		    "unsupported head layout (head_dim %d, key %d, value %d, rope dims %d)",
 		    hp->head_dim, key_len, val_len, rot);
 	snprintf(key, sizeof(key), "%s.attention.layer_norm_rms_epsilon", a);
 	if (eng_gguf_get_f32(g, key, &hp->rms_eps) || !(hp->rms_eps > 0.0f))
-		return model_fail(why, why_len, ENG_ERR_FORMAT, "model metadata lacks %s", key);
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model metadata lacks %s", key);
 	snprintf(key, sizeof(key), "%s.rope.freq_base", a);
 	if (eng_gguf_get_f32(g, key, &hp->rope_base))
 		hp->rope_base = 10000.0f;
 	if (!(hp->rope_base > 1.0f))
-		return model_fail(why, why_len, ENG_ERR_FORMAT, "bad %s", key);
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "bad %s", key);
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", a);
 	{
 		struct eng_gguf_str st;
 		if (!eng_gguf_get_str(g, key, &st) && !eng_gguf_str_eq(st, "none") &&
 		    !eng_gguf_str_eq(st, "linear"))
-			return model_fail(why, why_len, ENG_ERR_ARCH,
+			return eng_fail(why, why_len, ENG_ERR_ARCH,
 			    "RoPE scaling '%.*s' is not supported", (int)(st.len > 20 ? 20 : st.len),
 			    st.ptr);
 		/* linear scaling with factor != 1 is not supported either */
@@ -170,15 +156,15 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 		{
 			float f;
 			if (!eng_gguf_get_f32(g, key, &f) && f != 1.0f && f != 0.0f)
-				return model_fail(why, why_len, ENG_ERR_ARCH,
+				return eng_fail(why, why_len, ENG_ERR_ARCH,
 				    "RoPE scaling factor %g is not supported", (double)f);
 		}
 	}
 	emb = eng_gguf_find_tensor(g, "token_embd.weight");
 	if (!emb || emb->n_dims != 2)
-		return model_fail(why, why_len, ENG_ERR_FORMAT, "model lacks token_embd.weight");
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks token_embd.weight");
 	if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
-		return model_fail(why, why_len, ENG_ERR_SHAPE, "bad vocabulary size");
+		return eng_fail(why, why_len, ENG_ERR_SHAPE, "bad vocabulary size");
 	hp->n_vocab = (int)emb->ne[1];
 	return 0;
 }
@@ -196,7 +182,7 @@ eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_l
 	*out = NULL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
-		return model_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
+		return eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 	rc = eng_gguf_open(&m->gguf, path, why, why_len);
 	if (rc)
 		goto fail;
@@ -212,7 +198,7 @@ eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_l
 	m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
 	m->norms_f32 = calloc((size_t)(2 * hp->n_layer + 1) * (size_t)E, sizeof(float));
 	if (!m->layers || !m->norms_f32) {
-		rc = model_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
+		rc = eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
 	spare = m->norms_f32;
@@ -255,7 +241,7 @@ eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_l
 		/* Biases would change the math; refuse rather than ignore them. */
 		snprintf(name, sizeof(name), "blk.%d.attn_q.bias", l);
 		if (eng_gguf_find_tensor(m->gguf, name)) {
-			rc = model_fail(why, why_len, ENG_ERR_ARCH,
+			rc = eng_fail(why, why_len, ENG_ERR_ARCH,
 			    "attention biases are not supported yet");
 			goto fail;
 		}

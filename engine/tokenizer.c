@@ -202,22 +202,6 @@ eng_tok_ht_size(size_t n)
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                   */
 
-static int eng_tok_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Write a one-line reason into why (if given) and return err. */
-static int
-eng_tok_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 /* Map tokenizer.ggml.pre to a pipeline; 0 if unsupported. */
 static enum eng_tok_pre
@@ -314,19 +298,19 @@ eng_tok_load_vocab(struct eng_tok *t, const struct eng_gguf *g, char *why, size_
 
 	rc = eng_gguf_get_array(g, "tokenizer.ggml.tokens", ENG_GGUF_STRING, &data, &n);
 	if (rc)
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.tokens is %s", rc == ENG_ERR_NOT_FOUND ? "missing" :
 		    "not an array of strings");
 	if (n == 0 || n > ENG_TOK_MAX_VOCAB)
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.tokens has %llu entries (1..%d allowed)",
 		    (unsigned long long)n, ENG_TOK_MAX_VOCAB);
 	rc = eng_gguf_get_array(g, "tokenizer.ggml.token_type", ENG_GGUF_I32, &types, &n_types);
 	if (rc == ENG_ERR_FORMAT)
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.token_type is not an array of i32");
 	if (rc == 0 && n_types != n)
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.token_type has %llu entries, tokens has %llu",
 		    (unsigned long long)n_types, (unsigned long long)n);
 	if (rc)
@@ -337,7 +321,7 @@ eng_tok_load_vocab(struct eng_tok *t, const struct eng_gguf *g, char *why, size_
 	p = data;
 	for (i = 0; i < n; i++) {
 		if (eng_gguf_str_array_next(g, &p, &s))
-			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 			    "tokenizer.ggml.tokens: entry %llu runs past the file",
 			    (unsigned long long)i);
 		total += s.len ? s.len : 20;
@@ -379,7 +363,7 @@ eng_tok_load_vocab(struct eng_tok *t, const struct eng_gguf *g, char *why, size_
 		size_t len = t->text_off[i + 1] - t->text_off[i];
 		size_t h = (size_t)eng_tok_hash(tp, len, 0) & t->vocab_mask;
 		if (eng_tok_lookup(t, tp, len) >= 0)
-			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 			    "tokenizer.ggml.tokens: token %llu duplicates an earlier text",
 			    (unsigned long long)i);
 		while (t->vocab_ht[h] >= 0)
@@ -402,23 +386,23 @@ eng_tok_load_merges(struct eng_tok *t, const struct eng_gguf *g, char *why, size
 
 	rc = eng_gguf_get_array(g, "tokenizer.ggml.merges", ENG_GGUF_STRING, &data, &n);
 	if (rc)
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.merges is %s", rc == ENG_ERR_NOT_FOUND ? "missing" :
 		    "not an array of strings");
 	if (n > ENG_TOK_MAX_VOCAB)
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.merges has %llu entries (at most %d allowed)",
 		    (unsigned long long)n, ENG_TOK_MAX_VOCAB);
 	p = data;
 	for (i = 0; i < n; i++) {
 		const char *sp;
 		if (eng_gguf_str_array_next(g, &p, &s))
-			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 			    "tokenizer.ggml.merges: entry %llu runs past the file",
 			    (unsigned long long)i);
 		sp = s.len > 1 ? memchr(s.ptr + 1, ' ', s.len - 1) : NULL;
 		if (!sp)
-			return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+			return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 			    "tokenizer.ggml.merges: entry %llu has no space separating two parts",
 			    (unsigned long long)i);
 		total += s.len - 1;
@@ -617,15 +601,15 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 	int rc;
 
 	if (!out || !g)
-		return eng_tok_fail(why, why_len, ENG_ERR_ARG, "eng_tok_init: NULL argument");
+		return eng_fail(why, why_len, ENG_ERR_ARG, "eng_tok_init: NULL argument");
 	*out = NULL;
 	rc = eng_gguf_get_str(g, "tokenizer.ggml.model", &s);
 	if (rc)
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.model is %s", rc == ENG_ERR_NOT_FOUND ? "missing" :
 		    "not a string");
 	if (!eng_gguf_str_eq(s, "gpt2"))
-		return eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.model is '%.*s'; only 'gpt2' (byte-level BPE) is supported",
 		    (int)(s.len > 64 ? 64 : s.len), s.ptr);
 	t = calloc(1, sizeof(*t));
@@ -633,14 +617,14 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 		return ENG_ERR_NOMEM;
 	rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &s);
 	if (rc) {
-		rc = eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.pre is %s; llama.cpp's 'default' pre-tokenizer is not "
 		    "supported", rc == ENG_ERR_NOT_FOUND ? "missing" : "not a string");
 		goto fail;
 	}
 	t->pre = eng_tok_pre_from_name(s);
 	if (!t->pre) {
-		rc = eng_tok_fail(why, why_len, ENG_ERR_TOKENIZER,
+		rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.pre '%.*s' is not supported (smollm, starcoder, refact, "
 		    "command-r, codeshell, exaone, minerva-7b, gpt-2, phi-2, mpt, olmo, jais are)",
 		    (int)(s.len > 64 ? 64 : s.len), s.ptr);
@@ -657,7 +641,7 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 	return 0;
 fail:
 	if (rc == ENG_ERR_NOMEM)
-		eng_tok_fail(why, why_len, rc, "out of memory loading the tokenizer");
+		eng_fail(why, why_len, rc, "out of memory loading the tokenizer");
 	eng_tok_free(t);
 	return rc;
 }
