@@ -53,13 +53,16 @@ if [ -f "$OUT/args" ] && [ "$(cat "$OUT/args")" != "$want" ]; then
 fi
 echo "$want" > "$OUT/args"
 touch "$JSONL"
+# the engine each (re)start ran, for the table
+rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
+grep -qxF "$rev" "$OUT/revs" 2>/dev/null || echo "$rev" >> "$OUT/revs"
 echo "quality: $(date -u +%FT%TZ) $BIN $want" >> "$LOG"
 # progress lines go to the log and, on a terminal, to the screen
 "$BIN" -m "$MODEL" "${ARGS[@]}" --json --resume "$JSONL" >> "$JSONL" 2> >(tee -a "$LOG" >&2)
 
 cmd="bench/quality.sh${ARGS[*]:+ ${ARGS[*]}}"
-python3 - "$JSONL" "$cmd" > "$OUT/quality.md" <<'PY'
-import json, sys, subprocess, platform
+python3 - "$JSONL" "$cmd" "$OUT/revs" > "$OUT/quality.md" <<'PY'
+import json, sys
 rows, skips = [], {}
 for line in open(sys.argv[1]):
     line = line.strip()
@@ -78,11 +81,7 @@ for line in open("/proc/cpuinfo"):
     if line.startswith("model name"):
         cpu = line.split(":", 1)[1].strip()
         break
-try:
-    rev = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                         text=True).stdout.strip() or "?"
-except OSError:
-    rev = "?"
+rev = ", ".join(l.strip() for l in open(sys.argv[3]) if l.strip())
 lengths = sorted({r["length"] for r in rows})
 specs = []
 for r in rows:
