@@ -73,7 +73,7 @@ def all_types():
 def main():
     os.makedirs(os.path.join(OUT, "gguf"), exist_ok=True)
     os.makedirs(os.path.join(OUT, "tokenizer"), exist_ok=True)
-    for name, blob in (("tiny_llama.gguf", tiny_llama()), ("all_types.gguf", all_types())):
+    for name, blob in (("tiny_llama.seed", tiny_llama()), ("all_types.seed", all_types())):
         with open(os.path.join(OUT, "gguf", name), "wb") as f:
             f.write(blob)
     texts = ["Hello world 2024!", "<|im_start|>user\nhi<|im_end|>\n", "  \t\n\n   x", "caf\u00e9 \u65e5\u672c\u8a9e \U0001F600",
