@@ -159,6 +159,12 @@ int eng_policy_parse_int(const char *val, int64_t lo, int64_t hi, int64_t *out);
 int eng_policy_parse_float(const char *val, double lo, double hi, double *out);
 /* Keep every unit of every head. */
 void eng_policy_keep_all(struct eng_evict *e);
+/* Ada-KV's allocation (spec/adakv.md §2.2 exact mode + the §4.2 capacity
+ * clamp) of H·b_sel units over heads with n_cand[m] candidates each, given
+ * the head of every candidate in global ranking order; a[0..H) out.
+ * work: H int64, frac: H doubles (scratch). */
+void eng_adakv_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alpha,
+    const int *rank_head, int64_t n_rank, int64_t *a, int64_t *work, double *frac);
 
 /* The SnapKV family's shared pieces (engine/policy_snapkv.c): options
  * i[0..3] = window, kernel, pool, slack. */

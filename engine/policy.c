@@ -7,6 +7,7 @@
  * profiles with the same description evict identically.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,5 +235,52 @@ eng_policy_keep_all(struct eng_evict *e)
 		for (i = 0; i < h->n; i++)
 			h->keep[i] = i;
 		h->n_keep = h->n;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ada-KV allocation                                                         */
+
+void
+eng_adakv_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alpha,
+    const int *rank_head, int64_t n_rank, int64_t *a, int64_t *work, double *frac)
+{
+	int64_t total = (int64_t)H * b_sel, sum = 0, excess = 0, i, R, *c = work;
+	int m, best;
+
+	/* 1. how many of the global top H·b_sel each head owns */
+	for (m = 0; m < H; m++)
+		c[m] = 0;
+	for (i = 0; i < n_rank && i < total; i++)
+		c[rank_head[i]]++;
+	/* 2-3. mix with the uniform share, integerize exactly */
+	for (m = 0; m < H; m++) {
+		double x = (1.0 - alpha) * (double)c[m] + alpha * (double)b_sel;
+		a[m] = (int64_t)floor(x + 1e-9);
+		frac[m] = x - (double)a[m];
+		sum += a[m];
+	}
+	for (R = total - sum; R > 0; R--) {
+		best = 0;
+		for (m = 1; m < H; m++)
+			if (frac[m] > frac[best])
+				best = m;
+		a[best]++;
+		frac[best] = -2.0;
+	}
+	/* capacity clamp: hand the excess on down the global ranking */
+	for (m = 0; m < H; m++) {
+		if (a[m] > n_cand[m]) {
+			excess += a[m] - n_cand[m];
+			a[m] = n_cand[m];
+		}
+		c[m] = 0; /* now: entries of head m seen in the walk */
+	}
+	for (i = 0; i < n_rank && excess > 0; i++) {
+		m = rank_head[i];
+		if (c[m]++ == a[m] && a[m] < n_cand[m]) {
+			a[m]++;
+			excess--;
+		}
 	}
 }

@@ -61,7 +61,6 @@ struct ada_entry {
 	float s;
 	uint32_t pos;
 	int head;
-	int64_t idx;
 };
 
 static int
@@ -73,50 +72,6 @@ ada_entry_cmp(const void *a, const void *b)
 	if (x->pos != y->pos)
 		return x->pos < y->pos ? -1 : 1;
 	return (x->head > y->head) - (x->head < y->head);
-}
-
-/* Allocation (§2.2 steps 1-3 plus the §4.2 clamp) into a[0..H). */
-static int
-adakv_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alpha,
-    const struct ada_entry *rank, int64_t n_rank, int64_t *a)
-{
-	int64_t total = (int64_t)H * b_sel, c[64] = { 0 }, sum = 0, excess = 0, seen[64] = { 0 };
-	double x[64], frac[64];
-	int m, best;
-	int64_t i, R;
-
-	if (H > 64)
-		return ENG_ERR_ARG;
-	for (i = 0; i < n_rank && i < total; i++)
-		c[rank[i].head]++;
-	for (m = 0; m < H; m++) {
-		x[m] = (1.0 - alpha) * (double)c[m] + alpha * (double)b_sel;
-		a[m] = (int64_t)floor(x[m] + 1e-9);
-		frac[m] = x[m] - (double)a[m];
-		sum += a[m];
-	}
-	for (R = total - sum; R > 0; R--) {
-		best = 0;
-		for (m = 1; m < H; m++)
-			if (frac[m] > frac[best])
-				best = m;
-		a[best]++;
-		frac[best] = -1.0;
-	}
-	/* capacity clamp: hand the excess down the global ranking */
-	for (m = 0; m < H; m++)
-		if (a[m] > n_cand[m]) {
-			excess += a[m] - n_cand[m];
-			a[m] = n_cand[m];
-		}
-	for (i = 0; i < n_rank && excess > 0; i++) {
-		m = rank[i].head;
-		if (seen[m]++ >= a[m] && a[m] < n_cand[m]) {
-			a[m]++;
-			excess--;
-		}
-	}
-	return 0;
 }
 
 static int
@@ -152,7 +107,6 @@ adakv_select(struct eng_policy *p, struct eng_evict *e)
 			rank[n_rank].s = e->h[m].score[cand[m][k]];
 			rank[n_rank].pos = e->h[m].pos[cand[m][k]];
 			rank[n_rank].head = m;
-			rank[n_rank].idx = cand[m][k];
 			n_rank++;
 		}
 	}
@@ -161,7 +115,18 @@ adakv_select(struct eng_policy *p, struct eng_evict *e)
 		for (m = 0; m < H; m++)
 			a[m] = n_cand[m]; /* nothing to evict */
 	} else {
-		adakv_allocate(n_cand, H, b_sel, p->f[1], rank, n_rank, a);
+		int64_t work[64];
+		double frac[64];
+		int *heads = malloc((size_t)n_rank * sizeof(int));
+		if (!heads) {
+			free(cbuf);
+			free(rank);
+			return ENG_ERR_NOMEM;
+		}
+		for (i = 0; i < n_rank; i++)
+			heads[i] = rank[i].head;
+		eng_adakv_allocate(n_cand, H, b_sel, p->f[1], heads, n_rank, a, work, frac);
+		free(heads);
 	}
 	for (m = 0; m < H; m++)
 		eng_snapkv_keep(&e->h[m], cand[m], n_cand[m], a[m]);

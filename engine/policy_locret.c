@@ -345,49 +345,6 @@ locret_entry_cmp(const void *a, const void *b)
 	return (x->head > y->head) - (x->head < y->head);
 }
 
-/* Ada-KV allocation (spec/adakv.md §7.2, exact mode + capacity clamp) of
- * H·b_sel units over heads with n_cand[m] candidates; rank is sorted. */
-static void
-locret_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alpha,
-    const struct locret_entry *rank, int64_t n_rank, int64_t *a, int64_t *c, double *frac)
-{
-	int64_t total = (int64_t)H * b_sel, sum = 0, excess = 0, i, R;
-	int m, best;
-
-	for (m = 0; m < H; m++)
-		c[m] = 0;
-	for (i = 0; i < n_rank && i < total; i++)
-		c[rank[i].head]++;
-	for (m = 0; m < H; m++) {
-		double x = (1.0 - alpha) * (double)c[m] + alpha * (double)b_sel;
-		a[m] = (int64_t)floor(x + 1e-9);
-		frac[m] = x - (double)a[m];
-		sum += a[m];
-	}
-	for (R = total - sum; R > 0; R--) {
-		best = 0;
-		for (m = 1; m < H; m++)
-			if (frac[m] > frac[best])
-				best = m;
-		a[best]++;
-		frac[best] = -2.0;
-	}
-	for (m = 0; m < H; m++) {
-		if (a[m] > n_cand[m]) {
-			excess += a[m] - n_cand[m];
-			a[m] = n_cand[m];
-		}
-		c[m] = 0; /* now: entries of head m seen in the walk */
-	}
-	for (i = 0; i < n_rank && excess > 0; i++) {
-		m = rank[i].head;
-		if (c[m]++ == a[m] && a[m] < n_cand[m]) {
-			a[m]++;
-			excess--;
-		}
-	}
-}
-
 /* Locret scores with Ada-KV head-wise counts; keys: scratch (Σ n). */
 static int
 locret_select_adakv(const struct eng_policy *p, struct eng_evict *e, uint32_t M, int boost,
@@ -398,6 +355,7 @@ locret_select_adakv(const struct eng_policy *p, struct eng_evict *e, uint32_t M,
 	int64_t *n_cand, *a, *c, *off, i;
 	double *frac;
 	struct locret_entry *rank = NULL;
+	int *heads = NULL;
 
 	n_cand = calloc((size_t)H * 4, sizeof(int64_t));
 	frac = calloc((size_t)H, sizeof(double));
@@ -446,7 +404,14 @@ locret_select_adakv(const struct eng_policy *p, struct eng_evict *e, uint32_t M,
 			}
 		}
 		qsort(rank, (size_t)n_rank, sizeof(*rank), locret_entry_cmp);
-		locret_allocate(n_cand, H, b_sel, p->f[0], rank, n_rank, a, c, frac);
+		heads = malloc((size_t)n_rank * sizeof(int));
+		if (!heads) {
+			rc = ENG_ERR_NOMEM;
+			goto out;
+		}
+		for (i = 0; i < n_rank; i++)
+			heads[i] = rank[i].head;
+		eng_adakv_allocate(n_cand, H, b_sel, p->f[0], heads, n_rank, a, c, frac);
 	}
 	for (m = 0; m < H; m++)
 		locret_keep(&e->h[m], keys + off[m], n_cand[m], a[m], e->scratch);
@@ -454,6 +419,7 @@ out:
 	free(n_cand);
 	free(frac);
 	free(rank);
+	free(heads);
 	return rc;
 }
 
