@@ -34,7 +34,7 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 
-PKGS     := openblas
+PKGS     := openblas jansson libsodium
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

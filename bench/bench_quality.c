@@ -7,7 +7,8 @@
  * usage: bench_quality [-m GGUF] [-t THREADS] [--policies a,b,c] [--policy NAME:OPTS]
  *        [--lengths 2048,4096,8192] [--fractions 4,8,16,32] [--depths N] [--keys K]
  *        [--tasks passkey,multikey,fidelity] [--haystack noise|prose] [--chunk 512]
- *        [--seed S] [--heads PATH] [--prose FILE] [--resume JSONL] [--json] [-v] [--smoke]
+ *        [--seed S] [--heads PATH] [--pod-map PATH] [--prose FILE] [--resume JSONL] [--json]
+ *        [-v] [--smoke]
  *
  * For every document length L, policy and budget fraction f (budget = n/f
  * units per KV head per layer, n the ingested tokens), one row:
@@ -66,7 +67,7 @@
 /* Options                                                                   */
 
 struct qual_opts {
-	const char *model, *heads, *resume;
+	const char *model, *heads, *pod_map, *resume;
 	const char *prose[QUAL_MAX_LIST];
 	int n_prose;
 	int threads, chunk, depths, keys, tasks, json, verbose, prose_haystack;
@@ -859,7 +860,8 @@ qual_usage(void)
 	    "usage: bench_quality [-m GGUF] [-t THREADS] [--policies a,b,c] [--policy NAME:OPTS]\n"
 	    "       [--lengths 2048,4096,8192] [--fractions 4,8,16,32] [--depths N] [--keys K]\n"
 	    "       [--tasks passkey,multikey,fidelity] [--haystack noise|prose] [--chunk 512]\n"
-	    "       [--seed S] [--heads PATH] [--prose FILE] [--resume JSONL] [--json] [-v] [--smoke]\n");
+	    "       [--seed S] [--heads PATH] [--pod-map PATH] [--prose FILE] [--resume JSONL]\n"
+	    "       [--json] [-v] [--smoke]\n");
 }
 
 /* Options, then --smoke's reduced grid; 0 or an exit status. */
@@ -873,6 +875,7 @@ qual_args(struct qual_opts *o, int argc, char **argv)
 		{ "tasks", required_argument, NULL, 'T' }, { "haystack", required_argument, NULL, 'H' },
 		{ "chunk", required_argument, NULL, 'c' }, { "seed", required_argument, NULL, 's' },
 		{ "heads", required_argument, NULL, 'h' }, { "prose", required_argument, NULL, 'r' },
+		{ "pod-map", required_argument, NULL, 'M' },
 		{ "resume", required_argument, NULL, 'R' }, { "json", no_argument, NULL, 'j' },
 		{ "smoke", no_argument, NULL, 'S' }, { "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
@@ -925,6 +928,7 @@ qual_args(struct qual_opts *o, int argc, char **argv)
 		case 'c': o->chunk = atoi(optarg); break;
 		case 's': o->seed = strtoull(optarg, NULL, 10); break;
 		case 'h': o->heads = optarg; break;
+		case 'M': o->pod_map = optarg; break;
 		case 'r':
 			if (o->n_prose == QUAL_MAX_LIST)
 				goto bad;
@@ -955,7 +959,8 @@ qual_args(struct qual_opts *o, int argc, char **argv)
 	if (smoke && !have_k)
 		o->keys = 4;
 	if (!have_p && qual_add_policies(o, smoke ? "full,snapkv,streaming" :
-	    "full,streaming,h2o,snapkv,pyramidkv,adakv,nacl,locret"))
+	    "full,streaming,h2o,snapkv,pyramidkv,adakv,nacl,locret,nacl:rho=0,pod,"
+	    "pod:budget_mode=equal_bytes"))
 		goto bad;
 	if (o->threads < 1 || o->chunk < 1 || o->depths < 1 || o->depths > QUAL_MAX_DEPTHS ||
 	    o->keys < 1 || o->keys > QUAL_MAX_KEYS)
@@ -1031,7 +1036,8 @@ qual_texts(struct qual_bench *b, int64_t max_len)
 	return 0;
 }
 
-/* Split spec "name:opts" (opts may be empty) and add heads= for locret.
+/* Split spec "name:opts" (opts may be empty) and add heads= for locret,
+ * map= for pod.
  * Returns 0, or 1 to skip the policy with a reason in b->why. */
 static int
 qual_spec(struct qual_bench *b, const char *spec, char *name, size_t name_cap, char *opts,
@@ -1050,6 +1056,15 @@ qual_spec(struct qual_bench *b, const char *spec, char *name, size_t name_cap, c
 		}
 		snprintf(opts + strlen(opts), opts_cap - strlen(opts), "%sheads=%s", *opts ? "," : "",
 		    b->o->heads);
+	}
+	if (!strcmp(name, "pod") && !strstr(opts, "map=")) {
+		if (!b->o->pod_map) {
+			snprintf(b->why, sizeof(b->why),
+			    "pod needs a block map (--pod-map PATH, from kvsnap pod-calibrate)");
+			return 1;
+		}
+		snprintf(opts + strlen(opts), opts_cap - strlen(opts), "%smap=%s", *opts ? "," : "",
+		    b->o->pod_map);
 	}
 	rc = eng_policy_create(&p, name, opts, 64, b->why, sizeof(b->why));
 	eng_policy_free(p);

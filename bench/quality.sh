@@ -57,8 +57,19 @@ touch "$JSONL"
 rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
 grep -qxF "$rev" "$OUT/revs" 2>/dev/null || echo "$rev" >> "$OUT/revs"
 echo "quality: $(date -u +%FT%TZ) $BIN $want" >> "$LOG"
+# pod's block map: calibrated once per output directory (deterministic for
+# the model, so not part of the run's options)
+EXTRA=()
+if [ "$SMOKE" = 0 ]; then
+	MAP=$OUT/pod-map.json
+	if [ ! -f "$MAP" ]; then
+		echo "quality: calibrating pod's block map into $MAP" >> "$LOG"
+		"$BUILD/kvsnap" pod-calibrate -m "$MODEL" -o "$MAP" >> "$LOG" 2>&1
+	fi
+	EXTRA=(--pod-map "$MAP")
+fi
 # progress lines go to the log and, on a terminal, to the screen
-"$BIN" -m "$MODEL" "${ARGS[@]}" --json --resume "$JSONL" >> "$JSONL" 2> >(tee -a "$LOG" >&2)
+"$BIN" -m "$MODEL" "${ARGS[@]}" "${EXTRA[@]}" --json --resume "$JSONL" >> "$JSONL" 2> >(tee -a "$LOG" >&2)
 
 cmd="bench/quality.sh${ARGS[*]:+ ${ARGS[*]}}"
 python3 - "$JSONL" "$cmd" "$OUT/revs" > "$OUT/quality.md" <<'PY'

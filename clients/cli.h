@@ -29,6 +29,7 @@ struct cli_cmd {
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_ask(int argc, char **argv);
+int cli_pod_calibrate(int argc, char **argv);
 
 /* Map an engine error (enum eng_err) to an exit code. */
 int cli_exit_for_engine(int err);
@@ -42,6 +43,10 @@ void cli_json_str(FILE *f, const char *s, size_t len);
 /* Parse a non-negative integer / float option value; -1 on error. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 int cli_parse_float(const char *s, double lo, double hi, double *out);
+
+/* Read a whole file of at most max bytes (malloc'd; *len its size); NULL
+ * with a message on stderr when it cannot be read or is too large. */
+char *cli_read_file(const char *path, size_t max, size_t *len);
 
 /* Default model path: $KVSNAP_MODEL, else the bundled one. */
 const char *cli_default_model(void);

@@ -31,47 +31,6 @@ ask_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Read a whole file (bounded); NULL with a message on failure. */
-static char *
-ask_read(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	size_t n = 0, cap = 1 << 16;
-
-	if (!f) {
-		cli_err("cannot open %s", path);
-		return NULL;
-	}
-	buf = malloc(cap);
-	while (buf) {
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-		if (n == cap) {
-			char *nb;
-			if (cap >= ASK_MAX_DOC) {
-				cli_err("%s is larger than %u MiB", path, ASK_MAX_DOC >> 20);
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
 /* Append the ids of text (specials parsed or not) to a growing array. */
 static int
 ask_append(const struct eng_tok *tok, const char *text, size_t len, int special, int32_t **ids,
@@ -201,7 +160,7 @@ cli_ask(int argc, char **argv)
 		cli_err("%s", why);
 		return CLI_EXIT_USAGE;
 	}
-	doc = ask_read(argv[optind], &doc_len);
+	doc = cli_read_file(argv[optind], ASK_MAX_DOC, &doc_len);
 	if (!doc) {
 		ret = CLI_EXIT_NOT_FOUND;
 		goto out;
@@ -214,6 +173,11 @@ cli_ask(int argc, char **argv)
 	}
 	if ((rc = eng_tok_init(&tok, m->gguf, why, sizeof(why)))) {
 		cli_err("cannot load the tokenizer: %s", why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	if ((rc = eng_policy_bind(p, m, why, sizeof(why)))) {
+		cli_err("%s", why);
 		ret = cli_exit_for_engine(rc);
 		goto out;
 	}

@@ -103,3 +103,43 @@ cli_default_model(void)
 	const char *p = getenv("KVSNAP_MODEL");
 	return p && *p ? p : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
+
+char *
+cli_read_file(const char *path, size_t max, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n = 0, cap = 1 << 16;
+
+	if (!f) {
+		cli_err("cannot open %s", path);
+		return NULL;
+	}
+	buf = malloc(cap);
+	while (buf) {
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+		if (n == cap) {
+			char *nb;
+			if (cap >= max) {
+				cli_err("%s is larger than %zu MiB", path, max >> 20);
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}

@@ -10,6 +10,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "generate", "run the model in-process on a prompt (no daemon)", cli_generate },
 	{ "tokenize", "print the token ids of a text", cli_tokenize },
 	{ "ask", "compress a document, then answer a question from it (in-process)", cli_ask },
+	{ "pod-calibrate", "group layers for the pod policy (writes a block map)",
+	    cli_pod_calibrate },
 };
 
 static void
@@ -18,7 +20,7 @@ cli_usage(FILE *f)
 	size_t i;
 	fprintf(f, "usage: kvsnap COMMAND [OPTIONS]   (kvsnap COMMAND -h for help)\n\ncommands:\n");
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
-		fprintf(f, "  %-10s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
+		fprintf(f, "  %-14s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable,\n"
 	    "            4 corrupt or unsupported data, 5 other failure\n");
 }

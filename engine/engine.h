@@ -69,10 +69,14 @@ struct eng_model {
 	const float *output_norm; /* (n_embd) */
 	struct eng_layer *layers; /* (n_layer) */
 	float *norms_f32;         /* owned copies of norm vectors stored as f16/bf16 */
+	char fingerprint[65];     /* eng_model_fingerprint() */
 };
 
 int eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_len);
 void eng_model_close(struct eng_model *m);
+/* The model's fingerprint: BLAKE2b-256 of the GGUF file's bytes, 64 lowercase
+ * hex digits (computed at open).  Binds sidecars, block maps and snapshots. */
+const char *eng_model_fingerprint(const struct eng_model *m);
 
 /* ------------------------------------------------------------------------ */
 /* Tokenizer (GPT-2 byte-level BPE as GGUF stores it)                        */
@@ -139,6 +143,14 @@ struct eng_kv {
 	struct eng_kv_layer *layer; /* (n_layer) */
 	struct eng_kv_layer spare;  /* compaction target, swapped in */
 	uint32_t next_pos;          /* original position of the next token */
+	struct eng_kv_pod *pod;     /* PoD layer sharing, or NULL (dense) */
+};
+
+/* A pool's PoD layout (engine/kv_pod.c). */
+struct eng_kv_pod {
+	uint8_t *anc;    /* (n_head_kv, n_layer) anchor layer of (m, l) */
+	uint32_t n_s, n_r;
+	int distant_own; /* distant logits with the own query (experiments) */
 };
 
 /* A pool whose layers hold rows_per_head * n_head_kv rows, split evenly. */
@@ -176,6 +188,11 @@ void eng_ctx_set_exact(struct eng_ctx *c, int exact);
  * (n, n_vocab) for every token of ids[0..n) from an empty cache, exact f32
  * (f64 accumulation), no rounding.  Slow; for tests. */
 int eng_ref_forward(const struct eng_model *m, const int32_t *ids, int64_t n, float *logits);
+/* The same with PoD layer sharing (spec/pod.md §1.3, straight from the
+ * formula: every layer's q and k kept); pod == NULL is eng_ref_forward. */
+struct eng_kv_pod;
+int eng_ref_forward_pod(const struct eng_model *m, const int32_t *ids, int64_t n,
+    const struct eng_kv_pod *pod, float *logits);
 
 /* Run tokens ids[0..n) at positions kv->next_pos.. through every layer,
  * appending their K/V to kv.  For each i with want_logits[i] != 0 (or only
@@ -198,7 +215,7 @@ int eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_
  * The query path ("continue") is eng_forward() on the compressed cache: it
  * appends at positions n, n+1, … and never evicts.
  *
- * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl, locret (options in
+ * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl, locret, pod (options in
  * engine/policy_*.c and docs/POLICIES.md).                                  */
 
 struct eng_policy;
@@ -214,6 +231,10 @@ size_t eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap);
  * append `n_extra` tokens (question + answer) without eviction. */
 int64_t eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
     int64_t n_extra);
+/* Check the policy's own files (Locret heads, PoD block map) against the
+ * model that will run; ENG_ERR_SHAPE / ENG_ERR_ARG with a reason.
+ * eng_ingest binds too, without the reason. */
+int eng_policy_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len);
 /* The chunk length eng_ctx_init must allow for ingest with `chunk`. */
 int64_t eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk);
 
@@ -304,5 +325,75 @@ int eng_heads_score(const struct eng_heads *h, int layer, const float *qpre, con
  * (n_head included, which eviction alone cannot see).  ENG_ERR_ARG if p is
  * not a locret policy; ENG_ERR_SHAPE with a reason on a mismatch. */
 int eng_locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------------ */
+/* PoD layer sharing (spec/pod.md; engine/pod_map.c, engine/pod_calibrate.c,
+ * engine/kv_pod.c, engine/policy_pod.c)
+ *
+ * Layers are grouped per KV head into blocks of consecutive layers; a
+ * block's lowest layer is its anchor.  In a non-anchor layer a query at
+ * position i scores the units at positions n_s <= p <= i − n_r ("distant")
+ * with the anchor layer's query and key, the others ("proximal") with its
+ * own, in one softmax over its own values (spec/pod.md §1.3).  The block
+ * map comes from an offline calibration (kvsnap pod-calibrate) and lives in
+ * a small JSON file bound to the model's fingerprint.                      */
+
+struct eng_pod_map {
+	int n_layer, n_head, n_head_kv;
+	uint8_t *anc;       /* (n_head_kv, n_layer): anchor layer of (m, l), <= l */
+	double delta;       /* the δ the grouping used */
+	double f;           /* fraction of (layer, KV head) pairs that are not anchors */
+	int n_texts, q, n_cal; /* calibration samples, rows per sample, tokens per sample */
+	float *sim;         /* (n_head_kv, n_layer, n_layer) 1 − JS, or NULL */
+	char model_fp[65];  /* hex fingerprint of the calibrated model; "" = unbound */
+	char hash[65];      /* BLAKE2b-256 hex of the file's bytes (set by load/save) */
+};
+
+/* Jensen–Shannon divergence of two distributions p, q (n entries) with
+ * base-2 logs: in [0, 1], 0·log 0 = 0 (spec/pod.md §1.2). */
+double eng_pod_js(const float *p, const float *q, int64_t n);
+/* Greedy bottom-up grouping of one head (spec/pod.md §1.2 step 3): layer l
+ * joins the current block iff sim[l·L + x] >= delta for every x in it;
+ * anc[0..L) receives the anchors. */
+void eng_pod_group(const float *sim, int n_layer, double delta, uint8_t *anc);
+/* A map from per-KV-head similarity matrices sim (n_head_kv, L, L): group
+ * with delta, or, when target_saving >= 0, with the δ whose non-anchor
+ * fraction f is closest to 2·target_saving among all reachable maps
+ * (ties: the larger δ).  Sets anc, delta, f; takes a copy of sim. */
+int eng_pod_map_from_sim(struct eng_pod_map **out, const float *sim, int n_layer, int n_head,
+    int n_head_kv, double delta, double target_saving);
+/* Check that anc is a valid block map (anc[m][0] = 0; each anc[m][l] is l
+ * or anc[m][l−1]); ENG_ERR_FORMAT with a reason otherwise. */
+int eng_pod_map_check(const struct eng_pod_map *pm, char *why, size_t why_len);
+/* Load / save the JSON block-map file (format at the top of pod_map.c).
+ * Save recomputes f from the anchors, writes PATH.tmp and renames (one
+ * writer per path at a time).  Load checks everything (ENG_ERR_IO,
+ * ENG_ERR_FORMAT, ENG_ERR_VERSION, ENG_ERR_NOMEM, with a reason) and, with
+ * m != NULL, the model's shape and fingerprint (ENG_ERR_SHAPE / _ARG). */
+int eng_pod_map_load(struct eng_pod_map **out, const char *path, const struct eng_model *m,
+    char *why, size_t why_len);
+int eng_pod_map_save(struct eng_pod_map *pm, const char *path, char *why, size_t why_len);
+void eng_pod_map_free(struct eng_pod_map *pm);
+
+/* Calibrate (spec/pod.md §3.2): run the dense model over n_texts token
+ * sequences (2 <= length <= the model's window; chunked by the ctx's max
+ * chunk), record the attention rows of the last q queries per layer and
+ * query head, average 1 − JS over texts, rows and each GQA group, and group
+ * with delta (or target_saving >= 0).  progress (may be NULL) is called
+ * after each text. */
+int eng_pod_calibrate(struct eng_ctx *c, const int32_t *const *texts, const int64_t *lens,
+    int n_texts, int q, double delta, double target_saving, struct eng_pod_map **out,
+    void (*progress)(void *arg, int done, int total), void *arg, char *why, size_t why_len);
+
+/* PoD layout of a cache: the pool attends with layer sharing wherever a
+ * layout is installed (ingest installs the pod policy's).  eng_kv_clear()
+ * removes it. */
+int eng_kv_set_pod(struct eng_kv *kv, const uint8_t *anc, uint32_t n_s, uint32_t n_r,
+    int distant_own);
+/* Key rows a non-anchor (layer, head) still holds: the k_prefix units with
+ * pos < n_s and the k_suffix units with pos >= max(n_s, next_pos − n_r + 1)
+ * (spec/pod.md §3.3); an anchor (or a dense pool) holds all its units. */
+void eng_kv_pod_key_rows(const struct eng_kv *kv, int layer, int head, int64_t *k_prefix,
+    int64_t *k_suffix);
 
 #endif /* ENGINE_H */

@@ -67,6 +67,7 @@ struct eng_fwd_layer_info {
 	const float *stat;
 	int64_t stat_stride;
 	const float *qpre;   /* (n_tok, n_head*head_dim) chunk queries, pre-RoPE */
+	const float *q;      /* (n_tok, n_head*head_dim) chunk queries, rotated */
 	const float *kpre;   /* (n_tok, n_kv*head_dim) chunk keys, pre-RoPE */
 	const float *v;      /* (n_tok, n_kv*head_dim) chunk values */
 };
@@ -134,6 +135,18 @@ struct eng_policy_ops {
 	enum eng_pos_mode (*pos_mode)(const struct eng_policy *p);
 	/* optional: release p->priv (called by eng_policy_free) */
 	void (*destroy)(struct eng_policy *p);
+	/* optional: check the policy's files against the model that will run
+	 * (eng_policy_bind); ENG_ERR_SHAPE / ENG_ERR_ARG with a reason */
+	int (*bind)(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len);
+	/* optional: the most units one (layer, KV head) keeps between chunks,
+	 * when it is not the budget (pool sizing) */
+	int64_t (*max_kept)(const struct eng_policy *p);
+	/* optional, for cross-layer policies (PoD): eng_ingest calls begin
+	 * before the first chunk, and layer after every layer's attention in
+	 * place of its own select-and-compact step */
+	int (*ingest_begin)(struct eng_policy *p, struct eng_kv *kv, const struct eng_model *m);
+	int (*ingest_layer)(struct eng_policy *p, struct eng_kv *kv, int layer,
+	    const struct eng_fwd_layer_info *info, int is_last, int64_t n_doc);
 };
 
 #define ENG_POLICY_MAX_PARAMS 16
@@ -194,6 +207,7 @@ extern const struct eng_policy_ops eng_policy_pyramidkv;
 extern const struct eng_policy_ops eng_policy_adakv;
 extern const struct eng_policy_ops eng_policy_nacl;
 extern const struct eng_policy_ops eng_policy_locret;
+extern const struct eng_policy_ops eng_policy_pod;
 /* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6
  * (engine/policy_nacl.c). */
 double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
@@ -208,5 +222,16 @@ double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_
  * if p is not a locret policy. */
 typedef float (*eng_locret_score_fn)(void *arg, int layer, int head, uint32_t pos);
 int eng_locret_set_score_fn(struct eng_policy *p, eng_locret_score_fn fn, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* PoD cache layout (engine/kv_pod.c)                                        */
+
+/* Remove a pool's PoD layout (the pool attends densely again). */
+void eng_kv_drop_pod(struct eng_kv *kv);
+/* Anchor layer of (layer, head): layer itself without a PoD layout. */
+int eng_kv_pod_anchor(const struct eng_kv *kv, int layer, int head);
+/* Poison (NaN) the keys of a non-anchor (layer, head) that no query at a
+ * position >= e reads as proximal; a no-op at an anchor. */
+void eng_kv_pod_trim(struct eng_kv *kv, int layer, int head, uint32_t e);
 
 #endif /* ENGINE_INTERNAL_H */

@@ -31,6 +31,8 @@ struct eng_ctx {
 	float *up;    /* (max_chunk, n_ff) */
 	float *qpre;  /* (max_chunk, n_head*head_dim) pre-RoPE q, for hooks */
 	float *kpre;  /* (max_chunk, n_kv*head_dim) pre-RoPE k, for hooks */
+	float *qa;    /* (max_chunk, n_head*head_dim) PoD: each group's anchor-layer
+		       * queries (rotated), allocated on first use */
 	uint32_t *pos; /* (max_chunk) original positions */
 	uint32_t *rpos; /* (max_chunk) RoPE positions (slot mode differs) */
 	struct kern_attn_head *heads; /* (n_kv) */
@@ -113,6 +115,7 @@ eng_ctx_free(struct eng_ctx *c)
 	free(c->kpre);
 	free(c->heads);
 	free(c->stat);
+	free(c->qa);
 	free(c);
 }
 
@@ -193,6 +196,43 @@ fwd_rope_positions(struct eng_ctx *c, const struct eng_kv *kv, int l, int64_t n)
 	return 0;
 }
 
+/* PoD (spec/pod.md §3.4 step 2): at a KV head's anchor layer keep its
+ * group's rotated chunk queries; at a non-anchor layer point the head at the
+ * anchor's keys and queries.  The block's layers hold the same units. */
+static int
+fwd_pod_setup(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
+{
+	const struct eng_hparams *hp = &c->m->hp;
+	const struct eng_kv_layer *L = &kv->layer[l];
+	int64_t hd = hp->head_dim, g = hp->n_head / hp->n_head_kv, ld = hp->n_head * hd, t;
+	int m;
+
+	for (m = 0; m < hp->n_head_kv; m++) {
+		struct kern_attn_head *kh = &c->heads[m];
+		int a = eng_kv_pod_anchor(kv, l, m);
+		kh->ka = NULL;
+		if (!kv->pod)
+			continue;
+		if (!c->qa && !(c->qa = malloc((size_t)(c->max_chunk * ld) * sizeof(float))))
+			return ENG_ERR_NOMEM;
+		if (a == l) {
+			for (t = 0; t < n; t++)
+				memcpy(c->qa + t * ld + m * g * hd, c->q + t * ld + m * g * hd,
+				    (size_t)(g * hd) * sizeof(float));
+			continue;
+		}
+		if (kv->layer[a].len[m] != L->len[m])
+			return ENG_ERR_ARG; /* a block's layers must hold the same units */
+		kh->ka = kv->layer[a].kr + kv->layer[a].off[m] * hd;
+		kh->qa = kv->pod->distant_own ? c->q : c->qa;
+		kh->pos = L->pos + L->off[m];
+		kh->qpos = c->pos;
+		kh->n_s = kv->pod->n_s;
+		kh->n_r = kv->pod->n_r;
+	}
+	return 0;
+}
+
 /* Make sure the statistics buffer holds (n_head, stride) floats. */
 static int
 fwd_stat_reserve(struct eng_ctx *c, int64_t stride)
@@ -234,6 +274,8 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 			memcpy(c->qpre, c->q, (size_t)(n * hp->n_head * hp->head_dim) * sizeof(float));
 		ops->rope(kc, c->q, c->rpos, n, hp->n_head, hp->head_dim, hp->rope_base);
 		fwd_kv_append(c, kv, l, n);
+		if ((rc = fwd_pod_setup(c, kv, l, n)))
+			return rc;
 		if (hook && hook->stat_from >= 0) {
 			struct kern_attn_stats st;
 			int64_t mx = 0;
@@ -258,6 +300,7 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 			info.stat = hook->stat_from >= 0 ? c->stat : NULL;
 			info.stat_stride = c->stat_stride;
 			info.qpre = c->qpre;
+			info.q = c->q;
 			info.kpre = c->kpre;
 			info.v = c->v;
 			if ((rc = hook->after_attn(hook->arg, kv, l, &info)))

@@ -40,6 +40,8 @@ ingest_after_attn(void *arg, struct eng_kv *kv, int layer, const struct eng_fwd_
 	struct eng_evict e;
 	int64_t u;
 
+	if (in->p->ops->ingest_layer) /* cross-layer eviction (PoD) */
+		return in->p->ops->ingest_layer(in->p, kv, layer, info, in->is_last, in->n_doc);
 	for (m = 0; m < H; m++) {
 		struct eng_evict_head *h = &in->heads[m];
 		h->n = L->len[m];
@@ -101,9 +103,12 @@ eng_ingest(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const int
 		return ENG_ERR_ARG; /* ingest starts from an empty cache */
 	if (p->ops->pos_mode)
 		kv->pos_mode = p->ops->pos_mode(p); /* e.g. Locret's slot positions */
-	/* Locret's heads must match the model that runs (query-head count
-	 * included); binding twice to the same model is harmless. */
-	if (p->ops == &eng_policy_locret && (rc = eng_locret_bind(p, m, NULL, 0)))
+	/* Locret's heads and PoD's block map must match the model that runs
+	 * (query-head count included); binding twice is harmless. */
+	if ((rc = eng_policy_bind(p, m, NULL, 0)))
+		return rc;
+	eng_kv_drop_pod(kv); /* dense unless the policy installs a PoD layout */
+	if (p->ops->ingest_begin && (rc = p->ops->ingest_begin(p, kv, m)))
 		return rc;
 	memset(&in, 0, sizeof(in));
 	in.p = p;

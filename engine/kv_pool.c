@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_internal.h"
 
 static void
 kv_layer_free(struct eng_kv_layer *L)
@@ -101,6 +101,7 @@ eng_kv_free(struct eng_kv *kv)
 		for (l = 0; l < kv->n_layer; l++)
 			kv_layer_free(&kv->layer[l]);
 	kv_layer_free(&kv->spare);
+	eng_kv_drop_pod(kv);
 	free(kv->layer);
 	free(kv);
 }
@@ -112,6 +113,7 @@ eng_kv_clear(struct eng_kv *kv)
 	for (l = 0; l < kv->n_layer; l++)
 		kv_layer_reset(&kv->layer[l], kv->n_head_kv, kv->rows);
 	kv->next_pos = 0;
+	eng_kv_drop_pod(kv);
 }
 
 int64_t

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "engine.h"
 #include "engine_internal.h"
 
@@ -169,6 +171,24 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 	return 0;
 }
 
+/* BLAKE2b-256 of the whole file, as lowercase hex (libsodium). */
+static int
+model_fingerprint(struct eng_model *m, char *why, size_t why_len)
+{
+	unsigned char h[32];
+	if (sodium_init() < 0 ||
+	    crypto_generichash(h, sizeof(h), m->gguf->base, m->gguf->size, NULL, 0))
+		return eng_fail(why, why_len, ENG_ERR_NOMEM, "cannot hash the model file");
+	sodium_bin2hex(m->fingerprint, sizeof(m->fingerprint), h, sizeof(h));
+	return 0;
+}
+
+const char *
+eng_model_fingerprint(const struct eng_model *m)
+{
+	return m->fingerprint;
+}
+
 int
 eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_len)
 {
@@ -188,6 +208,8 @@ eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_l
 		goto fail;
 	rc = model_load_hparams(m, why, why_len);
 	if (rc)
+		goto fail;
+	if ((rc = model_fingerprint(m, why, why_len)))
 		goto fail;
 	hp = &m->hp;
 	E = hp->n_embd;

@@ -23,6 +23,7 @@ static const struct eng_policy_ops *const policy_registry[] = {
 	&eng_policy_adakv,
 	&eng_policy_nacl,
 	&eng_policy_locret,
+	&eng_policy_pod,
 };
 
 int
@@ -154,8 +155,9 @@ eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chun
     int64_t n_extra)
 {
 	int64_t room = eng_policy_max_chunk(p, chunk), kept;
-	if (p->ops == &eng_policy_full || p->budget >= n_doc)
-		return n_doc + n_extra + 1;
+	if (p->ops == &eng_policy_full || p->budget >= n_doc ||
+	    (p->ops->max_kept && p->ops->max_kept(p) < 0))
+		return n_doc + n_extra + 1; /* keeps everything */
 	kept = p->budget;
 	if (n_extra > room)
 		room = n_extra;
@@ -176,7 +178,17 @@ eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chun
 		kept += p->i[1]; /* Locret's never-evicted tail n_loc */
 	if (p->ops == &eng_policy_nacl && p->i[6] > kept)
 		kept = p->i[6]; /* NaCl's working budget b_work */
+	if (p->ops->max_kept && p->ops->max_kept(p) > kept)
+		kept = p->ops->max_kept(p); /* e.g. PoD's equal_bytes targets */
 	return kept + room;
+}
+
+int
+eng_policy_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
+{
+	if (p->ops == &eng_policy_locret)
+		return eng_locret_bind(p, m, why, why_len);
+	return p->ops->bind ? p->ops->bind(p, m, why, why_len) : 0;
 }
 
 /* ------------------------------------------------------------------------ */

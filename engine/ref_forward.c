@@ -57,14 +57,29 @@ ref_rope(float *x, int64_t d, uint32_t p, float base)
 	}
 }
 
+/* Whether query position t scores unit position u with the anchor layer's
+ * query and key (spec/pod.md §1.1: u is distant for t). */
+static int
+ref_pod_distant(const struct eng_kv_pod *pod, int64_t u, int64_t t)
+{
+	return pod && u >= (int64_t)pod->n_s && u + (int64_t)pod->n_r <= t;
+}
+
 int
 eng_ref_forward(const struct eng_model *m, const int32_t *ids, int64_t n, float *logits)
+{
+	return eng_ref_forward_pod(m, ids, n, NULL, logits);
+}
+
+int
+eng_ref_forward_pod(const struct eng_model *m, const int32_t *ids, int64_t n,
+    const struct eng_kv_pod *pod, float *logits)
 {
 	const struct eng_hparams *hp = &m->hp;
 	int64_t E = hp->n_embd, hd = hp->head_dim, H = hp->n_head, KV = hp->n_head_kv;
 	int64_t F = hp->n_ff, V = hp->n_vocab, t, u, i, h, l, g = H / KV;
 	int64_t widest = E > F ? E : F;
-	float *x, *xn, *q, *o, *tmp, *gate, *up, *k, *v, *row, *att;
+	float *x, *xn, *qall, *kall, *q, *k, *o, *tmp, *gate, *up, *v, *row, *att;
 	int rc = ENG_ERR_NOMEM;
 
 	if (n <= 0 || n > hp->n_ctx_train)
@@ -74,16 +89,17 @@ eng_ref_forward(const struct eng_model *m, const int32_t *ids, int64_t n, float 
 			return ENG_ERR_TOKEN;
 	x = malloc((size_t)(n * E) * sizeof(float));
 	xn = malloc((size_t)E * sizeof(float));
-	q = malloc((size_t)(n * H * hd) * sizeof(float));
+	/* every layer's q and k are kept: PoD's distant logits read the anchor's */
+	qall = malloc((size_t)(hp->n_layer * n * H * hd) * sizeof(float));
 	o = malloc((size_t)(H * hd) * sizeof(float));
 	tmp = malloc((size_t)widest * sizeof(float));
 	gate = malloc((size_t)F * sizeof(float));
 	up = malloc((size_t)F * sizeof(float));
-	k = malloc((size_t)(n * KV * hd) * sizeof(float));
+	kall = malloc((size_t)(hp->n_layer * n * KV * hd) * sizeof(float));
 	v = malloc((size_t)(n * KV * hd) * sizeof(float));
 	row = malloc((size_t)widest * sizeof(float));
 	att = malloc((size_t)n * sizeof(float));
-	if (!x || !xn || !q || !o || !tmp || !gate || !up || !k || !v || !row || !att)
+	if (!x || !xn || !qall || !o || !tmp || !gate || !up || !kall || !v || !row || !att)
 		goto out;
 	for (t = 0; t < n; t++)
 		kern_dequant_row(m->tok_embd.type,
@@ -91,6 +107,8 @@ eng_ref_forward(const struct eng_model *m, const int32_t *ids, int64_t n, float 
 		    x + t * E, E);
 	for (l = 0; l < hp->n_layer; l++) {
 		const struct eng_layer *L = &m->layers[l];
+		q = qall + l * n * H * hd;
+		k = kall + l * n * KV * hd;
 		/* projections and RoPE for every token */
 		for (t = 0; t < n; t++) {
 			ref_rmsnorm(xn, x + t * E, L->attn_norm, E, hp->rms_eps);
@@ -106,12 +124,17 @@ eng_ref_forward(const struct eng_model *m, const int32_t *ids, int64_t n, float 
 		for (t = 0; t < n; t++) {
 			for (h = 0; h < H; h++) {
 				const float *qh = q + (t * H + h) * hd;
-				int64_t kvh = h / g;
+				int64_t kvh = h / g, a = pod ? pod->anc[kvh * hp->n_layer + l] : l;
+				const float *qd = pod && !pod->distant_own ?
+				    qall + ((a * n + t) * H + h) * hd : qh;
+				const float *kd = kall + a * n * KV * hd;
 				double mx = -INFINITY, sum = 0.0;
 				for (u = 0; u <= t; u++) {
+					int dist = ref_pod_distant(pod, u, t);
+					const float *qs = dist ? qd : qh, *ks = dist ? kd : k;
 					double s = 0.0;
 					for (i = 0; i < hd; i++)
-						s += (double)qh[i] * k[(u * KV + kvh) * hd + i];
+						s += (double)qs[i] * ks[(u * KV + kvh) * hd + i];
 					att[u] = (float)(s / sqrt((double)hd));
 					mx = att[u] > mx ? att[u] : mx;
 				}
@@ -147,12 +170,12 @@ eng_ref_forward(const struct eng_model *m, const int32_t *ids, int64_t n, float 
 out:
 	free(x);
 	free(xn);
-	free(q);
+	free(qall);
 	free(o);
 	free(tmp);
 	free(gate);
 	free(up);
-	free(k);
+	free(kall);
 	free(v);
 	free(row);
 	free(att);

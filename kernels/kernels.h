@@ -118,6 +118,18 @@ struct kern_attn_head {
 	const float *k; /* (n_kv, head_dim) */
 	const float *v; /* (n_kv, head_dim) */
 	int64_t n_kv;
+	/* PoD layer sharing (spec/pod.md §1.3); ka == NULL: plain attention.
+	 * Otherwise query t (position qpos[t]) scores unit u as distant, with
+	 * qa (laid out like q) against ka, when n_s <= pos[u] and
+	 * pos[u] + n_r <= qpos[t]; as proximal, with q against k, otherwise.
+	 * One softmax over both; the values are always v.  The logits of k rows
+	 * that are distant for a query are discarded, so such rows may hold
+	 * anything, NaN included. */
+	const float *ka;       /* (n_kv, head_dim) the anchor layer's keys */
+	const float *qa;       /* (n_tok, n_head, head_dim) the anchor's queries */
+	const uint32_t *pos;   /* (n_kv) unit positions */
+	const uint32_t *qpos;  /* (n_tok) query positions */
+	uint32_t n_s, n_r;
 };
 
 /* Attention statistics for eviction policies: for every query head h and

@@ -25,7 +25,9 @@
 
 #include "tests/gguf_builder.h"
 
+#ifndef TINY_N_LAYER
 #define TINY_N_LAYER 2
+#endif
 #define TINY_N_EMBD 32
 #define TINY_N_FF 64
 #define TINY_N_HEAD 4

@@ -386,6 +386,39 @@ kern_softmax_row(float *s, int64_t n)
 		s[i] = (float)(s[i] / sum);
 }
 
+/* s(nq, nvis) = scale · q·kᵀ, q rows ld apart. */
+static void
+kern_attn_logits(float *s, const float *q, const float *k, int64_t nq, int64_t nvis,
+    int64_t hd, int64_t ld, float scale)
+{
+	int64_t i;
+	if (nq == 1) {
+		for (i = 0; i < nvis; i++)
+			s[i] = kern_cpu_dot_f32(q, k + i * hd, hd) * scale;
+	} else {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)nvis, (int)hd,
+		    scale, q, (int)ld, k, (int)hd, 0.0f, s, (int)nvis);
+	}
+}
+
+/* PoD: replace the logits of the units that are distant for each query by
+ * the anchor's (anchor query × anchor key), computed into sa. */
+static void
+kern_attn_pod_logits(const struct kern_attn_job *j, const struct kern_attn_head *kh,
+    int64_t h, int64_t t0, int64_t nq, int64_t nvis, float *s, float *sa)
+{
+	int64_t hd = j->head_dim, ld = j->n_head * hd, t, i;
+	kern_attn_logits(sa, kh->qa + t0 * ld + h * hd, kh->ka, nq, nvis, hd, ld, j->scale);
+	for (t = 0; t < nq; t++) {
+		uint32_t qp = kh->qpos[t0 + t];
+		for (i = 0; i < nvis; i++) {
+			uint32_t p = kh->pos[i];
+			if (p >= kh->n_s && (uint64_t)p + kh->n_r <= qp)
+				s[t * nvis + i] = sa[t * nvis + i];
+		}
+	}
+}
+
 /* One (query head, block of queries) task. */
 static int
 kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
@@ -402,16 +435,13 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 	float *o = j->out + t0 * ld + h * hd;
 	float *s;
 
-	s = kern_ctx_scratch(j->ctx, ith, (size_t)nq * (size_t)nvis * sizeof(float));
+	s = kern_ctx_scratch(j->ctx, ith, (size_t)nq * (size_t)nvis * sizeof(float) *
+	    (kh->ka ? 2 : 1));
 	if (!s)
 		return KERN_ERR_NOMEM;
-	if (nq == 1) {
-		for (i = 0; i < nvis; i++)
-			s[i] = kern_cpu_dot_f32(q, kh->k + i * hd, hd) * j->scale;
-	} else {
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)nvis, (int)hd,
-		    j->scale, q, (int)ld, kh->k, (int)hd, 0.0f, s, (int)nvis);
-	}
+	kern_attn_logits(s, q, kh->k, nq, nvis, hd, ld, j->scale);
+	if (kh->ka)
+		kern_attn_pod_logits(j, kh, h, t0, nq, nvis, s, s + nq * nvis);
 	for (t = 0; t < nq; t++) {
 		int64_t vis = base + t0 + t + 1;
 		float *row = s + t * nvis;

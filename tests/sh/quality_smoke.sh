@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The quality bench's reduced grid (bench_quality --smoke: 1K tokens, full,
-# snapkv and streaming at 1/4 and 1/16, two passkey depths, four keys,
-# fidelity), with sanity checks rather than quality thresholds: the full
+# snapkv, streaming and pod (on a small block map calibrated here) at 1/4 and
+# 1/16, two passkey depths, four keys, fidelity), with sanity checks rather than quality thresholds: the full
 # cache finds the pass key at every depth; its continuation matches a plain
 # forward pass exactly (KL 0, top-1 100 %); every policy returns every row
 # with sane numbers; a compressed cache differs from the full one (KL > 0).
@@ -19,7 +19,13 @@ fi
 # sanitizer builds run ~10x slower: half the document length there
 extra=()
 grep -q __asan_init "$BIN" 2>/dev/null && extra=(--lengths 512)
-out=$(timeout 900 "$BIN" -m "$MODEL" --smoke --json "${extra[@]}")
+MAP=$(mktemp /tmp/kvsnap-smoke-podmap-XXXXXX)
+trap 'rm -f "$MAP"' EXIT
+if ! "$BUILD/kvsnap" pod-calibrate -m "$MODEL" -N 2 --tokens 512 -o "$MAP" >/dev/null; then
+	echo "not ok - kvsnap pod-calibrate failed"; exit 1
+fi
+out=$(timeout 900 "$BIN" -m "$MODEL" --smoke --json --policies full,snapkv,streaming,pod \
+	--pod-map "$MAP" "${extra[@]}")
 rc=$?
 printf '%s\n' "$out"
 [ "$rc" -eq 0 ] || { echo "not ok - bench_quality --smoke exited $rc"; exit 1; }
@@ -40,7 +46,7 @@ if full:
           f"full cache finds the pass key at every depth ({f.get('passkey_depths')})")
     check("kl" in f and f["kl"] <= 1e-6, f"KL(full ‖ full) = {f.get('kl')} is 0")
     check(f.get("top1") == 1.0, f"top-1 agreement of full with full = {f.get('top1')}")
-for spec in ("snapkv", "streaming"):
+for spec in ("snapkv", "streaming", "pod"):
     for frac in (4, 16):
         r = [x for x in rows if x["spec"] == spec and x["fraction"] == frac]
         check(len(r) == 1, f"{spec} 1/{frac} returned a row")

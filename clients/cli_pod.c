@@ -1,0 +1,260 @@
+/*
+ * cli_pod.c: `kvsnap pod-calibrate`: PoD's offline layer grouping
+ * (spec/pod.md §3.2) into a block-map file for `--policy pod --opts map=FILE`.
+ *
+ * The texts (a file, or every regular file of a directory in name order)
+ * are tokenized and concatenated into one stream, which is cut into N
+ * consecutive samples of n_cal tokens: any corpus gives the same samples
+ * every time, and a short corpus gives fewer samples (at least one).
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clients/cli.h"
+#include "engine/engine.h"
+
+#define POD_MAX_TEXT (64u << 20)
+
+struct pod_stream {
+	int32_t *ids;
+	int64_t n, cap;
+};
+
+/* Tokenize one file and append it to the stream. */
+static int
+pod_add_file(const struct eng_tok *tok, const char *path, struct pod_stream *st)
+{
+	size_t len;
+	char *text = cli_read_file(path, POD_MAX_TEXT, &len);
+	int64_t need, r;
+	if (!text)
+		return CLI_EXIT_NOT_FOUND;
+	need = (int64_t)len + 1;
+	if (st->n + need > st->cap) {
+		int32_t *nb = realloc(st->ids, (size_t)(st->n + need) * sizeof(int32_t));
+		if (!nb) {
+			free(text);
+			cli_err("out of memory");
+			return CLI_EXIT_FAILURE;
+		}
+		st->ids = nb;
+		st->cap = st->n + need;
+	}
+	r = eng_tok_encode(tok, text, len, 0, st->ids + st->n, st->cap - st->n);
+	free(text);
+	if (r < 0 || r > st->cap - st->n) {
+		cli_err("%s: cannot tokenize: %s", path, eng_strerror(r < 0 ? (int)r : ENG_ERR_ARG));
+		return CLI_EXIT_FAILURE;
+	}
+	st->n += r;
+	return 0;
+}
+
+static int
+pod_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A file, or the regular files of a directory in name order. */
+static int
+pod_add_texts(const struct eng_tok *tok, const char *path, struct pod_stream *st)
+{
+	struct stat sb;
+	DIR *d;
+	struct dirent *de;
+	char **names = NULL, full[4096];
+	size_t n = 0, cap = 0, i;
+	int ret = 0;
+
+	if (stat(path, &sb)) {
+		cli_err("cannot open %s", path);
+		return CLI_EXIT_NOT_FOUND;
+	}
+	if (!S_ISDIR(sb.st_mode))
+		return pod_add_file(tok, path, st);
+	if (!(d = opendir(path))) {
+		cli_err("cannot read directory %s", path);
+		return CLI_EXIT_NOT_FOUND;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
+		if (stat(full, &sb) || !S_ISREG(sb.st_mode))
+			continue;
+		if (n == cap) {
+			char **nb = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
+			if (!nb)
+				break;
+			names = nb;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			break;
+		n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), pod_name_cmp);
+	for (i = 0; i < n && !ret; i++) {
+		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
+		ret = pod_add_file(tok, full, st);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (!ret && st->n == 0) {
+		cli_err("%s holds no text", path);
+		ret = CLI_EXIT_NOT_FOUND;
+	}
+	return ret;
+}
+
+static void
+pod_progress(void *arg, int done, int total)
+{
+	(void)arg;
+	if (!isatty(2))
+		return;
+	fprintf(stderr, "\rpod-calibrate: %d/%d texts", done, total);
+	if (done == total)
+		fprintf(stderr, "\n");
+}
+
+static void
+pod_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: kvsnap pod-calibrate [-m GGUF] [--texts PATH] [-N N] [--tokens N] [-q N]\n"
+	    "                            [--delta D | --target-saving S] [-t THREADS] -o FILE\n"
+	    "Group layers for PoD (spec/pod.md): run the model over sample texts, compare the\n"
+	    "attention of every layer pair (1 - Jensen-Shannon) and write the block map.\n"
+	    "  --texts PATH        a file or a directory of text files\n"
+	    "                      (default /usr/share/common-licenses)\n"
+	    "  -N N                samples (default 32)\n"
+	    "  --tokens N          tokens per sample (default min(2048, context))\n"
+	    "  -q N                attention rows per sample: its last N queries (default 16)\n"
+	    "  --delta D           similarity threshold (default 0.5)\n"
+	    "  --target-saving S   choose delta so that the key saving is about S (0..0.5)\n"
+	    "  -o FILE             the block map to write (JSON)\n");
+}
+
+int
+cli_pod_calibrate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "model", required_argument, NULL, 'm' },
+		{ "texts", required_argument, NULL, 'T' },
+		{ "tokens", required_argument, NULL, 'n' },
+		{ "delta", required_argument, NULL, 'd' },
+		{ "target-saving", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *model_path = cli_default_model(), *texts = "/usr/share/common-licenses";
+	const char *out_path = NULL;
+	long n_samples = 32, n_cal = 0, q = 16, threads = 0;
+	double delta = 0.5, target = -1.0;
+	struct eng_model *m = NULL;
+	struct eng_tok *tok = NULL;
+	struct eng_ctx *c = NULL;
+	struct eng_pod_map *pm = NULL;
+	struct pod_stream st = { NULL, 0, 0 };
+	const int32_t **tx = NULL;
+	int64_t *lens = NULL;
+	char why[256] = "";
+	int ret = CLI_EXIT_FAILURE, rc, opt, n_tx, i, l, h;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "m:N:q:t:o:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'm': model_path = optarg; break;
+		case 'T': texts = optarg; break;
+		case 'N': if (cli_parse_long(optarg, 1, 100000, &n_samples)) goto usage; break;
+		case 'n': if (cli_parse_long(optarg, 2, 1 << 20, &n_cal)) goto usage; break;
+		case 'q': if (cli_parse_long(optarg, 1, 4096, &q)) goto usage; break;
+		case 'd': if (cli_parse_float(optarg, -1e9, 1e9, &delta)) goto usage; break;
+		case 's': if (cli_parse_float(optarg, 0.0, 0.5, &target)) goto usage; break;
+		case 't': if (cli_parse_long(optarg, 0, 1024, &threads)) goto usage; break;
+		case 'o': out_path = optarg; break;
+		case 'h': pod_usage(stdout); return CLI_EXIT_OK;
+		default: goto usage;
+		}
+	}
+	if (optind != argc || !out_path)
+		goto usage;
+	if ((rc = eng_model_open(&m, model_path, why, sizeof(why)))) {
+		cli_err("cannot load model: %s", why);
+		return cli_exit_for_engine(rc);
+	}
+	if ((rc = eng_tok_init(&tok, m->gguf, why, sizeof(why)))) {
+		cli_err("cannot load the tokenizer: %s", why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	if (n_cal == 0 || n_cal > m->hp.n_ctx_train)
+		n_cal = m->hp.n_ctx_train < 2048 ? m->hp.n_ctx_train : 2048;
+	if ((ret = pod_add_texts(tok, texts, &st)))
+		goto out;
+	ret = CLI_EXIT_FAILURE;
+	if (st.n < 2) {
+		cli_err("%s: too little text", texts);
+		goto out;
+	}
+	/* consecutive samples of n_cal tokens; a short corpus gives one, shorter */
+	n_tx = (int)(st.n / n_cal < n_samples ? st.n / n_cal : n_samples);
+	if (n_tx == 0)
+		n_tx = 1;
+	tx = calloc((size_t)n_tx, sizeof(*tx));
+	lens = calloc((size_t)n_tx, sizeof(*lens));
+	if (!tx || !lens || (rc = eng_ctx_init(&c, m, (int)threads, 512))) {
+		cli_err("out of memory");
+		goto out;
+	}
+	for (i = 0; i < n_tx; i++) {
+		tx[i] = st.ids + (int64_t)i * n_cal;
+		lens[i] = st.n - (int64_t)i * n_cal < n_cal ? st.n - (int64_t)i * n_cal : n_cal;
+	}
+	rc = eng_pod_calibrate(c, tx, lens, n_tx, (int)q, delta, target, &pm, pod_progress, NULL,
+	    why, sizeof(why));
+	if (rc) {
+		cli_err("%s", why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	if ((rc = eng_pod_map_save(pm, out_path, why, sizeof(why)))) {
+		cli_err("%s", why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	printf("block map: %s (%d samples of %ld tokens, q %ld)\n", out_path, n_tx, n_cal, q);
+	printf("delta %.4f, non-anchor fraction f %.3f, key saving up to %.1f %%\n", pm->delta,
+	    pm->f, 50.0 * pm->f);
+	for (h = 0; h < pm->n_head_kv; h++) {
+		printf("KV head %d blocks:", h);
+		for (l = 0; l < pm->n_layer; l++)
+			if (pm->anc[h * pm->n_layer + l] == l)
+				printf(" %s%d", l ? "| " : "", l);
+			else
+				printf(" %d", l);
+		printf("\n");
+	}
+	ret = CLI_EXIT_OK;
+out:
+	eng_pod_map_free(pm);
+	eng_ctx_free(c);
+	free(tx);
+	free(lens);
+	free(st.ids);
+	eng_tok_free(tok);
+	eng_model_close(m);
+	return ret;
+usage:
+	pod_usage(stderr);
+	return CLI_EXIT_USAGE;
+}
