@@ -34,7 +34,7 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 
-PKGS     := openblas jansson libsodium
+PKGS     := openblas jansson libsodium lmdb libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -45,7 +45,8 @@ LDLIBS   += $(PKG_LIBS) -lm
 
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 ENGINE_SRC  := $(wildcard engine/*.c)
-LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC)
+STORAGE_SRC := $(wildcard storage/*.c)
+LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB         := $(BUILD)/libkvsnap.a
 
@@ -129,7 +130,7 @@ fixtures: model all
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -I. $(PKG_CFLAGS)
 fuzz: $(FUZZ_BIN)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard engine/*.h kernels/*.h)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard engine/*.h kernels/*.h storage/*.h)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lm -pthread

@@ -166,6 +166,15 @@ int64_t eng_kv_layer_units(const struct eng_kv *kv, int layer);
  * re-rotated to their new slots. */
 int eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
     const int64_t *n_keep);
+/* Loading a snapshot (storage/ writes the rows): lay out layer `layer` for
+ * counts[m] units per head, the free rows spread as headroom as compaction
+ * does (ENG_ERR_ARG if they do not fit); then, after every layer, set the
+ * next position and mode and derive the rotated keys (NaN rows stay NaN). */
+int eng_kv_prepare_layer(struct eng_kv *kv, int layer, const int64_t *counts);
+int eng_kv_finish_load(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode);
+/* Round every key and value to fp16 in place and re-derive the rotated
+ * keys: the in-memory twin of an fp16 snapshot (tests compare the two). */
+void eng_kv_round_fp16(struct eng_kv *kv);
 /* Position a new unit of (layer, head) would be rotated at: next_pos in
  * original mode, the head's count in slot mode. */
 uint32_t eng_kv_rope_pos(const struct eng_kv *kv, int layer, int head);

@@ -199,3 +199,74 @@ eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
 	*S = tmp;
 	return 0;
 }
+
+int
+eng_kv_prepare_layer(struct eng_kv *kv, int layer, const int64_t *counts)
+{
+	struct eng_kv_layer *L;
+	int64_t total = 0, free_rows, at = 0;
+	int H = kv->n_head_kv, m;
+
+	if (layer < 0 || layer >= kv->n_layer)
+		return ENG_ERR_ARG;
+	for (m = 0; m < H; m++) {
+		if (counts[m] < 0 || counts[m] > kv->rows)
+			return ENG_ERR_ARG;
+		total += counts[m];
+	}
+	if (total > kv->rows)
+		return ENG_ERR_ARG;
+	L = &kv->layer[layer];
+	free_rows = kv->rows - total;
+	for (m = 0; m < H; m++) {
+		L->off[m] = at;
+		L->len[m] = counts[m];
+		L->cap[m] = counts[m] + free_rows / H + (m < free_rows % H);
+		at += L->cap[m];
+	}
+	return 0;
+}
+
+/* Rotated keys from the pre-RoPE ones: at the unit's position, or its slot. */
+static void
+kv_derive_rotated(struct eng_kv *kv)
+{
+	int hd = kv->head_dim, l, m;
+	int64_t i;
+	for (l = 0; l < kv->n_layer; l++) {
+		struct eng_kv_layer *L = &kv->layer[l];
+		for (m = 0; m < kv->n_head_kv; m++)
+			for (i = 0; i < L->len[m]; i++) {
+				int64_t r = L->off[m] + i;
+				uint32_t p = kv->pos_mode == ENG_POS_SLOT ? (uint32_t)i : L->pos[r];
+				kv_rotate(L->kr + r * hd, L->k + r * hd, p, hd, kv->rope_base);
+			}
+	}
+}
+
+int
+eng_kv_finish_load(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode)
+{
+	if (mode != ENG_POS_ORIGINAL && mode != ENG_POS_SLOT)
+		return ENG_ERR_ARG;
+	kv->next_pos = next_pos;
+	kv->pos_mode = mode;
+	kv_derive_rotated(kv);
+	return 0;
+}
+
+void
+eng_kv_round_fp16(struct eng_kv *kv)
+{
+	int hd = kv->head_dim, l, m;
+	int64_t i;
+	for (l = 0; l < kv->n_layer; l++) {
+		struct eng_kv_layer *L = &kv->layer[l];
+		for (m = 0; m < kv->n_head_kv; m++)
+			for (i = L->off[m] * hd; i < (L->off[m] + L->len[m]) * hd; i++) {
+				L->k[i] = kern_f16_to_f32(kern_f32_to_f16(L->k[i]));
+				L->v[i] = kern_f16_to_f32(kern_f32_to_f16(L->v[i]));
+			}
+	}
+	kv_derive_rotated(kv);
+}

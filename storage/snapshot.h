@@ -1,0 +1,121 @@
+/*
+ * snapshot.h: the snapshot codec (DESIGN.md §5): a snapshot is one header
+ * record plus one record per layer, each a self-checking byte string that
+ * the store (store.h) keeps under doc_id ‖ profile_id ‖ layer.
+ *
+ * Records are zstd frames of a little-endian binary layout (written at the
+ * top of storage/snapshot.c) that ends with a BLAKE2b-128 checksum of the
+ * decoded bytes before it.  The header also lists the BLAKE2b-128 of every
+ * layer record as stored (compressed), so `verify` can check a snapshot
+ * without decoding it and a record from another snapshot is refused.
+ *
+ * Layer record, per KV head: count, positions (delta-coded varints,
+ * strictly increasing), scores (fp16), then K rows and V rows as fp16 or q4
+ * (asymmetric, groups of 32 along head_dim, fp16 scale and min; SNAP_Q4_KC
+ * groups the keys per channel instead: 32 consecutive units of one channel).
+ * K rows are the pre-RoPE keys.  Under PoD a non-anchor (layer, head) stores
+ * only the k_prefix + k_suffix key rows the windows still need
+ * (spec/pod.md §3.6); values are always complete.
+ *
+ * Every decoder validates every length and count against the bytes present
+ * and against the header; a bad record is SNAP_ERR_CORRUPT with a reason that
+ * names the layer (the caller adds the document).  Nothing here runs the
+ * model: loading fills the pool's rows, and eng_kv_finish_load() (engine)
+ * re-derives the rotated keys.
+ */
+#ifndef STORAGE_SNAPSHOT_H
+#define STORAGE_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h" /* struct eng_kv, enum eng_pos_mode */
+
+#define SNAP_FORMAT_VERSION 1
+#define SNAP_HEADER_LAYER 0xFFFFu /* the header's layer key in the store */
+#define SNAP_SUM_BYTES 16         /* BLAKE2b-128 */
+#define SNAP_ID_BYTES 32          /* doc_id, profile_id: BLAKE2b-256 */
+#define SNAP_MAX_PROFILE 1024     /* canonical profile text, NUL included */
+
+enum snap_err {
+	SNAP_OK = 0,
+	SNAP_ERR_NOMEM = -1,
+	SNAP_ERR_ARG = -2,
+	SNAP_ERR_CORRUPT = -3, /* bytes that are not a valid record */
+	SNAP_ERR_VERSION = -4, /* a format version this build does not read */
+	SNAP_ERR_MISMATCH = -5 /* valid, but not for this model / pool / header */
+};
+const char *snap_strerror(int err);
+
+enum snap_quant {
+	SNAP_FP16 = 0, /* K and V as fp16 */
+	SNAP_Q4 = 1,   /* K and V q4, groups of 32 along head_dim */
+	SNAP_Q4_KC = 2 /* V as SNAP_Q4; K q4 grouped per channel (32 units) */
+};
+/* "fp16", "q4", "q4kc" <-> enum; -1 for an unknown name. */
+int snap_quant_parse(const char *name);
+const char *snap_quant_name(int quant);
+
+/* PoD metadata of a snapshot (spec/pod.md §3.6). */
+struct snap_pod {
+	uint32_t n_s, n_r;
+	int distant_own;
+	uint8_t *anc; /* (n_head_kv, n_layer) */
+};
+
+/* Everything the header record holds.  Arrays are owned by the struct
+ * after snap_header_decode (free with snap_header_free); for encode the
+ * caller owns them. */
+struct snap_header {
+	uint32_t version;                 /* SNAP_FORMAT_VERSION */
+	char model_fp[65];                /* eng_model_fingerprint(), hex */
+	uint8_t profile_id[SNAP_ID_BYTES];
+	char profile[SNAP_MAX_PROFILE];   /* the canonical text profile_id hashes */
+	int n_layer, n_head, n_head_kv, head_dim;
+	uint64_t n_tokens;                /* document tokens ingested */
+	uint32_t next_pos;                /* position of the next token */
+	int pos_mode;                     /* enum eng_pos_mode */
+	int quant;                        /* enum snap_quant */
+	int64_t *counts;                  /* (n_layer, n_head_kv) units per head */
+	uint8_t (*layer_sum)[SNAP_SUM_BYTES]; /* (n_layer) BLAKE2b-128 of each stored record */
+	int has_pod;
+	struct snap_pod pod;              /* when has_pod */
+};
+
+/* Fill the header's shape fields (dims, counts, next_pos, pos_mode, PoD)
+ * from a pool; allocates counts and layer_sum (sums zeroed) and pod.anc. */
+int snap_header_from_kv(struct snap_header *h, const struct eng_kv *kv, int n_head);
+void snap_header_free(struct snap_header *h);
+
+/* Encode / decode the header record (zstd level zlevel; *out malloc'd). */
+int snap_header_encode(const struct snap_header *h, int zlevel, uint8_t **out, size_t *out_len);
+int snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *why,
+    size_t why_len);
+
+/* Encode layer `layer` of kv with h->quant (h gives the PoD map and the
+ * next position that fix the key rows).  Writes the stored record's
+ * BLAKE2b-128 into h->layer_sum[layer]. */
+int snap_layer_encode(const struct eng_kv *kv, int layer, struct snap_header *h, int zlevel,
+    uint8_t **out, size_t *out_len);
+
+/* Check a stored layer record against the header without loading it: its
+ * BLAKE2b-128 as stored, then the decoded bytes' own checksum and shape. */
+int snap_layer_check(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
+    char *why, size_t why_len);
+
+/* Decode a stored layer record into kv's layer `layer`: the pool must have
+ * the header's shape and room (eng_kv_prepare_layer sets the segments from
+ * h->counts); rows get pos, score, pre-RoPE k (NaN where PoD dropped it)
+ * and v.  Call eng_kv_finish_load() after the last layer. */
+int snap_layer_decode(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
+    struct eng_kv *kv, char *why, size_t why_len);
+
+/* Reconstruction error of a quantization scheme on one layer of a pool, for
+ * reports: max |x − x̂| and RMS error over K and V separately. */
+struct snap_qerr {
+	double k_max, k_rms, v_max, v_rms;
+};
+int snap_layer_qerr(const struct eng_kv *kv, int layer, const struct snap_header *h,
+    struct snap_qerr *out);
+
+#endif /* STORAGE_SNAPSHOT_H */

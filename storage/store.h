@@ -1,0 +1,159 @@
+/*
+ * store.h: the snapshot store on LMDB (DESIGN.md §5): one environment in a
+ * state directory, four databases:
+ *   docs   doc_id (32 B) → document metadata (binary layout in store.c)
+ *   snaps  doc_id ‖ profile_id ‖ layer (u16 big-endian) → stored record;
+ *          layer 0xFFFF is the snapshot's header record (snapshot.h)
+ *   names  name → doc_id
+ *   lru    last_used (u64 big-endian, µs) ‖ doc_id ‖ profile_id → ∅
+ *
+ * A snapshot is written in one write transaction (all there or not at
+ * all).  When the map is full the transaction is retried once with a map
+ * twice as large (up to max_map); a full disk or map is an error and the
+ * store stays as it was.  Readers use their own read transactions and never
+ * block the writer.  Used by the daemon and, with the daemon stopped, by the
+ * CLI (LMDB's lock file arbitrates between processes).
+ *
+ * Errors: 0 or a negative enum store_err with a one-line reason in why.
+ */
+#ifndef STORAGE_STORE_H
+#define STORAGE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/snapshot.h"
+
+enum store_err {
+	STORE_OK = 0,
+	STORE_ERR_NOMEM = -1,
+	STORE_ERR_ARG = -2,
+	STORE_ERR_IO = -3,        /* cannot open / create the state directory or files */
+	STORE_ERR_FULL = -4,      /* map or disk full: nothing was written */
+	STORE_ERR_NOT_FOUND = -5,
+	STORE_ERR_AMBIGUOUS = -6, /* a hex prefix that names several documents */
+	STORE_ERR_CORRUPT = -7,   /* stored bytes fail their checks */
+	STORE_ERR_EXISTS = -8,    /* rename onto a name in use */
+	STORE_ERR_BUSY = -9       /* LMDB lock or reader table trouble */
+};
+const char *store_strerror(int err);
+
+struct store;
+
+struct store_opts {
+	size_t map_size;     /* initial map size in bytes (0: 64 MiB) */
+	size_t max_map;      /* growth limit (0: 1 TiB) */
+	int read_only;       /* open without write access (CLI ls/info/verify) */
+};
+
+/* Open (creating the directory and environment if needed, unless
+ * read_only) the store in dir. */
+int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
+    size_t why_len);
+void store_close(struct store *s);
+
+/* Metadata of one document. */
+struct store_doc {
+	uint8_t doc_id[SNAP_ID_BYTES];
+	char name[256];      /* "" when unnamed */
+	char source[1024];   /* where it came from (path), free text */
+	uint64_t bytes;      /* document size */
+	uint64_t tokens;     /* document tokens */
+	int64_t created_us;  /* CLOCK_REALTIME µs */
+	int64_t last_used_us;
+	int n_profiles;      /* snapshots stored for it */
+	uint64_t stored_bytes; /* all its records, as stored */
+};
+
+/* One snapshot, as a writer hands it over: the encoded header record and
+ * n_layer layer records (snapshot.h). */
+struct store_snapshot {
+	uint8_t profile_id[SNAP_ID_BYTES];
+	const uint8_t *header;
+	size_t header_len;
+	const uint8_t *const *layer;
+	const size_t *layer_len;
+	int n_layer;
+};
+
+/* Put a snapshot for document d (metadata created or updated; its name
+ * claimed if given and free, else STORE_ERR_EXISTS and nothing written),
+ * replacing a snapshot with the same profile.  One transaction. */
+int store_put(struct store *s, const struct store_doc *d, const struct store_snapshot *snap,
+    char *why, size_t why_len);
+
+/* Resolve a document reference: full hex doc_id, unique hex prefix (>= 4
+ * digits), or a name.  STORE_ERR_NOT_FOUND / STORE_ERR_AMBIGUOUS. */
+int store_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES], char *why,
+    size_t why_len);
+
+/* Reading a snapshot layer by layer: a read transaction held by the reader
+ * handle; the returned bytes stay valid until the next call or the end. */
+struct store_reader;
+int store_read_begin(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], struct store_reader **out, char *why,
+    size_t why_len);
+/* layer = SNAP_HEADER_LAYER for the header. */
+int store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, size_t *len,
+    char *why, size_t why_len);
+void store_read_end(struct store_reader *r);
+/* Mark a snapshot used now (moves it in the lru order; a small write). */
+int store_touch(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], char *why, size_t why_len);
+
+/* Listing: calls fn for every document (in doc_id order) with its
+ * metadata; fn returns non-zero to stop. */
+int store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
+    char *why, size_t why_len);
+int store_info(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], struct store_doc *d,
+    char *why, size_t why_len);
+/* The profiles stored for a document: fn gets each profile_id, the stored
+ * bytes of that snapshot, its decoded header (or NULL with a reason if the
+ * header is corrupt) and its last use. */
+int store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    int (*fn)(void *arg, const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes,
+        const struct snap_header *h, const char *why, int64_t last_used_us),
+    void *arg, char *why, size_t why_len);
+
+/* Remove a document with all its snapshots and its name. */
+int store_rm(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], char *why, size_t why_len);
+/* Give a document a (new) name; "" removes its name. */
+int store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *name,
+    char *why, size_t why_len);
+
+/* Prune snapshots, least recently used first, until every given limit
+ * holds: older_than_us > 0 drops those last used before now − older_than;
+ * max_bytes > 0 caps the stored bytes; keep >= 0 keeps at most that many
+ * snapshots.  A document left without snapshots is removed.  dry_run
+ * reports without deleting.  fn (may be NULL) is told every snapshot
+ * dropped. */
+struct store_prune {
+	int64_t older_than_us;
+	uint64_t max_bytes;
+	int64_t keep;         /* -1: no count limit */
+	int dry_run;
+};
+int store_prune(struct store *s, const struct store_prune *p,
+    int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
+        const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes, int64_t last_used_us),
+    void *arg, int64_t *n_dropped, uint64_t *bytes_dropped, char *why, size_t why_len);
+
+/* Verify every checksum of every snapshot (of one document, or all when
+ * doc_id is NULL): fn gets one report per snapshot (why == NULL when it is
+ * sound).  Returns STORE_ERR_CORRUPT if any snapshot failed. */
+int store_verify(struct store *s, const uint8_t *doc_id,
+    int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
+        const uint8_t profile_id[SNAP_ID_BYTES], const char *why),
+    void *arg, char *why, size_t why_len);
+
+struct store_stats {
+	uint64_t n_docs, n_snapshots, stored_bytes;
+	uint64_t map_size, map_used; /* bytes */
+};
+int store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len);
+
+/* doc_id of document bytes (BLAKE2b-256), and hex helpers. */
+void store_doc_id(const void *bytes, size_t len, uint8_t doc_id[SNAP_ID_BYTES]);
+void store_hex(const uint8_t *id, size_t n, char *out /* 2n+1 */);
+
+#endif /* STORAGE_STORE_H */
