@@ -2,6 +2,10 @@
  * cli_pod.c: `kvsnap pod-calibrate`: PoD's offline layer grouping
  * (spec/pod.md §3.2) into a block-map file for `--policy pod --opts map=FILE`.
  *
+ * --regroup MAP skips the model: it groups the similarity matrix stored in
+ * an earlier map again with another δ or target saving (a δ sweep costs one
+ * calibration).
+ *
  * The texts (a file, or every regular file of a directory in name order)
  * are tokenized and concatenated into one stream, which is cut into N
  * consecutive samples of n_cal tokens: any corpus gives the same samples
@@ -125,11 +129,62 @@ pod_progress(void *arg, int done, int total)
 }
 
 static void
+pod_print(const struct eng_pod_map *pm, const char *path)
+{
+	int h, l;
+	printf("block map: %s (%d samples of %d tokens, q %d)\n", path, pm->n_texts, pm->n_cal,
+	    pm->q);
+	printf("delta %.4f, non-anchor fraction f %.3f, key saving up to %.1f %%\n", pm->delta,
+	    pm->f, 50.0 * pm->f);
+	for (h = 0; h < pm->n_head_kv; h++) {
+		printf("KV head %d blocks:", h);
+		for (l = 0; l < pm->n_layer; l++)
+			printf(pm->anc[h * pm->n_layer + l] == l && l ? " | %d" : " %d", l);
+		printf("\n");
+	}
+}
+
+/* Group an earlier map's similarities again. */
+static int
+pod_regroup(const char *in, double delta, double target, const char *out)
+{
+	struct eng_pod_map *old = NULL, *pm = NULL;
+	char why[256] = "";
+	int rc;
+	if ((rc = eng_pod_map_load(&old, in, NULL, why, sizeof(why)))) {
+		cli_err("%s", why);
+		return cli_exit_for_engine(rc);
+	}
+	if (!old->sim) {
+		cli_err("%s holds no similarity matrix to regroup", in);
+		eng_pod_map_free(old);
+		return CLI_EXIT_CORRUPT;
+	}
+	rc = eng_pod_map_from_sim(&pm, old->sim, old->n_layer, old->n_head, old->n_head_kv, delta,
+	    target);
+	if (!rc) {
+		pm->n_texts = old->n_texts;
+		pm->q = old->q;
+		pm->n_cal = old->n_cal;
+		memcpy(pm->model_fp, old->model_fp, sizeof(pm->model_fp));
+		rc = eng_pod_map_save(pm, out, why, sizeof(why));
+	}
+	if (rc)
+		cli_err("regroup: %s", why[0] ? why : eng_strerror(rc));
+	else
+		pod_print(pm, out);
+	eng_pod_map_free(old);
+	eng_pod_map_free(pm);
+	return rc ? cli_exit_for_engine(rc) : CLI_EXIT_OK;
+}
+
+static void
 pod_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: kvsnap pod-calibrate [-m GGUF] [--texts PATH] [-N N] [--tokens N] [-q N]\n"
 	    "                            [--delta D | --target-saving S] [-t THREADS] -o FILE\n"
+	    "       kvsnap pod-calibrate --regroup MAP [--delta D | --target-saving S] -o FILE\n"
 	    "Group layers for PoD (spec/pod.md): run the model over sample texts, compare the\n"
 	    "attention of every layer pair (1 - Jensen-Shannon) and write the block map.\n"
 	    "  --texts PATH        a file or a directory of text files\n"
@@ -139,6 +194,7 @@ pod_usage(FILE *f)
 	    "  -q N                attention rows per sample: its last N queries (default 16)\n"
 	    "  --delta D           similarity threshold (default 0.5)\n"
 	    "  --target-saving S   choose delta so that the key saving is about S (0..0.5)\n"
+	    "  --regroup MAP       regroup MAP's stored similarities (no model run)\n"
 	    "  -o FILE             the block map to write (JSON)\n");
 }
 
@@ -153,11 +209,12 @@ cli_pod_calibrate(int argc, char **argv)
 		{ "target-saving", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "regroup", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *model_path = cli_default_model(), *texts = "/usr/share/common-licenses";
-	const char *out_path = NULL;
+	const char *out_path = NULL, *regroup = NULL;
 	long n_samples = 32, n_cal = 0, q = 16, threads = 0;
 	double delta = 0.5, target = -1.0;
 	struct eng_model *m = NULL;
@@ -168,7 +225,7 @@ cli_pod_calibrate(int argc, char **argv)
 	const int32_t **tx = NULL;
 	int64_t *lens = NULL;
 	char why[256] = "";
-	int ret = CLI_EXIT_FAILURE, rc, opt, n_tx, i, l, h;
+	int ret = CLI_EXIT_FAILURE, rc, opt, n_tx, i;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "m:N:q:t:o:h", opts, NULL)) != -1) {
@@ -182,12 +239,15 @@ cli_pod_calibrate(int argc, char **argv)
 		case 's': if (cli_parse_float(optarg, 0.0, 0.5, &target)) goto usage; break;
 		case 't': if (cli_parse_long(optarg, 0, 1024, &threads)) goto usage; break;
 		case 'o': out_path = optarg; break;
+		case 'R': regroup = optarg; break;
 		case 'h': pod_usage(stdout); return CLI_EXIT_OK;
 		default: goto usage;
 		}
 	}
 	if (optind != argc || !out_path)
 		goto usage;
+	if (regroup)
+		return pod_regroup(regroup, delta, target, out_path);
 	if ((rc = eng_model_open(&m, model_path, why, sizeof(why)))) {
 		cli_err("cannot load model: %s", why);
 		return cli_exit_for_engine(rc);
@@ -232,18 +292,7 @@ cli_pod_calibrate(int argc, char **argv)
 		ret = cli_exit_for_engine(rc);
 		goto out;
 	}
-	printf("block map: %s (%d samples of %ld tokens, q %ld)\n", out_path, n_tx, n_cal, q);
-	printf("delta %.4f, non-anchor fraction f %.3f, key saving up to %.1f %%\n", pm->delta,
-	    pm->f, 50.0 * pm->f);
-	for (h = 0; h < pm->n_head_kv; h++) {
-		printf("KV head %d blocks:", h);
-		for (l = 0; l < pm->n_layer; l++)
-			if (pm->anc[h * pm->n_layer + l] == l)
-				printf(" %s%d", l ? "| " : "", l);
-			else
-				printf(" %d", l);
-		printf("\n");
-	}
+	pod_print(pm, out_path);
 	ret = CLI_EXIT_OK;
 out:
 	eng_pod_map_free(pm);
