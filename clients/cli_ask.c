@@ -18,37 +18,12 @@
 
 #define ASK_MAX_DOC (64u << 20) /* bytes */
 
-static const char *ask_prefix =
-    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-    "Face<|im_end|>\n<|im_start|>user\n";
-static const char *ask_suffix_end = "<|im_end|>\n<|im_start|>assistant\n";
-
 static double
 ask_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Append the ids of text (specials parsed or not) to a growing array. */
-static int
-ask_append(const struct eng_tok *tok, const char *text, size_t len, int special, int32_t **ids,
-    int64_t *n, int64_t *cap)
-{
-	int64_t need = (int64_t)len + 8, r;
-	if (*n + need > *cap) {
-		int32_t *nb = realloc(*ids, (size_t)(*n + need) * sizeof(int32_t));
-		if (!nb)
-			return ENG_ERR_NOMEM;
-		*ids = nb;
-		*cap = *n + need;
-	}
-	r = eng_tok_encode(tok, text, len, special, *ids + *n, *cap - *n);
-	if (r < 0)
-		return (int)r;
-	*n += r;
-	return 0;
 }
 
 struct ask_out {
@@ -109,11 +84,11 @@ cli_ask(int argc, char **argv)
 	struct eng_kv *kv = NULL;
 	struct eng_sampler s;
 	struct ask_out out;
-	int32_t *ids = NULL, first;
-	int64_t n_doc, n_all = 0, cap = 0, n_gen = 0, kept = 0, l;
+	int32_t *ids = NULL, *qids = NULL, *all, first;
+	int64_t n_doc, n_q, n_all = 0, n_gen = 0, kept = 0, l;
 	float *logits = NULL;
-	char *doc = NULL, why[256] = "", *q = NULL;
-	size_t doc_len = 0, q_len;
+	char *doc = NULL, why[256] = "";
+	size_t doc_len = 0;
 	double t0, t_ingest, t_ttft, t_full = 0.0;
 
 	optind = 1;
@@ -181,19 +156,20 @@ cli_ask(int argc, char **argv)
 		ret = cli_exit_for_engine(rc);
 		goto out;
 	}
-	/* document prefix, then the question suffix */
-	q_len = strlen(argv[optind + 1]) + 2;
-	q = malloc(q_len + 1);
-	if (!q)
+	/* the document, then the question that ends the user turn */
+	n_doc = eng_chat_doc_ids(tok, doc, doc_len, &ids);
+	n_q = n_doc < 0 ? n_doc : eng_chat_question_ids(tok, argv[optind + 1],
+	    strlen(argv[optind + 1]), &qids);
+	if (n_doc < 0 || n_q < 0) {
+		cli_err("cannot tokenize: %s", eng_strerror((int)(n_doc < 0 ? n_doc : n_q)));
 		goto out;
-	snprintf(q, q_len + 1, "\n\n%s", argv[optind + 1]);
-	if (ask_append(tok, ask_prefix, strlen(ask_prefix), 1, &ids, &n_all, &cap) ||
-	    ask_append(tok, doc, doc_len, 0, &ids, &n_all, &cap))
+	}
+	n_all = n_doc + n_q;
+	all = realloc(ids, (size_t)n_all * sizeof(int32_t));
+	if (!all)
 		goto out;
-	n_doc = n_all;
-	if (ask_append(tok, q, strlen(q), 0, &ids, &n_all, &cap) ||
-	    ask_append(tok, ask_suffix_end, strlen(ask_suffix_end), 1, &ids, &n_all, &cap))
-		goto out;
+	ids = all;
+	memcpy(ids + n_doc, qids, (size_t)n_q * sizeof(int32_t));
 	if (n_all + n_max > m->hp.n_ctx_train) {
 		cli_err("document + question is %lld tokens; with %ld to generate that exceeds the "
 		    "model's context window (%d)", (long long)n_all, n_max, m->hp.n_ctx_train);
@@ -260,9 +236,9 @@ cli_ask(int argc, char **argv)
 	}
 	ret = CLI_EXIT_OK;
 out:
-	free(q);
 	free(doc);
 	free(ids);
+	free(qids);
 	free(logits);
 	eng_kv_free(kv);
 	eng_ctx_free(ctx);

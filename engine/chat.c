@@ -8,6 +8,7 @@
  * for a generation prompt.  eng_chat_render() produces exactly that for one
  * optional system message and one user message, with snprintf semantics.
  */
+#include <stdlib.h> /* for realloc, free */
 #include <string.h> /* for strlen, memcpy */
 
 #include "engine.h"
@@ -67,4 +68,59 @@ eng_chat_render(const char *system, const char *user, int add_assistant, char *b
 	if (o.cap)
 		o.buf[o.n < o.cap ? o.n : o.cap - 1] = '\0';
 	return o.n;
+}
+
+/* Append the ids of text[0..len) to a malloc'd array (grown as needed). */
+static int
+eng_chat_append(const struct eng_tok *t, const char *text, size_t len, int special,
+    int32_t **ids, int64_t *n)
+{
+	int64_t cap = *n + (int64_t)len + 8, r;
+	int32_t *nb = realloc(*ids, (size_t)cap * sizeof(int32_t));
+	if (!nb)
+		return ENG_ERR_NOMEM;
+	*ids = nb;
+	r = eng_tok_encode(t, text, len, special, *ids + *n, cap - *n);
+	if (r < 0)
+		return (int)r;
+	if (r > cap - *n)
+		return ENG_ERR_TOKENIZER; /* byte-level BPE never yields more ids than bytes */
+	*n += r;
+	return 0;
+}
+
+/* The document sits at the start of the user turn (DESIGN.md §1), so a
+ * question can follow it later at positions n, n+1, … */
+int64_t
+eng_chat_doc_ids(const struct eng_tok *t, const char *doc, size_t len, int32_t **ids)
+{
+	static const char pre[] = "<|im_start|>system\n" ENG_CHAT_DEFAULT_SYSTEM
+	    "<|im_end|>\n<|im_start|>user\n";
+	int64_t n = 0;
+	int rc;
+	*ids = NULL;
+	if ((rc = eng_chat_append(t, pre, sizeof(pre) - 1, 1, ids, &n)) ||
+	    (rc = eng_chat_append(t, doc, len, 0, ids, &n))) {
+		free(*ids);
+		*ids = NULL;
+		return rc;
+	}
+	return n;
+}
+
+int64_t
+eng_chat_question_ids(const struct eng_tok *t, const char *q, size_t len, int32_t **ids)
+{
+	static const char post[] = "<|im_end|>\n<|im_start|>assistant\n";
+	int64_t n = 0;
+	int rc;
+	*ids = NULL;
+	if ((rc = eng_chat_append(t, "\n\n", 2, 0, ids, &n)) ||
+	    (rc = eng_chat_append(t, q, len, 0, ids, &n)) ||
+	    (rc = eng_chat_append(t, post, sizeof(post) - 1, 1, ids, &n))) {
+		free(*ids);
+		*ids = NULL;
+		return rc;
+	}
+	return n;
 }

@@ -109,6 +109,14 @@ int eng_tok_is_eog(const struct eng_tok *t, int32_t id);
  * string into buf; returns its length, or the length needed if >= cap. */
 size_t eng_chat_render(const char *system, const char *user, int add_assistant,
     char *buf, size_t cap);
+/* kvsnap's prompt, in two parts: the document as the start of the user
+ * turn (default system turn before it; specials parsed only in the
+ * template), and later the question that ends the turn ("\n\n" QUESTION,
+ * end of turn, assistant header).  *ids is malloc'd; returns the count or a
+ * negative enum eng_err. */
+int64_t eng_chat_doc_ids(const struct eng_tok *t, const char *doc, size_t len, int32_t **ids);
+int64_t eng_chat_question_ids(const struct eng_tok *t, const char *q, size_t len,
+    int32_t **ids);
 
 /* ------------------------------------------------------------------------ */
 /* KV cache pool (DESIGN.md §3, spec/adakv.md §3.2).
@@ -303,6 +311,8 @@ struct eng_heads_info {
 int eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model *m,
     char *why, size_t why_len);
 void eng_heads_close(struct eng_heads *h);
+/* BLAKE2b-256 hex of the sidecar file's bytes: what profile ids record. */
+const char *eng_heads_fingerprint(const struct eng_heads *h);
 /* The sidecar's metadata; strings live as long as the handle. */
 const struct eng_heads_info *eng_heads_get_info(const struct eng_heads *h);
 /* ENG_ERR_SHAPE (with a reason) unless the heads fit model m. */

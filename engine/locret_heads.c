@@ -40,6 +40,8 @@
 #include <string.h>
 #include <strings.h> /* for strcasecmp */
 
+#include <sodium.h>
+
 #include "engine.h"
 #include "engine_internal.h"
 
@@ -59,6 +61,7 @@ struct eng_heads {
 	const float **w2;       /* (n_layer) -> (n_head_kv, d_r) */
 	float *owned;           /* widened / copied weights, all layers */
 	char *strings;          /* fp, recipe and data, NUL-separated */
+	char fingerprint[65];   /* BLAKE2b-256 hex of the file's bytes */
 };
 
 
@@ -229,6 +232,15 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
 	rc = eng_gguf_open(&h->gguf, path, why, why_len);
 	if (rc)
 		goto out;
+	{
+		unsigned char sum[32];
+		if (sodium_init() < 0 ||
+		    crypto_generichash(sum, sizeof(sum), h->gguf->base, h->gguf->size, NULL, 0)) {
+			rc = eng_fail(why, why_len, ENG_ERR_NOMEM, "cannot hash %s", path);
+			goto out;
+		}
+		sodium_bin2hex(h->fingerprint, sizeof(h->fingerprint), sum, sizeof(sum));
+	}
 	if (eng_gguf_get_str(h->gguf, "general.architecture", &arch) ||
 	    !eng_gguf_str_eq(arch, HEADS_ARCH)) {
 		rc = eng_fail(why, why_len, ENG_ERR_ARCH,
@@ -564,4 +576,10 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 		return eng_fail(why, why_len, ENG_ERR_IO, "cannot write %s", path);
 	}
 	return 0;
+}
+
+const char *
+eng_heads_fingerprint(const struct eng_heads *h)
+{
+	return h->fingerprint;
 }

@@ -165,8 +165,9 @@ static size_t
 locret_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	const struct locret *s = p->priv;
-	int n = snprintf(buf, cap, ",heads=%s,n_s=%lld,n_loc=%lld,positions=%s,alloc=%s,alpha=%g",
-	    s->path ? s->path : "", (long long)p->i[LOCRET_N_S], (long long)p->i[LOCRET_N_LOC],
+	/* the sidecar by content, so a moved file keeps its profiles */
+	int n = snprintf(buf, cap, ",heads=%s,n_s=%lld,n_loc=%lld,positions=%s,alloc=%s,alpha=%.17g",
+	    s->heads ? eng_heads_fingerprint(s->heads) : (s->path ? s->path : ""), (long long)p->i[LOCRET_N_S], (long long)p->i[LOCRET_N_LOC],
 	    p->i[LOCRET_POSITIONS] ? "original" : "slot", p->i[LOCRET_ALLOC] ? "adakv" : "uniform",
 	    p->f[0]);
 	return n > 0 ? (size_t)n : 0;

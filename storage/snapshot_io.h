@@ -1,0 +1,53 @@
+/*
+ * snapshot_io.h: a compressed pool to and from the store, end to end:
+ * the profile a snapshot is filed under, saving every record of a pool in
+ * one store transaction, and loading a snapshot into a fresh pool ready for
+ * a question (storage never runs the model; the caller does).
+ */
+#ifndef STORAGE_SNAPSHOT_IO_H
+#define STORAGE_SNAPSHOT_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "storage/snapshot.h"
+#include "storage/store.h"
+
+#define SNAP_ZLEVEL_DEFAULT 3
+
+/* Results of this module: 0 or a negative enum snapio_err, with a reason. */
+enum snapio_err {
+	SNAPIO_OK = 0,
+	SNAPIO_ERR_NOMEM = -1,
+	SNAPIO_ERR_ARG = -2,
+	SNAPIO_ERR_NOT_FOUND = -3, /* no such document or snapshot */
+	SNAPIO_ERR_CORRUPT = -4,   /* stored bytes fail their checks */
+	SNAPIO_ERR_MISMATCH = -5,  /* a snapshot of another model or shape */
+	SNAPIO_ERR_FULL = -6,      /* map or disk full: nothing written */
+	SNAPIO_ERR_IO = -7,
+	SNAPIO_ERR_ENGINE = -8     /* the engine refused (see the reason) */
+};
+
+/* Everything that changes a snapshot, as canonical text, and its
+ * BLAKE2b-256 (profile_id): format version, model fingerprint, policy with
+ * every parameter (sidecars and maps by content hash), chunk size,
+ * quantization.  text gets at most SNAP_MAX_PROFILE bytes. */
+int snap_profile(char *text, size_t cap, uint8_t id[SNAP_ID_BYTES], const char *model_fp,
+    const struct eng_policy *p, int64_t chunk, int quant);
+
+/* Save pool kv (of a model with n_head query heads) as the snapshot of
+ * document d under profile (text, id): encode every record, then one
+ * store_put.  n_tokens is the document's token count. */
+int snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
+    const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
+    int quant, int zlevel, uint64_t n_tokens, char *why, size_t why_len);
+
+/* Load a snapshot into a new pool for model m with room for n_extra more
+ * tokens per head (question + answer); *h receives the decoded header
+ * (free with snap_header_free).  Checks the model's fingerprint and shape. */
+int snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
+    struct eng_kv **out, struct snap_header *h, char *why, size_t why_len);
+
+#endif /* STORAGE_SNAPSHOT_IO_H */
