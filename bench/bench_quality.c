@@ -7,8 +7,8 @@
  * usage: bench_quality [-m GGUF] [-t THREADS] [--policies a,b,c] [--policy NAME:OPTS]
  *        [--lengths 2048,4096,8192] [--fractions 4,8,16,32] [--depths N] [--keys K]
  *        [--tasks passkey,multikey,fidelity] [--haystack noise|prose] [--chunk 512]
- *        [--seed S] [--heads PATH] [--pod-map PATH] [--prose FILE] [--resume JSONL] [--json]
- *        [-v] [--smoke]
+ *        [--seed S] [--heads PATH] [--pod-map PATH] [--quant fp16|q4|q4kc] [--prose FILE]
+ *        [--resume JSONL] [--json] [-v] [--smoke]
  *
  * For every document length L, policy and budget fraction f (budget = n/f
  * units per KV head per layer, n the ingested tokens), one row:
@@ -34,6 +34,9 @@
  * for SmolLM2: "8K" documents are ~8090 tokens).  Everything random (keys,
  * words, the prose start) comes from --seed.
  *
+ * --quant Q answers every question from the cache as its snapshot would
+ * hold it (the codec's round trip, storage/snapshot_io.h: fp16, q4, q4kc).
+ *
  * Output: a table, or with --json one object per row (bench/quality.sh turns
  * them into the markdown table and bench/plot_quality.py into the plot).
  * Progress goes to stderr.  --resume skips rows already in a JSON file.
@@ -48,6 +51,7 @@
 
 #include "bench/quality_data.h"
 #include "engine/engine.h"
+#include "storage/snapshot_io.h"
 
 #define QUAL_MAX_LIST 16     /* lengths, fractions */
 #define QUAL_MAX_POLICIES 32 /* policy specs */
@@ -68,6 +72,7 @@
 
 struct qual_opts {
 	const char *model, *heads, *pod_map, *resume;
+	int quant; /* -1, or the snapshot quantization each cache goes through */
 	const char *prose[QUAL_MAX_LIST];
 	int n_prose;
 	int threads, chunk, depths, keys, tasks, json, verbose, prose_haystack;
@@ -679,6 +684,14 @@ qual_row_run(struct qual_bench *b, struct qual_len *ql, const char *name, const 
 		    b->n_extra));
 		if (!rc)
 			rc = eng_ingest(b->ctx, kv, p, d->ids.v, d->ids.n, b->o->chunk, NULL);
+		if (!rc && b->o->quant >= 0) {
+			/* answer from what the snapshot would hold (codec round trip) */
+			struct eng_kv *back = NULL;
+			rc = snap_roundtrip(kv, b->m, b->o->quant, b->n_extra, &back, b->why,
+			    sizeof(b->why)) ? ENG_ERR_ARG : 0;
+			eng_kv_free(kv);
+			kv = back;
+		}
 		if (!rc)
 			rc = qual_mark_take(&mk, kv);
 		if (rc) {
@@ -860,8 +873,8 @@ qual_usage(void)
 	    "usage: bench_quality [-m GGUF] [-t THREADS] [--policies a,b,c] [--policy NAME:OPTS]\n"
 	    "       [--lengths 2048,4096,8192] [--fractions 4,8,16,32] [--depths N] [--keys K]\n"
 	    "       [--tasks passkey,multikey,fidelity] [--haystack noise|prose] [--chunk 512]\n"
-	    "       [--seed S] [--heads PATH] [--pod-map PATH] [--prose FILE] [--resume JSONL]\n"
-	    "       [--json] [-v] [--smoke]\n");
+	    "       [--seed S] [--heads PATH] [--pod-map PATH] [--quant fp16|q4|q4kc] [--prose FILE]\n"
+	    "       [--resume JSONL] [--json] [-v] [--smoke]\n");
 }
 
 /* Options, then --smoke's reduced grid; 0 or an exit status. */
@@ -875,7 +888,7 @@ qual_args(struct qual_opts *o, int argc, char **argv)
 		{ "tasks", required_argument, NULL, 'T' }, { "haystack", required_argument, NULL, 'H' },
 		{ "chunk", required_argument, NULL, 'c' }, { "seed", required_argument, NULL, 's' },
 		{ "heads", required_argument, NULL, 'h' }, { "prose", required_argument, NULL, 'r' },
-		{ "pod-map", required_argument, NULL, 'M' },
+		{ "pod-map", required_argument, NULL, 'M' }, { "quant", required_argument, NULL, 'Q' },
 		{ "resume", required_argument, NULL, 'R' }, { "json", no_argument, NULL, 'j' },
 		{ "smoke", no_argument, NULL, 'S' }, { "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
@@ -883,6 +896,7 @@ qual_args(struct qual_opts *o, int argc, char **argv)
 	int c, smoke = 0, have_l = 0, have_f = 0, have_d = 0, have_k = 0, have_p = 0;
 
 	memset(o, 0, sizeof(*o));
+	o->quant = -1;
 	o->model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 	o->threads = 2;
 	o->chunk = 512;
@@ -929,6 +943,10 @@ qual_args(struct qual_opts *o, int argc, char **argv)
 		case 's': o->seed = strtoull(optarg, NULL, 10); break;
 		case 'h': o->heads = optarg; break;
 		case 'M': o->pod_map = optarg; break;
+		case 'Q':
+			if ((o->quant = snap_quant_parse(optarg)) < 0)
+				goto bad;
+			break;
 		case 'r':
 			if (o->n_prose == QUAL_MAX_LIST)
 				goto bad;

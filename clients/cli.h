@@ -30,6 +30,15 @@ int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_ask(int argc, char **argv);
 int cli_pod_calibrate(int argc, char **argv);
+int cli_ls(int argc, char **argv);
+int cli_info(int argc, char **argv);
+int cli_rm(int argc, char **argv);
+int cli_rename(int argc, char **argv);
+int cli_stats(int argc, char **argv);
+int cli_verify(int argc, char **argv);
+int cli_prune(int argc, char **argv);
+int cli_ingest(int argc, char **argv);
+int cli_query(int argc, char **argv);
 
 /* Map an engine error (enum eng_err) to an exit code. */
 int cli_exit_for_engine(int err);
@@ -47,6 +56,10 @@ int cli_parse_float(const char *s, double lo, double hi, double *out);
 /* Read a whole file of at most max bytes (malloc'd; *len its size); NULL
  * with a message on stderr when it cannot be read or is too large. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
+
+/* The state directory (the store): flag, else $KVSNAP_STATE, else
+ * $XDG_STATE_HOME/kvsnap, else ~/.local/state/kvsnap; NULL if none. */
+const char *cli_state_dir(const char *flag);
 
 /* Default model path: $KVSNAP_MODEL, else the bundled one. */
 const char *cli_default_model(void);

@@ -143,3 +143,23 @@ cli_read_file(const char *path, size_t max, size_t *len)
 	*len = n;
 	return buf;
 }
+
+const char *
+cli_state_dir(const char *flag)
+{
+	static char buf[4096];
+	const char *e;
+	if (flag && *flag)
+		return flag;
+	if ((e = getenv("KVSNAP_STATE")) && *e)
+		return e;
+	if ((e = getenv("XDG_STATE_HOME")) && *e) {
+		snprintf(buf, sizeof(buf), "%s/kvsnap", e);
+		return buf;
+	}
+	if ((e = getenv("HOME")) && *e) {
+		snprintf(buf, sizeof(buf), "%s/.local/state/kvsnap", e);
+		return buf;
+	}
+	return NULL;
+}

@@ -7,6 +7,15 @@
 #include "clients/cli.h"
 
 static const struct cli_cmd cli_cmds[] = {
+	{ "ingest", "compress documents into snapshots (--local: in-process)", cli_ingest },
+	{ "query", "answer a question from a snapshot (--local: in-process)", cli_query },
+	{ "ls", "list stored documents", cli_ls },
+	{ "info", "show a document and its snapshots", cli_info },
+	{ "rm", "remove a document and its snapshots", cli_rm },
+	{ "rename", "name a document", cli_rename },
+	{ "stats", "store totals", cli_stats },
+	{ "verify", "check every checksum of every snapshot", cli_verify },
+	{ "prune", "drop snapshots, least recently used first", cli_prune },
 	{ "generate", "run the model in-process on a prompt (no daemon)", cli_generate },
 	{ "tokenize", "print the token ids of a text", cli_tokenize },
 	{ "ask", "compress a document, then answer a question from it (in-process)", cli_ask },

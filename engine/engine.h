@@ -244,6 +244,10 @@ const char *eng_policy_name(const struct eng_policy *p);
 /* Canonical "name:k=v,…" with every parameter (defaults included), for
  * profile ids.  Returns the length (snprintf semantics). */
 size_t eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap);
+/* The description with the policy's file (Locret heads, PoD map) named by
+ * its content fingerprint instead of its path: what profile ids hash.
+ * snprintf semantics. */
+size_t eng_policy_profile(const struct eng_policy *p, char *buf, size_t cap);
 /* Rows per KV head the pool needs to ingest with chunk size `chunk` and then
  * append `n_extra` tokens (question + answer) without eviction. */
 int64_t eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chunk,

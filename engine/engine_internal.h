@@ -147,6 +147,10 @@ struct eng_policy_ops {
 	int (*ingest_begin)(struct eng_policy *p, struct eng_kv *kv, const struct eng_model *m);
 	int (*ingest_layer)(struct eng_policy *p, struct eng_kv *kv, int layer,
 	    const struct eng_fwd_layer_info *info, int is_last, int64_t n_doc);
+	/* optional: the option naming the policy's file (NULL: none) and the
+	 * file's content fingerprint, which eng_policy_profile prints instead */
+	const char *file_key;
+	const char *(*file_fingerprint)(const struct eng_policy *p);
 };
 
 #define ENG_POLICY_MAX_PARAMS 16

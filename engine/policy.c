@@ -143,6 +143,26 @@ eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap)
 	    used < cap ? cap - used : 0);
 }
 
+size_t
+eng_policy_profile(const struct eng_policy *p, char *buf, size_t cap)
+{
+	char d[2048], key[64];
+	const char *at, *end;
+	size_t n = eng_policy_describe(p, d, sizeof(d));
+	int r;
+	if (!p->ops->file_key || n >= sizeof(d))
+		return eng_policy_describe(p, buf, cap);
+	/* ",key=PATH" -> ",key=FINGERPRINT" (option values never hold commas) */
+	snprintf(key, sizeof(key), ",%s=", p->ops->file_key);
+	if (!(at = strstr(d, key)))
+		return eng_policy_describe(p, buf, cap);
+	at += strlen(key);
+	end = strchr(at, ',');
+	r = snprintf(buf, cap, "%.*s%s%s", (int)(at - d), d, p->ops->file_fingerprint(p),
+	    end ? end : "");
+	return r > 0 ? (size_t)r : 0;
+}
+
 int64_t
 eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk)
 {

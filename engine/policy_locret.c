@@ -165,12 +165,19 @@ static size_t
 locret_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	const struct locret *s = p->priv;
-	/* the sidecar by content, so a moved file keeps its profiles */
 	int n = snprintf(buf, cap, ",heads=%s,n_s=%lld,n_loc=%lld,positions=%s,alloc=%s,alpha=%.17g",
-	    s->heads ? eng_heads_fingerprint(s->heads) : (s->path ? s->path : ""), (long long)p->i[LOCRET_N_S], (long long)p->i[LOCRET_N_LOC],
+	    s->path ? s->path : "", (long long)p->i[LOCRET_N_S], (long long)p->i[LOCRET_N_LOC],
 	    p->i[LOCRET_POSITIONS] ? "original" : "slot", p->i[LOCRET_ALLOC] ? "adakv" : "uniform",
 	    p->f[0]);
 	return n > 0 ? (size_t)n : 0;
+}
+
+/* The sidecar by content, for profile ids (a moved file keeps its profiles). */
+static const char *
+locret_file_fingerprint(const struct eng_policy *p)
+{
+	const struct locret *s = p->priv;
+	return s->heads ? eng_heads_fingerprint(s->heads) : "";
 }
 
 static int64_t
@@ -454,6 +461,8 @@ locret_select(struct eng_policy *p, struct eng_evict *e)
 }
 
 const struct eng_policy_ops eng_policy_locret = {
+	.file_key = "heads",
+	.file_fingerprint = locret_file_fingerprint,
 	.name = "locret",
 	.set = locret_set,
 	.check = locret_check,

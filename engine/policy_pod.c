@@ -20,8 +20,9 @@
  * distant_query=anchor|own.
  * Parameters: i[0] n_s, i[1] n_r (-1 = auto until check), i[2] base (0 nacl,
  * 1 full), i[3] W, i[4] seed, i[5] budget_mode (0 units, 1 bytes),
- * i[6] distant_own; f[0] rho.  The map's path lives in priv; describe()
- * prints the map's content hash, so equal maps give equal profiles.
+ * i[6] distant_own; f[0] rho.  The map's path lives in priv; profiles name
+ * the map by its content hash (eng_policy_profile), so equal maps give
+ * equal profiles wherever the file lives.
  */
 #include <math.h>
 #include <stdio.h>
@@ -225,11 +226,18 @@ pod_describe(const struct eng_policy *p, char *buf, size_t cap)
 	int n = snprintf(buf, cap,
 	    ",map=%s,base=%s,n_s=%lld,n_r=%lld,rho=%.17g,window=%lld,seed=%lld,budget_mode=%s,"
 	    "distant_query=%s",
-	    pv->map ? pv->map->hash : "", p->i[POD_BASE] == POD_BASE_FULL ? "full" : "nacl",
+	    pv->map_path ? pv->map_path : "", p->i[POD_BASE] == POD_BASE_FULL ? "full" : "nacl",
 	    (long long)p->i[POD_N_S], (long long)p->i[POD_N_R], p->f[POD_RHO],
 	    (long long)p->i[POD_W], (long long)p->i[POD_SEED],
 	    p->i[POD_BYTES] ? "equal_bytes" : "equal_units", p->i[POD_OWN] ? "own" : "anchor");
 	return n > 0 ? (size_t)n : 0;
+}
+
+static const char *
+pod_file_fingerprint(const struct eng_policy *p)
+{
+	const struct pod_priv *pv = pod_priv(p);
+	return pv->map ? pv->map->hash : "";
 }
 
 static int64_t
@@ -491,6 +499,8 @@ pod_ingest_layer(struct eng_policy *p, struct eng_kv *kv, int layer,
 
 const struct eng_policy_ops eng_policy_pod = {
 	.name = "pod",
+	.file_key = "map",
+	.file_fingerprint = pod_file_fingerprint,
 	.set = pod_set,
 	.check = pod_check,
 	.describe = pod_describe,

@@ -110,6 +110,13 @@ int snap_layer_check(const uint8_t *buf, size_t len, const struct snap_header *h
 int snap_layer_decode(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     struct eng_kv *kv, char *why, size_t why_len);
 
+/* PoD (spec/pod.md §3.6): after every layer is decoded into kv, check that
+ * every layer of a block holds exactly its anchor layer's positions (a
+ * cross-layer property no single record can show).  0 for a dense header;
+ * SNAP_ERR_CORRUPT naming the layer; SNAP_ERR_ARG if kv and h differ. */
+int snap_pod_check_blocks(const struct snap_header *h, const struct eng_kv *kv, char *why,
+    size_t why_len);
+
 /* Reconstruction error of a quantization scheme on one layer of a pool, for
  * reports: max |x − x̂| and RMS error over K and V separately. */
 struct snap_qerr {

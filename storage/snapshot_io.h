@@ -50,4 +50,9 @@ int snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
     struct eng_kv **out, struct snap_header *h, char *why, size_t why_len);
 
+/* A pool through the codec and back, in memory (no store): what a query
+ * of its snapshot would see.  For benches and tests. */
+int snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, int64_t n_extra,
+    struct eng_kv **out, char *why, size_t why_len);
+
 #endif /* STORAGE_SNAPSHOT_IO_H */

@@ -1,7 +1,7 @@
 /*
  * store.h: the snapshot store on LMDB (DESIGN.md §5): one environment in a
  * state directory, four databases:
- *   docs   doc_id (32 B) → document metadata (binary layout in store.c)
+ *   docs   doc_id (32 B) → document metadata (binary layout in store_meta.c)
  *   snaps  doc_id ‖ profile_id ‖ layer (u16 big-endian) → stored record;
  *          layer 0xFFFF is the snapshot's header record (snapshot.h)
  *   names  name → doc_id
@@ -47,7 +47,7 @@ struct store_opts {
 };
 
 /* Open (creating the directory and environment if needed, unless
- * read_only) the store in dir. */
+ * read_only) the store in dir.  Close only after every reader has ended. */
 int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len);
 void store_close(struct store *s);
@@ -102,7 +102,9 @@ int store_touch(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     const uint8_t profile_id[SNAP_ID_BYTES], char *why, size_t why_len);
 
 /* Listing: calls fn for every document (in doc_id order) with its
- * metadata; fn returns non-zero to stop. */
+ * metadata; fn returns non-zero to stop.  Documents whose metadata is
+ * unreadable are skipped, and the call then returns STORE_ERR_CORRUPT
+ * naming the first. */
 int store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
     char *why, size_t why_len);
 int store_info(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], struct store_doc *d,
@@ -117,7 +119,9 @@ int store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 
 /* Remove a document with all its snapshots and its name. */
 int store_rm(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], char *why, size_t why_len);
-/* Give a document a (new) name; "" removes its name. */
+/* Give a document a (new) name; "" removes its name.  A name has 1..255
+ * bytes, no control characters, and is not 4+ hex digits alone (it would
+ * read as an id prefix): else STORE_ERR_ARG. */
 int store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *name,
     char *why, size_t why_len);
 
@@ -126,7 +130,8 @@ int store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const cha
  * max_bytes > 0 caps the stored bytes; keep >= 0 keeps at most that many
  * snapshots.  A document left without snapshots is removed.  dry_run
  * reports without deleting.  fn (may be NULL) is told every snapshot
- * dropped. */
+ * dropped, after the commit (its return value is ignored).  An lru entry
+ * that leads to no snapshot stops the prune: STORE_ERR_CORRUPT. */
 struct store_prune {
 	int64_t older_than_us;
 	uint64_t max_bytes;
@@ -140,7 +145,9 @@ int store_prune(struct store *s, const struct store_prune *p,
 
 /* Verify every checksum of every snapshot (of one document, or all when
  * doc_id is NULL): fn gets one report per snapshot (why == NULL when it is
- * sound).  Returns STORE_ERR_CORRUPT if any snapshot failed. */
+ * sound).  Problems that belong to no one snapshot (a document's metadata
+ * or name, a name that leads nowhere) come with an all-zero profile_id.
+ * Returns STORE_ERR_CORRUPT if any report failed. */
 int store_verify(struct store *s, const uint8_t *doc_id,
     int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
         const uint8_t profile_id[SNAP_ID_BYTES], const char *why),

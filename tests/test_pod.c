@@ -407,6 +407,10 @@ test_options(void)
 		char d[512];
 		eng_policy_describe(p, d, sizeof(d));
 		TAP_CHECK(strstr(d, "pod:budget=32,map=") && strstr(d, "n_r=8"), "describe: %s", d);
+		/* profiles name the map by content, not by path */
+		eng_policy_profile(p, d, sizeof(d));
+		TAP_CHECK(!strstr(d, g_map_mixed) && strstr(d, ",map=") &&
+		    strlen(strstr(d, ",map=") + 5) > 64 && strstr(d, ",base=nacl"), "profile: %s", d);
 	}
 	TAP_CHECK(eng_policy_bind(p, g_m, why, sizeof(why)) == 0, "bind: %s", why);
 	eng_policy_free(p);

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""llama.cpp's saved state for the document bench_snapshot measures: the
+license texts in name order, tokenized by llama.cpp, cut to N tokens, one
+prefill, then save_state() (f16 KV cache, llama.cpp's default), whose bytes
+are what llama.cpp would store to skip re-reading.  One JSON line.  Uses
+llama-cpp-python from .venv-fixtures (scripts/make-fixtures.sh).
+
+  .venv-fixtures/bin/python bench/llamacpp_state.py [MODEL] [TOKENS] [THREADS]"""
+import json
+import os
+import sys
+import time
+
+from llama_cpp import Llama
+
+model = sys.argv[1] if len(sys.argv) > 1 else "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+n = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
+threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+d = "/usr/share/common-licenses"
+text = b"".join(open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))
+                if not f.startswith(".") and os.path.isfile(os.path.join(d, f)))
+llm = Llama(model_path=model, n_ctx=n + 16, n_batch=512, n_ubatch=512, n_threads=threads,
+            n_threads_batch=threads, logits_all=False, verbose=False)
+ids = llm.tokenize(text, add_bos=False, special=False)[:n]
+t0 = time.perf_counter()
+llm.eval(ids)
+t_eval = time.perf_counter() - t0
+t0 = time.perf_counter()
+st = llm.save_state()
+t_save = time.perf_counter() - t0
+print(json.dumps({"tokens": len(ids), "state_bytes": st.llama_state_size,
+                  "prefill_s": round(t_eval, 2), "save_s": round(t_save, 3)}), flush=True)

@@ -1,0 +1,315 @@
+/*
+ * qpack.c: fp16 and q4 packing of K / V rows (layouts and the rounding
+ * rules in qpack.h).  Pure functions of their arguments: no allocation, no
+ * state, safe from any thread.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h" /* for kern_f32_to_f16, kern_f16_to_f32 */
+#include "storage/qpack.h"
+
+#define QP_F16_MAX 65504.0f
+#define QP_Q4_GROUP_BYTES (4 + QP_GROUP / 2) /* δ, μ, 32 codes */
+
+/* ------------------------------------------------------------------------ */
+/* fp16 helpers                                                              */
+
+static void
+qp_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static uint16_t
+qp_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* The next fp16 above / below h (finite h; ±0 step to the smallest
+ * subnormal of the other side's sign). */
+static uint16_t
+qp_f16_up_step(uint16_t h)
+{
+	if (h == 0x8000)
+		return 0x0001;
+	return (h & 0x8000) ? (uint16_t)(h - 1) : (uint16_t)(h + 1);
+}
+
+static uint16_t
+qp_f16_down_step(uint16_t h)
+{
+	if (h == 0x0000)
+		return 0x8001;
+	return (h & 0x8000) ? (uint16_t)(h + 1) : (uint16_t)(h - 1);
+}
+
+/* Largest fp16 <= x and smallest fp16 >= x, for |x| <= 65504 (directed
+ * rounding keeps every value of a group inside [μ, μ + 15δ]). */
+static uint16_t
+qp_f16_floor(double x)
+{
+	uint16_t h = kern_f32_to_f16((float)x);
+	while ((double)kern_f16_to_f32(h) > x)
+		h = qp_f16_down_step(h);
+	return h;
+}
+
+static uint16_t
+qp_f16_ceil(double x)
+{
+	uint16_t h = kern_f32_to_f16((float)x);
+	while ((double)kern_f16_to_f32(h) < x)
+		h = qp_f16_up_step(h);
+	return h;
+}
+
+static int
+qp_f16_finite(uint16_t h)
+{
+	return (h & 0x7c00) != 0x7c00;
+}
+
+static float
+qp_sat(float x)
+{
+	return x > QP_F16_MAX ? QP_F16_MAX : x < -QP_F16_MAX ? -QP_F16_MAX : x;
+}
+
+/* ------------------------------------------------------------------------ */
+/* q4 core                                                                   */
+
+struct qp_q4 {
+	uint16_t d16, m16; /* as stored */
+	double d, m;       /* their values */
+};
+
+/* Scale and min of n values x[0], x[stride], … (saturated, no NaN). */
+static struct qp_q4
+qp_fit(const float *x, int64_t n, size_t stride)
+{
+	struct qp_q4 q;
+	float lo = qp_sat(x[0]), hi = lo;
+	int64_t i;
+	for (i = 1; i < n; i++) {
+		float v = qp_sat(x[(size_t)i * stride]);
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	q.m16 = qp_f16_floor(lo);
+	q.m = kern_f16_to_f32(q.m16);
+	q.d16 = qp_f16_ceil(((double)hi - q.m) / 15.0);
+	while (q.m + 15.0 * kern_f16_to_f32(q.d16) < (double)hi)
+		q.d16 = qp_f16_up_step(q.d16); /* the division rounded down */
+	q.d = kern_f16_to_f32(q.d16);
+	return q;
+}
+
+static unsigned
+qp_code(const struct qp_q4 *q, float x)
+{
+	double t;
+	if (q->d == 0.0)
+		return 0;
+	t = floor(((double)qp_sat(x) - q->m) / q->d + 0.5);
+	return t < 0.0 ? 0u : t > 15.0 ? 15u : (unsigned)t;
+}
+
+/* x̂ = μ + q·δ in float, two statements so no compiler fuses them. */
+static float
+qp_dequant(float m, float d, unsigned q)
+{
+	float t = (float)q * d;
+	return m + t;
+}
+
+/* A stored (δ, μ) pair is usable: both finite, δ not negative. */
+static int
+qp_pair_ok(uint16_t d16, uint16_t m16)
+{
+	return qp_f16_finite(d16) && qp_f16_finite(m16) && !(d16 & 0x8000);
+}
+
+static int
+qp_has_nan(const float *x, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (isnan(x[i]))
+			return 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Schemes                                                                   */
+
+uint64_t
+qp_bytes(enum qp_scheme s, uint64_t n, int d)
+{
+	uint64_t du = (uint64_t)d;
+	switch (s) {
+	case QP_F16:
+		return 2 * n * du;
+	case QP_Q4:
+		return n * (du / QP_GROUP) * QP_Q4_GROUP_BYTES;
+	case QP_Q4_CH:
+		return (n + QP_GROUP - 1) / QP_GROUP * 4 * du + n * du / 2;
+	}
+	return 0;
+}
+
+static void
+qp_f16_encode(const float *src, size_t n, uint8_t *dst)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		qp_put16(dst + 2 * i, kern_f32_to_f16(src[i]));
+}
+
+static void
+qp_q4_row_encode(const float *src, int64_t n, int d, uint8_t *dst)
+{
+	int64_t r;
+	int g, j;
+	for (r = 0; r < n; r++)
+		for (g = 0; g < d / QP_GROUP; g++) {
+			const float *x = src + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			struct qp_q4 q = qp_fit(x, QP_GROUP, 1);
+			qp_put16(dst, q.d16);
+			qp_put16(dst + 2, q.m16);
+			for (j = 0; j < QP_GROUP / 2; j++)
+				dst[4 + j] = (uint8_t)(qp_code(&q, x[2 * j]) |
+				    qp_code(&q, x[2 * j + 1]) << 4);
+			dst += QP_Q4_GROUP_BYTES;
+		}
+}
+
+/* A stored (δ, μ) pair read back, as the decoder will see it. */
+static struct qp_q4
+qp_pair_read(const uint8_t *p)
+{
+	struct qp_q4 q;
+	q.d16 = qp_get16(p);
+	q.m16 = qp_get16(p + 2);
+	q.d = kern_f16_to_f32(q.d16);
+	q.m = kern_f16_to_f32(q.m16);
+	return q;
+}
+
+/* One group of gn <= 32 rows: d (δ, μ) pairs, then gn rows of codes. */
+static uint8_t *
+qp_q4_ch_group_encode(const float *src, int64_t gn, int d, uint8_t *dst)
+{
+	uint8_t *codes = dst + 4 * (size_t)d;
+	int64_t r;
+	int c;
+	for (c = 0; c < d; c++) {
+		struct qp_q4 q = qp_fit(src + c, gn, (size_t)d);
+		qp_put16(dst + 4 * c, q.d16);
+		qp_put16(dst + 4 * c + 2, q.m16);
+	}
+	for (c = 0; c < d; c += 2) {
+		struct qp_q4 q0 = qp_pair_read(dst + 4 * c), q1 = qp_pair_read(dst + 4 * c + 4);
+		for (r = 0; r < gn; r++) {
+			const float *x = src + (size_t)r * (size_t)d + (size_t)c;
+			codes[(size_t)r * (size_t)(d / 2) + (size_t)(c / 2)] =
+			    (uint8_t)(qp_code(&q0, x[0]) | qp_code(&q1, x[1]) << 4);
+		}
+	}
+	return codes + (size_t)gn * (size_t)(d / 2);
+}
+
+int
+qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
+{
+	int64_t g;
+	if (s == QP_F16) {
+		qp_f16_encode(src, (size_t)n * (size_t)d, dst);
+		return 0;
+	}
+	if (qp_has_nan(src, (size_t)n * (size_t)d))
+		return -1;
+	if (s == QP_Q4) {
+		qp_q4_row_encode(src, n, d, dst);
+		return 0;
+	}
+	for (g = 0; g < n; g += QP_GROUP)
+		dst = qp_q4_ch_group_encode(src + (size_t)g * (size_t)d,
+		    n - g < QP_GROUP ? n - g : QP_GROUP, d, dst);
+	return 0;
+}
+
+static void
+qp_f16_decode(const uint8_t *src, size_t n, float *dst)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		dst[i] = kern_f16_to_f32(qp_get16(src + 2 * i));
+}
+
+static int
+qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
+{
+	int64_t r;
+	int g, j;
+	for (r = 0; r < n; r++)
+		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q4_GROUP_BYTES) {
+			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
+			float dd, mm, *x;
+			if (!qp_pair_ok(d16, m16))
+				return -1;
+			if (!dst)
+				continue;
+			dd = kern_f16_to_f32(d16);
+			mm = kern_f16_to_f32(m16);
+			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			for (j = 0; j < QP_GROUP / 2; j++) {
+				x[2 * j] = qp_dequant(mm, dd, src[4 + j] & 15u);
+				x[2 * j + 1] = qp_dequant(mm, dd, (unsigned)src[4 + j] >> 4);
+			}
+		}
+	return 0;
+}
+
+static int
+qp_q4_ch_group_decode(const uint8_t *src, int64_t gn, int d, float *dst)
+{
+	const uint8_t *codes = src + 4 * (size_t)d;
+	int64_t r;
+	int c;
+	for (c = 0; c < d; c++)
+		if (!qp_pair_ok(qp_get16(src + 4 * c), qp_get16(src + 4 * c + 2)))
+			return -1;
+	if (!dst)
+		return 0;
+	for (r = 0; r < gn; r++)
+		for (c = 0; c < d; c++) {
+			unsigned b = codes[(size_t)r * (size_t)(d / 2) + (size_t)(c / 2)];
+			dst[(size_t)r * (size_t)d + (size_t)c] =
+			    qp_dequant(kern_f16_to_f32(qp_get16(src + 4 * c + 2)),
+				kern_f16_to_f32(qp_get16(src + 4 * c)), (c & 1) ? b >> 4 : b & 15u);
+		}
+	return 0;
+}
+
+int
+qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
+{
+	int64_t g;
+	if (s == QP_F16) {
+		if (dst)
+			qp_f16_decode(src, (size_t)n * (size_t)d, dst);
+		return 0;
+	}
+	if (s == QP_Q4)
+		return qp_q4_row_decode(src, n, d, dst);
+	for (g = 0; g < n; g += QP_GROUP) {
+		int64_t gn = n - g < QP_GROUP ? n - g : QP_GROUP;
+		if (qp_q4_ch_group_decode(src, gn, d, dst ? dst + (size_t)g * (size_t)d : NULL))
+			return -1;
+		src += qp_bytes(QP_Q4_CH, (uint64_t)gn, d);
+	}
+	return 0;
+}

@@ -1,0 +1,272 @@
+/*
+ * snapshot_io.c: profiles, saving a pool into the store, loading one back
+ * (snapshot_io.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "storage/snapshot_io.h"
+
+static int
+io_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+io_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+{
+	va_list ap;
+	if (why && why_len) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static int
+io_from_store(int rc)
+{
+	switch (rc) {
+	case STORE_OK: return SNAPIO_OK;
+	case STORE_ERR_NOMEM: return SNAPIO_ERR_NOMEM;
+	case STORE_ERR_NOT_FOUND: return SNAPIO_ERR_NOT_FOUND;
+	case STORE_ERR_CORRUPT: return SNAPIO_ERR_CORRUPT;
+	case STORE_ERR_FULL: return SNAPIO_ERR_FULL;
+	case STORE_ERR_IO: return SNAPIO_ERR_IO;
+	default: return SNAPIO_ERR_ARG;
+	}
+}
+
+static int
+io_from_snap(int rc)
+{
+	switch (rc) {
+	case SNAP_OK: return SNAPIO_OK;
+	case SNAP_ERR_NOMEM: return SNAPIO_ERR_NOMEM;
+	case SNAP_ERR_CORRUPT: return SNAPIO_ERR_CORRUPT;
+	case SNAP_ERR_VERSION: return SNAPIO_ERR_CORRUPT;
+	case SNAP_ERR_MISMATCH: return SNAPIO_ERR_MISMATCH;
+	default: return SNAPIO_ERR_ARG;
+	}
+}
+
+int
+snap_profile(char *text, size_t cap, uint8_t id[SNAP_ID_BYTES], const char *model_fp,
+    const struct eng_policy *p, int64_t chunk, int quant)
+{
+	char pol[SNAP_MAX_PROFILE];
+	int n;
+	if (!text || cap == 0)
+		return SNAPIO_ERR_ARG;
+	if (eng_policy_profile(p, pol, sizeof(pol)) >= sizeof(pol))
+		return SNAPIO_ERR_ARG;
+	n = snprintf(text, cap, "kvsnap-snapshot/%d model=%s policy=%s chunk=%lld quant=%s",
+	    SNAP_FORMAT_VERSION, model_fp, pol, (long long)chunk, snap_quant_name(quant));
+	if (n < 0 || (size_t)n >= cap || (size_t)n >= SNAP_MAX_PROFILE)
+		return SNAPIO_ERR_ARG;
+	if (sodium_init() < 0)
+		return SNAPIO_ERR_NOMEM;
+	crypto_generichash(id, SNAP_ID_BYTES, (const unsigned char *)text, (size_t)n, NULL, 0);
+	return SNAPIO_OK;
+}
+
+int
+snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
+    const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
+    int quant, int zlevel, uint64_t n_tokens, char *why, size_t why_len)
+{
+	struct snap_header h;
+	struct store_snapshot snap;
+	uint8_t **rec = NULL, *hdr = NULL;
+	size_t *len = NULL, hdr_len = 0;
+	int l, rc;
+
+	memset(&h, 0, sizeof(h));
+	if (strlen(profile) >= sizeof(h.profile) || strlen(model_fp) >= sizeof(h.model_fp))
+		return io_fail(why, why_len, SNAPIO_ERR_ARG, "profile or fingerprint too long");
+	if ((rc = snap_header_from_kv(&h, kv, n_head)))
+		return io_fail(why, why_len, io_from_snap(rc), "cannot describe the pool: %s",
+		    snap_strerror(rc));
+	snprintf(h.model_fp, sizeof(h.model_fp), "%s", model_fp);
+	snprintf(h.profile, sizeof(h.profile), "%s", profile);
+	memcpy(h.profile_id, profile_id, SNAP_ID_BYTES);
+	h.n_tokens = n_tokens;
+	h.quant = quant;
+	rec = calloc((size_t)kv->n_layer, sizeof(*rec));
+	len = calloc((size_t)kv->n_layer, sizeof(*len));
+	if (!rec || !len) {
+		rc = io_fail(why, why_len, SNAPIO_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (l = 0; l < kv->n_layer; l++)
+		if ((rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]))) {
+			rc = io_fail(why, why_len, io_from_snap(rc), "layer %d: cannot encode: %s", l,
+			    snap_strerror(rc));
+			goto out;
+		}
+	if ((rc = snap_header_encode(&h, zlevel, &hdr, &hdr_len))) {
+		rc = io_fail(why, why_len, io_from_snap(rc), "cannot encode the header: %s",
+		    snap_strerror(rc));
+		goto out;
+	}
+	memcpy(snap.profile_id, profile_id, SNAP_ID_BYTES);
+	snap.header = hdr;
+	snap.header_len = hdr_len;
+	snap.layer = (const uint8_t *const *)rec;
+	snap.layer_len = len;
+	snap.n_layer = kv->n_layer;
+	rc = io_from_store(store_put(s, d, &snap, why, why_len));
+out:
+	if (rec)
+		for (l = 0; l < kv->n_layer; l++)
+			free(rec[l]);
+	free(rec);
+	free(len);
+	free(hdr);
+	snap_header_free(&h);
+	return rc;
+}
+
+/* The header's shape against the model that will run it. */
+static int
+io_check_model(const struct snap_header *h, const struct eng_model *m, char *why,
+    size_t why_len)
+{
+	const char *fp = eng_model_fingerprint(m);
+	if (h->model_fp[0] && strcmp(h->model_fp, fp))
+		return io_fail(why, why_len, SNAPIO_ERR_MISMATCH,
+		    "the snapshot was made with model %.16s…, this is %.16s…", h->model_fp, fp);
+	if (h->n_layer != m->hp.n_layer || h->n_head != m->hp.n_head ||
+	    h->n_head_kv != m->hp.n_head_kv || h->head_dim != m->hp.head_dim)
+		return io_fail(why, why_len, SNAPIO_ERR_MISMATCH,
+		    "the snapshot's shape (%d layers, %d/%d heads, head_dim %d) is not the model's",
+		    h->n_layer, h->n_head, h->n_head_kv, h->head_dim);
+	return 0;
+}
+
+/* Rows per head a pool needs for h's largest layer plus n_extra per head. */
+static int64_t
+io_rows_per_head(const struct snap_header *h, int64_t n_extra)
+{
+	int64_t most = 0, t;
+	int l, m;
+	for (l = 0; l < h->n_layer; l++) {
+		t = 0;
+		for (m = 0; m < h->n_head_kv; m++)
+			t += h->counts[l * h->n_head_kv + m];
+		most = t > most ? t : most;
+	}
+	return (most + h->n_head_kv - 1) / h->n_head_kv + n_extra + 1;
+}
+
+int
+snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
+    struct eng_kv **out, struct snap_header *h, char *why, size_t why_len)
+{
+	struct store_reader *r = NULL;
+	struct eng_kv *kv = NULL;
+	const uint8_t *buf;
+	size_t len;
+	int l, rc;
+
+	*out = NULL;
+	memset(h, 0, sizeof(*h));
+	if ((rc = store_read_begin(s, doc_id, profile_id, &r, why, why_len)))
+		return io_from_store(rc);
+	if ((rc = store_read_layer(r, SNAP_HEADER_LAYER, &buf, &len, why, why_len))) {
+		rc = io_from_store(rc);
+		goto out;
+	}
+	if ((rc = snap_header_decode(buf, len, h, why, why_len))) {
+		rc = io_from_snap(rc);
+		goto out;
+	}
+	if ((rc = io_check_model(h, m, why, why_len)))
+		goto out;
+	if ((rc = eng_kv_init(&kv, m, io_rows_per_head(h, n_extra)))) {
+		rc = io_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache: %s",
+		    eng_strerror(rc));
+		goto out;
+	}
+	for (l = 0; l < h->n_layer; l++) {
+		if ((rc = store_read_layer(r, (unsigned)l, &buf, &len, why, why_len))) {
+			rc = io_from_store(rc);
+			goto out;
+		}
+		if ((rc = snap_layer_decode(buf, len, h, l, kv, why, why_len))) {
+			rc = io_from_snap(rc);
+			goto out;
+		}
+	}
+	if (h->has_pod && (rc = snap_pod_check_blocks(h, kv, why, why_len))) {
+		rc = io_from_snap(rc); /* a block's layers must hold the same units */
+		goto out;
+	}
+	if ((rc = eng_kv_finish_load(kv, h->next_pos, (enum eng_pos_mode)h->pos_mode))) {
+		rc = io_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad position mode in the header");
+		goto out;
+	}
+	if (h->has_pod && (rc = eng_kv_set_pod(kv, h->pod.anc, h->pod.n_s, h->pod.n_r,
+	    h->pod.distant_own))) {
+		rc = io_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad PoD layout in the header");
+		goto out;
+	}
+	*out = kv;
+	kv = NULL;
+out:
+	if (r)
+		store_read_end(r);
+	eng_kv_free(kv);
+	if (rc)
+		snap_header_free(h);
+	return rc;
+}
+
+int
+snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, int64_t n_extra,
+    struct eng_kv **out, char *why, size_t why_len)
+{
+	struct snap_header h;
+	struct eng_kv *back = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int l, rc;
+
+	*out = NULL;
+	memset(&h, 0, sizeof(h));
+	if ((rc = snap_header_from_kv(&h, kv, m->hp.n_head)))
+		return io_fail(why, why_len, io_from_snap(rc), "cannot describe the pool");
+	h.quant = quant;
+	if ((rc = eng_kv_init(&back, m, io_rows_per_head(&h, n_extra)))) {
+		rc = io_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache");
+		goto out;
+	}
+	for (l = 0; l < kv->n_layer; l++) {
+		if ((rc = snap_layer_encode(kv, l, &h, 1, &buf, &len)) ||
+		    (rc = snap_layer_decode(buf, len, &h, l, back, why, why_len))) {
+			rc = io_fail(why, why_len, io_from_snap(rc), "layer %d: %s", l,
+			    snap_strerror(rc));
+			goto out;
+		}
+		free(buf);
+		buf = NULL;
+	}
+	if ((rc = eng_kv_finish_load(back, h.next_pos, (enum eng_pos_mode)h.pos_mode)) ||
+	    (h.has_pod && (rc = eng_kv_set_pod(back, h.pod.anc, h.pod.n_s, h.pod.n_r,
+	    h.pod.distant_own)))) {
+		rc = io_fail(why, why_len, SNAPIO_ERR_ENGINE, "cannot finish the cache");
+		goto out;
+	}
+	*out = back;
+	back = NULL;
+out:
+	free(buf);
+	eng_kv_free(back);
+	snap_header_free(&h);
+	return rc;
+}

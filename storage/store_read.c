@@ -1,0 +1,381 @@
+/*
+ * store_read.c: the read side of the store: resolve a document reference,
+ * read a snapshot layer by layer, info, ls, profiles and stats.  Every call
+ * runs in one read transaction (a consistent view; never blocks a writer).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/store_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Resolve                                                                   */
+
+static int
+st_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Number of leading hex digits of ref (all of it when the result is its
+ * length). */
+static size_t
+st_hexlen(const char *ref)
+{
+	size_t n = 0;
+	while (ref[n] && st_hexval((unsigned char)ref[n]) >= 0)
+		n++;
+	return n;
+}
+
+/* Digits ref[0..n) as the high nibbles of a 32-byte key, zeros after. */
+static void
+st_hex_key(const char *ref, size_t n, uint8_t key[SNAP_ID_BYTES])
+{
+	size_t i;
+	memset(key, 0, SNAP_ID_BYTES);
+	for (i = 0; i < n; i++)
+		key[i / 2] |= (uint8_t)(st_hexval((unsigned char)ref[i]) << (i % 2 ? 0 : 4));
+}
+
+/* Does id start with the n-digit prefix whose nibbles are in pk? */
+static int
+st_has_prefix(const uint8_t *id, const uint8_t *pk, size_t n)
+{
+	if (memcmp(id, pk, n / 2) != 0)
+		return 0;
+	return n % 2 == 0 || (id[n / 2] >> 4) == (pk[n / 2] >> 4);
+}
+
+/* Documents whose id starts with the prefix: a range scan from the
+ * prefix padded with zeros; stops at the second match. */
+static int
+st_resolve_prefix(struct store *s, MDB_txn *t, const char *ref, size_t n,
+    uint8_t doc_id[SNAP_ID_BYTES], int *matches, char *why, size_t why_len)
+{
+	uint8_t pk[SNAP_ID_BYTES];
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	st_hex_key(ref, n, pk);
+	*matches = 0;
+	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0)
+		return st_mdb(rc, "cursor", why, why_len);
+	k.mv_data = pk;
+	k.mv_size = SNAP_ID_BYTES;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0 && *matches < 2;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != SNAP_ID_BYTES || !st_has_prefix(k.mv_data, pk, n))
+			break;
+		if ((*matches)++ == 0)
+			memcpy(doc_id, k.mv_data, SNAP_ID_BYTES);
+	}
+	mdb_cursor_close(c);
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan documents", why, why_len);
+}
+
+static int
+st_resolve_txn(struct store *s, MDB_txn *t, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
+    char *why, size_t why_len)
+{
+	size_t len = strlen(ref), nhex = st_hexlen(ref);
+	MDB_val k, v;
+	int rc, matches;
+
+	if (len == 2 * SNAP_ID_BYTES && nhex == len) {
+		st_hex_key(ref, len, doc_id);
+		k.mv_data = doc_id;
+		k.mv_size = SNAP_ID_BYTES;
+		rc = mdb_get(t, s->docs, &k, &v);
+		if (rc == MDB_NOTFOUND)
+			return st_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", ref);
+		return rc ? st_mdb(rc, "look up document", why, why_len) : 0;
+	}
+	if (nhex == len && len >= 4 && len < 2 * SNAP_ID_BYTES) {
+		if ((rc = st_resolve_prefix(s, t, ref, len, doc_id, &matches, why, why_len)) != 0)
+			return rc;
+		if (matches > 1)
+			return st_fail(why, why_len, STORE_ERR_AMBIGUOUS,
+			    "prefix %s names several documents; give more digits", ref);
+		if (matches == 1)
+			return 0;
+	}
+	/* A name (hex-looking names are refused, so no prefix shadows one). */
+	k.mv_data = (void *)(uintptr_t)ref;
+	k.mv_size = len;
+	rc = len && len <= ST_NAME_MAX ? mdb_get(t, s->names, &k, &v) : MDB_NOTFOUND;
+	if (rc == MDB_NOTFOUND)
+		return st_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document matches '%s'", ref);
+	if (rc)
+		return st_mdb(rc, "look up name", why, why_len);
+	if (v.mv_size != SNAP_ID_BYTES)
+		return st_fail(why, why_len, STORE_ERR_CORRUPT, "name '%s': stored id of %zu bytes",
+		    ref, v.mv_size);
+	memcpy(doc_id, v.mv_data, SNAP_ID_BYTES);
+	return 0;
+}
+
+int
+store_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES], char *why,
+    size_t why_len)
+{
+	MDB_txn *t;
+	int rc;
+	if (!s || !ref || !doc_id)
+		return st_fail(why, why_len, STORE_ERR_ARG, "resolve: missing argument");
+	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
+		return rc;
+	rc = st_resolve_txn(s, t, ref, doc_id, why, why_len);
+	st_abort(s, t);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Readers                                                                   */
+
+struct store_reader {
+	struct store *s;
+	MDB_txn *t;
+	uint8_t doc[SNAP_ID_BYTES], prof[SNAP_ID_BYTES];
+};
+
+int
+store_read_begin(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], struct store_reader **out, char *why,
+    size_t why_len)
+{
+	struct store_reader *r;
+	const uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (!out)
+		return st_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+	*out = NULL;
+	if (!s || !doc_id || !profile_id)
+		return st_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+	if (!(r = calloc(1, sizeof(*r))))
+		return st_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+	r->s = s;
+	memcpy(r->doc, doc_id, SNAP_ID_BYTES);
+	memcpy(r->prof, profile_id, SNAP_ID_BYTES);
+	if ((rc = st_begin(s, 0, &r->t, why, why_len)) != 0) {
+		free(r);
+		return rc;
+	}
+	if ((rc = store_read_layer(r, SNAP_HEADER_LAYER, &buf, &len, why, why_len)) != 0) {
+		store_read_end(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int
+store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, size_t *len,
+    char *why, size_t why_len)
+{
+	uint8_t key[ST_SNAP_KEY];
+	char d[13], p[13];
+	MDB_val k, v;
+	int rc;
+
+	if (!r || !buf || !len)
+		return st_fail(why, why_len, STORE_ERR_ARG, "read_layer: missing argument");
+	if (layer > SNAP_HEADER_LAYER)
+		return st_fail(why, why_len, STORE_ERR_ARG, "layer %u out of range", layer);
+	st_snap_key(key, r->doc, r->prof, layer);
+	k.mv_data = key;
+	k.mv_size = sizeof(key);
+	rc = mdb_get(r->t, r->s->snaps, &k, &v);
+	if (rc == 0) {
+		*buf = v.mv_data;
+		*len = v.mv_size;
+		return 0;
+	}
+	st_short(r->doc, d);
+	st_short(r->prof, p);
+	if (rc == MDB_NOTFOUND && layer == SNAP_HEADER_LAYER)
+		return st_fail(why, why_len, STORE_ERR_NOT_FOUND,
+		    "no snapshot of document %s for profile %s", d, p);
+	if (rc == MDB_NOTFOUND)
+		return st_fail(why, why_len, STORE_ERR_CORRUPT,
+		    "document %s profile %s: layer %u record missing", d, p, layer);
+	return st_mdb(rc, "read record", why, why_len);
+}
+
+void
+store_read_end(struct store_reader *r)
+{
+	if (!r)
+		return;
+	st_abort(r->s, r->t);
+	free(r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Metadata queries                                                          */
+
+int
+store_info(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], struct store_doc *d,
+    char *why, size_t why_len)
+{
+	struct st_meta m;
+	MDB_txn *t;
+	int rc;
+	if (!s || !doc_id || !d)
+		return st_fail(why, why_len, STORE_ERR_ARG, "info: missing argument");
+	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
+		return rc;
+	rc = st_meta_get(s, t, doc_id, &m, why, why_len);
+	st_abort(s, t);
+	if (rc == 0) {
+		*d = m.d;
+		st_meta_free(&m);
+	}
+	return rc;
+}
+
+/* Documents whose metadata does not decode are skipped and counted; the
+ * call then ends STORE_ERR_CORRUPT naming the first (after listing the
+ * others: one bad record must not hide the rest of the store). */
+int
+store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
+    char *why, size_t why_len)
+{
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	char first[300] = "";
+	int rc, bad = 0;
+
+	if (!s || !fn)
+		return st_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
+	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
+		return rc;
+	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0) {
+		st_abort(s, t);
+		return st_mdb(rc, "cursor", why, why_len);
+	}
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		struct st_meta m;
+		char w[300];
+		int err = k.mv_size == SNAP_ID_BYTES
+		    ? st_meta_decode(v.mv_data, v.mv_size, &m, w, sizeof(w))
+		    : st_fail(w, sizeof(w), STORE_ERR_CORRUPT, "docs key of %zu bytes", k.mv_size);
+		if (err) {
+			if (bad++ == 0)
+				memcpy(first, w, sizeof(first));
+			continue;
+		}
+		memcpy(m.d.doc_id, k.mv_data, SNAP_ID_BYTES);
+		err = fn(arg, &m.d);
+		st_meta_free(&m);
+		if (err)
+			break;
+	}
+	mdb_cursor_close(c);
+	st_abort(s, t);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return st_mdb(rc, "list documents", why, why_len);
+	if (bad)
+		return st_fail(why, why_len, STORE_ERR_CORRUPT, "%d document(s) unreadable; first: %s",
+		    bad, first);
+	return 0;
+}
+
+int
+store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    int (*fn)(void *arg, const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes,
+        const struct snap_header *h, const char *why, int64_t last_used_us),
+    void *arg, char *why, size_t why_len)
+{
+	struct st_meta m;
+	MDB_txn *t;
+	int rc, i, stop = 0;
+
+	if (!s || !doc_id || !fn)
+		return st_fail(why, why_len, STORE_ERR_ARG, "profiles: missing argument");
+	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
+		return rc;
+	if ((rc = st_meta_get(s, t, doc_id, &m, why, why_len)) != 0) {
+		st_abort(s, t);
+		return rc;
+	}
+	for (i = 0; i < m.n && !stop; i++) {
+		uint8_t key[ST_SNAP_KEY];
+		struct snap_header h;
+		char hw[256] = "";
+		MDB_val k, v;
+		int hr;
+
+		st_snap_key(key, doc_id, m.p[i].id, SNAP_HEADER_LAYER);
+		k.mv_data = key;
+		k.mv_size = sizeof(key);
+		memset(&h, 0, sizeof(h));
+		hr = mdb_get(t, s->snaps, &k, &v);
+		if (hr == 0)
+			hr = snap_header_decode(v.mv_data, v.mv_size, &h, hw, sizeof(hw));
+		else
+			snprintf(hw, sizeof(hw), "header record: %s", mdb_strerror(hr));
+		stop = fn(arg, m.p[i].id, m.p[i].bytes, hr == 0 ? &h : NULL, hr == 0 ? NULL : hw,
+		    m.p[i].last_used_us);
+		if (hr == 0)
+			snap_header_free(&h);
+	}
+	st_meta_free(&m);
+	st_abort(s, t);
+	return 0;
+}
+
+/* Counts from the databases' own statistics; stored bytes by summing the
+ * documents' profile tables (one pass over docs). */
+int
+store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if (!s || !st)
+		return st_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
+	memset(st, 0, sizeof(*st));
+	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
+		return rc;
+	if ((rc = mdb_stat(t, s->docs, &ms)) == 0)
+		st->n_docs = ms.ms_entries;
+	if (rc == 0 && (rc = mdb_stat(t, s->lru, &ms)) == 0)
+		st->n_snapshots = ms.ms_entries;
+	if (rc == 0 && (rc = mdb_cursor_open(t, s->docs, &c)) == 0) {
+		for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+		     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+			struct st_meta m;
+			if (st_meta_decode(v.mv_data, v.mv_size, &m, NULL, 0) != 0)
+				continue; /* verify reports it; stats stay usable */
+			st->stored_bytes += m.d.stored_bytes;
+			st_meta_free(&m);
+		}
+		mdb_cursor_close(c);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+	}
+	mdb_env_info(s->env, &info);
+	mdb_env_stat(s->env, &ms);
+	st->map_size = info.me_mapsize;
+	st->map_used = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	st_abort(s, t);
+	return rc ? st_mdb(rc, "stats", why, why_len) : 0;
+}
