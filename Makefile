@@ -136,16 +136,21 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard engine/*.h kernels/*.h storag
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lm -pthread
 
 # The main job, from a fresh machine: set up, then run the bundled model.
-# Until the daemon lands: the model answers directly, then kvsnap compresses a
-# real ~2K-token document (the GPL text every Debian ships) and answers a
-# question from the compressed cache, timed against re-reading it.
+# Until the daemon lands, in-process: the model answers directly; then a real
+# ~2K-token document (the GPL text every Debian ships) is compressed into a
+# snapshot in a local state directory, a question is answered from the
+# snapshot, and the store is listed and verified.
 DEMO_DOC ?= /usr/share/common-licenses/GPL-3
+DEMO_STATE ?= $(BUILD)/demo-state
 demo: deps
 	@$(MAKE) --no-print-directory model all
 	$(CLI) generate -v -n 64 -p "In two sentences, what is a KV cache in a transformer model?"
 	@head -c 9000 $(DEMO_DOC) > $(BUILD)/demo-doc.txt
-	$(CLI) ask --policy snapkv --budget 256 --compare -n 48 $(BUILD)/demo-doc.txt \
+	$(CLI) ingest --local --state $(DEMO_STATE) --budget 256 $(BUILD)/demo-doc.txt --name gpl
+	$(CLI) query --local --state $(DEMO_STATE) --budget 256 -n 48 gpl \
 		"What is this document, and who publishes it?"
+	$(CLI) ls --state $(DEMO_STATE)
+	$(CLI) verify --state $(DEMO_STATE)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
