@@ -37,9 +37,14 @@ enum eng_err {
 	ENG_ERR_CONTEXT = -30,   /* more tokens than the context window */
 	ENG_ERR_TOKEN = -31,     /* token id out of range */
 	ENG_ERR_ARG = -32,       /* bad argument */
+	ENG_ERR_CANCELLED = -33, /* a progress callback asked to stop */
 	ENG_ERR_KERNEL = -40     /* a kernel failed (see kern_strerror) */
 };
 const char *eng_strerror(int err);
+/* Write a one-line human reason into why (when given) and return err: the
+ * shape of every failure path that explains itself (engine and storage). */
+int eng_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* ------------------------------------------------------------------------ */
 /* Model                                                                     */
@@ -264,6 +269,14 @@ int64_t eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk);
  * NULL) receives the logits after the last token. */
 int eng_ingest(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p,
     const int32_t *ids, int64_t n, int64_t chunk, float *last_logits);
+/* Called after each chunk with the tokens done so far and the total;
+ * return non-zero to stop (the ingest then returns ENG_ERR_CANCELLED and
+ * the pool holds a partial cache the caller must not store). */
+typedef int (*eng_progress_cb)(void *arg, int64_t done, int64_t total);
+/* eng_ingest with an optional progress/cancel callback (cb may be NULL). */
+int eng_ingest_cb(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p,
+    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
+    void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Sampling and generation                                                   */
@@ -348,6 +361,97 @@ int eng_heads_score(const struct eng_heads *h, int layer, const float *qpre, con
  * (n_head included, which eviction alone cannot see).  ENG_ERR_ARG if p is
  * not a locret policy; ENG_ERR_SHAPE with a reason on a mismatch. */
 int eng_locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------------ */
+/* Retaining-head training (spec/locret.md §2–§4, §7.1–7.2;
+ * engine/locret_labels.c, engine/locret_train.c)
+ *
+ * One example = (prompt P, answer A).  eng_train_collect() runs the frozen
+ * model once over P ++ A and keeps, per layer, the prompt tokens' pre-RoPE
+ * [Q|K|V] (the heads' input) and the CIS labels: the largest scaled
+ * pre-softmax logit of any answer query of the KV head's GQA group against
+ * each prompt key.  eng_train_step() then takes one AdamW step of every
+ * layer's head (Smooth-L1 + α·adjacent smoothness, clip by value, the
+ * reference schedule scaled to the step count).  Weights and moments are
+ * fp32; a trainer is deterministic for its seed whatever the thread count,
+ * and a checkpoint resumes bit-identically.  One thread at a time.          */
+
+struct eng_train_opts {
+	int d_r;          /* hidden width (256) */
+	uint64_t seed;    /* initialization seed (0) */
+	int64_t n_steps;  /* schedule length: optimizer steps of the run */
+	int64_t warmup;   /* linear warmup steps (round(2/3 n_steps)) */
+	double lr;        /* peak learning rate (5e-4) */
+	double beta1, beta2, eps, wd; /* AdamW (0.9, 0.95, 1e-8, 0.01) */
+	double clip;      /* gradient clip by value (0.5) */
+	double alpha;     /* smoothness weight α (0.0025) */
+	double sigma;     /* init N(0, σ²) (SmolLM2 initializer_range 1/24) */
+	int64_t t_max;    /* prompt tokens trained on (10240) */
+};
+
+/* One collected example: features and labels of its first n_p tokens. */
+struct eng_train_example {
+	int n_layer, n_head_kv;
+	int64_t d_in, n_p, n_a;
+	float *u;          /* (n_layer, n_p, d_in) pre-RoPE [q | k | v] per token */
+	float *s;          /* (n_layer, n_head_kv, n_p) CIS labels */
+	int32_t *answer;   /* (n_a) the answer tokens that were fed */
+};
+
+struct eng_train_stats {
+	double loss;       /* L_reg + α·L_smooth (spec §3) */
+	double reg;        /* L_reg (mean over layers, heads, tokens) */
+	double smooth;     /* L_smooth (per-layer MSEs summed over layers) */
+	double overlap;    /* top-10 % overlap of predictions and labels */
+	double lr;         /* the learning rate of this step */
+	int64_t t;         /* tokens trained on */
+};
+
+struct eng_train;
+
+/* Defaults for a run of n_steps steps. */
+void eng_train_opts_default(struct eng_train_opts *o, int64_t n_steps);
+/* lr(s) after s steps: lr·s/warmup during warmup, then linear to 0 at
+ * n_steps (spec §4.1, 3000/2000 being the reference). */
+double eng_train_lr(const struct eng_train_opts *o, int64_t s);
+/* A fresh trainer for model m (weights drawn from opts->seed).  ENG_ERR_ARG
+ * for bad options, ENG_ERR_NOMEM. */
+int eng_train_init(struct eng_train **out, const struct eng_model *m,
+    const struct eng_train_opts *opts);
+void eng_train_free(struct eng_train *t);
+int64_t eng_train_steps_done(const struct eng_train *t);
+const struct eng_train_opts *eng_train_get_opts(const struct eng_train *t);
+/* Layer weights: fc1.weight (d_r, d_in) and fc2.weight (n_head_kv, d_r). */
+float *eng_train_w1(struct eng_train *t, int layer);
+float *eng_train_w2(struct eng_train *t, int layer);
+
+/* Label pass (spec §2, §7.1).  With answer != NULL the n_a answer tokens
+ * are teacher-forced; with answer == NULL the model answers greedily from
+ * the full prompt, up to gen_max tokens, the end-of-generation token (tok
+ * given) included and fed.  Errors: ENG_ERR_ARG, ENG_ERR_CONTEXT (P ++ A
+ * longer than the window), ENG_ERR_NOMEM, forward errors. */
+int eng_train_collect(struct eng_ctx *c, const int32_t *prompt, int64_t n_p,
+    const int32_t *answer, int64_t n_a, int64_t gen_max, const struct eng_tok *tok,
+    struct eng_train_example **out);
+void eng_train_example_free(struct eng_train_example *ex);
+
+/* Loss and overlap on ex (update == 0), or the same plus one optimizer step
+ * (update != 0; the stats are those before the step).  Threads: c's pool,
+ * one layer per task. */
+int eng_train_step(struct eng_train *t, struct eng_ctx *c, const struct eng_train_example *ex,
+    int update, struct eng_train_stats *st);
+
+/* Checkpoint: weights, moments, step, options and the model fingerprint,
+ * with a BLAKE2b-256 trailer; written to PATH.tmp, synced and renamed.  Load
+ * refuses another model (ENG_ERR_ARG), a bad file (ENG_ERR_FORMAT) and
+ * ENG_ERR_IO / ENG_ERR_NOMEM, with a reason. */
+int eng_train_save(const struct eng_train *t, const char *path, char *why, size_t why_len);
+int eng_train_load(struct eng_train **out, const char *path, const struct eng_model *m,
+    char *why, size_t why_len);
+/* The sidecar (f16 tensors, base fingerprint = the model's) for --policy
+ * locret heads=PATH. */
+int eng_train_write_heads(const struct eng_train *t, const char *path, const char *recipe,
+    const char *data, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* PoD layer sharing (spec/pod.md; engine/pod_map.c, engine/pod_calibrate.c,

@@ -44,13 +44,6 @@ uint32_t eng_utf8_decode(const uint8_t *s, size_t len, size_t *adv);
 /* Encode cp (<= U+10FFFF) into out; returns 1..4. */
 size_t eng_utf8_encode(uint32_t cp, uint8_t out[4]);
 
-/* ------------------------------------------------------------------------ */
-/* Errors (engine/errors.c)                                                  */
-
-/* Write a one-line human reason into why (when given) and return err: the
- * shape of every failure path that explains itself. */
-int eng_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* ------------------------------------------------------------------------ */
 /* Forward-pass hooks for chunked ingest (engine/forward.c)                  */
@@ -226,6 +219,28 @@ double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_
  * if p is not a locret policy. */
 typedef float (*eng_locret_score_fn)(void *arg, int layer, int head, uint32_t pos);
 int eng_locret_set_score_fn(struct eng_policy *p, eng_locret_score_fn fn, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Retaining-head training, one layer (engine/locret_train.c; spec §3)       */
+
+/* One layer's share of the loss and its gradients.  u (T, d_in) features,
+ * s labels of head m at s[m·ld_s + t], w1 (d_r, d_in), w2 (n_kv, d_r).
+ * Out: *reg = (1/(L·n_kv·T))·Σ SL1 (this layer's part of L_reg), *smooth =
+ * the layer's adjacent MSE (unweighted), *overlap = its top-10 % overlap;
+ * g1, g2 (shapes of w1, w2) the gradients of reg + α·smooth (unclipped).
+ * ENG_ERR_NOMEM or 0. */
+int eng_train_layer_grad(const float *u, const float *s, int64_t ld_s, int64_t T,
+    int64_t d_in, int d_r, int n_kv, int n_layer, double alpha, const float *w1,
+    const float *w2, float *g1, float *g2, double *reg, double *smooth, double *overlap);
+/* The same in double with plain loops (tests: finite differences); returns
+ * reg + α·smooth; g1/g2 may be NULL (loss only). */
+double eng_train_layer_grad_d(const double *u, const double *s, int64_t ld_s, int64_t T,
+    int64_t d_in, int d_r, int n_kv, int n_layer, double alpha, const double *w1,
+    const double *w2, double *g1, double *g2);
+/* Top-k overlap of pred[t·stride] and lab[t] (t < T), k = max(1, ⌊0.1·T⌋);
+ * ties broken towards the lower index.  idx: scratch of 2·T int64. */
+double eng_train_overlap(const float *pred, int64_t stride, const float *lab, int64_t T,
+    int64_t *idx);
 
 /* ------------------------------------------------------------------------ */
 /* PoD cache layout (engine/kv_pod.c)                                        */

@@ -144,21 +144,6 @@ snap_quant_name(int quant)
 	return NULL;
 }
 
-/* One line of reason into why (when given); returns err. */
-static int snap_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int
-snap_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-{
-	va_list ap;
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 /* Put prefix before the reason a check left in why; returns err. */
 static int
 snap_refail(char *why, size_t why_len, int err, const char *prefix)
@@ -166,7 +151,7 @@ snap_refail(char *why, size_t why_len, int err, const char *prefix)
 	char tmp[256] = "";
 	if (why && why_len)
 		snprintf(tmp, sizeof(tmp), "%s", why);
-	return snap_fail(why, why_len, err, "%s%s", prefix, tmp);
+	return eng_fail(why, why_len, err, "%s%s", prefix, tmp);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -333,24 +318,24 @@ snap_unseal(const uint8_t *buf, size_t len, uint64_t bound, const char *what, ui
 	*out = NULL;
 	*out_len = 0;
 	if (size == ZSTD_CONTENTSIZE_ERROR)
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: not a zstd frame", what);
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: not a zstd frame", what);
 	if (size == ZSTD_CONTENTSIZE_UNKNOWN)
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 		    "%s: zstd frame does not declare its size", what);
 	if (size > bound)
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 		    "%s: frame declares %llu bytes, at most %llu expected", what, size,
 		    (unsigned long long)bound);
 	got = ZSTD_findFrameCompressedSize(buf, len);
 	if (ZSTD_isError(got) || got != len)
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 		    "%s: not exactly one zstd frame", what);
 	if (!(dst = malloc(size ? (size_t)size : 1)))
 		return SNAP_ERR_NOMEM;
 	got = ZSTD_decompress(dst, (size_t)size, buf, len);
 	if (ZSTD_isError(got) || got != size) {
 		free(dst);
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: zstd: %s", what,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: zstd: %s", what,
 		    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
 	}
 	*out = dst;
@@ -369,22 +354,22 @@ snap_open_record(const uint8_t *rec, size_t len, const char *magic, size_t min_l
 	int rc;
 
 	if (len < 4 || memcmp(rec, magic, 4))
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: bad magic", what);
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: bad magic", what);
 	if (len < 8 + SNAP_SUM_BYTES) /* no version field before the checksum */
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: truncated (%zu bytes)", what,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: truncated (%zu bytes)", what,
 		    len);
 	version = (uint32_t)(rec[4] | rec[5] << 8 | rec[6] << 16 | (uint32_t)rec[7] << 24);
 	if (version != SNAP_FORMAT_VERSION)
-		return snap_fail(why, why_len, SNAP_ERR_VERSION,
+		return eng_fail(why, why_len, SNAP_ERR_VERSION,
 		    "%s: format version %u, this build reads %d", what, version,
 		    SNAP_FORMAT_VERSION);
 	if (len < min_len + SNAP_SUM_BYTES)
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: truncated (%zu bytes)", what,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: truncated (%zu bytes)", what,
 		    len);
 	if ((rc = snap_sum(sum, rec, len - SNAP_SUM_BYTES)))
 		return rc;
 	if (memcmp(sum, rec + len - SNAP_SUM_BYTES, SNAP_SUM_BYTES))
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: checksum mismatch", what);
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: checksum mismatch", what);
 	r->p = rec;
 	r->at = 8;
 	r->len = len - SNAP_SUM_BYTES;
@@ -412,16 +397,16 @@ snap_dims_check(const struct snap_header *h, char *why, size_t why_len)
 {
 	if (h->n_layer < 1 || h->n_layer > SNAP_MAX_LAYER || h->n_head < 1 ||
 	    h->n_head > SNAP_MAX_HEAD || h->n_head_kv < 1 || h->n_head % h->n_head_kv)
-		return snap_fail(why, why_len, -1, "bad dimensions: %d layers, %d heads, %d KV heads",
+		return eng_fail(why, why_len, -1, "bad dimensions: %d layers, %d heads, %d KV heads",
 		    h->n_layer, h->n_head, h->n_head_kv);
 	if (h->head_dim < 2 || h->head_dim > SNAP_MAX_HEAD_DIM || h->head_dim % 2)
-		return snap_fail(why, why_len, -1, "bad head_dim %d", h->head_dim);
+		return eng_fail(why, why_len, -1, "bad head_dim %d", h->head_dim);
 	if (h->pos_mode != ENG_POS_ORIGINAL && h->pos_mode != ENG_POS_SLOT)
-		return snap_fail(why, why_len, -1, "bad position mode %d", h->pos_mode);
+		return eng_fail(why, why_len, -1, "bad position mode %d", h->pos_mode);
 	if (!snap_quant_name(h->quant))
-		return snap_fail(why, why_len, -1, "bad quantization %d", h->quant);
+		return eng_fail(why, why_len, -1, "bad quantization %d", h->quant);
 	if (h->quant != SNAP_FP16 && h->head_dim % QP_GROUP)
-		return snap_fail(why, why_len, -1, "q4 needs head_dim a multiple of %d, not %d",
+		return eng_fail(why, why_len, -1, "q4 needs head_dim a multiple of %d, not %d",
 		    QP_GROUP, h->head_dim);
 	return 0;
 }
@@ -431,12 +416,12 @@ snap_text_check(const struct snap_header *h, char *why, size_t why_len)
 {
 	size_t n = strnlen(h->model_fp, sizeof(h->model_fp)), i;
 	if (n != 0 && n != 64)
-		return snap_fail(why, why_len, -1, "model fingerprint of %zu characters", n);
+		return eng_fail(why, why_len, -1, "model fingerprint of %zu characters", n);
 	for (i = 0; i < n; i++)
 		if (!isxdigit((unsigned char)h->model_fp[i]))
-			return snap_fail(why, why_len, -1, "model fingerprint is not hex");
+			return eng_fail(why, why_len, -1, "model fingerprint is not hex");
 	if (strnlen(h->profile, SNAP_MAX_PROFILE) >= SNAP_MAX_PROFILE)
-		return snap_fail(why, why_len, -1, "profile text not terminated within %d bytes",
+		return eng_fail(why, why_len, -1, "profile text not terminated within %d bytes",
 		    SNAP_MAX_PROFILE);
 	return 0;
 }
@@ -448,17 +433,17 @@ snap_pod_meta_check(const struct snap_header *h, char *why, size_t why_len)
 {
 	int m, l;
 	if (!h->pod.anc || h->pod.n_r < 1 || (h->pod.distant_own != 0 && h->pod.distant_own != 1))
-		return snap_fail(why, why_len, -1, "bad PoD parameters");
+		return eng_fail(why, why_len, -1, "bad PoD parameters");
 	if (h->pos_mode != ENG_POS_ORIGINAL)
-		return snap_fail(why, why_len, -1, "PoD needs original positions");
+		return eng_fail(why, why_len, -1, "PoD needs original positions");
 	for (m = 0; m < h->n_head_kv; m++)
 		for (l = 0; l < h->n_layer; l++) {
 			int a = snap_anchor(h, l, m);
 			if (l == 0 ? a != 0 : a != l && a != snap_anchor(h, l - 1, m))
-				return snap_fail(why, why_len, -1,
+				return eng_fail(why, why_len, -1,
 				    "PoD map: layer %d head %d has anchor %d, not a block map", l, m, a);
 			if (snap_count(h, l, m) != snap_count(h, a, m))
-				return snap_fail(why, why_len, -1,
+				return eng_fail(why, why_len, -1,
 				    "PoD: layer %d head %d holds %lld units, its anchor %lld", l, m,
 				    (long long)snap_count(h, l, m), (long long)snap_count(h, a, m));
 		}
@@ -472,21 +457,21 @@ snap_header_check(const struct snap_header *h, char *why, size_t why_len)
 {
 	int l, m;
 	if (h->version != SNAP_FORMAT_VERSION)
-		return snap_fail(why, why_len, -1, "format version %u", h->version);
+		return eng_fail(why, why_len, -1, "format version %u", h->version);
 	if (snap_dims_check(h, why, why_len) || snap_text_check(h, why, why_len))
 		return -1;
 	if (!h->counts || !h->layer_sum)
-		return snap_fail(why, why_len, -1, "no counts or layer checksums");
+		return eng_fail(why, why_len, -1, "no counts or layer checksums");
 	for (l = 0; l < h->n_layer; l++)
 		for (m = 0; m < h->n_head_kv; m++) {
 			int64_t c = snap_count(h, l, m);
 			if (c < 0 || c > (int64_t)h->next_pos)
-				return snap_fail(why, why_len, -1,
+				return eng_fail(why, why_len, -1,
 				    "layer %d head %d: %lld units with next position %u", l, m,
 				    (long long)c, h->next_pos);
 		}
 	if (h->has_pod != 0 && h->has_pod != 1)
-		return snap_fail(why, why_len, -1, "bad PoD flag %d", h->has_pod);
+		return eng_fail(why, why_len, -1, "bad PoD flag %d", h->has_pod);
 	return h->has_pod ? snap_pod_meta_check(h, why, why_len) : 0;
 }
 
@@ -637,7 +622,7 @@ snap_header_read_arrays(struct snap_r *r, struct snap_header *h, size_t fp_len, 
 	memcpy(h->model_fp, snap_r_take(r, fp_len), fp_len);
 	memcpy(h->profile, snap_r_take(r, prof_len), prof_len);
 	if (memchr(h->model_fp, 0, fp_len) || memchr(h->profile, 0, prof_len))
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "header: NUL inside a text field");
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "header: NUL inside a text field");
 	h->counts = malloc(LH * sizeof(*h->counts));
 	h->layer_sum = malloc((size_t)h->n_layer * sizeof(*h->layer_sum));
 	if (h->has_pod)
@@ -654,7 +639,7 @@ snap_header_read_arrays(struct snap_r *r, struct snap_header *h, size_t fp_len, 
 		h->pod.distant_own = (int)snap_r_uint(r, 1);
 		p = snap_r_take(r, 3);
 		if (p[0] | p[1] | p[2])
-			return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "header: reserved bytes set");
+			return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "header: reserved bytes set");
 		memcpy(h->pod.anc, snap_r_take(r, LH), LH);
 	}
 	return 0;
@@ -673,20 +658,20 @@ snap_header_parse(struct snap_r *r, struct snap_header *h, char *why, size_t why
 	/* dims and lengths before allocating anything they size */
 	if (reserved || (fp_len != 0 && fp_len != 64) || prof_len >= SNAP_MAX_PROFILE ||
 	    (h->has_pod != 0 && h->has_pod != 1))
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "header: bad field");
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "header: bad field");
 	if (snap_dims_check(h, why, why_len)) {
 		return snap_refail(why, why_len, SNAP_ERR_CORRUPT, "header: ");
 	}
 	want = snap_header_size((uint64_t)h->n_layer, (uint64_t)h->n_head_kv, h->has_pod, fp_len,
 	    prof_len);
 	if (want != (uint64_t)r->len + SNAP_SUM_BYTES)
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 		    "header: %zu bytes, its fields need %llu", r->len + SNAP_SUM_BYTES,
 		    (unsigned long long)want);
 	if ((rc = snap_header_read_arrays(r, h, fp_len, prof_len, why, why_len)))
 		return rc;
 	if (r->bad || r->at != r->len) /* cannot happen after the size check */
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT, "header: bad length");
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "header: bad length");
 	if (snap_header_check(h, why, why_len)) {
 		return snap_refail(why, why_len, SNAP_ERR_CORRUPT, "header: ");
 	}
@@ -706,7 +691,7 @@ snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *
 		return SNAP_ERR_ARG;
 	memset(h, 0, sizeof(*h));
 	if (!buf)
-		return snap_fail(why, why_len, SNAP_ERR_ARG, "header: no bytes");
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "header: no bytes");
 	rc = snap_unseal(buf, len, SNAP_HDR_MAX, "header", &rec, &n, why, why_len);
 	if (!rc)
 		rc = snap_open_record(rec, n, "KVSH", SNAP_HDR_FIXED, "header", &r, why, why_len);
@@ -927,9 +912,9 @@ static int
 snap_lp_fail(const struct snap_lp *p, int m, const char *what)
 {
 	if (m < 0)
-		return snap_fail(p->why, p->why_len, SNAP_ERR_CORRUPT, "layer %d: %s", p->layer,
+		return eng_fail(p->why, p->why_len, SNAP_ERR_CORRUPT, "layer %d: %s", p->layer,
 		    what);
-	return snap_fail(p->why, p->why_len, SNAP_ERR_CORRUPT, "layer %d head %d: %s", p->layer,
+	return eng_fail(p->why, p->why_len, SNAP_ERR_CORRUPT, "layer %d head %d: %s", p->layer,
 	    m, what);
 }
 
@@ -1082,11 +1067,11 @@ snap_layer_args(const uint8_t *buf, const struct snap_header *h, int layer, char
 {
 	char tmp[200];
 	if (!buf || !h)
-		return snap_fail(why, why_len, SNAP_ERR_ARG, "layer %d: no record or header", layer);
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "layer %d: no record or header", layer);
 	if (snap_header_check(h, tmp, sizeof(tmp)))
-		return snap_fail(why, why_len, SNAP_ERR_ARG, "layer %d: bad header: %s", layer, tmp);
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "layer %d: bad header: %s", layer, tmp);
 	if (layer < 0 || layer >= h->n_layer)
-		return snap_fail(why, why_len, SNAP_ERR_ARG, "layer %d: out of range (0..%d)", layer,
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "layer %d: out of range (0..%d)", layer,
 		    h->n_layer - 1);
 	return 0;
 }
@@ -1104,7 +1089,7 @@ snap_layer_open(const uint8_t *buf, size_t len, const struct snap_header *h, int
 	if ((rc = snap_sum(sum, buf, len)))
 		return rc;
 	if (memcmp(sum, h->layer_sum[layer], SNAP_SUM_BYTES))
-		return snap_fail(why, why_len, SNAP_ERR_CORRUPT,
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 		    "layer %d: record does not match the header's checksum (damaged, or from another "
 		    "layer or snapshot)", layer);
 	snprintf(what, sizeof(what), "layer %d", layer);
@@ -1137,13 +1122,13 @@ snap_layer_fits(const struct eng_kv *kv, const struct snap_header *h, int layer,
 	int64_t total = 0;
 	int m;
 	if (!snap_kv_shape_ok(kv, h))
-		return snap_fail(why, why_len, SNAP_ERR_MISMATCH,
+		return eng_fail(why, why_len, SNAP_ERR_MISMATCH,
 		    "layer %d: pool is %d layers x %d KV heads x %d, snapshot %d x %d x %d", layer,
 		    kv->n_layer, kv->n_head_kv, kv->head_dim, h->n_layer, h->n_head_kv, h->head_dim);
 	for (m = 0; m < h->n_head_kv; m++)
 		total += snap_count(h, layer, m);
 	if (total > kv->rows)
-		return snap_fail(why, why_len, SNAP_ERR_MISMATCH,
+		return eng_fail(why, why_len, SNAP_ERR_MISMATCH,
 		    "layer %d: %lld units do not fit the pool's %lld rows", layer, (long long)total,
 		    (long long)kv->rows);
 	return 0;
@@ -1161,7 +1146,7 @@ snap_layer_decode(const uint8_t *buf, size_t len, const struct snap_header *h, i
 	if ((rc = snap_layer_args(buf, h, layer, why, why_len)))
 		return rc;
 	if (!kv)
-		return snap_fail(why, why_len, SNAP_ERR_ARG, "layer %d: no pool", layer);
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "layer %d: no pool", layer);
 	if ((rc = snap_layer_fits(kv, h, layer, why, why_len)))
 		return rc;
 	if ((rc = snap_layer_open(buf, len, h, layer, &rec, &n, why, why_len)))
@@ -1169,7 +1154,7 @@ snap_layer_decode(const uint8_t *buf, size_t len, const struct snap_header *h, i
 	/* validate everything first, so a bad record leaves the pool as it was */
 	rc = snap_layer_parse(&p, rec, n);
 	if (!rc && eng_kv_prepare_layer(kv, layer, h->counts + (size_t)layer * (size_t)h->n_head_kv))
-		rc = snap_fail(why, why_len, SNAP_ERR_MISMATCH, "layer %d: pool refused the layout",
+		rc = eng_fail(why, why_len, SNAP_ERR_MISMATCH, "layer %d: pool refused the layout",
 		    layer); /* unreachable after snap_layer_fits */
 	if (!rc) {
 		p.kv = kv;
@@ -1188,7 +1173,7 @@ snap_pod_check_blocks(const struct snap_header *h, const struct eng_kv *kv, char
 {
 	int l, m;
 	if (!h || !kv || !snap_kv_shape_ok(kv, h))
-		return snap_fail(why, why_len, SNAP_ERR_ARG, "PoD check: pool and header differ");
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "PoD check: pool and header differ");
 	if (!h->has_pod)
 		return 0;
 	for (m = 0; m < h->n_head_kv; m++)
@@ -1198,7 +1183,7 @@ snap_pod_check_blocks(const struct snap_header *h, const struct eng_kv *kv, char
 			if (L->len[m] != A->len[m] ||
 			    memcmp(L->pos + L->off[m], A->pos + A->off[m],
 			        (size_t)L->len[m] * sizeof(uint32_t)))
-				return snap_fail(why, why_len, SNAP_ERR_CORRUPT,
+				return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 				    "layer %d head %d: positions differ from its anchor layer %d's", l, m,
 				    snap_anchor(h, l, m));
 		}

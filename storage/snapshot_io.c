@@ -12,22 +12,6 @@
 #include "storage/snapshot_io.h"
 
 static int
-io_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-io_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-{
-	va_list ap;
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
-static int
 io_from_store(int rc)
 {
 	switch (rc) {
@@ -87,9 +71,9 @@ snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, i
 
 	memset(&h, 0, sizeof(h));
 	if (strlen(profile) >= sizeof(h.profile) || strlen(model_fp) >= sizeof(h.model_fp))
-		return io_fail(why, why_len, SNAPIO_ERR_ARG, "profile or fingerprint too long");
+		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "profile or fingerprint too long");
 	if ((rc = snap_header_from_kv(&h, kv, n_head)))
-		return io_fail(why, why_len, io_from_snap(rc), "cannot describe the pool: %s",
+		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool: %s",
 		    snap_strerror(rc));
 	snprintf(h.model_fp, sizeof(h.model_fp), "%s", model_fp);
 	snprintf(h.profile, sizeof(h.profile), "%s", profile);
@@ -99,17 +83,17 @@ snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, i
 	rec = calloc((size_t)kv->n_layer, sizeof(*rec));
 	len = calloc((size_t)kv->n_layer, sizeof(*len));
 	if (!rec || !len) {
-		rc = io_fail(why, why_len, SNAPIO_ERR_NOMEM, "out of memory");
+		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	for (l = 0; l < kv->n_layer; l++)
 		if ((rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]))) {
-			rc = io_fail(why, why_len, io_from_snap(rc), "layer %d: cannot encode: %s", l,
+			rc = eng_fail(why, why_len, io_from_snap(rc), "layer %d: cannot encode: %s", l,
 			    snap_strerror(rc));
 			goto out;
 		}
 	if ((rc = snap_header_encode(&h, zlevel, &hdr, &hdr_len))) {
-		rc = io_fail(why, why_len, io_from_snap(rc), "cannot encode the header: %s",
+		rc = eng_fail(why, why_len, io_from_snap(rc), "cannot encode the header: %s",
 		    snap_strerror(rc));
 		goto out;
 	}
@@ -138,11 +122,11 @@ io_check_model(const struct snap_header *h, const struct eng_model *m, char *why
 {
 	const char *fp = eng_model_fingerprint(m);
 	if (h->model_fp[0] && strcmp(h->model_fp, fp))
-		return io_fail(why, why_len, SNAPIO_ERR_MISMATCH,
+		return eng_fail(why, why_len, SNAPIO_ERR_MISMATCH,
 		    "the snapshot was made with model %.16s…, this is %.16s…", h->model_fp, fp);
 	if (h->n_layer != m->hp.n_layer || h->n_head != m->hp.n_head ||
 	    h->n_head_kv != m->hp.n_head_kv || h->head_dim != m->hp.head_dim)
-		return io_fail(why, why_len, SNAPIO_ERR_MISMATCH,
+		return eng_fail(why, why_len, SNAPIO_ERR_MISMATCH,
 		    "the snapshot's shape (%d layers, %d/%d heads, head_dim %d) is not the model's",
 		    h->n_layer, h->n_head, h->n_head_kv, h->head_dim);
 	return 0;
@@ -189,7 +173,7 @@ snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	if ((rc = io_check_model(h, m, why, why_len)))
 		goto out;
 	if ((rc = eng_kv_init(&kv, m, io_rows_per_head(h, n_extra)))) {
-		rc = io_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache: %s",
+		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache: %s",
 		    eng_strerror(rc));
 		goto out;
 	}
@@ -208,12 +192,12 @@ snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 		goto out;
 	}
 	if ((rc = eng_kv_finish_load(kv, h->next_pos, (enum eng_pos_mode)h->pos_mode))) {
-		rc = io_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad position mode in the header");
+		rc = eng_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad position mode in the header");
 		goto out;
 	}
 	if (h->has_pod && (rc = eng_kv_set_pod(kv, h->pod.anc, h->pod.n_s, h->pod.n_r,
 	    h->pod.distant_own))) {
-		rc = io_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad PoD layout in the header");
+		rc = eng_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad PoD layout in the header");
 		goto out;
 	}
 	*out = kv;
@@ -240,16 +224,16 @@ snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, in
 	*out = NULL;
 	memset(&h, 0, sizeof(h));
 	if ((rc = snap_header_from_kv(&h, kv, m->hp.n_head)))
-		return io_fail(why, why_len, io_from_snap(rc), "cannot describe the pool");
+		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool");
 	h.quant = quant;
 	if ((rc = eng_kv_init(&back, m, io_rows_per_head(&h, n_extra)))) {
-		rc = io_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache");
+		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache");
 		goto out;
 	}
 	for (l = 0; l < kv->n_layer; l++) {
 		if ((rc = snap_layer_encode(kv, l, &h, 1, &buf, &len)) ||
 		    (rc = snap_layer_decode(buf, len, &h, l, back, why, why_len))) {
-			rc = io_fail(why, why_len, io_from_snap(rc), "layer %d: %s", l,
+			rc = eng_fail(why, why_len, io_from_snap(rc), "layer %d: %s", l,
 			    snap_strerror(rc));
 			goto out;
 		}
@@ -259,7 +243,7 @@ snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, in
 	if ((rc = eng_kv_finish_load(back, h.next_pos, (enum eng_pos_mode)h.pos_mode)) ||
 	    (h.has_pod && (rc = eng_kv_set_pod(back, h.pod.anc, h.pod.n_s, h.pod.n_r,
 	    h.pod.distant_own)))) {
-		rc = io_fail(why, why_len, SNAPIO_ERR_ENGINE, "cannot finish the cache");
+		rc = eng_fail(why, why_len, SNAPIO_ERR_ENGINE, "cannot finish the cache");
 		goto out;
 	}
 	*out = back;

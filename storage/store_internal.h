@@ -60,11 +60,9 @@ struct st_meta {
 	struct st_prof *p;
 };
 
-/* Errors (store.c).  st_fail formats the reason and returns err; why may be
- * NULL.  st_mdb maps an LMDB / errno code to a store_err (ST_MAPFULL for
- * MDB_MAP_FULL) with "what: reason". */
-int st_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Errors (store.c; reasons through eng_fail, engine.h).  st_mdb maps an
+ * LMDB / errno code to a store_err (ST_MAPFULL for MDB_MAP_FULL) with
+ * "what: reason". */
 int st_mdb(int rc, const char *what, char *why, size_t why_len);
 /* libsodium initialised (once per process; metadata sums use it). */
 void st_sodium(void);

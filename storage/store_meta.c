@@ -121,20 +121,20 @@ sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, char *why, size_t wh
 {
 	size_t want;
 	if (len < SM_FIXED + SM_SUM)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, too short", len);
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, too short", len);
 	if (memcmp(buf, SM_MAGIC, 4) != 0)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "bad magic");
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "bad magic");
 	if (sm_get16(buf + 4) != SM_VERSION)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT,
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "metadata version %u (this build reads %d)", sm_get16(buf + 4), SM_VERSION);
 	if (sm_get16(buf + 6) > ST_NAME_MAX || sm_get16(buf + 8) > ST_SOURCE_MAX)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "name or source length out of range");
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "name or source length out of range");
 	*n_prof = (int)sm_get16(buf + 10);
 	if (*n_prof < 1)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "no profiles");
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "no profiles");
 	want = SM_FIXED + sm_get16(buf + 6) + sm_get16(buf + 8) + (size_t)*n_prof * SM_PROF + SM_SUM;
 	if (len != want)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, layout says %zu", len, want);
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, layout says %zu", len, want);
 	return 0;
 }
 
@@ -159,11 +159,11 @@ sm_table(struct st_meta *m, const uint8_t *p, char *why, size_t why_len)
 		m->p[i].last_used_us = (int64_t)sm_get64(p + 32);
 		m->p[i].bytes = sm_get64(p + 40);
 		if (m->p[i].last_used_us < 0)
-			return st_fail(why, why_len, STORE_ERR_CORRUPT, "profile %d: negative time", i);
+			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "profile %d: negative time", i);
 		if (i > 0 && memcmp(m->p[i - 1].id, m->p[i].id, SNAP_ID_BYTES) >= 0)
-			return st_fail(why, why_len, STORE_ERR_CORRUPT, "profile table out of order");
+			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "profile table out of order");
 		if (m->d.stored_bytes + m->p[i].bytes < m->d.stored_bytes)
-			return st_fail(why, why_len, STORE_ERR_CORRUPT, "stored bytes overflow");
+			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "stored bytes overflow");
 		m->d.stored_bytes += m->p[i].bytes;
 	}
 	return 0;
@@ -181,7 +181,7 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 		return rc;
 	sm_sum(buf, len - SM_SUM, sum);
 	if (memcmp(sum, buf + len - SM_SUM, SM_SUM) != 0)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "checksum mismatch");
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "checksum mismatch");
 	nl = sm_get16(buf + 6);
 	sl = sm_get16(buf + 8);
 	m->d.bytes = sm_get64(buf + 16);
@@ -189,9 +189,9 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 	m->d.created_us = (int64_t)sm_get64(buf + 32);
 	m->d.last_used_us = (int64_t)sm_get64(buf + 40);
 	if (sm_text(m->d.name, buf + SM_FIXED, nl) || sm_text(m->d.source, buf + SM_FIXED + nl, sl))
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "NUL inside name or source");
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "NUL inside name or source");
 	if (!(m->p = calloc((size_t)n, sizeof(*m->p))))
-		return st_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		return eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	m->n = m->d.n_profiles = n;
 	if ((rc = sm_table(m, buf + SM_FIXED + nl + sl, why, why_len)) != 0) {
 		st_meta_free(m);
@@ -273,11 +273,11 @@ st_meta_get(struct store *s, MDB_txn *t, const uint8_t *doc, struct st_meta *m, 
 	st_short(doc, id);
 	rc = mdb_get(t, s->docs, &k, &v);
 	if (rc == MDB_NOTFOUND)
-		return st_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
+		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
 	if (rc)
 		return st_mdb(rc, "read document metadata", why, why_len);
 	if ((rc = st_meta_decode(v.mv_data, v.mv_size, m, w, sizeof(w))) != 0)
-		return st_fail(why, why_len, rc, "metadata of document %s: %s", id, w);
+		return eng_fail(why, why_len, rc, "metadata of document %s: %s", id, w);
 	memcpy(m->d.doc_id, doc, SNAP_ID_BYTES);
 	return 0;
 }
@@ -290,7 +290,7 @@ st_meta_put(struct store *s, MDB_txn *t, const struct st_meta *m, char *why, siz
 	int rc;
 
 	if (m->n < 1 || m->n > 65535)
-		return st_fail(why, why_len, STORE_ERR_ARG, "%d profiles for one document", m->n);
+		return eng_fail(why, why_len, STORE_ERR_ARG, "%d profiles for one document", m->n);
 	k.mv_data = (void *)(uintptr_t)m->d.doc_id;
 	k.mv_size = SNAP_ID_BYTES;
 	v.mv_data = NULL;
@@ -306,15 +306,15 @@ st_name_check(const char *name, char *why, size_t why_len)
 {
 	size_t n = strlen(name), i, hex = 0;
 	if (n == 0 || n > ST_NAME_MAX)
-		return st_fail(why, why_len, STORE_ERR_ARG, "a name has 1 to %d bytes", ST_NAME_MAX);
+		return eng_fail(why, why_len, STORE_ERR_ARG, "a name has 1 to %d bytes", ST_NAME_MAX);
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)name[i];
 		if (c < 0x20 || c == 0x7f)
-			return st_fail(why, why_len, STORE_ERR_ARG, "control character in name");
+			return eng_fail(why, why_len, STORE_ERR_ARG, "control character in name");
 		hex += (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 	}
 	if (hex == n && n >= 4)
-		return st_fail(why, why_len, STORE_ERR_ARG,
+		return eng_fail(why, why_len, STORE_ERR_ARG,
 		    "name '%s' reads as a document id prefix; add a non-hex character", name);
 	return 0;
 }

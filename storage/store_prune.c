@@ -59,7 +59,7 @@ sw_lru_bytes(struct store *s, MDB_txn *t, const uint8_t *key, uint64_t *bytes, c
 	st_short(key + 8, id);
 	rc = st_meta_get(s, t, key + 8, &m, why, why_len);
 	if (rc == STORE_ERR_NOT_FOUND)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT,
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "lru names document %s, which is missing (run verify)", id);
 	if (rc)
 		return rc;
@@ -68,7 +68,7 @@ sw_lru_bytes(struct store *s, MDB_txn *t, const uint8_t *key, uint64_t *bytes, c
 		*bytes = m.p[i].bytes;
 	st_meta_free(&m);
 	if (i < 0)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT,
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "lru names a snapshot document %s does not list (run verify)", id);
 	return 0;
 }
@@ -119,7 +119,7 @@ sw_prune_walk(struct store *s, MDB_txn *t, struct sw_prune *a, char *why, size_t
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0 && err == 0;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (k.mv_size != ST_LRU_KEY)
-			err = st_fail(why, why_len, STORE_ERR_CORRUPT, "lru key of %zu bytes", k.mv_size);
+			err = eng_fail(why, why_len, STORE_ERR_CORRUPT, "lru key of %zu bytes", k.mv_size);
 		else
 			err = sw_lru_bytes(s, t, k.mv_data, &bytes, why, why_len);
 		if (err)
@@ -128,7 +128,7 @@ sw_prune_walk(struct store *s, MDB_txn *t, struct sw_prune *a, char *why, size_t
 		        (p->max_bytes > 0 && b_left > p->max_bytes)))
 			break;
 		if (sw_victim_add(a, k.mv_data, bytes) != 0)
-			err = st_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+			err = eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 		n_left--;
 		b_left = b_left > bytes ? b_left - bytes : 0;
 	}
@@ -176,7 +176,7 @@ store_prune(struct store *s, const struct store_prune *p,
 	if (bytes_dropped)
 		*bytes_dropped = 0;
 	if (!s || !p)
-		return st_fail(why, why_len, STORE_ERR_ARG, "prune: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "prune: missing argument");
 	if (p->dry_run) {
 		if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 			return rc;

@@ -97,14 +97,14 @@ st_resolve_txn(struct store *s, MDB_txn *t, const char *ref, uint8_t doc_id[SNAP
 		k.mv_size = SNAP_ID_BYTES;
 		rc = mdb_get(t, s->docs, &k, &v);
 		if (rc == MDB_NOTFOUND)
-			return st_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", ref);
+			return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", ref);
 		return rc ? st_mdb(rc, "look up document", why, why_len) : 0;
 	}
 	if (nhex == len && len >= 4 && len < 2 * SNAP_ID_BYTES) {
 		if ((rc = st_resolve_prefix(s, t, ref, len, doc_id, &matches, why, why_len)) != 0)
 			return rc;
 		if (matches > 1)
-			return st_fail(why, why_len, STORE_ERR_AMBIGUOUS,
+			return eng_fail(why, why_len, STORE_ERR_AMBIGUOUS,
 			    "prefix %s names several documents; give more digits", ref);
 		if (matches == 1)
 			return 0;
@@ -114,11 +114,11 @@ st_resolve_txn(struct store *s, MDB_txn *t, const char *ref, uint8_t doc_id[SNAP
 	k.mv_size = len;
 	rc = len && len <= ST_NAME_MAX ? mdb_get(t, s->names, &k, &v) : MDB_NOTFOUND;
 	if (rc == MDB_NOTFOUND)
-		return st_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document matches '%s'", ref);
+		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document matches '%s'", ref);
 	if (rc)
 		return st_mdb(rc, "look up name", why, why_len);
 	if (v.mv_size != SNAP_ID_BYTES)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "name '%s': stored id of %zu bytes",
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "name '%s': stored id of %zu bytes",
 		    ref, v.mv_size);
 	memcpy(doc_id, v.mv_data, SNAP_ID_BYTES);
 	return 0;
@@ -131,7 +131,7 @@ store_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES], c
 	MDB_txn *t;
 	int rc;
 	if (!s || !ref || !doc_id)
-		return st_fail(why, why_len, STORE_ERR_ARG, "resolve: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "resolve: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	rc = st_resolve_txn(s, t, ref, doc_id, why, why_len);
@@ -159,12 +159,12 @@ store_read_begin(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	int rc;
 
 	if (!out)
-		return st_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
 	*out = NULL;
 	if (!s || !doc_id || !profile_id)
-		return st_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
 	if (!(r = calloc(1, sizeof(*r))))
-		return st_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		return eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	r->s = s;
 	memcpy(r->doc, doc_id, SNAP_ID_BYTES);
 	memcpy(r->prof, profile_id, SNAP_ID_BYTES);
@@ -190,9 +190,9 @@ store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, si
 	int rc;
 
 	if (!r || !buf || !len)
-		return st_fail(why, why_len, STORE_ERR_ARG, "read_layer: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "read_layer: missing argument");
 	if (layer > SNAP_HEADER_LAYER)
-		return st_fail(why, why_len, STORE_ERR_ARG, "layer %u out of range", layer);
+		return eng_fail(why, why_len, STORE_ERR_ARG, "layer %u out of range", layer);
 	st_snap_key(key, r->doc, r->prof, layer);
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
@@ -205,10 +205,10 @@ store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, si
 	st_short(r->doc, d);
 	st_short(r->prof, p);
 	if (rc == MDB_NOTFOUND && layer == SNAP_HEADER_LAYER)
-		return st_fail(why, why_len, STORE_ERR_NOT_FOUND,
+		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND,
 		    "no snapshot of document %s for profile %s", d, p);
 	if (rc == MDB_NOTFOUND)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT,
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "document %s profile %s: layer %u record missing", d, p, layer);
 	return st_mdb(rc, "read record", why, why_len);
 }
@@ -233,7 +233,7 @@ store_info(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], struct store_do
 	MDB_txn *t;
 	int rc;
 	if (!s || !doc_id || !d)
-		return st_fail(why, why_len, STORE_ERR_ARG, "info: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "info: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	rc = st_meta_get(s, t, doc_id, &m, why, why_len);
@@ -259,7 +259,7 @@ store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void 
 	int rc, bad = 0;
 
 	if (!s || !fn)
-		return st_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0) {
@@ -272,7 +272,7 @@ store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void 
 		char w[300];
 		int err = k.mv_size == SNAP_ID_BYTES
 		    ? st_meta_decode(v.mv_data, v.mv_size, &m, w, sizeof(w))
-		    : st_fail(w, sizeof(w), STORE_ERR_CORRUPT, "docs key of %zu bytes", k.mv_size);
+		    : eng_fail(w, sizeof(w), STORE_ERR_CORRUPT, "docs key of %zu bytes", k.mv_size);
 		if (err) {
 			if (bad++ == 0)
 				memcpy(first, w, sizeof(first));
@@ -289,7 +289,7 @@ store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void 
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return st_mdb(rc, "list documents", why, why_len);
 	if (bad)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "%d document(s) unreadable; first: %s",
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%d document(s) unreadable; first: %s",
 		    bad, first);
 	return 0;
 }
@@ -305,7 +305,7 @@ store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	int rc, i, stop = 0;
 
 	if (!s || !doc_id || !fn)
-		return st_fail(why, why_len, STORE_ERR_ARG, "profiles: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "profiles: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	if ((rc = st_meta_get(s, t, doc_id, &m, why, why_len)) != 0) {
@@ -351,7 +351,7 @@ store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len)
 	int rc;
 
 	if (!s || !st)
-		return st_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
 	memset(st, 0, sizeof(*st));
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;

@@ -77,17 +77,17 @@ sv_layers(struct sv *v, const struct snap_header *h, char *why, size_t why_len)
 		if (l == SNAP_HEADER_LAYER)
 			continue;
 		if (l >= (unsigned)h->n_layer)
-			return st_fail(why, why_len, STORE_ERR_CORRUPT,
+			return eng_fail(why, why_len, STORE_ERR_CORRUPT,
 			    "record for layer %u, header has %d layers", l, h->n_layer);
 		/* Keys come sorted, so layer l must be the want-th one. */
 		if (l != (unsigned)want)
-			return st_fail(why, why_len, STORE_ERR_CORRUPT, "layer %d record missing", want);
+			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "layer %d record missing", want);
 		if (snap_layer_check(v->rec[i].buf, v->rec[i].len, h, (int)l, w, sizeof(w)) != 0)
-			return st_fail(why, why_len, STORE_ERR_CORRUPT, "%s", w);
+			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%s", w);
 		want++;
 	}
 	if (want != h->n_layer)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "layer %d record missing", want);
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "layer %d record missing", want);
 	return 0;
 }
 
@@ -188,7 +188,7 @@ sv_records(struct sv *v, const uint8_t *doc, const struct st_meta *m, const char
 	}
 	mdb_cursor_close(c);
 	if (err)
-		return st_fail(why, why_len, err, "out of memory");
+		return eng_fail(why, why_len, err, "out of memory");
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return st_mdb(rc, "scan records", why, why_len);
 	if (v->n_rec && !v->stop) {
@@ -230,7 +230,7 @@ sv_doc(struct sv *v, const uint8_t *doc, char *why, size_t why_len)
 
 	mrc = st_meta_get(v->s, v->t, doc, &m, mw, sizeof(mw));
 	if (mrc != 0 && mrc != STORE_ERR_CORRUPT && mrc != STORE_ERR_NOT_FOUND)
-		return st_fail(why, why_len, mrc, "%s", mw);
+		return eng_fail(why, why_len, mrc, "%s", mw);
 	rc = sv_records(v, doc, mrc == 0 ? &m : NULL, mw, &groups, why, why_len);
 	if (rc || mrc != 0) {
 		/* Unreadable metadata and not one record to pin it on. */
@@ -427,7 +427,7 @@ store_verify(struct store *s, const uint8_t *doc_id,
 	v.fn = fn;
 	v.arg = arg;
 	if (!s)
-		return st_fail(why, why_len, STORE_ERR_ARG, "verify: no store");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "verify: no store");
 	if ((rc = st_begin(s, 0, &v.t, why, why_len)) != 0)
 		return rc;
 	rc = doc_id ? sv_doc(&v, doc_id, why, why_len) : sv_all(&v, why, why_len);
@@ -437,10 +437,10 @@ store_verify(struct store *s, const uint8_t *doc_id,
 		return rc;
 	if (doc_id && v.n_seen == 0) {
 		st_short(doc_id, id);
-		return st_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
+		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
 	}
 	if (v.n_bad)
-		return st_fail(why, why_len, STORE_ERR_CORRUPT, "%lld of %lld snapshot reports failed",
+		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%lld of %lld snapshot reports failed",
 		    (long long)v.n_bad, (long long)v.n_seen);
 	return 0;
 }

@@ -99,7 +99,7 @@ sw_name(struct store *s, MDB_txn *t, struct st_meta *m, const char *name, char *
 		if (rc == 0 && v.mv_size == SNAP_ID_BYTES &&
 		    memcmp(v.mv_data, m->d.doc_id, SNAP_ID_BYTES) != 0) {
 			st_short(v.mv_data, other);
-			return st_fail(why, why_len, STORE_ERR_EXISTS,
+			return eng_fail(why, why_len, STORE_ERR_EXISTS,
 			    "name '%s' belongs to document %s", name, other);
 		}
 		if (rc != 0 && rc != MDB_NOTFOUND)
@@ -194,26 +194,26 @@ sw_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_
 
 	if (!d || !sn || !sn->header || !sn->header_len || sn->n_layer < 1 ||
 	    sn->n_layer >= (int)SNAP_HEADER_LAYER || !sn->layer || !sn->layer_len)
-		return st_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
 	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)))
-		return st_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
 	if (d->name[0] && (rc = st_name_check(d->name, why, why_len)) != 0)
 		return rc;
 	*payload = sn->header_len;
 	for (i = 0; i < sn->n_layer; i++) {
 		if (!sn->layer[i] || !sn->layer_len[i])
-			return st_fail(why, why_len, STORE_ERR_ARG, "put: layer %d empty", i);
+			return eng_fail(why, why_len, STORE_ERR_ARG, "put: layer %d empty", i);
 		*payload += sn->layer_len[i];
 	}
 	memset(&h, 0, sizeof(h));
 	if ((rc = snap_header_decode(sn->header, sn->header_len, &h, w, sizeof(w))) != 0)
-		return st_fail(why, why_len, STORE_ERR_ARG, "put: header record: %s", w);
+		return eng_fail(why, why_len, STORE_ERR_ARG, "put: header record: %s", w);
 	rc = 0;
 	if (h.n_layer != sn->n_layer)
-		rc = st_fail(why, why_len, STORE_ERR_ARG, "put: header has %d layers, snapshot %d",
+		rc = eng_fail(why, why_len, STORE_ERR_ARG, "put: header has %d layers, snapshot %d",
 		    h.n_layer, sn->n_layer);
 	else if (memcmp(h.profile_id, sn->profile_id, SNAP_ID_BYTES) != 0)
-		rc = st_fail(why, why_len, STORE_ERR_ARG, "put: header is of another profile");
+		rc = eng_fail(why, why_len, STORE_ERR_ARG, "put: header is of another profile");
 	snap_header_free(&h);
 	return rc;
 }
@@ -292,7 +292,7 @@ sw_put_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if (rc == 0)
 		rc = sw_lru(s, t, 1, stamp, doc, prof, why, why_len);
 	if (rc == 0 && st_meta_set(&m, prof, stamp, a->payload) != 0)
-		rc = st_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		rc = eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	if (rc == 0) {
 		m.d.last_used_us = stamp;
 		rc = st_meta_put(s, t, &m, why, why_len);
@@ -308,7 +308,7 @@ store_put(struct store *s, const struct store_doc *d, const struct store_snapsho
 	struct sw_put a = { d, snap, 0 };
 	int rc;
 	if (!s)
-		return st_fail(why, why_len, STORE_ERR_ARG, "put: no store");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "put: no store");
 	if ((rc = sw_put_check(d, snap, &a.payload, why, why_len)) != 0)
 		return rc;
 	return st_write(s, sw_put_op, &a, (size_t)a.payload, why, why_len);
@@ -338,7 +338,7 @@ sw_touch_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if ((i = st_meta_find(&m, a->prof)) < 0) {
 		st_short(a->doc, d);
 		st_short(a->prof, p);
-		rc = st_fail(why, why_len, STORE_ERR_NOT_FOUND,
+		rc = eng_fail(why, why_len, STORE_ERR_NOT_FOUND,
 		    "no snapshot of document %s for profile %s", d, p);
 	}
 	if (rc == 0)
@@ -359,7 +359,7 @@ store_touch(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 {
 	struct sw_ids a = { doc_id, profile_id, NULL };
 	if (!s || !doc_id || !profile_id)
-		return st_fail(why, why_len, STORE_ERR_ARG, "touch: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "touch: missing argument");
 	return st_write(s, sw_touch_op, &a, 0, why, why_len);
 }
 
@@ -386,7 +386,7 @@ store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *n
 	struct sw_ids a = { doc_id, NULL, name };
 	int rc;
 	if (!s || !doc_id || !name)
-		return st_fail(why, why_len, STORE_ERR_ARG, "rename: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "rename: missing argument");
 	if (name[0] && (rc = st_name_check(name, why, why_len)) != 0)
 		return rc;
 	return st_write(s, sw_rename_op, &a, 0, why, why_len);
@@ -458,7 +458,7 @@ sw_rm_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 		return st_mdb(rc, "delete document", why, why_len);
 	if (!found && !bytes) {
 		st_short(a->doc, id);
-		return st_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
+		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
 	}
 	return 0;
 }
@@ -468,6 +468,6 @@ store_rm(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], char *why, size_t
 {
 	struct sw_ids a = { doc_id, NULL, NULL };
 	if (!s || !doc_id)
-		return st_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
+		return eng_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
 	return st_write(s, sw_rm_op, &a, 0, why, why_len);
 }
