@@ -50,6 +50,14 @@ LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB         := $(BUILD)/libkvsnap.a
 
+# kvsnapd: the daemon (its own libraries: libevent, systemd)
+DAEMON_PKGS := libevent_core libevent_pthreads libsystemd
+DAEMON_CFLAGS := $(shell pkg-config --cflags $(DAEMON_PKGS) 2>/dev/null)
+DAEMON_LIBS := $(shell pkg-config --libs $(DAEMON_PKGS) 2>/dev/null)
+DAEMON_SRC  := $(wildcard daemon/*.c)
+DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+DAEMON      := $(BUILD)/kvsnapd
+
 CLI_SRC     := $(wildcard clients/*.c)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 CLI         := $(BUILD)/kvsnap
@@ -66,7 +74,7 @@ FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 .PHONY: all check test bench model fixtures fuzz install clean deps flags demo
-all: flags $(CLI) $(TEST_BIN) $(BENCH_BIN)
+all: flags $(CLI) $(DAEMON) $(TEST_BIN) $(BENCH_BIN)
 
 # Rebuild everything when the flags change (redis's .make-settings).
 FLAGS_FILE := $(BUILD)/.flags
@@ -91,6 +99,12 @@ $(BUILD)/%.o: %.c $(FLAGS_FILE)
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
+
+$(BUILD)/daemon/%.o: CPPFLAGS += $(DAEMON_CFLAGS)
+
+$(DAEMON): $(DAEMON_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD  $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJ) $(LIB) $(DAEMON_LIBS) $(LDLIBS)
 
 $(CLI): $(CLI_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD  $@")
@@ -130,6 +144,11 @@ fixtures: model all
 FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-D_GNU_SOURCE -I. $(PKG_CFLAGS)
 fuzz: $(FUZZ_BIN)
+# the protocol parser is the daemon's, not the library's
+build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/daemon.h
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(PKG_LIBS)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard engine/*.h kernels/*.h storage/*.h)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
@@ -152,11 +171,24 @@ demo: deps
 	$(CLI) ls --state $(DEMO_STATE)
 	$(CLI) verify --state $(DEMO_STATE)
 
+# Locret retaining heads for the bundled model (spec/locret.md §4.2): one
+# pass over generated examples (clients/train_data.c; needs the fortunes and
+# wamerican packages), ≤ 60 min on 2 cores.  Resumable: rerun after an
+# interruption.  The sidecar and its SHA-256 land next to the model.
+HEADS      := models/SmolLM2-135M-Instruct.Q4_1.locret.gguf
+HEADS_ARGS ?= --examples 500 --d-r 256 --seed 0 --max-tokens 1536 --gen-max 48 -t 2
+.PHONY: heads
+heads: deps
+	@$(MAKE) --no-print-directory model all
+	$(CLI) train-heads -m $(MODEL) -o $(HEADS) $(HEADS_ARGS) --resume
+	sha256sum $(HEADS) | tee $(HEADS).sha256
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/kvsnap
+	install -m 0755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/kvsnapd
 
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)

@@ -8,7 +8,10 @@
 #ifndef CLIENTS_CLI_H
 #define CLIENTS_CLI_H
 
+#include <stdint.h> /* for uint64_t */
 #include <stdio.h> /* for FILE */
+
+#include <jansson.h> /* for json_t (the daemon protocol) */
 
 enum cli_exit {
 	CLI_EXIT_OK = 0,
@@ -39,6 +42,32 @@ int cli_verify(int argc, char **argv);
 int cli_prune(int argc, char **argv);
 int cli_ingest(int argc, char **argv);
 int cli_query(int argc, char **argv);
+int cli_train_heads(int argc, char **argv);
+
+/* The daemon paths of ingest and query (clients/cli_daemon.c). */
+int cli_daemon_ingest(int argc, char **argv);
+int cli_daemon_query(int argc, char **argv);
+/* 1 if argv holds `flag` before a "--". */
+int cli_has_flag(int argc, char **argv, const char *flag);
+
+/* A connection to kvsnapd (clients/client_proto.c; docs/PROTOCOL.md). */
+struct cli_conn {
+	int fd;
+	char *buf;          /* bytes read, not yet a whole line */
+	size_t len, cap;
+};
+/* The socket: flag, else $KVSNAP_SOCKET, else $XDG_RUNTIME_DIR/kvsnap/
+ * kvsnapd.sock, else /run/kvsnap/kvsnapd.sock. */
+const char *cli_socket_path(const char *flag);
+/* Connect; -1 with a message (exit CLI_EXIT_UNREACHABLE). */
+int cli_conn_open(struct cli_conn *c, const char *path);
+void cli_conn_close(struct cli_conn *c);
+/* Send one request line; fd >= 0 travels with it (SCM_RIGHTS). */
+int cli_conn_send(struct cli_conn *c, json_t *req, int fd);
+/* The next event (a JSON object, caller decrefs); NULL with a message. */
+json_t *cli_conn_recv(struct cli_conn *c);
+/* The exit code for a daemon error code (docs/PROTOCOL.md). */
+int cli_exit_for_code(const char *code);
 
 /* Map an engine error (enum eng_err) to an exit code. */
 int cli_exit_for_engine(int err);
@@ -63,5 +92,32 @@ const char *cli_state_dir(const char *flag);
 
 /* Default model path: $KVSNAP_MODEL, else the bundled one. */
 const char *cli_default_model(void);
+
+/* Training data of the retaining heads (clients/train_data.c): a corpus of
+ * Debian-packaged prose (fortunes) and key words (wamerican), and example
+ * i of a recipe with a seed, a pure function of both. */
+struct td_corpus {
+	char **para;        /* fortune entries (point into blobs) */
+	size_t n_para;
+	char **words;       /* lowercase words, 4..10 letters */
+	size_t n_words;
+	char **blobs;       /* the files read, owned */
+	size_t n_blobs, blob_cap;
+};
+
+struct td_example {
+	int kind;           /* 0 code retrieval, 2 key-value facts, 1/3 document QA */
+	char *doc;          /* the document (user turn, before the question) */
+	char *question;
+	char *answer;       /* gold answer, or NULL: the backbone answers */
+};
+
+int td_corpus_load(struct td_corpus *c, const char *fortune_dir, const char *words_path);
+void td_corpus_free(struct td_corpus *c);
+/* Example `index` with a document of about doc_chars characters; -1 on OOM. */
+int td_make(const struct td_corpus *c, uint64_t seed, int64_t index, size_t doc_chars,
+    struct td_example *ex);
+void td_example_free(struct td_example *ex);
+const char *td_kind_name(int kind);
 
 #endif /* CLIENTS_CLI_H */

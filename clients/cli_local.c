@@ -63,7 +63,8 @@ local_usage(FILE *f, const char *cmd)
 		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION [-n N]\n"
 		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.\n");
 	fprintf(f,
-	    "  --local          run in this process (the daemon path needs kvsnapd)\n"
+	    "  --local          run in this process (without it: through kvsnapd, see\n"
+	    "                   kvsnap %s -h)\n"
 	    "  --state DIR      the store (default $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
 	    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --policy NAME    eviction policy (default snapkv; docs/POLICIES.md)\n"
@@ -72,7 +73,7 @@ local_usage(FILE *f, const char *cmd)
 	    "  --opts K=V,...   policy options\n"
 	    "  --quant Q        fp16, q4 or q4kc (default fp16)\n"
 	    "  -t N             threads (default: all cores)\n"
-	    "  --json           one JSON object per line\n");
+	    "  --json           one JSON object per line\n", cmd);
 }
 
 static int
@@ -329,16 +330,15 @@ int
 cli_ingest(int argc, char **argv)
 {
 	struct local L;
-	int i = local_parse(argc, argv, &L), ret, r;
-	if (i < 0)
+	int i, ret, r;
+
+	if (!cli_has_flag(argc, argv, "--local"))
+		return cli_daemon_ingest(argc, argv);
+	if ((i = local_parse(argc, argv, &L)) < 0)
 		return CLI_EXIT_USAGE;
 	if (i >= argc) {
 		local_usage(stderr, argv[0]);
 		return CLI_EXIT_USAGE;
-	}
-	if (!L.local) {
-		cli_err("the daemon path is not built yet: use --local to ingest in this process");
-		return CLI_EXIT_UNREACHABLE;
 	}
 	if (L.name && argc - i != 1) {
 		cli_err("--name needs exactly one document");
@@ -418,17 +418,15 @@ cli_query(int argc, char **argv)
 	int32_t *qids = NULL;
 	int64_t n_q, n_gen = 0;
 	char why[512] = "";
-	int i = local_parse(argc, argv, &L), ret, rc;
+	int i, ret, rc;
 
-	if (i < 0)
+	if (!cli_has_flag(argc, argv, "--local"))
+		return cli_daemon_query(argc, argv);
+	if ((i = local_parse(argc, argv, &L)) < 0)
 		return CLI_EXIT_USAGE;
 	if (argc - i != 2) {
 		local_usage(stderr, argv[0]);
 		return CLI_EXIT_USAGE;
-	}
-	if (!L.local) {
-		cli_err("the daemon path is not built yet: use --local to query in this process");
-		return CLI_EXIT_UNREACHABLE;
 	}
 	memset(&h, 0, sizeof(h));
 	if ((ret = local_open(&L, 0)))

@@ -21,6 +21,7 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "ask", "compress a document, then answer a question from it (in-process)", cli_ask },
 	{ "pod-calibrate", "group layers for the pod policy (writes a block map)",
 	    cli_pod_calibrate },
+	{ "train-heads", "train Locret retaining heads (writes a sidecar)", cli_train_heads },
 };
 
 static void

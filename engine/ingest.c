@@ -91,6 +91,13 @@ int
 eng_ingest(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const int32_t *ids,
     int64_t n, int64_t chunk, float *last_logits)
 {
+	return eng_ingest_cb(c, kv, p, ids, n, chunk, last_logits, NULL, NULL);
+}
+
+int
+eng_ingest_cb(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const int32_t *ids,
+    int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb, void *arg)
+{
 	const struct eng_model *m = eng_ctx_model(c);
 	struct ingest in;
 	struct eng_fwd_hook hook;
@@ -138,6 +145,10 @@ eng_ingest(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const int
 		if (rc)
 			goto out;
 		s += len;
+		if (cb && cb(arg, s, n)) {
+			rc = ENG_ERR_CANCELLED;
+			goto out;
+		}
 	}
 out:
 	free(in.heads);

@@ -303,6 +303,7 @@ eng_strerror(int err)
 	case ENG_ERR_CONTEXT: return "more tokens than the context window";
 	case ENG_ERR_TOKEN: return "token id out of range";
 	case ENG_ERR_ARG: return "bad argument";
+	case ENG_ERR_CANCELLED: return "cancelled";
 	case ENG_ERR_KERNEL: return "kernel failure";
 	default: return "unknown engine error";
 	}

@@ -217,10 +217,14 @@ int
 eng_locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
 {
 	struct locret *s;
+	int rc;
 	if (!p || !m || p->ops != &eng_policy_locret)
 		return ENG_ERR_ARG;
 	s = p->priv;
-	return eng_heads_check_model(s->heads, m, why, why_len);
+	rc = eng_heads_check_model(s->heads, m, why, why_len);
+	if (!rc) /* heads trained on another model are refused by name */
+		rc = eng_heads_check_fingerprint(s->heads, eng_model_fingerprint(m), why, why_len);
+	return rc;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,198 @@
+/*
+ * client_proto.c: the client side of kvsnapd's protocol (docs/PROTOCOL.md):
+ * find and connect to the socket, send one request line (with a file
+ * descriptor attached by SCM_RIGHTS when asked), read event lines back and
+ * parse them (jansson), and map the daemon's error codes to exit codes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "clients/cli.h"
+
+#define CLI_EVENT_MAX ((size_t)16 << 20) /* longest event line we accept */
+
+const char *
+cli_socket_path(const char *flag)
+{
+	static char buf[PATH_MAX];
+	const char *e;
+	if (flag && *flag)
+		return flag;
+	if ((e = getenv("KVSNAP_SOCKET")) && *e)
+		return e;
+	if ((e = getenv("XDG_RUNTIME_DIR")) && *e) {
+		snprintf(buf, sizeof(buf), "%s/kvsnap/kvsnapd.sock", e);
+		return buf;
+	}
+	return "/run/kvsnap/kvsnapd.sock";
+}
+
+int
+cli_conn_open(struct cli_conn *c, const char *path)
+{
+	struct sockaddr_un sa;
+	int saved;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		cli_err("socket path too long: %s", path);
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		saved = errno;
+		cli_err("cannot reach kvsnapd at %s: %s (is the daemon running? -s SOCK or "
+		    "$KVSNAP_SOCKET pick the socket; --local works without it)", path,
+		    strerror(saved));
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void
+cli_conn_close(struct cli_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->buf);
+	c->buf = NULL;
+	c->len = c->cap = 0;
+}
+
+int
+cli_conn_send(struct cli_conn *c, json_t *req, int fd)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct msghdr mh;
+	struct iovec iov;
+	char *s = json_dumps(req, JSON_COMPACT | JSON_PRESERVE_ORDER), *line;
+	size_t n, off = 0;
+	ssize_t w;
+
+	if (!s)
+		return -1;
+	n = strlen(s);
+	if (!(line = realloc(s, n + 2))) {
+		free(s);
+		return -1;
+	}
+	line[n++] = '\n';
+	while (off < n) {
+		memset(&mh, 0, sizeof(mh));
+		iov.iov_base = line + off;
+		iov.iov_len = n - off;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		if (fd >= 0 && off == 0) { /* the descriptor rides with the line's first byte */
+			struct cmsghdr *h;
+			memset(&cm, 0, sizeof(cm));
+			mh.msg_control = cm.b;
+			mh.msg_controllen = sizeof(cm.b);
+			h = CMSG_FIRSTHDR(&mh);
+			h->cmsg_level = SOL_SOCKET;
+			h->cmsg_type = SCM_RIGHTS;
+			h->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(h), &fd, sizeof(int));
+		}
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			cli_err("lost the connection to kvsnapd: %s", strerror(errno));
+			free(line);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	free(line);
+	return 0;
+}
+
+json_t *
+cli_conn_recv(struct cli_conn *c)
+{
+	json_error_t jerr;
+	json_t *ev;
+	char *nl;
+	ssize_t r;
+
+	for (;;) {
+		if (c->len && (nl = memchr(c->buf, '\n', c->len))) {
+			size_t n = (size_t)(nl - c->buf);
+			ev = json_loadb(c->buf, n, 0, &jerr);
+			memmove(c->buf, nl + 1, c->len - n - 1);
+			c->len -= n + 1;
+			if (!ev || !json_is_object(ev)) {
+				json_decref(ev);
+				cli_err("kvsnapd sent something that is not an event");
+				return NULL;
+			}
+			return ev;
+		}
+		if (c->len == c->cap) {
+			char *nb;
+			if (c->cap >= CLI_EVENT_MAX) {
+				cli_err("kvsnapd sent an over-long line");
+				return NULL;
+			}
+			if (!(nb = realloc(c->buf, c->cap ? 2 * c->cap : 65536)))
+				return NULL;
+			c->buf = nb;
+			c->cap = c->cap ? 2 * c->cap : 65536;
+		}
+		r = read(c->fd, c->buf + c->len, c->cap - c->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			cli_err("kvsnapd closed the connection%s%s", r < 0 ? ": " : "",
+			    r < 0 ? strerror(errno) : "");
+			return NULL;
+		}
+		c->len += (size_t)r;
+	}
+}
+
+int
+cli_exit_for_code(const char *code)
+{
+	static const struct {
+		const char *code;
+		int exit;
+	} map[] = {
+		{ "not_found", CLI_EXIT_NOT_FOUND },
+		{ "ambiguous", CLI_EXIT_USAGE },
+		{ "bad_json", CLI_EXIT_USAGE },
+		{ "bad_request", CLI_EXIT_USAGE },
+		{ "unknown_op", CLI_EXIT_USAGE },
+		{ "version", CLI_EXIT_USAGE },
+		{ "line_too_long", CLI_EXIT_USAGE },
+		{ "too_large", CLI_EXIT_USAGE },
+		{ "name_taken", CLI_EXIT_USAGE },
+		{ "too_long", CLI_EXIT_USAGE },
+		{ "profile_mismatch", CLI_EXIT_CORRUPT },
+		{ "corrupt", CLI_EXIT_CORRUPT },
+		{ "too_many_connections", CLI_EXIT_UNREACHABLE },
+		{ "shutting_down", CLI_EXIT_UNREACHABLE },
+	};
+	size_t i;
+	for (i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(code, map[i].code))
+			return map[i].exit;
+	return CLI_EXIT_FAILURE;
+}

@@ -1,0 +1,278 @@
+/*
+ * admin_job.c: the store operations (has, ls, info, rm, stats, verify,
+ * prune), run on the admin worker straight against the store, never on
+ * the event loop and never behind the model; and the lookups every job
+ * shares (a DOC reference, this profile's snapshot of a document).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Shared lookups                                                            */
+
+int
+job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
+{
+	char why[512] = "";
+	int rc = store_resolve(daemon_g->s, ref, doc_id, why, sizeof(why));
+	enum proto_code code;
+	if (!rc)
+		return 0;
+	code = rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	    rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
+	    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
+	    rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
+	job_error(j, code, "%s", why[0] ? why : store_strerror(rc));
+	return code;
+}
+
+struct admin_pick {
+	const uint8_t *want;
+	int found, other;
+};
+
+static int
+admin_pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
+    const struct snap_header *h, const char *why, int64_t last_used_us)
+{
+	struct admin_pick *pk = arg;
+	(void)bytes;
+	(void)h;
+	(void)why;
+	(void)last_used_us;
+	if (!memcmp(pid, pk->want, SNAP_ID_BYTES))
+		pk->found = 1;
+	else
+		pk->other++;
+	return 0;
+}
+
+int
+job_has_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], int *n_other)
+{
+	struct admin_pick pk = { daemon_g->profile_id, 0, 0 };
+	char why[512] = "";
+	int rc = store_profiles(daemon_g->s, doc_id, admin_pick_cb, &pk, why, sizeof(why));
+	*n_other = 0;
+	if (rc == STORE_ERR_NOT_FOUND)
+		return 0;
+	if (rc) {
+		job_error(j, rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE, "%s", why);
+		return -1;
+	}
+	*n_other = pk.other;
+	return pk.found;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+
+/* A JSON string of stored free text ("?" if it is not UTF-8). */
+static json_t *
+admin_str(const char *s)
+{
+	json_t *v = json_string(s);
+	return v ? v : json_string("?");
+}
+
+static json_t *
+admin_doc_json(const struct store_doc *dd)
+{
+	char hex[2 * SNAP_ID_BYTES + 1];
+	json_t *o;
+	store_hex(dd->doc_id, SNAP_ID_BYTES, hex);
+	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:I}", "doc_id", hex, "bytes",
+	    (json_int_t)dd->bytes, "tokens", (json_int_t)dd->tokens, "created_us",
+	    (json_int_t)dd->created_us, "last_used_us", (json_int_t)dd->last_used_us, "profiles",
+	    dd->n_profiles, "stored_bytes", (json_int_t)dd->stored_bytes);
+	/* free text from the store: jansson refuses what is not UTF-8 */
+	if (o) {
+		json_object_set_new(o, "name", admin_str(dd->name));
+		json_object_set_new(o, "source", admin_str(dd->source));
+	}
+	return o;
+}
+
+static int
+admin_ls_cb(void *arg, const struct store_doc *dd)
+{
+	json_array_append_new(arg, admin_doc_json(dd));
+	return 0;
+}
+
+static int
+admin_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
+    const struct snap_header *h, const char *why, int64_t last_used_us)
+{
+	char hex[2 * SNAP_ID_BYTES + 1];
+	json_t *o;
+	store_hex(pid, SNAP_ID_BYTES, hex);
+	o = json_pack("{s:s, s:I, s:I, s:b}", "profile_id", hex, "bytes", (json_int_t)bytes,
+	    "last_used_us", (json_int_t)last_used_us, "active",
+	    !memcmp(pid, daemon_g->profile_id, SNAP_ID_BYTES));
+	if (o && h) {
+		json_object_set_new(o, "profile", admin_str(h->profile));
+		json_object_set_new(o, "quant", json_string(snap_quant_name(h->quant)));
+		json_object_set_new(o, "tokens", json_integer((json_int_t)h->n_tokens));
+	}
+	if (o && why)
+		json_object_set_new(o, "error", admin_str(why));
+	json_array_append_new(arg, o);
+	return 0;
+}
+
+struct admin_verify {
+	json_t *bad;
+	int64_t n;
+};
+
+static int
+admin_verify_cb(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], const char *why)
+{
+	struct admin_verify *v = arg;
+	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1];
+	v->n++;
+	if (!why)
+		return 0;
+	store_hex(doc_id, SNAP_ID_BYTES, dh);
+	store_hex(profile_id, SNAP_ID_BYTES, ph);
+	json_array_append_new(v->bad, json_pack("{s:s, s:s, s:s}", "doc_id", dh, "profile_id",
+	    ph, "error", why));
+	return 0;
+}
+
+static int
+admin_prune_cb(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes, int64_t last_used_us)
+{
+	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1];
+	store_hex(doc_id, SNAP_ID_BYTES, dh);
+	store_hex(profile_id, SNAP_ID_BYTES, ph);
+	json_array_append_new(arg, json_pack("{s:s, s:s, s:I, s:I}", "doc_id", dh, "profile_id",
+	    ph, "bytes", (json_int_t)bytes, "last_used_us", (json_int_t)last_used_us));
+	return 0;
+}
+
+/* A store failure as an error event. */
+static void
+admin_fail(struct job *j, int rc, const char *why)
+{
+	job_error(j, rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
+	    rc == STORE_ERR_FULL ? PROTO_E_STORE_FULL : PROTO_E_STORE, "%s",
+	    why[0] ? why : store_strerror(rc));
+}
+
+void
+admin_job_run(struct worker *w, struct job *j)
+{
+	struct store *s = daemon_g->s;
+	const struct proto_req *r = &j->req;
+	uint8_t doc[SNAP_ID_BYTES];
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
+	struct store_doc dd;
+	struct store_stats st;
+	json_t *arr;
+	int rc, n_other;
+
+	(void)w;
+	switch (r->op) {
+	case PROTO_OP_HAS:
+		if (job_resolve(j, r->doc, doc))
+			return;
+		if ((rc = job_has_profile(j, doc, &n_other)) < 0)
+			return;
+		store_hex(doc, SNAP_ID_BYTES, hex);
+		job_result(j, json_pack("{s:s, s:b, s:i}", "doc_id", hex, "stored", rc,
+		    "other_profiles", n_other));
+		return;
+	case PROTO_OP_LS:
+		arr = json_array();
+		if ((rc = store_ls(s, admin_ls_cb, arr, why, sizeof(why)))) {
+			json_decref(arr);
+			admin_fail(j, rc, why);
+			return;
+		}
+		job_result(j, json_pack("{s:o}", "docs", arr));
+		return;
+	case PROTO_OP_INFO:
+		if (job_resolve(j, r->doc, doc))
+			return;
+		if ((rc = store_info(s, doc, &dd, why, sizeof(why)))) {
+			admin_fail(j, rc, why);
+			return;
+		}
+		arr = json_array();
+		if ((rc = store_profiles(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
+			json_decref(arr);
+			admin_fail(j, rc, why);
+			return;
+		}
+		job_result(j, json_pack("{s:o, s:o}", "doc", admin_doc_json(&dd), "snapshots", arr));
+		return;
+	case PROTO_OP_RM:
+		if (job_resolve(j, r->doc, doc))
+			return;
+		if ((rc = store_rm(s, doc, why, sizeof(why)))) {
+			admin_fail(j, rc, why);
+			return;
+		}
+		store_hex(doc, SNAP_ID_BYTES, hex);
+		job_result(j, json_pack("{s:s, s:b}", "doc_id", hex, "removed", 1));
+		return;
+	case PROTO_OP_STATS:
+		if ((rc = store_stats(s, &st, why, sizeof(why)))) {
+			admin_fail(j, rc, why);
+			return;
+		}
+		job_result(j, json_pack("{s:I, s:I, s:I, s:I, s:I}", "docs", (json_int_t)st.n_docs,
+		    "snapshots", (json_int_t)st.n_snapshots, "stored_bytes",
+		    (json_int_t)st.stored_bytes, "map_size", (json_int_t)st.map_size, "map_used",
+		    (json_int_t)st.map_used));
+		return;
+	case PROTO_OP_VERIFY: {
+		struct admin_verify v = { json_array(), 0 };
+		if (r->doc && job_resolve(j, r->doc, doc)) {
+			json_decref(v.bad);
+			return;
+		}
+		rc = store_verify(s, r->doc ? doc : NULL, admin_verify_cb, &v, why, sizeof(why));
+		if (rc && rc != STORE_ERR_CORRUPT) {
+			json_decref(v.bad);
+			admin_fail(j, rc, why);
+			return;
+		}
+		job_result(j, json_pack("{s:b, s:I, s:o}", "ok", rc == 0, "checked", (json_int_t)v.n,
+		    "problems", v.bad));
+		return;
+	}
+	case PROTO_OP_PRUNE: {
+		struct store_prune p;
+		int64_t n_drop = 0;
+		uint64_t b_drop = 0;
+		arr = json_array();
+		p.older_than_us = r->older_than_s * 1000000;
+		p.max_bytes = (uint64_t)r->max_bytes;
+		p.keep = r->keep;
+		p.dry_run = r->dry_run;
+		if ((rc = store_prune(s, &p, admin_prune_cb, arr, &n_drop, &b_drop, why,
+		    sizeof(why)))) {
+			json_decref(arr);
+			admin_fail(j, rc, why);
+			return;
+		}
+		job_result(j, json_pack("{s:I, s:I, s:b, s:o}", "dropped", (json_int_t)n_drop,
+		    "bytes", (json_int_t)b_drop, "dry_run", r->dry_run, "snapshots", arr));
+		return;
+	}
+	case PROTO_OP_HELLO:
+	case PROTO_OP_INGEST:
+	case PROTO_OP_QUERY:
+	case PROTO_OP_CANCEL:
+		break;
+	}
+	job_error(j, PROTO_E_INTERNAL, "op %s reached the admin worker", proto_op_name(r->op));
+}

@@ -1,0 +1,294 @@
+/*
+ * config.c: kvsnapd's settings: built-in defaults, then the config file,
+ * then command-line flags (DESIGN.md §7: flags override the file).
+ *
+ * The config file is plain text, one "key = value" per line; '#' starts a
+ * comment; blank lines are ignored; keys are the long flag names without
+ * the dashes (socket, state, model, heads, policy, opts, budget, chunk,
+ * quant, threads, workers, max-connections, max-jobs, log-level).  An
+ * unknown key or a bad value is a startup error naming the line.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_internal.h"
+
+#define DCFG_EXIT_USAGE 1
+
+static void
+dcfg_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: kvsnapd [--config FILE] [--socket PATH] [--state DIR] [--model GGUF]\n"
+	    "               [--heads FILE] [--policy NAME] [--opts K=V,...] [--budget N]\n"
+	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--workers N]\n"
+	    "               [--max-connections N] [--max-jobs N] [--log-level L] [--foreground]\n"
+	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
+	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
+	    "                      $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock);\n"
+	    "                      under systemd socket activation the passed socket is used\n"
+	    "  --state DIR         the store (default $KVSNAP_STATE, else $STATE_DIRECTORY,\n"
+	    "                      else ~/.local/state/kvsnap)\n"
+	    "  --model GGUF        the model (default $KVSNAP_MODEL, else the bundled one)\n"
+	    "  --heads FILE        Locret retaining heads (policy locret; same as --opts heads=FILE)\n"
+	    "  --policy NAME       eviction policy (default snapkv); --opts its options\n"
+	    "  --budget N          units kept per KV head per layer (default 1024)\n"
+	    "  --chunk N           ingest chunk size (default 512)\n"
+	    "  --quant Q           fp16, q4 or q4kc (default fp16)\n"
+	    "  -t, --threads N     threads per model worker (default: all cores)\n"
+	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"
+	    "  --max-connections N (default 64)   --max-jobs N  queued jobs (default 64)\n"
+	    "  --log-level L       error, warn, info (default), debug\n"
+	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n");
+}
+
+static int
+dcfg_set_str(char **dst, const char *v)
+{
+	char *s = strdup(v);
+	if (!s)
+		return -1;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int
+dcfg_long(const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	long x;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < lo || x > hi)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+/* One setting by its long name; -1 if the key or value is bad. */
+static int
+dcfg_set(struct dcfg *c, const char *key, const char *v)
+{
+	int lvl;
+	if (!strcmp(key, "socket")) return dcfg_set_str(&c->socket, v);
+	if (!strcmp(key, "state")) return dcfg_set_str(&c->state, v);
+	if (!strcmp(key, "model")) return dcfg_set_str(&c->model, v);
+	if (!strcmp(key, "heads")) return dcfg_set_str(&c->heads, v);
+	if (!strcmp(key, "policy")) return dcfg_set_str(&c->policy, v);
+	if (!strcmp(key, "opts")) return dcfg_set_str(&c->opts, v);
+	if (!strcmp(key, "quant")) return dcfg_set_str(&c->quant, v);
+	if (!strcmp(key, "budget")) return dcfg_long(v, 1, 1L << 30, &c->budget);
+	if (!strcmp(key, "chunk")) return dcfg_long(v, 1, 1L << 20, &c->chunk);
+	if (!strcmp(key, "threads")) return dcfg_long(v, 0, 1024, &c->threads);
+	if (!strcmp(key, "workers")) return dcfg_long(v, 1, 64, &c->workers);
+	if (!strcmp(key, "max-connections")) return dcfg_long(v, 1, 65536, &c->max_conns);
+	if (!strcmp(key, "max-jobs")) return dcfg_long(v, 1, 1L << 20, &c->max_jobs);
+	if (!strcmp(key, "log-level")) {
+		if ((lvl = dlog_parse_level(v)) < 0)
+			return -1;
+		c->log_level = lvl;
+		return 0;
+	}
+	if (!strcmp(key, "foreground")) return 0;
+	return -1;
+}
+
+static char *
+dcfg_trim(char *s)
+{
+	char *e;
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* Read the config file; 0 or -1 with a message. */
+static int
+dcfg_file(struct dcfg *c, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096], *k, *v, *eq;
+	int n = 0, rc = 0;
+
+	if (!f) {
+		fprintf(stderr, "kvsnapd: cannot open config %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		n++;
+		if ((k = strchr(line, '#')))
+			*k = '\0';
+		k = dcfg_trim(line);
+		if (!*k)
+			continue;
+		if (!(eq = strchr(k, '='))) {
+			fprintf(stderr, "kvsnapd: %s:%d: expected key = value\n", path, n);
+			rc = -1;
+			break;
+		}
+		*eq = '\0';
+		k = dcfg_trim(k);
+		v = dcfg_trim(eq + 1);
+		if (dcfg_set(c, k, v)) {
+			fprintf(stderr, "kvsnapd: %s:%d: bad setting '%s'\n", path, n, k);
+			rc = -1;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Where the socket goes when nothing says. */
+static int
+dcfg_default_socket(struct dcfg *c)
+{
+	const char *e = getenv("KVSNAP_SOCKET"), *x = getenv("XDG_RUNTIME_DIR");
+	char buf[PATH_MAX];
+	if (e && *e)
+		return dcfg_set_str(&c->socket, e);
+	if (x && *x) {
+		snprintf(buf, sizeof(buf), "%s/kvsnap/kvsnapd.sock", x);
+		return dcfg_set_str(&c->socket, buf);
+	}
+	return dcfg_set_str(&c->socket, "/run/kvsnap/kvsnapd.sock");
+}
+
+static int
+dcfg_default_state(struct dcfg *c)
+{
+	const char *e = getenv("KVSNAP_STATE"), *sd = getenv("STATE_DIRECTORY"),
+	    *xs = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char buf[PATH_MAX];
+	if (e && *e)
+		return dcfg_set_str(&c->state, e);
+	if (sd && *sd) /* systemd StateDirectory= (first entry) */
+		return dcfg_set_str(&c->state, sd);
+	if (xs && *xs)
+		snprintf(buf, sizeof(buf), "%s/kvsnap", xs);
+	else if (home && *home)
+		snprintf(buf, sizeof(buf), "%s/.local/state/kvsnap", home);
+	else
+		return -1;
+	return dcfg_set_str(&c->state, buf);
+}
+
+int
+dcfg_load(struct dcfg *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'C' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "state", required_argument, NULL, 'S' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "heads", required_argument, NULL, 'H' },
+		{ "policy", required_argument, NULL, 'P' },
+		{ "opts", required_argument, NULL, 'o' },
+		{ "budget", required_argument, NULL, 'b' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "quant", required_argument, NULL, 'q' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "max-connections", required_argument, NULL, 'X' },
+		{ "max-jobs", required_argument, NULL, 'J' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *env_model = getenv("KVSNAP_MODEL");
+	int ch, i;
+
+	memset(c, 0, sizeof(*c));
+	c->budget = 1024;
+	c->chunk = 512;
+	c->workers = 2;
+	c->max_conns = 64;
+	c->max_jobs = 64;
+	c->log_level = DLOG_INFO;
+	if (dcfg_set_str(&c->policy, "snapkv") || dcfg_set_str(&c->opts, "") ||
+	    dcfg_set_str(&c->quant, "fp16") ||
+	    dcfg_set_str(&c->model, env_model && *env_model ? env_model :
+	    "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+		return DCFG_EXIT_USAGE;
+	/* the config file first, so that flags override it */
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			dcfg_set_str(&c->config, argv[i + 1]);
+		else if (!strncmp(argv[i], "--config=", 9))
+			dcfg_set_str(&c->config, argv[i] + 9);
+	}
+	if (c->config && dcfg_file(c, c->config))
+		return DCFG_EXIT_USAGE;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:m:t:h", opts, NULL)) != -1) {
+		const char *key = NULL;
+		switch (ch) {
+		case 'C': continue;
+		case 's': key = "socket"; break;
+		case 'S': key = "state"; break;
+		case 'm': key = "model"; break;
+		case 'H': key = "heads"; break;
+		case 'P': key = "policy"; break;
+		case 'o': key = "opts"; break;
+		case 'b': key = "budget"; break;
+		case 'c': key = "chunk"; break;
+		case 'q': key = "quant"; break;
+		case 't': key = "threads"; break;
+		case 'w': key = "workers"; break;
+		case 'X': key = "max-connections"; break;
+		case 'J': key = "max-jobs"; break;
+		case 'l': key = "log-level"; break;
+		case 'f': c->foreground = 1; continue;
+		case 'h': dcfg_usage(stdout); return -1;
+		default: dcfg_usage(stderr); return DCFG_EXIT_USAGE;
+		}
+		if (dcfg_set(c, key, optarg)) {
+			fprintf(stderr, "kvsnapd: bad value for --%s: '%s'\n", key, optarg);
+			return DCFG_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "kvsnapd: unexpected argument '%s'\n", argv[optind]);
+		dcfg_usage(stderr);
+		return DCFG_EXIT_USAGE;
+	}
+	if (!c->socket && dcfg_default_socket(c))
+		return DCFG_EXIT_USAGE;
+	if (!c->state && dcfg_default_state(c)) {
+		fprintf(stderr, "kvsnapd: no state directory: pass --state DIR\n");
+		return DCFG_EXIT_USAGE;
+	}
+	if (c->heads) { /* --heads FILE is the locret policy's heads= option */
+		size_t n = strlen(c->opts) + strlen(c->heads) + 8;
+		char *o = malloc(n);
+		if (!o)
+			return DCFG_EXIT_USAGE;
+		snprintf(o, n, "%s%sheads=%s", c->opts, *c->opts ? "," : "", c->heads);
+		free(c->opts);
+		c->opts = o;
+	}
+	return 0;
+}
+
+void
+dcfg_free(struct dcfg *c)
+{
+	free(c->socket);
+	free(c->state);
+	free(c->model);
+	free(c->heads);
+	free(c->policy);
+	free(c->opts);
+	free(c->quant);
+	free(c->config);
+}

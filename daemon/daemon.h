@@ -1,0 +1,122 @@
+/*
+ * daemon.h: the public face of kvsnapd's wire protocol (docs/PROTOCOL.md is
+ * the prose specification; this header is its C form).
+ *
+ * Wire format: newline-delimited JSON over a Unix stream socket.  A request
+ * is one JSON object on one line: {"v":1, "id":ID, "op":OP, ...}.  Replies
+ * are events, one JSON object per line, each carrying the request's id:
+ * "progress", "token", "result" (the last event of a successful request)
+ * or "error" (the last event of a failed one: code, class, message).
+ *
+ * The parser and the event builders are pure functions (no I/O, no global
+ * state) so that a fuzz target can drive them (tests/fuzz/fuzz_protocol.c).
+ * They are safe to call from any thread.
+ */
+#ifndef DAEMON_DAEMON_H
+#define DAEMON_DAEMON_H
+
+#include <stddef.h> /* for size_t */
+#include <stdint.h> /* for int64_t */
+
+#include <jansson.h> /* for json_t */
+
+#define PROTO_VERSION 1
+
+/* Named limits (docs/PROTOCOL.md "Limits"). */
+#define PROTO_LINE_MAX ((size_t)1 << 20)        /* bytes of one request line */
+#define PROTO_TEXT_MAX ((size_t)512 << 10)      /* inline document text */
+#define PROTO_FILE_MAX ((uint64_t)64 << 20)     /* a document passed by fd */
+#define PROTO_QUESTION_MAX ((size_t)16 << 10)   /* bytes of a question */
+#define PROTO_NAME_MAX 255                      /* a document name */
+#define PROTO_SOURCE_MAX 1023                   /* a source description */
+#define PROTO_REF_MAX 255                       /* a DOC reference */
+#define PROTO_ID_MAX 128                        /* bytes of a string id */
+#define PROTO_MAX_TOKENS_MAX 4096               /* max_tokens of a query */
+#define PROTO_MAX_TOKENS_DEFAULT 128
+#define PROTO_FDS_PER_CONN 4                    /* passed fds not yet claimed */
+#define PROTO_JOBS_PER_CONN 16                  /* requests in flight per connection */
+
+/* Operations (never renumber). */
+enum proto_op {
+	PROTO_OP_HELLO = 0,
+	PROTO_OP_INGEST = 1,
+	PROTO_OP_QUERY = 2,
+	PROTO_OP_HAS = 3,
+	PROTO_OP_CANCEL = 4,
+	PROTO_OP_LS = 5,
+	PROTO_OP_INFO = 6,
+	PROTO_OP_RM = 7,
+	PROTO_OP_STATS = 8,
+	PROTO_OP_VERIFY = 9,
+	PROTO_OP_PRUNE = 10
+};
+const char *proto_op_name(enum proto_op op);
+
+/* Error codes (stable: the strings are the wire spelling; never renumber,
+ * retired ones stay as unused). */
+enum proto_code {
+	PROTO_E_BAD_JSON = 1,        /* client: not a JSON object */
+	PROTO_E_BAD_REQUEST = 2,     /* client: a field missing, mistyped or out of range */
+	PROTO_E_UNKNOWN_OP = 3,      /* client */
+	PROTO_E_VERSION = 4,         /* client: unsupported protocol version */
+	PROTO_E_LINE_TOO_LONG = 5,   /* client: over PROTO_LINE_MAX */
+	PROTO_E_TOO_LARGE = 6,       /* client: document or text over its limit */
+	PROTO_E_BUSY = 7,            /* server: job queue or per-connection limit full */
+	PROTO_E_TOO_MANY_CONNS = 8,  /* server: connection limit */
+	PROTO_E_NO_FD = 9,           /* client: "fd":true but no descriptor was passed */
+	PROTO_E_BAD_FILE = 10,       /* client: the fd is not a readable regular file */
+	PROTO_E_NOT_FOUND = 11,      /* client: unknown document / no snapshot */
+	PROTO_E_AMBIGUOUS = 12,      /* client: a prefix naming several documents */
+	PROTO_E_PROFILE = 13,        /* client: snapshots only of other profiles: re-ingest */
+	PROTO_E_CORRUPT = 14,        /* server: stored data fails its checks */
+	PROTO_E_CANCELLED = 15,      /* the job was cancelled */
+	PROTO_E_SHUTTING_DOWN = 16,  /* server: the daemon is stopping */
+	PROTO_E_NAME_TAKEN = 17,     /* client: the name belongs to another document */
+	PROTO_E_STORE = 18,          /* server: the store failed (I/O, lock) */
+	PROTO_E_STORE_FULL = 19,     /* server: map or disk full; nothing written */
+	PROTO_E_ENGINE = 20,         /* server: the model failed */
+	PROTO_E_TOO_LONG = 21,       /* client: more tokens than the policy can place */
+	PROTO_E_INTERNAL = 22        /* server: out of memory, a bug */
+};
+const char *proto_code_name(enum proto_code code);
+/* "client" or "server". */
+const char *proto_code_class(enum proto_code code);
+
+/* A parsed request.  Strings are NUL-terminated copies owned by the
+ * request (JSON strings holding \u0000 are refused, so none has a NUL
+ * inside). */
+struct proto_req {
+	json_t *id;            /* the request's id (a string or an integer), or NULL */
+	enum proto_op op;
+	int use_fd;            /* ingest: the document is the passed descriptor */
+	char *text;            /* ingest: inline document text */
+	size_t text_len;
+	char *name;            /* ingest: optional name */
+	char *source;          /* ingest: optional source description */
+	int force;             /* ingest: re-ingest even if stored */
+	char *doc;             /* query/has/info/rm/verify: DOC reference */
+	char *question;        /* query */
+	size_t question_len;
+	int64_t max_tokens;    /* query */
+	json_t *target;        /* cancel: the id of the request to cancel */
+	int64_t older_than_s;  /* prune: 0 = no age limit */
+	int64_t max_bytes;     /* prune: 0 = no size limit */
+	int64_t keep;          /* prune: -1 = no count limit */
+	int dry_run;           /* prune */
+};
+
+/* Parse one request line (without its newline).  Returns 0, or an error
+ * code with a message in msg (and req->id set when the id could be read,
+ * so the error reply can carry it).  Call proto_req_free either way. */
+int proto_parse(const char *line, size_t len, struct proto_req *req, char *msg,
+    size_t msg_len);
+void proto_req_free(struct proto_req *req);
+
+/* One event line, "\n"-terminated, malloc'd: {"id":ID,"event":EVENT, ...}
+ * with the members of body (may be NULL; a reference is stolen).  NULL on
+ * out of memory.  *len receives the length. */
+char *proto_event(const json_t *id, const char *event, json_t *body, size_t *len);
+/* An error event: code, class and message. */
+char *proto_error(const json_t *id, enum proto_code code, const char *msg, size_t *len);
+
+#endif /* DAEMON_DAEMON_H */

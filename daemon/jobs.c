@@ -1,0 +1,367 @@
+/*
+ * jobs.c: the job queue and the workers.
+ *
+ * Three queues by kind: admin (store operations), query, ingest.  Model
+ * workers take a query before an ingest, and at most workers−1 of them run
+ * ingests at once (with one worker, it may), so a query never waits behind
+ * more than the ingests already running; the admin worker serves only
+ * store operations, so ls/info/rm never wait for the model.  Each model
+ * worker owns an eng_ctx and its own policy object; the weights and the
+ * tokenizer are shared read-only.
+ *
+ * Cancellation is a flag per job, read by the running job between chunks
+ * (ingest) or tokens (query).  Lock order: jobs_mu, then a connection's mu.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/daemon_internal.h"
+
+#define JOBS_N_KINDS 3
+
+struct jobq {
+	struct job *head, *tail;
+};
+
+static struct {
+	struct daemon *d;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct jobq q[JOBS_N_KINDS];
+	int queued, running, running_ingests, max_ingests;
+	int stop;
+	uint64_t seq;
+	struct job **run;          /* (n_workers + 1) the job each worker runs */
+	struct worker *w;          /* (n_workers + 1); the last is the admin worker */
+	pthread_t *th;
+	int n_workers, started;
+} jobs = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* ------------------------------------------------------------------------ */
+/* Replies                                                                   */
+
+void
+job_event(struct job *j, const char *event, json_t *body)
+{
+	size_t n;
+	char *line = proto_event(j->req.id, event, body, &n);
+	if (!strcmp(event, "result"))
+		atomic_store(&j->replied, 1);
+	if (line) {
+		conn_send(j->conn, line, n);
+		free(line);
+	}
+}
+
+void
+job_result(struct job *j, json_t *body)
+{
+	job_event(j, "result", body);
+}
+
+void
+job_error(struct job *j, enum proto_code code, const char *fmt, ...)
+{
+	char msg[1024];
+	size_t n;
+	char *line;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	dlog(code == PROTO_E_CANCELLED ? DLOG_INFO : DLOG_WARN, "conn %llu: %s: %s: %s",
+	    (unsigned long long)conn_serial(j->conn), proto_op_name(j->req.op),
+	    proto_code_name(code), msg);
+	atomic_store(&j->replied, 1);
+	if ((line = proto_error(j->req.id, code, msg, &n))) {
+		conn_send(j->conn, line, n);
+		free(line);
+	}
+}
+
+void
+job_free(struct job *j)
+{
+	if (!j)
+		return;
+	if (j->fd >= 0)
+		close(j->fd);
+	proto_req_free(&j->req);
+	if (j->conn) {
+		conn_job_done(j->conn);
+		conn_unref(j->conn);
+	}
+	free(j);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queue                                                                     */
+
+int
+jobs_submit(struct job *j)
+{
+	int rc = 0;
+	pthread_mutex_lock(&jobs.mu);
+	if (jobs.stop)
+		rc = PROTO_E_SHUTTING_DOWN;
+	else if (jobs.queued >= jobs.d->cfg.max_jobs)
+		rc = PROTO_E_BUSY;
+	else {
+		struct jobq *q = &jobs.q[j->kind];
+		j->seq = ++jobs.seq;
+		j->next = NULL;
+		if (q->tail)
+			q->tail->next = j;
+		else
+			q->head = j;
+		q->tail = j;
+		jobs.queued++;
+		pthread_cond_broadcast(&jobs.cv);
+	}
+	pthread_mutex_unlock(&jobs.mu);
+	return rc;
+}
+
+/* Unlink and return the first job of q for which match() holds. */
+static struct job *
+jobs_take_if(struct jobq *q, int (*match)(const struct job *, const void *), const void *arg)
+{
+	struct job *prev = NULL, *j;
+	for (j = q->head; j; prev = j, j = j->next) {
+		if (match && !match(j, arg))
+			continue;
+		if (prev)
+			prev->next = j->next;
+		else
+			q->head = j->next;
+		if (q->tail == j)
+			q->tail = prev;
+		j->next = NULL;
+		jobs.queued--;
+		return j;
+	}
+	return NULL;
+}
+
+/* The next job for worker w (jobs_mu held), or NULL. */
+static struct job *
+jobs_next(int admin)
+{
+	struct job *j;
+	if (admin)
+		return jobs_take_if(&jobs.q[JOB_ADMIN], NULL, NULL);
+	if ((j = jobs_take_if(&jobs.q[JOB_QUERY], NULL, NULL)))
+		return j;
+	if (jobs.running_ingests < jobs.max_ingests &&
+	    (j = jobs_take_if(&jobs.q[JOB_INGEST], NULL, NULL)))
+		return j;
+	return NULL;
+}
+
+static void *
+jobs_worker(void *arg)
+{
+	struct worker *w = arg;
+	int admin = w->ctx == NULL;
+	struct job *j;
+
+	for (;;) {
+		pthread_mutex_lock(&jobs.mu);
+		while (!(j = jobs_next(admin)) && !jobs.stop)
+			pthread_cond_wait(&jobs.cv, &jobs.mu);
+		if (!j) {
+			pthread_mutex_unlock(&jobs.mu);
+			return NULL;
+		}
+		jobs.running++;
+		if (j->kind == JOB_INGEST)
+			jobs.running_ingests++;
+		jobs.run[w->index] = j;
+		pthread_mutex_unlock(&jobs.mu);
+
+		if (atomic_load(&j->cancel))
+			job_error(j, PROTO_E_CANCELLED, "cancelled before it started");
+		else if (j->kind == JOB_INGEST)
+			ingest_job_run(w, j);
+		else if (j->kind == JOB_QUERY)
+			query_job_run(w, j);
+		else
+			admin_job_run(w, j);
+
+		pthread_mutex_lock(&jobs.mu);
+		jobs.run[w->index] = NULL;
+		jobs.running--;
+		if (j->kind == JOB_INGEST)
+			jobs.running_ingests--;
+		pthread_cond_broadcast(&jobs.cv); /* an ingest slot may be free */
+		pthread_mutex_unlock(&jobs.mu);
+		job_free(j);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cancellation                                                              */
+
+static int
+jobs_of_conn(const struct job *j, const void *c)
+{
+	return j->conn == c;
+}
+
+void
+jobs_cancel_conn(struct conn *c)
+{
+	struct job *dropped = NULL, *j;
+	int k, i;
+
+	pthread_mutex_lock(&jobs.mu);
+	for (k = 0; k < JOBS_N_KINDS; k++)
+		while ((j = jobs_take_if(&jobs.q[k], jobs_of_conn, c))) {
+			j->next = dropped;
+			dropped = j;
+		}
+	for (i = 0; i <= jobs.n_workers; i++)
+		if (jobs.run[i] && jobs.run[i]->conn == c && !atomic_load(&jobs.run[i]->replied)) {
+			atomic_store(&jobs.run[i]->cancel, 1);
+			dlog(DLOG_INFO, "conn %llu: client left; cancelling its %s",
+			    (unsigned long long)conn_serial(c), proto_op_name(jobs.run[i]->req.op));
+		}
+	pthread_mutex_unlock(&jobs.mu);
+	while ((j = dropped)) {
+		dropped = j->next;
+		job_free(j);
+	}
+}
+
+int
+jobs_cancel_id(struct conn *c, json_t *target)
+{
+	int k, i, found = 0;
+	struct job *j;
+
+	pthread_mutex_lock(&jobs.mu);
+	for (k = 0; k < JOBS_N_KINDS; k++)
+		for (j = jobs.q[k].head; j; j = j->next)
+			if (j->conn == c && json_equal(j->req.id, target)) {
+				atomic_store(&j->cancel, 1); /* answered when a worker takes it */
+				found = 1;
+			}
+	for (i = 0; i <= jobs.n_workers; i++)
+		if (jobs.run[i] && jobs.run[i]->conn == c &&
+		    json_equal(jobs.run[i]->req.id, target)) {
+			atomic_store(&jobs.run[i]->cancel, 1);
+			found = 1;
+		}
+	pthread_mutex_unlock(&jobs.mu);
+	return found;
+}
+
+void
+jobs_stop(void)
+{
+	struct job *dropped = NULL, *j;
+	int k, i;
+
+	pthread_mutex_lock(&jobs.mu);
+	jobs.stop = 1;
+	for (k = 0; k < JOBS_N_KINDS; k++)
+		while ((j = jobs_take_if(&jobs.q[k], NULL, NULL))) {
+			j->next = dropped;
+			dropped = j;
+		}
+	/* ingests are abandoned (store_put is atomic: nothing partial is
+	 * stored); queries and admin jobs finish */
+	for (i = 0; i <= jobs.n_workers; i++)
+		if (jobs.run[i] && jobs.run[i]->kind == JOB_INGEST)
+			atomic_store(&jobs.run[i]->cancel, 1);
+	pthread_cond_broadcast(&jobs.cv);
+	pthread_mutex_unlock(&jobs.mu);
+	while ((j = dropped)) {
+		dropped = j->next;
+		job_error(j, PROTO_E_SHUTTING_DOWN, "the daemon is stopping; the job did not run");
+		job_free(j);
+	}
+}
+
+int
+jobs_busy(void)
+{
+	int n;
+	pthread_mutex_lock(&jobs.mu);
+	n = jobs.running + jobs.queued;
+	pthread_mutex_unlock(&jobs.mu);
+	return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workers                                                                   */
+
+int
+jobs_init(struct daemon *d)
+{
+	char why[512] = "";
+	int i, rc, n = (int)d->cfg.workers;
+
+	jobs.d = d;
+	jobs.n_workers = n;
+	jobs.max_ingests = n > 1 ? n - 1 : 1;
+	jobs.run = calloc((size_t)n + 1, sizeof(*jobs.run));
+	jobs.w = calloc((size_t)n + 1, sizeof(*jobs.w));
+	jobs.th = calloc((size_t)n + 1, sizeof(*jobs.th));
+	if (!jobs.run || !jobs.w || !jobs.th)
+		return -1;
+	for (i = 0; i <= n; i++) {
+		jobs.w[i].index = i;
+		if (i == n)
+			break; /* the admin worker needs no engine */
+		if ((rc = eng_policy_create(&jobs.w[i].p, d->cfg.policy, d->cfg.opts, d->cfg.budget,
+		    why, sizeof(why))) || (rc = eng_policy_bind(jobs.w[i].p, d->m, why, sizeof(why)))) {
+			dlog(DLOG_ERROR, "policy: %s", why);
+			return -1;
+		}
+		if ((rc = eng_ctx_init(&jobs.w[i].ctx, d->m, (int)d->cfg.threads,
+		    eng_policy_max_chunk(jobs.w[i].p, d->cfg.chunk)))) {
+			dlog(DLOG_ERROR, "worker %d: engine: %s", i, eng_strerror(rc));
+			return -1;
+		}
+	}
+	for (i = 0; i <= n; i++) {
+		if (pthread_create(&jobs.th[i], NULL, jobs_worker, &jobs.w[i])) {
+			dlog(DLOG_ERROR, "cannot start worker %d", i);
+			jobs_stop();
+			return -1;
+		}
+		jobs.started++;
+	}
+	dlog(DLOG_INFO, "%d model worker%s (%ld thread%s each) and an admin worker", n,
+	    n == 1 ? "" : "s", d->cfg.threads, d->cfg.threads == 1 ? "" : "s");
+	return 0;
+}
+
+void
+jobs_free(void)
+{
+	int i;
+	pthread_mutex_lock(&jobs.mu);
+	jobs.stop = 1;
+	pthread_cond_broadcast(&jobs.cv);
+	pthread_mutex_unlock(&jobs.mu);
+	for (i = 0; i < jobs.started; i++)
+		pthread_join(jobs.th[i], NULL);
+	for (i = 0; jobs.w && i <= jobs.n_workers; i++) {
+		eng_ctx_free(jobs.w[i].ctx);
+		eng_policy_free(jobs.w[i].p);
+	}
+	free(jobs.w);
+	free(jobs.th);
+	free(jobs.run);
+	jobs.w = NULL;
+	jobs.th = NULL;
+	jobs.run = NULL;
+	jobs.started = 0;
+}

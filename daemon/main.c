@@ -1,0 +1,142 @@
+/*
+ * main.c: kvsnapd's start and stop: settings, the model (loaded once,
+ * shared by every worker), the profile, the store, the listening socket
+ * (our own, or systemd's with socket activation), the workers, the loop.
+ * No self-daemonizing: run in the foreground under systemd or a shell.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon/daemon_internal.h"
+
+struct daemon *daemon_g;
+
+/* libevent's own messages into our log. */
+static void
+main_event_log(int sev, const char *msg)
+{
+	dlog(sev >= EVENT_LOG_ERR ? DLOG_ERROR : sev >= EVENT_LOG_WARN ? DLOG_WARN : DLOG_DEBUG,
+	    "libevent: %s", msg);
+}
+
+/* The socket systemd passed (socket activation), or -1. */
+static int
+main_activated_socket(void)
+{
+	int n = sd_listen_fds(1);
+	if (n <= 0)
+		return -1;
+	if (n > 1)
+		dlog(DLOG_WARN, "systemd passed %d sockets; using the first", n);
+	if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0) {
+		dlog(DLOG_ERROR, "the socket systemd passed is not a listening Unix stream socket");
+		return -2;
+	}
+	return SD_LISTEN_FDS_START;
+}
+
+static int
+main_open(struct daemon *d)
+{
+	struct store_opts so = { 0, 0, 0 };
+	struct eng_policy *p = NULL;
+	char why[512] = "";
+	int rc;
+
+	if ((d->quant = snap_quant_parse(d->cfg.quant)) < 0) {
+		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q4, q4kc)", d->cfg.quant);
+		return -1;
+	}
+	if ((rc = eng_model_open(&d->m, d->cfg.model, why, sizeof(why)))) {
+		dlog(DLOG_ERROR, "cannot load the model %s: %s", d->cfg.model, why);
+		return -1;
+	}
+	if ((rc = eng_tok_init(&d->tok, d->m->gguf, why, sizeof(why)))) {
+		dlog(DLOG_ERROR, "cannot load the tokenizer: %s", why);
+		return -1;
+	}
+	/* the profile: one policy object just to describe it (each worker
+	 * makes its own) */
+	if ((rc = eng_policy_create(&p, d->cfg.policy, d->cfg.opts, d->cfg.budget, why,
+	    sizeof(why))) || (rc = eng_policy_bind(p, d->m, why, sizeof(why)))) {
+		dlog(DLOG_ERROR, "policy: %s", why);
+		eng_policy_free(p);
+		return -1;
+	}
+	rc = snap_profile(d->profile, sizeof(d->profile), d->profile_id,
+	    eng_model_fingerprint(d->m), p, d->cfg.chunk, d->quant);
+	eng_policy_free(p);
+	if (rc) {
+		dlog(DLOG_ERROR, "the profile description is too long");
+		return -1;
+	}
+	store_hex(d->profile_id, SNAP_ID_BYTES, d->profile_hex);
+	if ((rc = store_open(&d->s, d->cfg.state, &so, why, sizeof(why)))) {
+		d->s = NULL;
+		dlog(DLOG_ERROR, "cannot open the store in %s: %s", d->cfg.state, why);
+		return -1;
+	}
+	dlog(DLOG_INFO, "model %s (%.12s), store %s", d->cfg.model, eng_model_fingerprint(d->m),
+	    d->cfg.state);
+	dlog(DLOG_INFO, "profile %.12s: %s", d->profile_hex, d->profile);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct daemon d;
+	int rc, fd, own_socket = 0, status = EXIT_FAILURE;
+
+	if ((rc = dcfg_load(&d.cfg, argc, argv))) {
+		dcfg_free(&d.cfg);
+		return rc < 0 ? EXIT_SUCCESS : rc;
+	}
+	dlog_level = d.cfg.log_level;
+	daemon_g = &d;
+	signal(SIGPIPE, SIG_IGN);
+	event_set_log_callback(main_event_log);
+	if (evthread_use_pthreads()) {
+		dlog(DLOG_ERROR, "libevent without thread support");
+		goto out;
+	}
+	if (main_open(&d))
+		goto out;
+	if ((fd = main_activated_socket()) == -2)
+		goto out;
+	if (fd < 0) {
+		if ((fd = srv_listen(d.cfg.socket)) < 0)
+			goto out;
+		own_socket = 1;
+		dlog(DLOG_INFO, "listening on %s", d.cfg.socket);
+	} else {
+		evutil_make_socket_nonblocking(fd);
+		dlog(DLOG_INFO, "listening on the socket systemd passed");
+	}
+	if (jobs_init(&d)) {
+		close(fd);
+		goto out;
+	}
+	rc = srv_run(&d, fd);
+	jobs_stop();
+	jobs_free();
+	if (own_socket)
+		unlink(d.cfg.socket);
+	status = rc ? EXIT_FAILURE : EXIT_SUCCESS;
+out:
+	jobs_free();
+	if (d.s)
+		store_close(d.s);
+	eng_tok_free(d.tok);
+	eng_model_close(d.m);
+	dcfg_free(&d.cfg);
+	return status;
+}

@@ -1,0 +1,348 @@
+/*
+ * protocol.c: kvsnapd's wire protocol as pure functions: one request line
+ * into a struct proto_req (every field checked for type and range), and
+ * events back into lines.  No I/O and no global state: the fuzz target
+ * (tests/fuzz/fuzz_protocol.c) drives these directly.  JSON is jansson's.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon.h"
+
+/* ------------------------------------------------------------------------ */
+/* Names                                                                     */
+
+static const char *const proto_ops[] = {
+	[PROTO_OP_HELLO] = "hello",
+	[PROTO_OP_INGEST] = "ingest",
+	[PROTO_OP_QUERY] = "query",
+	[PROTO_OP_HAS] = "has",
+	[PROTO_OP_CANCEL] = "cancel",
+	[PROTO_OP_LS] = "ls",
+	[PROTO_OP_INFO] = "info",
+	[PROTO_OP_RM] = "rm",
+	[PROTO_OP_STATS] = "stats",
+	[PROTO_OP_VERIFY] = "verify",
+	[PROTO_OP_PRUNE] = "prune",
+};
+#define PROTO_N_OPS (sizeof(proto_ops) / sizeof(proto_ops[0]))
+
+const char *
+proto_op_name(enum proto_op op)
+{
+	return (size_t)op < PROTO_N_OPS ? proto_ops[op] : "?";
+}
+
+static const struct {
+	const char *name;
+	int server;
+} proto_codes[] = {
+	[PROTO_E_BAD_JSON] = { "bad_json", 0 },
+	[PROTO_E_BAD_REQUEST] = { "bad_request", 0 },
+	[PROTO_E_UNKNOWN_OP] = { "unknown_op", 0 },
+	[PROTO_E_VERSION] = { "version", 0 },
+	[PROTO_E_LINE_TOO_LONG] = { "line_too_long", 0 },
+	[PROTO_E_TOO_LARGE] = { "too_large", 0 },
+	[PROTO_E_BUSY] = { "busy", 1 },
+	[PROTO_E_TOO_MANY_CONNS] = { "too_many_connections", 1 },
+	[PROTO_E_NO_FD] = { "no_fd", 0 },
+	[PROTO_E_BAD_FILE] = { "bad_file", 0 },
+	[PROTO_E_NOT_FOUND] = { "not_found", 0 },
+	[PROTO_E_AMBIGUOUS] = { "ambiguous", 0 },
+	[PROTO_E_PROFILE] = { "profile_mismatch", 0 },
+	[PROTO_E_CORRUPT] = { "corrupt", 1 },
+	[PROTO_E_CANCELLED] = { "cancelled", 0 },
+	[PROTO_E_SHUTTING_DOWN] = { "shutting_down", 1 },
+	[PROTO_E_NAME_TAKEN] = { "name_taken", 0 },
+	[PROTO_E_STORE] = { "store_error", 1 },
+	[PROTO_E_STORE_FULL] = { "store_full", 1 },
+	[PROTO_E_ENGINE] = { "engine_error", 1 },
+	[PROTO_E_TOO_LONG] = { "too_long", 0 },
+	[PROTO_E_INTERNAL] = { "internal", 1 },
+};
+#define PROTO_N_CODES (sizeof(proto_codes) / sizeof(proto_codes[0]))
+
+const char *
+proto_code_name(enum proto_code code)
+{
+	return (size_t)code < PROTO_N_CODES && proto_codes[code].name ? proto_codes[code].name :
+	    "internal";
+}
+
+const char *
+proto_code_class(enum proto_code code)
+{
+	return (size_t)code < PROTO_N_CODES && proto_codes[code].name && !proto_codes[code].server ?
+	    "client" : "server";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parsing                                                                   */
+
+static int
+proto_fail(char *msg, size_t msg_len, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int
+proto_fail(char *msg, size_t msg_len, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (msg && msg_len) {
+		va_start(ap, fmt);
+		vsnprintf(msg, msg_len, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* Member `key` as a string of at most max bytes, copied into *out; absent
+ * is fine unless required.  0 or PROTO_E_*. */
+static int
+proto_get_str(json_t *o, const char *key, int required, size_t max, char **out, size_t *out_len,
+    int *code_too_large, char *msg, size_t msg_len)
+{
+	json_t *v = json_object_get(o, key);
+	size_t n;
+
+	if (!v || json_is_null(v)) {
+		if (required)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" is required", key);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be a string", key);
+	n = json_string_length(v);
+	if (n > max)
+		return proto_fail(msg, msg_len, code_too_large ? *code_too_large : PROTO_E_BAD_REQUEST,
+		    "\"%s\" is %zu bytes, over the limit of %zu", key, n, max);
+	if (!(*out = malloc(n + 1)))
+		return proto_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+	memcpy(*out, json_string_value(v), n);
+	(*out)[n] = '\0';
+	if (out_len)
+		*out_len = n;
+	return 0;
+}
+
+/* Member `key` as an integer in [lo, hi]; absent leaves *out. */
+static int
+proto_get_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, char *msg,
+    size_t msg_len)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
+		    "\"%s\" must be an integer in [%lld, %lld]", key, (long long)lo, (long long)hi);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* Member `key` as a boolean; absent leaves *out. */
+static int
+proto_get_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_len)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be true or false",
+		    key);
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* An id is an integer or a short string. */
+static int
+proto_id_ok(const json_t *v)
+{
+	return json_is_integer(v) || (json_is_string(v) && json_string_length(v) <= PROTO_ID_MAX);
+}
+
+/* The fields of each op. */
+static int
+proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
+{
+	int rc = 0, too_large = PROTO_E_TOO_LARGE;
+	json_t *t;
+
+	switch (r->op) {
+	case PROTO_OP_HELLO:
+	case PROTO_OP_LS:
+	case PROTO_OP_STATS:
+		return 0;
+	case PROTO_OP_INGEST:
+		if ((rc = proto_get_bool(o, "fd", &r->use_fd, msg, msg_len)) ||
+		    (rc = proto_get_str(o, "text", 0, PROTO_TEXT_MAX, &r->text, &r->text_len,
+		    &too_large, msg, msg_len)) ||
+		    (rc = proto_get_str(o, "name", 0, PROTO_NAME_MAX, &r->name, NULL, NULL, msg,
+		    msg_len)) ||
+		    (rc = proto_get_str(o, "source", 0, PROTO_SOURCE_MAX, &r->source, NULL, NULL, msg,
+		    msg_len)) ||
+		    (rc = proto_get_bool(o, "force", &r->force, msg, msg_len)))
+			return rc;
+		if (!r->use_fd == !r->text)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
+			    "ingest needs exactly one of \"fd\":true and \"text\"");
+		if (r->text && r->text_len == 0)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"text\" is empty");
+		return 0;
+	case PROTO_OP_QUERY:
+		r->max_tokens = PROTO_MAX_TOKENS_DEFAULT;
+		if ((rc = proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg,
+		    msg_len)) ||
+		    (rc = proto_get_str(o, "question", 1, PROTO_QUESTION_MAX, &r->question,
+		    &r->question_len, &too_large, msg, msg_len)) ||
+		    (rc = proto_get_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &r->max_tokens, msg,
+		    msg_len)))
+			return rc;
+		return 0;
+	case PROTO_OP_HAS:
+	case PROTO_OP_INFO:
+	case PROTO_OP_RM:
+		return proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg, msg_len);
+	case PROTO_OP_VERIFY:
+		return proto_get_str(o, "doc", 0, PROTO_REF_MAX, &r->doc, NULL, NULL, msg, msg_len);
+	case PROTO_OP_CANCEL:
+		t = json_object_get(o, "target");
+		if (!t || !proto_id_ok(t))
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
+			    "cancel needs \"target\": the id of a request");
+		r->target = json_deep_copy(t);
+		return r->target ? 0 : proto_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+	case PROTO_OP_PRUNE:
+		r->keep = -1;
+		if ((rc = proto_get_int(o, "older_than_s", 0, INT64_C(1) << 40, &r->older_than_s, msg,
+		    msg_len)) ||
+		    (rc = proto_get_int(o, "max_bytes", 0, INT64_MAX, &r->max_bytes, msg, msg_len)) ||
+		    (rc = proto_get_int(o, "keep", -1, INT64_C(1) << 40, &r->keep, msg, msg_len)) ||
+		    (rc = proto_get_bool(o, "dry_run", &r->dry_run, msg, msg_len)))
+			return rc;
+		if (!r->older_than_s && !r->max_bytes && r->keep < 0)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
+			    "prune needs at least one of older_than_s, max_bytes, keep");
+		return 0;
+	}
+	return proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "unknown op");
+}
+
+int
+proto_parse(const char *line, size_t len, struct proto_req *r, char *msg, size_t msg_len)
+{
+	json_error_t jerr;
+	json_t *o, *v;
+	const char *op;
+	size_t i;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (msg && msg_len)
+		msg[0] = '\0';
+	if (len > PROTO_LINE_MAX)
+		return proto_fail(msg, msg_len, PROTO_E_LINE_TOO_LONG,
+		    "request line over %zu bytes", PROTO_LINE_MAX);
+	/* JSON_REJECT_DUPLICATES: one meaning per line; NULs inside strings
+	 * are refused by default. */
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o)
+		return proto_fail(msg, msg_len, PROTO_E_BAD_JSON, "not JSON: %s (column %d)",
+		    jerr.text, jerr.column);
+	if (!json_is_object(o)) {
+		rc = proto_fail(msg, msg_len, PROTO_E_BAD_JSON, "a request is a JSON object");
+		goto out;
+	}
+	if ((v = json_object_get(o, "id")) && proto_id_ok(v))
+		r->id = json_deep_copy(v);
+	if (!v || !proto_id_ok(v)) {
+		rc = proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
+		    "\"id\" is required: an integer or a string of at most %d bytes", PROTO_ID_MAX);
+		goto out;
+	}
+	if ((v = json_object_get(o, "v")) &&
+	    (!json_is_integer(v) || json_integer_value(v) != PROTO_VERSION)) {
+		rc = proto_fail(msg, msg_len, PROTO_E_VERSION,
+		    "protocol version %d is the one this daemon speaks", PROTO_VERSION);
+		goto out;
+	}
+	v = json_object_get(o, "op");
+	if (!v || !json_is_string(v)) {
+		rc = proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"op\" is required (a string)");
+		goto out;
+	}
+	op = json_string_value(v);
+	for (i = 0; i < PROTO_N_OPS; i++)
+		if (!strcmp(op, proto_ops[i]))
+			break;
+	if (i == PROTO_N_OPS) {
+		rc = proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "unknown op \"%.64s\"", op);
+		goto out;
+	}
+	r->op = (enum proto_op)i;
+	rc = proto_parse_fields(o, r, msg, msg_len);
+out:
+	json_decref(o);
+	return rc;
+}
+
+void
+proto_req_free(struct proto_req *r)
+{
+	if (!r)
+		return;
+	json_decref(r->id);
+	json_decref(r->target);
+	free(r->text);
+	free(r->name);
+	free(r->source);
+	free(r->doc);
+	free(r->question);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                    */
+
+char *
+proto_event(const json_t *id, const char *event, json_t *body, size_t *len)
+{
+	json_t *o = json_object();
+	char *s = NULL, *line = NULL;
+	size_t n;
+
+	if (!o)
+		goto out;
+	if (json_object_set_new(o, "id", id ? json_deep_copy(id) : json_null()) ||
+	    json_object_set_new(o, "event", json_string(event)))
+		goto out;
+	if (body && json_is_object(body) && json_object_update(o, body))
+		goto out;
+	/* compact, and escape nothing beyond JSON's needs: one line */
+	if (!(s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		goto out;
+	n = strlen(s);
+	if ((line = malloc(n + 2))) {
+		memcpy(line, s, n);
+		line[n] = '\n';
+		line[n + 1] = '\0';
+		*len = n + 1;
+	}
+out:
+	free(s);
+	json_decref(o);
+	json_decref(body);
+	return line;
+}
+
+char *
+proto_error(const json_t *id, enum proto_code code, const char *msg, size_t *len)
+{
+	json_t *b = json_pack("{s:s, s:s, s:s}", "code", proto_code_name(code), "class",
+	    proto_code_class(code), "message", msg ? msg : "");
+	if (!b) /* a message that is not UTF-8 */
+		b = json_pack("{s:s, s:s, s:s}", "code", proto_code_name(code), "class",
+		    proto_code_class(code), "message", "(unprintable message)");
+	return proto_event(id, "error", b, len);
+}

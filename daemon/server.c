@@ -1,0 +1,686 @@
+/*
+ * server.c: the event loop: the listening socket (created 0660 under a
+ * restrictive umask, or handed over by systemd), connections, line framing
+ * with limits, descriptors received with SCM_RIGHTS, request dispatch, and
+ * the graceful stop on SIGTERM/SIGINT.
+ *
+ * A connection reads with recvmsg() itself (a bufferevent's read() would
+ * drop passed descriptors) into an evbuffer and writes through a
+ * thread-safe bufferevent, so workers can send events from their threads
+ * (conn_send).  A connection is refcounted: the loop holds one reference
+ * while it is open and every job holds one; closing marks it closed under
+ * its mutex (workers' sends then fail quietly) and cancels its jobs, and
+ * the last unref frees the memory, on whichever thread drops it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon/daemon_internal.h"
+
+#define SRV_READ_CHUNK 65536
+#define SRV_STOP_GRACE_S 5 /* after the jobs ended, time to flush replies */
+/* A client that does not read its replies: stop reading its requests while
+ * more than SRV_OUT_HIGH bytes wait to be sent, resume below SRV_OUT_LOW. */
+#define SRV_OUT_HIGH ((size_t)4 << 20)
+#define SRV_OUT_LOW ((size_t)64 << 10)
+
+struct conn {
+	pthread_mutex_t mu;
+	int refs;                  /* under mu */
+	int closed;                /* under mu: no more sends */
+	int fd;
+	uint64_t serial;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	struct bufferevent *bev;   /* write side */
+	struct event *rev;         /* read side: recvmsg */
+	struct evbuffer *in;       /* bytes not yet framed */
+	int fds[PROTO_FDS_PER_CONN]; /* passed descriptors, oldest first */
+	int n_fds;
+	int discarding;            /* inside an over-long line */
+	int closing;               /* close once the output is flushed */
+	int paused;                /* reading stopped: too much output waiting */
+	atomic_int jobs;           /* jobs in flight */
+	struct conn *prev, *next;  /* the loop's list */
+};
+
+static struct {
+	struct daemon *d;
+	struct event_base *base;
+	struct evconnlistener *lis;
+	struct event *sig_term, *sig_int, *stop_timer;
+	struct conn *conns;
+	int n_conns;
+	uint64_t serial;
+	double stop_started;
+	int stop_flushing;
+} srv;
+
+/* ------------------------------------------------------------------------ */
+/* References and sending (any thread)                                       */
+
+void
+conn_ref(struct conn *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->refs++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+void
+conn_unref(struct conn *c)
+{
+	int last;
+	pthread_mutex_lock(&c->mu);
+	last = --c->refs == 0;
+	pthread_mutex_unlock(&c->mu);
+	if (last) {
+		pthread_mutex_destroy(&c->mu);
+		free(c);
+	}
+}
+
+int
+conn_send(struct conn *c, const char *line, size_t len)
+{
+	int rc = -1;
+	pthread_mutex_lock(&c->mu);
+	if (!c->closed && c->bev)
+		rc = bufferevent_write(c->bev, line, len);
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+uint64_t
+conn_serial(const struct conn *c)
+{
+	return c->serial;
+}
+
+void
+conn_job_done(struct conn *c)
+{
+	atomic_fetch_sub(&c->jobs, 1);
+}
+
+/* Send an error event from the loop. */
+static void
+conn_send_error(struct conn *c, const json_t *id, enum proto_code code, const char *msg)
+{
+	size_t n;
+	char *line = proto_error(id, code, msg, &n);
+	if (line) {
+		conn_send(c, line, n);
+		free(line);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Closing (loop thread)                                                     */
+
+static void
+conn_close(struct conn *c, const char *why)
+{
+	struct bufferevent *bev;
+	int i;
+
+	dlog(DLOG_INFO, "conn %llu: closed (%s)", (unsigned long long)c->serial, why);
+	pthread_mutex_lock(&c->mu);
+	c->closed = 1;
+	bev = c->bev;
+	c->bev = NULL;
+	pthread_mutex_unlock(&c->mu);
+	jobs_cancel_conn(c); /* a client that leaves cancels its jobs */
+	if (c->rev)
+		event_free(c->rev);
+	c->rev = NULL;
+	if (bev)
+		bufferevent_free(bev); /* closes fd */
+	evbuffer_free(c->in);
+	c->in = NULL;
+	for (i = 0; i < c->n_fds; i++)
+		close(c->fds[i]);
+	c->n_fds = 0;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	srv.n_conns--;
+	conn_unref(c);
+}
+
+static void conn_frame(struct conn *c);
+
+/* Too much output waiting for this client? (loop thread) */
+static int
+conn_out_full(struct conn *c)
+{
+	return c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) > SRV_OUT_HIGH;
+}
+
+/* Output down to the low watermark: close if we were waiting for that,
+ * resume reading if it was paused. */
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	(void)bev;
+	if (c->closing) {
+		conn_close(c, "after a fatal error");
+		return;
+	}
+	if (c->paused) {
+		c->paused = 0;
+		event_add(c->rev, NULL);
+		conn_frame(c);
+	}
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))
+		conn_close(arg, "write error");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests                                                                  */
+
+/* The hello reply: who we are. */
+static void
+conn_hello(struct conn *c, const struct proto_req *r)
+{
+	struct daemon *d = srv.d;
+	size_t n;
+	char *line;
+	json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:i}",
+	    "protocol", PROTO_VERSION, "server", "kvsnapd 0.1", "model",
+	    eng_model_fingerprint(d->m), "profile", d->profile, "profile_id", d->profile_hex,
+	    "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget, "chunk",
+	    (json_int_t)d->cfg.chunk, "quant", snap_quant_name(d->quant), "workers",
+	    (int)d->cfg.workers);
+	if ((line = proto_event(r->id, "result", b, &n))) {
+		conn_send(c, line, n);
+		free(line);
+	}
+}
+
+static enum job_kind
+conn_kind(enum proto_op op)
+{
+	switch (op) {
+	case PROTO_OP_INGEST: return JOB_INGEST;
+	case PROTO_OP_QUERY: return JOB_QUERY;
+	case PROTO_OP_HELLO:
+	case PROTO_OP_CANCEL:
+	case PROTO_OP_HAS:
+	case PROTO_OP_LS:
+	case PROTO_OP_INFO:
+	case PROTO_OP_RM:
+	case PROTO_OP_STATS:
+	case PROTO_OP_VERIFY:
+	case PROTO_OP_PRUNE:
+		break;
+	}
+	return JOB_ADMIN;
+}
+
+/* One complete request line. */
+static void
+conn_line(struct conn *c, const char *line, size_t len)
+{
+	struct proto_req r;
+	struct job *j;
+	char msg[512];
+	size_t n;
+	char *out;
+	int code, fd = -1;
+
+	code = proto_parse(line, len, &r, msg, sizeof(msg));
+	if (code) {
+		dlog(DLOG_DEBUG, "conn %llu: bad request: %s", (unsigned long long)c->serial, msg);
+		conn_send_error(c, r.id, code, msg);
+		proto_req_free(&r);
+		return;
+	}
+	dlog(DLOG_DEBUG, "conn %llu: %s", (unsigned long long)c->serial, proto_op_name(r.op));
+	if (r.op == PROTO_OP_HELLO) {
+		conn_hello(c, &r);
+		goto out;
+	}
+	if (r.op == PROTO_OP_CANCEL) {
+		int found = jobs_cancel_id(c, r.target);
+		if ((out = proto_event(r.id, "result", json_pack("{s:b}", "cancelled", found), &n))) {
+			conn_send(c, out, n);
+			free(out);
+		}
+		goto out;
+	}
+	if (r.op == PROTO_OP_INGEST && r.use_fd) {
+		if (!c->n_fds) {
+			conn_send_error(c, r.id, PROTO_E_NO_FD,
+			    "\"fd\":true but no descriptor came with the request (SCM_RIGHTS)");
+			goto out;
+		}
+		fd = c->fds[0];
+		memmove(c->fds, c->fds + 1, (size_t)(--c->n_fds) * sizeof(int));
+	}
+	if (atomic_load(&srv.d->stopping)) {
+		conn_send_error(c, r.id, PROTO_E_SHUTTING_DOWN, "the daemon is stopping");
+		goto out;
+	}
+	if (atomic_load(&c->jobs) >= PROTO_JOBS_PER_CONN) {
+		snprintf(msg, sizeof(msg), "over %d requests in flight on one connection",
+		    PROTO_JOBS_PER_CONN);
+		conn_send_error(c, r.id, PROTO_E_BUSY, msg);
+		goto out;
+	}
+	if (!(j = calloc(1, sizeof(*j)))) {
+		conn_send_error(c, r.id, PROTO_E_INTERNAL, "out of memory");
+		goto out;
+	}
+	j->kind = conn_kind(r.op);
+	j->req = r; /* the job owns the request now */
+	memset(&r, 0, sizeof(r));
+	j->fd = fd;
+	fd = -1;
+	j->conn = c;
+	conn_ref(c);
+	atomic_fetch_add(&c->jobs, 1);
+	if ((code = jobs_submit(j))) {
+		conn_send_error(c, j->req.id, code, code == PROTO_E_BUSY ?
+		    "the job queue is full; try again later" : "the daemon is stopping");
+		job_free(j); /* conn_job_done included */
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	proto_req_free(&r);
+}
+
+/* Frame whatever is buffered into lines. */
+static void
+conn_frame(struct conn *c)
+{
+	struct evbuffer_ptr p;
+	size_t have, n;
+	char *line;
+
+	while (c->in && !c->closing && (have = evbuffer_get_length(c->in)) > 0) {
+		if (conn_out_full(c)) {
+			/* the client does not read: stop reading it until it does */
+			dlog(DLOG_DEBUG, "conn %llu: output backlog; reading paused",
+			    (unsigned long long)c->serial);
+			c->paused = 1;
+			event_del(c->rev);
+			return;
+		}
+		p = evbuffer_search(c->in, "\n", 1, NULL);
+		if (c->discarding) {
+			if (p.pos < 0) {
+				evbuffer_drain(c->in, have);
+				return;
+			}
+			evbuffer_drain(c->in, (size_t)p.pos + 1);
+			c->discarding = 0;
+			continue;
+		}
+		if (p.pos < 0) {
+			if (have > PROTO_LINE_MAX) {
+				char msg[128];
+				snprintf(msg, sizeof(msg), "request line over %zu bytes", PROTO_LINE_MAX);
+				conn_send_error(c, NULL, PROTO_E_LINE_TOO_LONG, msg);
+				evbuffer_drain(c->in, have);
+				c->discarding = 1; /* until the end of this line */
+			}
+			return;
+		}
+		n = (size_t)p.pos;
+		if (n > PROTO_LINE_MAX) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "request line over %zu bytes", PROTO_LINE_MAX);
+			conn_send_error(c, NULL, PROTO_E_LINE_TOO_LONG, msg);
+			evbuffer_drain(c->in, n + 1);
+			continue;
+		}
+		if (!(line = malloc(n + 1))) {
+			conn_send_error(c, NULL, PROTO_E_INTERNAL, "out of memory");
+			evbuffer_drain(c->in, n + 1);
+			continue;
+		}
+		evbuffer_remove(c->in, line, n + 1);
+		line[n] = '\0';
+		if (n && line[n - 1] == '\r')
+			line[--n] = '\0';
+		if (n)
+			conn_line(c, line, n);
+		free(line);
+	}
+}
+
+/* Readable: recvmsg, keep passed descriptors, frame lines. */
+static void
+conn_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	char buf[SRV_READ_CHUNK];
+	union {
+		char b[CMSG_SPACE(sizeof(int) * PROTO_FDS_PER_CONN * 2)];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh;
+	struct cmsghdr *h;
+	ssize_t n;
+	int extra = 0;
+
+	(void)what;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.b;
+	mh.msg_controllen = sizeof(cm.b);
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return;
+		conn_close(c, strerror(errno));
+		return;
+	}
+	for (h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+		int *fds, k, nf;
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		fds = (int *)(void *)CMSG_DATA(h);
+		nf = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (k = 0; k < nf; k++) {
+			if (c->n_fds < PROTO_FDS_PER_CONN)
+				c->fds[c->n_fds++] = fds[k];
+			else {
+				close(fds[k]);
+				extra = 1;
+			}
+		}
+	}
+	if (extra || (mh.msg_flags & MSG_CTRUNC))
+		conn_send_error(c, NULL, PROTO_E_BUSY,
+		    "too many unclaimed descriptors on this connection; extra ones were closed");
+	if (n == 0) {
+		conn_close(c, "end of stream");
+		return;
+	}
+	evbuffer_add(c->in, buf, (size_t)n);
+	conn_frame(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Accepting                                                                 */
+
+static void
+srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
+    void *arg)
+{
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	struct conn *c;
+
+	(void)lis;
+	(void)sa;
+	(void)salen;
+	(void)arg;
+	memset(&cr, 0, sizeof(cr));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen))
+		cr.pid = -1;
+	srv.serial++;
+	if (srv.n_conns >= srv.d->cfg.max_conns) {
+		size_t n;
+		char *line = proto_error(NULL, PROTO_E_TOO_MANY_CONNS, "too many connections", &n);
+		dlog(DLOG_WARN, "refused a connection from pid %d uid %d: %d connections open",
+		    (int)cr.pid, (int)cr.uid, srv.n_conns);
+		if (line && send(fd, line, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			/* the refusal is best effort */
+		}
+		free(line);
+		close(fd);
+		return;
+	}
+	if (!(c = calloc(1, sizeof(*c)))) {
+		close(fd);
+		return;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	c->refs = 1;
+	c->fd = fd;
+	c->serial = srv.serial;
+	c->pid = cr.pid;
+	c->uid = cr.uid;
+	c->gid = cr.gid;
+	c->in = evbuffer_new();
+	c->bev = bufferevent_socket_new(srv.base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE);
+	c->rev = event_new(srv.base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
+	if (!c->in || !c->bev || !c->rev) {
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			close(fd);
+		if (c->rev)
+			event_free(c->rev);
+		if (c->in)
+			evbuffer_free(c->in);
+		free(c);
+		return;
+	}
+	bufferevent_setcb(c->bev, NULL, conn_write_cb, conn_event_cb, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, SRV_OUT_LOW, 0);
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_enable(c->bev, EV_WRITE);
+	event_add(c->rev, NULL);
+	c->next = srv.conns;
+	if (srv.conns)
+		srv.conns->prev = c;
+	srv.conns = c;
+	srv.n_conns++;
+	dlog(DLOG_INFO, "conn %llu: from pid %d uid %d gid %d", (unsigned long long)c->serial,
+	    (int)cr.pid, (int)cr.uid, (int)cr.gid);
+}
+
+/* Accept again after a pause for descriptors. */
+static void
+srv_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (srv.lis)
+		evconnlistener_enable(srv.lis);
+}
+
+static void
+srv_accept_error_cb(struct evconnlistener *lis, void *arg)
+{
+	int e = EVUTIL_SOCKET_ERROR();
+	(void)arg;
+	dlog(DLOG_WARN, "accept: %s", evutil_socket_error_to_string(e));
+	if (e == EMFILE || e == ENFILE) {
+		/* out of descriptors: pause accepting for a moment */
+		struct timeval tv = { 1, 0 };
+		evconnlistener_disable(lis);
+		event_base_once(srv.base, -1, EV_TIMEOUT, srv_accept_resume, NULL, &tv);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Listening socket                                                          */
+
+int
+srv_listen(const char *path)
+{
+	struct sockaddr_un sa;
+	struct stat sb;
+	mode_t old;
+	int fd, saved;
+	char dir[sizeof(sa.sun_path)], *slash;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		dlog(DLOG_ERROR, "socket path too long (%zu bytes, at most %zu): %s", strlen(path),
+		    sizeof(sa.sun_path) - 1, path);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* the parent directory (e.g. $XDG_RUNTIME_DIR/kvsnap) if missing */
+	memcpy(dir, path, strlen(path) + 1);
+	if ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0750) && errno != EEXIST) {
+			dlog(DLOG_ERROR, "cannot create %s: %s", dir, strerror(errno));
+			return -1;
+		}
+	}
+	if (!lstat(path, &sb)) {
+		/* unlink only a socket nobody answers on */
+		if (!S_ISSOCK(sb.st_mode)) {
+			dlog(DLOG_ERROR, "%s exists and is not a socket", path);
+			return -1;
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(fd);
+			dlog(DLOG_ERROR, "another kvsnapd is listening on %s", path);
+			return -1;
+		}
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+		dlog(DLOG_ERROR, "socket: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0117); /* the socket comes out 0660 */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
+		saved = errno;
+		umask(old);
+		close(fd);
+		dlog(DLOG_ERROR, "cannot listen on %s: %s", path, strerror(saved));
+		return -1;
+	}
+	umask(old);
+	chmod(path, 0660);
+	return fd;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stopping                                                                  */
+
+/* Every 100 ms while stopping: once no job runs, flush replies, then exit. */
+static void
+srv_stop_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c;
+	int pending = 0;
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (jobs_busy())
+		return;
+	for (c = srv.conns; c; c = c->next)
+		if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)))
+			pending = 1;
+	if (!pending || srv.stop_flushing++ > SRV_STOP_GRACE_S * 10) {
+		dlog(DLOG_INFO, "stopped");
+		event_base_loopexit(srv.base, NULL);
+	}
+}
+
+static void
+srv_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct timeval tv = { 0, 100000 };
+	(void)what;
+	(void)arg;
+	if (atomic_load(&srv.d->stopping)) {
+		dlog(DLOG_WARN, "signal %d again: stopping now", (int)sig);
+		event_base_loopexit(srv.base, NULL);
+		return;
+	}
+	dlog(DLOG_INFO, "signal %d: no new connections; abandoning ingests, finishing queries",
+	    (int)sig);
+	atomic_store(&srv.d->stopping, 1);
+	sd_notify(0, "STOPPING=1");
+	if (srv.lis) {
+		evconnlistener_free(srv.lis); /* closes the listening socket */
+		srv.lis = NULL;
+	}
+	jobs_stop();
+	srv.stop_timer = event_new(srv.base, -1, EV_PERSIST, srv_stop_tick, NULL);
+	if (srv.stop_timer)
+		event_add(srv.stop_timer, &tv);
+	else
+		event_base_loopexit(srv.base, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The loop                                                                  */
+
+int
+srv_run(struct daemon *d, int listen_fd)
+{
+	int rc = -1;
+
+	memset(&srv, 0, sizeof(srv));
+	srv.d = d;
+	if (!(srv.base = event_base_new())) {
+		dlog(DLOG_ERROR, "event_base_new failed");
+		goto out;
+	}
+	srv.lis = evconnlistener_new(srv.base, srv_accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, listen_fd);
+	srv.sig_term = evsignal_new(srv.base, SIGTERM, srv_signal_cb, NULL);
+	srv.sig_int = evsignal_new(srv.base, SIGINT, srv_signal_cb, NULL);
+	if (!srv.lis || !srv.sig_term || !srv.sig_int) {
+		dlog(DLOG_ERROR, "cannot set up the event loop");
+		goto out;
+	}
+	evconnlistener_set_error_cb(srv.lis, srv_accept_error_cb);
+	event_add(srv.sig_term, NULL);
+	event_add(srv.sig_int, NULL);
+	sd_notify(0, "READY=1");
+	dlog(DLOG_INFO, "ready");
+	rc = event_base_dispatch(srv.base) < 0 ? -1 : 0;
+out:
+	while (srv.conns)
+		conn_close(srv.conns, "daemon stopping");
+	if (srv.lis)
+		evconnlistener_free(srv.lis);
+	if (srv.stop_timer)
+		event_free(srv.stop_timer);
+	if (srv.sig_term)
+		event_free(srv.sig_term);
+	if (srv.sig_int)
+		event_free(srv.sig_int);
+	if (srv.base)
+		event_base_free(srv.base);
+	return rc;
+}
