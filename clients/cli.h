@@ -86,6 +86,12 @@ int cli_parse_float(const char *s, double lo, double hi, double *out);
  * with a message on stderr when it cannot be read or is too large. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
 
+/* The entries of a directory not starting with '.', in name order
+ * (strcmp); *names malloc'd (free with cli_free_names).  -1 if it cannot
+ * be read. */
+int cli_dir_names(const char *dir, char ***names, size_t *n);
+void cli_free_names(char **names, size_t n);
+
 /* The state directory (the store): flag, else $KVSNAP_STATE, else
  * $XDG_STATE_HOME/kvsnap, else ~/.local/state/kvsnap; NULL if none. */
 const char *cli_state_dir(const char *flag);

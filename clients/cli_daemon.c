@@ -10,7 +10,6 @@
  * and ETA goes to stderr; otherwise one plain line per document.
  * query: the answer's tokens are written to stdout as they arrive.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -220,21 +219,13 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 	return CLI_EXIT_UNREACHABLE;
 }
 
-static int
-dmn_name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A file, or every regular file under a directory (name order). */
 static int
 dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 {
 	struct stat sb;
-	struct dirent *de;
-	DIR *dir;
 	char **names = NULL, full[PATH_MAX];
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, i;
 	int ret = CLI_EXIT_OK, r;
 
 	if (stat(path, &sb)) {
@@ -248,26 +239,11 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 		cli_err("%s: directories nested too deep; skipped", path);
 		return CLI_EXIT_FAILURE;
 	}
-	if (!(dir = opendir(path))) {
+	if (cli_dir_names(path, &names, &n)) {
 		cli_err("cannot read directory %s: %s", path, strerror(errno));
 		D->n_failed++;
 		return CLI_EXIT_NOT_FOUND;
 	}
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			char **nb = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
-			if (!nb)
-				break;
-			names = nb;
-		}
-		if ((names[n] = strdup(de->d_name)))
-			n++;
-	}
-	closedir(dir);
-	if (n)
-		qsort(names, n, sizeof(*names), dmn_name_cmp);
 	for (i = 0; i < n; i++) {
 		int k = snprintf(full, sizeof(full), "%s/%s", path, names[i]);
 		free(names[i]);

@@ -9,7 +9,6 @@
  * the document's only snapshot) is loaded into a pool and the question is
  * prefilled over it at positions n, n+1, …, then the answer is decoded.
  */
-#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -272,21 +271,13 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	return CLI_EXIT_OK;
 }
 
-static int
-local_name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A file, or each regular file of a directory in name order. */
 static int
 local_ingest_path(struct local *L, const char *path)
 {
 	struct stat sb;
-	struct dirent *de;
-	DIR *dir;
-	char **names = NULL, full[PATH_MAX];
-	size_t n = 0, cap = 0, i;
+	char **names, full[PATH_MAX];
+	size_t n, i;
 	int ret = CLI_EXIT_OK, r;
 
 	if (stat(path, &sb)) {
@@ -295,34 +286,18 @@ local_ingest_path(struct local *L, const char *path)
 	}
 	if (!S_ISDIR(sb.st_mode))
 		return local_ingest_one(L, path, L->name);
-	if (!(dir = opendir(path))) {
+	if (cli_dir_names(path, &names, &n)) {
 		cli_err("cannot read directory %s", path);
 		return CLI_EXIT_NOT_FOUND;
 	}
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
-		if (stat(full, &sb) || !S_ISREG(sb.st_mode))
-			continue;
-		if (n == cap) {
-			char **nb = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
-			if (!nb)
-				break;
-			names = nb;
-		}
-		if ((names[n] = strdup(de->d_name)))
-			n++;
-	}
-	closedir(dir);
-	qsort(names, n, sizeof(*names), local_name_cmp);
 	for (i = 0; i < n; i++) {
 		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
+		if (stat(full, &sb) || !S_ISREG(sb.st_mode))
+			continue;
 		if ((r = local_ingest_one(L, full, NULL)))
 			ret = r; /* go on with the others; report the last failure */
-		free(names[i]);
 	}
-	free(names);
+	cli_free_names(names, n);
 	return ret;
 }
 

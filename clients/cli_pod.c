@@ -11,7 +11,6 @@
  * consecutive samples of n_cal tokens: any corpus gives the same samples
  * every time, and a short corpus gives fewer samples (at least one).
  */
-#include <dirent.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,21 +57,13 @@ pod_add_file(const struct eng_tok *tok, const char *path, struct pod_stream *st)
 	return 0;
 }
 
-static int
-pod_name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A file, or the regular files of a directory in name order. */
 static int
 pod_add_texts(const struct eng_tok *tok, const char *path, struct pod_stream *st)
 {
 	struct stat sb;
-	DIR *d;
-	struct dirent *de;
-	char **names = NULL, full[4096];
-	size_t n = 0, cap = 0, i;
+	char **names, full[4096];
+	size_t n, i;
 	int ret = 0;
 
 	if (stat(path, &sb)) {
@@ -81,35 +72,16 @@ pod_add_texts(const struct eng_tok *tok, const char *path, struct pod_stream *st
 	}
 	if (!S_ISDIR(sb.st_mode))
 		return pod_add_file(tok, path, st);
-	if (!(d = opendir(path))) {
+	if (cli_dir_names(path, &names, &n)) {
 		cli_err("cannot read directory %s", path);
 		return CLI_EXIT_NOT_FOUND;
 	}
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(full, sizeof(full), "%s/%s", path, de->d_name);
-		if (stat(full, &sb) || !S_ISREG(sb.st_mode))
-			continue;
-		if (n == cap) {
-			char **nb = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
-			if (!nb)
-				break;
-			names = nb;
-		}
-		if (!(names[n] = strdup(de->d_name)))
-			break;
-		n++;
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), pod_name_cmp);
 	for (i = 0; i < n && !ret; i++) {
 		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
-		ret = pod_add_file(tok, full, st);
+		if (!stat(full, &sb) && S_ISREG(sb.st_mode))
+			ret = pod_add_file(tok, full, st);
 	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	cli_free_names(names, n);
 	if (!ret && st->n == 0) {
 		cli_err("%s holds no text", path);
 		ret = CLI_EXIT_NOT_FOUND;

@@ -1,9 +1,11 @@
 /*
  * cli_util.c: small helpers shared by the kvsnap subcommands.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clients/cli.h"
 #include "engine/engine.h"
@@ -162,4 +164,49 @@ cli_state_dir(const char *flag)
 		return buf;
 	}
 	return NULL;
+}
+
+static int
+cli_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+cli_dir_names(const char *dir, char ***names, size_t *n)
+{
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+
+	*names = NULL;
+	*n = 0;
+	if (!(d = opendir(dir)))
+		return -1;
+	while ((de = readdir(d))) {
+		char *nm;
+		if (de->d_name[0] == '.')
+			continue;
+		if (*n == cap) {
+			char **nb = realloc(*names, (cap = cap ? 2 * cap : 64) * sizeof(**names));
+			if (!nb)
+				break;
+			*names = nb;
+		}
+		if ((nm = strdup(de->d_name)))
+			(*names)[(*n)++] = nm;
+	}
+	closedir(d);
+	if (*n)
+		qsort(*names, *n, sizeof(**names), cli_name_cmp);
+	return 0;
+}
+
+void
+cli_free_names(char **names, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }

@@ -23,7 +23,6 @@
  * So half the examples are synthetic retrieval, half self-answered QA.
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,12 +81,6 @@ static const char *const td_doc_questions[] = {
 /* ------------------------------------------------------------------------ */
 /* Corpus                                                                    */
 
-static int
-td_name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Append s to a growing array of strings. */
 static int
 td_push(char ***v, size_t *n, size_t *cap, char *s)
@@ -138,27 +131,20 @@ td_split_fortunes(char *text, size_t len, struct td_corpus *c, size_t *cap)
 int
 td_corpus_load(struct td_corpus *c, const char *fortune_dir, const char *words_path)
 {
-	DIR *d;
-	struct dirent *de;
 	char **names = NULL, full[4096];
-	size_t n = 0, ncap = 0, pcap = 0, wcap = 0, i, len;
+	size_t n = 0, pcap = 0, wcap = 0, i, len;
 	int ret = -1;
 
 	memset(c, 0, sizeof(*c));
-	if (!(d = opendir(fortune_dir))) {
+	if (cli_dir_names(fortune_dir, &names, &n)) {
 		cli_err("cannot read %s (install the fortunes package: make deps)", fortune_dir);
 		return -1;
 	}
-	while ((de = readdir(d))) {
-		/* data files have no extension; .dat/.u8 are indexes and links */
-		if (de->d_name[0] == '.' || strchr(de->d_name, '.') || strstr(de->d_name, "art"))
-			continue;
-		if (td_push(&names, &n, &ncap, strdup(de->d_name)) || !names[n - 1])
-			goto out;
-	}
-	qsort(names, n, sizeof(*names), td_name_cmp);
 	for (i = 0; i < n; i++) {
 		char *text;
+		/* data files have no extension; .dat/.u8 are indexes and links */
+		if (strchr(names[i], '.') || strstr(names[i], "art"))
+			continue;
 		snprintf(full, sizeof(full), "%s/%s", fortune_dir, names[i]);
 		if (!(text = cli_read_file(full, TD_MAX_FILE, &len)))
 			continue;
@@ -202,10 +188,7 @@ td_corpus_load(struct td_corpus *c, const char *fortune_dir, const char *words_p
 	}
 	ret = 0;
 out:
-	closedir(d);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	cli_free_names(names, n);
 	if (ret)
 		td_corpus_free(c);
 	return ret;
