@@ -183,10 +183,21 @@ heads: deps
 	$(CLI) train-heads -m $(MODEL) -o $(HEADS) $(HEADS_ARGS) --resume
 	sha256sum $(HEADS) | tee $(HEADS).sha256
 
+# systemd units go under $(PREFIX)/lib/systemd (DESTDIR-relative); the
+# service's ExecStart names $(PREFIX)/bin/kvsnapd.
+SYSTEMD_DIR ?= $(PREFIX)/lib/systemd
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/kvsnap
 	install -m 0755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/kvsnapd
+	install -d $(DESTDIR)$(SYSTEMD_DIR)/system $(DESTDIR)$(PREFIX)/lib/sysusers.d \
+		$(DESTDIR)$(PREFIX)/lib/tmpfiles.d $(DESTDIR)$(PREFIX)/share/doc/kvsnap
+	sed 's|/usr/local/bin/kvsnapd|$(PREFIX)/bin/kvsnapd|' systemd/kvsnapd.service \
+		> $(DESTDIR)$(SYSTEMD_DIR)/system/kvsnapd.service
+	install -m 0644 systemd/kvsnapd.socket $(DESTDIR)$(SYSTEMD_DIR)/system/kvsnapd.socket
+	install -m 0644 systemd/kvsnap.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/kvsnap.conf
+	install -m 0644 systemd/kvsnap.tmpfiles $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/kvsnap.conf
+	install -m 0644 systemd/kvsnapd.conf docs/PROTOCOL.md $(DESTDIR)$(PREFIX)/share/doc/kvsnap/
 
 clean:
 	rm -rf build build-san build-fuzz
