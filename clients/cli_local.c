@@ -44,14 +44,6 @@ local_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int64_t
-local_wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void
 local_usage(FILE *f, const char *cmd)
 {
@@ -244,7 +236,7 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	snprintf(d.source, sizeof(d.source), "%.1023s", realpath(path, real) ? real : path);
 	d.bytes = len;
 	d.tokens = (uint64_t)n;
-	d.created_us = d.last_used_us = local_wall_us();
+	/* created_us = 0: the store stamps a new document itself (and the last use) */
 	rc = snap_save(L->s, &d, kv, L->m->hp.n_head, eng_model_fingerprint(L->m), L->profile,
 	    L->profile_id, L->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why));
 	for (l = 0; l < kv->n_layer; l++)

@@ -26,14 +26,6 @@ ingest_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int64_t
-ingest_wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* The whole regular file behind fd (malloc'd), or NULL with the error sent. */
 static char *
 ingest_read_fd(struct job *j, int fd, size_t *len)
@@ -183,7 +175,7 @@ ingest_job_run(struct worker *w, struct job *j)
 	    r->use_fd ? "(descriptor)" : "(inline text)");
 	doc.bytes = len;
 	doc.tokens = (uint64_t)n;
-	doc.created_us = doc.last_used_us = ingest_wall_us();
+	/* created_us = 0: the store stamps a new document itself (and the last use) */
 	rc = snap_save(d->s, &doc, kv, d->m->hp.n_head, eng_model_fingerprint(d->m), d->profile,
 	    d->profile_id, d->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why));
 	if (rc) {
