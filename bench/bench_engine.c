@@ -61,6 +61,13 @@ main(int argc, char **argv)
 	int32_t *ids;
 	char why[256];
 	double gf;
+	{ /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
+		char bwhy[512];
+		if (eng_use_backend_env(bwhy, sizeof(bwhy))) {
+			fprintf(stderr, "%s\n", bwhy);
+			return 6;
+		}
+	}
 
 	while ((c = getopt_long(argc, argv, "m:t:r:", opts, NULL)) != -1) {
 		switch (c) {

@@ -78,6 +78,13 @@ main(int argc, char **argv)
 	float *logits;
 	char why[256], desc[256];
 	double t0, dt;
+	{ /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
+		char bwhy[512];
+		if (eng_use_backend_env(bwhy, sizeof(bwhy))) {
+			fprintf(stderr, "%s\n", bwhy);
+			return 6;
+		}
+	}
 
 	while ((c = getopt_long(argc, argv, "m:p:o:b:c:t:n:", lopts, NULL)) != -1) {
 		switch (c) {

@@ -3,7 +3,8 @@
  *
  * Exit codes (documented in README and `kvsnap -h`; never renumber):
  *   0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt or
- *   unsupported data, 5 other failure (out of memory, I/O, engine error).
+ *   unsupported data, 5 other failure (out of memory, I/O, engine error),
+ *   6 compute backend not available (--backend cuda without a device).
  */
 #ifndef CLIENTS_CLI_H
 #define CLIENTS_CLI_H
@@ -19,7 +20,8 @@ enum cli_exit {
 	CLI_EXIT_NOT_FOUND = 2,
 	CLI_EXIT_UNREACHABLE = 3,
 	CLI_EXIT_CORRUPT = 4,
-	CLI_EXIT_FAILURE = 5
+	CLI_EXIT_FAILURE = 5,
+	CLI_EXIT_NO_BACKEND = 6
 };
 
 /* One subcommand: name, one-line summary, entry point (argv[0] is its name). */
@@ -43,6 +45,7 @@ int cli_prune(int argc, char **argv);
 int cli_ingest(int argc, char **argv);
 int cli_query(int argc, char **argv);
 int cli_train_heads(int argc, char **argv);
+int cli_selftest(int argc, char **argv);
 
 /* The daemon paths of ingest and query (clients/cli_daemon.c). */
 int cli_daemon_ingest(int argc, char **argv);

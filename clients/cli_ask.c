@@ -131,8 +131,14 @@ cli_ask(int argc, char **argv)
 		ask_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
-	if (eng_policy_create(&p, pname, popts, budget, why, sizeof(why))) {
-		cli_err("%s", why);
+	{
+		char *eff = eng_policy_default_opts(pname, popts, model_path);
+		rc = eff ? eng_policy_create(&p, pname, eff, budget, why, sizeof(why))
+		    : ENG_ERR_NOMEM;
+		free(eff);
+	}
+	if (rc) {
+		cli_err("%s", why[0] ? why : eng_strerror(rc));
 		return CLI_EXIT_USAGE;
 	}
 	doc = cli_read_file(argv[optind], ASK_MAX_DOC, &doc_len);

@@ -39,7 +39,7 @@ cli_has_flag(int argc, char **argv, const char *flag)
 struct dmn {
 	const char *sock, *name;
 	long n_max;
-	int json, force, tty;
+	int json, force, tty, verbose;
 	struct cli_conn c;
 	int64_t next_id;
 	int n_done, n_skipped, n_failed;
@@ -61,6 +61,7 @@ dmn_usage(FILE *f, const char *cmd)
 	fprintf(f, "  -s, --socket SOCK  kvsnapd's socket (default $KVSNAP_SOCKET, else\n"
 	    "               $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock)\n"
 	    "  --json       one JSON object per line\n"
+	    "  -v           query: time to first token and totals on stderr\n"
 	    "  --local      run in this process instead (kvsnap %s --local -h)\n"
 	    "exit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt data or\n"
 	    "snapshot of another profile (re-ingest), 5 other failure\n", cmd);
@@ -74,6 +75,7 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 		{ "name", required_argument, NULL, 'N' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -83,12 +85,13 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 	D->c.fd = -1;
 	D->n_max = 128;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:n:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': D->sock = optarg; break;
 		case 'N': D->name = optarg; break;
 		case 'F': D->force = 1; break;
 		case 'j': D->json = 1; break;
+		case 'v': D->verbose = 1; break;
 		case 'n': bad |= cli_parse_long(optarg, 1, 4096, &D->n_max) != 0; break;
 		case 'h': dmn_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
 		default: bad = 1;
@@ -180,6 +183,14 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 				dmn_bar(path, json_integer_value(json_object_get(ev, "done")),
 				    json_integer_value(json_object_get(ev, "total")),
 				    json_real_value(json_object_get(ev, "elapsed_s")));
+			if (D->json) { /* one line per progress event, for scripts */
+				printf("{\"progress\":true,\"path\":");
+				cli_json_str(stdout, path, strlen(path));
+				printf(",\"done\":%lld,\"total\":%lld}\n",
+				    (long long)json_integer_value(json_object_get(ev, "done")),
+				    (long long)json_integer_value(json_object_get(ev, "total")));
+				fflush(stdout);
+			}
 			json_decref(ev);
 			continue;
 		}
@@ -352,6 +363,13 @@ cli_daemon_query(int argc, char **argv)
 				    json_real_value(json_object_get(ev, "ttft_s")));
 			else
 				printf("\n");
+			if (D.verbose)
+				fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot "
+				    "(%lld question tokens), %lld answer tokens in %.2f s\n",
+				    json_real_value(json_object_get(ev, "ttft_s")),
+				    (long long)json_integer_value(json_object_get(ev, "prompt_tokens")),
+				    (long long)json_integer_value(json_object_get(ev, "tokens")),
+				    json_real_value(json_object_get(ev, "seconds")));
 			ret = CLI_EXIT_OK;
 			json_decref(ev);
 			break;

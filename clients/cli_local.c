@@ -149,8 +149,14 @@ local_open(struct local *L, int read_only)
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
 	}
-	if ((rc = eng_policy_create(&L->p, L->policy, L->opts, L->budget, why, sizeof(why)))) {
-		cli_err("%s", why);
+	{
+		char *opts = eng_policy_default_opts(L->policy, L->opts, L->model_path);
+		rc = opts ? eng_policy_create(&L->p, L->policy, opts, L->budget, why, sizeof(why))
+		    : ENG_ERR_NOMEM;
+		free(opts);
+	}
+	if (rc) {
+		cli_err("%s", why[0] ? why : eng_strerror(rc));
 		return CLI_EXIT_USAGE;
 	}
 	if ((rc = eng_model_open(&L->m, L->model_path, why, sizeof(why)))) {

@@ -32,7 +32,7 @@ struct train_cfg {
 	const char *model, *out, *ckpt, *fortunes, *words;
 	long examples, d_r, max_tok, min_tok, gen_max, every, threads, eval;
 	unsigned long long seed;
-	int resume, json, dump;
+	int resume, json, dump, eval_only;
 };
 
 static double
@@ -59,7 +59,7 @@ train_usage(FILE *f)
 	fprintf(f,
 	    "usage: kvsnap train-heads [-m GGUF] [-o SIDECAR] [--examples N] [--d-r D] [--seed S]\n"
 	    "                          [--max-tokens T] [--min-tokens T] [--gen-max N]\n"
-	    "                          [--checkpoint FILE] [--checkpoint-every K] [--resume]\n"
+	    "                          [--checkpoint FILE] [--checkpoint-every K] [--resume] [--eval-only]\n"
 	    "                          [--json] [--eval K] [-t THREADS]\n"
 	    "Train Locret retaining heads (spec/locret.md) on generated data: retrieval of\n"
 	    "numbers and key-value facts hidden in Debian's fortunes, and document QA\n"
@@ -74,6 +74,8 @@ train_usage(FILE *f)
 	    "  --checkpoint FILE     checkpoint (default SIDECAR.ckpt)\n"
 	    "  --checkpoint-every K  examples between checkpoints (default 25)\n"
 	    "  --resume              continue from the checkpoint\n"
+	    "  --eval-only           no training: evaluate (--eval K) and write the heads as\n"
+	    "                        they are (initialised, or the --resume checkpoint's)\n"
 	    "  --json                one JSON line per example on stdout\n"
 	    "  --fortunes DIR        prose (default /usr/share/games/fortunes)\n"
 	    "  --words FILE          key words (default /usr/share/dict/american-english)\n"
@@ -264,7 +266,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	ret = CLI_EXIT_FAILURE;
 	t0 = train_now(); /* rates count training only */
 	c0 = train_cpu();
-	for (i = start; i < cf->examples; i++) {
+	for (i = cf->eval_only ? cf->examples : start; i < cf->examples; i++) {
 		struct td_example ex;
 		struct eng_train_example *te = NULL;
 		struct eng_train_stats st;
@@ -338,10 +340,11 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	}
 	if (tty)
 		fprintf(stderr, "\n");
-	if (cf->eval && (ret = train_eval(cf, tr, c, tok, co, im_end, "after")))
+	if (!cf->eval_only && cf->eval &&
+	    (ret = train_eval(cf, tr, c, tok, co, im_end, "after")))
 		goto out;
 	ret = CLI_EXIT_FAILURE;
-	if ((rc = eng_train_save(tr, cf->ckpt, why, sizeof(why)))) {
+	if (!cf->eval_only && (rc = eng_train_save(tr, cf->ckpt, why, sizeof(why)))) {
 		cli_err("%s", why);
 		ret = cli_exit_for_engine(rc);
 		goto out;
@@ -358,8 +361,9 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	snprintf(data, sizeof(data),
 	    "clients/train_data.c: Debian fortunes + fortunes-min entries (%zu) as prose, "
 	    "wamerican words as keys; 1/4 number retrieval (repeated filler or prose), 1/4 "
-	    "key-value facts in prose (gold answers), 1/2 document QA answered greedily by the "
-	    "model (<= %ld tokens); disjoint from bench/quality_data.h",
+	    "key-value facts in prose (gold answers), 1/4 document QA and 1/4 questions on the "
+	    "ending, answered greedily by the model (<= %ld tokens); disjoint from "
+	    "bench/quality_data.h",
 	    co->n_para, cf->gen_max);
 	if ((rc = eng_train_write_heads(tr, cf->out, recipe, data, why, sizeof(why)))) {
 		cli_err("%s", why);
@@ -412,6 +416,7 @@ cli_train_heads(int argc, char **argv)
 		{ "checkpoint", required_argument, NULL, 'c' },
 		{ "checkpoint-every", required_argument, NULL, 'k' },
 		{ "resume", no_argument, NULL, 'r' },
+		{ "eval-only", no_argument, NULL, 'O' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "fortunes", required_argument, NULL, 'F' },
@@ -453,6 +458,7 @@ cli_train_heads(int argc, char **argv)
 		case 'c': cf.ckpt = optarg; break;
 		case 'k': if (cli_parse_long(optarg, 1, 100000000, &cf.every)) goto usage; break;
 		case 'r': cf.resume = 1; break;
+		case 'O': cf.eval_only = 1; break;
 		case 'j': cf.json = 1; break;
 		case 't': if (cli_parse_long(optarg, 0, 1024, &cf.threads)) goto usage; break;
 		case 'F': cf.fortunes = optarg; break;

@@ -19,7 +19,11 @@
  *      about W", first/last passage); answered by the backbone itself;
  *   2  key→value facts: 2–8 word→number facts in fortunes prose, one asked;
  *      gold answer;
- *   3  document QA as kind 1.
+ *   3  questions about the end of the document (continue the last passage,
+ *      what it says, its last sentence); answered by the backbone.  They
+ *      teach the heads that the document's tail matters to whatever comes
+ *      next: without them the heads kept the needles but dropped the local
+ *      context a continuation needs (bench/RESULTS.md, Locret evidence).
  * So half the examples are synthetic retrieval, half self-answered QA.
  */
 #include <ctype.h>
@@ -76,6 +80,14 @@ static const char *const td_doc_questions[] = {
 	"Pick one passage of the text and explain it.",
 	"What is the general mood of these passages?",
 	"Quote one line from the text that mentions %s.",
+};
+
+/* kind 3: about the end of the document */
+static const char *const td_tail_questions[] = {
+	"Continue the last passage of the text in the same style.",
+	"What does the last passage say? Quote its last sentence.",
+	"How does the text end?",
+	"Write one more sentence that could follow the end of the text.",
 };
 
 /* ------------------------------------------------------------------------ */
@@ -400,6 +412,9 @@ td_make(const struct td_corpus *c, uint64_t seed, int64_t index, size_t doc_char
 		td_fill(q, sizeof(q), nd->question, key[pick], NULL);
 		td_fill(a, sizeof(a), nd->answer, key[pick], keyval[pick]);
 		a[0] = (char)toupper((unsigned char)a[0]);
+	} else if (kind == 3) {
+		snprintf(q, sizeof(q), "%s", td_tail_questions[td_below(&s,
+		    sizeof(td_tail_questions) / sizeof(*td_tail_questions))]);
 	} else {
 		const char *tq = td_doc_questions[td_below(&s,
 		    sizeof(td_doc_questions) / sizeof(*td_doc_questions))];
@@ -426,6 +441,7 @@ td_kind_name(int kind)
 	switch (kind) {
 	case 0: return "code";
 	case 2: return "facts";
+	case 3: return "tail";
 	default: return "docqa";
 	}
 }

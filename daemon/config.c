@@ -5,7 +5,7 @@
  * The config file is plain text, one "key = value" per line; '#' starts a
  * comment; blank lines are ignored; keys are the long flag names without
  * the dashes (socket, state, model, heads, policy, opts, budget, chunk,
- * quant, threads, workers, max-connections, max-jobs, log-level).  An
+ * quant, threads, backend, workers, max-connections, max-jobs, log-level).  An
  * unknown key or a bad value is a startup error naming the line.
  */
 #include <ctype.h>
@@ -26,7 +26,7 @@ dcfg_usage(FILE *f)
 	fprintf(f,
 	    "usage: kvsnapd [--config FILE] [--socket PATH] [--state DIR] [--model GGUF]\n"
 	    "               [--heads FILE] [--policy NAME] [--opts K=V,...] [--budget N]\n"
-	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--workers N]\n"
+	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--backend cpu|cuda] [--workers N]\n"
 	    "               [--max-connections N] [--max-jobs N] [--log-level L] [--foreground]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
 	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
@@ -41,6 +41,7 @@ dcfg_usage(FILE *f)
 	    "  --chunk N           ingest chunk size (default 512)\n"
 	    "  --quant Q           fp16, q4 or q4kc (default fp16)\n"
 	    "  -t, --threads N     threads per model worker (default: all cores)\n"
+	    "  --backend NAME      cpu (default) or cuda: where the model runs\n"
 	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"
 	    "  --max-connections N (default 64)   --max-jobs N  queued jobs (default 64)\n"
 	    "  --log-level L       error, warn, info (default), debug\n"
@@ -83,6 +84,7 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 	if (!strcmp(key, "policy")) return dcfg_set_str(&c->policy, v);
 	if (!strcmp(key, "opts")) return dcfg_set_str(&c->opts, v);
 	if (!strcmp(key, "quant")) return dcfg_set_str(&c->quant, v);
+	if (!strcmp(key, "backend")) return dcfg_set_str(&c->backend, v);
 	if (!strcmp(key, "budget")) return dcfg_long(v, 1, 1L << 30, &c->budget);
 	if (!strcmp(key, "chunk")) return dcfg_long(v, 1, 1L << 20, &c->chunk);
 	if (!strcmp(key, "threads")) return dcfg_long(v, 0, 1024, &c->threads);
@@ -197,6 +199,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "quant", required_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "backend", required_argument, NULL, 'B' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "max-connections", required_argument, NULL, 'X' },
 		{ "max-jobs", required_argument, NULL, 'J' },
@@ -216,7 +219,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 	c->max_jobs = 64;
 	c->log_level = DLOG_INFO;
 	if (dcfg_set_str(&c->policy, "snapkv") || dcfg_set_str(&c->opts, "") ||
-	    dcfg_set_str(&c->quant, "fp16") ||
+	    dcfg_set_str(&c->quant, "fp16") || dcfg_set_str(&c->backend, "cpu") ||
 	    dcfg_set_str(&c->model, env_model && *env_model ? env_model :
 	    "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 		return DCFG_EXIT_USAGE;
@@ -244,6 +247,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'c': key = "chunk"; break;
 		case 'q': key = "quant"; break;
 		case 't': key = "threads"; break;
+		case 'B': key = "backend"; break;
 		case 'w': key = "workers"; break;
 		case 'X': key = "max-connections"; break;
 		case 'J': key = "max-jobs"; break;
@@ -277,6 +281,13 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		free(c->opts);
 		c->opts = o;
 	}
+	{ /* locret without heads: the sidecar next to the model (make heads) */
+		char *o = eng_policy_default_opts(c->policy, c->opts, c->model);
+		if (!o)
+			return DCFG_EXIT_USAGE;
+		free(c->opts);
+		c->opts = o;
+	}
 	return 0;
 }
 
@@ -290,5 +301,6 @@ dcfg_free(struct dcfg *c)
 	free(c->policy);
 	free(c->opts);
 	free(c->quant);
+	free(c->backend);
 	free(c->config);
 }

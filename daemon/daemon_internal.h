@@ -32,7 +32,7 @@ int dlog_parse_level(const char *s);
 /* Settings (config.c): defaults < config file < flags.                     */
 
 struct dcfg {
-	char *socket, *state, *model, *heads, *policy, *opts, *quant, *config;
+	char *socket, *state, *model, *heads, *policy, *opts, *quant, *config, *backend;
 	long budget, chunk, threads, workers, max_conns, max_jobs;
 	int log_level, foreground;
 };

@@ -55,6 +55,10 @@ main_open(struct daemon *d)
 		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q4, q4kc)", d->cfg.quant);
 		return -1;
 	}
+	if ((rc = eng_use_backend(d->cfg.backend, why, sizeof(why)))) {
+		dlog(DLOG_ERROR, "backend %s: %s", d->cfg.backend, why);
+		return -1;
+	}
 	if ((rc = eng_model_open(&d->m, d->cfg.model, why, sizeof(why)))) {
 		dlog(DLOG_ERROR, "cannot load the model %s: %s", d->cfg.model, why);
 		return -1;

@@ -38,7 +38,8 @@ enum eng_err {
 	ENG_ERR_TOKEN = -31,     /* token id out of range */
 	ENG_ERR_ARG = -32,       /* bad argument */
 	ENG_ERR_CANCELLED = -33, /* a progress callback asked to stop */
-	ENG_ERR_KERNEL = -40     /* a kernel failed (see kern_strerror) */
+	ENG_ERR_KERNEL = -40,    /* a kernel failed (see kern_strerror) */
+	ENG_ERR_BACKEND = -41    /* the compute backend asked for is not usable */
 };
 const char *eng_strerror(int err);
 /* Write a one-line human reason into why (when given) and return err: the
@@ -202,6 +203,15 @@ int eng_ctx_init(struct eng_ctx **out, const struct eng_model *m, int n_threads,
 void eng_ctx_free(struct eng_ctx *c);
 struct kern_ctx *eng_ctx_kern(struct eng_ctx *c);
 
+/* The compute backend of every eng_ctx made after this call: "cpu" (the
+ * default) or "cuda".  Opens the device once to check it: ENG_ERR_BACKEND
+ * with the reason in why ("no CUDA device: ...", "this build has no CUDA
+ * backend ...") if it cannot be used.  Call before starting threads. */
+int eng_use_backend(const char *name, char *why, size_t why_len);
+const char *eng_ctx_backend(const struct eng_ctx *c);
+/* eng_use_backend($KVSNAP_BACKEND) when it is set and not "cpu"; 0 otherwise. */
+int eng_use_backend_env(char *why, size_t why_len);
+
 /* Exact mode (tests, reference checks): matmuls keep activations in f32
  * instead of rounding them to llama.cpp's 8-bit grid. */
 void eng_ctx_set_exact(struct eng_ctx *c, int exact);
@@ -261,6 +271,11 @@ int64_t eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int6
  * model that will run; ENG_ERR_SHAPE / ENG_ERR_ARG with a reason.
  * eng_ingest binds too, without the reason. */
 int eng_policy_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len);
+/* opts with the defaults that come from the model file: for locret without
+ * heads=, heads=<model path minus .gguf>.locret.gguf when that file exists
+ * (where `make heads` puts the bundled model's sidecar).  malloc'd; NULL on
+ * OOM. */
+char *eng_policy_default_opts(const char *name, const char *opts, const char *model_path);
 /* The chunk length eng_ctx_init must allow for ingest with `chunk`. */
 int64_t eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk);
 

@@ -43,6 +43,44 @@ struct eng_ctx {
 /* ------------------------------------------------------------------------ */
 /* Context                                                                   */
 
+static char fwd_backend[16] = "cpu"; /* set once by eng_use_backend */
+
+int
+eng_use_backend(const char *name, char *why, size_t why_len)
+{
+	struct kern_ctx *k;
+	int rc;
+
+	if (strlen(name) >= sizeof(fwd_backend))
+		return eng_fail(why, why_len, ENG_ERR_BACKEND, "unknown backend '%s' (cpu, cuda)",
+		    name);
+	if ((rc = kern_ctx_init(&k, 1)))
+		return eng_fail(why, why_len, ENG_ERR_BACKEND, "%s", kern_strerror(rc));
+	rc = kern_ctx_set_backend(k, name);
+	if (rc)
+		eng_fail(why, why_len, ENG_ERR_BACKEND, "%s", kern_ctx_error(k));
+	kern_ctx_free(k);
+	if (rc)
+		return ENG_ERR_BACKEND;
+	strcpy(fwd_backend, name);
+	return 0;
+}
+
+int
+eng_use_backend_env(char *why, size_t why_len)
+{
+	const char *name = getenv("KVSNAP_BACKEND");
+	if (!name || !*name || !strcmp(name, "cpu"))
+		return 0;
+	return eng_use_backend(name, why, why_len);
+}
+
+const char *
+eng_ctx_backend(const struct eng_ctx *c)
+{
+	return kern_ctx_backend(c->kern);
+}
+
 int
 eng_ctx_init(struct eng_ctx **out, const struct eng_model *m, int n_threads,
     int64_t max_chunk)
@@ -64,6 +102,11 @@ eng_ctx_init(struct eng_ctx **out, const struct eng_model *m, int n_threads,
 	if (rc) {
 		free(c);
 		return rc == KERN_ERR_NOMEM ? ENG_ERR_NOMEM : ENG_ERR_KERNEL;
+	}
+	if (strcmp(fwd_backend, "cpu") && kern_ctx_set_backend(c->kern, fwd_backend)) {
+		kern_ctx_free(c->kern);
+		free(c);
+		return ENG_ERR_BACKEND;
 	}
 	c->ops = kern_ctx_ops(c->kern);
 	T = (size_t)max_chunk;
@@ -149,7 +192,7 @@ kern_to_eng(int rc)
 
 /* Append the chunk's keys (pre-RoPE and rotated) and values of layer l to
  * every head, and point the attention views at the heads' segments. */
-static void
+static int
 fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 {
 	const struct eng_hparams *hp = &c->m->hp;
@@ -158,7 +201,7 @@ fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 	size_t row = (size_t)hd * sizeof(float);
 
 	memcpy(c->kpre, c->k, (size_t)(n * nkv * hd) * sizeof(float));
-	c->ops->rope(c->kern, c->k, c->rpos, n, nkv, hd, hp->rope_base);
+	FWD_CHECK(c->ops->rope(c->kern, c->k, c->rpos, n, nkv, hd, hp->rope_base));
 	for (g = 0; g < nkv; g++) {
 		int64_t base = L->off[g] + L->len[g];
 		for (t = 0; t < n; t++) {
@@ -174,6 +217,7 @@ fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 		c->heads[g].v = L->v + L->off[g] * hd;
 		c->heads[g].n_kv = L->len[g];
 	}
+	return 0;
 }
 
 /* RoPE positions of the chunk at layer l: original positions, or in slot
@@ -264,7 +308,7 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	FWD_CHECK(ops->get_rows(kc, c->x, &m->tok_embd, ids, n));
 	for (l = 0; l < hp->n_layer; l++) {
 		const struct eng_layer *L = &m->layers[l];
-		ops->rmsnorm(kc, c->xn, c->x, L->attn_norm, n, E, hp->rms_eps);
+		FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, L->attn_norm, n, E, hp->rms_eps));
 		FWD_CHECK(ops->matmul(kc, c->q, &L->wq, c->xn, n));
 		FWD_CHECK(ops->matmul(kc, c->k, &L->wk, c->xn, n));
 		FWD_CHECK(ops->matmul(kc, c->v, &L->wv, c->xn, n));
@@ -272,8 +316,9 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 			return rc;
 		if (hook)
 			memcpy(c->qpre, c->q, (size_t)(n * hp->n_head * hp->head_dim) * sizeof(float));
-		ops->rope(kc, c->q, c->rpos, n, hp->n_head, hp->head_dim, hp->rope_base);
-		fwd_kv_append(c, kv, l, n);
+		FWD_CHECK(ops->rope(kc, c->q, c->rpos, n, hp->n_head, hp->head_dim, hp->rope_base));
+		if ((rc = fwd_kv_append(c, kv, l, n)))
+			return rc;
 		if ((rc = fwd_pod_setup(c, kv, l, n)))
 			return rc;
 		if (hook && hook->stat_from >= 0) {
@@ -307,13 +352,13 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 				return rc;
 		}
 		FWD_CHECK(ops->matmul(kc, c->proj, &L->wo, c->att, n));
-		ops->add(kc, c->x, c->proj, n * E);
-		ops->rmsnorm(kc, c->xn, c->x, L->ffn_norm, n, E, hp->rms_eps);
+		FWD_CHECK(ops->add(kc, c->x, c->proj, n * E));
+		FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, L->ffn_norm, n, E, hp->rms_eps));
 		FWD_CHECK(ops->matmul(kc, c->gate, &L->w_gate, c->xn, n));
 		FWD_CHECK(ops->matmul(kc, c->up, &L->w_up, c->xn, n));
-		ops->silu_mul(kc, c->gate, c->up, n * hp->n_ff);
+		FWD_CHECK(ops->silu_mul(kc, c->gate, c->up, n * hp->n_ff));
 		FWD_CHECK(ops->matmul(kc, c->proj, &L->w_down, c->gate, n));
-		ops->add(kc, c->x, c->proj, n * E);
+		FWD_CHECK(ops->add(kc, c->x, c->proj, n * E));
 	}
 	kv->next_pos += (uint32_t)n;
 
@@ -330,7 +375,7 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 		return 0;
 	if (!logits)
 		return ENG_ERR_ARG;
-	ops->rmsnorm(kc, c->xn, c->x, m->output_norm, j, E, hp->rms_eps);
+	FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, m->output_norm, j, E, hp->rms_eps));
 	FWD_CHECK(ops->matmul(kc, logits, &m->output, c->xn, j));
 	return 0;
 }

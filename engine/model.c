@@ -305,6 +305,7 @@ eng_strerror(int err)
 	case ENG_ERR_ARG: return "bad argument";
 	case ENG_ERR_CANCELLED: return "cancelled";
 	case ENG_ERR_KERNEL: return "kernel failure";
+	case ENG_ERR_BACKEND: return "compute backend not usable";
 	default: return "unknown engine error";
 	}
 }

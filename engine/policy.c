@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "engine_internal.h"
 
@@ -161,6 +162,31 @@ eng_policy_profile(const struct eng_policy *p, char *buf, size_t cap)
 	r = snprintf(buf, cap, "%.*s%s%s", (int)(at - d), d, p->ops->file_fingerprint(p),
 	    end ? end : "");
 	return r > 0 ? (size_t)r : 0;
+}
+
+char *
+eng_policy_default_opts(const char *name, const char *opts, const char *model_path)
+{
+	const char *dot = strrchr(model_path, '.');
+	size_t stem = dot && !strcmp(dot, ".gguf") ? (size_t)(dot - model_path) : strlen(model_path);
+	size_t n = strlen(opts) + stem + 32;
+	char *out = malloc(n), *heads;
+	struct stat sb;
+
+	if (!out)
+		return NULL;
+	snprintf(out, n, "%s", opts);
+	if (strcmp(name, "locret") || !strncmp(opts, "heads=", 6) || strstr(opts, ",heads="))
+		return out;
+	if (!(heads = malloc(stem + 16))) {
+		free(out);
+		return NULL;
+	}
+	snprintf(heads, stem + 16, "%.*s.locret.gguf", (int)stem, model_path);
+	if (stat(heads, &sb) == 0 && S_ISREG(sb.st_mode))
+		snprintf(out, n, "%s%sheads=%s", opts, *opts ? "," : "", heads);
+	free(heads);
+	return out;
 }
 
 int64_t

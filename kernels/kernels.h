@@ -144,6 +144,10 @@ struct kern_attn_stats {
 
 struct kern_ctx;
 
+/* Every op returns 0 or a kern_err (a device backend can fail anywhere).
+ * Pointers are host memory; a device backend copies what it needs and keeps
+ * weights (keyed by kern_mat.data, which must stay valid and unchanged for
+ * the ctx's life) resident on the device. */
 struct kern_ops {
 	const char *name;
 	/* dst(n_tok, w->rows) = x(n_tok, w->cols) · wᵀ */
@@ -153,11 +157,11 @@ struct kern_ops {
 	int (*get_rows)(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 	    const int32_t *ids, int64_t n);
 	/* dst(n_tok, dim) = x / rms(x) * w, per row; sum of squares in double */
-	void (*rmsnorm)(struct kern_ctx *ctx, float *dst, const float *x,
+	int (*rmsnorm)(struct kern_ctx *ctx, float *dst, const float *x,
 	    const float *w, int64_t n_tok, int64_t dim, float eps);
 	/* In place, adjacent-pair (GGUF/"NORM") rotation of x(n_tok, n_head,
 	 * head_dim) with token t at position pos[t]. */
-	void (*rope)(struct kern_ctx *ctx, float *x, const uint32_t *pos,
+	int (*rope)(struct kern_ctx *ctx, float *x, const uint32_t *pos,
 	    int64_t n_tok, int64_t n_head, int64_t head_dim, float freq_base);
 	/* out(n_tok, n_head, head_dim) = softmax(q·kᵀ·scale, causal) · v, query
 	 * head h using KV head h / (n_head / n_kv_head). */
@@ -165,9 +169,9 @@ struct kern_ops {
 	    int64_t n_tok, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
 	    const struct kern_attn_head *heads, float scale, struct kern_attn_stats *st);
 	/* g[i] = silu(g[i]) * u[i] */
-	void (*silu_mul)(struct kern_ctx *ctx, float *g, const float *u, int64_t n);
+	int (*silu_mul)(struct kern_ctx *ctx, float *g, const float *u, int64_t n);
 	/* dst[i] += src[i] */
-	void (*add)(struct kern_ctx *ctx, float *dst, const float *src, int64_t n);
+	int (*add)(struct kern_ctx *ctx, float *dst, const float *src, int64_t n);
 };
 
 /* Status codes of this module (0 = success). */
@@ -177,7 +181,9 @@ enum kern_err {
 	KERN_ERR_TYPE = -2,   /* tensor type not supported by this op */
 	KERN_ERR_SHAPE = -3,  /* shapes do not fit */
 	KERN_ERR_THREAD = -4, /* could not start threads */
-	KERN_ERR_NODEV = -5   /* backend has no device (CUDA without a GPU) */
+	KERN_ERR_NODEV = -5,  /* backend has no device (CUDA without a GPU) */
+	KERN_ERR_DEVICE = -6, /* a device call failed (details in kern_ctx_error) */
+	KERN_ERR_NOBACKEND = -7 /* this build has no such backend */
 };
 const char *kern_strerror(int err);
 
@@ -186,6 +192,17 @@ int kern_ctx_init(struct kern_ctx **out, int n_threads);
 void kern_ctx_free(struct kern_ctx *ctx);
 int kern_ctx_threads(const struct kern_ctx *ctx);
 const struct kern_ops *kern_ctx_ops(const struct kern_ctx *ctx);
+
+/* Backends.  A ctx starts on the CPU; kern_ctx_set_backend(ctx, "cuda")
+ * moves its op table to the GPU (the thread pool stays for engine-side work).
+ * KERN_ERR_NOBACKEND if this build has no CUDA, KERN_ERR_NODEV if no device
+ * is usable; kern_ctx_error() then says why in words. */
+int kern_ctx_set_backend(struct kern_ctx *ctx, const char *name);
+const char *kern_ctx_backend(const struct kern_ctx *ctx);
+/* Last device error or backend message ("" if none). */
+const char *kern_ctx_error(const struct kern_ctx *ctx);
+/* Whether this build carries the CUDA backend at all. */
+int kern_have_cuda(void);
 
 /* Exact mode: matmuls use f32 activations (no 8-bit rounding) and sgemm
  * for every chunk size.  Off by default. */

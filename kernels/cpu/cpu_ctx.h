@@ -8,6 +8,7 @@
 #include <pthread.h>   /* for pthread_t */
 #include <stdatomic.h> /* for atomic_uint */
 
+#include "../backend.h"
 #include "../kernels.h"
 
 #define KERN_MAX_THREADS 64
@@ -33,6 +34,10 @@ struct kern_ctx {
 	size_t scratch_len[KERN_MAX_THREADS];
 	const struct kern_ops *ops;
 	int exact; /* f32 activations in every matmul */
+	/* the attached device backend, NULL on the CPU */
+	const struct kern_dev_backend *backend;
+	void *dev;
+	char err[256]; /* last device error or backend message */
 };
 
 /* Scratch of at least `bytes` for thread ith (contents not preserved when it

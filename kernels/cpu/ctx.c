@@ -10,7 +10,9 @@
  * Lock order: ctx->mu only (it guards nothing but the sleep/wake handshake).
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -134,6 +136,8 @@ kern_ctx_free(struct kern_ctx *ctx)
 
 	if (!ctx)
 		return;
+	if (ctx->backend)
+		ctx->backend->close(ctx->dev);
 	atomic_store(&ctx->stop, 1);
 	pthread_mutex_lock(&ctx->mu);
 	pthread_cond_broadcast(&ctx->cv);
@@ -183,6 +187,84 @@ kern_ctx_scratch(struct kern_ctx *ctx, int ith, size_t bytes)
 	return ctx->scratch[ith];
 }
 
+int
+kern_have_cuda(void)
+{
+	return kern_cuda_backend() != NULL;
+}
+
+int
+kern_ctx_set_backend(struct kern_ctx *ctx, const char *name)
+{
+	const struct kern_dev_backend *b;
+	void *dev = NULL;
+	int rc;
+
+	ctx->err[0] = '\0';
+	if (!strcmp(name, "cpu")) {
+		if (ctx->backend)
+			ctx->backend->close(ctx->dev);
+		ctx->backend = NULL;
+		ctx->dev = NULL;
+		ctx->ops = kern_cpu_ops();
+		return KERN_OK;
+	}
+	if (strcmp(name, "cuda")) {
+		snprintf(ctx->err, sizeof(ctx->err), "unknown backend '%s' (cpu, cuda)", name);
+		return KERN_ERR_NOBACKEND;
+	}
+	b = kern_cuda_backend();
+	if (!b) {
+		snprintf(ctx->err, sizeof(ctx->err),
+		    "this build has no CUDA backend (built with CUDA=0 or without nvcc)");
+		return KERN_ERR_NOBACKEND;
+	}
+	if (ctx->backend == b)
+		return KERN_OK;
+	rc = b->open(&dev, ctx->err, sizeof(ctx->err));
+	if (rc)
+		return rc;
+	if (ctx->backend)
+		ctx->backend->close(ctx->dev);
+	ctx->backend = b;
+	ctx->dev = dev;
+	ctx->ops = b->ops;
+	return KERN_OK;
+}
+
+const char *
+kern_ctx_backend(const struct kern_ctx *ctx)
+{
+	return ctx->ops->name;
+}
+
+const char *
+kern_ctx_error(const struct kern_ctx *ctx)
+{
+	return ctx->err;
+}
+
+void *
+kern_ctx_dev(struct kern_ctx *ctx)
+{
+	return ctx->dev;
+}
+
+int
+kern_ctx_is_exact(const struct kern_ctx *ctx)
+{
+	return ctx->exact;
+}
+
+void
+kern_ctx_set_error(struct kern_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
+	va_end(ap);
+}
+
 const char *
 kern_strerror(int err)
 {
@@ -193,6 +275,8 @@ kern_strerror(int err)
 	case KERN_ERR_SHAPE: return "tensor shapes do not fit";
 	case KERN_ERR_THREAD: return "cannot start threads";
 	case KERN_ERR_NODEV: return "no device for this backend";
+	case KERN_ERR_DEVICE: return "device call failed";
+	case KERN_ERR_NOBACKEND: return "backend not available in this build";
 	default: return "unknown kernel error";
 	}
 }

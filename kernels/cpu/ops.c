@@ -231,7 +231,7 @@ kern_cpu_get_rows(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 	return KERN_OK;
 }
 
-static void
+static int
 kern_cpu_rmsnorm(struct kern_ctx *ctx, float *dst, const float *x, const float *w,
     int64_t n_tok, int64_t dim, float eps)
 {
@@ -248,6 +248,7 @@ kern_cpu_rmsnorm(struct kern_ctx *ctx, float *dst, const float *x, const float *
 		for (i = 0; i < dim; i++)
 			dr[i] = xr[i] * scale * w[i];
 	}
+	return KERN_OK;
 }
 
 struct kern_ew_job {
@@ -274,7 +275,7 @@ kern_ew_worker(void *arg, int ith, int nth)
 	}
 }
 
-static void
+static int
 kern_cpu_silu_mul(struct kern_ctx *ctx, float *g, const float *u, int64_t n)
 {
 	struct kern_ew_job j = { g, u, n, 0 };
@@ -282,14 +283,16 @@ kern_cpu_silu_mul(struct kern_ctx *ctx, float *g, const float *u, int64_t n)
 		kern_ew_worker(&j, 0, 1);
 	else
 		kern_parallel(ctx, kern_ew_worker, &j);
+	return KERN_OK;
 }
 
-static void
+static int
 kern_cpu_add(struct kern_ctx *ctx, float *dst, const float *src, int64_t n)
 {
 	struct kern_ew_job j = { dst, src, n, 1 };
 	(void)ctx;
 	kern_ew_worker(&j, 0, 1); /* memory-bound and tiny: not worth a dispatch */
+	return KERN_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -338,18 +341,19 @@ kern_rope_worker(void *arg, int ith, int nth)
 		    j->head_dim, j->theta_scale);
 }
 
-static void
+static int
 kern_cpu_rope(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
     int64_t n_head, int64_t head_dim, float freq_base)
 {
 	struct kern_rope_job j = { x, pos, n_tok, n_head, head_dim,
 		powf(freq_base, -2.0f / (float)head_dim) };
 	if (head_dim > 512 || head_dim % 2)
-		return; /* engine validates head_dim at load */
+		return KERN_ERR_SHAPE;
 	if (n_tok < 16)
 		kern_rope_worker(&j, 0, 1);
 	else
 		kern_parallel(ctx, kern_rope_worker, &j);
+	return KERN_OK;
 }
 
 /* ------------------------------------------------------------------------ */

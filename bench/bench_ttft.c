@@ -1,0 +1,412 @@
+/*
+ * bench_ttft.c: time to first token of a question answered from a stored
+ * snapshot, against re-reading the whole document (issue: daemon, §7).
+ *
+ * Per document length: the license prose (as bench_snapshot) cut to n
+ * tokens and wrapped as the start of the user turn (eng_chat_doc_ids); it is
+ * ingested with the policy and saved to a fresh store.  Then, median of
+ * --reps runs each:
+ *   read    the snapshot's stored bytes read out of LMDB (every record, every
+ *           byte touched, no decoding): the floor of any load;
+ *   ttft    snap_load into a fresh pool (read, checksums, zstd, re-rotation)
+ *           + the question prefilled over it + the first token (greedy);
+ *   full    a fresh cache: document + question prefilled in one call + the
+ *           first token: what answering costs without a snapshot;
+ * and decode tokens/s of 32 more tokens after the first, from the snapshot.
+ * KVSNAP_BACKEND=cuda runs the model work on the GPU.
+ *
+ * usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192]
+ *        [--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc] [--chunk N]
+ *        [--reps R] [--json]
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+#include "storage/snapshot_io.h"
+
+#define BT_QUESTION "What is this document about? Answer in one sentence."
+#define BT_DECODE 32
+
+struct bt_opts {
+	const char *model, *policy, *popts;
+	int threads, reps, json, quant;
+	int64_t lengths[8], frac, chunk;
+	int n_lengths;
+};
+
+struct bt_row {
+	int64_t n, budget, units;
+	double stored_mb, read_ms, load_ms, prefill_ms, ttft_ms, full_ms, ingest_tps, decode_tps;
+};
+
+static double
+bt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int
+bt_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double
+bt_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), bt_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/* The license texts, concatenated in name order. */
+static char *
+bt_prose(size_t *len)
+{
+	const char *dir = "/usr/share/common-licenses";
+	struct dirent **ents;
+	char *buf = NULL, path[1024];
+	size_t n = 0;
+	int k, i;
+	if ((k = scandir(dir, &ents, NULL, alphasort)) < 0)
+		return NULL;
+	for (i = 0; i < k; i++) {
+		FILE *f;
+		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+		if (ents[i]->d_name[0] != '.' && (f = fopen(path, "rb"))) {
+			long sz;
+			if (!fseek(f, 0, SEEK_END) && (sz = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
+				char *nb = realloc(buf, n + (size_t)sz + 1);
+				if (nb) {
+					buf = nb;
+					n += fread(buf + n, 1, (size_t)sz, f);
+				}
+			}
+			fclose(f);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	*len = n;
+	return buf;
+}
+
+/* Document ids of about n tokens: the prose cut by characters (4 per token
+ * first, then scaled by the count it gave) until the templated document has
+ * at most n tokens. */
+static int64_t
+bt_document(const struct eng_tok *tok, const char *prose, size_t len, int64_t n, int32_t **ids)
+{
+	size_t cut = (size_t)n * 4;
+	int64_t got = -1;
+	for (;;) {
+		if (cut > len)
+			cut = len;
+		free(*ids);
+		*ids = NULL;
+		if ((got = eng_chat_doc_ids(tok, prose, cut, ids)) < 0)
+			return got;
+		if (got <= n || cut < 64)
+			return got;
+		cut = (size_t)((double)cut * (double)n / (double)got) - 4;
+	}
+}
+
+/* Every stored byte of the snapshot, read and summed (no decoding). */
+static int
+bt_read(struct store *s, const uint8_t *doc, const uint8_t *pid, int n_layer, double *sec)
+{
+	struct store_reader *r = NULL;
+	const uint8_t *buf;
+	size_t len, i;
+	unsigned sum = 0;
+	char why[256];
+	double t0 = bt_now();
+	int l, rc = store_read_begin(s, doc, pid, &r, why, sizeof(why));
+	for (l = -1; !rc && l < n_layer; l++) {
+		rc = store_read_layer(r, l < 0 ? SNAP_HEADER_LAYER : (unsigned)l, &buf, &len, why,
+		    sizeof(why));
+		for (i = 0; !rc && i < len; i++)
+			sum += buf[i];
+	}
+	if (r)
+		store_read_end(r);
+	*sec = bt_now() - t0;
+	if (rc)
+		fprintf(stderr, "bench_ttft: read: %s\n", why);
+	return rc ? -1 : (int)(sum & 0); /* the sum only forces the reads */
+}
+
+/* First token of the question from a pool; *t_prefill its time. */
+static int
+bt_first(struct eng_ctx *c, struct eng_kv *kv, const struct eng_model *m, const int32_t *q,
+    int64_t n_q, float *logits, int32_t *first)
+{
+	struct eng_sampler s;
+	int rc = eng_forward(c, kv, q, n_q, NULL, logits);
+	if (rc)
+		return rc;
+	eng_sampler_init(&s, 0.0f, 1.0f, 0);
+	*first = eng_sample(&s, logits, m->hp.n_vocab);
+	return 0;
+}
+
+static int
+bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_tok *tok,
+    const char *prose, size_t prose_len, int64_t want, struct bt_row *row)
+{
+	char dir[] = "/tmp/kvsnap-bench-ttft-XXXXXX", why[512] = "", prof[SNAP_MAX_PROFILE];
+	uint8_t pid[SNAP_ID_BYTES];
+	int32_t *doc = NULL, *q = NULL, *all = NULL, first = 0;
+	int64_t n, n_q, r;
+	struct eng_policy *p = NULL;
+	struct eng_ctx *c = NULL;
+	struct eng_kv *kv = NULL;
+	struct store *s = NULL;
+	struct store_opts so = { 0, 0, 0 };
+	struct store_doc d;
+	struct snap_header h;
+	double t0, *rd = calloc((size_t)o->reps, sizeof(double)), *ld = calloc((size_t)o->reps,
+	    sizeof(double)), *pf = calloc((size_t)o->reps, sizeof(double)),
+	    *fl = calloc((size_t)o->reps, sizeof(double));
+	float *logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
+	int rc = -1, l, g;
+
+	memset(row, 0, sizeof(*row));
+	memset(&h, 0, sizeof(h));
+	if (!rd || !ld || !pf || !fl || !logits || !mkdtemp(dir))
+		goto out;
+	n = bt_document(tok, prose, prose_len, want, &doc);
+	n_q = eng_chat_question_ids(tok, BT_QUESTION, strlen(BT_QUESTION), &q);
+	if (n <= 0 || n_q <= 0 || !(all = malloc((size_t)(n + n_q) * sizeof(int32_t))))
+		goto out;
+	memcpy(all, doc, (size_t)n * sizeof(int32_t));
+	memcpy(all + n, q, (size_t)n_q * sizeof(int32_t));
+	row->n = n;
+	row->budget = n / o->frac;
+	/* ingest and save */
+	if (eng_policy_create(&p, o->policy, o->popts, row->budget, why, sizeof(why)) ||
+	    eng_policy_bind(p, m, why, sizeof(why)) ||
+	    eng_ctx_init(&c, m, o->threads, eng_policy_max_chunk(p, o->chunk)) ||
+	    eng_kv_init(&kv, m, eng_policy_rows_per_head(p, n, o->chunk, n_q + BT_DECODE + 2)))
+		goto out;
+	t0 = bt_now();
+	if (eng_ingest(c, kv, p, doc, n, o->chunk, NULL))
+		goto out;
+	row->ingest_tps = (double)n / (bt_now() - t0);
+	for (l = 0; l < m->hp.n_layer; l++)
+		for (g = 0; g < m->hp.n_head_kv; g++)
+			row->units += eng_kv_len(kv, l, g);
+	memset(&d, 0, sizeof(d));
+	store_doc_id(doc, (size_t)n * sizeof(int32_t), d.doc_id);
+	d.tokens = (uint64_t)n;
+	if (snap_profile(prof, sizeof(prof), pid, eng_model_fingerprint(m), p, o->chunk, o->quant) ||
+	    store_open(&s, dir, &so, why, sizeof(why)) ||
+	    snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), prof, pid, o->quant,
+	    SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
+		goto out;
+	eng_kv_free(kv);
+	kv = NULL;
+	for (r = 0; r < o->reps; r++) {
+		if (bt_read(s, d.doc_id, pid, m->hp.n_layer, &rd[r]))
+			goto out;
+		t0 = bt_now();
+		if (snap_load(s, d.doc_id, pid, m, n_q + BT_DECODE + 2, &kv, &h, why, sizeof(why)))
+			goto out;
+		ld[r] = bt_now() - t0;
+		snap_header_free(&h);
+		t0 = bt_now();
+		if (bt_first(c, kv, m, q, n_q, logits, &first))
+			goto out;
+		pf[r] = bt_now() - t0;
+		if (r == o->reps - 1) { /* decode speed, after the first token */
+			struct eng_sampler smp;
+			int64_t k;
+			int32_t t = first;
+			eng_sampler_init(&smp, 0.0f, 1.0f, 0);
+			t0 = bt_now();
+			for (k = 0; k < BT_DECODE; k++) {
+				if (eng_forward(c, kv, &t, 1, NULL, logits))
+					goto out;
+				t = eng_sample(&smp, logits, m->hp.n_vocab);
+			}
+			row->decode_tps = BT_DECODE / (bt_now() - t0);
+		}
+		eng_kv_free(kv);
+		kv = NULL;
+	}
+	for (r = 0; r < o->reps; r++) { /* the baseline: read everything again */
+		if (eng_kv_init(&kv, m, n + n_q + 2))
+			goto out;
+		t0 = bt_now();
+		if (bt_first(c, kv, m, all, n + n_q, logits, &first))
+			goto out;
+		fl[r] = bt_now() - t0;
+		eng_kv_free(kv);
+		kv = NULL;
+	}
+	for (r = 0; r < o->reps; r++)
+		pf[r] += ld[r]; /* ttft per rep, for its median */
+	row->read_ms = bt_median(rd, o->reps) * 1e3;
+	row->full_ms = bt_median(fl, o->reps) * 1e3;
+	row->ttft_ms = bt_median(pf, o->reps) * 1e3;
+	row->load_ms = bt_median(ld, o->reps) * 1e3;
+	row->prefill_ms = row->ttft_ms - row->load_ms;
+	{
+		struct store_stats st;
+		if (!store_stats(s, &st, why, sizeof(why)))
+			row->stored_mb = (double)st.stored_bytes / 1048576.0;
+	}
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "bench_ttft: %lld tokens: failed%s%s\n", (long long)want,
+		    why[0] ? ": " : "", why);
+	eng_kv_free(kv);
+	eng_ctx_free(c);
+	eng_policy_free(p);
+	if (s)
+		store_close(s);
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "bench_ttft: could not remove %s\n", dir);
+	}
+	free(doc);
+	free(q);
+	free(all);
+	free(logits);
+	free(rd);
+	free(ld);
+	free(pf);
+	free(fl);
+	return rc;
+}
+
+static int
+bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
+{
+	static const struct option opts[] = {
+		{ "lengths", required_argument, NULL, 'L' }, { "policy", required_argument, NULL, 'p' },
+		{ "frac", required_argument, NULL, 'f' }, { "quant", required_argument, NULL, 'q' },
+		{ "chunk", required_argument, NULL, 'c' }, { "reps", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 }
+	};
+	const char *spec = "snapkv";
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->model = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+	o->threads = 2;
+	o->reps = 3;
+	o->frac = 8;
+	o->chunk = 512;
+	o->quant = SNAP_FP16;
+	o->lengths[0] = 2048;
+	o->lengths[1] = 4096;
+	o->lengths[2] = 8192;
+	o->n_lengths = 3;
+	while ((c = getopt_long(argc, argv, "m:t:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': o->model = optarg; break;
+		case 't': o->threads = atoi(optarg); break;
+		case 'p': spec = optarg; break;
+		case 'f': o->frac = atoll(optarg); break;
+		case 'c': o->chunk = atoll(optarg); break;
+		case 'r': o->reps = atoi(optarg); break;
+		case 'j': o->json = 1; break;
+		case 'q':
+			if ((o->quant = snap_quant_parse(optarg)) < 0)
+				return -1;
+			break;
+		case 'L': {
+			char *e = optarg;
+			o->n_lengths = 0;
+			while (*e && o->n_lengths < 8) {
+				o->lengths[o->n_lengths++] = strtoll(e, &e, 10);
+				if (*e == ',')
+					e++;
+				else if (*e)
+					return -1;
+			}
+			break;
+		}
+		default: return -1;
+		}
+	}
+	if (o->reps < 1 || o->frac < 1 || o->chunk < 1 || optind != argc)
+		return -1;
+	{
+		const char *colon = strchr(spec, ':');
+		snprintf(pname, pcap, "%.*s", (int)(colon ? colon - spec : (long)strlen(spec)), spec);
+		o->popts = colon ? colon + 1 : "";
+		o->policy = pname;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bt_opts o;
+	struct eng_model *m = NULL;
+	struct eng_tok *tok = NULL;
+	char why[512], pname[64], *prose;
+	size_t prose_len;
+	int i;
+
+	if (eng_use_backend_env(why, sizeof(why))) {
+		fprintf(stderr, "bench_ttft: %s\n", why);
+		return 6;
+	}
+	if (bt_parse(argc, argv, &o, pname, sizeof(pname))) {
+		fprintf(stderr, "usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192] "
+		    "[--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc] [--chunk N] "
+		    "[--reps R] [--json]\n");
+		return 1;
+	}
+	if (eng_model_open(&m, o.model, why, sizeof(why)) ||
+	    eng_tok_init(&tok, m->gguf, why, sizeof(why)) || !(prose = bt_prose(&prose_len))) {
+		fprintf(stderr, "bench_ttft: %s\n", why);
+		return 1;
+	}
+	if (!o.json)
+		printf("policy %s%s%s, budget n/%lld, %s, chunk %lld, %d threads, backend %s, "
+		    "median of %d\n\n| n | units | stored MiB | read ms | load ms | question ms | "
+		    "TTFT ms | TTFT / read | re-prefill ms | speedup | ingest tok/s | decode tok/s |\n"
+		    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", o.policy,
+		    *o.popts ? ":" : "", o.popts, (long long)o.frac, snap_quant_name(o.quant),
+		    (long long)o.chunk, o.threads, getenv("KVSNAP_BACKEND") ?
+		    getenv("KVSNAP_BACKEND") : "cpu", o.reps);
+	for (i = 0; i < o.n_lengths; i++) {
+		struct bt_row r;
+		if (bt_length(&o, m, tok, prose, prose_len, o.lengths[i], &r))
+			return 1;
+		if (o.json)
+			printf("{\"n\":%lld,\"policy\":\"%s\",\"budget\":%lld,\"units\":%lld,"
+			    "\"stored_mb\":%.3f,\"read_ms\":%.3f,\"load_ms\":%.2f,\"question_ms\":%.2f,"
+			    "\"ttft_ms\":%.2f,\"reprefill_ms\":%.1f,\"speedup\":%.1f,"
+			    "\"ingest_tok_s\":%.1f,\"decode_tok_s\":%.1f}\n", (long long)r.n, o.policy,
+			    (long long)r.budget, (long long)r.units, r.stored_mb, r.read_ms, r.load_ms,
+			    r.prefill_ms, r.ttft_ms, r.full_ms, r.full_ms / r.ttft_ms, r.ingest_tps,
+			    r.decode_tps);
+		else
+			printf("| %lld | %lld | %.2f | %.2f | %.1f | %.1f | %.1f | %.0fx | %.0f | %.1fx | "
+			    "%.0f | %.1f |\n", (long long)r.n, (long long)r.units, r.stored_mb,
+			    r.read_ms, r.load_ms, r.prefill_ms, r.ttft_ms, r.ttft_ms / r.read_ms,
+			    r.full_ms, r.full_ms / r.ttft_ms, r.ingest_tps, r.decode_tps);
+		fflush(stdout);
+	}
+	free(prose);
+	eng_tok_free(tok);
+	eng_model_close(m);
+	return 0;
+}

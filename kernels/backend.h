@@ -1,0 +1,41 @@
+/*
+ * backend.h: how a device backend (kernels/cuda/) plugs into a kern_ctx.
+ * Internal to kernels/: the engine sees only kernels.h.
+ *
+ * A device backend attaches to a CPU ctx (which keeps its thread pool for
+ * engine-side work) and replaces the ctx's op table.  Its ops find their
+ * device state with kern_ctx_dev(ctx) and report failures in words with
+ * kern_ctx_set_error() before returning KERN_ERR_DEVICE (or another code).
+ */
+#ifndef KERNELS_BACKEND_H
+#define KERNELS_BACKEND_H
+
+#include <stddef.h> /* for size_t */
+
+#include "kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kern_dev_backend {
+	const char *name;
+	const struct kern_ops *ops;
+	/* Open the device: KERN_ERR_NODEV (with err filled in) if none. */
+	int (*open)(void **dev, char *err, size_t errlen);
+	void (*close)(void *dev);
+};
+
+/* The CUDA backend, or NULL when this build has none (kernels/cuda_absent.c). */
+const struct kern_dev_backend *kern_cuda_backend(void);
+
+void *kern_ctx_dev(struct kern_ctx *ctx);
+int kern_ctx_is_exact(const struct kern_ctx *ctx);
+void kern_ctx_set_error(struct kern_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNELS_BACKEND_H */
