@@ -98,26 +98,31 @@ bt_prose(size_t *len)
 	return buf;
 }
 
-/* Document ids of about n tokens: the prose cut by characters (4 per token
- * first, then scaled by the count it gave) until the templated document has
- * at most n tokens. */
+/* Document ids of at most n tokens, as many as the prose allows: the
+ * longest character cut (bisected) whose templated document fits. */
 static int64_t
 bt_document(const struct eng_tok *tok, const char *prose, size_t len, int64_t n, int32_t **ids)
 {
-	size_t cut = (size_t)n * 4;
-	int64_t got = -1;
-	for (;;) {
-		if (cut > len)
-			cut = len;
-		free(*ids);
-		*ids = NULL;
-		if ((got = eng_chat_doc_ids(tok, prose, cut, ids)) < 0)
+	size_t lo = 1, hi = len < (size_t)n * 6 ? len : (size_t)n * 6, cut;
+	int64_t got;
+	while (lo < hi) { /* largest cut in [lo, hi] with got <= n */
+		int32_t *t = NULL;
+		cut = lo + (hi - lo + 1) / 2;
+		got = eng_chat_doc_ids(tok, prose, cut, &t);
+		free(t);
+		if (got < 0)
 			return got;
-		if (got <= n || cut < 64)
-			return got;
-		cut = (size_t)((double)cut * (double)n / (double)got) - 4;
+		if (got <= n)
+			lo = cut;
+		else
+			hi = cut - 1;
 	}
+	free(*ids);
+	*ids = NULL;
+	return eng_chat_doc_ids(tok, prose, lo, ids);
 }
+
+static volatile unsigned bt_sink;
 
 /* Every stored byte of the snapshot, read and summed (no decoding). */
 static int
@@ -141,7 +146,8 @@ bt_read(struct store *s, const uint8_t *doc, const uint8_t *pid, int n_layer, do
 	*sec = bt_now() - t0;
 	if (rc)
 		fprintf(stderr, "bench_ttft: read: %s\n", why);
-	return rc ? -1 : (int)(sum & 0); /* the sum only forces the reads */
+	bt_sink = sum; /* the sum only forces the reads */
+	return rc ? -1 : 0;
 }
 
 /* First token of the question from a pool; *t_prefill its time. */
@@ -177,12 +183,16 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 	    sizeof(double)), *pf = calloc((size_t)o->reps, sizeof(double)),
 	    *fl = calloc((size_t)o->reps, sizeof(double));
 	float *logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
-	int rc = -1, l, g;
+	int rc = -1, e, l, g;
 
 	memset(row, 0, sizeof(*row));
 	memset(&h, 0, sizeof(h));
 	if (!rd || !ld || !pf || !fl || !logits || !mkdtemp(dir))
 		goto out;
+	/* the re-prefill reads document + question + the answer within the
+	 * model's window */
+	if (want > m->hp.n_ctx_train - 64)
+		want = m->hp.n_ctx_train - 64;
 	n = bt_document(tok, prose, prose_len, want, &doc);
 	n_q = eng_chat_question_ids(tok, BT_QUESTION, strlen(BT_QUESTION), &q);
 	if (n <= 0 || n_q <= 0 || !(all = malloc((size_t)(n + n_q) * sizeof(int32_t))))
@@ -223,8 +233,10 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 		ld[r] = bt_now() - t0;
 		snap_header_free(&h);
 		t0 = bt_now();
-		if (bt_first(c, kv, m, q, n_q, logits, &first))
+		if ((e = bt_first(c, kv, m, q, n_q, logits, &first))) {
+			snprintf(why, sizeof(why), "question: %s", eng_strerror(e));
 			goto out;
+		}
 		pf[r] = bt_now() - t0;
 		if (r == o->reps - 1) { /* decode speed, after the first token */
 			struct eng_sampler smp;
@@ -246,8 +258,10 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 		if (eng_kv_init(&kv, m, n + n_q + 2))
 			goto out;
 		t0 = bt_now();
-		if (bt_first(c, kv, m, all, n + n_q, logits, &first))
+		if ((e = bt_first(c, kv, m, all, n + n_q, logits, &first))) {
+			snprintf(why, sizeof(why), "re-prefill: %s", eng_strerror(e));
 			goto out;
+		}
 		fl[r] = bt_now() - t0;
 		eng_kv_free(kv);
 		kv = NULL;
