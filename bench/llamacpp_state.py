@@ -8,7 +8,7 @@ its logits) and from a full re-prefill of document + question, median of 3.
 One JSON line.  Uses llama-cpp-python from .venv-fixtures
 (scripts/make-fixtures.sh).
 
-  .venv-fixtures/bin/python bench/llamacpp_state.py [MODEL] [TOKENS] [THREADS]"""
+  .venv-fixtures/bin/python bench/llamacpp_state.py [MODEL] [TOKENS] [THREADS] [FULL_REPS]"""
 import json
 import os
 import sys
@@ -43,6 +43,7 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 
 
+reps = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 ttft, full = [], []
 for _ in range(3):
     t0 = time.perf_counter()
@@ -50,7 +51,7 @@ for _ in range(3):
     llm.eval(q)
     first_token()
     ttft.append(time.perf_counter() - t0)
-for _ in range(3):
+for _ in range(reps):
     llm.reset()
     t0 = time.perf_counter()
     llm.eval(ids + q)
