@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+import llama_cpp
+import numpy as np
 from llama_cpp import Llama
 
 model = sys.argv[1] if len(sys.argv) > 1 else "models/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -36,7 +38,9 @@ q = llm.tokenize(b"\n\nWhat is this document about? Answer in one sentence.", ad
 
 
 def first_token():
-    return int(llm.scores[llm.n_tokens - 1].argmax())
+    # the last evaluated token's logits, straight from the context
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(llm.n_vocab(),))
+    return int(logits.argmax())
 
 
 def median(xs):
