@@ -175,13 +175,19 @@ r = json.load(open(sys.argv[1]))
 sys.exit(0 if r["n_missing"] == 0 and r["valid_answered"] > 0 and r["bad_answered"] > 0 else 1)
 PY
 ok "every valid request got a result, every bad one an error" $?
-python3 - "$T/soak.json" <<'PY'
+if [ "$SAN" = 1 ]; then
+	# ASan keeps freed blocks in a 256 MiB quarantine, so RSS climbs by
+	# design there; the plain build's run checks it (leaks: LSan at exit)
+	echo "# SKIP: RSS stability under ASan (quarantine); checked in the plain build"
+else
+	python3 - "$T/soak.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 # stable: the second half's peak within 10 % + 16 MiB of the first half's
 sys.exit(0 if r["rss_second_half_max_kb"] <= r["rss_first_half_max_kb"] * 1.10 + 16384 else 1)
 PY
-ok "RSS stable under load" $?
+	ok "RSS stable under load" $?
+fi
 kill -0 "$DPID" 2>/dev/null; ok "daemon alive after the soak" $?
 timeout 60 "$K" query -n 4 small "Who wrote it?" >/dev/null 2>&1; ok "and still answers" $?
 timeout 120 "$K" verify >/dev/null 2>&1; ok "store verifies after the soak" $?
