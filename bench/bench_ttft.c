@@ -7,17 +7,26 @@
  * ingested with the policy and saved to a fresh store.  Then, median of
  * --reps runs each:
  *   read    the snapshot's stored bytes read out of LMDB (every record, every
- *           byte touched, no decoding): the floor of any load;
+ *           byte touched, no decoding): the floor of any load (read MiB =
+ *           the bytes read; stored MiB = the store's own count);
  *   ttft    snap_load into a fresh pool (read, checksums, zstd, re-rotation)
  *           + the question prefilled over it + the first token (greedy);
  *   full    a fresh cache: document + question prefilled in one call + the
- *           first token: what answering costs without a snapshot;
+ *           first token: what answering costs without a snapshot (median
+ *           of --full-reps runs, default --reps: 1 is enough at 8K on CPU);
  * and decode tokens/s of 32 more tokens after the first, from the snapshot.
  * KVSNAP_BACKEND=cuda runs the model work on the GPU.
  *
  * usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192]
  *        [--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc] [--chunk N]
- *        [--reps R] [--json]
+ *        [--reps R] [--full-reps R] [--json]
+ *
+ * Lengths are those of the chat-templated document (eng_chat_doc_ids); the
+ * prose is cut as text, not as ids (the longest cut whose template fits,
+ * bisected), so n may fall a few tokens short of the length asked for, and
+ * it is capped at the model's window less 64 (question + answer must fit
+ * the re-prefill): 8192 → 8128 for the bundled model.  The real n is
+ * printed.
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -34,14 +43,14 @@
 
 struct bt_opts {
 	const char *model, *policy, *popts;
-	int threads, reps, json, quant;
+	int threads, reps, full_reps, json, quant;
 	int64_t lengths[8], frac, chunk;
 	int n_lengths;
 };
 
 struct bt_row {
 	int64_t n, budget, units;
-	double stored_mb, read_ms, load_ms, prefill_ms, ttft_ms, full_ms, ingest_tps, decode_tps;
+	double save_ms, stored_mb, read_mb, read_ms, load_ms, prefill_ms, ttft_ms, full_ms, ingest_tps, decode_tps;
 };
 
 static double
@@ -124,22 +133,28 @@ bt_document(const struct eng_tok *tok, const char *prose, size_t len, int64_t n,
 
 static volatile unsigned bt_sink;
 
-/* Every stored byte of the snapshot, read and summed (no decoding). */
+/* Every stored byte of the snapshot, read and summed (no decoding);
+ * *bytes gets how many. */
 static int
-bt_read(struct store *s, const uint8_t *doc, const uint8_t *pid, int n_layer, double *sec)
+bt_read(struct store *s, const uint8_t *doc, const uint8_t *pid, int n_layer, double *sec,
+    uint64_t *bytes)
 {
 	struct store_reader *r = NULL;
 	const uint8_t *buf;
 	size_t len, i;
 	unsigned sum = 0;
 	char why[256];
-	double t0 = bt_now();
-	int l, rc = store_read_begin(s, doc, pid, &r, why, sizeof(why));
+	double t0;
+	int l, rc;
+	*bytes = 0;
+	t0 = bt_now();
+	rc = store_read_begin(s, doc, pid, &r, why, sizeof(why));
 	for (l = -1; !rc && l < n_layer; l++) {
 		rc = store_read_layer(r, l < 0 ? SNAP_HEADER_LAYER : (unsigned)l, &buf, &len, why,
 		    sizeof(why));
 		for (i = 0; !rc && i < len; i++)
 			sum += buf[i];
+		*bytes += rc ? 0 : len;
 	}
 	if (r)
 		store_read_end(r);
@@ -181,35 +196,48 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 	struct snap_header h;
 	double t0, *rd = calloc((size_t)o->reps, sizeof(double)), *ld = calloc((size_t)o->reps,
 	    sizeof(double)), *pf = calloc((size_t)o->reps, sizeof(double)),
-	    *fl = calloc((size_t)o->reps, sizeof(double));
+	    *fl = calloc((size_t)o->full_reps, sizeof(double));
 	float *logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
+	uint64_t rbytes = 0;
 	int rc = -1, e, l, g;
 
 	memset(row, 0, sizeof(*row));
 	memset(&h, 0, sizeof(h));
-	if (!rd || !ld || !pf || !fl || !logits || !mkdtemp(dir))
+	if (!rd || !ld || !pf || !fl || !logits || !mkdtemp(dir)) {
+		snprintf(why, sizeof(why), "out of memory or no temp dir");
+		dir[0] = 0;
 		goto out;
+	}
 	/* the re-prefill reads document + question + the answer within the
 	 * model's window */
 	if (want > m->hp.n_ctx_train - 64)
 		want = m->hp.n_ctx_train - 64;
 	n = bt_document(tok, prose, prose_len, want, &doc);
 	n_q = eng_chat_question_ids(tok, BT_QUESTION, strlen(BT_QUESTION), &q);
-	if (n <= 0 || n_q <= 0 || !(all = malloc((size_t)(n + n_q) * sizeof(int32_t))))
+	if (n <= 0 || n_q <= 0 || !(all = malloc((size_t)(n + n_q) * sizeof(int32_t)))) {
+		snprintf(why, sizeof(why), "cannot tokenize: %s", n <= 0 || n_q <= 0 ?
+		    eng_strerror((int)(n <= 0 ? n : n_q)) : "out of memory");
 		goto out;
+	}
 	memcpy(all, doc, (size_t)n * sizeof(int32_t));
 	memcpy(all + n, q, (size_t)n_q * sizeof(int32_t));
 	row->n = n;
 	row->budget = n / o->frac;
 	/* ingest and save */
 	if (eng_policy_create(&p, o->policy, o->popts, row->budget, why, sizeof(why)) ||
-	    eng_policy_bind(p, m, why, sizeof(why)) ||
-	    eng_ctx_init(&c, m, o->threads, eng_policy_max_chunk(p, o->chunk)) ||
-	    eng_kv_init(&kv, m, eng_policy_rows_per_head(p, n, o->chunk, n_q + BT_DECODE + 2)))
+	    eng_policy_bind(p, m, why, sizeof(why)))
 		goto out;
+	if ((e = eng_ctx_init(&c, m, o->threads, eng_policy_max_chunk(p, o->chunk))) ||
+	    (e = eng_kv_init(&kv, m, eng_policy_rows_per_head(p, n, o->chunk,
+	    n_q + BT_DECODE + 2)))) {
+		snprintf(why, sizeof(why), "engine set-up: %s", eng_strerror(e));
+		goto out;
+	}
 	t0 = bt_now();
-	if (eng_ingest(c, kv, p, doc, n, o->chunk, NULL))
+	if ((e = eng_ingest(c, kv, p, doc, n, o->chunk, NULL))) {
+		snprintf(why, sizeof(why), "ingest: %s", eng_strerror(e));
 		goto out;
+	}
 	row->ingest_tps = (double)n / (bt_now() - t0);
 	for (l = 0; l < m->hp.n_layer; l++)
 		for (g = 0; g < m->hp.n_head_kv; g++)
@@ -217,15 +245,21 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 	memset(&d, 0, sizeof(d));
 	store_doc_id(doc, (size_t)n * sizeof(int32_t), d.doc_id);
 	d.tokens = (uint64_t)n;
-	if (snap_profile(prof, sizeof(prof), pid, eng_model_fingerprint(m), p, o->chunk, o->quant) ||
-	    store_open(&s, dir, &so, why, sizeof(why)) ||
+	if ((e = snap_profile(prof, sizeof(prof), pid, eng_model_fingerprint(m), p, o->chunk,
+	    o->quant))) {
+		snprintf(why, sizeof(why), "profile: error %d", e);
+		goto out;
+	}
+	t0 = bt_now();
+	if (store_open(&s, dir, &so, why, sizeof(why)) ||
 	    snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), prof, pid, o->quant,
 	    SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
 		goto out;
+	row->save_ms = (bt_now() - t0) * 1e3;
 	eng_kv_free(kv);
 	kv = NULL;
 	for (r = 0; r < o->reps; r++) {
-		if (bt_read(s, d.doc_id, pid, m->hp.n_layer, &rd[r]))
+		if (bt_read(s, d.doc_id, pid, m->hp.n_layer, &rd[r], &rbytes))
 			goto out;
 		t0 = bt_now();
 		if (snap_load(s, d.doc_id, pid, m, n_q + BT_DECODE + 2, &kv, &h, why, sizeof(why)))
@@ -245,8 +279,10 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 			eng_sampler_init(&smp, 0.0f, 1.0f, 0);
 			t0 = bt_now();
 			for (k = 0; k < BT_DECODE; k++) {
-				if (eng_forward(c, kv, &t, 1, NULL, logits))
+				if ((e = eng_forward(c, kv, &t, 1, NULL, logits))) {
+					snprintf(why, sizeof(why), "decode: %s", eng_strerror(e));
 					goto out;
+				}
 				t = eng_sample(&smp, logits, m->hp.n_vocab);
 			}
 			row->decode_tps = BT_DECODE / (bt_now() - t0);
@@ -254,9 +290,11 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 		eng_kv_free(kv);
 		kv = NULL;
 	}
-	for (r = 0; r < o->reps; r++) { /* the baseline: read everything again */
-		if (eng_kv_init(&kv, m, n + n_q + 2))
+	for (r = 0; r < o->full_reps; r++) { /* the baseline: read everything again */
+		if ((e = eng_kv_init(&kv, m, n + n_q + 2))) {
+			snprintf(why, sizeof(why), "full cache: %s", eng_strerror(e));
 			goto out;
+		}
 		t0 = bt_now();
 		if ((e = bt_first(c, kv, m, all, n + n_q, logits, &first))) {
 			snprintf(why, sizeof(why), "re-prefill: %s", eng_strerror(e));
@@ -269,14 +307,16 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 	for (r = 0; r < o->reps; r++)
 		pf[r] += ld[r]; /* ttft per rep, for its median */
 	row->read_ms = bt_median(rd, o->reps) * 1e3;
-	row->full_ms = bt_median(fl, o->reps) * 1e3;
+	row->full_ms = bt_median(fl, o->full_reps) * 1e3;
+	row->read_mb = (double)rbytes / 1048576.0;
 	row->ttft_ms = bt_median(pf, o->reps) * 1e3;
 	row->load_ms = bt_median(ld, o->reps) * 1e3;
 	row->prefill_ms = row->ttft_ms - row->load_ms;
 	{
 		struct store_stats st;
-		if (!store_stats(s, &st, why, sizeof(why)))
-			row->stored_mb = (double)st.stored_bytes / 1048576.0;
+		if (store_stats(s, &st, why, sizeof(why)))
+			goto out;
+		row->stored_mb = (double)st.stored_bytes / 1048576.0;
 	}
 	rc = 0;
 out:
@@ -288,11 +328,13 @@ out:
 	eng_policy_free(p);
 	if (s)
 		store_close(s);
-	{
+	if (dir[0]) {
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
+		if (system(cmd) != 0) {
 			fprintf(stderr, "bench_ttft: could not remove %s\n", dir);
+			rc = -1;
+		}
 	}
 	free(doc);
 	free(q);
@@ -312,7 +354,8 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		{ "lengths", required_argument, NULL, 'L' }, { "policy", required_argument, NULL, 'p' },
 		{ "frac", required_argument, NULL, 'f' }, { "quant", required_argument, NULL, 'q' },
 		{ "chunk", required_argument, NULL, 'c' }, { "reps", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 }
+		{ "full-reps", required_argument, NULL, 'F' }, { "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
 	};
 	const char *spec = "snapkv";
 	int c;
@@ -336,6 +379,7 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		case 'f': o->frac = atoll(optarg); break;
 		case 'c': o->chunk = atoll(optarg); break;
 		case 'r': o->reps = atoi(optarg); break;
+		case 'F': o->full_reps = atoi(optarg); break;
 		case 'j': o->json = 1; break;
 		case 'q':
 			if ((o->quant = snap_quant_parse(optarg)) < 0)
@@ -345,26 +389,73 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 			char *e = optarg;
 			o->n_lengths = 0;
 			while (*e && o->n_lengths < 8) {
-				o->lengths[o->n_lengths++] = strtoll(e, &e, 10);
+				char *end;
+				o->lengths[o->n_lengths] = strtoll(e, &end, 10);
+				if (end == e || o->lengths[o->n_lengths++] < 16)
+					return -1;
+				e = end;
 				if (*e == ',')
 					e++;
 				else if (*e)
 					return -1;
 			}
+			if (*e) /* more than 8 lengths */
+				return -1;
 			break;
 		}
 		default: return -1;
 		}
 	}
-	if (o->reps < 1 || o->frac < 1 || o->chunk < 1 || optind != argc)
+	if (!o->full_reps)
+		o->full_reps = o->reps;
+	if (o->reps < 1 || o->full_reps < 1 || o->frac < 1 || o->chunk < 1 || o->threads < 1 ||
+	    optind != argc)
 		return -1;
 	{
 		const char *colon = strchr(spec, ':');
+		if ((size_t)(colon ? colon - spec : (long)strlen(spec)) >= pcap)
+			return -1;
 		snprintf(pname, pcap, "%.*s", (int)(colon ? colon - spec : (long)strlen(spec)), spec);
 		o->popts = colon ? colon + 1 : "";
 		o->policy = pname;
 	}
 	return 0;
+}
+
+static void
+bt_header(const struct bt_opts *o)
+{
+	const char *be = getenv("KVSNAP_BACKEND");
+	printf("policy %s%s%s, budget n/%lld, %s, chunk %lld, %d threads, backend %s, "
+	    "median of %d (re-prefill: %d)\n\n", o->policy, *o->popts ? ":" : "", o->popts,
+	    (long long)o->frac, snap_quant_name(o->quant), (long long)o->chunk, o->threads,
+	    be && *be ? be : "cpu", o->reps, o->full_reps);
+	printf("| n | policy | budget | units | stored MiB | read MiB | read ms | load ms | "
+	    "question ms | TTFT ms | TTFT / read | re-prefill ms | speedup | ingest tok/s | "
+	    "save ms | decode tok/s |\n"
+	    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+}
+
+static void
+bt_print(const struct bt_opts *o, const struct bt_row *r)
+{
+	if (o->json)
+		printf("{\"n\":%lld,\"policy\":\"%s\",\"budget\":%lld,\"units\":%lld,"
+		    "\"quant\":\"%s\",\"stored_mb\":%.3f,\"read_mb\":%.3f,\"read_ms\":%.3f,"
+		    "\"load_ms\":%.2f,\"question_ms\":%.2f,\"prefill_ms\":%.2f,\"ttft_ms\":%.2f,"
+		    "\"ttft_over_read\":%.1f,\"reprefill_ms\":%.1f,\"speedup\":%.1f,"
+		    "\"ingest_tok_s\":%.1f,\"save_ms\":%.1f,\"decode_tok_s\":%.1f}\n",
+		    (long long)r->n, o->policy, (long long)r->budget, (long long)r->units,
+		    snap_quant_name(o->quant), r->stored_mb, r->read_mb, r->read_ms, r->load_ms,
+		    r->prefill_ms, r->prefill_ms, r->ttft_ms, r->ttft_ms / r->read_ms, r->full_ms,
+		    r->full_ms / r->ttft_ms, r->ingest_tps, r->save_ms, r->decode_tps);
+	else
+		printf("| %lld | %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.0fx | "
+		    "%.0f | %.1fx | %.0f | %.1f | %.1f |\n", (long long)r->n, o->policy,
+		    (long long)r->budget, (long long)r->units, r->stored_mb, r->read_mb, r->read_ms,
+		    r->load_ms, r->prefill_ms, r->ttft_ms, r->ttft_ms / r->read_ms, r->full_ms,
+		    r->full_ms / r->ttft_ms, r->ingest_tps, r->save_ms, r->decode_tps);
+	fflush(stdout);
 }
 
 int
@@ -375,7 +466,7 @@ main(int argc, char **argv)
 	struct eng_tok *tok = NULL;
 	char why[512], pname[64], *prose;
 	size_t prose_len;
-	int i;
+	int i, rc = 0;
 
 	if (eng_use_backend_env(why, sizeof(why))) {
 		fprintf(stderr, "bench_ttft: %s\n", why);
@@ -384,43 +475,32 @@ main(int argc, char **argv)
 	if (bt_parse(argc, argv, &o, pname, sizeof(pname))) {
 		fprintf(stderr, "usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192] "
 		    "[--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc] [--chunk N] "
-		    "[--reps R] [--json]\n");
+		    "[--reps R] [--full-reps R] [--json]\n");
 		return 1;
 	}
+	why[0] = 0;
 	if (eng_model_open(&m, o.model, why, sizeof(why)) ||
-	    eng_tok_init(&tok, m->gguf, why, sizeof(why)) || !(prose = bt_prose(&prose_len))) {
+	    eng_tok_init(&tok, m->gguf, why, sizeof(why))) {
 		fprintf(stderr, "bench_ttft: %s\n", why);
+		eng_model_close(m);
+		return 1;
+	}
+	if (!(prose = bt_prose(&prose_len)) || !prose_len) {
+		fprintf(stderr, "bench_ttft: no prose in /usr/share/common-licenses\n");
+		eng_tok_free(tok);
+		eng_model_close(m);
 		return 1;
 	}
 	if (!o.json)
-		printf("policy %s%s%s, budget n/%lld, %s, chunk %lld, %d threads, backend %s, "
-		    "median of %d\n\n| n | units | stored MiB | read ms | load ms | question ms | "
-		    "TTFT ms | TTFT / read | re-prefill ms | speedup | ingest tok/s | decode tok/s |\n"
-		    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", o.policy,
-		    *o.popts ? ":" : "", o.popts, (long long)o.frac, snap_quant_name(o.quant),
-		    (long long)o.chunk, o.threads, getenv("KVSNAP_BACKEND") ?
-		    getenv("KVSNAP_BACKEND") : "cpu", o.reps);
-	for (i = 0; i < o.n_lengths; i++) {
+		bt_header(&o);
+	for (i = 0; i < o.n_lengths && !rc; i++) {
 		struct bt_row r;
-		if (bt_length(&o, m, tok, prose, prose_len, o.lengths[i], &r))
-			return 1;
-		if (o.json)
-			printf("{\"n\":%lld,\"policy\":\"%s\",\"budget\":%lld,\"units\":%lld,"
-			    "\"stored_mb\":%.3f,\"read_ms\":%.3f,\"load_ms\":%.2f,\"question_ms\":%.2f,"
-			    "\"ttft_ms\":%.2f,\"reprefill_ms\":%.1f,\"speedup\":%.1f,"
-			    "\"ingest_tok_s\":%.1f,\"decode_tok_s\":%.1f}\n", (long long)r.n, o.policy,
-			    (long long)r.budget, (long long)r.units, r.stored_mb, r.read_ms, r.load_ms,
-			    r.prefill_ms, r.ttft_ms, r.full_ms, r.full_ms / r.ttft_ms, r.ingest_tps,
-			    r.decode_tps);
-		else
-			printf("| %lld | %lld | %.2f | %.2f | %.1f | %.1f | %.1f | %.0fx | %.0f | %.1fx | "
-			    "%.0f | %.1f |\n", (long long)r.n, (long long)r.units, r.stored_mb,
-			    r.read_ms, r.load_ms, r.prefill_ms, r.ttft_ms, r.ttft_ms / r.read_ms,
-			    r.full_ms, r.full_ms / r.ttft_ms, r.ingest_tps, r.decode_tps);
-		fflush(stdout);
+		if ((rc = bt_length(&o, m, tok, prose, prose_len, o.lengths[i], &r)))
+			break;
+		bt_print(&o, &r);
 	}
 	free(prose);
 	eng_tok_free(tok);
 	eng_model_close(m);
-	return 0;
+	return rc ? 1 : 0;
 }
