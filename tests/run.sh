@@ -15,6 +15,8 @@ run() { # name command...
 		grep -E '^# (report|metric):' "$log" | sed 's/^/     /'
 	else
 		fail=$((fail + 1)); failed+=("$name"); printf 'FAIL %-28s %4ds\n' "$name" $((SECONDS - t0))
+		# the failed checks first: a CI excerpt may show only a few lines
+		grep -E '^not ok' "$log" | head -n 20 | sed 's/^/     ! /'
 		tail -n 40 "$log" | sed 's/^/     | /'
 	fi
 }
