@@ -20,6 +20,9 @@ PANELS = (("passkey", "passkey_hits", "passkey_n", "passkey accuracy"),
           ("multikey", "multikey_hits", "multikey_n", "multi-key accuracy"),
           ("top1", None, None, "next-token top-1 agreement"))
 
+MARKERS = "osD^v<>pPX*h"
+STYLES = ("-", "--", ":")
+
 
 def value(r, key, hits, n):
     if hits:
@@ -42,7 +45,7 @@ def main():
     panels = [p for p in PANELS if any(value(r, p[0], p[1], p[2]) is not None for r in rows)]
     fig, axes = plt.subplots(len(lengths), len(panels), squeeze=False,
                              figsize=(4.2 * len(panels), 3.2 * len(lengths)))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = list(plt.get_cmap("tab10").colors)
     fracs = sorted({r["fraction"] for r in rows if r["spec"] != "full"})
     for i, length in enumerate(lengths):
         for j, (key, hits, n, title) in enumerate(panels):
@@ -56,9 +59,15 @@ def main():
                              if r["length"] == length and r["spec"] == spec
                              and value(r, key, hits, n) is not None)
                 if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                    # ten or more specs: colour, marker and line style apart;
+                    # the trained-head family (locret*) drawn heavier
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                            marker=MARKERS[k % len(MARKERS)], markersize=4,
+                            linestyle=STYLES[(k // len(colors)) % len(STYLES)],
+                            linewidth=2.0 if spec.startswith("locret") else 1.0,
                             color=colors[k % len(colors)], label=spec)
             ax.set_xscale("log", base=2)
+            ax.set_xlim(0.8 / max(fracs), 1.25 / min(fracs))
             ax.set_xticks([1.0 / f for f in fracs])
             ax.set_xticklabels([f"1/{f}" for f in fracs])
             ax.set_ylim(-0.05, 1.05)
@@ -67,7 +76,8 @@ def main():
             if i == len(lengths) - 1:
                 ax.set_xlabel("budget (fraction of the document per KV head)")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 8), frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), frameon=False,
+               fontsize=8)
     fig.tight_layout(rect=(0, 0.06 if len(lengths) == 1 else 0.03, 1, 1))
     fig.savefig(sys.argv[2], dpi=120)
 
