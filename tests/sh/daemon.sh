@@ -32,6 +32,7 @@ pass=0 fail=0
 ok() { # description, then a status
 	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
 	else fail=$((fail + 1)); echo "not ok - $1"; fi
+	return "$2" # so that `ok ... || diagnostics` works
 }
 expect_rc() { # description, expected rc, command...
 	local d=$1 want=$2; shift 2
@@ -194,6 +195,7 @@ PY
 [ "$(cat "$T/order")" = "q:result ing:result" ]; ok "query answered during a long ingest ($(cat "$T/order"))" $?
 
 # ---- limits: connections over --max-connections get an error; cancel op
+nclosed=$(grep -c ": closed (" "$T/daemon.log")
 timeout 60 python3 - "$KVSNAP_SOCKET" > "$T/conns" 2>&1 <<'PY'
 import socket, sys, time
 cs = []
@@ -205,9 +207,10 @@ print(s.makefile("rb").readline().decode().strip())
 for c in cs: c.close()
 PY
 grep -q too_many_connections "$T/conns"; ok "over --max-connections: too_many_connections" $?
-# the daemon sees the closes asynchronously: up to 10 s to accept again
+# the daemon sees the 8 closes asynchronously (a new connection can be
+# accepted before them): wait until it has logged them all
 for i in $(seq 1 100); do
-	proto '{"v":1,"id":"h2","op":"hello"}' 2>/dev/null | grep -q '"protocol":1' && break
+	[ "$(grep -c ": closed (" "$T/daemon.log")" -ge $((nclosed + 8)) ] && break
 	sleep 0.1
 done
 proto '{"v":1,"id":"h2","op":"hello"}' | grep '"protocol":1' >/dev/null; ok "accepting again after they left" $?
@@ -225,7 +228,7 @@ while True:
         if e["id"] == "big": break
 PY
 grep -q '"cancelled": true' "$T/cancelop" && grep -q '"code": "cancelled"' "$T/cancelop"
-ok "cancel op: the ingest ends with code cancelled" $?
+ok "cancel op: the ingest ends with code cancelled" $? || sed 's/^/#   /' "$T/cancelop"
 
 # ---- a client that leaves cancels its ingest; nothing stored
 # (counted: the cancel op above already logged one "ingest cancelled")
