@@ -413,9 +413,10 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		return -1;
 	{
 		const char *colon = strchr(spec, ':');
-		if ((size_t)(colon ? colon - spec : (long)strlen(spec)) >= pcap)
+		size_t name_len = colon ? (size_t)(colon - spec) : strlen(spec);
+		if (name_len >= pcap)
 			return -1;
-		snprintf(pname, pcap, "%.*s", (int)(colon ? colon - spec : (long)strlen(spec)), spec);
+		snprintf(pname, pcap, "%.*s", (int)name_len, spec);
 		o->popts = colon ? colon + 1 : "";
 		o->policy = pname;
 	}
@@ -442,12 +443,12 @@ bt_print(const struct bt_opts *o, const struct bt_row *r)
 	if (o->json)
 		printf("{\"n\":%lld,\"policy\":\"%s\",\"budget\":%lld,\"units\":%lld,"
 		    "\"quant\":\"%s\",\"stored_mb\":%.3f,\"read_mb\":%.3f,\"read_ms\":%.3f,"
-		    "\"load_ms\":%.2f,\"question_ms\":%.2f,\"prefill_ms\":%.2f,\"ttft_ms\":%.2f,"
+		    "\"load_ms\":%.2f,\"question_ms\":%.2f,\"ttft_ms\":%.2f,"
 		    "\"ttft_over_read\":%.1f,\"reprefill_ms\":%.1f,\"speedup\":%.1f,"
 		    "\"ingest_tok_s\":%.1f,\"save_ms\":%.1f,\"decode_tok_s\":%.1f}\n",
 		    (long long)r->n, o->policy, (long long)r->budget, (long long)r->units,
 		    snap_quant_name(o->quant), r->stored_mb, r->read_mb, r->read_ms, r->load_ms,
-		    r->prefill_ms, r->prefill_ms, r->ttft_ms, r->ttft_ms / r->read_ms, r->full_ms,
+		    r->prefill_ms, r->ttft_ms, r->ttft_ms / r->read_ms, r->full_ms,
 		    r->full_ms / r->ttft_ms, r->ingest_tps, r->save_ms, r->decode_tps);
 	else
 		printf("| %lld | %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.0fx | "

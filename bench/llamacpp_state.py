@@ -37,6 +37,8 @@ model = sys.argv[1] if len(sys.argv) > 1 else "models/SmolLM2-135M-Instruct.Q4_1
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
 threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 reps = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+if reps < 1:
+    sys.exit("llamacpp_state: FULL_REPS must be at least 1")
 d = "/usr/share/common-licenses"
 text = b"".join(open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))
                 if not f.startswith(".") and os.path.isfile(os.path.join(d, f)))
@@ -95,5 +97,5 @@ print(json.dumps({"tokens": len(ids), "state_bytes": st.llama_state_size,
                   "load_ms": round(median(load) * 1e3, 1),
                   "question_ms": round(median(ques) * 1e3, 1),
                   "question_tokens": len(q), "first_token_state": tok_state,
-                  "first_token_full": tok_full if reps else None, "full_reps": reps}),
+                  "first_token_full": tok_full, "full_reps": reps}),
       flush=True)

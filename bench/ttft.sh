@@ -63,14 +63,16 @@ done
 echo
 python3 - "$OUT/kvsnap.txt" "$OUT/llamacpp.jsonl" <<'EOF'
 import json, re, sys
-kv = {}
+kv, col = {}, {}
 for line in open(sys.argv[1]):
+    c = [x.strip() for x in line.strip().strip("|").split("|")]
     if line.startswith("{"):
         r = json.loads(line)
         kv[r["n"]] = (r["stored_mb"], r["ttft_ms"], r["reprefill_ms"])
+    elif line.startswith("| n |"):  # the header: columns by name
+        col = {name: i for i, name in enumerate(c)}
     elif re.match(r"^\| \d+ \|", line):
-        c = [x.strip() for x in line.strip().strip("|").split("|")]
-        kv[int(c[0])] = (float(c[4]), float(c[9]), float(c[11]))
+        kv[int(c[0])] = tuple(float(c[col[k]]) for k in ("stored MiB", "TTFT ms", "re-prefill ms"))
 print("| n | llama.cpp state MiB | load ms | question ms | TTFT ms | re-prefill ms | speedup "
       "| same first token | kvsnap MiB | kvsnap TTFT ms | state / kvsnap MiB "
       "| state TTFT / kvsnap TTFT |")

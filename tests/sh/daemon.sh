@@ -48,10 +48,13 @@ expect_rc() { # description, expected rc, command...
 # of it would be skipped at once); long.txt never is.
 words=400 n=24 long=1500
 grep -q __asan_init "$D" 2>/dev/null && words=100 n=8 long=400
-head -c 100000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words > "$T/gpl.txt"
-head -c 100000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-60 > "$T/small.txt"
-head -c 100000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$long > "$T/long.txt"
-head -c 100000 /usr/share/common-licenses/LGPL-2.1 | tr -s ' \n' ' ' | cut -d' ' -f1-$long > "$T/long2.txt"
+prose() { # LICENSE WORDS: the license's first WORDS words on one line
+	head -c 100000 "/usr/share/common-licenses/$1" | tr -s ' \n' ' ' | cut -d' ' -f1-"$2"
+}
+prose GPL-3 $words > "$T/gpl.txt"
+prose Apache-2.0 60 > "$T/small.txt"
+prose GPL-3 $long > "$T/long.txt"
+prose LGPL-2.1 $long > "$T/long2.txt"
 
 # Raw protocol client: proto.py SOCK, then one request per argument; prints
 # every event line; with "@wait" it stops at the first progress event and
@@ -117,6 +120,16 @@ stop_daemon() { # SIGTERM; the exit status
 	local rc=$?
 	DPID=
 	return $rc
+}
+
+log_count() { grep -c "$1" "$T/daemon.log"; } # lines of the daemon log matching PATTERN
+wait_log() { # PATTERN N: wait (up to 30 s) until the daemon log has N lines matching
+	local i
+	for i in $(seq 1 300); do
+		[ "$(log_count "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 start_daemon; ok "daemon starts and answers hello" $?
@@ -195,7 +208,7 @@ PY
 [ "$(cat "$T/order")" = "q:result ing:result" ]; ok "query answered during a long ingest ($(cat "$T/order"))" $?
 
 # ---- limits: connections over --max-connections get an error; cancel op
-nclosed=$(grep -c ": closed (" "$T/daemon.log")
+nclosed=$(log_count ": closed (")
 timeout 60 python3 - "$KVSNAP_SOCKET" > "$T/conns" 2>&1 <<'PY'
 import socket, sys, time
 cs = []
@@ -209,10 +222,7 @@ PY
 grep -q too_many_connections "$T/conns"; ok "over --max-connections: too_many_connections" $?
 # the daemon sees the 8 closes asynchronously (a new connection can be
 # accepted before them): wait until it has logged them all
-for i in $(seq 1 100); do
-	[ "$(grep -c ": closed (" "$T/daemon.log")" -ge $((nclosed + 8)) ] && break
-	sleep 0.1
-done
+wait_log ": closed (" $((nclosed + 8))
 proto '{"v":1,"id":"h2","op":"hello"}' | grep '"protocol":1' >/dev/null; ok "accepting again after they left" $?
 timeout 120 python3 - "$KVSNAP_SOCKET" "$T/long.txt" > "$T/cancelop" 2>&1 <<'PY'
 import json, socket, sys
@@ -232,11 +242,9 @@ ok "cancel op: the ingest ends with code cancelled" $? || sed 's/^/#   /' "$T/ca
 
 # ---- a client that leaves cancels its ingest; nothing stored
 # (counted: the cancel op above already logged one "ingest cancelled")
-ncanc=$(grep -c "ingest cancelled" "$T/daemon.log")
+ncanc=$(log_count "ingest cancelled")
 proto "@inline:$T/long.txt,{\"id\":8,\"op\":\"ingest\",\"name\":\"art\"}" @wait > "$T/cancel" 2>&1
-for i in $(seq 1 300); do [ "$(grep -c "ingest cancelled" "$T/daemon.log")" -gt "$ncanc" ] && break; sleep 0.1; done
-grep -q "client left; cancelling its ingest" "$T/daemon.log" &&
-	[ "$(grep -c "ingest cancelled" "$T/daemon.log")" -gt "$ncanc" ]
+wait_log "ingest cancelled" $((ncanc + 1)) && grep -q "client left; cancelling its ingest" "$T/daemon.log"
 ok "disconnect cancels the ingest" $?
 proto '{"id":9,"op":"has","doc":"art"}' | code_of > "$T/c"; [ "$(cat "$T/c")" = not_found ]
 ok "cancelled ingest stored nothing" $?
