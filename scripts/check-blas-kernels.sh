@@ -28,7 +28,8 @@ for k in "${kernels[@]}"; do
 	summary+=("$(printf '%-12s rc=%d %4ds  %s' "$k" "$rc" $((SECONDS - t0)) "${line:-no summary}")")
 	[ $rc -eq 0 ] || { bad=$((bad + 1)); grep -E '^(FAIL|     !)' "$log" | head -20; }
 done
-echo "OpenBLAS $(ldconfig -p | grep -m1 -o 'libopenblas[^ ]*') on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+ver=$(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null || echo unknown)
+echo "OpenBLAS $ver on$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) ($(nproc) cores)"
 printf '%s\n' "${summary[@]}"
 echo "$(( ${#kernels[@]} - bad )) passed, $bad failed"
 [ $bad -eq 0 ]
