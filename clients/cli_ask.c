@@ -46,12 +46,13 @@ static void
 ask_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: kvsnap ask [-m GGUF] [--policy NAME] [--budget N] [--chunk N] [--opts K=V,...]\n"
+	    "usage: kvsnap ask [-m GGUF] [--policy NAME] [--budget N|--ratio R] [--chunk N] [--opts K=V,...]\n"
 	    "                  [-n N] [-t THREADS] [--compare] [-v] FILE QUESTION\n"
 	    "Compress FILE with an eviction policy, then answer QUESTION from the compressed\n"
 	    "cache (in-process; no daemon).\n"
 	    "  --policy NAME   full, streaming, h2o, snapkv, pyramidkv, adakv, nacl (default snapkv)\n"
 	    "  --budget N      units kept per KV head per layer (default 1024)\n"
+	    "  --ratio R       keep this share of the document's units instead (0.25, 1/4)\n"
 	    "  --chunk N       ingest chunk size in tokens (default 512)\n"
 	    "  --opts K=V,...  policy options (docs/POLICIES.md)\n"
 	    "  -n N            answer tokens at most (default 128)\n"
@@ -66,6 +67,7 @@ cli_ask(int argc, char **argv)
 		{ "model", required_argument, NULL, 'm' },
 		{ "policy", required_argument, NULL, 'P' },
 		{ "budget", required_argument, NULL, 'b' },
+		{ "ratio", required_argument, NULL, 'R' },
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "opts", required_argument, NULL, 'o' },
 		{ "threads", required_argument, NULL, 't' },
@@ -76,7 +78,8 @@ cli_ask(int argc, char **argv)
 	};
 	const char *model_path = cli_default_model(), *pname = "snapkv", *popts = "";
 	long budget = 1024, chunk = 512, n_max = 128, threads = 0;
-	int compare = 0, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	int compare = 0, verbose = 0, budget_set = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	double ratio = 0.0;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
 	struct eng_policy *p = NULL;
@@ -102,6 +105,14 @@ cli_ask(int argc, char **argv)
 		case 'b':
 			if (cli_parse_long(optarg, 1, 1L << 24, &budget)) {
 				cli_err("--budget needs a positive number, got '%s'", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			budget_set = 1;
+			break;
+		case 'R':
+			if (eng_parse_ratio(optarg, &ratio)) {
+				cli_err("--ratio needs a share in (0, 1] such as 0.25 or 1/4, got '%s'",
+				    optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -131,10 +142,15 @@ cli_ask(int argc, char **argv)
 		ask_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
+	if (ratio > 0.0 && budget_set) {
+		cli_err("give --budget or --ratio, not both");
+		return CLI_EXIT_USAGE;
+	}
 	{
 		char *eff = eng_policy_default_opts(pname, popts, model_path);
-		rc = eff ? eng_policy_create(&p, pname, eff, budget, why, sizeof(why))
-		    : ENG_ERR_NOMEM;
+		rc = !eff ? ENG_ERR_NOMEM : ratio > 0.0 ?
+		    eng_policy_create_ratio(&p, pname, eff, ratio, why, sizeof(why)) :
+		    eng_policy_create(&p, pname, eff, budget, why, sizeof(why));
 		free(eff);
 	}
 	if (rc) {

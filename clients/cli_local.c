@@ -26,6 +26,8 @@
 struct local {
 	const char *model_path, *policy, *opts, *state, *name, *quant_name;
 	long budget, chunk, threads, n_max;
+	double ratio; /* > 0: --ratio, in place of the budget */
+	int budget_set;
 	int local, json, quant;
 	struct eng_model *m;
 	struct eng_tok *tok;
@@ -60,6 +62,7 @@ local_usage(FILE *f, const char *cmd)
 	    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --policy NAME    eviction policy (default snapkv; docs/POLICIES.md)\n"
 	    "  --budget N       units kept per KV head per layer (default 1024)\n"
+	    "  --ratio R        keep this share of each document's units instead (0.25, 1/4)\n"
 	    "  --chunk N        ingest chunk size (default 512)\n"
 	    "  --opts K=V,...   policy options\n"
 	    "  --quant Q        fp16, q4 or q4kc (default fp16)\n"
@@ -76,6 +79,7 @@ local_parse(int argc, char **argv, struct local *L)
 		{ "model", required_argument, NULL, 'm' },
 		{ "policy", required_argument, NULL, 'P' },
 		{ "budget", required_argument, NULL, 'b' },
+		{ "ratio", required_argument, NULL, 'R' },
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "opts", required_argument, NULL, 'o' },
 		{ "quant", required_argument, NULL, 'q' },
@@ -102,7 +106,17 @@ local_parse(int argc, char **argv, struct local *L)
 		case 'S': L->state = optarg; break;
 		case 'm': L->model_path = optarg; break;
 		case 'P': L->policy = optarg; break;
-		case 'b': bad |= cli_parse_long(optarg, 1, 1L << 30, &L->budget) != 0; break;
+		case 'b':
+			bad |= cli_parse_long(optarg, 1, 1L << 30, &L->budget) != 0;
+			L->budget_set = 1;
+			break;
+		case 'R':
+			if (eng_parse_ratio(optarg, &L->ratio)) {
+				cli_err("--ratio needs a share in (0, 1] such as 0.25 or 1/4, got '%s'",
+				    optarg);
+				bad = 1;
+			}
+			break;
 		case 'c': bad |= cli_parse_long(optarg, 1, 1L << 20, &L->chunk) != 0; break;
 		case 'o': L->opts = optarg; break;
 		case 'q': L->quant_name = optarg; break;
@@ -113,6 +127,10 @@ local_parse(int argc, char **argv, struct local *L)
 		case 'h': local_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
 		default: bad = 1;
 		}
+	}
+	if (L->ratio > 0.0 && L->budget_set) {
+		cli_err("give --budget or --ratio, not both");
+		bad = 1;
 	}
 	if ((L->quant = snap_quant_parse(L->quant_name)) < 0) {
 		cli_err("unknown --quant '%s' (fp16, q4, q4kc)", L->quant_name);
@@ -151,8 +169,9 @@ local_open(struct local *L, int read_only)
 	}
 	{
 		char *opts = eng_policy_default_opts(L->policy, L->opts, L->model_path);
-		rc = opts ? eng_policy_create(&L->p, L->policy, opts, L->budget, why, sizeof(why))
-		    : ENG_ERR_NOMEM;
+		rc = !opts ? ENG_ERR_NOMEM : L->ratio > 0.0 ?
+		    eng_policy_create_ratio(&L->p, L->policy, opts, L->ratio, why, sizeof(why)) :
+		    eng_policy_create(&L->p, L->policy, opts, L->budget, why, sizeof(why));
 		free(opts);
 	}
 	if (rc) {
@@ -415,7 +434,7 @@ cli_query(int argc, char **argv)
 	if ((rc = store_profiles(L.s, doc, local_pick_cb, &pk, why, sizeof(why))) ||
 	    (!pk.found && pk.n != 1)) {
 		cli_err("%s", rc ? why : pk.n ? "the document has several snapshots, none of this "
-		    "profile: pass the --policy/--budget/--chunk/--quant it was ingested with" :
+		    "profile: pass the --policy/--budget or --ratio/--chunk/--quant it was ingested with" :
 		    "the document has no snapshot");
 		ret = rc ? CLI_EXIT_FAILURE : CLI_EXIT_NOT_FOUND;
 		goto out;

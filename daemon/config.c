@@ -38,6 +38,8 @@ dcfg_usage(FILE *f)
 	    "  --heads FILE        Locret retaining heads (policy locret; same as --opts heads=FILE)\n"
 	    "  --policy NAME       eviction policy (default snapkv); --opts its options\n"
 	    "  --budget N          units kept per KV head per layer (default 1024)\n"
+	    "  --ratio R           keep this share of each document's units instead\n"
+	    "                      (0.25 or 1/4; 0 = use --budget)\n"
 	    "  --chunk N           ingest chunk size (default 512)\n"
 	    "  --quant Q           fp16, q4 or q4kc (default fp16)\n"
 	    "  -t, --threads N     threads per model worker (default: all cores)\n"
@@ -86,6 +88,13 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 	if (!strcmp(key, "quant")) return dcfg_set_str(&c->quant, v);
 	if (!strcmp(key, "backend")) return dcfg_set_str(&c->backend, v);
 	if (!strcmp(key, "budget")) return dcfg_long(v, 1, 1L << 30, &c->budget);
+	if (!strcmp(key, "ratio")) {
+		if (!strcmp(v, "0")) {
+			c->ratio = 0.0;
+			return 0;
+		}
+		return eng_parse_ratio(v, &c->ratio) ? -1 : 0;
+	}
 	if (!strcmp(key, "chunk")) return dcfg_long(v, 1, 1L << 20, &c->chunk);
 	if (!strcmp(key, "threads")) return dcfg_long(v, 0, 1024, &c->threads);
 	if (!strcmp(key, "workers")) return dcfg_long(v, 1, 64, &c->workers);
@@ -196,6 +205,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "policy", required_argument, NULL, 'P' },
 		{ "opts", required_argument, NULL, 'o' },
 		{ "budget", required_argument, NULL, 'b' },
+		{ "ratio", required_argument, NULL, 'R' },
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "quant", required_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
@@ -244,6 +254,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'P': key = "policy"; break;
 		case 'o': key = "opts"; break;
 		case 'b': key = "budget"; break;
+		case 'R': key = "ratio"; break;
 		case 'c': key = "chunk"; break;
 		case 'q': key = "quant"; break;
 		case 't': key = "threads"; break;
@@ -303,4 +314,12 @@ dcfg_free(struct dcfg *c)
 	free(c->quant);
 	free(c->backend);
 	free(c->config);
+}
+
+int
+dcfg_policy(const struct dcfg *c, struct eng_policy **out, char *why, size_t why_len)
+{
+	if (c->ratio > 0.0)
+		return eng_policy_create_ratio(out, c->policy, c->opts, c->ratio, why, why_len);
+	return eng_policy_create(out, c->policy, c->opts, c->budget, why, why_len);
 }

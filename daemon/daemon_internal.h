@@ -34,6 +34,7 @@ int dlog_parse_level(const char *s);
 struct dcfg {
 	char *socket, *state, *model, *heads, *policy, *opts, *quant, *config, *backend;
 	long budget, chunk, threads, workers, max_conns, max_jobs;
+	double ratio; /* > 0: keep this share of each document (wins over budget) */
 	int log_level, foreground;
 };
 
@@ -42,6 +43,8 @@ struct dcfg {
  * the caller exits 0). */
 int dcfg_load(struct dcfg *c, int argc, char **argv);
 void dcfg_free(struct dcfg *c);
+/* The configured policy: ratio form when ratio > 0, else the budget. */
+int dcfg_policy(const struct dcfg *c, struct eng_policy **out, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* Process-wide state (main.c).                                             */

@@ -319,8 +319,8 @@ jobs_init(struct daemon *d)
 		jobs.w[i].index = i;
 		if (i == n)
 			break; /* the admin worker needs no engine */
-		if ((rc = eng_policy_create(&jobs.w[i].p, d->cfg.policy, d->cfg.opts, d->cfg.budget,
-		    why, sizeof(why))) || (rc = eng_policy_bind(jobs.w[i].p, d->m, why, sizeof(why)))) {
+		if ((rc = dcfg_policy(&d->cfg, &jobs.w[i].p, why, sizeof(why))) ||
+		    (rc = eng_policy_bind(jobs.w[i].p, d->m, why, sizeof(why)))) {
 			dlog(DLOG_ERROR, "policy: %s", why);
 			return -1;
 		}

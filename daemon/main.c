@@ -69,8 +69,8 @@ main_open(struct daemon *d)
 	}
 	/* the profile: one policy object just to describe it (each worker
 	 * makes its own) */
-	if ((rc = eng_policy_create(&p, d->cfg.policy, d->cfg.opts, d->cfg.budget, why,
-	    sizeof(why))) || (rc = eng_policy_bind(p, d->m, why, sizeof(why)))) {
+	if ((rc = dcfg_policy(&d->cfg, &p, why, sizeof(why))) ||
+	    (rc = eng_policy_bind(p, d->m, why, sizeof(why)))) {
 		dlog(DLOG_ERROR, "policy: %s", why);
 		eng_policy_free(p);
 		return -1;

@@ -186,6 +186,10 @@ int eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
  * next position and mode and derive the rotated keys (NaN rows stay NaN). */
 int eng_kv_prepare_layer(struct eng_kv *kv, int layer, const int64_t *counts);
 int eng_kv_finish_load(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode);
+/* Drop the last n units of every (layer, head) and move next_pos back by
+ * n: undoes eng_forward of n tokens (a question and its answer, a
+ * reconstruction pass).  ENG_ERR_ARG if some head holds fewer than n. */
+int eng_kv_drop_tail(struct eng_kv *kv, int64_t n);
 /* Round every key and value to fp16 in place and re-derive the rotated
  * keys: the in-memory twin of an fp16 snapshot (tests compare the two). */
 void eng_kv_round_fp16(struct eng_kv *kv);
@@ -247,13 +251,28 @@ int eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_
  * The query path ("continue") is eng_forward() on the compressed cache: it
  * appends at positions n, n+1, … and never evicts.
  *
- * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl, locret, pod (options in
+ * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl, locret, pod, kvzip (options in
  * engine/policy_*.c and docs/POLICIES.md).                                  */
 
 struct eng_policy;
 
 int eng_policy_create(struct eng_policy **out, const char *name, const char *opts,
     int64_t budget, char *why, size_t why_len);
+/* The same with the budget as a share of each document's units (0 < ratio
+ * <= 1): the budget becomes ⌈ratio·n⌉ units per KV head for a document of
+ * n tokens (eng_policy_resolve, done by eng_ingest and
+ * eng_policy_rows_per_head); the description says ratio=R. */
+int eng_policy_create_ratio(struct eng_policy **out, const char *name, const char *opts,
+    double ratio, char *why, size_t why_len);
+/* Parse a ratio written as a decimal ("0.25") or a fraction ("1/4"); 0 if
+ * it is in (0, 1], ENG_ERR_ARG if not. */
+int eng_parse_ratio(const char *s, double *out);
+/* The ratio (0 for the budget form). */
+double eng_policy_ratio(const struct eng_policy *p);
+/* Resolve a ratio's budget for a document of n_doc tokens and re-check the
+ * options against it (a no-op for the budget form); ENG_ERR_ARG with a
+ * reason. */
+int eng_policy_resolve(struct eng_policy *p, int64_t n_doc, char *why, size_t why_len);
 void eng_policy_free(struct eng_policy *p);
 const char *eng_policy_name(const struct eng_policy *p);
 /* Canonical "name:k=v,…" with every parameter (defaults included), for
@@ -265,7 +284,7 @@ size_t eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap);
 size_t eng_policy_profile(const struct eng_policy *p, char *buf, size_t cap);
 /* Rows per KV head the pool needs to ingest with chunk size `chunk` and then
  * append `n_extra` tokens (question + answer) without eviction. */
-int64_t eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
+int64_t eng_policy_rows_per_head(struct eng_policy *p, int64_t n_doc, int64_t chunk,
     int64_t n_extra);
 /* Check the policy's own files (Locret heads, PoD block map) against the
  * model that will run; ENG_ERR_SHAPE / ENG_ERR_ARG with a reason.

@@ -72,6 +72,14 @@ struct eng_fwd_hook {
 	    const struct eng_fwd_layer_info *info);
 	void *arg;
 	int64_t stat_from; /* first chunk query of the statistics; -1: none */
+	/* KVzip (kern_attn_stats.max): when dom_from is set, `stat` holds the
+	 * restricted maxima over the domain [0, n_lead) ∪ [dom_from[l·n_kv + g],
+	 * n_kv) of layer l's KV head g instead of the sums. */
+	const int64_t *dom_from; /* (n_layer, n_head_kv) or NULL */
+	int64_t n_lead;
+	/* positions may run past the model's window (up to twice it): a
+	 * scoring pass whose outputs are never read, only its attention */
+	int past_window;
 };
 
 /* Forward one chunk (n <= max_chunk) with a hook; logits of the last token
@@ -144,13 +152,24 @@ struct eng_policy_ops {
 	 * file's content fingerprint, which eng_policy_profile prints instead */
 	const char *file_key;
 	const char *(*file_fingerprint)(const struct eng_policy *p);
+	/* optional: rows per KV head the pool needs (eng_policy_rows_per_head)
+	 * when the policy's own ingest needs more than kept + chunk */
+	int64_t (*rows_per_head)(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
+	    int64_t n_extra);
+	/* optional: the policy drives the whole ingest itself (KVzip's
+	 * segments and reconstruction passes); eng_ingest_cb has checked the
+	 * arguments, set the position mode and bound the policy */
+	int (*ingest)(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
+	    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
+	    void *arg);
 };
 
 #define ENG_POLICY_MAX_PARAMS 16
 
 struct eng_policy {
 	const struct eng_policy_ops *ops;
-	int64_t budget;
+	int64_t budget; /* units per KV head; with a ratio, resolved per document */
+	double ratio;   /* share of the document's units kept (0: budget form) */
 	/* parameters, interpreted by each policy (named in its file) */
 	int64_t i[ENG_POLICY_MAX_PARAMS];
 	double f[ENG_POLICY_MAX_PARAMS];
@@ -205,9 +224,48 @@ extern const struct eng_policy_ops eng_policy_adakv;
 extern const struct eng_policy_ops eng_policy_nacl;
 extern const struct eng_policy_ops eng_policy_locret;
 extern const struct eng_policy_ops eng_policy_pod;
+extern const struct eng_policy_ops eng_policy_kvzip;
 /* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6
  * (engine/policy_nacl.c). */
 double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
+
+/* ------------------------------------------------------------------------ */
+/* KVzip (engine/policy_kvzip.c, kvzip_ingest.c, kvzip_select.c)             */
+
+/* Parameters: i[0] seg, i[1] alloc (enum kvzip_alloc), i[2] sinks (-1:
+ * the chat template's prefix when the document starts with it, else 4),
+ * i[3] norm (0 prob, 1 plus), f[0] floor, f[1] alpha. */
+enum kvzip_alloc { KVZIP_GLOBAL = 0, KVZIP_UNIFORM = 1, KVZIP_ADAKV = 2 };
+
+/* The reconstruction prompt's pieces, tokenized at bind (policy->priv). */
+struct kvzip_prompt {
+	int32_t *first;    /* "\n\nRepeat the previous context exactly." + turn end */
+	int64_t n_first;
+	int32_t *pre;      /* "\n\nRepeat the part of ... starting with " */
+	int64_t n_pre;
+	int32_t *post;     /* end of turn + assistant header */
+	int64_t n_post;
+	int32_t *tpl;      /* eng_chat_doc_ids's prefix (system turn, user header) */
+	int64_t n_tpl;
+};
+
+#define KVZIP_ANCHOR 8      /* ids of the previous segment named in the prompt */
+#define KVZIP_PROMPT_MAX 96 /* bound on a prompt's ids (pool sizing before bind) */
+#define KVZIP_LAYER_CAP 2   /* a layer keeps at most this times the mean */
+#define KVZIP_MIN_SEG 64    /* a shorter remainder joins the previous segment */
+
+/* The per-segment selection: keep, over every layer and head, `target`
+ * units per head on average (sinks included), by the unit scores in the
+ * pool; compacts every layer.  n_sink leading units of each head are
+ * always kept; cap_layer bounds one layer's units. */
+int eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_sink,
+    int64_t target, int64_t cap_layer);
+/* Pool rows per head kvzip's ingest needs (segments + reconstruction). */
+int64_t eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
+    int64_t n_extra);
+int eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
+    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
+    void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Locret (engine/policy_locret.c; spec/locret.md §5.3, §8)                  */

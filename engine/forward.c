@@ -325,13 +325,20 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 			struct kern_attn_stats st;
 			int64_t mx = 0;
 			int g;
+			memset(&st, 0, sizeof(st));
 			for (g = 0; g < hp->n_head_kv; g++)
 				mx = c->heads[g].n_kv > mx ? c->heads[g].n_kv : mx;
 			if ((rc = fwd_stat_reserve(c, mx)))
 				return rc;
-			st.sum = c->stat;
 			st.stride = c->stat_stride;
 			st.row_from = hook->stat_from < n ? hook->stat_from : n;
+			if (hook->dom_from) { /* KVzip: restricted maxima in place of sums */
+				st.max = c->stat;
+				st.n_lead = hook->n_lead;
+				st.dom_from = hook->dom_from + (size_t)l * (size_t)hp->n_head_kv;
+			} else {
+				st.sum = c->stat;
+			}
 			FWD_CHECK(ops->attention(kc, c->att, c->q, n, hp->n_head, hp->n_head_kv,
 			    hp->head_dim, c->heads, scale, &st));
 		} else {
@@ -380,6 +387,18 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	return 0;
 }
 
+/* 0 if every head segment has room for n more units. */
+static int
+fwd_check_room_rows(const struct eng_kv *kv, int64_t n)
+{
+	int l, g;
+	for (l = 0; l < kv->n_layer; l++)
+		for (g = 0; g < kv->n_head_kv; g++)
+			if (kv->layer[l].len[g] + n > kv->layer[l].cap[g])
+				return ENG_ERR_CONTEXT;
+	return 0;
+}
+
 /* Refuse a chunk that would overflow a head segment or (in original mode)
  * the model's context window. */
 static int
@@ -413,7 +432,10 @@ eng_forward_chunk_hooked(struct eng_ctx *c, struct eng_kv *kv, const int32_t *id
 	for (i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= c->m->hp.n_vocab)
 			return ENG_ERR_TOKEN;
-	if ((rc = fwd_check_room(c, kv, n)))
+	if ((rc = fwd_check_room(c, kv, n)) &&
+	    !(rc == ENG_ERR_CONTEXT && hook && hook->past_window &&
+		(int64_t)kv->next_pos + n <= 2 * (int64_t)c->m->hp.n_ctx_train &&
+		fwd_check_room_rows(kv, n) == 0))
 		return rc;
 	return fwd_chunk(c, kv, ids, n, last_logits ? FWD_WANT_LAST : FWD_WANT_NONE, NULL,
 	    last_logits, hook);

@@ -112,9 +112,11 @@ eng_ingest_cb(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const 
 		kv->pos_mode = p->ops->pos_mode(p); /* e.g. Locret's slot positions */
 	/* Locret's heads and PoD's block map must match the model that runs
 	 * (query-head count included); binding twice is harmless. */
-	if ((rc = eng_policy_bind(p, m, NULL, 0)))
+	if ((rc = eng_policy_bind(p, m, NULL, 0)) || (rc = eng_policy_resolve(p, n, NULL, 0)))
 		return rc;
 	eng_kv_drop_pod(kv); /* dense unless the policy installs a PoD layout */
+	if (p->ops->ingest) /* the policy reads the document its own way (KVzip) */
+		return p->ops->ingest(p, c, kv, ids, n, chunk, last_logits, cb, arg);
 	if (p->ops->ingest_begin && (rc = p->ops->ingest_begin(p, kv, m)))
 		return rc;
 	memset(&in, 0, sizeof(in));
@@ -132,6 +134,7 @@ eng_ingest_cb(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const 
 		rc = ENG_ERR_NOMEM;
 		goto out;
 	}
+	memset(&hook, 0, sizeof(hook));
 	hook.after_attn = ingest_after_attn;
 	hook.arg = &in;
 	while (s < n) {

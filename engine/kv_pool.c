@@ -157,6 +157,24 @@ kv_rotate(float *dst, const float *src, uint32_t p, int hd, float base)
 }
 
 int
+eng_kv_drop_tail(struct eng_kv *kv, int64_t n)
+{
+	int l, m;
+	if (n < 0 || (int64_t)kv->next_pos < n)
+		return ENG_ERR_ARG;
+	for (l = 0; l < kv->n_layer; l++)
+		for (m = 0; m < kv->n_head_kv; m++)
+			if (kv->layer[l].len[m] < n)
+				return ENG_ERR_ARG;
+	/* appended units are always the last of each head segment */
+	for (l = 0; l < kv->n_layer; l++)
+		for (m = 0; m < kv->n_head_kv; m++)
+			kv->layer[l].len[m] -= n;
+	kv->next_pos -= (uint32_t)n;
+	return 0;
+}
+
+int
 eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
     const int64_t *n_keep)
 {

@@ -151,6 +151,7 @@ eng_train_collect(struct eng_ctx *c, const int32_t *prompt, int64_t n_p,
 	lb.KV = hp->n_head_kv;
 	lb.hd = hp->head_dim;
 	lb.scale = 1.0f / sqrtf((float)hp->head_dim);
+	memset(&hook, 0, sizeof(hook));
 	hook.after_attn = lab_after_attn;
 	hook.arg = &lb;
 	hook.stat_from = -1;

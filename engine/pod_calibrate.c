@@ -99,7 +99,7 @@ static int
 calib_text(struct eng_ctx *c, struct eng_kv *kv, struct calib *cb, const int32_t *ids,
     int64_t n)
 {
-	struct eng_fwd_hook hook = { calib_after_attn, cb, -1 };
+	struct eng_fwd_hook hook = { .after_attn = calib_after_attn, .arg = cb, .stat_from = -1 };
 	int64_t s = 0, chunk = eng_ctx_max_chunk(c);
 	int rc;
 

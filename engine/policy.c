@@ -25,6 +25,7 @@ static const struct eng_policy_ops *const policy_registry[] = {
 	&eng_policy_nacl,
 	&eng_policy_locret,
 	&eng_policy_pod,
+	&eng_policy_kvzip,
 };
 
 int
@@ -135,10 +136,72 @@ eng_policy_name(const struct eng_policy *p)
 	return p->ops->name;
 }
 
+int
+eng_policy_create_ratio(struct eng_policy **out, const char *name, const char *opts,
+    double ratio, char *why, size_t why_len)
+{
+	struct eng_policy *p;
+	int rc;
+	*out = NULL;
+	if (!(ratio > 0.0 && ratio <= 1.0))
+		return eng_fail(why, why_len, ENG_ERR_ARG, "ratio %g is not in (0, 1]", ratio);
+	/* the options are checked against the largest budget a ratio can give;
+	 * eng_policy_resolve checks them again per document */
+	if ((rc = eng_policy_create(&p, name, opts, INT32_MAX, why, why_len)))
+		return rc;
+	p->ratio = ratio;
+	*out = p;
+	return 0;
+}
+
+int
+eng_parse_ratio(const char *s, double *out)
+{
+	const char *slash = s ? strchr(s, '/') : NULL;
+	double num, den = 1.0;
+	char head[64];
+	if (!s || !*s)
+		return ENG_ERR_ARG;
+	if (slash) {
+		if ((size_t)(slash - s) >= sizeof(head))
+			return ENG_ERR_ARG;
+		memcpy(head, s, (size_t)(slash - s));
+		head[slash - s] = 0;
+		if (eng_policy_parse_float(head, 0.0, 1e9, &num) ||
+		    eng_policy_parse_float(slash + 1, 1e-9, 1e9, &den))
+			return ENG_ERR_ARG;
+	} else if (eng_policy_parse_float(s, 0.0, 1.0, &num)) {
+		return ENG_ERR_ARG;
+	}
+	if (!(num / den > 0.0 && num / den <= 1.0))
+		return ENG_ERR_ARG;
+	*out = num / den;
+	return 0;
+}
+
+double
+eng_policy_ratio(const struct eng_policy *p)
+{
+	return p->ratio;
+}
+
+int
+eng_policy_resolve(struct eng_policy *p, int64_t n_doc, char *why, size_t why_len)
+{
+	int64_t b;
+	if (p->ratio <= 0.0)
+		return 0;
+	b = (int64_t)ceil(p->ratio * (double)n_doc - 1e-9);
+	p->budget = b < 1 ? 1 : b;
+	return p->ops->check(p, why, why_len);
+}
+
 size_t
 eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s:budget=%lld", p->ops->name, (long long)p->budget);
+	int n = p->ratio > 0.0 ?
+	    snprintf(buf, cap, "%s:ratio=%g", p->ops->name, p->ratio) :
+	    snprintf(buf, cap, "%s:budget=%lld", p->ops->name, (long long)p->budget);
 	size_t used = n > 0 ? (size_t)n : 0;
 	return used + p->ops->describe(p, used < cap ? buf + used : NULL,
 	    used < cap ? cap - used : 0);
@@ -197,10 +260,14 @@ eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk)
 }
 
 int64_t
-eng_policy_rows_per_head(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
+eng_policy_rows_per_head(struct eng_policy *p, int64_t n_doc, int64_t chunk,
     int64_t n_extra)
 {
 	int64_t room = eng_policy_max_chunk(p, chunk), kept;
+	if (eng_policy_resolve(p, n_doc, NULL, 0))
+		return n_doc + n_extra + 1; /* eng_ingest refuses it with the reason */
+	if (p->ops->rows_per_head)
+		return p->ops->rows_per_head(p, n_doc, chunk, n_extra);
 	if (p->ops == &eng_policy_full || p->budget >= n_doc ||
 	    (p->ops->max_kept && p->ops->max_kept(p) < 0))
 		return n_doc + n_extra + 1; /* keeps everything */

@@ -135,11 +135,23 @@ struct kern_attn_head {
 /* Attention statistics for eviction policies: for every query head h and
  * every unit u of its KV head, sum[h * stride + u] = Σ over chunk queries
  * t >= row_from of the softmax probability π[t][u] (normalised over all
- * units t sees; 0 for units t cannot see).  Written, not accumulated. */
+ * units t sees; 0 for units t cannot see).  Written, not accumulated.
+ *
+ * Context-reconstruction scores (KVzip), when max != NULL: with KV head g's
+ * domain D_g = units [0, n_lead) ∪ [dom_from[g], n_kv) (sinks, the segment
+ * being scored, the chunk), max[h * stride + u] = max over queries t >=
+ * row_from of row_w[t] · π[t][u] / Σ_{w ∈ D_g, t sees w} π[t][w]: the
+ * softmax restricted to the domain (derived from the full one, which the
+ * output still uses), weighted per query (row_w NULL: 1); 0 for units
+ * outside D_g or never seen.  Either of sum and max may be NULL. */
 struct kern_attn_stats {
-	float *sum;       /* (n_head, stride) */
+	float *sum;       /* (n_head, stride) or NULL */
 	int64_t stride;   /* >= the largest n_kv of any head */
 	int64_t row_from; /* first query (chunk index) that contributes */
+	float *max;       /* (n_head, stride) or NULL */
+	int64_t n_lead;   /* leading units of every head in the domain */
+	const int64_t *dom_from; /* (n_kv_head) first unit of the domain's tail */
+	const float *row_w;      /* (n_tok) per-query weight of max, or NULL */
 };
 
 struct kern_ctx;

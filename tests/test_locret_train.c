@@ -100,7 +100,7 @@ bf_labels(const int32_t *seq, int64_t n_p, int64_t n_a, int64_t chunk, double *S
 	struct eng_ctx *c = lt_ctx(1, chunk);
 	double u = ldexp(1.0, -24), gamma = (LT_HD + 2) * u / (1.0 - (LT_HD + 2) * u);
 	struct eng_kv *kv = NULL;
-	struct eng_fwd_hook hook = { bf_hook, &b, -1 };
+	struct eng_fwd_hook hook = { .after_attn = bf_hook, .arg = &b, .stat_from = -1 };
 	int64_t n = n_p + n_a, t, k, p;
 	int l, m, j, d, rc = -1;
 

@@ -370,6 +370,7 @@ struct kern_attn_job {
 	struct kern_attn_stats *st;
 	float *partial; /* (n_qblocks, n_head, stride) per-task stat sums, reduced in
 			 * q-block order so the result does not depend on threads */
+	float *pmax;    /* (n_qblocks, n_head, stride) per-task restricted maxima */
 	int err;
 };
 
@@ -423,6 +424,30 @@ kern_attn_pod_logits(const struct kern_attn_job *j, const struct kern_attn_head 
 	}
 }
 
+/* KVzip's score for one query row (kern_attn_stats): the probabilities
+ * renormalised over the domain [0, n_lead) ∪ [dom_from[g], vis), times w,
+ * max-accumulated into mx. */
+static void
+kern_attn_restricted_max(const struct kern_attn_stats *st, int64_t g, int64_t vis,
+    const float *row, float w, float *mx)
+{
+	int64_t lead = st->n_lead < vis ? st->n_lead : vis;
+	int64_t from = st->dom_from[g] > lead ? st->dom_from[g] : lead, i;
+	double d = 0.0;
+	float inv;
+	for (i = 0; i < lead; i++)
+		d += row[i];
+	for (i = from; i < vis; i++)
+		d += row[i];
+	if (!(d > 0.0))
+		return; /* the whole domain underflowed: nothing to score */
+	inv = (float)(1.0 / d) * w;
+	for (i = 0; i < lead; i++)
+		mx[i] = row[i] * inv > mx[i] ? row[i] * inv : mx[i];
+	for (i = from; i < vis; i++)
+		mx[i] = row[i] * inv > mx[i] ? row[i] * inv : mx[i];
+}
+
 /* One (query head, block of queries) task. */
 static int
 kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
@@ -453,10 +478,14 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 		for (i = vis; i < nvis; i++)
 			row[i] = 0.0f; /* causal mask */
 		if (j->st && t0 + t >= j->st->row_from) {
-			float *acc = j->partial + ((size_t)qb * (size_t)j->n_head + (size_t)h) *
+			size_t at = ((size_t)qb * (size_t)j->n_head + (size_t)h) *
 			    (size_t)j->st->stride;
-			for (i = 0; i < vis; i++)
-				acc[i] += row[i];
+			if (j->partial)
+				for (i = 0; i < vis; i++)
+					j->partial[at + i] += row[i];
+			if (j->pmax)
+				kern_attn_restricted_max(j->st, g, vis, row,
+				    j->st->row_w ? j->st->row_w[t0 + t] : 1.0f, j->pmax + at);
 		}
 	}
 	(void)nth;
@@ -517,21 +546,37 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 	j.heads = heads;
 	j.scale = scale;
 	j.n_qblocks = (n_tok + KERN_ATTN_QBLOCK - 1) / KERN_ATTN_QBLOCK;
+	if (st && st->max && (!st->dom_from || st->n_lead < 0))
+		return KERN_ERR_SHAPE;
 	if (st) {
 		size_t per = (size_t)n_head * (size_t)st->stride;
 		j.st = st;
-		j.partial = calloc((size_t)j.n_qblocks * per, sizeof(float));
-		if (!j.partial)
+		j.partial = st->sum ? calloc((size_t)j.n_qblocks * per, sizeof(float)) : NULL;
+		j.pmax = st->max ? calloc((size_t)j.n_qblocks * per, sizeof(float)) : NULL;
+		if ((st->sum && !j.partial) || (st->max && !j.pmax)) {
+			free(j.partial);
+			free(j.pmax);
 			return KERN_ERR_NOMEM;
+		}
 	}
 	kern_parallel(ctx, kern_attn_worker, &j);
 	if (st) {
 		size_t per = (size_t)n_head * (size_t)st->stride, i;
-		memcpy(st->sum, j.partial, per * sizeof(float));
-		for (t = 1; t < j.n_qblocks; t++)
-			for (i = 0; i < per; i++)
-				st->sum[i] += j.partial[(size_t)t * per + i];
+		if (st->sum) {
+			memcpy(st->sum, j.partial, per * sizeof(float));
+			for (t = 1; t < j.n_qblocks; t++)
+				for (i = 0; i < per; i++)
+					st->sum[i] += j.partial[(size_t)t * per + i];
+		}
+		if (st->max) { /* a max is exact in any order */
+			memcpy(st->max, j.pmax, per * sizeof(float));
+			for (t = 1; t < j.n_qblocks; t++)
+				for (i = 0; i < per; i++)
+					if (j.pmax[(size_t)t * per + i] > st->max[i])
+						st->max[i] = j.pmax[(size_t)t * per + i];
+		}
 		free(j.partial);
+		free(j.pmax);
 	}
 	return j.err;
 }

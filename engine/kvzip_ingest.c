@@ -1,0 +1,228 @@
+/*
+ * kvzip_ingest.c: KVzip's ingest (arXiv 2505.23416 §3; docs/KVZIP.md):
+ * segments, the reconstruction pass that scores them, and the selection
+ * after each.
+ *
+ * Per segment [lo, hi) of the document:
+ *   1. prefill it over the units kept so far (plain chunks, nothing evicted);
+ *   2. append the reconstruction input (a user request to repeat the
+ *      context, naming the previous segment's last KVZIP_ANCHOR tokens after
+ *      the first, the assistant header, then the segment's own tokens
+ *      teacher-forced), scoring every unit of the segment by the largest
+ *      probability any of those queries and any query head of its GQA group
+ *      gives it, the softmax taken over the sinks, the segment and the
+ *      repeat's own keys (§3.2; kern_attn_stats.max);
+ *   3. drop the reconstruction's own units again (eng_kv_drop_tail);
+ *   4. keep, over all layers and heads, the budget of the tokens read so far
+ *      (eng_kvzip_select).
+ * A segment is at most `seg` tokens and at most what lets its
+ * reconstruction end inside the model's window (hi + prompt + (hi − lo) <=
+ * n_ctx): RoPE then sees no distance it was not trained on.  A last stretch
+ * too short to stand alone joins the segment before it; if the window
+ * leaves a segment no room at all, its reconstruction runs past the window
+ * (scores only, up to twice the window).
+ *
+ * Scores stay in the pool's score slot, so units of earlier segments compete
+ * with later ones, and a stored snapshot can be shrunk without a model run.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+struct kvzip_run {
+	struct eng_kv *kv;
+	int n_group;
+	int64_t *seg_from; /* (n_layer, n_head_kv) first unit of the segment */
+	int64_t seg_len;
+};
+
+/* Hook: fold the restricted maxima of layer `layer` into the segment's
+ * unit scores (max over the GQA group and over chunks). */
+static int
+kvzip_after_attn(void *arg, struct eng_kv *kv, int layer, const struct eng_fwd_layer_info *info)
+{
+	struct kvzip_run *r = arg;
+	struct eng_kv_layer *L = &kv->layer[layer];
+	int H = kv->n_head_kv, g, j;
+	int64_t u;
+
+	for (g = 0; g < H; g++) {
+		int64_t from = r->seg_from[(size_t)layer * (size_t)H + (size_t)g];
+		float *score = L->score + L->off[g];
+		for (u = from; u < from + r->seg_len; u++) {
+			float best = score[u];
+			for (j = 0; j < r->n_group; j++) {
+				float v = info->stat[(size_t)(g * r->n_group + j) *
+				    (size_t)info->stat_stride + (size_t)u];
+				best = v > best ? v : best;
+			}
+			score[u] = best;
+		}
+	}
+	return 0;
+}
+
+/* Run ids[0..n) through the model in chunks of at most `chunk`. */
+static int
+kvzip_feed(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, int64_t chunk,
+    float *last_logits, const struct eng_fwd_hook *hook)
+{
+	int64_t s, len;
+	int rc;
+	for (s = 0; s < n; s += len) {
+		len = n - s < chunk ? n - s : chunk;
+		rc = eng_forward_chunk_hooked(c, kv, ids + s, len, s + len == n ? last_logits : NULL,
+		    hook);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Length of the segment starting at lo (see the header). */
+static int64_t
+kvzip_seg_len(const struct eng_policy *p, int64_t lo, int64_t n, int64_t n_ctx,
+    int64_t n_prompt)
+{
+	int64_t s = p->i[0], fit = (n_ctx - n_prompt - lo) / 2;
+	if (fit < s)
+		s = fit;
+	if (s < KVZIP_MIN_SEG)
+		s = KVZIP_MIN_SEG;
+	if (n - lo - s < KVZIP_MIN_SEG)
+		s = n - lo;
+	return s;
+}
+
+/* Units per head to keep once `seen` tokens are read. */
+static int64_t
+kvzip_target(const struct eng_policy *p, int64_t seen)
+{
+	int64_t t = p->ratio > 0.0 ? (int64_t)ceil(p->ratio * (double)seen - 1e-9) : p->budget;
+	return t < 1 ? 1 : t;
+}
+
+/* The reconstruction input of segment [lo, hi): prompt, then the segment's
+ * tokens from `from`.  *out malloc'd. */
+static int64_t
+kvzip_repeat_ids(const struct kvzip_prompt *pr, const int32_t *ids, int64_t lo, int64_t from,
+    int64_t hi, int32_t **out)
+{
+	int64_t n = 0, na = lo >= KVZIP_ANCHOR ? KVZIP_ANCHOR : lo;
+	int32_t *r = malloc((size_t)(pr->n_pre + na + pr->n_post + pr->n_first + hi - from) *
+	    sizeof(int32_t));
+	if (!r)
+		return ENG_ERR_NOMEM;
+	if (lo == 0 || na == 0) {
+		memcpy(r, pr->first, (size_t)pr->n_first * sizeof(int32_t));
+		n = pr->n_first;
+	} else {
+		memcpy(r, pr->pre, (size_t)pr->n_pre * sizeof(int32_t));
+		n = pr->n_pre;
+		memcpy(r + n, ids + lo - na, (size_t)na * sizeof(int32_t));
+		n += na;
+		memcpy(r + n, pr->post, (size_t)pr->n_post * sizeof(int32_t));
+		n += pr->n_post;
+	}
+	memcpy(r + n, ids + from, (size_t)(hi - from) * sizeof(int32_t));
+	*out = r;
+	return n + hi - from;
+}
+
+/* Sinks: `sinks`, or with auto the template prefix when ids start with it. */
+static int64_t
+kvzip_sinks(const struct eng_policy *p, const struct kvzip_prompt *pr, const int32_t *ids,
+    int64_t n, int64_t *tpl)
+{
+	*tpl = 0;
+	if (pr->n_tpl > 0 && pr->n_tpl < n &&
+	    !memcmp(ids, pr->tpl, (size_t)pr->n_tpl * sizeof(int32_t)))
+		*tpl = pr->n_tpl;
+	if (p->i[2] >= 0)
+		return p->i[2] < n ? p->i[2] : n;
+	return *tpl ? *tpl : (n < 4 ? n : 4);
+}
+
+int
+eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
+    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
+    void *arg)
+{
+	const struct eng_model *m = eng_ctx_model(c);
+	const struct kvzip_prompt *pr = p->priv;
+	int H = kv->n_head_kv, NL = kv->n_layer, l, g;
+	int64_t n_ctx = m->hp.n_ctx_train, lo = 0, n_sink, tpl, rows = kv->rows / H;
+	int64_t prompt_max;
+	struct kvzip_run run;
+	struct eng_fwd_hook hook;
+	int32_t *rep = NULL;
+	int rc = 0;
+
+	if (!pr)
+		return ENG_ERR_ARG; /* eng_ingest_cb binds first */
+	if (kv->pos_mode != ENG_POS_ORIGINAL)
+		return ENG_ERR_ARG;
+	prompt_max = (pr->n_pre + KVZIP_ANCHOR + pr->n_post > pr->n_first ?
+	    pr->n_pre + KVZIP_ANCHOR + pr->n_post : pr->n_first);
+	n_sink = kvzip_sinks(p, pr, ids, n, &tpl);
+	memset(&run, 0, sizeof(run));
+	run.kv = kv;
+	run.n_group = m->hp.n_head / m->hp.n_head_kv;
+	run.seg_from = malloc((size_t)NL * (size_t)H * sizeof(int64_t));
+	if (!run.seg_from)
+		return ENG_ERR_NOMEM;
+	memset(&hook, 0, sizeof(hook));
+	hook.after_attn = kvzip_after_attn;
+	hook.arg = &run;
+	hook.stat_from = 0;
+	hook.dom_from = run.seg_from;
+	hook.n_lead = n_sink;
+	hook.past_window = 1;
+	while (lo < n) {
+		int64_t s = kvzip_seg_len(p, lo, n, n_ctx, prompt_max), hi = lo + s, n_rep, u;
+		int64_t from = lo > tpl ? lo : tpl, target = kvzip_target(p, hi);
+		int64_t room = 2 * (p->i[0] + KVZIP_MIN_SEG) + prompt_max; /* the next segment's */
+		for (l = 0; l < NL; l++)
+			for (g = 0; g < H; g++)
+				run.seg_from[(size_t)l * (size_t)H + (size_t)g] = kv->layer[l].len[g];
+		if ((rc = kvzip_feed(c, kv, ids + lo, s, chunk, hi == n ? last_logits : NULL, NULL)))
+			break;
+		/* scores of the new units start at 0 (maxima of probabilities) */
+		for (l = 0; l < NL; l++)
+			for (g = 0; g < H; g++) {
+				struct eng_kv_layer *L = &kv->layer[l];
+				for (u = run.seg_from[(size_t)l * (size_t)H + (size_t)g]; u < L->len[g]; u++)
+					L->score[L->off[g] + u] = L->pos[L->off[g] + u] < (uint32_t)n_sink ?
+					    INFINITY : 0.0f;
+			}
+		run.seg_len = s;
+		if (from < hi) {
+			n_rep = kvzip_repeat_ids(pr, ids, lo, from, hi, &rep);
+			if (n_rep < 0) {
+				rc = (int)n_rep;
+				break;
+			}
+			rc = kvzip_feed(c, kv, rep, n_rep, chunk, NULL, &hook);
+			free(rep);
+			rep = NULL;
+			if (!rc)
+				rc = eng_kv_drop_tail(kv, n_rep);
+			if (rc)
+				break;
+		}
+		if (target < hi) {
+			int64_t cap = (int64_t)H * (rows - (hi < n ? room : 0) - 1);
+			if ((rc = eng_kvzip_select(p, kv, n_sink, target, cap)))
+				break;
+		}
+		lo = hi;
+		if (cb && cb(arg, lo, n)) {
+			rc = ENG_ERR_CANCELLED;
+			break;
+		}
+	}
+	free(run.seg_from);
+	return rc;
+}

@@ -1,0 +1,187 @@
+/*
+ * kvzip_select.c: KVzip's selection after a segment (docs/KVZIP.md).
+ *
+ * Every unit of the pool carries its reconstruction score.  The pool is cut
+ * to `target` units per head on average, sinks included; sinks are always
+ * kept.  Three ways to spend the budget B = (target − sinks) per head:
+ *   global  one ranking of every unit of every layer and head (the paper's
+ *           non-uniform default, §3.3), after a floor of ⌊floor·B⌋ units that
+ *           every head keeps first; no layer above cap_layer units;
+ *   uniform each head keeps its B best;
+ *   adakv   per layer, Ada-KV's allocation (eng_adakv_allocate) of H·B over
+ *           the heads by the layer's ranking.
+ * Ties: score desc, then position asc, then layer, then head.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+struct kz_ent {
+	float score;
+	uint32_t pos;
+	int layer, head;
+	int64_t idx; /* index in the head's list */
+};
+
+static int
+kz_cmp(const void *a, const void *b)
+{
+	const struct kz_ent *x = a, *y = b;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (x->pos != y->pos)
+		return x->pos < y->pos ? -1 : 1;
+	if (x->layer != y->layer)
+		return x->layer < y->layer ? -1 : 1;
+	return (x->head > y->head) - (x->head < y->head);
+}
+
+static int
+kz_idx_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sinks of a head: its leading units with positions below n_sink. */
+static int64_t
+kz_head_sinks(const struct eng_kv_layer *L, int m, int64_t n_sink)
+{
+	int64_t s = 0;
+	while (s < L->len[m] && L->pos[L->off[m] + s] < (uint32_t)n_sink)
+		s++;
+	return s;
+}
+
+/* Mark, for alloc=adakv, each head's allocation in layer l: a[m] of the
+ * layer's entries (ent[lo..hi), already ranked) per head. */
+static void
+kz_adakv(const struct eng_policy *p, const struct kz_ent *ent, int64_t lo, int64_t hi, int H,
+    int64_t b, const int64_t *n_cand, uint8_t *take, int *rank_head, int64_t *a,
+    int64_t *work, double *frac)
+{
+	int64_t i, seen[64] = { 0 };
+	for (i = lo; i < hi; i++)
+		rank_head[i - lo] = ent[i].head;
+	eng_adakv_allocate(n_cand, H, b, p->f[1], rank_head, hi - lo, a, work, frac);
+	for (i = lo; i < hi; i++)
+		if (seen[ent[i].head] < a[ent[i].head]) {
+			seen[ent[i].head]++;
+			take[i] = 1;
+		}
+}
+
+int
+eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_sink, int64_t target,
+    int64_t cap_layer)
+{
+	int NL = kv->n_layer, H = kv->n_head_kv, l, m;
+	int64_t b = target > n_sink ? target - n_sink : 0, n_ent = 0, i, *ns = NULL;
+	int64_t *per_head = NULL, *per_layer = NULL, *keep = NULL, **keep_ptr = NULL, *n_keep = NULL;
+	int64_t floor_b = (int64_t)floor(p->f[0] * (double)b), total;
+	struct kz_ent *ent = NULL;
+	uint8_t *take = NULL;
+	int *rank_head = NULL;
+	int rc = ENG_ERR_NOMEM;
+
+	if (H > 64)
+		return ENG_ERR_ARG;
+	for (l = 0; l < NL; l++)
+		n_ent += eng_kv_layer_units(kv, l);
+	ent = malloc((size_t)(n_ent + 1) * sizeof(*ent));
+	take = calloc((size_t)(n_ent + 1), 1);
+	rank_head = malloc((size_t)(n_ent + 1) * sizeof(int));
+	ns = malloc((size_t)NL * (size_t)H * sizeof(int64_t));
+	per_head = calloc((size_t)NL * (size_t)H, sizeof(int64_t));
+	per_layer = calloc((size_t)NL, sizeof(int64_t));
+	keep = malloc((size_t)(kv->rows + 1) * sizeof(int64_t));
+	keep_ptr = malloc((size_t)H * sizeof(*keep_ptr));
+	n_keep = malloc((size_t)H * sizeof(int64_t));
+	if (!ent || !take || !rank_head || !ns || !per_head || !per_layer || !keep || !keep_ptr ||
+	    !n_keep)
+		goto out;
+	/* candidates: every unit but the sinks, ranked per layer then overall */
+	n_ent = 0;
+	for (l = 0; l < NL; l++) {
+		const struct eng_kv_layer *L = &kv->layer[l];
+		for (m = 0; m < H; m++) {
+			int64_t s = kz_head_sinks(L, m, n_sink);
+			ns[(size_t)l * (size_t)H + (size_t)m] = s;
+			for (i = s; i < L->len[m]; i++) {
+				struct kz_ent *e = &ent[n_ent++];
+				e->score = L->score[L->off[m] + i];
+				e->pos = L->pos[L->off[m] + i];
+				e->layer = l;
+				e->head = m;
+				e->idx = i;
+			}
+		}
+	}
+	if (p->i[1] == KVZIP_ADAKV) {
+		int64_t lo = 0, hi, a[64], work[64], n_cand[64];
+		double frac[64];
+		for (l = 0; l < NL; l++) {
+			for (m = 0; m < H; m++)
+				n_cand[m] = kv->layer[l].len[m] - ns[(size_t)l * (size_t)H + (size_t)m];
+			for (hi = lo; hi < n_ent && ent[hi].layer == l; hi++)
+				;
+			qsort(ent + lo, (size_t)(hi - lo), sizeof(*ent), kz_cmp);
+			kz_adakv(p, ent, lo, hi, H, b, n_cand, take, rank_head, a, work, frac);
+			lo = hi;
+		}
+	} else {
+		qsort(ent, (size_t)n_ent, sizeof(*ent), kz_cmp);
+		/* uniform: every head its b best; global: its floor first */
+		int64_t first = p->i[1] == KVZIP_UNIFORM ? b : floor_b;
+		total = (int64_t)NL * (int64_t)H * b;
+		for (i = 0; i < n_ent; i++) {
+			int64_t *c = &per_head[(size_t)ent[i].layer * (size_t)H + (size_t)ent[i].head];
+			if (*c < first) {
+				(*c)++;
+				per_layer[ent[i].layer]++;
+				take[i] = 1;
+				total--;
+			}
+		}
+		for (i = 0; p->i[1] == KVZIP_GLOBAL && i < n_ent && total > 0; i++) {
+			if (take[i] || per_layer[ent[i].layer] + (int64_t)H * n_sink >= cap_layer)
+				continue;
+			take[i] = 1;
+			per_layer[ent[i].layer]++;
+			total--;
+		}
+	}
+	/* keep lists per layer: sinks + taken, ascending; compact */
+	rc = 0;
+	for (l = 0; !rc && l < NL; l++) {
+		int64_t at = 0;
+		for (m = 0; m < H; m++) {
+			keep_ptr[m] = keep + at;
+			n_keep[m] = ns[(size_t)l * (size_t)H + (size_t)m];
+			for (i = 0; i < n_keep[m]; i++)
+				keep[at + i] = i;
+			at += kv->layer[l].len[m];
+		}
+		for (i = 0; i < n_ent; i++)
+			if (take[i] && ent[i].layer == l) {
+				m = ent[i].head;
+				keep_ptr[m][n_keep[m]++] = ent[i].idx;
+			}
+		for (m = 0; m < H; m++)
+			qsort(keep_ptr[m], (size_t)n_keep[m], sizeof(int64_t), kz_idx_cmp);
+		rc = eng_kv_compact(kv, l, (const int64_t *const *)keep_ptr, n_keep);
+	}
+out:
+	free(ent);
+	free(take);
+	free(rank_head);
+	free(ns);
+	free(per_head);
+	free(per_layer);
+	free(keep);
+	free(keep_ptr);
+	free(n_keep);
+	return rc;
+}

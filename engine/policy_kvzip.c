@@ -1,0 +1,243 @@
+/*
+ * policy_kvzip.c: KVzip, query-agnostic compression by context
+ * reconstruction (Kim et al., NeurIPS 2025, arXiv 2505.23416; docs/POLICIES.md
+ * and docs/KVZIP.md): options, the reconstruction prompt, pool sizing.
+ *
+ * The document is read in segments; after each, the model is asked to
+ * repeat the segment (teacher-forced) and every cached unit is scored by
+ * the largest attention any reconstruction query pays it (kvzip_ingest.c);
+ * then one selection over all layers and heads cuts the cache to its
+ * budget (kvzip_select.c).
+ *
+ * Options: seg=N (2048) tokens per segment, at most what fits the model's
+ * window with the reconstruction; alloc=global|uniform|adakv (global);
+ * sinks=N|auto (auto: the chat template's system turn and user header when
+ * the document starts with them, else 4); norm=prob|plus (prob; plus
+ * weights each probability by ‖W_O v‖/‖h‖, KVzip+); floor=F (0.1) share of
+ * the mean per-head budget every head keeps under alloc=global;
+ * alpha=A (0.2) Ada-KV's uniform share under alloc=adakv.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+static const char kvzip_first_text[] = "\n\nRepeat the previous context exactly.";
+static const char kvzip_pre_text[] =
+    "\n\nRepeat the part of the previous context exactly, starting with ";
+static const char kvzip_post_text[] = "<|im_end|>\n<|im_start|>assistant\n";
+
+static void
+kvzip_prompt_free(struct kvzip_prompt *pr)
+{
+	if (!pr)
+		return;
+	free(pr->first);
+	free(pr->pre);
+	free(pr->post);
+	free(pr->tpl);
+	free(pr);
+}
+
+static void
+kvzip_destroy(struct eng_policy *p)
+{
+	kvzip_prompt_free(p->priv);
+	p->priv = NULL;
+}
+
+static int
+kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
+{
+	if (!key) {
+		p->i[0] = 2048;
+		p->i[1] = KVZIP_GLOBAL;
+		p->i[2] = -1;
+		p->i[3] = 0;
+		p->f[0] = 0.1;
+		p->f[1] = 0.2;
+		return 0;
+	}
+	if (!strcmp(key, "seg"))
+		return eng_policy_parse_int(val, 64, 1 << 20, &p->i[0]);
+	if (!strcmp(key, "alloc")) {
+		if (!strcmp(val, "global"))
+			p->i[1] = KVZIP_GLOBAL;
+		else if (!strcmp(val, "uniform"))
+			p->i[1] = KVZIP_UNIFORM;
+		else if (!strcmp(val, "adakv"))
+			p->i[1] = KVZIP_ADAKV;
+		else
+			return eng_fail(why, why_len, ENG_ERR_ARG,
+			    "kvzip: alloc=%s (global, uniform or adakv)", val);
+		return 0;
+	}
+	if (!strcmp(key, "sinks")) {
+		if (!strcmp(val, "auto")) {
+			p->i[2] = -1;
+			return 0;
+		}
+		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[2]);
+	}
+	if (!strcmp(key, "norm")) {
+		if (!strcmp(val, "prob"))
+			p->i[3] = 0;
+		else if (!strcmp(val, "plus"))
+			p->i[3] = 1;
+		else
+			return eng_fail(why, why_len, ENG_ERR_ARG, "kvzip: norm=%s (prob or plus)", val);
+		return 0;
+	}
+	if (!strcmp(key, "floor"))
+		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[0]);
+	if (!strcmp(key, "alpha"))
+		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[1]);
+	return eng_fail(why, why_len, ENG_ERR_ARG,
+	    "policy kvzip has no option '%s' (seg, alloc, sinks, norm, floor, alpha)", key);
+}
+
+static int
+kvzip_check(struct eng_policy *p, char *why, size_t why_len)
+{
+	if (p->i[2] >= 0 && p->ratio <= 0.0 && p->i[2] >= p->budget)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "kvzip: sinks (%lld) must be below the budget (%lld)", (long long)p->i[2],
+		    (long long)p->budget);
+	return 0;
+}
+
+static size_t
+kvzip_describe(const struct eng_policy *p, char *buf, size_t cap)
+{
+	static const char *const alloc[] = { "global", "uniform", "adakv" };
+	char sinks[24];
+	int n;
+	if (p->i[2] < 0)
+		snprintf(sinks, sizeof(sinks), "auto");
+	else
+		snprintf(sinks, sizeof(sinks), "%lld", (long long)p->i[2]);
+	n = snprintf(buf, cap, ",seg=%lld,alloc=%s,sinks=%s,norm=%s,floor=%g,alpha=%g",
+	    (long long)p->i[0], alloc[p->i[1]], sinks, p->i[3] ? "plus" : "prob", p->f[0], p->f[1]);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static int64_t
+kvzip_stat_from(const struct eng_policy *p, int64_t n_tok)
+{
+	(void)p;
+	(void)n_tok;
+	return -1;
+}
+
+static int64_t
+kvzip_window(const struct eng_policy *p)
+{
+	(void)p;
+	return 0;
+}
+
+/* Not reached: kvzip's own ingest selects (kvzip_select.c). */
+static int
+kvzip_select_unused(struct eng_policy *p, struct eng_evict *e)
+{
+	(void)p;
+	eng_policy_keep_all(e);
+	return 0;
+}
+
+/* Append the ids of text to a malloc'd array. */
+static int
+kvzip_encode(const struct eng_tok *t, const char *text, int special, int32_t **ids,
+    int64_t *n)
+{
+	size_t len = strlen(text);
+	int64_t cap = (int64_t)len + 8, r;
+	*ids = malloc((size_t)cap * sizeof(int32_t));
+	if (!*ids)
+		return ENG_ERR_NOMEM;
+	r = eng_tok_encode(t, text, len, special, *ids, cap);
+	if (r < 0)
+		return (int)r;
+	if (r > cap || r > KVZIP_PROMPT_MAX)
+		return ENG_ERR_TOKENIZER;
+	*n = r;
+	return 0;
+}
+
+/* Tokenize the reconstruction prompt with the model's own tokenizer. */
+static int
+kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
+{
+	struct kvzip_prompt *pr;
+	struct eng_tok *tok = NULL;
+	int32_t *a = NULL, *b = NULL;
+	int64_t na = 0, nb = 0;
+	int rc;
+
+	if (p->priv)
+		return 0;
+	if ((rc = eng_tok_init(&tok, m->gguf, why, why_len)))
+		return rc;
+	pr = calloc(1, sizeof(*pr));
+	if (!pr) {
+		eng_tok_free(tok);
+		return ENG_ERR_NOMEM;
+	}
+	rc = kvzip_encode(tok, kvzip_pre_text, 0, &pr->pre, &pr->n_pre);
+	if (!rc)
+		rc = kvzip_encode(tok, kvzip_post_text, 1, &pr->post, &pr->n_post);
+	if (!rc)
+		rc = kvzip_encode(tok, kvzip_first_text, 0, &a, &na);
+	if (!rc && !(pr->first = malloc((size_t)(na + pr->n_post) * sizeof(int32_t))))
+		rc = ENG_ERR_NOMEM;
+	if (!rc) {
+		memcpy(pr->first, a, (size_t)na * sizeof(int32_t));
+		memcpy(pr->first + na, pr->post, (size_t)pr->n_post * sizeof(int32_t));
+		pr->n_first = na + pr->n_post;
+		nb = eng_chat_doc_ids(tok, "", 0, &b);
+		if (nb < 0)
+			rc = (int)nb;
+		else {
+			pr->tpl = b;
+			pr->n_tpl = nb;
+		}
+	}
+	free(a);
+	eng_tok_free(tok);
+	if (rc) {
+		kvzip_prompt_free(pr);
+		return eng_fail(why, why_len, rc, "kvzip: cannot tokenize the reconstruction prompt");
+	}
+	p->priv = pr;
+	return 0;
+}
+
+int64_t
+eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk, int64_t n_extra)
+{
+	int64_t target = p->ratio > 0.0 ? (int64_t)(p->ratio * (double)n_doc) + 1 : p->budget;
+	int64_t seg = p->i[0] < n_doc ? p->i[0] : n_doc;
+	/* a segment (a short remainder may join it) and its reconstruction */
+	int64_t room = 2 * (seg + KVZIP_MIN_SEG) + KVZIP_PROMPT_MAX + KVZIP_ANCHOR;
+	(void)chunk;
+	if (target >= n_doc)
+		return n_doc + (room > n_extra ? room : n_extra) + 1;
+	if (room < n_extra)
+		room = n_extra;
+	return KVZIP_LAYER_CAP * target + room + 1;
+}
+
+const struct eng_policy_ops eng_policy_kvzip = {
+	.name = "kvzip",
+	.set = kvzip_set,
+	.check = kvzip_check,
+	.describe = kvzip_describe,
+	.stat_from = kvzip_stat_from,
+	.window = kvzip_window,
+	.select = kvzip_select_unused,
+	.destroy = kvzip_destroy,
+	.bind = kvzip_bind,
+	.rows_per_head = eng_kvzip_rows,
+	.ingest = eng_kvzip_ingest,
+};
