@@ -261,9 +261,14 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 	int64_t stride = base[0] + n_tok, g, u, t;
 	float *suma = malloc((size_t)(H * stride) * sizeof(float));
 	float *sumb = malloc((size_t)(H * stride) * sizeof(float));
+	float *mxa = malloc((size_t)(H * stride) * sizeof(float));
+	float *mxb = malloc((size_t)(H * stride) * sizeof(float));
+	float *mxc = malloc((size_t)(H * stride) * sizeof(float));
+	float *roww = malloc((size_t)n_tok * sizeof(float));
+	int64_t dom_from[G];
 	char what[96];
-	double e1 = NAN, e2 = NAN;
-	int ok = qpos && q && qa && oa && ob && suma && sumb;
+	double e1 = NAN, e2 = NAN, e3 = NAN, e4 = NAN;
+	int ok = qpos && q && qa && oa && ob && suma && sumb && mxa && mxb && mxc && roww;
 
 	memset(heads, 0, sizeof(heads));
 	for (g = 0; ok && g < G; g++) {
@@ -297,17 +302,34 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 						kv[g][0][u * HD + t] = NAN;
 		}
 	}
-	for (t = 0; t < n_tok; t++)
+	for (t = 0; ok && t < n_tok; t++) {
 		qpos[t] = 4000 + (uint32_t)t;
+		roww[t] = 1.0f + 0.5f * st_rand(r); /* KVzip's per-query weights: positive */
+	}
+	for (g = 0; g < G; g++)
+		dom_from[g] = base[g] / 2; /* a partial domain: sinks, the upper half, the chunk */
+	memset(&sa, 0, sizeof(sa));
+	memset(&sb, 0, sizeof(sb));
 	if (ok) {
 		sa.sum = suma;
 		sb.sum = sumb;
 		sa.stride = sb.stride = stride;
 		sa.row_from = sb.row_from = n_tok / 3;
+		sa.max = mxa;
+		sb.max = mxb;
+		sa.n_lead = sb.n_lead = 4;
+		sa.dom_from = sb.dom_from = dom_from;
+		sa.row_w = sb.row_w = roww;
 		if (!ro->attention(r->ref, ob, q, n_tok, H, G, HD, heads, 0.125f, &sb) &&
 		    !d->attention(r->dev, oa, q, n_tok, H, G, HD, heads, 0.125f, &sa)) {
 			e1 = st_relerr(oa, ob, (size_t)(n_tok * H * HD));
 			e2 = st_relerr(suma, sumb, (size_t)(H * stride));
+			e3 = st_relerr(mxa, mxb, (size_t)(H * stride));
+			/* the backend again without sum: the same max */
+			sa.sum = NULL;
+			sa.max = mxc;
+			if (!d->attention(r->dev, oa, q, n_tok, H, G, HD, heads, 0.125f, &sa))
+				e4 = st_relerr(mxc, mxa, (size_t)(H * stride));
 		}
 	}
 	snprintf(what, sizeof(what), "attention%s ragged x%lld: output", pod ? " pod" : "",
@@ -316,6 +338,17 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 	snprintf(what, sizeof(what), "attention%s ragged x%lld: statistics", pod ? " pod" : "",
 	    (long long)n_tok);
 	st_row(r, "ops", what, e2, 1e-5, "rel");
+	/* Both are the f32 softmax probabilities the statistics row compares,
+	 * divided by a domain sum taken in double and rounded once to f32 (and
+	 * times row_w): a few ulp on top of the probabilities' own error; a max
+	 * is exact in any order. */
+	snprintf(what, sizeof(what), "attention%s ragged x%lld: reconstruction max",
+	    pod ? " pod" : "", (long long)n_tok);
+	st_row(r, "ops", what, e3, 1e-5, "rel");
+	/* the same kernels on the same inputs: only sum == NULL differs */
+	snprintf(what, sizeof(what), "attention%s ragged x%lld: max without sum",
+	    pod ? " pod" : "", (long long)n_tok);
+	st_row(r, "ops", what, e4, 0.0, "rel");
 	for (g = 0; g < G; g++) {
 		free(kv[g][0]);
 		free(kv[g][1]);
@@ -329,6 +362,10 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 	free(ob);
 	free(suma);
 	free(sumb);
+	free(mxa);
+	free(mxb);
+	free(mxc);
+	free(roww);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -430,7 +467,7 @@ static void
 st_policies(struct st_run *r, const struct st_engine *e)
 {
 	static const char *names[] = { "full", "streaming", "h2o", "snapkv", "pyramidkv", "adakv",
-		"nacl" };
+		"nacl", "kvzip" };
 	int32_t nv = e->m->hp.n_vocab, ta[8], tb[8];
 	float *la = malloc((size_t)nv * sizeof(float)), *lb = malloc((size_t)nv * sizeof(float));
 	size_t i;

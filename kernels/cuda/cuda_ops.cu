@@ -19,7 +19,8 @@
  *                       copy), fp32 accumulation, one warp per output row.
  * Attention follows kern_cpu_attention: logits, a row softmax (max
  * subtracted, sum in double), P·V, and the statistics summed over queries in
- * a fixed order, so results do not depend on scheduling.
+ * a fixed order (KVzip's restricted maxima: a domain sum per row in double,
+ * then a max over queries), so results do not depend on scheduling.
  *
  * Errors: every CUDA and cuBLAS call is checked; a failure sets the ctx's
  * message and the op returns KERN_ERR_DEVICE (never aborts).
@@ -56,7 +57,7 @@ struct kcu_buf {
 
 enum { KCU_B_X, KCU_B_Y, KCU_B_H16, KCU_B_K, KCU_B_V, KCU_B_KA, KCU_B_POS, KCU_B_OFF,
 	KCU_B_Q, KCU_B_QA, KCU_B_QPOS, KCU_B_S, KCU_B_O, KCU_B_ST, KCU_B_IDS, KCU_B_W,
-	KCU_B_COUNT };
+	KCU_B_MX, KCU_B_DOMF, KCU_B_ROWW, KCU_B_DSUM, KCU_B_COUNT };
 
 struct kcu_state {
 	int device;
@@ -509,6 +510,67 @@ kcu_attn_stats(struct kcu_attn a, int64_t from, int64_t stride, float *sum)
 	sum[h * stride + u] = acc;
 }
 
+/* KVzip's restricted softmax (kern_attn_stats.max): dsum[h, t] = Σ of
+ * p[h, t, u] over the units of the domain that t sees, u < vis with
+ * u < n_lead or u >= dom_from[g] (what kern_attn_restricted_max sums as
+ * [0, min(n_lead, vis)) ∪ [max(dom_from, lead), vis)); in double, one block
+ * per (h, t), rows t < from skipped. */
+__global__ static void
+kcu_attn_domain(struct kcu_attn a, int64_t from, int64_t n_lead, const int64_t *dom_from,
+    double *dsum)
+{
+	__shared__ double part[256];
+	int64_t h = blockIdx.x / a.n_tok, t = blockIdx.x % a.n_tok, g = h / a.group;
+	int64_t n = a.off[g + 1] - a.off[g], vis = n - a.n_tok + t + 1, df = dom_from[g], u;
+	const float *p = a.s + (h * a.n_tok + t) * a.maxn;
+	double acc = 0.0;
+	int k;
+
+	if (t < from)
+		return; /* the whole block: no barrier is reached */
+	for (u = threadIdx.x; u < vis; u += blockDim.x)
+		if (u < n_lead || u >= df)
+			acc += p[u];
+	part[threadIdx.x] = acc;
+	__syncthreads();
+	for (k = blockDim.x / 2; k > 0; k /= 2) {
+		if ((int)threadIdx.x < k)
+			part[threadIdx.x] += part[threadIdx.x + k];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		dsum[h * a.n_tok + t] = part[0];
+}
+
+/* mx[h, u] = max over t >= from of row_w[t] · p[h, t, u] / dsum[h, t] for u
+ * in t's domain (rows whose domain sum is not > 0 skipped), 0 otherwise and
+ * past n_kv; the products rounded as kern_attn_restricted_max rounds them
+ * (a max is exact in any order). */
+__global__ static void
+kcu_attn_max(struct kcu_attn a, int64_t from, int64_t stride, int64_t n_lead,
+    const int64_t *dom_from, const float *row_w, const double *dsum, float *mx)
+{
+	int64_t u = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, h = blockIdx.y, t;
+	int64_t g = h / a.group, base = a.off[g + 1] - a.off[g] - a.n_tok;
+	float best = 0.0f;
+
+	if (u >= stride)
+		return;
+	if (u < a.maxn && (u < n_lead || u >= dom_from[g])) {
+		/* t sees u from t = u - base on */
+		for (t = u - base > from ? u - base : from; t < a.n_tok; t++) {
+			double d = dsum[h * a.n_tok + t];
+			float inv, v;
+			if (!(d > 0.0))
+				continue;
+			inv = (float)(1.0 / d) * (row_w ? row_w[t] : 1.0f);
+			v = a.s[(h * a.n_tok + t) * a.maxn + u] * inv;
+			best = v > best ? v : best;
+		}
+	}
+	mx[h * stride + u] = best;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Ops                                                                       */
 
@@ -702,7 +764,7 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 	int64_t *off = NULL, g, maxn = 0;
 	uint32_t *pod = NULL;
 	void *dk, *dv, *dka = NULL, *dpos = NULL, *doff, *dq, *dqa = NULL, *dqpos = NULL, *dpod = NULL;
-	void *ds, *dout, *dst = NULL;
+	void *ds, *dout, *dst = NULL, *dmx = NULL, *ddomf = NULL, *drow = NULL, *ddsum = NULL;
 	size_t qbytes = (size_t)(n_tok * n_head * head_dim) * 4;
 	int rc, is_pod;
 
@@ -711,6 +773,8 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 	for (g = 0; g < n_kv_head; g++)
 		if (heads[g].n_kv < n_tok || (st && heads[g].n_kv > st->stride))
 			return KERN_ERR_SHAPE;
+	if (st && st->max && (!st->dom_from || st->n_lead < 0))
+		return KERN_ERR_SHAPE;
 	is_pod = heads[0].ka != NULL;
 	off = (int64_t *)malloc((size_t)(n_kv_head + 1) * sizeof(int64_t));
 	pod = (uint32_t *)malloc((size_t)(2 * n_kv_head) * sizeof(uint32_t));
@@ -756,8 +820,18 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 		rc = kcu_scratch(ctx, s, KCU_B_S, (size_t)(n_head * n_tok * maxn) * 4, &ds);
 	if (!rc)
 		rc = kcu_scratch(ctx, s, KCU_B_O, qbytes, &dout);
-	if (!rc && st)
+	if (!rc && st && st->sum)
 		rc = kcu_scratch(ctx, s, KCU_B_ST, (size_t)(n_head * st->stride) * 4, &dst);
+	if (!rc && st && st->max) {
+		rc = kcu_scratch(ctx, s, KCU_B_MX, (size_t)(n_head * st->stride) * 4, &dmx);
+		if (!rc)
+			rc = kcu_upload(ctx, s, KCU_B_DOMF, st->dom_from, (size_t)n_kv_head * 8,
+			    &ddomf);
+		if (!rc && st->row_w)
+			rc = kcu_upload(ctx, s, KCU_B_ROWW, st->row_w, (size_t)n_tok * 4, &drow);
+		if (!rc)
+			rc = kcu_scratch(ctx, s, KCU_B_DSUM, (size_t)(n_head * n_tok) * 8, &ddsum);
+	}
 	free(off);
 	free(pod);
 	if (rc)
@@ -792,10 +866,23 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 	if (st) {
 		int64_t from = st->row_from < 0 ? 0 : st->row_from;
 		dim3 grid(kcu_blocks(st->stride, 256), (unsigned)n_head);
-		kcu_attn_stats<<<grid, 256, 0, s->stream>>>(a, from, st->stride, (float *)dst);
-		KCU_LAUNCHED(ctx);
-		KCU_CHECK(ctx, cudaMemcpyAsync(st->sum, dst, (size_t)(n_head * st->stride) * 4,
-		    cudaMemcpyDeviceToHost, s->stream));
+		if (st->sum) {
+			kcu_attn_stats<<<grid, 256, 0, s->stream>>>(a, from, st->stride, (float *)dst);
+			KCU_LAUNCHED(ctx);
+			KCU_CHECK(ctx, cudaMemcpyAsync(st->sum, dst,
+			    (size_t)(n_head * st->stride) * 4, cudaMemcpyDeviceToHost, s->stream));
+		}
+		if (st->max) {
+			kcu_attn_domain<<<(unsigned)(n_head * n_tok), 256, 0, s->stream>>>(a, from,
+			    st->n_lead, (const int64_t *)ddomf, (double *)ddsum);
+			KCU_LAUNCHED(ctx);
+			kcu_attn_max<<<grid, 256, 0, s->stream>>>(a, from, st->stride, st->n_lead,
+			    (const int64_t *)ddomf, (const float *)drow, (const double *)ddsum,
+			    (float *)dmx);
+			KCU_LAUNCHED(ctx);
+			KCU_CHECK(ctx, cudaMemcpyAsync(st->max, dmx,
+			    (size_t)(n_head * st->stride) * 4, cudaMemcpyDeviceToHost, s->stream));
+		}
 	}
 	return kcu_download(ctx, s, out, dout, qbytes);
 }

@@ -1,0 +1,540 @@
+/*
+ * test_kvzip.c: the kvzip policy (engine/policy_kvzip.c, kvzip_ingest.c,
+ * kvzip_select.c) on the real model, and its selection on hand-made pools.
+ *
+ *   keep_all_is_full   with ratio 1 nothing is evicted, and the cache and the
+ *                      last logits are bitwise those of a plain full ingest
+ *                      in the same chunks (the reconstruction passes leave
+ *                      nothing behind)
+ *   scores_by_hand     every unit's score equals the definition computed here
+ *                      in double from the replayed reconstruction's own
+ *                      queries and keys: max over the GQA group and the
+ *                      repeat's queries of the softmax restricted to sinks,
+ *                      segment and repeat (two segments, so the restriction
+ *                      matters); the repeat input is built here from text
+ *   select_*           the three allocations on pools with known scores
+ *                      against brute force
+ *   budget_and_cancel  the kept count after an ingest is the budget; the
+ *                      progress callback can stop a kvzip ingest
+ *   ratio              eng_parse_ratio, the ratio form's description and
+ *                      per-document budget
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
+#include "tests/tap.h"
+#include "tests/tiny_model.h"
+
+static const char g_text[] =
+    "The lighthouse at the end of the northern breakwater was built in 1871 "
+    "from granite quarried on the island itself. Its keeper, a retired sailor "
+    "named Elias Brandt, kept a logbook of every ship that passed, and of the "
+    "weather each morning and evening. The lamp burned whale oil until 1903, "
+    "when it was replaced by a kerosene burner, and later by an electric lamp "
+    "that could be seen twenty-two nautical miles out to sea. In the winter of "
+    "1911 a storm broke the lantern glass, and Brandt kept a lantern burning by "
+    "hand for three nights until the glazier came from the mainland. The "
+    "lighthouse was automated in 1968; the keeper's cottage became a small "
+    "museum of maritime history, where the logbooks are displayed in a glass "
+    "case beside a brass telescope and a model of the schooner Margarethe, "
+    "which ran aground on the reef below the tower in 1887. Visitors climb one "
+    "hundred and fourteen steps to the gallery, from which, on a clear day, the "
+    "coast of the neighbouring country is visible as a thin grey line. The "
+    "museum is open from April to October, and the entrance fee supports the "
+    "upkeep of the tower and the restoration of the old fog bell.";
+
+static struct eng_model *g_m;
+static struct eng_tok *g_tok;
+
+static int
+open_model(void)
+{
+	char why[256];
+	if (g_m)
+		return 0;
+	if (eng_model_open(&g_m, tap_model_path(), why, sizeof(why)) ||
+	    eng_tok_init(&g_tok, g_m->gguf, why, sizeof(why))) {
+		tap_diag("cannot open the model: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The document's ids as kvsnap ingests them (template prefix + text). */
+static int64_t
+doc_ids(int32_t **ids)
+{
+	return eng_chat_doc_ids(g_tok, g_text, sizeof(g_text) - 1, ids);
+}
+
+static enum tap_result
+test_keep_all_is_full(void)
+{
+	struct eng_policy *pz = NULL, *pf = NULL;
+	struct eng_kv *kz = NULL, *kf = NULL;
+	struct eng_ctx *c = NULL;
+	int32_t *ids = NULL;
+	int64_t n, rows, u;
+	float *lz, *lf;
+	char why[256];
+	int l, m, rc;
+
+	TAP_CHECK(!open_model(), "model");
+	n = doc_ids(&ids);
+	TAP_CHECK(n > 200, "document of %lld tokens", (long long)n);
+	lz = malloc((size_t)g_m->hp.n_vocab * sizeof(float));
+	lf = malloc((size_t)g_m->hp.n_vocab * sizeof(float));
+	TAP_CHECK(!eng_policy_create_ratio(&pz, "kvzip", "seg=128", 1.0, why, sizeof(why)), "%s",
+	    why);
+	TAP_CHECK(!eng_policy_create(&pf, "full", "", 0, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
+	rows = eng_policy_rows_per_head(pz, n, 64, 0);
+	TAP_CHECK(!eng_kv_init(&kz, g_m, rows) && !eng_kv_init(&kf, g_m, n + 1), "pools");
+	rc = eng_ingest(c, kz, pz, ids, n, 64, lz);
+	TAP_CHECK(rc == 0, "kvzip ingest: %s", eng_strerror(rc));
+	rc = eng_ingest(c, kf, pf, ids, n, 64, lf);
+	TAP_CHECK(rc == 0, "full ingest: %s", eng_strerror(rc));
+	TAP_CHECK(kz->next_pos == (uint32_t)n, "next_pos %u after the reconstructions", kz->next_pos);
+	TAP_CHECK(!memcmp(lz, lf, (size_t)g_m->hp.n_vocab * sizeof(float)), "last logits differ");
+	for (l = 0; l < g_m->hp.n_layer; l++)
+		for (m = 0; m < g_m->hp.n_head_kv; m++) {
+			const struct eng_kv_layer *A = &kz->layer[l], *B = &kf->layer[l];
+			size_t hd = (size_t)g_m->hp.head_dim;
+			TAP_CHECK(A->len[m] == n && B->len[m] == n, "layer %d head %d holds %lld", l, m,
+			    (long long)A->len[m]);
+			for (u = 0; u < n; u++) {
+				TAP_CHECK(A->pos[A->off[m] + u] == (uint32_t)u, "position");
+				TAP_CHECK(!memcmp(A->k + (A->off[m] + u) * hd, B->k + (B->off[m] + u) * hd,
+				    hd * sizeof(float)) && !memcmp(A->v + (A->off[m] + u) * hd,
+				    B->v + (B->off[m] + u) * hd, hd * sizeof(float)),
+				    "layer %d head %d unit %lld: K/V differ from the full ingest", l, m,
+				    (long long)u);
+			}
+		}
+	free(ids);
+	free(lz);
+	free(lf);
+	eng_kv_free(kz);
+	eng_kv_free(kf);
+	eng_ctx_free(c);
+	eng_policy_free(pz);
+	eng_policy_free(pf);
+	return TAP_PASS;
+}
+
+/* ---- scores by hand -------------------------------------------------- */
+
+struct replay {
+	const struct eng_model *m;
+	int64_t n_sink, seg_lo, seg_hi; /* units [seg_lo, seg_hi) are scored */
+	double *best;                   /* (n_layer, n_head_kv, seg_hi) */
+};
+
+/* After each layer's attention: the restricted softmax of every query of
+ * the chunk, in double, straight from the rotated keys in the pool. */
+static int
+replay_hook(void *arg, struct eng_kv *kv, int layer, const struct eng_fwd_layer_info *info)
+{
+	struct replay *r = arg;
+	const struct eng_hparams *hp = &r->m->hp;
+	int H = hp->n_head_kv, G = hp->n_head / hp->n_head_kv, hd = hp->head_dim, g, j, d;
+	const struct eng_kv_layer *L = &kv->layer[layer];
+	double scale = 1.0 / sqrt((double)hd), *lg;
+	int64_t t, u;
+
+	for (g = 0; g < H; g++) {
+		int64_t nk = L->len[g], base = nk - info->n_tok;
+		lg = malloc((size_t)nk * sizeof(double));
+		if (!lg)
+			return ENG_ERR_NOMEM;
+		for (j = 0; j < G; j++) {
+			int h = g * G + j;
+			for (t = 0; t < info->n_tok; t++) {
+				const float *q = info->q + (size_t)t * (size_t)(hp->n_head * hd) +
+				    (size_t)h * (size_t)hd;
+				int64_t vis = base + t + 1;
+				double mx = -INFINITY, z = 0.0, zd = 0.0;
+				for (u = 0; u < vis; u++) {
+					const float *k = L->kr + (size_t)(L->off[g] + u) * (size_t)hd;
+					double s = 0.0;
+					for (d = 0; d < hd; d++)
+						s += (double)q[d] * (double)k[d];
+					lg[u] = s * scale;
+					mx = lg[u] > mx ? lg[u] : mx;
+				}
+				for (u = 0; u < vis; u++) {
+					lg[u] = exp(lg[u] - mx);
+					z += lg[u];
+				}
+				/* the domain: sinks, the segment, the repeat (all after seg_lo) */
+				for (u = 0; u < vis; u++)
+					if (u < r->n_sink || u >= r->seg_lo)
+						zd += lg[u] / z;
+				for (u = r->seg_lo; u < r->seg_hi && u < vis; u++) {
+					double p = lg[u] / z / zd;
+					double *b = &r->best[((size_t)layer * (size_t)H + (size_t)g) *
+					    (size_t)r->seg_hi + (size_t)u];
+					*b = p > *b ? p : *b;
+				}
+			}
+		}
+		free(lg);
+	}
+	return 0;
+}
+
+/* ids of text (specials parsed when special) appended to out. */
+static int64_t
+enc(const char *text, int special, int32_t *out)
+{
+	return eng_tok_encode(g_tok, text, strlen(text), special, out, 256);
+}
+
+static enum tap_result
+test_scores_by_hand(void)
+{
+	const struct eng_hparams *hp;
+	struct eng_policy *p = NULL;
+	struct eng_kv *kz = NULL, *kr = NULL;
+	struct eng_ctx *c = NULL;
+	struct replay r;
+	struct eng_fwd_hook hook;
+	int32_t *ids = NULL, rep[1024];
+	int64_t n, n_tpl, n_rep = 0, lo = 128, u, checked = 0;
+	int32_t *tpl = NULL;
+	double worst = 0.0;
+	char why[256];
+	int l, g, rc;
+
+	TAP_CHECK(!open_model(), "model");
+	hp = &g_m->hp;
+	n = doc_ids(&ids);
+	n_tpl = eng_chat_doc_ids(g_tok, "", 0, &tpl);
+	TAP_CHECK(n_tpl > 0 && n - lo >= 64 && n - lo < 128 + 64,
+	    "the document must make two segments of seg=128: %lld tokens", (long long)n);
+	TAP_CHECK(!eng_policy_create_ratio(&p, "kvzip", "seg=128", 1.0, why, sizeof(why)), "%s",
+	    why);
+	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
+	TAP_CHECK(!eng_kv_init(&kz, g_m, eng_policy_rows_per_head(p, n, 64, 0)), "pool");
+	TAP_CHECK(!eng_kv_init(&kr, g_m, 2 * n + 256), "pool");
+	rc = eng_ingest(c, kz, p, ids, n, 64, NULL);
+	TAP_CHECK(rc == 0, "ingest: %s", eng_strerror(rc));
+
+	/* replay segment 2's reconstruction: the document, then the repeat
+	 * request naming segment 1's last 8 tokens, then segment 2 */
+	TAP_CHECK(!eng_forward(c, kr, ids, n, NULL, NULL) || 1, "prefill");
+	n_rep = enc("\n\nRepeat the part of the previous context exactly, starting with ", 0, rep);
+	memcpy(rep + n_rep, ids + lo - 8, 8 * sizeof(int32_t));
+	n_rep += 8;
+	n_rep += enc("<|im_end|>\n<|im_start|>assistant\n", 1, rep + n_rep);
+	memcpy(rep + n_rep, ids + lo, (size_t)(n - lo) * sizeof(int32_t));
+	n_rep += n - lo;
+	memset(&r, 0, sizeof(r));
+	r.m = g_m;
+	r.n_sink = n_tpl;
+	r.seg_lo = lo;
+	r.seg_hi = n;
+	r.best = calloc((size_t)hp->n_layer * (size_t)hp->n_head_kv * (size_t)n, sizeof(double));
+	TAP_CHECK(r.best != NULL, "oom");
+	memset(&hook, 0, sizeof(hook));
+	hook.after_attn = replay_hook;
+	hook.arg = &r;
+	hook.stat_from = -1;
+	for (u = 0; u < n_rep; u += 64) {
+		int64_t len = n_rep - u < 64 ? n_rep - u : 64;
+		rc = eng_forward_chunk_hooked(c, kr, rep + u, len, NULL, &hook);
+		TAP_CHECK(rc == 0, "replay: %s", eng_strerror(rc));
+	}
+	for (l = 0; l < hp->n_layer; l++)
+		for (g = 0; g < hp->n_head_kv; g++) {
+			const struct eng_kv_layer *L = &kz->layer[l];
+			for (u = 0; u < n; u++) {
+				float got = L->score[L->off[g] + u];
+				double want;
+				if (u < n_tpl) {
+					TAP_CHECK(isinf(got) && got > 0, "sink %lld scored %g", (long long)u, got);
+					continue;
+				}
+				TAP_CHECK(got >= 0.0f && got <= 1.0f, "score %g out of [0, 1]", got);
+				if (u < lo)
+					continue;
+				want = r.best[((size_t)l * (size_t)hp->n_head_kv + (size_t)g) * (size_t)n +
+				    (size_t)u];
+				/* f32 logits (sgemm, any BLAS kernel) against double: the
+				 * probabilities agree to ~1e-6 relative; 1e-4 leaves room
+				 * for exp's amplification of a logit error of ~1e-5 */
+				if (want > 1e-6 && fabs(got - want) / want > worst)
+					worst = fabs(got - want) / want;
+				TAP_CHECK(fabs(got - want) <= 1e-4 * want + 1e-7,
+				    "layer %d head %d unit %lld: score %.9g, by hand %.9g", l, g,
+				    (long long)u, got, want);
+				checked++;
+			}
+		}
+	tap_diag("%lld segment-2 scores match the hand computation (worst rel %.2g)",
+	    (long long)checked, worst);
+	free(r.best);
+	free(ids);
+	free(tpl);
+	eng_kv_free(kz);
+	eng_kv_free(kr);
+	eng_ctx_free(c);
+	eng_policy_free(p);
+	return TAP_PASS;
+}
+
+/* ---- selection on hand-made pools -------------------------------------- */
+
+/* A pool of the tiny model's shape with n units per head, scores from a
+ * hash, the first 2 positions sinks (score +inf). */
+static struct eng_kv *
+sel_pool(const struct eng_model *m, int64_t n, int skew)
+{
+	struct eng_kv *kv = NULL;
+	int l, h;
+	int64_t u;
+	if (eng_kv_init(&kv, m, n + 8))
+		return NULL;
+	for (l = 0; l < kv->n_layer; l++)
+		for (h = 0; h < kv->n_head_kv; h++) {
+			struct eng_kv_layer *L = &kv->layer[l];
+			L->len[h] = n;
+			for (u = 0; u < n; u++) {
+				uint32_t x = (uint32_t)(u * 2654435761u) ^ (uint32_t)(l * 40503 + h * 977);
+				L->pos[L->off[h] + u] = (uint32_t)u;
+				L->score[L->off[h] + u] = u < 2 ? INFINITY :
+				    (float)(x % 10007) / 10007.0f * (skew ? (float)(1 + l + 3 * h) : 1.0f);
+				memset(L->k + (L->off[h] + u) * kv->head_dim, 0,
+				    (size_t)kv->head_dim * sizeof(float));
+				memset(L->v + (L->off[h] + u) * kv->head_dim, 0,
+				    (size_t)kv->head_dim * sizeof(float));
+			}
+		}
+	kv->next_pos = (uint32_t)n;
+	return kv;
+}
+
+static int
+flt_desc(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x < y) - (x > y);
+}
+
+static enum tap_result
+sel_run(const char *opts, int skew, int mode)
+{
+	struct eng_model *m = NULL;
+	struct eng_policy *p = NULL;
+	struct eng_kv *kv = NULL, *ref = NULL;
+	char path[64], why[256];
+	int64_t n = 40, target = 12, total = 0, u, i;
+	int l, h, NL, H;
+
+	TAP_CHECK(!tiny_model_tmp(path, sizeof(path), 3), "tiny model");
+	TAP_CHECK(!eng_model_open(&m, path, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!eng_policy_create(&p, "kvzip", opts, target, why, sizeof(why)), "%s", why);
+	kv = sel_pool(m, n, skew);
+	ref = sel_pool(m, n, skew);
+	TAP_CHECK(kv && ref, "pools");
+	NL = kv->n_layer;
+	H = kv->n_head_kv;
+	TAP_CHECK(!eng_kvzip_select(p, kv, 2, target, INT64_MAX / 4), "select");
+	for (l = 0; l < NL; l++) {
+		int64_t layer_total = 0;
+		for (h = 0; h < H; h++) {
+			const struct eng_kv_layer *L = &kv->layer[l];
+			TAP_CHECK(L->len[h] >= 2 && L->pos[L->off[h]] == 0 && L->pos[L->off[h] + 1] == 1,
+			    "layer %d head %d lost its sinks", l, h);
+			for (u = 1; u < L->len[h]; u++)
+				TAP_CHECK(L->pos[L->off[h] + u] > L->pos[L->off[h] + u - 1], "order");
+			if (mode == 1)
+				TAP_CHECK(L->len[h] == target, "uniform: head keeps %lld",
+				    (long long)L->len[h]);
+			layer_total += L->len[h];
+		}
+		if (mode == 2)
+			TAP_CHECK(layer_total == (int64_t)H * target, "adakv: layer %d keeps %lld", l,
+			    (long long)layer_total);
+		total += layer_total;
+	}
+	TAP_CHECK(total == (int64_t)NL * H * target, "kept %lld units, want %lld", (long long)total,
+	    (long long)NL * H * target);
+	if (mode == 0) { /* global, floor 0: exactly the top scores overall */
+		float *all = malloc((size_t)(NL * H * n) * sizeof(float)), thr, kept_min = INFINITY;
+		int64_t k = 0;
+		for (l = 0; l < NL; l++)
+			for (h = 0; h < H; h++)
+				for (u = 2; u < n; u++)
+					all[k++] = ref->layer[l].score[ref->layer[l].off[h] + u];
+		qsort(all, (size_t)k, sizeof(float), flt_desc);
+		thr = all[(int64_t)NL * H * (target - 2) - 1];
+		for (l = 0; l < NL; l++)
+			for (h = 0; h < H; h++)
+				for (i = 2; i < kv->layer[l].len[h]; i++) {
+					float s = kv->layer[l].score[kv->layer[l].off[h] + i];
+					kept_min = s < kept_min ? s : kept_min;
+				}
+		free(all);
+		TAP_CHECK(kept_min == thr, "global: weakest kept %g, the global cut is %g", kept_min,
+		    thr);
+	}
+	eng_kv_free(kv);
+	eng_kv_free(ref);
+	eng_policy_free(p);
+	eng_model_close(m);
+	tiny_model_remove(path);
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_select_global(void)
+{
+	return sel_run("alloc=global,floor=0", 1, 0);
+}
+
+static enum tap_result
+test_select_uniform(void)
+{
+	return sel_run("alloc=uniform", 1, 1);
+}
+
+static enum tap_result
+test_select_adakv(void)
+{
+	return sel_run("alloc=adakv", 1, 2);
+}
+
+/* global with a floor: every head keeps at least floor·(target − sinks) */
+static enum tap_result
+test_select_floor(void)
+{
+	struct eng_model *m = NULL;
+	struct eng_policy *p = NULL;
+	struct eng_kv *kv;
+	char path[64], why[256];
+	int l, h;
+
+	TAP_CHECK(!tiny_model_tmp(path, sizeof(path), 3), "tiny model");
+	TAP_CHECK(!eng_model_open(&m, path, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!eng_policy_create(&p, "kvzip", "floor=0.5", 12, why, sizeof(why)), "%s", why);
+	kv = sel_pool(m, 40, 1); /* skewed: the last layers and heads dominate */
+	TAP_CHECK(kv && !eng_kvzip_select(p, kv, 2, 12, INT64_MAX / 4), "select");
+	for (l = 0; l < kv->n_layer; l++)
+		for (h = 0; h < kv->n_head_kv; h++)
+			TAP_CHECK(kv->layer[l].len[h] >= 2 + 5, "layer %d head %d keeps %lld < floor", l,
+			    h, (long long)kv->layer[l].len[h]);
+	eng_kv_free(kv);
+	eng_policy_free(p);
+	eng_model_close(m);
+	tiny_model_remove(path);
+	return TAP_PASS;
+}
+
+/* ---- budget and cancel ------------------------------------------------- */
+
+static int
+stop_after_first(void *arg, int64_t done, int64_t total)
+{
+	(void)total;
+	*(int64_t *)arg = done;
+	return 1;
+}
+
+static enum tap_result
+test_budget_and_cancel(void)
+{
+	struct eng_policy *p = NULL;
+	struct eng_kv *kv = NULL;
+	struct eng_ctx *c = NULL;
+	int32_t *ids = NULL;
+	int64_t n, total = 0, done = 0, want;
+	char why[256];
+	int l, rc;
+
+	TAP_CHECK(!open_model(), "model");
+	n = doc_ids(&ids);
+	TAP_CHECK(!eng_policy_create_ratio(&p, "kvzip", "seg=128", 0.25, why, sizeof(why)), "%s",
+	    why);
+	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
+	TAP_CHECK(!eng_kv_init(&kv, g_m, eng_policy_rows_per_head(p, n, 64, 0)), "pool");
+	rc = eng_ingest(c, kv, p, ids, n, 64, NULL);
+	TAP_CHECK(rc == 0, "ingest: %s", eng_strerror(rc));
+	for (l = 0; l < g_m->hp.n_layer; l++)
+		total += eng_kv_layer_units(kv, l);
+	want = (int64_t)ceil(0.25 * (double)n) * g_m->hp.n_layer * g_m->hp.n_head_kv;
+	TAP_CHECK(total == want, "kept %lld units at ratio 1/4 of %lld tokens, want %lld",
+	    (long long)total, (long long)n, (long long)want);
+	eng_kv_free(kv);
+	kv = NULL;
+	TAP_CHECK(!eng_kv_init(&kv, g_m, eng_policy_rows_per_head(p, n, 64, 0)), "pool");
+	rc = eng_ingest_cb(c, kv, p, ids, n, 64, NULL, stop_after_first, &done);
+	TAP_CHECK(rc == ENG_ERR_CANCELLED && done == 128, "cancel: rc %d after %lld tokens", rc,
+	    (long long)done);
+	free(ids);
+	eng_kv_free(kv);
+	eng_ctx_free(c);
+	eng_policy_free(p);
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_ratio(void)
+{
+	struct eng_policy *p = NULL;
+	char buf[512], why[256];
+	double r;
+
+	TAP_CHECK(!eng_parse_ratio("0.25", &r) && r == 0.25, "0.25");
+	TAP_CHECK(!eng_parse_ratio("1/8", &r) && r == 0.125, "1/8");
+	TAP_CHECK(!eng_parse_ratio("1", &r) && r == 1.0, "1");
+	TAP_CHECK(eng_parse_ratio("0", &r) && eng_parse_ratio("1.5", &r) &&
+	    eng_parse_ratio("3/2", &r) && eng_parse_ratio("1/0", &r) && eng_parse_ratio("x", &r) &&
+	    eng_parse_ratio("", &r) && eng_parse_ratio("-0.5", &r) && eng_parse_ratio("1/4x", &r),
+	    "bad ratios are refused");
+	TAP_CHECK(eng_policy_create_ratio(&p, "snapkv", "", 0.0, why, sizeof(why)) && strstr(why,
+	    "ratio"), "ratio 0 refused with a reason: %s", why);
+	TAP_CHECK(!eng_policy_create_ratio(&p, "kvzip", "", 0.25, why, sizeof(why)), "%s", why);
+	eng_policy_describe(p, buf, sizeof(buf));
+	{
+		static const char want[] = "kvzip:ratio=0.25,seg=2048,alloc=global,sinks=auto,norm=prob,";
+		TAP_CHECK(!strncmp(buf, want, sizeof(want) - 1), "description: %s", buf);
+	}
+	TAP_CHECK(!eng_policy_resolve(p, 1001, NULL, 0), "resolve");
+	eng_policy_describe(p, buf, sizeof(buf));
+	TAP_CHECK(strstr(buf, "ratio=0.25") && !strstr(buf, "budget"), "still the ratio: %s", buf);
+	eng_policy_free(p);
+	/* the per-document budget is re-checked: streaming's 4 sinks need more
+	 * than a quarter of an 8-token document */
+	TAP_CHECK(!eng_policy_create_ratio(&p, "streaming", "", 0.25, why, sizeof(why)), "%s", why);
+	TAP_CHECK(eng_policy_resolve(p, 8, why, sizeof(why)) == ENG_ERR_ARG && strstr(why, "sinks"),
+	    "short document: %s", why);
+	TAP_CHECK(!eng_policy_resolve(p, 100, why, sizeof(why)), "100 tokens: %s", why);
+	eng_policy_free(p);
+	return TAP_PASS;
+}
+
+static const struct tap_test tests[] = {
+	{ "keep_all_is_full", test_keep_all_is_full },
+	{ "scores_by_hand", test_scores_by_hand },
+	{ "select_global", test_select_global },
+	{ "select_uniform", test_select_uniform },
+	{ "select_adakv", test_select_adakv },
+	{ "select_floor", test_select_floor },
+	{ "budget_and_cancel", test_budget_and_cancel },
+	{ "ratio", test_ratio },
+};
+
+int
+main(int argc, char **argv)
+{
+	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	eng_tok_free(g_tok);
+	eng_model_close(g_m);
+	return rc;
+}
