@@ -77,6 +77,8 @@ struct eng_fwd_hook {
 	 * n_kv) of layer l's KV head g instead of the sums. */
 	const int64_t *dom_from; /* (n_layer, n_head_kv) or NULL */
 	int64_t n_lead;
+	int row_norm_w; /* KVzip+: weight query t's maxima by 1/‖h_t‖ (h_t its
+	                 * normed attention input) */
 	/* positions may run past the model's window (up to twice it): a
 	 * scoring pass whose outputs are never read, only its attention */
 	int past_window;
@@ -247,6 +249,10 @@ struct kvzip_prompt {
 	int64_t n_post;
 	int32_t *tpl;      /* eng_chat_doc_ids's prefix (system turn, user header) */
 	int64_t n_tpl;
+	/* KVzip+ (norm=plus): per layer and query head the Gram matrix W_Oᵀ W_O
+	 * of the head's slice of the output projection, (head_dim)², so that
+	 * ‖W_O v‖² = vᵀ G v; made at the first ingest */
+	float *gram; /* (n_layer, n_head, head_dim, head_dim) or NULL */
 };
 
 #define KVZIP_ANCHOR 8      /* ids of the previous segment named in the prompt */

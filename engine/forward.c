@@ -37,6 +37,7 @@ struct eng_ctx {
 	uint32_t *rpos; /* (max_chunk) RoPE positions (slot mode differs) */
 	struct kern_attn_head *heads; /* (n_kv) */
 	float *stat;  /* (n_head, stat_stride) attention statistics for hooks */
+	float *rw;    /* (T) per-query weights of the statistics (KVzip+) */
 	int64_t stat_stride;
 };
 
@@ -127,9 +128,10 @@ eng_ctx_init(struct eng_ctx **out, const struct eng_model *m, int n_threads,
 	c->rpos = malloc(T * sizeof(uint32_t));
 	c->qpre = malloc(T * Q * sizeof(float));
 	c->kpre = malloc(T * KV * sizeof(float));
+	c->rw = malloc(T * sizeof(float));
 	c->heads = calloc((size_t)hp->n_head_kv, sizeof(*c->heads));
 	if (!c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->proj || !c->gate ||
-	    !c->up || !c->pos || !c->rpos || !c->qpre || !c->kpre || !c->heads) {
+	    !c->up || !c->pos || !c->rpos || !c->qpre || !c->kpre || !c->rw || !c->heads) {
 		eng_ctx_free(c);
 		return ENG_ERR_NOMEM;
 	}
@@ -156,6 +158,7 @@ eng_ctx_free(struct eng_ctx *c)
 	free(c->rpos);
 	free(c->qpre);
 	free(c->kpre);
+	free(c->rw);
 	free(c->heads);
 	free(c->stat);
 	free(c->qa);
@@ -277,6 +280,19 @@ fwd_pod_setup(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 	return 0;
 }
 
+/* w[t] = 1 / ‖x_t‖ for the n rows of x (E wide); 0 for a zero row. */
+static void
+fwd_row_inv_norms(float *w, const float *x, int64_t n, int64_t E)
+{
+	int64_t t, i;
+	for (t = 0; t < n; t++) {
+		double s = 0.0;
+		for (i = 0; i < E; i++)
+			s += (double)x[t * E + i] * (double)x[t * E + i];
+		w[t] = s > 0.0 ? (float)(1.0 / sqrt(s)) : 0.0f;
+	}
+}
+
 /* Make sure the statistics buffer holds (n_head, stride) floats. */
 static int
 fwd_stat_reserve(struct eng_ctx *c, int64_t stride)
@@ -336,6 +352,10 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 				st.max = c->stat;
 				st.n_lead = hook->n_lead;
 				st.dom_from = hook->dom_from + (size_t)l * (size_t)hp->n_head_kv;
+				if (hook->row_norm_w) {
+					fwd_row_inv_norms(c->rw, c->xn, n, E);
+					st.row_w = c->rw;
+				}
 			} else {
 				st.sum = c->stat;
 			}

@@ -34,9 +34,25 @@
 struct kvzip_run {
 	struct eng_kv *kv;
 	int n_group;
+	const float *gram; /* KVzip+: kvzip_prompt.gram, or NULL */
 	int64_t *seg_from; /* (n_layer, n_head_kv) first unit of the segment */
 	int64_t seg_len;
 };
+
+/* ‖W_O v‖ = sqrt(vᵀ G v). */
+static float
+kvzip_out_norm(const float *G, const float *v, int hd)
+{
+	double s = 0.0;
+	int a, b;
+	for (a = 0; a < hd; a++) {
+		double row = 0.0;
+		for (b = 0; b < hd; b++)
+			row += (double)G[a * hd + b] * (double)v[b];
+		s += row * (double)v[a];
+	}
+	return s > 0.0 ? (float)sqrt(s) : 0.0f;
+}
 
 /* Hook: fold the restricted maxima of layer `layer` into the segment's
  * unit scores (max over the GQA group and over chunks). */
@@ -54,14 +70,64 @@ kvzip_after_attn(void *arg, struct eng_kv *kv, int layer, const struct eng_fwd_l
 		for (u = from; u < from + r->seg_len; u++) {
 			float best = score[u];
 			for (j = 0; j < r->n_group; j++) {
-				float v = info->stat[(size_t)(g * r->n_group + j) *
-				    (size_t)info->stat_stride + (size_t)u];
+				int h = g * r->n_group + j;
+				float v = info->stat[(size_t)h * (size_t)info->stat_stride + (size_t)u];
+				if (r->gram)
+					v *= kvzip_out_norm(r->gram + ((size_t)layer * (size_t)(H *
+					    r->n_group) + (size_t)h) * (size_t)(kv->head_dim * kv->head_dim),
+					    L->v + (size_t)(L->off[g] + u) * (size_t)kv->head_dim, kv->head_dim);
 				best = v > best ? v : best;
 			}
 			score[u] = best;
 		}
 	}
 	return 0;
+}
+
+/* KVzip+: the Gram matrices W_O^(h)ᵀ W_O^(h) of every layer and query head,
+ * from the dequantized output projections. */
+static int
+kvzip_make_gram(struct kvzip_prompt *pr, struct eng_ctx *c, const struct eng_model *m)
+{
+	const struct eng_hparams *hp = &m->hp;
+	struct kern_ctx *kc = eng_ctx_kern(c);
+	int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, hd = hp->head_dim;
+	int32_t *ids = malloc((size_t)E * sizeof(int32_t));
+	float *w = malloc((size_t)(E * Q) * sizeof(float));
+	float *gram = malloc((size_t)hp->n_layer * (size_t)Q * (size_t)hd * sizeof(float));
+	int64_t e, a, b;
+	int l, h, rc = 0;
+
+	if (!ids || !w || !gram) {
+		rc = ENG_ERR_NOMEM;
+		goto out;
+	}
+	for (e = 0; e < E; e++)
+		ids[e] = (int32_t)e;
+	for (l = 0; !rc && l < hp->n_layer; l++) {
+		if (kern_ctx_ops(kc)->get_rows(kc, w, &m->layers[l].wo, ids, E)) {
+			rc = ENG_ERR_KERNEL;
+			break;
+		}
+		for (h = 0; h < hp->n_head; h++) {
+			float *G = gram + ((size_t)l * (size_t)hp->n_head + (size_t)h) * (size_t)(hd * hd);
+			for (a = 0; a < hd; a++)
+				for (b = 0; b <= a; b++) {
+					double s = 0.0;
+					for (e = 0; e < E; e++)
+						s += (double)w[e * Q + h * hd + a] * (double)w[e * Q + h * hd + b];
+					G[a * hd + b] = G[b * hd + a] = (float)s;
+				}
+		}
+	}
+out:
+	free(ids);
+	free(w);
+	if (rc)
+		free(gram);
+	else
+		pr->gram = gram;
+	return rc;
 }
 
 /* Run ids[0..n) through the model in chunks of at most `chunk`. */
@@ -151,7 +217,7 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
     void *arg)
 {
 	const struct eng_model *m = eng_ctx_model(c);
-	const struct kvzip_prompt *pr = p->priv;
+	struct kvzip_prompt *pr = p->priv;
 	int H = kv->n_head_kv, NL = kv->n_layer, l, g;
 	int64_t n_ctx = m->hp.n_ctx_train, lo = 0, n_sink, tpl, rows = kv->rows / H;
 	int64_t prompt_max;
@@ -180,6 +246,14 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 	hook.dom_from = run.seg_from;
 	hook.n_lead = n_sink;
 	hook.past_window = 1;
+	if (p->i[3] == 1) { /* norm=plus */
+		if (!pr->gram && (rc = kvzip_make_gram(pr, c, m))) {
+			free(run.seg_from);
+			return rc;
+		}
+		run.gram = pr->gram;
+		hook.row_norm_w = 1;
+	}
 	while (lo < n) {
 		int64_t s = kvzip_seg_len(p, lo, n, n_ctx, prompt_max), hi = lo + s, n_rep, u;
 		int64_t from = lo > tpl ? lo : tpl, target = kvzip_target(p, hi);

@@ -37,6 +37,7 @@ kvzip_prompt_free(struct kvzip_prompt *pr)
 	free(pr->pre);
 	free(pr->post);
 	free(pr->tpl);
+	free(pr->gram);
 	free(pr);
 }
 

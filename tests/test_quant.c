@@ -1094,7 +1094,53 @@ test_real_model(void)
 	return TAP_PASS;
 }
 
+/* The attention softmax at every SIMD level against exp in double: each
+ * probability within |x|·2^-24 + 8·2^-24 relative (x = logit − max is
+ * rounded to f32 before exp, which scales its error by |x|; the AVX2
+ * polynomial is within 2 ulp of expf; one double sum and one rounding) and
+ * 1e-37 absolute (AVX2 flushes exp below e^-87.3 to 0 where libm is
+ * subnormal); rows of every tail length, logits spanning 100 below the max. */
+static enum tap_result
+test_softmax(void)
+{
+	static float row[1031], ref[1031], x[1031];
+	double worst = 0.0;
+	int l, n, i;
+	uint64_t st = 12345;
+
+	for (l = KERN_CPU_SIMD_SCALAR; l <= kern_cpu_simd_detect(); l++) {
+		for (n = 1; n <= 1031; n += n < 40 ? 1 : 97) {
+			double mx = -INFINITY, z = 0.0;
+			for (i = 0; i < n; i++) {
+				st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+				row[i] = (float)((double)(st >> 40) / (double)(1 << 24) * 110.0 - 100.0);
+				mx = row[i] > mx ? row[i] : mx;
+			}
+			for (i = 0; i < n; i++)
+				z += exp((double)row[i] - mx);
+			for (i = 0; i < n; i++) {
+				ref[i] = (float)(exp((double)row[i] - mx) / z);
+				x[i] = (float)fabs((double)row[i] - mx);
+			}
+			kern_cpu_force_simd(l);
+			kern_cpu_softmax_row(row, n);
+			kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+			for (i = 0; i < n; i++) {
+				double e = fabs((double)row[i] - (double)ref[i]);
+				TAP_CHECK(e <= (x[i] + 8.0) * 0x1p-24 * ref[i] + 1e-37,
+				    "%s n=%d [%d]: %.9g, want %.9g",
+				    kq_level_name(l), n, i, row[i], ref[i]);
+				if (ref[i] > 1e-30 && e / ref[i] > worst)
+					worst = e / ref[i];
+			}
+		}
+	}
+	tap_diag("softmax: worst relative error %.2g", worst);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
+	{ "softmax", test_softmax },
 	{ "type_table", test_type_table },
 	{ "f16_all_patterns", test_f16_all_patterns },
 	{ "f32_to_f16", test_f32_to_f16 },

@@ -30,6 +30,10 @@ void kern_cpu_dequant_rows(enum kern_type t, const void *rows, size_t row_bytes,
 /* Σ a[i]·b[i] in f32 (SIMD; the summation order depends on the level). */
 float kern_cpu_dot_f32(const float *a, const float *b, int64_t n);
 
+/* Softmax of s[0..n) in place: max-subtracted, sum in double (softmax.c;
+ * AVX2 evaluates exp by polynomial, within 2 ulp of expf). */
+void kern_cpu_softmax_row(float *s, int64_t n);
+
 /* SIMD levels, best last. */
 enum kern_cpu_simd {
 	KERN_CPU_SIMD_AUTO = -1, /* for kern_cpu_force_simd: back to detection */

@@ -374,23 +374,6 @@ struct kern_attn_job {
 	int err;
 };
 
-/* Softmax of row s[0..n) in place, max-subtracted, sum in double. */
-static void
-kern_softmax_row(float *s, int64_t n)
-{
-	float mx = -INFINITY;
-	double sum = 0.0;
-	int64_t i;
-	for (i = 0; i < n; i++)
-		mx = s[i] > mx ? s[i] : mx;
-	for (i = 0; i < n; i++) {
-		s[i] = expf(s[i] - mx);
-		sum += s[i];
-	}
-	for (i = 0; i < n; i++)
-		s[i] = (float)(s[i] / sum);
-}
-
 /* s(nq, nvis) = scale · q·kᵀ, q rows ld apart. */
 static void
 kern_attn_logits(float *s, const float *q, const float *k, int64_t nq, int64_t nvis,
@@ -474,7 +457,7 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 	for (t = 0; t < nq; t++) {
 		int64_t vis = base + t0 + t + 1;
 		float *row = s + t * nvis;
-		kern_softmax_row(row, vis);
+		kern_cpu_softmax_row(row, vis);
 		for (i = vis; i < nvis; i++)
 			row[i] = 0.0f; /* causal mask */
 		if (j->st && t0 + t >= j->st->row_from) {
