@@ -44,6 +44,7 @@ int cli_verify(int argc, char **argv);
 int cli_prune(int argc, char **argv);
 int cli_ingest(int argc, char **argv);
 int cli_query(int argc, char **argv);
+int cli_shrink(int argc, char **argv);
 int cli_train_heads(int argc, char **argv);
 int cli_selftest(int argc, char **argv);
 

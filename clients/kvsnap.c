@@ -11,6 +11,8 @@
 static const struct cli_cmd cli_cmds[] = {
 	{ "ingest", "compress documents into snapshots (--local: in-process)", cli_ingest },
 	{ "query", "answer a question from a snapshot (--local: in-process)", cli_query },
+	{ "shrink", "derive a smaller kvzip snapshot by its stored scores (no model run)",
+	    cli_shrink },
 	{ "ls", "list stored documents", cli_ls },
 	{ "info", "show a document and its snapshots", cli_info },
 	{ "rm", "remove a document and its snapshots", cli_rm },

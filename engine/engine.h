@@ -312,6 +312,13 @@ int eng_ingest_cb(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p,
     const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
     void *arg);
 
+/* Shrink a pool that kvzip made (every unit scored; sinks +inf) to p's
+ * budget for a document of n_doc tokens by the stored scores, with p's
+ * selection and no model run (kvsnap shrink).  ENG_ERR_ARG with a reason if
+ * p is not kvzip or the pool already holds no more than the budget. */
+int eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *why,
+    size_t why_len);
+
 /* ------------------------------------------------------------------------ */
 /* Sampling and generation                                                   */
 

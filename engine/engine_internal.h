@@ -236,7 +236,8 @@ double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_
 
 /* Parameters: i[0] seg, i[1] alloc (enum kvzip_alloc), i[2] sinks (-1:
  * the chat template's prefix when the document starts with it, else 4),
- * i[3] norm (0 prob, 1 plus), f[0] floor, f[1] alpha. */
+ * i[3] norm (0 prob, 1 plus), f[0] floor, f[1] alpha; a shrunk snapshot's
+ * origin f[2] (ratio) or i[4] (budget), 0 when ingested. */
 enum kvzip_alloc { KVZIP_GLOBAL = 0, KVZIP_UNIFORM = 1, KVZIP_ADAKV = 2 };
 
 /* The reconstruction prompt's pieces, tokenized at bind (policy->priv). */

@@ -228,6 +228,8 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 
 	if (!pr)
 		return ENG_ERR_ARG; /* eng_ingest_cb binds first */
+	if (p->f[2] > 0.0 || p->i[4] > 0)
+		return ENG_ERR_ARG; /* from= names a shrunk snapshot: made, not ingested */
 	if (kv->pos_mode != ENG_POS_ORIGINAL)
 		return ENG_ERR_ARG;
 	prompt_max = (pr->n_pre + KVZIP_ANCHOR + pr->n_post > pr->n_first ?

@@ -185,3 +185,29 @@ out:
 	free(n_keep);
 	return rc;
 }
+
+int
+eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *why,
+    size_t why_len)
+{
+	int64_t n_sink = 0, total = 0, rc;
+	const struct eng_kv_layer *L0 = &kv->layer[0];
+	int l;
+
+	if (p->ops != &eng_policy_kvzip)
+		return eng_fail(why, why_len, ENG_ERR_ARG, "shrink selects by kvzip's scores: "
+		    "policy %s has none", p->ops->name);
+	if ((rc = eng_policy_resolve(p, n_doc, why, why_len)))
+		return (int)rc;
+	/* the sinks are the leading units scored +inf (kvzip_ingest.c) */
+	while (n_sink < L0->len[0] && isinf(L0->score[L0->off[0] + n_sink]) &&
+	    L0->score[L0->off[0] + n_sink] > 0)
+		n_sink++;
+	for (l = 0; l < kv->n_layer; l++)
+		total += eng_kv_layer_units(kv, l);
+	if (p->budget * kv->n_layer * kv->n_head_kv >= total)
+		return eng_fail(why, why_len, ENG_ERR_ARG, "the snapshot keeps %lld units, no more "
+		    "than %lld per head at this budget: nothing to shrink", (long long)total,
+		    (long long)p->budget);
+	return eng_kvzip_select(p, kv, n_sink, p->budget, INT64_MAX / 4);
+}

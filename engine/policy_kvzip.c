@@ -15,7 +15,9 @@
  * the document starts with them, else 4); norm=prob|plus (prob; plus
  * weights each probability by ‖W_O v‖/‖h‖, KVzip+); floor=F (0.1) share of
  * the mean per-head budget every head keeps under alloc=global;
- * alpha=A (0.2) Ada-KV's uniform share under alloc=adakv.
+ * alpha=A (0.2) Ada-KV's uniform share under alloc=adakv; from=R or
+ * from=budgetN names the snapshot a `kvsnap shrink` derived this one from
+ * (0: ingested directly; an ingest refuses it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +60,18 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 		p->i[3] = 0;
 		p->f[0] = 0.1;
 		p->f[1] = 0.2;
+		p->f[2] = 0.0;
+		p->i[4] = 0;
 		return 0;
+	}
+	if (!strcmp(key, "from")) {
+		p->f[2] = 0.0;
+		p->i[4] = 0;
+		if (!strcmp(val, "0"))
+			return 0;
+		if (!strncmp(val, "budget", 6))
+			return eng_policy_parse_int(val + 6, 1, INT32_MAX, &p->i[4]);
+		return eng_parse_ratio(val, &p->f[2]);
 	}
 	if (!strcmp(key, "seg"))
 		return eng_policy_parse_int(val, 64, 1 << 20, &p->i[0]);
@@ -95,7 +108,7 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 	if (!strcmp(key, "alpha"))
 		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[1]);
 	return eng_fail(why, why_len, ENG_ERR_ARG,
-	    "policy kvzip has no option '%s' (seg, alloc, sinks, norm, floor, alpha)", key);
+	    "policy kvzip has no option '%s' (seg, alloc, sinks, norm, floor, alpha, from)", key);
 }
 
 static int
@@ -120,6 +133,14 @@ kvzip_describe(const struct eng_policy *p, char *buf, size_t cap)
 		snprintf(sinks, sizeof(sinks), "%lld", (long long)p->i[2]);
 	n = snprintf(buf, cap, ",seg=%lld,alloc=%s,sinks=%s,norm=%s,floor=%g,alpha=%g",
 	    (long long)p->i[0], alloc[p->i[1]], sinks, p->i[3] ? "plus" : "prob", p->f[0], p->f[1]);
+	if (n > 0 && (p->f[2] > 0.0 || p->i[4] > 0)) { /* a shrunk snapshot's origin */
+		size_t u = (size_t)n;
+		int k = p->f[2] > 0.0 ?
+		    snprintf(u < cap ? buf + u : NULL, u < cap ? cap - u : 0, ",from=%g", p->f[2]) :
+		    snprintf(u < cap ? buf + u : NULL, u < cap ? cap - u : 0, ",from=budget%lld",
+			(long long)p->i[4]);
+		n += k > 0 ? k : 0;
+	}
 	return n > 0 ? (size_t)n : 0;
 }
 
