@@ -18,6 +18,10 @@ row() { # tokens policy opts
 n=2048
 while [ "$n" -le "$MAX" ]; do
 	[ "$n" -le 8192 ] && row "$n" snapkv ""
+	# kvzip reads each segment twice (prefill + reconstruction); its ingest
+	# cost against snapkv's at the same length is the ratio of these rows
+	[ "$n" -le 8192 ] && row "$n" kvzip ""
+	[ "$n" -le 8192 ] && row "$n" kvzip seg=1024
 	row "$n" streaming positions=slot
 	n=$((n * 2))
 done
