@@ -50,9 +50,9 @@ ask_usage(FILE *f)
 	    "                  [-n N] [-t THREADS] [--compare] [-v] FILE QUESTION\n"
 	    "Compress FILE with an eviction policy, then answer QUESTION from the compressed\n"
 	    "cache (in-process; no daemon).\n"
-	    "  --policy NAME   full, streaming, h2o, snapkv, pyramidkv, adakv, nacl (default snapkv)\n"
-	    "  --budget N      units kept per KV head per layer (default 1024)\n"
-	    "  --ratio R       keep this share of the document's units instead (0.25, 1/4)\n"
+	    "  --policy NAME   kvzip, snapkv, adakv, locret, ... (docs/POLICIES.md; default kvzip)\n"
+	    "  --ratio R       share of the document's units kept (default 1/4)\n"
+	    "  --budget N      units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N       ingest chunk size in tokens (default 512)\n"
 	    "  --opts K=V,...  policy options (docs/POLICIES.md)\n"
 	    "  -n N            answer tokens at most (default 128)\n"
@@ -76,10 +76,11 @@ cli_ask(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *model_path = cli_default_model(), *pname = "snapkv", *popts = "";
+	const char *model_path = cli_default_model(), *pname = "kvzip", *popts = "";
 	long budget = 1024, chunk = 512, n_max = 128, threads = 0;
 	int compare = 0, verbose = 0, budget_set = 0, c, rc, ret = CLI_EXIT_FAILURE;
-	double ratio = 0.0;
+	double ratio = 0.25;
+	int ratio_set = 0;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
 	struct eng_policy *p = NULL;
@@ -110,6 +111,7 @@ cli_ask(int argc, char **argv)
 			budget_set = 1;
 			break;
 		case 'R':
+			ratio_set = 1;
 			if (eng_parse_ratio(optarg, &ratio)) {
 				cli_err("--ratio needs a share in (0, 1] such as 0.25 or 1/4, got '%s'",
 				    optarg);
@@ -142,10 +144,12 @@ cli_ask(int argc, char **argv)
 		ask_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
-	if (ratio > 0.0 && budget_set) {
+	if (ratio_set && budget_set) {
 		cli_err("give --budget or --ratio, not both");
 		return CLI_EXIT_USAGE;
 	}
+	if (budget_set)
+		ratio = 0.0; /* the budget form replaces the default ratio */
 	{
 		char *eff = eng_policy_default_opts(pname, popts, model_path);
 		rc = !eff ? ENG_ERR_NOMEM : ratio > 0.0 ?

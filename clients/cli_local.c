@@ -60,9 +60,9 @@ local_usage(FILE *f, const char *cmd)
 	    "                   kvsnap %s -h)\n"
 	    "  --state DIR      the store (default $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
 	    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
-	    "  --policy NAME    eviction policy (default snapkv; docs/POLICIES.md)\n"
-	    "  --budget N       units kept per KV head per layer (default 1024)\n"
-	    "  --ratio R        keep this share of each document's units instead (0.25, 1/4)\n"
+	    "  --policy NAME    eviction policy (default kvzip; docs/POLICIES.md)\n"
+	    "  --ratio R        share of each document's units kept (default 1/4)\n"
+	    "  --budget N       units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N        ingest chunk size (default 512)\n"
 	    "  --opts K=V,...   policy options\n"
 	    "  --quant Q        fp16, q4 or q4kc (default fp16)\n"
@@ -89,14 +89,15 @@ local_parse(int argc, char **argv, struct local *L)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, bad = 0;
+	int c, bad = 0, ratio_set = 0;
 
 	memset(L, 0, sizeof(*L));
 	L->model_path = cli_default_model();
-	L->policy = "snapkv";
+	L->policy = "kvzip"; /* the QA bench's choice (bench/RESULTS.md) */
 	L->opts = "";
 	L->quant_name = "fp16";
 	L->budget = 1024;
+	L->ratio = 0.25;
 	L->chunk = 512;
 	L->n_max = 128;
 	optind = 1;
@@ -111,6 +112,7 @@ local_parse(int argc, char **argv, struct local *L)
 			L->budget_set = 1;
 			break;
 		case 'R':
+			ratio_set = 1;
 			if (eng_parse_ratio(optarg, &L->ratio)) {
 				cli_err("--ratio needs a share in (0, 1] such as 0.25 or 1/4, got '%s'",
 				    optarg);
@@ -128,10 +130,12 @@ local_parse(int argc, char **argv, struct local *L)
 		default: bad = 1;
 		}
 	}
-	if (L->ratio > 0.0 && L->budget_set) {
+	if (ratio_set && L->budget_set) {
 		cli_err("give --budget or --ratio, not both");
 		bad = 1;
 	}
+	if (L->budget_set)
+		L->ratio = 0.0; /* the budget form replaces the default ratio */
 	if ((L->quant = snap_quant_parse(L->quant_name)) < 0) {
 		cli_err("unknown --quant '%s' (fp16, q4, q4kc)", L->quant_name);
 		bad = 1;

@@ -36,10 +36,10 @@ dcfg_usage(FILE *f)
 	    "                      else ~/.local/state/kvsnap)\n"
 	    "  --model GGUF        the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --heads FILE        Locret retaining heads (policy locret; same as --opts heads=FILE)\n"
-	    "  --policy NAME       eviction policy (default snapkv); --opts its options\n"
-	    "  --budget N          units kept per KV head per layer (default 1024)\n"
-	    "  --ratio R           keep this share of each document's units instead\n"
-	    "                      (0.25 or 1/4; 0 = use --budget)\n"
+	    "  --policy NAME       eviction policy (default kvzip); --opts its options\n"
+	    "  --ratio R           share of each document's units kept (default 1/4)\n"
+	    "  --budget N          units kept per KV head per layer instead of a ratio\n"
+	    "                      (the later of budget and ratio, file then flags, wins)\n"
 	    "  --chunk N           ingest chunk size (default 512)\n"
 	    "  --quant Q           fp16, q4 or q4kc (default fp16)\n"
 	    "  -t, --threads N     threads per model worker (default: all cores)\n"
@@ -87,7 +87,10 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 	if (!strcmp(key, "opts")) return dcfg_set_str(&c->opts, v);
 	if (!strcmp(key, "quant")) return dcfg_set_str(&c->quant, v);
 	if (!strcmp(key, "backend")) return dcfg_set_str(&c->backend, v);
-	if (!strcmp(key, "budget")) return dcfg_long(v, 1, 1L << 30, &c->budget);
+	if (!strcmp(key, "budget")) {
+		c->ratio = 0.0; /* the budget form replaces the ratio */
+		return dcfg_long(v, 1, 1L << 30, &c->budget);
+	}
 	if (!strcmp(key, "ratio")) {
 		if (!strcmp(v, "0")) {
 			c->ratio = 0.0;
@@ -223,12 +226,13 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 
 	memset(c, 0, sizeof(*c));
 	c->budget = 1024;
+	c->ratio = 0.25;
 	c->chunk = 512;
 	c->workers = 2;
 	c->max_conns = 64;
 	c->max_jobs = 64;
 	c->log_level = DLOG_INFO;
-	if (dcfg_set_str(&c->policy, "snapkv") || dcfg_set_str(&c->opts, "") ||
+	if (dcfg_set_str(&c->policy, "kvzip") || dcfg_set_str(&c->opts, "") ||
 	    dcfg_set_str(&c->quant, "fp16") || dcfg_set_str(&c->backend, "cpu") ||
 	    dcfg_set_str(&c->model, env_model && *env_model ? env_model :
 	    "models/SmolLM2-135M-Instruct.Q4_1.gguf"))

@@ -130,10 +130,20 @@ out:
 	return rc;
 }
 
-/* Run ids[0..n) through the model in chunks of at most `chunk`. */
+/* Progress of a segment [lo, lo + seg): its prefill counts for the first
+ * half of its tokens, its reconstruction for the second. */
+struct kvzip_progress {
+	eng_progress_cb cb;
+	void *arg;
+	int64_t lo, seg, total;
+	int second; /* 0: prefill, 1: reconstruction */
+};
+
+/* Run ids[0..n) through the model in chunks of at most `chunk`, reporting
+ * progress (and honouring a cancel) after each. */
 static int
 kvzip_feed(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, int64_t chunk,
-    float *last_logits, const struct eng_fwd_hook *hook)
+    float *last_logits, const struct eng_fwd_hook *hook, const struct kvzip_progress *pg)
 {
 	int64_t s, len;
 	int rc;
@@ -143,6 +153,9 @@ kvzip_feed(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, 
 		    hook);
 		if (rc)
 			return rc;
+		if (pg->cb && pg->cb(pg->arg, pg->lo + (pg->seg * pg->second + pg->seg * (s + len) /
+		    n) / 2, pg->total))
+			return ENG_ERR_CANCELLED;
 	}
 	return 0;
 }
@@ -222,6 +235,7 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 	int64_t n_ctx = m->hp.n_ctx_train, lo = 0, n_sink, tpl, rows = kv->rows / H;
 	int64_t prompt_max;
 	struct kvzip_run run;
+	struct kvzip_progress pg = { cb, arg, 0, 0, n, 0 };
 	struct eng_fwd_hook hook;
 	int32_t *rep = NULL;
 	int rc = 0;
@@ -263,7 +277,11 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 		for (l = 0; l < NL; l++)
 			for (g = 0; g < H; g++)
 				run.seg_from[(size_t)l * (size_t)H + (size_t)g] = kv->layer[l].len[g];
-		if ((rc = kvzip_feed(c, kv, ids + lo, s, chunk, hi == n ? last_logits : NULL, NULL)))
+		pg.lo = lo;
+		pg.seg = s;
+		pg.second = 0;
+		if ((rc = kvzip_feed(c, kv, ids + lo, s, chunk, hi == n ? last_logits : NULL, NULL,
+		    &pg)))
 			break;
 		/* scores of the new units start at 0 (maxima of probabilities) */
 		for (l = 0; l < NL; l++)
@@ -280,7 +298,8 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 				rc = (int)n_rep;
 				break;
 			}
-			rc = kvzip_feed(c, kv, rep, n_rep, chunk, NULL, &hook);
+			pg.second = 1;
+			rc = kvzip_feed(c, kv, rep, n_rep, chunk, NULL, &hook, &pg);
 			free(rep);
 			rep = NULL;
 			if (!rc)
@@ -294,10 +313,6 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 				break;
 		}
 		lo = hi;
-		if (cb && cb(arg, lo, n)) {
-			rc = ENG_ERR_CANCELLED;
-			break;
-		}
 	}
 	free(run.seg_from);
 	return rc;

@@ -43,7 +43,7 @@ GPL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline()
 expect_rc "ls lists both" 0 "$K" ls --json
 [ "$(grep -c doc_id "$T/out")" -eq 2 ]; ok "ls shows 2 documents" $?
 expect_rc "info by name" 0 "$K" info apache
-grep -q 'policy=snapkv:budget=64' "$T/out"; ok "info shows the profile" $?
+grep -q 'policy=kvzip:budget=64' "$T/out"; ok "info shows the profile (the default policy, kvzip)" $?
 expect_rc "info by hex prefix" 0 "$K" info "${GPL:0:8}"
 expect_rc "stats" 0 "$K" stats --json
 grep -q '"snapshots":2' "$T/out"; ok "stats counts 2 snapshots" $?
