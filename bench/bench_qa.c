@@ -751,10 +751,30 @@ qa_ingest(struct qa_bench *b, const struct qa_doc *d, const char *name, const ch
     int64_t budget, struct eng_kv **kv, double *kept_out, int *refused, char *desc,
     size_t desc_cap)
 {
-	struct eng_policy *p = NULL;
+	struct eng_policy *p = NULL, *src = NULL;
+	const char *from = strstr(opts, "from=");
+	char src_opts[512];
+	double r0 = 0.0;
 	int rc;
 	*kv = NULL;
 	*refused = 0;
+	/* kvzip with from=R0: ingest at R0, then shrink to the budget by the
+	 * stored scores (kvsnap shrink), to compare with ingesting at it */
+	if (from && !strcmp(name, "kvzip")) {
+		const char *end = strchr(from, ',');
+		size_t head = (size_t)(from - opts);
+		char val[32];
+		snprintf(val, sizeof(val), "%.*s", (int)(end ? (size_t)(end - from - 5) :
+		    strlen(from + 5)), from + 5);
+		snprintf(src_opts, sizeof(src_opts), "%.*s%s", (int)(head && !end ? head - 1 : head),
+		    opts, end ? end + 1 : "");
+		if (eng_parse_ratio(val, &r0) ||
+		    (rc = eng_policy_create(&src, name, src_opts, (int64_t)ceil(r0 * (double)d->n),
+		    b->why, sizeof(b->why)))) {
+			*refused = 1;
+			return ENG_ERR_ARG;
+		}
+	}
 	if ((rc = eng_policy_create(&p, name, opts, budget, b->why, sizeof(b->why))) ||
 	    (rc = eng_policy_bind(p, b->m, b->why, sizeof(b->why)))) {
 		*refused = 1;
@@ -766,16 +786,18 @@ qa_ingest(struct qa_bench *b, const struct qa_doc *d, const char *name, const ch
 		eng_fail(b->why, sizeof(b->why), rc, "eng_ctx_init: %s", eng_strerror(rc));
 		goto out;
 	}
-	if ((rc = eng_kv_init(kv, b->m, eng_policy_rows_per_head(p, d->n, b->o->chunk,
-	    b->n_extra)))) {
+	if ((rc = eng_kv_init(kv, b->m, eng_policy_rows_per_head(src ? src : p, d->n,
+	    b->o->chunk, b->n_extra)))) {
 		eng_fail(b->why, sizeof(b->why), rc, "eng_kv_init: %s", eng_strerror(rc));
 		goto out;
 	}
-	if ((rc = eng_ingest(b->ctx, *kv, p, d->ids, d->n, b->o->chunk, NULL))) {
+	if ((rc = eng_ingest(b->ctx, *kv, src ? src : p, d->ids, d->n, b->o->chunk, NULL))) {
 		eng_fail(b->why, sizeof(b->why), rc, "ingest of %lld tokens: %s", (long long)d->n,
 		    eng_strerror(rc));
 		goto out;
 	}
+	if (src && (rc = eng_kvzip_shrink(p, *kv, d->n, b->why, sizeof(b->why))))
+		goto out;
 	*kept_out = qa_mean_units(*kv);
 out:
 	if (rc) {
@@ -783,6 +805,7 @@ out:
 		*kv = NULL;
 	}
 	eng_policy_free(p);
+	eng_policy_free(src);
 	return rc;
 }
 
