@@ -26,11 +26,13 @@
 int
 cli_has_flag(int argc, char **argv, const char *flag)
 {
+	size_t n = strlen(flag);
 	int i;
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--"))
 			return 0;
-		if (!strcmp(argv[i], flag))
+		/* "--flag" or getopt's "--flag=value" */
+		if (!strncmp(argv[i], flag, n) && (argv[i][n] == 0 || argv[i][n] == '='))
 			return 1;
 	}
 	return 0;

@@ -569,7 +569,7 @@ cli_shrink(int argc, char **argv)
 
 	if ((i = local_parse(argc, argv, &L)) < 0)
 		return CLI_EXIT_USAGE;
-	if (argc - i != 1 || L.ratio <= 0.0) {
+	if (argc - i != 1 || !cli_has_flag(argc, argv, "--ratio")) {
 		fprintf(stderr, "usage: kvsnap shrink [--state DIR] [-m GGUF] DOC --ratio R\n"
 		    "Derive a smaller snapshot of DOC from its largest kvzip snapshot by the\n"
 		    "stored scores (no model run), kept as share R of the document's units;\n"
