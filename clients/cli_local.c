@@ -212,6 +212,21 @@ local_open(struct local *L, int read_only)
 	return CLI_EXIT_OK;
 }
 
+/* local_open, then the document DOC names (a doc_id, hex prefix or name). */
+static int
+local_open_doc(struct local *L, const char *ref, uint8_t doc[SNAP_ID_BYTES])
+{
+	char why[512] = "";
+	int ret, rc;
+	if ((ret = local_open(L, 0)))
+		return ret;
+	if ((rc = store_resolve(L->s, ref, doc, why, sizeof(why)))) {
+		cli_err("%s", why);
+		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+	}
+	return CLI_EXIT_OK;
+}
+
 static int
 local_exit_io(int rc)
 {
@@ -426,13 +441,8 @@ cli_query(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	memset(&h, 0, sizeof(h));
-	if ((ret = local_open(&L, 0)))
+	if ((ret = local_open_doc(&L, argv[i], doc)))
 		goto out;
-	if ((rc = store_resolve(L.s, argv[i], doc, why, sizeof(why)))) {
-		cli_err("%s", why);
-		ret = rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
-		goto out;
-	}
 	/* the configured profile's snapshot, else the document's only one */
 	memset(&pk, 0, sizeof(pk));
 	pk.want = L.profile_id;
@@ -579,13 +589,8 @@ cli_shrink(int argc, char **argv)
 	if (!cli_has_flag(argc, argv, "--policy"))
 		L.policy = "kvzip";
 	memset(&h, 0, sizeof(h));
-	if ((ret = local_open(&L, 0)))
+	if ((ret = local_open_doc(&L, argv[i], doc)))
 		goto out;
-	if ((rc = store_resolve(L.s, argv[i], doc, why, sizeof(why)))) {
-		cli_err("%s", why);
-		ret = rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
-		goto out;
-	}
 	memset(&sp, 0, sizeof(sp));
 	if ((rc = store_profiles(L.s, doc, shrink_pick_cb, &sp, why, sizeof(why))) || !sp.n) {
 		cli_err("%s", rc ? why : "the document has no kvzip snapshot to shrink (shrink "
