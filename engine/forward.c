@@ -407,26 +407,13 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	return 0;
 }
 
-/* 0 if every head segment has room for n more units. */
-static int
-fwd_check_room_rows(const struct eng_kv *kv, int64_t n)
-{
-	int l, g;
-	for (l = 0; l < kv->n_layer; l++)
-		for (g = 0; g < kv->n_head_kv; g++)
-			if (kv->layer[l].len[g] + n > kv->layer[l].cap[g])
-				return ENG_ERR_CONTEXT;
-	return 0;
-}
-
 /* Refuse a chunk that would overflow a head segment or (in original mode)
- * the model's context window. */
+ * a window of n_ctx positions. */
 static int
-fwd_check_room(const struct eng_ctx *c, const struct eng_kv *kv, int64_t n)
+fwd_check_room(const struct eng_ctx *c, const struct eng_kv *kv, int64_t n, int64_t n_ctx)
 {
 	int l, g;
-	if (kv->pos_mode == ENG_POS_ORIGINAL &&
-	    (int64_t)kv->next_pos + n > c->m->hp.n_ctx_train)
+	if (kv->pos_mode == ENG_POS_ORIGINAL && (int64_t)kv->next_pos + n > n_ctx)
 		return ENG_ERR_CONTEXT;
 	if ((int64_t)kv->next_pos + n > (int64_t)UINT32_MAX)
 		return ENG_ERR_CONTEXT;
@@ -452,10 +439,9 @@ eng_forward_chunk_hooked(struct eng_ctx *c, struct eng_kv *kv, const int32_t *id
 	for (i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= c->m->hp.n_vocab)
 			return ENG_ERR_TOKEN;
-	if ((rc = fwd_check_room(c, kv, n)) &&
-	    !(rc == ENG_ERR_CONTEXT && hook && hook->past_window &&
-		(int64_t)kv->next_pos + n <= 2 * (int64_t)c->m->hp.n_ctx_train &&
-		fwd_check_room_rows(kv, n) == 0))
+	/* a scoring pass may run past the window, up to twice it */
+	if ((rc = fwd_check_room(c, kv, n, (hook && hook->past_window ? 2 : 1) *
+	    (int64_t)c->m->hp.n_ctx_train)))
 		return rc;
 	return fwd_chunk(c, kv, ids, n, last_logits ? FWD_WANT_LAST : FWD_WANT_NONE, NULL,
 	    last_logits, hook);
@@ -489,7 +475,7 @@ eng_forward(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n,
 	for (i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= hp->n_vocab)
 			return ENG_ERR_TOKEN;
-	if ((rc = fwd_check_room(c, kv, n)))
+	if ((rc = fwd_check_room(c, kv, n, c->m->hp.n_ctx_train)))
 		return rc;
 	while (done < n) {
 		int64_t len = n - done < c->max_chunk ? n - done : c->max_chunk;
