@@ -46,7 +46,8 @@ LDLIBS   += $(PKG_LIBS) -lm
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 ENGINE_SRC  := $(wildcard engine/*.c)
 STORAGE_SRC := $(wildcard storage/*.c)
-LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC)
+SERVICE_SRC := $(wildcard service/*.c)
+LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SERVICE_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA backend (kernels/cuda/): built whenever nvcc is found; without it

@@ -18,6 +18,7 @@
 
 #include "clients/cli.h"
 #include "engine/engine.h"
+#include "service/service.h"
 #include "storage/snapshot_io.h"
 
 #define LOCAL_MAX_DOC (64u << 20)
@@ -495,87 +496,15 @@ out:
 /* ------------------------------------------------------------------------ */
 /* shrink                                                                    */
 
-/* The document's kvzip snapshot with the most units. */
-struct shrink_pick {
-	uint8_t id[SNAP_ID_BYTES];
-	char profile[SNAP_MAX_PROFILE];
-	int64_t units;
-	uint64_t n_tokens;
-	int quant, n;
-};
-
-static int
-shrink_pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
-    const struct snap_header *h, const char *why, int64_t last_used_us)
-{
-	struct shrink_pick *sp = arg;
-	int64_t units = 0, i;
-	(void)bytes;
-	(void)why;
-	(void)last_used_us;
-	if (!h || !strstr(h->profile, " policy=kvzip:"))
-		return 0;
-	for (i = 0; i < (int64_t)h->n_layer * h->n_head_kv; i++)
-		units += h->counts[i];
-	sp->n++;
-	if (units > sp->units) {
-		memcpy(sp->id, pid, SNAP_ID_BYTES);
-		snprintf(sp->profile, sizeof(sp->profile), "%s", h->profile);
-		sp->units = units;
-		sp->n_tokens = h->n_tokens;
-		sp->quant = h->quant;
-	}
-	return 0;
-}
-
-/* From a profile's "policy=kvzip:FORM,OPTS chunk=N": the options without
- * from=, then ",from=FORM" (the source's ratio or budget), and the chunk. */
-static int
-shrink_target_opts(const char *profile, char *opts, size_t cap, long *chunk)
-{
-	const char *pol = strstr(profile, " policy=kvzip:"), *end, *ch = strstr(profile, " chunk=");
-	char form[64], *item, *save = NULL, buf[SNAP_MAX_PROFILE];
-	size_t n = 0;
-	if (!pol || !ch || (*chunk = strtol(ch + 7, NULL, 10)) <= 0)
-		return -1;
-	pol += strlen(" policy=kvzip:");
-	end = strchr(pol, ' ');
-	if (!end || (size_t)(end - pol) >= sizeof(buf))
-		return -1;
-	memcpy(buf, pol, (size_t)(end - pol));
-	buf[end - pol] = 0;
-	form[0] = 0;
-	opts[0] = 0;
-	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-		if (!strncmp(item, "ratio=", 6))
-			snprintf(form, sizeof(form), "%s", item + 6);
-		else if (!strncmp(item, "budget=", 7))
-			snprintf(form, sizeof(form), "budget%s", item + 7);
-		else if (strncmp(item, "from=", 5))
-			n += (size_t)snprintf(opts + n, n < cap ? cap - n : 0, "%s%s", n ? "," : "",
-			    item);
-	}
-	if (!form[0])
-		return -1;
-	n += (size_t)snprintf(opts + n, n < cap ? cap - n : 0, "%sfrom=%s", n ? "," : "", form);
-	return n < cap ? 0 : -1;
-}
-
 int
 cli_shrink(int argc, char **argv)
 {
 	struct local L;
-	struct shrink_pick sp;
-	struct store_doc d;
-	struct snap_header h;
-	struct eng_policy *p = NULL;
-	struct eng_kv *kv = NULL;
-	uint8_t doc[SNAP_ID_BYTES], pid[SNAP_ID_BYTES];
-	char why[512] = "", opts[SNAP_MAX_PROFILE], profile[SNAP_MAX_PROFILE], hex[2 * SNAP_ID_BYTES + 1];
-	int64_t units = 0;
-	long chunk;
+	struct svc_shrunk r;
+	uint8_t doc[SNAP_ID_BYTES];
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
 	double t0 = local_now();
-	int i, l, g, ret, rc;
+	int i, ret, rc;
 
 	if ((i = local_parse(argc, argv, &L)) < 0)
 		return CLI_EXIT_USAGE;
@@ -588,63 +517,24 @@ cli_shrink(int argc, char **argv)
 	}
 	if (!cli_has_flag(argc, argv, "--policy"))
 		L.policy = "kvzip";
-	memset(&h, 0, sizeof(h));
 	if ((ret = local_open_doc(&L, argv[i], doc)))
 		goto out;
-	memset(&sp, 0, sizeof(sp));
-	if ((rc = store_profiles(L.s, doc, shrink_pick_cb, &sp, why, sizeof(why))) || !sp.n) {
-		cli_err("%s", rc ? why : "the document has no kvzip snapshot to shrink (shrink "
-		    "selects by kvzip's stored scores: ingest it with --policy kvzip)");
-		ret = rc ? CLI_EXIT_FAILURE : CLI_EXIT_NOT_FOUND;
-		goto out;
-	}
-	if (shrink_target_opts(sp.profile, opts, sizeof(opts), &chunk) ||
-	    (rc = eng_policy_create_ratio(&p, "kvzip", opts, L.ratio, why, sizeof(why))) ||
-	    snap_profile(profile, sizeof(profile), pid, eng_model_fingerprint(L.m), p, chunk,
-		sp.quant)) {
-		cli_err("cannot derive the profile from '%s': %s", sp.profile, why);
-		ret = CLI_EXIT_CORRUPT;
-		goto out;
-	}
-	if ((rc = snap_load(L.s, doc, sp.id, L.m, 0, &kv, &h, why, sizeof(why)))) {
-		cli_err("cannot load the snapshot: %s", why);
+	if ((rc = svc_shrink(L.s, L.m, doc, L.ratio, &r, why, sizeof(why)))) {
+		cli_err("cannot shrink: %s", why);
 		ret = local_exit_io(rc);
 		goto out;
 	}
-	if ((rc = eng_kvzip_shrink(p, kv, (int64_t)sp.n_tokens, why, sizeof(why)))) {
-		cli_err("%s", why[0] ? why : eng_strerror(rc));
-		ret = cli_exit_for_engine(rc);
-		goto out;
-	}
-	if ((rc = store_info(L.s, doc, &d, why, sizeof(why)))) {
-		cli_err("%s", why);
-		ret = CLI_EXIT_FAILURE;
-		goto out;
-	}
-	rc = snap_save(L.s, &d, kv, L.m->hp.n_head, eng_model_fingerprint(L.m), profile, pid,
-	    sp.quant, SNAP_ZLEVEL_DEFAULT, sp.n_tokens, why, sizeof(why));
-	if (rc) {
-		cli_err("cannot store the snapshot: %s", why);
-		ret = local_exit_io(rc);
-		goto out;
-	}
-	for (l = 0; l < kv->n_layer; l++)
-		for (g = 0; g < kv->n_head_kv; g++)
-			units += eng_kv_len(kv, l, g);
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	if (L.json)
 		printf("{\"doc_id\":\"%s\",\"units_from\":%lld,\"units\":%lld,\"seconds\":%.3f}\n",
-		    hex, (long long)sp.units, (long long)units, local_now() - t0);
+		    hex, (long long)r.units_from, (long long)r.units, local_now() - t0);
 	else
 		printf("%.12s  %lld units -> %lld units (%.1fx fewer than the document)  %.1f s\n",
-		    hex, (long long)sp.units, (long long)units,
-		    (double)sp.n_tokens * L.m->hp.n_layer * L.m->hp.n_head_kv / (double)units,
+		    hex, (long long)r.units_from, (long long)r.units,
+		    (double)r.n_tokens * L.m->hp.n_layer * L.m->hp.n_head_kv / (double)r.units,
 		    local_now() - t0);
 	ret = CLI_EXIT_OK;
 out:
-	snap_header_free(&h);
-	eng_kv_free(kv);
-	eng_policy_free(p);
 	local_close(&L);
 	return ret;
 }

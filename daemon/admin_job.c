@@ -30,7 +30,8 @@ job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 
 struct admin_pick {
 	const uint8_t *want;
-	int found, other;
+	int found, other, shrunk;
+	uint8_t shrunk_id[SNAP_ID_BYTES]; /* a snapshot shrink cut to this profile */
 };
 
 static int
@@ -39,31 +40,62 @@ admin_pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 {
 	struct admin_pick *pk = arg;
 	(void)bytes;
-	(void)h;
 	(void)why;
 	(void)last_used_us;
-	if (!memcmp(pid, pk->want, SNAP_ID_BYTES))
+	if (!memcmp(pid, pk->want, SNAP_ID_BYTES)) {
 		pk->found = 1;
-	else
-		pk->other++;
+		return 0;
+	}
+	pk->other++;
+	if (h && !pk->shrunk && svc_profile_is_shrunk(h->profile, daemon_g->profile)) {
+		memcpy(pk->shrunk_id, pid, SNAP_ID_BYTES);
+		pk->shrunk = 1;
+	}
 	return 0;
 }
 
-int
-job_has_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], int *n_other)
+static int
+admin_pick(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], struct admin_pick *pk)
 {
-	struct admin_pick pk = { daemon_g->profile_id, 0, 0 };
 	char why[512] = "";
-	int rc = store_profiles(daemon_g->s, doc_id, admin_pick_cb, &pk, why, sizeof(why));
-	*n_other = 0;
+	int rc;
+	memset(pk, 0, sizeof(*pk));
+	pk->want = daemon_g->profile_id;
+	rc = store_profiles(daemon_g->s, doc_id, admin_pick_cb, pk, why, sizeof(why));
 	if (rc == STORE_ERR_NOT_FOUND)
 		return 0;
 	if (rc) {
 		job_error(j, rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE, "%s", why);
 		return -1;
 	}
+	return 0;
+}
+
+int
+job_has_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], int *n_other)
+{
+	struct admin_pick pk;
+	*n_other = 0;
+	if (admin_pick(j, doc_id, &pk))
+		return -1;
 	*n_other = pk.other;
 	return pk.found;
+}
+
+int
+job_answer_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES],
+    uint8_t profile_id[SNAP_ID_BYTES], int *n_other)
+{
+	struct admin_pick pk;
+	*n_other = 0;
+	if (admin_pick(j, doc_id, &pk))
+		return -1;
+	*n_other = pk.other;
+	if (pk.found)
+		memcpy(profile_id, daemon_g->profile_id, SNAP_ID_BYTES);
+	else if (pk.shrunk)
+		memcpy(profile_id, pk.shrunk_id, SNAP_ID_BYTES);
+	return pk.found || pk.shrunk;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -247,6 +279,30 @@ admin_job_run(struct worker *w, struct job *j)
 		}
 		job_result(j, json_pack("{s:b, s:I, s:o}", "ok", rc == 0, "checked", (json_int_t)v.n,
 		    "problems", v.bad));
+		return;
+	}
+	case PROTO_OP_SHRINK: {
+		struct svc_shrunk sh;
+		char phex[2 * SNAP_ID_BYTES + 1];
+		double t0 = job_now();
+		if (job_resolve(j, r->doc, doc))
+			return;
+		if ((rc = svc_shrink(s, daemon_g->m, doc, r->ratio, &sh, why, sizeof(why)))) {
+			job_error(j, rc == SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+			    rc == SNAPIO_ERR_ARG ? PROTO_E_BAD_REQUEST :
+			    rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+			    rc == SNAPIO_ERR_MISMATCH ? PROTO_E_PROFILE :
+			    rc == SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
+			    rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE, "%s", why);
+			return;
+		}
+		store_hex(doc, SNAP_ID_BYTES, hex);
+		store_hex(sh.profile_id, SNAP_ID_BYTES, phex);
+		job_result(j, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:f}", "doc_id", hex,
+		    "profile_id", phex, "profile", sh.profile, "tokens", (json_int_t)sh.n_tokens,
+		    "units_from", (json_int_t)sh.units_from, "units", (json_int_t)sh.units,
+		    "serves", svc_profile_is_shrunk(sh.profile, daemon_g->profile), "seconds",
+		    job_now() - t0));
 		return;
 	}
 	case PROTO_OP_PRUNE: {

@@ -48,7 +48,8 @@ enum proto_op {
 	PROTO_OP_RM = 7,
 	PROTO_OP_STATS = 8,
 	PROTO_OP_VERIFY = 9,
-	PROTO_OP_PRUNE = 10
+	PROTO_OP_PRUNE = 10,
+	PROTO_OP_SHRINK = 11
 };
 const char *proto_op_name(enum proto_op op);
 
@@ -94,7 +95,7 @@ struct proto_req {
 	char *name;            /* ingest: optional name */
 	char *source;          /* ingest: optional source description */
 	int force;             /* ingest: re-ingest even if stored */
-	char *doc;             /* query/has/info/rm/verify: DOC reference */
+	char *doc;             /* query/has/info/rm/verify/shrink: DOC reference */
 	char *question;        /* query */
 	size_t question_len;
 	int64_t max_tokens;    /* query */
@@ -103,6 +104,7 @@ struct proto_req {
 	int64_t max_bytes;     /* prune: 0 = no size limit */
 	int64_t keep;          /* prune: -1 = no count limit */
 	int dry_run;           /* prune */
+	double ratio;          /* shrink: share of the document's units kept, (0, 1] */
 };
 
 /* Parse one request line (without its newline).  Returns 0, or an error

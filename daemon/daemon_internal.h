@@ -17,6 +17,7 @@
 
 #include "daemon/daemon.h"
 #include "engine/engine.h"
+#include "service/service.h"
 #include "storage/snapshot_io.h"
 
 /* ------------------------------------------------------------------------ */
@@ -139,5 +140,12 @@ int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
 /* The profile's snapshot of a document: 1 stored, 0 not, <0 on error (the
  * error already sent); *n_other gets the count of other profiles. */
 int job_has_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], int *n_other);
+/* The snapshot a query answers from: this profile's, else one `shrink` cut
+ * to exactly this profile's budget from a larger kvzip snapshot (its
+ * profile adds from=).  1 with *profile_id set, 0 none, <0 error sent. */
+int job_answer_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES],
+    uint8_t profile_id[SNAP_ID_BYTES], int *n_other);
+/* Monotonic seconds. */
+double job_now(void);
 
 #endif /* DAEMON_INTERNAL_H */

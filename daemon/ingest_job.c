@@ -18,14 +18,6 @@
 
 #define INGEST_PROGRESS_EVERY_S 0.2 /* at most five progress events a second */
 
-static double
-ingest_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The whole regular file behind fd (malloc'd), or NULL with the error sent. */
 static char *
 ingest_read_fd(struct job *j, int fd, size_t *len)
@@ -79,7 +71,7 @@ static int
 ingest_progress(void *arg, int64_t done, int64_t total)
 {
 	struct ingest_prog *pg = arg;
-	double now = ingest_now();
+	double now = job_now();
 	if (done == total || now - pg->last >= INGEST_PROGRESS_EVERY_S) {
 		pg->last = now;
 		job_event(pg->j, "progress", json_pack("{s:s, s:I, s:I, s:f}", "stage", "prefill",
@@ -116,7 +108,7 @@ ingest_job_run(struct worker *w, struct job *j)
 	int rc, l, h, n_other;
 
 	pg.j = j;
-	pg.t0 = pg.last = ingest_now();
+	pg.t0 = pg.last = job_now();
 	if (r->use_fd) {
 		if (!(text = ingest_read_fd(j, j->fd, &len)))
 			return;
@@ -151,7 +143,7 @@ ingest_job_run(struct worker *w, struct job *j)
 		goto out;
 	}
 	job_event(j, "progress", json_pack("{s:s, s:I, s:I, s:f}", "stage", "tokenized", "done",
-	    (json_int_t)0, "total", (json_int_t)n, "elapsed_s", ingest_now() - pg.t0));
+	    (json_int_t)0, "total", (json_int_t)n, "elapsed_s", job_now() - pg.t0));
 	rc = eng_kv_init(&kv, d->m, eng_policy_rows_per_head(w->p, n, d->cfg.chunk, 0));
 	if (!rc)
 		rc = eng_ingest_cb(w->ctx, kv, w->p, ids, n, d->cfg.chunk, NULL, ingest_progress, &pg);
@@ -188,10 +180,10 @@ ingest_job_run(struct worker *w, struct job *j)
 			units += eng_kv_len(kv, l, h);
 	dlog(DLOG_INFO, "conn %llu: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
 	    (unsigned long long)conn_serial(j->conn), hex, (long long)n, (long long)units,
-	    ingest_now() - pg.t0);
+	    job_now() - pg.t0);
 	job_result(j, json_pack("{s:s, s:b, s:I, s:I, s:I, s:f}", "doc_id", hex, "skipped", 0,
 	    "bytes", (json_int_t)len, "tokens", (json_int_t)n, "units", (json_int_t)units,
-	    "seconds", ingest_now() - pg.t0));
+	    "seconds", job_now() - pg.t0));
 out:
 	eng_kv_free(kv);
 	free(ids);

@@ -26,6 +26,7 @@ static const char *const proto_ops[] = {
 	[PROTO_OP_STATS] = "stats",
 	[PROTO_OP_VERIFY] = "verify",
 	[PROTO_OP_PRUNE] = "prune",
+	[PROTO_OP_SHRINK] = "shrink",
 };
 #define PROTO_N_OPS (sizeof(proto_ops) / sizeof(proto_ops[0]))
 
@@ -155,6 +156,22 @@ proto_get_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_len)
 	return 0;
 }
 
+/* Member `key` as a share in (0, 1] (a JSON number); required. */
+static int
+proto_get_ratio(json_t *o, const char *key, double *out, char *msg, size_t msg_len)
+{
+	json_t *v = json_object_get(o, key);
+	double x;
+	if (!v || json_is_null(v))
+		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" is required", key);
+	x = json_is_number(v) ? json_number_value(v) : -1.0;
+	if (!(x > 0.0 && x <= 1.0))
+		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
+		    "\"%s\" must be a number in (0, 1]: the share of the document's units kept", key);
+	*out = x;
+	return 0;
+}
+
 /* An id is an integer or a short string. */
 static int
 proto_id_ok(const json_t *v)
@@ -204,6 +221,11 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 	case PROTO_OP_INFO:
 	case PROTO_OP_RM:
 		return proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg, msg_len);
+	case PROTO_OP_SHRINK:
+		if ((rc = proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg,
+		    msg_len)))
+			return rc;
+		return proto_get_ratio(o, "ratio", &r->ratio, msg, msg_len);
 	case PROTO_OP_VERIFY:
 		return proto_get_str(o, "doc", 0, PROTO_REF_MAX, &r->doc, NULL, NULL, msg, msg_len);
 	case PROTO_OP_CANCEL:

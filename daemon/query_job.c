@@ -21,14 +21,6 @@ struct query_emit {
 	double t0, ttft;
 };
 
-static double
-query_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Length of the longest prefix of s[0..n) that does not end inside a
  * UTF-8 sequence (invalid bytes count as complete: jansson refuses them,
  * and query_send replaces them). */
@@ -66,7 +58,7 @@ query_emit_cb(void *arg, int32_t id)
 	size_t have, ok;
 
 	if (e->n++ == 0)
-		e->ttft = query_now() - e->t0;
+		e->ttft = job_now() - e->t0;
 	memcpy(buf, e->pend, e->n_pend);
 	n = eng_tok_decode(e->tok, id, 0, buf + e->n_pend, 256);
 	have = e->n_pend + (n > 0 ? (size_t)n : 0);
@@ -88,7 +80,7 @@ query_job_run(struct worker *w, struct job *j)
 	struct snap_header h;
 	struct eng_kv *kv = NULL;
 	struct eng_sampler smp;
-	uint8_t doc[SNAP_ID_BYTES];
+	uint8_t doc[SNAP_ID_BYTES], pid[SNAP_ID_BYTES];
 	int32_t *qids = NULL;
 	int64_t n_q, n_gen = 0;
 	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
@@ -96,11 +88,11 @@ query_job_run(struct worker *w, struct job *j)
 
 	memset(&h, 0, sizeof(h));
 	memset(&em, 0, sizeof(em));
-	em.t0 = query_now();
+	em.t0 = job_now();
 	if (job_resolve(j, r->doc, doc))
 		return;
 	store_hex(doc, SNAP_ID_BYTES, hex);
-	if ((rc = job_has_profile(j, doc, &n_other)) < 0)
+	if ((rc = job_answer_profile(j, doc, pid, &n_other)) < 0)
 		return;
 	if (rc == 0) {
 		if (n_other)
@@ -117,7 +109,7 @@ query_job_run(struct worker *w, struct job *j)
 		    eng_strerror((int)n_q));
 		return;
 	}
-	if ((rc = snap_load(d->s, doc, d->profile_id, d->m, n_q + r->max_tokens, &kv, &h, why,
+	if ((rc = snap_load(d->s, doc, pid, d->m, n_q + r->max_tokens, &kv, &h, why,
 	    sizeof(why)))) {
 		job_error(j, rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
 		    rc == SNAPIO_ERR_MISMATCH ? PROTO_E_PROFILE :
@@ -142,10 +134,10 @@ query_job_run(struct worker *w, struct job *j)
 		job_error(j, PROTO_E_CANCELLED, "query cancelled after %lld tokens", (long long)em.n);
 		goto out;
 	}
-	store_touch(d->s, doc, d->profile_id, why, sizeof(why));
+	store_touch(d->s, doc, pid, why, sizeof(why));
 	job_result(j, json_pack("{s:s, s:I, s:I, s:f, s:f}", "doc_id", hex, "tokens",
 	    (json_int_t)em.n, "prompt_tokens", (json_int_t)n_q, "ttft_s", em.ttft, "seconds",
-	    query_now() - em.t0));
+	    job_now() - em.t0));
 out:
 	free(qids);
 	eng_kv_free(kv);

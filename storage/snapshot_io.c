@@ -11,8 +11,8 @@
 
 #include "storage/snapshot_io.h"
 
-static int
-io_from_store(int rc)
+int
+snapio_from_store(int rc)
 {
 	switch (rc) {
 	case STORE_OK: return SNAPIO_OK;
@@ -20,7 +20,7 @@ io_from_store(int rc)
 	case STORE_ERR_NOT_FOUND: return SNAPIO_ERR_NOT_FOUND;
 	case STORE_ERR_CORRUPT: return SNAPIO_ERR_CORRUPT;
 	case STORE_ERR_FULL: return SNAPIO_ERR_FULL;
-	case STORE_ERR_IO: return SNAPIO_ERR_IO;
+	case STORE_ERR_IO: case STORE_ERR_BUSY: return SNAPIO_ERR_IO;
 	default: return SNAPIO_ERR_ARG;
 	}
 }
@@ -103,7 +103,7 @@ snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, i
 	snap.layer = (const uint8_t *const *)rec;
 	snap.layer_len = len;
 	snap.n_layer = kv->n_layer;
-	rc = io_from_store(store_put(s, d, &snap, why, why_len));
+	rc = snapio_from_store(store_put(s, d, &snap, why, why_len));
 out:
 	if (rec)
 		for (l = 0; l < kv->n_layer; l++)
@@ -161,9 +161,9 @@ snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	*out = NULL;
 	memset(h, 0, sizeof(*h));
 	if ((rc = store_read_begin(s, doc_id, profile_id, &r, why, why_len)))
-		return io_from_store(rc);
+		return snapio_from_store(rc);
 	if ((rc = store_read_layer(r, SNAP_HEADER_LAYER, &buf, &len, why, why_len))) {
-		rc = io_from_store(rc);
+		rc = snapio_from_store(rc);
 		goto out;
 	}
 	if ((rc = snap_header_decode(buf, len, h, why, why_len))) {
@@ -179,7 +179,7 @@ snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	}
 	for (l = 0; l < h->n_layer; l++) {
 		if ((rc = store_read_layer(r, (unsigned)l, &buf, &len, why, why_len))) {
-			rc = io_from_store(rc);
+			rc = snapio_from_store(rc);
 			goto out;
 		}
 		if ((rc = snap_layer_decode(buf, len, h, l, kv, why, why_len))) {

@@ -29,6 +29,9 @@ enum snapio_err {
 	SNAPIO_ERR_ENGINE = -8     /* the engine refused (see the reason) */
 };
 
+/* A store status as the SNAPIO_ code a caller of this layer reports. */
+int snapio_from_store(int store_rc);
+
 /* Everything that changes a snapshot, as canonical text, and its
  * BLAKE2b-256 (profile_id): format version, model fingerprint, policy with
  * every parameter (sidecars and maps by content hash), chunk size,

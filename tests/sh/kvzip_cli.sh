@@ -6,7 +6,9 @@
 # still verifies, the shrunk snapshot answers a question); what shrink and
 # --ratio refuse (exit codes as documented): nothing to shrink, no kvzip
 # snapshot, both --budget and --ratio, ratios outside (0, 1], an ingest of a
-# from= profile.
+# from= profile.  Then the protocol's shrink through a real kvsnapd serving
+# kvzip at 1/4: a snapshot cut to the daemon's ratio is answered from
+# (serves: true), and bad shrink requests get their error codes.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -18,7 +20,8 @@ if [ ! -f "$MODEL" ]; then
 	exit 0
 fi
 T=$(mktemp -d /tmp/kvsnap-kvzip-cli-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+DPID=
+trap '[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null; rm -rf "$T"' EXIT
 export KVSNAP_STATE=$T/state
 pass=0 fail=0
 ok() { # description, then the command's status
@@ -76,6 +79,60 @@ done
 expect_rc "shrink without --ratio" 1 "$K" shrink gpl
 expect_rc "an ingest of a from= profile" 1 "$K" ingest "${P[@]}" --ratio 1/8 --opts from=0.5 "$T/gpl.txt"
 grep -q "kvsnap shrink" "$T/err"; ok "and says why" $?
+
+# ---- the protocol's shrink, through kvsnapd (kvzip at 1/4, gpl's chunk)
+D=$BUILD/kvsnapd
+S=$T/d.sock
+"$D" --foreground --state "$KVSNAP_STATE" --socket "$S" --policy kvzip --ratio 1/4 --chunk 128 \
+	-t 2 --workers 1 2>"$T/daemon.log" &
+DPID=$!
+up=1
+for _ in $(seq 1 300); do
+	[ -S "$S" ] && { up=0; break; }
+	sleep 0.1
+done
+ok "kvsnapd starts (kvzip, ratio 1/4)" $up
+# one request per argument; prints the last event of each
+req() {
+	timeout 120 python3 - "$S" "$@" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(110); s.connect(sys.argv[1])
+f = s.makefile("rb")
+for a in sys.argv[2:]:
+    s.sendall(a.encode() + b"\n")
+    while True:
+        l = f.readline()
+        if not l: print("EOF"); sys.exit(1)
+        e = json.loads(l)
+        if e.get("event") in ("result", "error"): print(json.dumps(e)); break
+PY
+}
+field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
+r=$(req '{"v":1,"id":1,"op":"query","doc":"gpl","question":"Hi","max_tokens":2}')
+[ "$(field code <<<"$r")" = profile_mismatch ]; ok "before shrink the daemon has no snapshot of its profile: $(field code <<<"$r")" $?
+r=$(req '{"v":1,"id":2,"op":"shrink","doc":"gpl","ratio":0.25}')
+want=$(( (tokens + 3) / 4 * 30 * 3 ))
+[ "$(field units <<<"$r")" = "$want" ]; ok "shrink op: gpl cut to a quarter, $(field units <<<"$r") units (want $want)" $?
+[ "$(field serves <<<"$r")" = True ]; ok "and the daemon says it serves the result" $?
+r=$(req '{"v":1,"id":3,"op":"query","doc":"gpl","question":"What is the archive code word?","max_tokens":8}')
+[ "$(field event <<<"$r")" = result ] && [ "$(field tokens <<<"$r")" -gt 0 ]
+ok "the daemon answers from the shrunk snapshot ($(field tokens <<<"$r") tokens)" $?
+expect_rc "and so does kvsnap query through it" 0 env KVSNAP_SOCKET="$S" "$K" query -n 4 gpl "What is the archive code word?"
+for bad in '"ratio":0' '"ratio":1.5' '"ratio":"1/4"' '"ratio":null'; do
+	r=$(req "{\"v\":1,\"id\":4,\"op\":\"shrink\",\"doc\":\"gpl\",$bad}")
+	[ "$(field code <<<"$r")" = bad_request ]; ok "shrink with $bad: $(field code <<<"$r")" $?
+done
+r=$(req '{"v":1,"id":5,"op":"shrink","ratio":0.25}')
+[ "$(field code <<<"$r")" = bad_request ]; ok "shrink without doc: $(field code <<<"$r")" $?
+r=$(req '{"v":1,"id":6,"op":"shrink","doc":"gpl","ratio":0.9}')
+[ "$(field code <<<"$r")" = bad_request ]; ok "shrink to more than the source holds: $(field code <<<"$r")" $?
+r=$(req '{"v":1,"id":7,"op":"shrink","doc":"snap","ratio":0.25}')
+[ "$(field code <<<"$r")" = not_found ]; ok "shrink of a document with no kvzip snapshot: $(field code <<<"$r")" $?
+r=$(req '{"v":1,"id":8,"op":"shrink","doc":"nosuchdoc","ratio":0.25}')
+[ "$(field code <<<"$r")" = not_found ]; ok "shrink of an unknown document: $(field code <<<"$r")" $?
+kill -TERM "$DPID"; wait "$DPID"; ok "kvsnapd stops cleanly" $?
+DPID=
+expect_rc "the store still verifies" 0 "$K" verify
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
