@@ -130,4 +130,16 @@ int td_make(const struct td_corpus *c, uint64_t seed, int64_t index, size_t doc_
 void td_example_free(struct td_example *ex);
 const char *td_kind_name(int kind);
 
+/* The cache of kvzip labels (clients/train_labels.c): one checksummed file
+ * per example in dir, keyed by (model fingerprint, scorer description,
+ * token ids).  tl_read fills ex->s (0) or finds no valid file (-1);
+ * tl_write creates dir if needed (0 / -1). */
+#define TL_KEY_BYTES 32
+struct eng_train_example;
+void tl_key(const char *model_fp, const char *scorer, const int32_t *ids, int64_t n,
+    uint8_t key[TL_KEY_BYTES]);
+int tl_read(const char *dir, const uint8_t key[TL_KEY_BYTES], struct eng_train_example *ex);
+int tl_write(const char *dir, const uint8_t key[TL_KEY_BYTES],
+    const struct eng_train_example *ex);
+
 #endif /* CLIENTS_CLI_H */

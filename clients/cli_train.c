@@ -28,11 +28,25 @@
 #define TRAIN_WINDOW 20
 #define TRAIN_CHARS_PER_TOKEN 3.6 /* fortunes prose, SmolLM2 tokenizer (measured ~3.7) */
 
+enum { TRAIN_LABELS_CIS = 0, TRAIN_LABELS_KVZIP = 1 };
+
 struct train_cfg {
-	const char *model, *out, *ckpt, *fortunes, *words;
+	const char *model, *out, *ckpt, *fortunes, *words, *label_cache;
 	long examples, d_r, max_tok, min_tok, gen_max, every, threads, eval;
 	unsigned long long seed;
-	int resume, json, dump, eval_only;
+	int resume, json, dump, eval_only, labels;
+};
+
+/* What every example's label pass needs. */
+struct train_env {
+	struct eng_ctx *c;
+	const struct eng_model *m;
+	const struct eng_tok *tok;
+	const struct td_corpus *co;
+	int32_t im_end;
+	struct eng_policy *kz; /* --labels kvzip: the scorer, bound, ratio 1 */
+	char kz_desc[512];
+	int64_t cache_hits;
 };
 
 static double
@@ -60,7 +74,8 @@ train_usage(FILE *f)
 	    "usage: kvsnap train-heads [-m GGUF] [-o SIDECAR] [--examples N] [--d-r D] [--seed S]\n"
 	    "                          [--max-tokens T] [--min-tokens T] [--gen-max N]\n"
 	    "                          [--checkpoint FILE] [--checkpoint-every K] [--resume] [--eval-only]\n"
-	    "                          [--json] [--eval K] [-t THREADS]\n"
+	    "                          [--json] [--eval K] [-t THREADS] [--labels cis|kvzip]\n"
+	    "                          [--label-cache DIR]\n"
 	    "Train Locret retaining heads (spec/locret.md) on generated data: retrieval of\n"
 	    "numbers and key-value facts hidden in Debian's fortunes, and document QA\n"
 	    "answered by the model itself.  One AdamW step per example.\n"
@@ -80,14 +95,20 @@ train_usage(FILE *f)
 	    "  --fortunes DIR        prose (default /usr/share/games/fortunes)\n"
 	    "  --words FILE          key words (default /usr/share/dict/american-english)\n"
 	    "  --eval K              held-out loss on examples N..N+K-1 before and after\n"
-	    "  --dump                print the examples' texts instead of training\n");
+	    "  --dump                print the examples' texts instead of training\n"
+	    "  --labels cis|kvzip    what the heads learn: cis (default), the largest attention\n"
+	    "                        logit of the answer to each prompt unit (spec/locret.md);\n"
+	    "                        kvzip, log of kvzip's score of each unit of the document\n"
+	    "                        alone (the attention its reconstruction pays it)\n"
+	    "  --label-cache DIR     kvzip labels computed once (default SIDECAR.labels)\n");
 }
 
 /* Prompt ids (document + question in the chat template) of example i,
- * shrinking the document until the prompt fits max_tok. */
+ * shrinking the document until the prompt fits max_tok; the first *n_doc
+ * are the document's (what an ingest reads). */
 static int
 train_prompt(const struct train_cfg *cf, const struct td_corpus *co, const struct eng_tok *tok,
-    int64_t i, struct td_example *ex, int32_t **ids, int64_t *n)
+    int64_t i, struct td_example *ex, int32_t **ids, int64_t *n, int64_t *n_doc)
 {
 	uint64_t s = (cf->seed + 1) * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)i * 0x632BE59BD9B4E019u;
 	long target = cf->min_tok + (long)((s >> 17) % (uint64_t)(cf->max_tok - cf->min_tok + 1));
@@ -124,6 +145,7 @@ train_prompt(const struct train_cfg *cf, const struct td_corpus *co, const struc
 			free(q);
 			*ids = all;
 			*n = nd + nq;
+			*n_doc = nd;
 			return 0;
 		}
 		chars *= 0.95 * (double)cf->max_tok / (double)(nd + nq);
@@ -166,31 +188,72 @@ train_bar(const struct train_cfg *cf, int64_t done, double rate, double loss, do
 	fflush(stderr);
 }
 
+/* Example i with its labels (*te, NULL on error with the message printed):
+ * cis, over the prompt and the answer (gold, teacher-forced, or the
+ * model's own); kvzip, over the document alone, from the label cache or
+ * our kvzip policy.  *n_p: the tokens trained on. */
+static int
+train_example(const struct train_cfg *cf, struct train_env *env, int64_t i, int *kind,
+    struct eng_train_example **te, int64_t *n_p)
+{
+	struct td_example ex;
+	int32_t *p = NULL, *a = NULL;
+	int64_t n_all = 0, n_doc = 0, n_a = 0;
+	uint8_t key[TL_KEY_BYTES];
+	int rc = 0, ret;
+
+	*te = NULL;
+	if ((ret = train_prompt(cf, env->co, env->tok, i, &ex, &p, &n_all, &n_doc)))
+		return ret;
+	*kind = ex.kind;
+	if (cf->labels == TRAIN_LABELS_KVZIP) {
+		*n_p = n_doc;
+		rc = eng_train_collect(env->c, p, n_doc, NULL, 0, 0, env->tok, te);
+		if (!rc) {
+			tl_key(eng_model_fingerprint(env->m), env->kz_desc, p, n_doc, key);
+			if (!tl_read(cf->label_cache, key, *te)) {
+				env->cache_hits++;
+			} else if (!(rc = eng_train_label_kvzip(env->c, env->kz, p, n_doc, 512, *te)) &&
+			    tl_write(cf->label_cache, key, *te))
+				fprintf(stderr, "train-heads: warning: cannot write the label cache "
+				    "%s\n", cf->label_cache);
+		}
+	} else {
+		*n_p = n_all;
+		if (ex.answer && (n_a = train_answer(env->tok, ex.answer, env->im_end, &a)) < 0)
+			rc = (int)n_a;
+		else
+			rc = eng_train_collect(env->c, p, n_all, a, n_a, cf->gen_max, env->tok, te);
+	}
+	if (rc) {
+		cli_err("example %lld (%s, %lld tokens): %s", (long long)i, td_kind_name(ex.kind),
+		    (long long)*n_p, eng_strerror(rc));
+		eng_train_example_free(*te);
+		*te = NULL;
+		ret = cli_exit_for_engine(rc);
+	}
+	td_example_free(&ex);
+	free(p);
+	free(a);
+	return ret;
+}
+
 /* Mean loss and overlap of the held-out examples N .. N+eval−1 (never
  * trained on: the run uses 0 .. N−1), without updating. */
 static int
-train_eval(const struct train_cfg *cf, struct eng_train *tr, struct eng_ctx *c,
-    const struct eng_tok *tok, const struct td_corpus *co, int32_t im_end, const char *when)
+train_eval(const struct train_cfg *cf, struct eng_train *tr, struct train_env *env,
+    const char *when)
 {
 	double loss = 0.0, ov = 0.0;
 	long k;
 	for (k = 0; k < cf->eval; k++) {
-		struct td_example ex;
 		struct eng_train_example *te = NULL;
 		struct eng_train_stats st;
-		int32_t *p = NULL, *a = NULL;
-		int64_t n_p = 0, n_a = 0;
-		int rc, ret = train_prompt(cf, co, tok, cf->examples + k, &ex, &p, &n_p);
+		int64_t n_p;
+		int kind, rc, ret = train_example(cf, env, cf->examples + k, &kind, &te, &n_p);
 		if (ret)
 			return ret;
-		if (ex.answer)
-			n_a = train_answer(tok, ex.answer, im_end, &a);
-		rc = n_a < 0 ? (int)n_a : eng_train_collect(c, p, n_p, a, n_a, cf->gen_max, tok, &te);
-		if (!rc)
-			rc = eng_train_step(tr, c, te, 0, &st);
-		td_example_free(&ex);
-		free(p);
-		free(a);
+		rc = eng_train_step(tr, env->c, te, 0, &st);
 		eng_train_example_free(te);
 		if (rc) {
 			cli_err("held-out example %ld: %s", k, eng_strerror(rc));
@@ -216,20 +279,24 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	struct eng_train *tr = NULL;
 	struct eng_ctx *c = NULL;
 	struct eng_train_opts o;
+	struct train_env env;
 	char why[512] = "", recipe[1024], data[1024];
 	double t0 = train_now(), c0 = train_cpu(), wl[TRAIN_WINDOW], wo[TRAIN_WINDOW];
 	int64_t i, start, n_done = 0;
-	int32_t im_end;
 	int ret = CLI_EXIT_FAILURE, rc, tty = isatty(2) && !cf->json;
 	struct stat sb;
 
+	memset(&env, 0, sizeof(env));
+	env.m = m;
+	env.tok = tok;
+	env.co = co;
 	{
 		int32_t t[4];
 		if (eng_tok_encode(tok, "<|im_end|>", 10, 1, t, 4) != 1) {
 			cli_err("the model's tokenizer has no <|im_end|> token");
 			return CLI_EXIT_FAILURE;
 		}
-		im_end = t[0];
+		env.im_end = t[0];
 	}
 	eng_train_opts_default(&o, cf->examples);
 	o.d_r = (int)cf->d_r;
@@ -260,43 +327,40 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 		ret = cli_exit_for_engine(rc);
 		goto out;
 	}
+	env.c = c;
+	if (cf->labels == TRAIN_LABELS_KVZIP &&
+	    ((rc = eng_policy_create_ratio(&env.kz, "kvzip", "", 1.0, why, sizeof(why))) ||
+	    (rc = eng_policy_bind(env.kz, m, why, sizeof(why))))) {
+		cli_err("cannot set up the kvzip scorer: %s", why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	if (env.kz)
+		eng_policy_describe(env.kz, env.kz_desc, sizeof(env.kz_desc));
 	start = eng_train_steps_done(tr);
-	if (cf->eval && (ret = train_eval(cf, tr, c, tok, co, im_end, "before")))
+	if (cf->eval && (ret = train_eval(cf, tr, &env, "before")))
 		goto out;
 	ret = CLI_EXIT_FAILURE;
 	t0 = train_now(); /* rates count training only */
 	c0 = train_cpu();
 	for (i = cf->eval_only ? cf->examples : start; i < cf->examples; i++) {
-		struct td_example ex;
 		struct eng_train_example *te = NULL;
 		struct eng_train_stats st;
-		int32_t *p = NULL, *a = NULL;
-		int64_t n_p = 0, n_a = 0;
+		int64_t n_p = 0;
 		double el, avg_l = 0, avg_o = 0, tc, ts;
-		int k, nw;
+		int k, nw, kind;
 
-		if ((ret = train_prompt(cf, co, tok, i, &ex, &p, &n_p)))
+		tc = train_now();
+		if ((ret = train_example(cf, &env, i, &kind, &te, &n_p)))
 			goto out;
 		ret = CLI_EXIT_FAILURE;
-		if (ex.answer && (n_a = train_answer(tok, ex.answer, im_end, &a)) < 0) {
-			cli_err("example %lld: cannot tokenize the answer", (long long)i);
-			td_example_free(&ex);
-			free(p);
-			goto out;
-		}
-		tc = train_now();
-		rc = eng_train_collect(c, p, n_p, a, n_a, cf->gen_max, tok, &te);
 		ts = train_now();
-		if (!rc)
-			rc = eng_train_step(tr, c, te, 1, &st);
+		rc = eng_train_step(tr, c, te, 1, &st);
 		ts = train_now() - ts;
 		tc = train_now() - tc - ts;
 		if (rc) {
-			cli_err("example %lld (%s, %lld tokens): %s", (long long)i,
-			    td_kind_name(ex.kind), (long long)n_p, eng_strerror(rc));
-			td_example_free(&ex);
-			free(p);
-			free(a);
+			cli_err("example %lld (%s, %lld tokens): %s", (long long)i, td_kind_name(kind),
+			    (long long)n_p, eng_strerror(rc));
 			eng_train_example_free(te);
 			ret = cli_exit_for_engine(rc);
 			goto out;
@@ -319,7 +383,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 			    "\"overlap\":%.4f,\"lr\":%.6g,\"loss_avg\":%.6g,\"overlap_avg\":%.4f,"
 			    "\"label_s\":%.2f,\"step_s\":%.2f,\"examples_per_s\":%.4f,\"elapsed_s\":%.1f,"
 			    "\"cpu_s\":%.1f}\n",
-			    (long long)i + 1, cf->examples, td_kind_name(ex.kind), (long long)n_p,
+			    (long long)i + 1, cf->examples, td_kind_name(kind), (long long)n_p,
 			    (long long)te->n_a, st.loss, st.reg, st.smooth, st.overlap, st.lr, avg_l,
 			    avg_o, tc, ts, (double)n_done / el, el, train_cpu() - c0);
 			fflush(stdout);
@@ -327,9 +391,6 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 			double rate = (double)n_done / el;
 			train_bar(cf, i + 1, rate, avg_l, avg_o, (double)(cf->examples - i - 1) / rate);
 		}
-		td_example_free(&ex);
-		free(p);
-		free(a);
 		eng_train_example_free(te);
 		if ((i + 1) % cf->every == 0 && i + 1 < cf->examples &&
 		    (rc = eng_train_save(tr, cf->ckpt, why, sizeof(why)))) {
@@ -341,7 +402,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	if (tty)
 		fprintf(stderr, "\n");
 	if (!cf->eval_only && cf->eval &&
-	    (ret = train_eval(cf, tr, c, tok, co, im_end, "after")))
+	    (ret = train_eval(cf, tr, &env, "after")))
 		goto out;
 	ret = CLI_EXIT_FAILURE;
 	if (!cf->eval_only && (rc = eng_train_save(tr, cf->ckpt, why, sizeof(why)))) {
@@ -354,10 +415,12 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	    "--max-tokens %ld --gen-max %ld; one pass, batch 1; Smooth-L1 + %.4g x adjacent MSE "
 	    "(summed over layers); AdamW lr %.3g betas (%.3g, %.3g) eps %.3g wd %.3g; clip by value "
 	    "%.3g; linear warmup %lld of %lld steps then linear decay to 0; init N(0, %.6f^2); fp32; "
-	    "labels: max scaled pre-softmax logit of the answer tokens (spec/locret.md)",
+	    "labels: %s%s",
 	    cf->examples, cf->d_r, cf->seed, cf->min_tok, cf->max_tok, cf->gen_max, o.alpha, o.lr,
 	    o.beta1, o.beta2, o.eps, o.wd, o.clip, (long long)eng_train_get_opts(tr)->warmup,
-	    (long long)o.n_steps, o.sigma);
+	    (long long)o.n_steps, o.sigma, env.kz ? "--labels kvzip: log of the score of " :
+	    "max scaled pre-softmax logit of the answer tokens (spec/locret.md)",
+	    env.kz ? env.kz_desc : "");
 	snprintf(data, sizeof(data),
 	    "clients/train_data.c: Debian fortunes + fortunes-min entries (%zu) as prose, "
 	    "wamerican words as keys; 1/4 number retrieval (repeated filler or prose), 1/4 "
@@ -371,10 +434,12 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 		goto out;
 	}
 	if (!cf->json)
-		fprintf(stderr, "train-heads: %lld examples in %.1f s; heads written to %s\n",
-		    (long long)n_done, train_now() - t0, cf->out);
+		fprintf(stderr, "train-heads: %lld examples in %.1f s (%lld kvzip labels from %s); "
+		    "heads written to %s\n", (long long)n_done, train_now() - t0,
+		    (long long)env.cache_hits, env.kz ? cf->label_cache : "-", cf->out);
 	ret = CLI_EXIT_OK;
 out:
+	eng_policy_free(env.kz);
 	eng_ctx_free(c);
 	eng_train_free(tr);
 	return ret;
@@ -388,8 +453,8 @@ train_dump(const struct train_cfg *cf, const struct eng_tok *tok, const struct t
 	for (i = 0; i < cf->examples; i++) {
 		struct td_example ex;
 		int32_t *p = NULL;
-		int64_t n_p = 0;
-		int ret = train_prompt(cf, co, tok, i, &ex, &p, &n_p);
+		int64_t n_p = 0, n_doc = 0;
+		int ret = train_prompt(cf, co, tok, i, &ex, &p, &n_p, &n_doc);
 		if (ret)
 			return ret;
 		printf("=== example %lld (%s, %lld prompt tokens)\n%s\n--- question: %s\n--- answer: %s\n",
@@ -423,6 +488,8 @@ cli_train_heads(int argc, char **argv)
 		{ "words", required_argument, NULL, 'W' },
 		{ "dump", no_argument, NULL, 'D' },
 		{ "eval", required_argument, NULL, 'E' },
+		{ "labels", required_argument, NULL, 'L' },
+		{ "label-cache", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -430,7 +497,7 @@ cli_train_heads(int argc, char **argv)
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
 	struct td_corpus co;
-	char why[256] = "", out_buf[4096], ck_buf[4200];
+	char why[256] = "", out_buf[4096], ck_buf[4200], lc_buf[4200];
 	long seed = 0;
 	int opt, rc, ret;
 
@@ -465,6 +532,17 @@ cli_train_heads(int argc, char **argv)
 		case 'W': cf.words = optarg; break;
 		case 'D': cf.dump = 1; break;
 		case 'E': if (cli_parse_long(optarg, 0, 100000, &cf.eval)) goto usage; break;
+		case 'L':
+			if (!strcmp(optarg, "cis"))
+				cf.labels = TRAIN_LABELS_CIS;
+			else if (!strcmp(optarg, "kvzip"))
+				cf.labels = TRAIN_LABELS_KVZIP;
+			else {
+				cli_err("--labels %s: cis or kvzip", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'C': cf.label_cache = optarg; break;
 		case 'h': train_usage(stdout); return CLI_EXIT_OK;
 		default: goto usage;
 		}
@@ -489,6 +567,10 @@ cli_train_heads(int argc, char **argv)
 	if (!cf.ckpt) {
 		snprintf(ck_buf, sizeof(ck_buf), "%s.ckpt", cf.out);
 		cf.ckpt = ck_buf;
+	}
+	if (!cf.label_cache) {
+		snprintf(lc_buf, sizeof(lc_buf), "%s.labels", cf.out);
+		cf.label_cache = lc_buf;
 	}
 	if ((rc = eng_model_open(&m, cf.model, why, sizeof(why)))) {
 		cli_err("cannot load model: %s", why);

@@ -469,12 +469,22 @@ float *eng_train_w2(struct eng_train *t, int layer);
 /* Label pass (spec §2, §7.1).  With answer != NULL the n_a answer tokens
  * are teacher-forced; with answer == NULL the model answers greedily from
  * the full prompt, up to gen_max tokens, the end-of-generation token (tok
- * given) included and fed.  Errors: ENG_ERR_ARG, ENG_ERR_CONTEXT (P ++ A
+ * given) included and fed (gen_max 0: the prompt's features only, no
+ * labels).  Errors: ENG_ERR_ARG, ENG_ERR_CONTEXT (P ++ A
  * longer than the window), ENG_ERR_NOMEM, forward errors. */
 int eng_train_collect(struct eng_ctx *c, const int32_t *prompt, int64_t n_p,
     const int32_t *answer, int64_t n_a, int64_t gen_max, const struct eng_tok *tok,
     struct eng_train_example **out);
 void eng_train_example_free(struct eng_train_example *ex);
+/* kvzip labels (issue 19): replace ex's labels by log of the score our
+ * kvzip policy gives each unit of ids[0..n) (n == ex->n_p; ex collected
+ * with answer NULL, gen_max 0: features only): p is a bound kvzip policy at
+ * ratio 1, so nothing is evicted and every unit keeps its score; sinks get
+ * log 1 = 0, scores under ENG_KVZIP_LABEL_FLOOR the floor's log.  One
+ * implementation of the score: the policy's own ingest. */
+#define ENG_KVZIP_LABEL_FLOOR 1e-12f
+int eng_train_label_kvzip(struct eng_ctx *c, struct eng_policy *p, const int32_t *ids, int64_t n,
+    int64_t chunk, struct eng_train_example *ex);
 
 /* Loss and overlap on ex (update == 0), or the same plus one optimizer step
  * (update != 0; the stats are those before the step).  Threads: c's pool,

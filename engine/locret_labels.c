@@ -122,7 +122,8 @@ eng_train_collect(struct eng_ctx *c, const int32_t *prompt, int64_t n_p,
 
 	*out = NULL;
 	memset(&lb, 0, sizeof(lb));
-	if (!prompt || n_p < 1 || n_cap < 1 || (answer && n_a < 1))
+	/* answer == NULL with gen_max == 0: the prompt's features only */
+	if (!prompt || n_p < 1 || n_cap < 0 || (answer && n_a < 1))
 		return ENG_ERR_ARG;
 	if (n_p + n_cap > hp->n_ctx_train)
 		return ENG_ERR_CONTEXT;
@@ -135,12 +136,13 @@ eng_train_collect(struct eng_ctx *c, const int32_t *prompt, int64_t n_p,
 	ex->n_p = n_p;
 	ex->u = malloc((size_t)hp->n_layer * (size_t)n_p * (size_t)ex->d_in * sizeof(float));
 	ex->s = malloc((size_t)hp->n_layer * (size_t)hp->n_head_kv * (size_t)n_p * sizeof(float));
-	ex->answer = malloc((size_t)n_cap * sizeof(int32_t));
+	ex->answer = malloc((size_t)(n_cap > 0 ? n_cap : 1) * sizeof(int32_t));
 	lb.qb = malloc((size_t)LAB_BLOCK * (size_t)g * (size_t)hp->head_dim * sizeof(float));
 	lb.logit = malloc((size_t)LAB_BLOCK * (size_t)g * (size_t)n_p * sizeof(float));
-	logits = answer ? NULL : malloc((size_t)hp->n_vocab * sizeof(float));
+	logits = answer || !n_cap ? NULL : malloc((size_t)hp->n_vocab * sizeof(float));
 	rc = eng_kv_init(&kv, m, n_p + n_cap + 1);
-	if (rc || !ex->u || !ex->s || !ex->answer || !lb.qb || !lb.logit || (!answer && !logits)) {
+	if (rc || !ex->u || !ex->s || !ex->answer || !lb.qb || !lb.logit ||
+	    (!answer && n_cap && !logits)) {
 		rc = rc ? rc : ENG_ERR_NOMEM;
 		goto out;
 	}
@@ -194,5 +196,48 @@ out:
 	free(lb.logit);
 	free(logits);
 	eng_train_example_free(ex);
+	return rc;
+}
+
+/* kvzip's score of every unit, as it stores them: ingest ids with the
+ * kvzip policy p at ratio 1 (every unit kept, every segment scored by its
+ * reconstruction) and read the pool's scores back by position. */
+int
+eng_train_label_kvzip(struct eng_ctx *c, struct eng_policy *p, const int32_t *ids, int64_t n,
+    int64_t chunk, struct eng_train_example *ex)
+{
+	const struct eng_model *m = eng_ctx_model(c);
+	struct eng_kv *kv = NULL;
+	int64_t u, kept = 0;
+	int l, g, rc;
+
+	if (!ex || ex->n_p != n || strcmp(eng_policy_name(p), "kvzip") ||
+	    eng_policy_ratio(p) != 1.0)
+		return ENG_ERR_ARG;
+	if ((rc = eng_kv_init(&kv, m, eng_policy_rows_per_head(p, n, chunk, 0))))
+		return rc;
+	if ((rc = eng_ingest(c, kv, p, ids, n, chunk, NULL)))
+		goto out;
+	for (l = 0; l < kv->n_layer; l++)
+		for (g = 0; g < kv->n_head_kv; g++) {
+			const struct eng_kv_layer *L = &kv->layer[l];
+			float *s = ex->s + ((size_t)l * (size_t)kv->n_head_kv + (size_t)g) * (size_t)n;
+			for (u = 0; u < L->len[g]; u++) {
+				uint32_t pos = L->pos[L->off[g] + u];
+				float sc = L->score[L->off[g] + u];
+				if (pos >= (uint64_t)n) {
+					rc = ENG_ERR_SHAPE;
+					goto out;
+				}
+				/* sinks carry +inf (always kept): the largest probability */
+				s[pos] = sc >= 1.0f ? 0.0f : logf(sc > ENG_KVZIP_LABEL_FLOOR ? sc :
+				    ENG_KVZIP_LABEL_FLOOR);
+				kept++;
+			}
+		}
+	if (kept != (int64_t)kv->n_layer * kv->n_head_kv * n)
+		rc = ENG_ERR_SHAPE; /* ratio 1 keeps every unit */
+out:
+	eng_kv_free(kv);
 	return rc;
 }

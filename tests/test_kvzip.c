@@ -18,6 +18,12 @@
  *                      progress callback can stop a kvzip ingest
  *   ratio              eng_parse_ratio, the ratio form's description and
  *                      per-document budget
+ *   train_labels       eng_train_label_kvzip (Locret heads trained on kvzip,
+ *                      issue 19): every label is the log of the score the
+ *                      policy itself gives the unit: equal to the stored
+ *                      score of every unit a 1/4 ingest in the same chunks
+ *                      keeps; sinks 0, the rest finite and < 0; wrong
+ *                      policies and lengths refused
  */
 #include <math.h>
 #include <stdint.h>
@@ -521,6 +527,79 @@ test_ratio(void)
 	return TAP_PASS;
 }
 
+static enum tap_result
+test_train_labels(void)
+{
+	struct eng_policy *p1 = NULL, *p4 = NULL;
+	struct eng_train_example *ex = NULL;
+	struct eng_kv *kv = NULL;
+	struct eng_ctx *c = NULL;
+	int32_t *ids = NULL, *pre = NULL;
+	int64_t n, n_pre, u, i, n_sink0 = 0, n_kept = 0, n_neg = 0;
+	char why[256];
+	int l, g, rc;
+
+	TAP_CHECK(!open_model(), "model");
+	n = doc_ids(&ids);
+	n_pre = eng_chat_doc_ids(g_tok, "", 0, &pre); /* the template prefix: kvzip's sinks */
+	TAP_CHECK(n > 0 && n_pre > 0 && n_pre < n, "ids");
+	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
+	TAP_CHECK(!eng_policy_create_ratio(&p1, "kvzip", "", 1.0, why, sizeof(why)) &&
+	    !eng_policy_bind(p1, g_m, why, sizeof(why)), "%s", why);
+	rc = eng_train_collect(c, ids, n, NULL, 0, 0, g_tok, &ex);
+	TAP_CHECK(!rc && ex->n_p == n && ex->n_a == 0, "features only: %s", eng_strerror(rc));
+	rc = eng_train_label_kvzip(c, p1, ids, n, 64, ex);
+	TAP_CHECK(!rc, "labels: %s", eng_strerror(rc));
+	for (l = 0; l < g_m->hp.n_layer; l++)
+		for (g = 0; g < g_m->hp.n_head_kv; g++)
+			for (u = 0; u < n; u++) {
+				float s = ex->s[((size_t)l * (size_t)g_m->hp.n_head_kv + (size_t)g) *
+				    (size_t)n + (size_t)u];
+				TAP_CHECK(isfinite(s) && s <= 0.0f, "label (%d,%d,%lld) = %g", l, g,
+				    (long long)u, s);
+				n_sink0 += u < n_pre - 1 && s == 0.0f;
+				n_neg += s < 0.0f;
+			}
+	/* sinks=auto: the template prefix (checked short of its last token,
+	 * which an empty text's ids may not share with a document's) */
+	TAP_CHECK(n_sink0 >= (int64_t)g_m->hp.n_layer * g_m->hp.n_head_kv * (n_pre - 1),
+	    "sinks are labelled log 1 = 0 (%lld)", (long long)n_sink0);
+	TAP_CHECK(n_neg >= (int64_t)g_m->hp.n_layer * g_m->hp.n_head_kv * (n - n_pre),
+	    "document units are below 0 (%lld)", (long long)n_neg);
+	/* the same scores decide a real ingest: what a 1/4 ingest keeps carries
+	 * exactly exp(label) (one segment, so the scores are final there) */
+	TAP_CHECK(!eng_policy_create_ratio(&p4, "kvzip", "", 0.25, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!eng_kv_init(&kv, g_m, eng_policy_rows_per_head(p4, n, 64, 0)), "pool");
+	TAP_CHECK(!(rc = eng_ingest(c, kv, p4, ids, n, 64, NULL)), "ingest: %s", eng_strerror(rc));
+	for (l = 0; l < kv->n_layer; l++)
+		for (g = 0; g < kv->n_head_kv; g++) {
+			const struct eng_kv_layer *L = &kv->layer[l];
+			for (i = 0; i < L->len[g]; i++) {
+				uint32_t pos = L->pos[L->off[g] + i];
+				float sc = L->score[L->off[g] + i], lab = ex->s[((size_t)l *
+				    (size_t)kv->n_head_kv + (size_t)g) * (size_t)n + pos];
+				if (isinf(sc))
+					continue; /* a sink */
+				TAP_CHECK(lab == logf(sc), "(%d,%d) pos %u: label %.9g, ingest's log score "
+				    "%.9g", l, g, pos, lab, logf(sc));
+				n_kept++;
+			}
+		}
+	TAP_CHECK(n_kept > 0, "%lld kept units compared", (long long)n_kept);
+	TAP_CHECK(eng_train_label_kvzip(c, p4, ids, n, 64, ex) == ENG_ERR_ARG,
+	    "a kvzip policy below ratio 1 is refused");
+	TAP_CHECK(eng_train_label_kvzip(c, p1, ids, n - 1, 64, ex) == ENG_ERR_ARG,
+	    "a length other than the example's is refused");
+	free(ids);
+	free(pre);
+	eng_kv_free(kv);
+	eng_train_example_free(ex);
+	eng_ctx_free(c);
+	eng_policy_free(p1);
+	eng_policy_free(p4);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "keep_all_is_full", test_keep_all_is_full },
 	{ "scores_by_hand", test_scores_by_hand },
@@ -530,6 +609,7 @@ static const struct tap_test tests[] = {
 	{ "select_floor", test_select_floor },
 	{ "budget_and_cancel", test_budget_and_cancel },
 	{ "ratio", test_ratio },
+	{ "train_labels", test_train_labels },
 };
 
 int
