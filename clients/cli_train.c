@@ -86,7 +86,8 @@ train_usage(FILE *f)
 	    "  --max-tokens T        longest prompt (default 1536)\n"
 	    "  --min-tokens T        shortest prompt (default max/4)\n"
 	    "  --gen-max N           longest self-generated answer (default 48)\n"
-	    "  --checkpoint FILE     checkpoint (default SIDECAR.ckpt)\n"
+	    "  --checkpoint FILE     checkpoint (default SIDECAR.ckpt; SIDECAR.kvzip.ckpt\n"
+	    "                        with --labels kvzip)\n"
 	    "  --checkpoint-every K  examples between checkpoints (default 25)\n"
 	    "  --resume              continue from the checkpoint\n"
 	    "  --eval-only           no training: evaluate (--eval K) and write the heads as\n"
@@ -564,8 +565,9 @@ cli_train_heads(int argc, char **argv)
 		snprintf(out_buf, sizeof(out_buf), "models/%.*s.locret.gguf", (int)len, base);
 		cf.out = out_buf;
 	}
-	if (!cf.ckpt) {
-		snprintf(ck_buf, sizeof(ck_buf), "%s.ckpt", cf.out);
+	if (!cf.ckpt) { /* per label kind: a resume never mixes the two */
+		snprintf(ck_buf, sizeof(ck_buf), "%s%s.ckpt", cf.out,
+		    cf.labels == TRAIN_LABELS_KVZIP ? ".kvzip" : "");
 		cf.ckpt = ck_buf;
 	}
 	if (!cf.label_cache) {
