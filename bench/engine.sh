@@ -2,6 +2,11 @@
 # Engine speed, kvsnap vs llama.cpp, one run, same machine, same GGUF, same
 # thread count, same token stream.  Prints a table (paste it into
 # bench/RESULTS.md with the command and the machine).
+# The last line puts a whole kvzip ingest beside llama.cpp's plain prefill
+# (issue 18's stretch): `kvsnap ingest --local --policy kvzip --ratio 1/4`
+# of /usr/share/common-licenses/GPL-3 (~7.6K tokens) into a scratch store:
+# tokenize, prefill, reconstruct, score, evict and store, model load
+# excluded.
 #   usage: bench/engine.sh [THREADS] [REPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +21,11 @@ if ! .venv-fixtures/bin/python -c "import llama_cpp" 2>/dev/null; then
 	scripts/make-fixtures.sh --venv-only
 fi
 ref=$(.venv-fixtures/bin/python bench/llamacpp_bench.py "$MODEL" "$THREADS" "$REPS" 2>/dev/null)
-python3 - "$ours" "$ref" "$THREADS" <<'PY'
+KZ_STATE=$(mktemp -d /tmp/kvsnap-engine-bench-XXXXXX)
+kz=$(KVSNAP_STATE=$KZ_STATE "$BUILD/kvsnap" ingest --local --json -t "$THREADS" --policy kvzip \
+	--ratio 1/4 --chunk 512 /usr/share/common-licenses/GPL-3)
+rm -rf "$KZ_STATE"
+python3 - "$ours" "$ref" "$THREADS" "$kz" <<'PY'
 import json, sys, platform, subprocess
 ours = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
 ref = [json.loads(l) for l in sys.argv[2].splitlines() if l.strip()]
@@ -37,4 +46,9 @@ print("|---|---:|---:|---:|---:|")
 for what, tokens in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("decode", 128)):
     a, b = find(ours, what, tokens), find(ref, what, tokens)
     print(f"| {what} | {tokens} | {a['tok_s']:.1f} | {b['tok_s']:.1f} | {a['tok_s'] / b['tok_s']:.2f} |")
+kz = json.loads(sys.argv[4])
+b = find(ref, "prefill", 8192)
+rate = kz["tokens"] / kz["seconds"]
+print(f"| kvzip ingest to a snapshot at 1/4 (GPL-3) vs llama.cpp prefill | {kz['tokens']} | "
+      f"{rate:.1f} | {b['tok_s']:.1f} (8192) | {rate / b['tok_s']:.2f} |")
 PY
