@@ -33,6 +33,7 @@ enum { TRAIN_LABELS_CIS = 0, TRAIN_LABELS_KVZIP = 1 };
 struct train_cfg {
 	const char *model, *out, *ckpt, *fortunes, *words, *label_cache;
 	long examples, d_r, max_tok, min_tok, gen_max, every, threads, eval;
+	double label_floor; /* --labels kvzip: labels below log(floor) raised to it (0: none) */
 	unsigned long long seed;
 	int resume, json, dump, eval_only, labels;
 };
@@ -101,7 +102,9 @@ train_usage(FILE *f)
 	    "                        logit of the answer to each prompt unit (spec/locret.md);\n"
 	    "                        kvzip, log of kvzip's score of each unit of the document\n"
 	    "                        alone (the attention its reconstruction pays it)\n"
-	    "  --label-cache DIR     kvzip labels computed once (default SIDECAR.labels)\n");
+	    "  --label-cache DIR     kvzip labels computed once (default SIDECAR.labels)\n"
+	    "  --label-floor F       kvzip labels below log(F) are raised to it (0 < F < 1;\n"
+	    "                        default none): the heads fit the units selection can reach\n");
 }
 
 /* Prompt ids (document + question in the chat template) of example i,
@@ -218,6 +221,13 @@ train_example(const struct train_cfg *cf, struct train_env *env, int64_t i, int 
 			    tl_write(cf->label_cache, key, *te))
 				fprintf(stderr, "train-heads: warning: cannot write the label cache "
 				    "%s\n", cf->label_cache);
+		}
+		if (!rc && cf->label_floor > 0.0) { /* after the cache: it holds raw labels */
+			float lo = logf((float)cf->label_floor);
+			size_t k, nl = (size_t)(*te)->n_layer * (size_t)(*te)->n_head_kv *
+			    (size_t)(*te)->n_p;
+			for (k = 0; k < nl; k++)
+				(*te)->s[k] = (*te)->s[k] < lo ? lo : (*te)->s[k];
 		}
 	} else {
 		*n_p = n_all;
@@ -422,6 +432,9 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	    (long long)o.n_steps, o.sigma, env.kz ? "--labels kvzip: log of the score of " :
 	    "max scaled pre-softmax logit of the answer tokens (spec/locret.md)",
 	    env.kz ? env.kz_desc : "");
+	if (env.kz && cf->label_floor > 0.0)
+		snprintf(recipe + strlen(recipe), sizeof(recipe) - strlen(recipe),
+		    ", floored at log(%g) (--label-floor)", cf->label_floor);
 	snprintf(data, sizeof(data),
 	    "clients/train_data.c: Debian fortunes + fortunes-min entries (%zu) as prose, "
 	    "wamerican words as keys; 1/4 number retrieval (repeated filler or prose), 1/4 "
@@ -491,6 +504,7 @@ cli_train_heads(int argc, char **argv)
 		{ "eval", required_argument, NULL, 'E' },
 		{ "labels", required_argument, NULL, 'L' },
 		{ "label-cache", required_argument, NULL, 'C' },
+		{ "label-floor", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -544,6 +558,15 @@ cli_train_heads(int argc, char **argv)
 			}
 			break;
 		case 'C': cf.label_cache = optarg; break;
+		case 'B': {
+			char *end;
+			cf.label_floor = strtod(optarg, &end);
+			if (*end || !(cf.label_floor > 0.0 && cf.label_floor < 1.0)) {
+				cli_err("--label-floor %s: a number in (0, 1)", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		}
 		case 'h': train_usage(stdout); return CLI_EXIT_OK;
 		default: goto usage;
 		}

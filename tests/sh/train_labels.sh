@@ -3,8 +3,9 @@
 # short run writes a sidecar that the locret policy loads and one cache
 # file per example; a second run over the same examples reads every label
 # back (the same losses, bit for bit); a damaged cache file is recomputed,
-# not trusted (the same losses again) and replaced; a bad --labels is a
-# usage error.
+# not trusted (the same losses again) and replaced; --label-floor trains on
+# the cached labels raised to the floor (other losses, named in the
+# recipe); a bad --labels or --label-floor is a usage error.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -48,6 +49,15 @@ printf '\x7f' | dd of="$f" bs=1 seek=2000 conv=notrunc status=none
 ok "a run over a damaged cache file (exit $?)" $?
 [ "$(losses "$T/c.jsonl")" = "$first" ]; ok "recomputes it: the same losses" $?
 [ "$(sha256sum < "$f")" = "$before" ]; ok "and rewrites the file as it was" $?
+
+"$K" train-heads "${A[@]}" --label-floor 1e-4 -o "$T/f.gguf" > "$T/f.jsonl" 2> "$T/err"
+ok "--label-floor 1e-4 over the cached labels (exit $?)" $?
+[ "$(losses "$T/f.jsonl")" != "$first" ]; ok "trains on other labels: $(losses "$T/f.jsonl")" $?
+grep -q 'floored at log(0.0001)' "$T/f.gguf"; ok "the recipe names the floor" $?
+for b in 0 1 -1 x; do
+	"$K" train-heads --labels kvzip --label-floor "$b" --examples 1 -o "$T/d.gguf" > /dev/null 2> "$T/err"
+	[ $? -eq 1 ] && grep -q "label-floor" "$T/err"; ok "--label-floor $b is a usage error" $?
+done
 
 "$K" train-heads --labels bogus --examples 1 -o "$T/d.gguf" > /dev/null 2> "$T/err"
 [ $? -eq 1 ] && grep -q "cis or kvzip" "$T/err"; ok "--labels bogus is a usage error naming the choices" $?
