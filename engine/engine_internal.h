@@ -164,6 +164,11 @@ struct eng_policy_ops {
 	int (*ingest)(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 	    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
 	    void *arg);
+	/* optional: eng_ingest calls it after every chunk has run through all
+	 * layers (`seen` of the n ids read), for a selection across layers
+	 * (Locret's alloc=global) */
+	int (*after_chunk)(struct eng_policy *p, struct eng_kv *kv, const int32_t *ids,
+	    int64_t seen, int64_t n);
 };
 
 #define ENG_POLICY_MAX_PARAMS 16
@@ -188,6 +193,13 @@ void eng_policy_sort_idx(int64_t *idx, int64_t n);
 /* Parse a non-negative integer / a float option value. */
 int eng_policy_parse_int(const char *val, int64_t lo, int64_t hi, int64_t *out);
 int eng_policy_parse_float(const char *val, double lo, double hi, double *out);
+/* The ids a document starts with when it is read in the chat template
+ * (eng_chat_doc_ids's prefix: system turn, user header), tokenized by the
+ * model's tokenizer; and their count if ids[0..n) starts with them, else 0.
+ * Policies keep them as sinks. */
+int eng_doc_template_ids(const struct eng_model *m, int32_t **ids, int64_t *n, char *why,
+    size_t why_len);
+int64_t eng_doc_template_len(const int32_t *tpl, int64_t n_tpl, const int32_t *ids, int64_t n);
 /* Keep every unit of every head. */
 void eng_policy_keep_all(struct eng_evict *e);
 /* Ada-KV's allocation (spec/adakv.md §2.2 exact mode + the §4.2 capacity
@@ -232,13 +244,27 @@ extern const struct eng_policy_ops eng_policy_kvzip;
 double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
 
 /* ------------------------------------------------------------------------ */
-/* KVzip (engine/policy_kvzip.c, kvzip_ingest.c, kvzip_select.c)             */
+/* KVzip (engine/policy_kvzip.c, kvzip_ingest.c, select_scores.c)           */
+
+/* One selection over every layer and head of a pool by its units' stored
+ * scores (engine/select_scores.c): keep `target` units per head on average,
+ * sinks included; compacts every layer. */
+enum eng_alloc { ENG_ALLOC_GLOBAL = 0, ENG_ALLOC_UNIFORM = 1, ENG_ALLOC_ADAKV = 2 };
+struct eng_select {
+	enum eng_alloc alloc;
+	double floor;       /* global: share of the per-head budget every head keeps first */
+	double alpha;       /* adakv: Ada-KV's uniform share */
+	int64_t n_sink;     /* each head's leading units below this position: always kept */
+	uint32_t keep_from; /* units at positions >= this: always kept, not counted */
+	int64_t cap_layer;  /* most units one layer keeps, sinks included */
+};
+int eng_select_scores(struct eng_kv *kv, const struct eng_select *sel, int64_t target);
+#define ENG_SELECT_LAYER_CAP 2 /* global: a layer keeps at most this times the mean */
 
 /* Parameters: i[0] seg, i[1] alloc (enum kvzip_alloc), i[2] sinks (-1:
  * the chat template's prefix when the document starts with it, else 4),
  * i[3] norm (0 prob, 1 plus), f[0] floor, f[1] alpha; a shrunk snapshot's
  * origin f[2] (ratio) or i[4] (budget), 0 when ingested. */
-enum kvzip_alloc { KVZIP_GLOBAL = 0, KVZIP_UNIFORM = 1, KVZIP_ADAKV = 2 };
 
 /* The reconstruction prompt's pieces, tokenized at bind (policy->priv). */
 struct kvzip_prompt {
@@ -258,13 +284,10 @@ struct kvzip_prompt {
 
 #define KVZIP_ANCHOR 8      /* ids of the previous segment named in the prompt */
 #define KVZIP_PROMPT_MAX 96 /* bound on a prompt's ids (pool sizing before bind) */
-#define KVZIP_LAYER_CAP 2   /* a layer keeps at most this times the mean */
 #define KVZIP_MIN_SEG 64    /* a shorter remainder joins the previous segment */
 
-/* The per-segment selection: keep, over every layer and head, `target`
- * units per head on average (sinks included), by the unit scores in the
- * pool; compacts every layer.  n_sink leading units of each head are
- * always kept; cap_layer bounds one layer's units. */
+/* The per-segment selection: eng_select_scores with kvzip's options
+ * (alloc, floor, alpha), no tail. */
 int eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_sink,
     int64_t target, int64_t cap_layer);
 /* Pool rows per head kvzip's ingest needs (segments + reconstruction). */

@@ -145,6 +145,8 @@ eng_ingest_cb(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const 
 		hook.stat_from = p->ops->stat_from(p, len);
 		rc = eng_forward_chunk_hooked(c, kv, ids + s, len, in.is_last ? last_logits : NULL,
 		    &hook);
+		if (!rc && p->ops->after_chunk)
+			rc = p->ops->after_chunk(p, kv, ids, s + len, n);
 		if (rc)
 			goto out;
 		s += len;

@@ -215,10 +215,7 @@ static int64_t
 kvzip_sinks(const struct eng_policy *p, const struct kvzip_prompt *pr, const int32_t *ids,
     int64_t n, int64_t *tpl)
 {
-	*tpl = 0;
-	if (pr->n_tpl > 0 && pr->n_tpl < n &&
-	    !memcmp(ids, pr->tpl, (size_t)pr->n_tpl * sizeof(int32_t)))
-		*tpl = pr->n_tpl;
+	*tpl = eng_doc_template_len(pr->tpl, pr->n_tpl, ids, n);
 	if (p->i[2] >= 0)
 		return p->i[2] < n ? p->i[2] : n;
 	return *tpl ? *tpl : (n < 4 ? n : 4);

@@ -253,6 +253,31 @@ eng_policy_default_opts(const char *name, const char *opts, const char *model_pa
 }
 
 int64_t
+eng_doc_template_len(const int32_t *tpl, int64_t n_tpl, const int32_t *ids, int64_t n)
+{
+	if (n_tpl > 0 && n_tpl < n && !memcmp(ids, tpl, (size_t)n_tpl * sizeof(int32_t)))
+		return n_tpl;
+	return 0;
+}
+
+int
+eng_doc_template_ids(const struct eng_model *m, int32_t **ids, int64_t *n, char *why,
+    size_t why_len)
+{
+	struct eng_tok *tok = NULL;
+	int64_t r;
+	int rc;
+	if ((rc = eng_tok_init(&tok, m->gguf, why, why_len)))
+		return rc;
+	r = eng_chat_doc_ids(tok, "", 0, ids);
+	eng_tok_free(tok);
+	if (r < 0)
+		return eng_fail(why, why_len, (int)r, "cannot tokenize the chat template");
+	*n = r;
+	return 0;
+}
+
+int64_t
 eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk)
 {
 	int64_t w = p->ops->window(p);
@@ -289,6 +314,8 @@ eng_policy_rows_per_head(struct eng_policy *p, int64_t n_doc, int64_t chunk,
 	}
 	if (p->ops == &eng_policy_locret)
 		kept += p->i[1]; /* Locret's never-evicted tail n_loc */
+	if (p->ops == &eng_policy_locret && p->i[3] == 2) /* alloc=global: ragged layers */
+		kept = ENG_SELECT_LAYER_CAP * p->budget + p->i[0];
 	if (p->ops == &eng_policy_nacl && p->i[6] > kept)
 		kept = p->i[6]; /* NaCl's working budget b_work */
 	if (p->ops->max_kept && p->ops->max_kept(p) > kept)

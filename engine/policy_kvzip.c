@@ -7,7 +7,7 @@
  * repeat the segment (teacher-forced) and every cached unit is scored by
  * the largest attention any reconstruction query pays it (kvzip_ingest.c);
  * then one selection over all layers and heads cuts the cache to its
- * budget (kvzip_select.c).
+ * budget (eng_kvzip_select, over engine/select_scores.c).
  *
  * Options: seg=N (2048) tokens per segment, at most what fits the model's
  * window with the reconstruction; alloc=global|uniform|adakv (global);
@@ -19,6 +19,7 @@
  * from=budgetN names the snapshot a `kvsnap shrink` derived this one from
  * (0: ingested directly; an ingest refuses it).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 {
 	if (!key) {
 		p->i[0] = 2048;
-		p->i[1] = KVZIP_GLOBAL;
+		p->i[1] = ENG_ALLOC_GLOBAL;
 		p->i[2] = -1;
 		p->i[3] = 0;
 		p->f[0] = 0.1;
@@ -77,11 +78,11 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 		return eng_policy_parse_int(val, 64, 1 << 20, &p->i[0]);
 	if (!strcmp(key, "alloc")) {
 		if (!strcmp(val, "global"))
-			p->i[1] = KVZIP_GLOBAL;
+			p->i[1] = ENG_ALLOC_GLOBAL;
 		else if (!strcmp(val, "uniform"))
-			p->i[1] = KVZIP_UNIFORM;
+			p->i[1] = ENG_ALLOC_UNIFORM;
 		else if (!strcmp(val, "adakv"))
-			p->i[1] = KVZIP_ADAKV;
+			p->i[1] = ENG_ALLOC_ADAKV;
 		else
 			return eng_fail(why, why_len, ENG_ERR_ARG,
 			    "kvzip: alloc=%s (global, uniform or adakv)", val);
@@ -159,7 +160,7 @@ kvzip_window(const struct eng_policy *p)
 	return 0;
 }
 
-/* Not reached: kvzip's own ingest selects (kvzip_select.c). */
+/* Not reached: kvzip's own ingest selects (eng_kvzip_select). */
 static int
 kvzip_select_unused(struct eng_policy *p, struct eng_evict *e)
 {
@@ -235,6 +236,41 @@ kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t wh
 	return 0;
 }
 
+int
+eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_sink, int64_t target,
+    int64_t cap_layer)
+{
+	struct eng_select sel = { (enum eng_alloc)p->i[1], p->f[0], p->f[1], n_sink, UINT32_MAX,
+		cap_layer };
+	return eng_select_scores(kv, &sel, target);
+}
+
+int
+eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *why,
+    size_t why_len)
+{
+	int64_t n_sink = 0, total = 0, rc;
+	const struct eng_kv_layer *L0 = &kv->layer[0];
+	int l;
+
+	if (p->ops != &eng_policy_kvzip)
+		return eng_fail(why, why_len, ENG_ERR_ARG, "shrink selects by kvzip's scores: "
+		    "policy %s has none", p->ops->name);
+	if ((rc = eng_policy_resolve(p, n_doc, why, why_len)))
+		return (int)rc;
+	/* the sinks are the leading units scored +inf (kvzip_ingest.c) */
+	while (n_sink < L0->len[0] && isinf(L0->score[L0->off[0] + n_sink]) &&
+	    L0->score[L0->off[0] + n_sink] > 0)
+		n_sink++;
+	for (l = 0; l < kv->n_layer; l++)
+		total += eng_kv_layer_units(kv, l);
+	if (p->budget * kv->n_layer * kv->n_head_kv >= total)
+		return eng_fail(why, why_len, ENG_ERR_ARG, "the snapshot keeps %lld units, no more "
+		    "than %lld per head at this budget: nothing to shrink", (long long)total,
+		    (long long)p->budget);
+	return eng_kvzip_select(p, kv, n_sink, p->budget, INT64_MAX / 4);
+}
+
 int64_t
 eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk, int64_t n_extra)
 {
@@ -247,7 +283,7 @@ eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk, int64_t
 		return n_doc + (room > n_extra ? room : n_extra) + 1;
 	if (room < n_extra)
 		room = n_extra;
-	return KVZIP_LAYER_CAP * target + room + 1;
+	return ENG_SELECT_LAYER_CAP * target + room + 1;
 }
 
 const struct eng_policy_ops eng_policy_kvzip = {

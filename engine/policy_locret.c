@@ -35,11 +35,26 @@
  * candidates by raw score plus its stabilizers and tail.  Cross-head ties:
  * normalized score, raw score, newer position, lower head.
  *
- * Options: heads=PATH (required) n_s=3b/8 n_loc=0 positions=slot|original
- *          alloc=uniform|adakv alpha=0.2.
+ * alloc=global (positions=original only) spends the budget as KVzip does
+ * (engine/select_scores.c): one ranking of every unit of every layer and
+ * head by its stored score, after a floor of ⌊floor·b'⌋ units per head,
+ * no layer above ENG_SELECT_LAYER_CAP times the mean.  Heads trained on
+ * kvzip's labels (`train-heads --labels kvzip`) predict the log of kvzip's
+ * score, which is comparable across layers and heads, so the ranking is
+ * meaningful; with CIS heads it is not.  The per-layer hook only scores;
+ * the selection runs once a chunk has passed every layer (after_chunk).
+ * Sinks, always kept: sinks=N units, or with auto the document's
+ * chat-template prefix when it starts with one (else 4); on every chunk but
+ * the last the n_s most recent units are kept too and not counted (n_s
+ * defaults to 0 here).
+ *
+ * Options: heads=PATH (required) n_s=3b/8 (global: 0) n_loc=0
+ *          positions=slot|original alloc=uniform|adakv|global alpha=0.2
+ *          floor=0.1 sinks=auto|N (the last two with alloc=global).
  * Parameters: i[0] n_s (−1 = default until check), i[1] n_loc,
  *             i[2] positions (0 slot, 1 original), i[3] alloc (0 uniform,
- *             1 adakv), f[0] alpha; priv: struct locret.
+ *             1 adakv, 2 global), i[4] sinks (−1 auto), f[0] alpha,
+ *             f[1] floor; priv: struct locret.
  */
 #include <float.h>
 #include <math.h>
@@ -49,13 +64,16 @@
 
 #include "engine_internal.h"
 
-enum { LOCRET_N_S, LOCRET_N_LOC, LOCRET_POSITIONS, LOCRET_ALLOC };
+enum { LOCRET_N_S, LOCRET_N_LOC, LOCRET_POSITIONS, LOCRET_ALLOC, LOCRET_SINKS };
+enum { LOCRET_UNIFORM, LOCRET_ADAKV, LOCRET_GLOBAL };
 
 struct locret {
 	char *path;               /* heads=PATH */
 	struct eng_heads *heads;  /* opened by check() */
 	eng_locret_score_fn fn;   /* test hook, replaces the heads */
 	void *fn_arg;
+	int32_t *tpl;             /* alloc=global, sinks=auto: the template (bind) */
+	int64_t n_tpl;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -68,6 +86,7 @@ locret_destroy(struct eng_policy *p)
 	if (!s)
 		return;
 	free(s->path);
+	free(s->tpl);
 	eng_heads_close(s->heads);
 	free(s);
 	p->priv = NULL;
@@ -85,6 +104,8 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 		p->i[LOCRET_POSITIONS] = 0;
 		p->i[LOCRET_ALLOC] = 0;
 		p->f[0] = 0.2;
+		p->i[LOCRET_SINKS] = -1;
+		p->f[1] = 0.1;
 		return 0;
 	}
 	if (!strcmp(key, "heads")) {
@@ -106,6 +127,15 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 		return eng_policy_parse_int(val, 0, INT64_C(1) << 30, &p->i[LOCRET_N_LOC]);
 	if (!strcmp(key, "alpha"))
 		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[0]);
+	if (!strcmp(key, "floor"))
+		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[1]);
+	if (!strcmp(key, "sinks")) {
+		if (val && !strcmp(val, "auto")) {
+			p->i[LOCRET_SINKS] = -1;
+			return 0;
+		}
+		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[LOCRET_SINKS]);
+	}
 	if (!strcmp(key, "positions")) {
 		if (!strcmp(val, "slot"))
 			p->i[LOCRET_POSITIONS] = 0;
@@ -117,16 +147,20 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 	}
 	if (!strcmp(key, "alloc")) {
 		if (!strcmp(val, "uniform"))
-			p->i[LOCRET_ALLOC] = 0;
+			p->i[LOCRET_ALLOC] = LOCRET_UNIFORM;
 		else if (!strcmp(val, "adakv"))
-			p->i[LOCRET_ALLOC] = 1;
+			p->i[LOCRET_ALLOC] = LOCRET_ADAKV;
+		else if (!strcmp(val, "global"))
+			p->i[LOCRET_ALLOC] = LOCRET_GLOBAL;
 		else
-			return ENG_ERR_ARG;
+			return eng_fail(why, why_len, ENG_ERR_ARG,
+			    "locret: alloc=%s (uniform, adakv or global)", val);
 		return 0;
 	}
 	if (why)
 		snprintf(why, why_len,
-		    "policy locret has no option '%s' (heads, n_s, n_loc, positions, alloc, alpha)",
+		    "policy locret has no option '%s' (heads, n_s, n_loc, positions, alloc, alpha, "
+		    "floor, sinks)",
 		    key);
 	return ENG_ERR_ARG;
 }
@@ -135,21 +169,21 @@ static int
 locret_check(struct eng_policy *p, char *why, size_t why_len)
 {
 	struct locret *s = p->priv;
-	if (p->i[LOCRET_N_S] < 0)
-		p->i[LOCRET_N_S] = p->budget * 3 / 8; /* SmolLM2 main setting 384/1024, §6.1 */
+	if (p->i[LOCRET_N_S] < 0) /* SmolLM2 main setting 384/1024, §6.1 */
+		p->i[LOCRET_N_S] = p->i[LOCRET_ALLOC] == LOCRET_GLOBAL ? 0 : p->budget * 3 / 8;
 	if (p->i[LOCRET_N_S] >= p->budget) {
 		if (why)
 			snprintf(why, why_len, "locret: n_s (%lld) must be below the budget (%lld)",
 			    (long long)p->i[LOCRET_N_S], (long long)p->budget);
 		return ENG_ERR_ARG;
 	}
-	if (p->i[LOCRET_ALLOC] == 1 && p->i[LOCRET_POSITIONS] == 0) {
-		if (why)
-			snprintf(why, why_len,
-			    "locret: alloc=adakv needs positions=original (slot positions need the "
-			    "same count in every head)");
-		return ENG_ERR_ARG;
-	}
+	if (p->i[LOCRET_ALLOC] != LOCRET_UNIFORM && p->i[LOCRET_POSITIONS] == 0)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "locret: alloc=%s needs positions=original (slot positions need the same "
+		    "count in every head)", p->i[LOCRET_ALLOC] == LOCRET_ADAKV ? "adakv" : "global");
+	if (p->i[LOCRET_ALLOC] == LOCRET_GLOBAL && p->i[LOCRET_N_LOC] > 0)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "locret: alloc=global has no n_loc tail (the query follows the document)");
 	if (!s->path) {
 		if (why)
 			snprintf(why, why_len,
@@ -165,10 +199,22 @@ static size_t
 locret_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	const struct locret *s = p->priv;
+	static const char *const alloc[] = { "uniform", "adakv", "global" };
 	int n = snprintf(buf, cap, ",heads=%s,n_s=%lld,n_loc=%lld,positions=%s,alloc=%s,alpha=%.17g",
 	    s->path ? s->path : "", (long long)p->i[LOCRET_N_S], (long long)p->i[LOCRET_N_LOC],
-	    p->i[LOCRET_POSITIONS] ? "original" : "slot", p->i[LOCRET_ALLOC] ? "adakv" : "uniform",
-	    p->f[0]);
+	    p->i[LOCRET_POSITIONS] ? "original" : "slot", alloc[p->i[LOCRET_ALLOC]], p->f[0]);
+	if (n > 0 && p->i[LOCRET_ALLOC] == LOCRET_GLOBAL) { /* older profiles stay as they were */
+		size_t u = (size_t)n;
+		char sinks[24];
+		int k;
+		if (p->i[LOCRET_SINKS] < 0)
+			snprintf(sinks, sizeof(sinks), "auto");
+		else
+			snprintf(sinks, sizeof(sinks), "%lld", (long long)p->i[LOCRET_SINKS]);
+		k = snprintf(u < cap ? buf + u : NULL, u < cap ? cap - u : 0, ",floor=%.17g,sinks=%s",
+		    p->f[1], sinks);
+		n += k > 0 ? k : 0;
+	}
 	return n > 0 ? (size_t)n : 0;
 }
 
@@ -224,6 +270,8 @@ eng_locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size
 	rc = eng_heads_check_model(s->heads, m, why, why_len);
 	if (!rc) /* heads trained on another model are refused by name */
 		rc = eng_heads_check_fingerprint(s->heads, eng_model_fingerprint(m), why, why_len);
+	if (!rc && p->i[LOCRET_ALLOC] == LOCRET_GLOBAL && p->i[LOCRET_SINKS] < 0 && !s->tpl)
+		rc = eng_doc_template_ids(m, &s->tpl, &s->n_tpl, why, why_len);
 	return rc;
 }
 
@@ -456,12 +504,40 @@ locret_select(struct eng_policy *p, struct eng_evict *e)
 	rc = locret_score_chunk(s, e, buf);
 	/* the spec's last chunk is the one that reaches M (or any after it) */
 	boost = (int64_t)e->chunk_end < M;
-	if (!rc && p->i[LOCRET_ALLOC] == 1)
+	if (!rc && p->i[LOCRET_ALLOC] == LOCRET_GLOBAL)
+		eng_policy_keep_all(e); /* after_chunk selects over all layers */
+	else if (!rc && p->i[LOCRET_ALLOC] == LOCRET_ADAKV)
 		rc = locret_select_adakv(p, e, (uint32_t)M, boost, buf + e->n_tok * e->n_head_kv);
 	else if (!rc)
 		locret_select_uniform(p, e, (uint32_t)M, boost, buf + e->n_tok * e->n_head_kv);
 	free(buf);
 	return rc;
+}
+
+/* alloc=global: after a chunk has passed every layer, one selection over
+ * the pool by the stored scores (engine/select_scores.c). */
+static int
+locret_after_chunk(struct eng_policy *p, struct eng_kv *kv, const int32_t *ids, int64_t seen,
+    int64_t n)
+{
+	const struct locret *s = p->priv;
+	int64_t n_s = p->i[LOCRET_N_S];
+	struct eng_select sel;
+
+	if (p->i[LOCRET_ALLOC] != LOCRET_GLOBAL)
+		return 0;
+	sel.alloc = ENG_ALLOC_GLOBAL;
+	sel.floor = p->f[1];
+	sel.alpha = p->f[0];
+	sel.n_sink = p->i[LOCRET_SINKS] >= 0 ? p->i[LOCRET_SINKS] :
+	    eng_doc_template_len(s->tpl, s->n_tpl, ids, n);
+	if (p->i[LOCRET_SINKS] < 0 && !sel.n_sink)
+		sel.n_sink = 4;
+	/* stabilizers on every chunk but the last; the pool holds the layer cap
+	 * plus them and the next chunk (eng_policy_rows_per_head) */
+	sel.keep_from = seen < n && seen > n_s ? (uint32_t)(seen - n_s) : UINT32_MAX;
+	sel.cap_layer = (int64_t)kv->n_head_kv * ENG_SELECT_LAYER_CAP * p->budget;
+	return eng_select_scores(kv, &sel, p->budget);
 }
 
 const struct eng_policy_ops eng_policy_locret = {
@@ -474,6 +550,7 @@ const struct eng_policy_ops eng_policy_locret = {
 	.stat_from = locret_stat_from,
 	.window = locret_window,
 	.select = locret_select,
+	.after_chunk = locret_after_chunk,
 	.pos_mode = locret_pos_mode,
 	.destroy = locret_destroy,
 };

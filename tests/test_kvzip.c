@@ -1,6 +1,6 @@
 /*
  * test_kvzip.c: the kvzip policy (engine/policy_kvzip.c, kvzip_ingest.c,
- * kvzip_select.c) on the real model, and its selection on hand-made pools.
+ * select_scores.c) on the real model, and its selection on hand-made pools.
  *
  *   keep_all_is_full   with ratio 1 nothing is evicted, and the cache and the
  *                      last logits are bitwise those of a plain full ingest

@@ -14,6 +14,7 @@
  *    immutability (11), a selection oracle (12; also for alloc=adakv),
  *    degenerate scorers (13), the last chunk (14), edge cases (15),
  *    determinism (16), a document longer than the model's context;
+ *  - alloc=global: the overall best units survive, the floor, refusals;
  *  - options and their errors.
  * Eviction steps are observed by wrapping the policy's select() (a "spy"):
  * it runs the real selection, then checks what it chose.
@@ -1971,6 +1972,98 @@ out:
 
 /* ------------------------------------------------------------------------ */
 
+static int
+float_desc(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x < y) - (x > y);
+}
+
+/* alloc=global: with scores that depend only on (layer, head, position),
+ * what survives every chunk's selection is the sinks plus the overall best
+ * NL·NH·(b − sinks) units (a unit evicted once had that many better ones
+ * present, and they only get better); a floor holds in every head; the last
+ * chunk protects no stabilizers; bad combinations are refused. */
+static enum tap_result
+test_global(void)
+{
+	const int64_t n = 400, b = 40, B = 24, S = 4;
+	int32_t *doc = make_doc(n, 17);
+	struct run r;
+	struct run_cfg cfg;
+	struct inj j = { INJ_HASH, 99, 0, 0 };
+	struct eng_policy *p = NULL;
+	float *all = malloc((size_t)(NL * NH * n) * sizeof(float)), cut;
+	char opts[512];
+	int ok = 1, l, m;
+	int64_t k = 0, i, total = 0;
+
+	memset(&r, 0, sizeof(r));
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.n_cont = NCONT;
+	cfg.inj = &j;
+	EXPECT(all != NULL, "memory");
+	for (l = 0; l < NL; l++)
+		for (m = 0; m < NH; m++)
+			for (i = S; i < n; i++)
+				all[k++] = inj_score(&j, l, m, (uint32_t)i);
+	qsort(all, (size_t)k, sizeof(float), float_desc);
+	cut = all[NL * NH * (b - S) - 1];
+	snprintf(opts, sizeof(opts), "heads=%s,positions=original,alloc=global,floor=0,sinks=%lld",
+	    g_heads_path, (long long)S);
+	EXPECT(run_policy(&r, "locret", opts, b, doc, n, B, &cfg) == 0, "%s", g_why);
+	EXPECT(strstr(r.desc, "alloc=global,") && strstr(r.desc, ",floor=0,sinks=4"), "%s", r.desc);
+	for (l = 0; l < NL; l++)
+		for (m = 0; m < NH; m++) {
+			int64_t want = S;
+			for (i = S; i < n; i++)
+				want += inj_score(&j, l, m, (uint32_t)i) >= cut;
+			EXPECT(r.s.len[l][m] == want, "layer %d head %d keeps %lld, the global cut %lld", l,
+			    m, (long long)r.s.len[l][m], (long long)want);
+			for (i = 0; i < r.s.len[l][m]; i++)
+				EXPECT(r.s.pos[l][m][i] < S ||
+				    inj_score(&j, l, m, r.s.pos[l][m][i]) >= cut,
+				    "layer %d head %d kept position %u below the cut", l, m,
+				    r.s.pos[l][m][i]);
+			total += r.s.len[l][m];
+		}
+	EXPECT(total == NL * NH * b, "kept %lld units, want %lld", (long long)total,
+	    (long long)(NL * NH * b));
+	/* a floor of half the per-head budget, under scores that favour one
+	 * layer; stabilizers end with the last chunk */
+	j.kind = INJ_PER_LAYER;
+	snprintf(opts, sizeof(opts),
+	    "heads=%s,positions=original,alloc=global,floor=0.5,sinks=%lld,n_s=8", g_heads_path,
+	    (long long)S);
+	EXPECT(run_policy(&r, "locret", opts, b, doc, n, B, &cfg) == 0, "%s", g_why);
+	for (l = 0, total = 0; l < NL; l++)
+		for (m = 0; m < NH; m++) {
+			EXPECT(r.s.len[l][m] >= S + (b - S) / 2, "layer %d head %d keeps %lld < floor", l,
+			    m, (long long)r.s.len[l][m]);
+			total += r.s.len[l][m];
+		}
+	EXPECT(total == NL * NH * b, "n_s=8: kept %lld units, want %lld", (long long)total,
+	    (long long)(NL * NH * b));
+	EXPECT(r.s.len[1][0] == S + (b - S) / 2, "layer 1 (scored low) keeps %lld, its floor %lld",
+	    (long long)r.s.len[1][0], (long long)(S + (b - S) / 2));
+	snprintf(opts, sizeof(opts), "heads=%s,alloc=global", g_heads_path);
+	EXPECT(eng_policy_create(&p, "locret", opts, b, g_why, sizeof(g_why)) == ENG_ERR_ARG &&
+	    strstr(g_why, "positions=original"), "slot positions accepted: %s", g_why);
+	snprintf(opts, sizeof(opts), "heads=%s,alloc=global,positions=original,n_loc=8",
+	    g_heads_path);
+	EXPECT(eng_policy_create(&p, "locret", opts, b, g_why, sizeof(g_why)) == ENG_ERR_ARG,
+	    "n_loc accepted");
+	snprintf(opts, sizeof(opts), "heads=%s,alloc=best", g_heads_path);
+	EXPECT(eng_policy_create(&p, "locret", opts, b, g_why, sizeof(g_why)) == ENG_ERR_ARG &&
+	    strstr(g_why, "alloc=best"), "alloc=best: %s", g_why);
+out:
+	eng_policy_free(p);
+	snap_free(&r.s);
+	free(all);
+	free(doc);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
 static const struct tap_test tests[] = {
 	{ "sidecar_roundtrip", test_sidecar_roundtrip },
 	{ "sidecar_hand_set", test_sidecar_hand_set },
@@ -1986,6 +2079,7 @@ static const struct tap_test tests[] = {
 	{ "edge_cases", test_edge_cases },
 	{ "determinism", test_determinism },
 	{ "adakv", test_adakv },
+	{ "global", test_global },
 };
 
 int
