@@ -141,9 +141,16 @@ struct eng_policy_ops {
 	/* optional: check the policy's files against the model that will run
 	 * (eng_policy_bind); ENG_ERR_SHAPE / ENG_ERR_ARG with a reason */
 	int (*bind)(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len);
-	/* optional: the most units one (layer, KV head) keeps between chunks,
-	 * when it is not the budget (pool sizing) */
-	int64_t (*max_kept)(const struct eng_policy *p);
+	/* optional: the most units one (layer, KV head) keeps between chunks
+	 * of an n_doc-token document, when it is not the budget; −1: every
+	 * unit (pool sizing, eng_policy_rows_per_head) */
+	int64_t (*kept_per_head)(const struct eng_policy *p, int64_t n_doc);
+	/* optional: the options a policy runs with when the caller gave `opts`
+	 * for the model at model_path (e.g. Locret's sidecar beside the model);
+	 * malloc'd, NULL on allocation failure */
+	char *(*default_opts)(const char *opts, const char *model_path);
+	/* the policy ignores the budget (full): eng_policy_create takes any */
+	int budgetless;
 	/* optional, for cross-layer policies (PoD): eng_ingest calls begin
 	 * before the first chunk, and layer after every layer's attention in
 	 * place of its own select-and-compact step */
@@ -217,6 +224,9 @@ int eng_snapkv_check(struct eng_policy *p, char *why, size_t why_len);
 size_t eng_snapkv_describe(const struct eng_policy *p, char *buf, size_t cap);
 int64_t eng_snapkv_stat_from(const struct eng_policy *p, int64_t n_tok);
 int64_t eng_snapkv_window(const struct eng_policy *p);
+/* Units per head kept between chunks: the budget (or a pyramid schedule's
+ * first layer) plus the family's `slack`. */
+int64_t eng_snapkv_kept(const struct eng_policy *p, int64_t n_doc, int pyramid);
 /* Pool head m's window statistics into its candidates' scores; the
  * candidates (units before the window) are the first n returned, listed in
  * cand[0..n). */

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "engine_internal.h"
 
@@ -79,7 +78,7 @@ eng_policy_create(struct eng_policy **out, const char *name, const char *opts,
 			snprintf(why, why_len, "unknown policy '%s'", name ? name : "(null)");
 		return ENG_ERR_ARG;
 	}
-	if (budget <= 0 && ops != &eng_policy_full) {
+	if (budget <= 0 && !ops->budgetless) {
 		if (why)
 			snprintf(why, why_len, "policy %s needs a budget > 0", name);
 		return ENG_ERR_ARG;
@@ -230,26 +229,11 @@ eng_policy_profile(const struct eng_policy *p, char *buf, size_t cap)
 char *
 eng_policy_default_opts(const char *name, const char *opts, const char *model_path)
 {
-	const char *dot = strrchr(model_path, '.');
-	size_t stem = dot && !strcmp(dot, ".gguf") ? (size_t)(dot - model_path) : strlen(model_path);
-	size_t n = strlen(opts) + stem + 32;
-	char *out = malloc(n), *heads;
-	struct stat sb;
-
-	if (!out)
-		return NULL;
-	snprintf(out, n, "%s", opts);
-	if (strcmp(name, "locret") || !strncmp(opts, "heads=", 6) || strstr(opts, ",heads="))
-		return out;
-	if (!(heads = malloc(stem + 16))) {
-		free(out);
-		return NULL;
-	}
-	snprintf(heads, stem + 16, "%.*s.locret.gguf", (int)stem, model_path);
-	if (stat(heads, &sb) == 0 && S_ISREG(sb.st_mode))
-		snprintf(out, n, "%s%sheads=%s", opts, *opts ? "," : "", heads);
-	free(heads);
-	return out;
+	size_t i;
+	for (i = 0; i < sizeof(policy_registry) / sizeof(policy_registry[0]); i++)
+		if (!strcmp(name, policy_registry[i]->name) && policy_registry[i]->default_opts)
+			return policy_registry[i]->default_opts(opts, model_path);
+	return strdup(opts);
 }
 
 int64_t
@@ -293,41 +277,17 @@ eng_policy_rows_per_head(struct eng_policy *p, int64_t n_doc, int64_t chunk,
 		return n_doc + n_extra + 1; /* eng_ingest refuses it with the reason */
 	if (p->ops->rows_per_head)
 		return p->ops->rows_per_head(p, n_doc, chunk, n_extra);
-	if (p->ops == &eng_policy_full || p->budget >= n_doc ||
-	    (p->ops->max_kept && p->ops->max_kept(p) < 0))
+	kept = p->ops->kept_per_head ? p->ops->kept_per_head(p, n_doc) : p->budget;
+	if (kept < 0 || p->budget >= n_doc)
 		return n_doc + n_extra + 1; /* keeps everything */
-	kept = p->budget;
 	if (n_extra > room)
 		room = n_extra;
-	/* The SnapKV family keeps `slack` more at intermediate evictions, and
-	 * pyramid schedules give the first layer the most (layers share one
-	 * arena size, so size it for the largest). */
-	if (p->ops == &eng_policy_snapkv || p->ops == &eng_policy_pyramidkv ||
-	    p->ops == &eng_policy_adakv) {
-		int pyramid = p->ops == &eng_policy_pyramidkv ||
-		    (p->ops == &eng_policy_adakv && p->i[4] == 1);
-		if (pyramid)
-			kept = eng_pyramid_layer_budget(p, 0, 1024, n_doc) + p->i[0] + 1;
-		if (kept < p->budget)
-			kept = p->budget;
-		kept += p->i[3];
-	}
-	if (p->ops == &eng_policy_locret)
-		kept += p->i[1]; /* Locret's never-evicted tail n_loc */
-	if (p->ops == &eng_policy_locret && p->i[3] == 2) /* alloc=global: ragged layers */
-		kept = ENG_SELECT_LAYER_CAP * p->budget + p->i[0];
-	if (p->ops == &eng_policy_nacl && p->i[6] > kept)
-		kept = p->i[6]; /* NaCl's working budget b_work */
-	if (p->ops->max_kept && p->ops->max_kept(p) > kept)
-		kept = p->ops->max_kept(p); /* e.g. PoD's equal_bytes targets */
 	return kept + room;
 }
 
 int
 eng_policy_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
 {
-	if (p->ops == &eng_policy_locret)
-		return eng_locret_bind(p, m, why, why_len);
 	return p->ops->bind ? p->ops->bind(p, m, why, why_len) : 0;
 }
 

@@ -135,6 +135,12 @@ adakv_select(struct eng_policy *p, struct eng_evict *e)
 	return 0;
 }
 
+static int64_t
+adakv_kept_per_head(const struct eng_policy *p, int64_t n_doc)
+{
+	return eng_snapkv_kept(p, n_doc, p->i[4] == 1);
+}
+
 const struct eng_policy_ops eng_policy_adakv = {
 	.name = "adakv",
 	.set = adakv_set,
@@ -143,4 +149,5 @@ const struct eng_policy_ops eng_policy_adakv = {
 	.stat_from = eng_snapkv_stat_from,
 	.window = eng_snapkv_window,
 	.select = adakv_select,
+	.kept_per_head = adakv_kept_per_head,
 };

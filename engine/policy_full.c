@@ -59,6 +59,14 @@ full_select(struct eng_policy *p, struct eng_evict *e)
 	return 0;
 }
 
+static int64_t
+full_kept_per_head(const struct eng_policy *p, int64_t n_doc)
+{
+	(void)p;
+	(void)n_doc;
+	return -1; /* every unit */
+}
+
 const struct eng_policy_ops eng_policy_full = {
 	.name = "full",
 	.set = full_set,
@@ -67,4 +75,6 @@ const struct eng_policy_ops eng_policy_full = {
 	.stat_from = full_stat_from,
 	.window = full_window,
 	.select = full_select,
+	.kept_per_head = full_kept_per_head,
+	.budgetless = 1,
 };

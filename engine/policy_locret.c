@@ -61,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "engine_internal.h"
 
@@ -259,14 +260,58 @@ eng_locret_set_score_fn(struct eng_policy *p, eng_locret_score_fn fn, void *arg)
 	return 0;
 }
 
+/* The sidecar beside the model (<model stem>.locret.gguf), when the
+ * options name none and it exists. */
+static char *
+locret_default_opts(const char *opts, const char *model_path)
+{
+	const char *dot = strrchr(model_path, '.');
+	size_t stem = dot && !strcmp(dot, ".gguf") ? (size_t)(dot - model_path) : strlen(model_path);
+	size_t n = strlen(opts) + stem + 32;
+	char *out = malloc(n), *heads;
+	struct stat sb;
+
+	if (!out)
+		return NULL;
+	snprintf(out, n, "%s", opts);
+	if (!strncmp(opts, "heads=", 6) || strstr(opts, ",heads="))
+		return out;
+	if (!(heads = malloc(stem + 16))) {
+		free(out);
+		return NULL;
+	}
+	snprintf(heads, stem + 16, "%.*s.locret.gguf", (int)stem, model_path);
+	if (stat(heads, &sb) == 0 && S_ISREG(sb.st_mode))
+		snprintf(out, n, "%s%sheads=%s", opts, *opts ? "," : "", heads);
+	free(heads);
+	return out;
+}
+
+/* Units per head between chunks: the budget and the n_loc tail; with
+ * alloc=global a layer's heads are ragged up to the layer cap, plus the
+ * stabilizers. */
+static int64_t
+locret_kept_per_head(const struct eng_policy *p, int64_t n_doc)
+{
+	(void)n_doc;
+	if (p->i[LOCRET_ALLOC] == LOCRET_GLOBAL)
+		return ENG_SELECT_LAYER_CAP * p->budget + p->i[LOCRET_N_S];
+	return p->budget + p->i[LOCRET_N_LOC];
+}
+
 int
 eng_locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
 {
-	struct locret *s;
-	int rc;
 	if (!p || !m || p->ops != &eng_policy_locret)
 		return ENG_ERR_ARG;
-	s = p->priv;
+	return p->ops->bind(p, m, why, why_len);
+}
+
+static int
+locret_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
+{
+	struct locret *s = p->priv;
+	int rc;
 	rc = eng_heads_check_model(s->heads, m, why, why_len);
 	if (!rc) /* heads trained on another model are refused by name */
 		rc = eng_heads_check_fingerprint(s->heads, eng_model_fingerprint(m), why, why_len);
@@ -551,6 +596,9 @@ const struct eng_policy_ops eng_policy_locret = {
 	.window = locret_window,
 	.select = locret_select,
 	.after_chunk = locret_after_chunk,
+	.bind = locret_bind,
+	.kept_per_head = locret_kept_per_head,
+	.default_opts = locret_default_opts,
 	.pos_mode = locret_pos_mode,
 	.destroy = locret_destroy,
 };

@@ -388,6 +388,14 @@ nacl_select(struct eng_policy *p, struct eng_evict *e)
 	return 0;
 }
 
+/* The working budget b_work when it is above the budget. */
+static int64_t
+nacl_kept_per_head(const struct eng_policy *p, int64_t n_doc)
+{
+	(void)n_doc;
+	return p->i[NACL_B_WORK] > p->budget ? p->i[NACL_B_WORK] : p->budget;
+}
+
 const struct eng_policy_ops eng_policy_nacl = {
 	.name = "nacl",
 	.set = nacl_set,
@@ -396,4 +404,5 @@ const struct eng_policy_ops eng_policy_nacl = {
 	.stat_from = nacl_stat_from,
 	.window = nacl_window,
 	.select = nacl_select,
+	.kept_per_head = nacl_kept_per_head,
 };

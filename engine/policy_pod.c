@@ -262,10 +262,11 @@ pod_pos_mode(const struct eng_policy *p)
 }
 
 static int64_t
-pod_max_kept(const struct eng_policy *p)
+pod_kept_per_head(const struct eng_policy *p, int64_t n_doc)
 {
 	const struct pod_priv *pv = pod_priv(p);
 	int64_t mx = p->budget, i, n;
+	(void)n_doc;
 	if (p->i[POD_BASE] == POD_BASE_FULL)
 		return -1; /* keeps every unit */
 	n = (int64_t)pv->map->n_head_kv * pv->map->n_layer;
@@ -510,7 +511,7 @@ const struct eng_policy_ops eng_policy_pod = {
 	.pos_mode = pod_pos_mode,
 	.destroy = pod_destroy,
 	.bind = pod_bind,
-	.max_kept = pod_max_kept,
+	.kept_per_head = pod_kept_per_head, /* e.g. equal_bytes targets */
 	.ingest_begin = pod_ingest_begin,
 	.ingest_layer = pod_ingest_layer,
 };

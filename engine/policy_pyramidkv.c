@@ -91,6 +91,12 @@ pyramid_select(struct eng_policy *p, struct eng_evict *e)
 	return 0;
 }
 
+static int64_t
+pyramid_kept_per_head(const struct eng_policy *p, int64_t n_doc)
+{
+	return eng_snapkv_kept(p, n_doc, 1);
+}
+
 const struct eng_policy_ops eng_policy_pyramidkv = {
 	.name = "pyramidkv",
 	.set = pyramid_set,
@@ -99,4 +105,5 @@ const struct eng_policy_ops eng_policy_pyramidkv = {
 	.stat_from = eng_snapkv_stat_from,
 	.window = eng_snapkv_window,
 	.select = pyramid_select,
+	.kept_per_head = pyramid_kept_per_head,
 };

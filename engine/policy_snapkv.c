@@ -146,6 +146,26 @@ snapkv_select(struct eng_policy *p, struct eng_evict *e)
 	return 0;
 }
 
+/* The family keeps `slack` more at intermediate evictions, and pyramid
+ * schedules give the first layer the most (layers share one arena size, so
+ * size it for the largest). */
+int64_t
+eng_snapkv_kept(const struct eng_policy *p, int64_t n_doc, int pyramid)
+{
+	int64_t kept = p->budget;
+	if (pyramid)
+		kept = eng_pyramid_layer_budget(p, 0, 1024, n_doc) + p->i[0] + 1;
+	if (kept < p->budget)
+		kept = p->budget;
+	return kept + p->i[3];
+}
+
+static int64_t
+snapkv_kept_per_head(const struct eng_policy *p, int64_t n_doc)
+{
+	return eng_snapkv_kept(p, n_doc, 0);
+}
+
 const struct eng_policy_ops eng_policy_snapkv = {
 	.name = "snapkv",
 	.set = eng_snapkv_set,
@@ -154,4 +174,5 @@ const struct eng_policy_ops eng_policy_snapkv = {
 	.stat_from = eng_snapkv_stat_from,
 	.window = eng_snapkv_window,
 	.select = snapkv_select,
+	.kept_per_head = snapkv_kept_per_head,
 };
