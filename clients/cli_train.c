@@ -442,7 +442,8 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	    "ending, answered greedily by the model (<= %ld tokens); disjoint from "
 	    "bench/quality_data.h",
 	    co->n_para, cf->gen_max);
-	if ((rc = eng_train_write_heads(tr, cf->out, recipe, data, why, sizeof(why)))) {
+	if ((rc = eng_train_write_heads(tr, cf->out, env.kz ? "kvzip" : "cis", recipe, data, why,
+	    sizeof(why)))) {
 		cli_err("%s", why);
 		ret = cli_exit_for_engine(rc);
 		goto out;

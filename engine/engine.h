@@ -359,6 +359,7 @@ struct eng_heads_info {
 	const char *base_fingerprint; /* hex of the base model; "" = unbound */
 	const char *recipe;           /* free text: how they were trained */
 	const char *data;             /* free text: what they were trained on */
+	const char *labels;           /* what they predict: "cis" or "kvzip" */
 };
 
 /* Open a sidecar.  With m != NULL every dimension must match the model
@@ -500,9 +501,9 @@ int eng_train_save(const struct eng_train *t, const char *path, char *why, size_
 int eng_train_load(struct eng_train **out, const char *path, const struct eng_model *m,
     char *why, size_t why_len);
 /* The sidecar (f16 tensors, base fingerprint = the model's) for --policy
- * locret heads=PATH. */
-int eng_train_write_heads(const struct eng_train *t, const char *path, const char *recipe,
-    const char *data, char *why, size_t why_len);
+ * locret heads=PATH; labels "cis" or "kvzip" (what the heads learned). */
+int eng_train_write_heads(const struct eng_train *t, const char *path, const char *labels,
+    const char *recipe, const char *data, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* PoD layer sharing (spec/pod.md; engine/pod_map.c, engine/pod_calibrate.c,

@@ -17,8 +17,11 @@
  *                                 the base model; "" = not bound to a model
  *  10. kvsnap.locret.recipe       string, free text: how they were trained
  *  11. kvsnap.locret.data         string, free text: what they saw
- *      (9-11 may be absent when reading: they read as "")
- *  12. tensors, for every layer N in 0..n_layer-1:
+ *  12. kvsnap.locret.labels       string, what the scores predict: "cis"
+ *                                 (spec/locret.md's CIS) or "kvzip" (log of
+ *                                 kvzip's score, comparable across layers)
+ *      (9-12 may be absent when reading: 9-11 read as "", 12 as "cis")
+ *  13. tensors, for every layer N in 0..n_layer-1:
  *        blk.N.ret_w1  ne = [D_in, d_R]  F32 or F16: row r (d_R rows of D_in
  *                      values) is column r of W1, i.e. PyTorch's
  *                      fc1.weight [d_R][D_in] stored as is;
@@ -216,7 +219,7 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
     size_t why_len)
 {
 	struct eng_heads *h;
-	struct eng_gguf_str arch, act, fp, recipe, data;
+	struct eng_gguf_str arch, act, fp, recipe, data, labels;
 	const struct eng_gguf_tensor *t1, *t2;
 	size_t n_own = 0;
 	float *own;
@@ -272,8 +275,18 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
 	}
 	if ((rc = heads_get_text(h->gguf, path, "base_fingerprint", &fp, why, why_len)) ||
 	    (rc = heads_get_text(h->gguf, path, "recipe", &recipe, why, why_len)) ||
-	    (rc = heads_get_text(h->gguf, path, "data", &data, why, why_len)))
+	    (rc = heads_get_text(h->gguf, path, "data", &data, why, why_len)) ||
+	    (rc = heads_get_text(h->gguf, path, "labels", &labels, why, why_len)))
 		goto out;
+	if (labels.len == 0 || eng_gguf_str_eq(labels, "cis"))
+		h->info.labels = "cis";
+	else if (eng_gguf_str_eq(labels, "kvzip"))
+		h->info.labels = "kvzip";
+	else {
+		rc = eng_fail(why, why_len, ENG_ERR_FORMAT,
+		    "%s: kvsnap.locret.labels must be \"cis\" or \"kvzip\"", path);
+		goto out;
+	}
 	if (!heads_is_hex(fp.ptr, fp.len)) {
 		rc = eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "%s: base_fingerprint is not a hex string", path);
@@ -492,7 +505,7 @@ int
 eng_heads_write(const char *path, const struct eng_heads_info *info, const float *const *w1,
     const float *const *w2, enum kern_type type, char *why, size_t why_len)
 {
-	const char *fp, *recipe, *data;
+	const char *fp, *recipe, *data, *labels;
 	char tmp[4096];
 	struct heads_out o = { NULL, 0, 0 };
 	size_t es = type == KERN_TYPE_F16 ? 2 : 4, n1, n2;
@@ -513,6 +526,9 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 	fp = info->base_fingerprint ? info->base_fingerprint : "";
 	recipe = info->recipe ? info->recipe : "";
 	data = info->data ? info->data : "";
+	labels = info->labels ? info->labels : "cis";
+	if (strcmp(labels, "cis") && strcmp(labels, "kvzip"))
+		return eng_fail(why, why_len, ENG_ERR_ARG, "labels must be cis or kvzip");
 	if (!heads_is_hex(fp, strlen(fp)))
 		return eng_fail(why, why_len, ENG_ERR_ARG, "base_fingerprint must be hex");
 	if (strlen(recipe) > HEADS_MAX_TEXT || strlen(data) > HEADS_MAX_TEXT)
@@ -533,7 +549,7 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 	heads_put(&o, "GGUF", 4);
 	heads_put_u32(&o, 3);
 	heads_put_u64(&o, (uint64_t)(2 * info->n_layer)); /* tensors */
-	heads_put_u64(&o, 11);                            /* metadata keys */
+	heads_put_u64(&o, 12);                            /* metadata keys */
 	heads_put_kv_str(&o, "general.architecture", HEADS_ARCH);
 	heads_put_kv_u32(&o, "general.alignment", HEADS_ALIGN);
 	heads_put_kv_u32(&o, "kvsnap.locret.n_layer", (uint32_t)info->n_layer);
@@ -545,6 +561,7 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 	heads_put_kv_str(&o, "kvsnap.locret.base_fingerprint", fp);
 	heads_put_kv_str(&o, "kvsnap.locret.recipe", recipe);
 	heads_put_kv_str(&o, "kvsnap.locret.data", data);
+	heads_put_kv_str(&o, "kvsnap.locret.labels", labels);
 	for (l = 0; l < info->n_layer; l++) {
 		char name[64];
 		snprintf(name, sizeof(name), "blk.%d.ret_w1", l);

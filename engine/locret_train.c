@@ -684,8 +684,8 @@ out:
 }
 
 int
-eng_train_write_heads(const struct eng_train *t, const char *path, const char *recipe,
-    const char *data, char *why, size_t why_len)
+eng_train_write_heads(const struct eng_train *t, const char *path, const char *labels,
+    const char *recipe, const char *data, char *why, size_t why_len)
 {
 	struct eng_heads_info info;
 	const float **w1, **w2;
@@ -711,6 +711,7 @@ eng_train_write_heads(const struct eng_train *t, const char *path, const char *r
 	info.base_fingerprint = t->model_fp;
 	info.recipe = recipe;
 	info.data = data;
+	info.labels = labels;
 	rc = eng_heads_write(path, &info, (const float *const *)w1, (const float *const *)w2,
 	    KERN_TYPE_F16, why, why_len);
 	free(w1);

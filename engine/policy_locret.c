@@ -75,6 +75,9 @@ struct locret {
 	void *fn_arg;
 	int32_t *tpl;             /* alloc=global, sinks=auto: the template (bind) */
 	int64_t n_tpl;
+	/* options left to their defaults, resolved by check() from the heads'
+	 * labels and the budget: n_s, positions, alloc */
+	int n_s_auto, pos_auto, alloc_auto;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -101,6 +104,7 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 		if (!s && !(s = p->priv = calloc(1, sizeof(*s))))
 			return ENG_ERR_NOMEM;
 		p->i[LOCRET_N_S] = -1;
+		s->n_s_auto = s->pos_auto = s->alloc_auto = 1;
 		p->i[LOCRET_N_LOC] = 0;
 		p->i[LOCRET_POSITIONS] = 0;
 		p->i[LOCRET_ALLOC] = 0;
@@ -122,8 +126,10 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 		s->path = path;
 		return 0;
 	}
-	if (!strcmp(key, "n_s"))
+	if (!strcmp(key, "n_s")) {
+		s->n_s_auto = 0;
 		return eng_policy_parse_int(val, 0, INT64_C(1) << 30, &p->i[LOCRET_N_S]);
+	}
 	if (!strcmp(key, "n_loc"))
 		return eng_policy_parse_int(val, 0, INT64_C(1) << 30, &p->i[LOCRET_N_LOC]);
 	if (!strcmp(key, "alpha"))
@@ -138,6 +144,7 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[LOCRET_SINKS]);
 	}
 	if (!strcmp(key, "positions")) {
+		s->pos_auto = 0;
 		if (!strcmp(val, "slot"))
 			p->i[LOCRET_POSITIONS] = 0;
 		else if (!strcmp(val, "original"))
@@ -147,6 +154,7 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 		return 0;
 	}
 	if (!strcmp(key, "alloc")) {
+		s->alloc_auto = 0;
 		if (!strcmp(val, "uniform"))
 			p->i[LOCRET_ALLOC] = LOCRET_UNIFORM;
 		else if (!strcmp(val, "adakv"))
@@ -170,7 +178,21 @@ static int
 locret_check(struct eng_policy *p, char *why, size_t why_len)
 {
 	struct locret *s = p->priv;
-	if (p->i[LOCRET_N_S] < 0) /* SmolLM2 main setting 384/1024, §6.1 */
+	int rc, kz;
+	if (!s->path)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "locret needs heads=PATH (a retaining-heads sidecar, engine/locret_heads.c)");
+	if (!s->heads && (rc = eng_heads_open(&s->heads, s->path, NULL, why, why_len)))
+		return rc;
+	/* Defaults follow what the heads learned: kvzip's scores compare
+	 * across layers (global selection, original positions); CIS does not
+	 * (Locret's uniform selection, slot positions). */
+	kz = !strcmp(eng_heads_get_info(s->heads)->labels, "kvzip");
+	if (s->alloc_auto)
+		p->i[LOCRET_ALLOC] = kz ? LOCRET_GLOBAL : LOCRET_UNIFORM;
+	if (s->pos_auto)
+		p->i[LOCRET_POSITIONS] = kz;
+	if (s->n_s_auto) /* SmolLM2 main setting 384/1024, §6.1; per budget */
 		p->i[LOCRET_N_S] = p->i[LOCRET_ALLOC] == LOCRET_GLOBAL ? 0 : p->budget * 3 / 8;
 	if (p->i[LOCRET_N_S] >= p->budget) {
 		if (why)
@@ -185,14 +207,6 @@ locret_check(struct eng_policy *p, char *why, size_t why_len)
 	if (p->i[LOCRET_ALLOC] == LOCRET_GLOBAL && p->i[LOCRET_N_LOC] > 0)
 		return eng_fail(why, why_len, ENG_ERR_ARG,
 		    "locret: alloc=global has no n_loc tail (the query follows the document)");
-	if (!s->path) {
-		if (why)
-			snprintf(why, why_len,
-			    "locret needs heads=PATH (a retaining-heads sidecar, engine/locret_heads.c)");
-		return ENG_ERR_ARG;
-	}
-	if (!s->heads)
-		return eng_heads_open(&s->heads, s->path, NULL, why, why_len);
 	return 0;
 }
 
@@ -201,8 +215,15 @@ locret_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	const struct locret *s = p->priv;
 	static const char *const alloc[] = { "uniform", "adakv", "global" };
-	int n = snprintf(buf, cap, ",heads=%s,n_s=%lld,n_loc=%lld,positions=%s,alloc=%s,alpha=%.17g",
-	    s->path ? s->path : "", (long long)p->i[LOCRET_N_S], (long long)p->i[LOCRET_N_LOC],
+	char n_s[24];
+	int n;
+	/* with a ratio the default n_s follows each document's budget */
+	if (s->n_s_auto && p->ratio > 0.0)
+		snprintf(n_s, sizeof(n_s), "auto");
+	else
+		snprintf(n_s, sizeof(n_s), "%lld", (long long)p->i[LOCRET_N_S]);
+	n = snprintf(buf, cap, ",heads=%s,n_s=%s,n_loc=%lld,positions=%s,alloc=%s,alpha=%.17g",
+	    s->path ? s->path : "", n_s, (long long)p->i[LOCRET_N_LOC],
 	    p->i[LOCRET_POSITIONS] ? "original" : "slot", alloc[p->i[LOCRET_ALLOC]], p->f[0]);
 	if (n > 0 && p->i[LOCRET_ALLOC] == LOCRET_GLOBAL) { /* older profiles stay as they were */
 		size_t u = (size_t)n;

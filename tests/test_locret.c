@@ -2064,6 +2064,52 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
+/* A ratio budget: the default n_s follows each document's budget (a
+ * ratio-form locret was refused once n_s was fixed at the largest budget),
+ * and the profile says so; heads trained on kvzip's labels default to
+ * alloc=global with original positions, CIS heads to uniform/slot. */
+static enum tap_result
+test_ratio_defaults(void)
+{
+	struct eng_policy *p = NULL;
+	struct eng_heads_info in = tiny_info(D_R);
+	char opts[512], desc[1024], kz_path[300];
+	int ok = 1;
+
+	snprintf(opts, sizeof(opts), "heads=%s", g_heads_path);
+	EXPECT(eng_policy_create_ratio(&p, "locret", opts, 0.25, g_why, sizeof(g_why)) == 0, "%s",
+	    g_why);
+	EXPECT(eng_policy_resolve(p, 1000, g_why, sizeof(g_why)) == 0, "resolve 1000: %s", g_why);
+	EXPECT(p->budget == 250 && p->i[0] == 250 * 3 / 8, "budget %lld n_s %lld",
+	    (long long)p->budget, (long long)p->i[0]);
+	EXPECT(eng_policy_resolve(p, 100, g_why, sizeof(g_why)) == 0, "resolve 100: %s", g_why);
+	EXPECT(p->budget == 25 && p->i[0] == 25 * 3 / 8, "budget %lld n_s %lld",
+	    (long long)p->budget, (long long)p->i[0]);
+	eng_policy_describe(p, desc, sizeof(desc));
+	EXPECT(strstr(desc, ",n_s=auto,") && strstr(desc, "positions=slot,alloc=uniform"), "%s",
+	    desc);
+	eng_policy_free(p);
+	p = NULL;
+	snprintf(kz_path, sizeof(kz_path), "%s.kz", g_heads_path);
+	in.labels = "kvzip";
+	EXPECT(write_random_heads(kz_path, &in, 5, KERN_TYPE_F32) == 0, "write kvzip heads");
+	snprintf(opts, sizeof(opts), "heads=%s", kz_path);
+	EXPECT(eng_policy_create(&p, "locret", opts, 40, g_why, sizeof(g_why)) == 0, "%s", g_why);
+	eng_policy_describe(p, desc, sizeof(desc));
+	EXPECT(strstr(desc, ",n_s=0,") && strstr(desc, "positions=original,alloc=global"), "%s",
+	    desc);
+	eng_policy_free(p);
+	snprintf(opts, sizeof(opts), "heads=%s,alloc=uniform", kz_path);
+	EXPECT(eng_policy_create(&p, "locret", opts, 40, g_why, sizeof(g_why)) == 0, "%s", g_why);
+	eng_policy_describe(p, desc, sizeof(desc));
+	EXPECT(strstr(desc, ",n_s=15,") && strstr(desc, "positions=original,alloc=uniform"), "%s",
+	    desc);
+out:
+	eng_policy_free(p);
+	unlink(kz_path);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
 static const struct tap_test tests[] = {
 	{ "sidecar_roundtrip", test_sidecar_roundtrip },
 	{ "sidecar_hand_set", test_sidecar_hand_set },
@@ -2080,6 +2126,7 @@ static const struct tap_test tests[] = {
 	{ "determinism", test_determinism },
 	{ "adakv", test_adakv },
 	{ "global", test_global },
+	{ "ratio_defaults", test_ratio_defaults },
 };
 
 int

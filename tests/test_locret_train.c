@@ -550,11 +550,13 @@ test_sidecar_round_trip(void)
 	fd = mkstemp(path);
 	TAP_CHECK(fd >= 0, "mkstemp");
 	close(fd);
-	TAP_CHECK(eng_train_write_heads(tr, path, "test recipe", "test data", why, sizeof(why)) == 0,
+	TAP_CHECK(eng_train_write_heads(tr, path, "kvzip", "test recipe", "test data", why,
+	    sizeof(why)) == 0,
 	    "write: %s", why);
 	TAP_CHECK(eng_heads_open(&h, path, g_m, why, sizeof(why)) == 0, "open: %s", why);
 	TAP_CHECK(strcmp(eng_heads_get_info(h)->base_fingerprint, eng_model_fingerprint(g_m)) == 0 &&
 	    strcmp(eng_heads_get_info(h)->recipe, "test recipe") == 0 &&
+	    strcmp(eng_heads_get_info(h)->labels, "kvzip") == 0 &&
 	    eng_heads_get_info(h)->d_r == 16, "metadata");
 	TAP_CHECK(eng_heads_check_fingerprint(h, eng_model_fingerprint(g_m), why, sizeof(why)) == 0,
 	    "own model refused");
