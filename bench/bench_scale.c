@@ -76,7 +76,7 @@ main(int argc, char **argv)
 	struct rusage ru;
 	int32_t *ids;
 	float *logits;
-	char why[256], desc[256];
+	char why[256], desc[512], *eff;
 	double t0, dt;
 	{ /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
 		char bwhy[512];
@@ -99,12 +99,18 @@ main(int argc, char **argv)
 		default: return 1;
 		}
 	}
+	/* the policy's defaults for this model (Locret's sidecar beside it) */
+	if (!(eff = eng_policy_default_opts(pname, popts, path))) {
+		fprintf(stderr, "bench_scale: out of memory\n");
+		return 1;
+	}
 	if (eng_model_open(&m, path, why, sizeof(why)) ||
 	    eng_tok_init(&tok, m->gguf, why, sizeof(why)) ||
-	    eng_policy_create(&p, pname, popts, budget, why, sizeof(why))) {
+	    eng_policy_create(&p, pname, eff, budget, why, sizeof(why))) {
 		fprintf(stderr, "bench_scale: %s\n", why);
 		return 1;
 	}
+	free(eff);
 	ids = malloc((size_t)n * sizeof(int32_t));
 	logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
 	if (!ids || !logits || scale_tokens(tok, ids, n)) {

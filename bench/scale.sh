@@ -22,6 +22,9 @@ while [ "$n" -le "$MAX" ]; do
 	# cost against snapkv's at the same length is the ratio of these rows
 	[ "$n" -le 8192 ] && row "$n" kvzip ""
 	[ "$n" -le 8192 ] && row "$n" kvzip seg=1024
+	# the shipped Locret heads (kvzip labels: alloc=global, original
+	# positions, so the model's window bounds the document)
+	[ "$n" -le 8192 ] && row "$n" locret ""
 	row "$n" streaming positions=slot
 	n=$((n * 2))
 done
