@@ -7,13 +7,16 @@
 #
 #   usage: bench/locret_evidence.sh [OUT_DIR]     (default build/locret-evidence)
 #
-# Needs the trained sidecar (make heads).  Takes ~30 min on two cores.
+# Needs a sidecar trained on CIS labels and its checkpoint: HEADS=FILE
+# (its recipe is in the Makefile's comment above `heads`; the recorded
+# table is of those heads; the shipped sidecar now holds kvzip-label heads,
+# whose evidence is bench/qa.sh's).  Takes ~30 min on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=${1:-$BUILD/locret-evidence}
 MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-HEADS=models/SmolLM2-135M-Instruct.Q4_1.locret.gguf
+HEADS=${HEADS:-models/SmolLM2-135M-Instruct.Q4_1.locret.gguf}
 EVAL=30
 [ -f "$HEADS" ] || { echo "locret_evidence: $HEADS missing (make heads)" >&2; exit 2; }
 mkdir -p "$OUT"

@@ -60,7 +60,18 @@ echo "quality: $(date -u +%FT%TZ) $BIN $want" >> "$LOG"
 # pod's block map: calibrated once per output directory (deterministic for
 # the model, so not part of the run's options)
 EXTRA=()
-if [ "$SMOKE" = 0 ]; then
+# (not needed when the policies are named and none of them is pod)
+need_map=1
+case " ${ARGS[*]} " in
+*" --policies "* | *" --policy "*)
+	need_map=0
+	for ((i = 0; i < ${#ARGS[@]} - 1; i++)); do
+		case ${ARGS[i]} in --policies | --policy)
+			[[ ",${ARGS[i + 1]}" == *,pod* ]] && need_map=1 ;;
+		esac
+	done ;;
+esac
+if [ "$SMOKE" = 0 ] && [ "$need_map" = 1 ]; then
 	MAP=$OUT/pod-map.json
 	if [ ! -f "$MAP" ]; then
 		echo "quality: calibrating pod's block map into $MAP" >> "$LOG"
