@@ -11,19 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/engine.h"
 
 void openblas_set_num_threads(int n);
-
-static double
-now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* sgemm GFLOP/s for an (m × k) · (k × n) product, OpenBLAS on n_threads. */
 static double
@@ -34,10 +25,10 @@ bench_sgemm(int threads, int m, int n, int k)
 	int r;
 	openblas_set_num_threads(threads);
 	for (r = 0; r < 5; r++) {
-		t0 = now();
+		t0 = eng_now();
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
-		if (now() - t0 < best)
-			best = now() - t0;
+		if (eng_now() - t0 < best)
+			best = eng_now() - t0;
 	}
 	free(a);
 	free(b);
@@ -103,11 +94,11 @@ main(int argc, char **argv)
 		for (r = 0; r < (lens[i] >= 8192 ? 1 : reps); r++) {
 			double t0;
 			eng_kv_clear(kv);
-			t0 = now();
+			t0 = eng_now();
 			if (eng_forward(ctx, kv, ids, lens[i], NULL, logits))
 				return 1;
-			if (now() - t0 < best)
-				best = now() - t0;
+			if (eng_now() - t0 < best)
+				best = eng_now() - t0;
 		}
 		if (json)
 			printf("{\"what\":\"prefill\",\"tokens\":%d,\"tok_s\":%.1f}\n", lens[i], lens[i] / best);
@@ -124,14 +115,14 @@ main(int argc, char **argv)
 			eng_kv_clear(kv);
 			if (eng_forward(ctx, kv, ids, 64, NULL, logits))
 				return 1;
-			t0 = now();
+			t0 = eng_now();
 			for (i = 0; i < 128; i++) {
 				if (eng_forward(ctx, kv, &id, 1, NULL, logits))
 					return 1;
 				id = ids[(i + 1) % 8192];
 			}
-			if (now() - t0 < best)
-				best = now() - t0;
+			if (eng_now() - t0 < best)
+				best = eng_now() - t0;
 		}
 		if (json)
 			printf("{\"what\":\"decode\",\"tokens\":128,\"tok_s\":%.1f}\n", 128 / best);

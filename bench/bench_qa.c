@@ -59,7 +59,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/engine.h"
 
@@ -86,15 +85,6 @@ struct qa_opts {
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
-
-/* Monotonic seconds. */
-static double
-qa_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* A growable byte string. */
 struct qa_buf {
@@ -1272,12 +1262,12 @@ static int
 qa_reference(struct qa_bench *b, struct qa_doc *d)
 {
 	struct eng_kv *kv = NULL;
-	double t0 = qa_now(), kept;
+	double t0 = eng_now(), kept;
 	int k, rc, refused;
 	if ((rc = qa_ingest(b, d, "full", "", 0, &kv, &kept, &refused, NULL, 0)))
 		return rc;
-	d->ref_ingest_s = qa_now() - t0;
-	t0 = qa_now();
+	d->ref_ingest_s = eng_now() - t0;
+	t0 = eng_now();
 	for (k = 0; k < d->n_q && !rc; k++) {
 		struct qa_q *q = &d->q[k];
 		if (!(rc = qa_ask(b, kv, q, &q->ref))) {
@@ -1287,7 +1277,7 @@ qa_reference(struct qa_bench *b, struct qa_doc *d)
 				    q->question, q->ref, q->ref_ok ? "" : "  MISS");
 		}
 	}
-	d->ref_answer_s = qa_now() - t0;
+	d->ref_answer_s = eng_now() - t0;
 	d->ref_done = !rc;
 	eng_kv_free(kv);
 	return rc;
@@ -1303,7 +1293,7 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 	struct qa_row_doc *rd = &w->doc[di];
 	struct eng_kv *kv = NULL;
 	int is_full = !strcmp(name, "full"), k, rc, refused;
-	double t0 = qa_now(), kept = 0.0;
+	double t0 = eng_now(), kept = 0.0;
 	int64_t budget = is_full ? 0 : (int64_t)ceil(w->ratio * (double)d->n);
 
 	if (!is_full && budget < 1)
@@ -1320,8 +1310,8 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 	rd->kept = kept;
 	if (!w->docs_run) /* parameters derived from the budget: the first document's */
 		qa_desc(rd->desc, w->ratio, w->desc, sizeof(w->desc));
-	rd->ingest_s = qa_now() - t0;
-	t0 = qa_now();
+	rd->ingest_s = eng_now() - t0;
+	t0 = eng_now();
 	for (k = d->n_q - 1; k >= 0; k--) {
 		struct qa_q *q = &d->q[k];
 		int gi = d->first_q + k;
@@ -1345,7 +1335,7 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 			    q->num, q->expected, reply, w->ok[gi] ? "" : "  MISS", w->rouge[gi]);
 	}
 	eng_kv_free(kv);
-	rd->answer_s = qa_now() - t0;
+	rd->answer_s = eng_now() - t0;
 	if (rc)
 		return rc;
 	w->kept += kept;
@@ -1366,7 +1356,7 @@ main(int argc, char **argv)
 	char name[64], opts[4096], desc[1024];
 	int rc, i, k, r, n_rows = 0, status = 0, si, ri;
 	int64_t max_q = 0;
-	double t_start = qa_now();
+	double t_start = eng_now();
 
 	if ((rc = qa_args(&o, argc, argv)))
 		return rc;
@@ -1468,7 +1458,7 @@ main(int argc, char **argv)
 		struct qa_doc *d = &set.d[i];
 		int ok = 0;
 		fprintf(stderr, "bench_qa: [%.0f s] %s (%lld tokens): full-cache reference\n",
-		    qa_now() - t_start, d->file, (long long)d->n);
+		    eng_now() - t_start, d->file, (long long)d->n);
 		if ((rc = qa_reference(&b, d))) {
 			fprintf(stderr, "bench_qa: %s: full cache: %s\n", d->file, b.why[0] ? b.why :
 			    eng_strerror(rc));
@@ -1506,20 +1496,20 @@ main(int argc, char **argv)
 				break;
 			}
 			fprintf(stderr, "bench_qa: [%.0f s] %s %s R=%g: kept %.0f of %lld, answered %d/%d "
-			    "(raw %d/%d), ROUGE-L %.3f (ingest %.1f s, answers %.1f s)\n", qa_now() - t_start,
+			    "(raw %d/%d), ROUGE-L %.3f (ingest %.1f s, answers %.1f s)\n", eng_now() - t_start,
 			    d->file, w->spec, w->ratio, w->doc[i].kept, (long long)d->n,
 			    w->doc[i].c.answered, w->doc[i].c.full_ok, w->doc[i].c.raw, w->doc[i].c.n,
 			    w->doc[i].c.n ? w->doc[i].c.rouge / w->doc[i].c.n : 0.0, w->doc[i].ingest_s,
 			    w->doc[i].answer_s);
 		}
-		if (o.json && qa_json_write(&b, &set, rows, n_rows, 0, qa_now() - t_start))
+		if (o.json && qa_json_write(&b, &set, rows, n_rows, 0, eng_now() - t_start))
 			status = 1;
 	}
 	if (!status) {
 		qa_table(&set, rows, n_rows);
-		if (o.json && qa_json_write(&b, &set, rows, n_rows, 1, qa_now() - t_start))
+		if (o.json && qa_json_write(&b, &set, rows, n_rows, 1, eng_now() - t_start))
 			status = 1;
-		fprintf(stderr, "bench_qa: done in %.0f s\n", qa_now() - t_start);
+		fprintf(stderr, "bench_qa: done in %.0f s\n", eng_now() - t_start);
 	}
 out:
 	for (r = 0; r < n_rows; r++)

@@ -47,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/quality_data.h"
 #include "engine/engine.h"
@@ -146,15 +145,6 @@ qual_parse_tasks(const char *s)
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
-
-/* Monotonic seconds. */
-static double
-qual_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* splitmix64: the bench's only random source, so a seed fixes everything. */
 static uint64_t
@@ -666,7 +656,7 @@ qual_row_run(struct qual_bench *b, struct qual_len *ql, const char *name, const 
 	struct eng_policy *p = NULL;
 	struct eng_kv *kv = NULL;
 	struct qual_mark mk = { 0, NULL };
-	double t0 = qual_now();
+	double t0 = eng_now();
 	char reply[256];
 	int i, k, rc;
 
@@ -679,7 +669,7 @@ qual_row_run(struct qual_bench *b, struct qual_len *ql, const char *name, const 
 		goto out;
 	for (i = 0; i < ql->n_docs; i++) {
 		struct qual_doc *d = &ql->docs[i];
-		double td = qual_now();
+		double td = eng_now();
 		rc = eng_kv_init(&kv, b->m, eng_policy_rows_per_head(p, d->ids.n, b->o->chunk,
 		    b->n_extra));
 		if (!rc)
@@ -728,7 +718,7 @@ qual_row_run(struct qual_bench *b, struct qual_len *ql, const char *name, const 
 		}
 		if (b->o->verbose)
 			fprintf(stderr, "  %s doc %d: %lld tokens in %.1f s\n", row->desc, i,
-			    (long long)d->ids.n, qual_now() - td);
+			    (long long)d->ids.n, eng_now() - td);
 		free(mk.len);
 		mk.len = NULL;
 		eng_kv_free(kv);
@@ -739,7 +729,7 @@ out:
 	free(mk.len);
 	eng_kv_free(kv);
 	eng_policy_free(p);
-	row->seconds = qual_now() - t0;
+	row->seconds = eng_now() - t0;
 	return rc;
 }
 
@@ -1098,7 +1088,7 @@ main(int argc, char **argv)
 	char name[64], opts[1024];
 	int li, si, fi, rc, max_len = 0, n_rows = 0, row_i = 0, status = 0, k;
 	int skip[QUAL_MAX_POLICIES];
-	double t_start = qual_now();
+	double t_start = eng_now();
 
 	if ((rc = qual_args(&o, argc, argv)))
 		return rc;
@@ -1166,7 +1156,7 @@ main(int argc, char **argv)
 				if (qual_done(o.resume, o.lengths[li], o.spec[si], frac))
 					continue;
 				if (!built) {
-					double t0 = qual_now();
+					double t0 = eng_now();
 					fprintf(stderr, "bench_quality: length %d: building documents%s\n",
 					    o.lengths[li], o.tasks & QUAL_TASK_FIDELITY ?
 					    " and the full-cache reference" : "");
@@ -1179,7 +1169,7 @@ main(int argc, char **argv)
 					built = 1;
 					fprintf(stderr, "bench_quality: length %d: %d documents of ~%lld tokens "
 					    "(%.1f s)\n", o.lengths[li], ql.n_docs, (long long)ql.n_ref,
-					    qual_now() - t0);
+					    eng_now() - t0);
 				}
 				b.why[0] = 0;
 				rc = qual_row_run(&b, &ql, name, opts, frac, &row);
@@ -1201,7 +1191,7 @@ main(int argc, char **argv)
 					break;
 				}
 				qual_row_print(&b, &ql, o.spec[si], frac, &row);
-				qual_row_progress(&row, row_i, n_rows, qual_now() - t_start, o.lengths[li],
+				qual_row_progress(&row, row_i, n_rows, eng_now() - t_start, o.lengths[li],
 				    o.spec[si], frac);
 			}
 		}

@@ -14,20 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "engine/engine.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/kernels.h"
 
 #define BQ_STREAM_BYTES (512u << 20)
-
-static double
-bq_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Random weight rows with sane f16 scales (block scale fields set to 1/64). */
 static void
@@ -79,7 +71,7 @@ bq_vec_dot(enum kern_type t, int64_t rows, int64_t cols, int stream, double secs
 		kern_cpu_vec_dot_rows(t, w, rb, rows, act, cols, out); /* warm up */
 		calls = 0;
 		best = 1e9;
-		t0 = t1 = bq_now();
+		t0 = t1 = eng_now();
 		do {
 			/* 64-row slices, as ops.c's matmul hands them out */
 			const uint8_t *m = w + (k++ % n_mat) * mat;
@@ -88,7 +80,7 @@ bq_vec_dot(enum kern_type t, int64_t rows, int64_t cols, int stream, double secs
 				kern_cpu_vec_dot_rows(t, m + (size_t)i * rb, rb,
 				    rows - i < 64 ? rows - i : 64, act, cols, out + i);
 			calls++;
-			t1 = bq_now();
+			t1 = eng_now();
 			best = t1 - ts < best ? t1 - ts : best;
 		} while (t1 - t0 < secs);
 		printf("vec_dot_rows  %-5s %6lld x %-5lld %-6s  %-6s  %9.1f us  %6.2f GB/s  (mean %6.2f)\n",
@@ -123,14 +115,14 @@ bq_dequant(enum kern_type t, int64_t rows, int64_t cols, double secs)
 		kern_cpu_force_simd(l);
 		calls = 0;
 		best = 1e9;
-		t0 = t1 = bq_now();
+		t0 = t1 = eng_now();
 		do {
 			double ts = t1;
 			for (i = 0; i < rows; i += 64)
 				kern_cpu_dequant_rows(t, w + (size_t)i * rb, rb,
 				    rows - i < 64 ? rows - i : 64, cols, dst);
 			calls++;
-			t1 = bq_now();
+			t1 = eng_now();
 			best = t1 - ts < best ? t1 - ts : best;
 		} while (t1 - t0 < secs);
 		printf("dequant_rows  %-5s %6lld x %-5lld %-6s  %-6s  %9.1f us  %6.2f GB/s  (mean %6.2f) out\n",
@@ -162,11 +154,11 @@ bq_quant(int64_t n, double secs)
 	for (l = 0; l <= kern_cpu_simd_detect(); l++) {
 		kern_cpu_force_simd(l);
 		best = 1e9;
-		t0 = t1 = bq_now();
+		t0 = t1 = eng_now();
 		do {
 			double ts = t1;
 			kern_quant_row_q8_1(x, b, n);
-			t1 = bq_now();
+			t1 = eng_now();
 			best = t1 - ts < best ? t1 - ts : best;
 		} while (t1 - t0 < secs);
 		printf("quant_row     q8_1  %6d x %-5lld %-6s  %-6s  %9.2f us\n", 1, (long long)n,

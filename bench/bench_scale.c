@@ -14,17 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "engine/engine.h"
-
-static double
-now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Fill ids[0..n) with the tokens of a prose text, repeated. */
 static int
@@ -122,9 +113,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_scale: cannot allocate\n");
 		return 1;
 	}
-	t0 = now();
+	t0 = eng_now();
 	rc = eng_ingest(ctx, kv, p, ids, n, chunk, logits);
-	dt = now() - t0;
+	dt = eng_now() - t0;
 	if (rc) {
 		fprintf(stderr, "bench_scale: ingest failed: %s\n", eng_strerror(rc));
 		return 1;

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -27,14 +26,6 @@
 #include "storage/snapshot_io.h"
 
 #define BS_MAX_SPECS 16
-
-static double
-bs_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The license texts, concatenated in name order. */
 static char *
@@ -114,10 +105,10 @@ bs_measure(struct eng_model *m, struct eng_kv *kv, struct eng_policy *p, int64_t
 	if (!rc)
 		rc = snap_header_from_kv(&h, kv, m->hp.n_head);
 	h.quant = quant;
-	t0 = bs_now();
+	t0 = eng_now();
 	for (l = 0; !rc && l < kv->n_layer; l++)
 		rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]);
-	r->enc_s = bs_now() - t0;
+	r->enc_s = eng_now() - t0;
 	for (l = 0; !rc && l < kv->n_layer; l++) {
 		struct snap_qerr e;
 		int64_t mm;
@@ -138,16 +129,16 @@ bs_measure(struct eng_model *m, struct eng_kv *kv, struct eng_policy *p, int64_t
 	d.tokens = (uint64_t)n_tok;
 	if (!rc)
 		rc = store_open(&s, dir, &so, why, sizeof(why));
-	t0 = bs_now();
+	t0 = eng_now();
 	if (!rc)
 		rc = snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), prof, pid, quant,
 		    zlevel, (uint64_t)n_tok, why, sizeof(why));
-	r->put_s = bs_now() - t0;
+	r->put_s = eng_now() - t0;
 	snap_header_free(&h);
-	t0 = bs_now();
+	t0 = eng_now();
 	if (!rc)
 		rc = snap_load(s, d.doc_id, pid, m, 64, &back, &h, why, sizeof(why));
-	r->load_s = bs_now() - t0;
+	r->load_s = eng_now() - t0;
 	if (rc)
 		fprintf(stderr, "bench_snapshot: %s: %s\n", snap_quant_name(quant), why);
 	r->qe.k_rms = r->qe.k_rms > 0 ? sqrt(r->qe.k_rms) : 0;

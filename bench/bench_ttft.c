@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/engine.h"
 #include "storage/snapshot_io.h"
@@ -52,14 +51,6 @@ struct bt_row {
 	int64_t n, budget, units;
 	double save_ms, stored_mb, read_mb, read_ms, load_ms, prefill_ms, ttft_ms, full_ms, ingest_tps, decode_tps;
 };
-
-static double
-bt_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int
 bt_cmp(const void *a, const void *b)
@@ -147,7 +138,7 @@ bt_read(struct store *s, const uint8_t *doc, const uint8_t *pid, int n_layer, do
 	double t0;
 	int l, rc;
 	*bytes = 0;
-	t0 = bt_now();
+	t0 = eng_now();
 	rc = store_read_begin(s, doc, pid, &r, why, sizeof(why));
 	for (l = -1; !rc && l < n_layer; l++) {
 		rc = store_read_layer(r, l < 0 ? SNAP_HEADER_LAYER : (unsigned)l, &buf, &len, why,
@@ -158,7 +149,7 @@ bt_read(struct store *s, const uint8_t *doc, const uint8_t *pid, int n_layer, do
 	}
 	if (r)
 		store_read_end(r);
-	*sec = bt_now() - t0;
+	*sec = eng_now() - t0;
 	if (rc)
 		fprintf(stderr, "bench_ttft: read: %s\n", why);
 	bt_sink = sum; /* the sum only forces the reads */
@@ -233,12 +224,12 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 		snprintf(why, sizeof(why), "engine set-up: %s", eng_strerror(e));
 		goto out;
 	}
-	t0 = bt_now();
+	t0 = eng_now();
 	if ((e = eng_ingest(c, kv, p, doc, n, o->chunk, NULL))) {
 		snprintf(why, sizeof(why), "ingest: %s", eng_strerror(e));
 		goto out;
 	}
-	row->ingest_tps = (double)n / (bt_now() - t0);
+	row->ingest_tps = (double)n / (eng_now() - t0);
 	for (l = 0; l < m->hp.n_layer; l++)
 		for (g = 0; g < m->hp.n_head_kv; g++)
 			row->units += eng_kv_len(kv, l, g);
@@ -250,34 +241,34 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 		snprintf(why, sizeof(why), "profile: error %d", e);
 		goto out;
 	}
-	t0 = bt_now();
+	t0 = eng_now();
 	if (store_open(&s, dir, &so, why, sizeof(why)) ||
 	    snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), prof, pid, o->quant,
 	    SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
 		goto out;
-	row->save_ms = (bt_now() - t0) * 1e3;
+	row->save_ms = (eng_now() - t0) * 1e3;
 	eng_kv_free(kv);
 	kv = NULL;
 	for (r = 0; r < o->reps; r++) {
 		if (bt_read(s, d.doc_id, pid, m->hp.n_layer, &rd[r], &rbytes))
 			goto out;
-		t0 = bt_now();
+		t0 = eng_now();
 		if (snap_load(s, d.doc_id, pid, m, n_q + BT_DECODE + 2, &kv, &h, why, sizeof(why)))
 			goto out;
-		ld[r] = bt_now() - t0;
+		ld[r] = eng_now() - t0;
 		snap_header_free(&h);
-		t0 = bt_now();
+		t0 = eng_now();
 		if ((e = bt_first(c, kv, m, q, n_q, logits, &first))) {
 			snprintf(why, sizeof(why), "question: %s", eng_strerror(e));
 			goto out;
 		}
-		pf[r] = bt_now() - t0;
+		pf[r] = eng_now() - t0;
 		if (r == o->reps - 1) { /* decode speed, after the first token */
 			struct eng_sampler smp;
 			int64_t k;
 			int32_t t = first;
 			eng_sampler_init(&smp, 0.0f, 1.0f, 0);
-			t0 = bt_now();
+			t0 = eng_now();
 			for (k = 0; k < BT_DECODE; k++) {
 				if ((e = eng_forward(c, kv, &t, 1, NULL, logits))) {
 					snprintf(why, sizeof(why), "decode: %s", eng_strerror(e));
@@ -285,7 +276,7 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 				}
 				t = eng_sample(&smp, logits, m->hp.n_vocab);
 			}
-			row->decode_tps = BT_DECODE / (bt_now() - t0);
+			row->decode_tps = BT_DECODE / (eng_now() - t0);
 		}
 		eng_kv_free(kv);
 		kv = NULL;
@@ -295,12 +286,12 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 			snprintf(why, sizeof(why), "full cache: %s", eng_strerror(e));
 			goto out;
 		}
-		t0 = bt_now();
+		t0 = eng_now();
 		if ((e = bt_first(c, kv, m, all, n + n_q, logits, &first))) {
 			snprintf(why, sizeof(why), "re-prefill: %s", eng_strerror(e));
 			goto out;
 		}
-		fl[r] = bt_now() - t0;
+		fl[r] = eng_now() - t0;
 		eng_kv_free(kv);
 		kv = NULL;
 	}

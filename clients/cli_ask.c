@@ -11,20 +11,11 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clients/cli.h"
 #include "engine/engine.h"
 
 #define ASK_MAX_DOC (64u << 20) /* bytes */
-
-static double
-ask_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 struct ask_out {
 	const struct eng_tok *tok;
@@ -210,22 +201,22 @@ cli_ask(int argc, char **argv)
 		cli_err("cannot set up the engine");
 		goto out;
 	}
-	t0 = ask_now();
+	t0 = eng_now();
 	if ((rc = eng_ingest(ctx, kv, p, ids, n_doc, chunk, NULL))) {
 		cli_err("ingest failed: %s", eng_strerror(rc));
 		goto out;
 	}
-	t_ingest = ask_now() - t0;
+	t_ingest = eng_now() - t0;
 	for (l = 0; l < m->hp.n_layer; l++)
 		kept += eng_kv_layer_units(kv, (int)l);
-	t0 = ask_now();
+	t0 = eng_now();
 	if ((rc = eng_forward(ctx, kv, ids + n_doc, n_all - n_doc, NULL, logits))) {
 		cli_err("question prefill failed: %s", eng_strerror(rc));
 		goto out;
 	}
 	eng_sampler_init(&s, 0.0f, 1.0f, 0);
 	first = eng_sample(&s, logits, m->hp.n_vocab);
-	t_ttft = ask_now() - t0;
+	t_ttft = eng_now() - t0;
 	out.tok = tok;
 	if (!eng_tok_is_eog(tok, first)) {
 		ask_emit(&out, first);
@@ -240,9 +231,9 @@ cli_ask(int argc, char **argv)
 	if (compare) {
 		struct eng_kv *full = NULL;
 		if (!eng_kv_init(&full, m, n_all + 1)) {
-			t0 = ask_now();
+			t0 = eng_now();
 			rc = eng_forward(ctx, full, ids, n_all, NULL, logits);
-			t_full = ask_now() - t0;
+			t_full = eng_now() - t0;
 			eng_kv_free(full);
 		}
 	}

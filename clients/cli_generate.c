@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clients/cli.h"
 #include "engine/engine.h"
@@ -14,14 +13,6 @@ struct gen_out {
 	const struct eng_tok *tok;
 	int json;
 };
-
-static double
-gen_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Stream one generated token to stdout. */
 static int
@@ -180,7 +171,7 @@ cli_generate(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
-	t0 = gen_now();
+	t0 = eng_now();
 	rc = eng_model_open(&m, model_path, why, sizeof(why));
 	if (rc) {
 		cli_err("cannot load model: %s", why);
@@ -218,9 +209,9 @@ cli_generate(int argc, char **argv)
 	eng_sampler_init(&s, (float)temp, (float)top_p, (uint64_t)seed);
 	out.tok = tok;
 	out.json = json;
-	t1 = gen_now();
+	t1 = eng_now();
 	rc = eng_generate(ctx, kv, tok, ids, n_prompt, n_max, &s, gen_emit, &out, &n_gen);
-	t2 = gen_now();
+	t2 = eng_now();
 	if (rc && rc != ENG_ERR_CONTEXT) {
 		cli_err("generation failed: %s", eng_strerror(rc));
 		goto out;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "clients/cli.h"
 #include "engine/engine.h"
@@ -38,14 +37,6 @@ struct local {
 	char profile[SNAP_MAX_PROFILE];
 	uint8_t profile_id[SNAP_ID_BYTES];
 };
-
-static double
-local_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void
 local_usage(FILE *f, const char *cmd)
@@ -253,7 +244,7 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	char *text, why[512] = "", hex[2 * SNAP_ID_BYTES + 1], real[PATH_MAX];
 	size_t len;
 	int64_t n, units = 0;
-	double t0 = local_now();
+	double t0 = eng_now();
 	int rc, l, h;
 
 	if (!(text = cli_read_file(path, LOCAL_MAX_DOC, &len)))
@@ -298,12 +289,12 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		printf("{\"doc_id\":\"%s\",\"source\":", hex);
 		cli_json_str(stdout, d.source, strlen(d.source));
 		printf(",\"tokens\":%lld,\"units\":%lld,\"seconds\":%.3f}\n", (long long)n,
-		    (long long)units, local_now() - t0);
+		    (long long)units, eng_now() - t0);
 	} else {
 		printf("%.12s  %s  %lld tokens -> %lld units (%.1fx fewer)  %.1f s\n", hex, path,
 		    (long long)n, (long long)units,
 		    units ? (double)n * L->m->hp.n_layer * L->m->hp.n_head_kv / (double)units : 0.0,
-		    local_now() - t0);
+		    eng_now() - t0);
 	}
 	fflush(stdout);
 	return CLI_EXIT_OK;
@@ -404,7 +395,7 @@ local_emit(void *arg, int32_t id)
 	char buf[256];
 	int n = eng_tok_decode(e->tok, id, 0, buf, sizeof(buf));
 	if (e->n++ == 0)
-		e->ttft = local_now() - e->t0;
+		e->ttft = eng_now() - e->t0;
 	if (n <= 0)
 		return 0;
 	if (e->json) {
@@ -461,7 +452,7 @@ cli_query(int argc, char **argv)
 		ret = CLI_EXIT_FAILURE;
 		goto out;
 	}
-	em.t0 = local_now();
+	em.t0 = eng_now();
 	if ((rc = snap_load(L.s, doc, pk.found ? L.profile_id : pk.only, L.m, n_q + L.n_max, &kv,
 	    &h, why, sizeof(why)))) {
 		cli_err("cannot load the snapshot: %s", why);
@@ -503,7 +494,7 @@ cli_shrink(int argc, char **argv)
 	struct svc_shrunk r;
 	uint8_t doc[SNAP_ID_BYTES];
 	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
-	double t0 = local_now();
+	double t0 = eng_now();
 	int i, ret, rc;
 
 	if ((i = local_parse(argc, argv, &L)) < 0)
@@ -527,12 +518,12 @@ cli_shrink(int argc, char **argv)
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	if (L.json)
 		printf("{\"doc_id\":\"%s\",\"units_from\":%lld,\"units\":%lld,\"seconds\":%.3f}\n",
-		    hex, (long long)r.units_from, (long long)r.units, local_now() - t0);
+		    hex, (long long)r.units_from, (long long)r.units, eng_now() - t0);
 	else
 		printf("%.12s  %lld units -> %lld units (%.1fx fewer than the document)  %.1f s\n",
 		    hex, (long long)r.units_from, (long long)r.units,
 		    (double)r.n_tokens * L.m->hp.n_layer * L.m->hp.n_head_kv / (double)r.units,
-		    local_now() - t0);
+		    eng_now() - t0);
 	ret = CLI_EXIT_OK;
 out:
 	local_close(&L);

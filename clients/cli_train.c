@@ -50,14 +50,6 @@ struct train_env {
 	int64_t cache_hits;
 };
 
-static double
-train_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* CPU seconds of the process (all threads): on a shared machine, cpu_s /
  * threads estimates the wall time the run would take alone. */
 static double
@@ -292,7 +284,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	struct eng_train_opts o;
 	struct train_env env;
 	char why[512] = "", recipe[1024], data[1024];
-	double t0 = train_now(), c0 = train_cpu(), wl[TRAIN_WINDOW], wo[TRAIN_WINDOW];
+	double t0 = eng_now(), c0 = train_cpu(), wl[TRAIN_WINDOW], wo[TRAIN_WINDOW];
 	int64_t i, start, n_done = 0;
 	int ret = CLI_EXIT_FAILURE, rc, tty = isatty(2) && !cf->json;
 	struct stat sb;
@@ -352,7 +344,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	if (cf->eval && (ret = train_eval(cf, tr, &env, "before")))
 		goto out;
 	ret = CLI_EXIT_FAILURE;
-	t0 = train_now(); /* rates count training only */
+	t0 = eng_now(); /* rates count training only */
 	c0 = train_cpu();
 	for (i = cf->eval_only ? cf->examples : start; i < cf->examples; i++) {
 		struct eng_train_example *te = NULL;
@@ -361,14 +353,14 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 		double el, avg_l = 0, avg_o = 0, tc, ts;
 		int k, nw, kind;
 
-		tc = train_now();
+		tc = eng_now();
 		if ((ret = train_example(cf, &env, i, &kind, &te, &n_p)))
 			goto out;
 		ret = CLI_EXIT_FAILURE;
-		ts = train_now();
+		ts = eng_now();
 		rc = eng_train_step(tr, c, te, 1, &st);
-		ts = train_now() - ts;
-		tc = train_now() - tc - ts;
+		ts = eng_now() - ts;
+		tc = eng_now() - tc - ts;
 		if (rc) {
 			cli_err("example %lld (%s, %lld tokens): %s", (long long)i, td_kind_name(kind),
 			    (long long)n_p, eng_strerror(rc));
@@ -387,7 +379,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 		}
 		avg_l /= nw;
 		avg_o /= nw;
-		el = train_now() - t0;
+		el = eng_now() - t0;
 		if (cf->json) {
 			printf("{\"example\":%lld,\"examples\":%ld,\"kind\":\"%s\",\"prompt_tokens\":%lld,"
 			    "\"answer_tokens\":%lld,\"loss\":%.6g,\"reg\":%.6g,\"smooth\":%.6g,"
@@ -450,7 +442,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	}
 	if (!cf->json)
 		fprintf(stderr, "train-heads: %lld examples in %.1f s (%lld kvzip labels from %s); "
-		    "heads written to %s\n", (long long)n_done, train_now() - t0,
+		    "heads written to %s\n", (long long)n_done, eng_now() - t0,
 		    (long long)env.cache_hits, env.kz ? cf->label_cache : "-", cf->out);
 	ret = CLI_EXIT_OK;
 out:

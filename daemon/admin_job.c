@@ -284,7 +284,7 @@ admin_job_run(struct worker *w, struct job *j)
 	case PROTO_OP_SHRINK: {
 		struct svc_shrunk sh;
 		char phex[2 * SNAP_ID_BYTES + 1];
-		double t0 = job_now();
+		double t0 = eng_now();
 		if (job_resolve(j, r->doc, doc))
 			return;
 		if ((rc = svc_shrink(s, daemon_g->m, doc, r->ratio, &sh, why, sizeof(why)))) {
@@ -302,7 +302,7 @@ admin_job_run(struct worker *w, struct job *j)
 		    "profile_id", phex, "profile", sh.profile, "tokens", (json_int_t)sh.n_tokens,
 		    "units_from", (json_int_t)sh.units_from, "units", (json_int_t)sh.units,
 		    "serves", svc_profile_is_shrunk(sh.profile, daemon_g->profile), "seconds",
-		    job_now() - t0));
+		    eng_now() - t0));
 		return;
 	}
 	case PROTO_OP_PRUNE: {

@@ -145,7 +145,5 @@ int job_has_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], int *n_o
  * profile adds from=).  1 with *profile_id set, 0 none, <0 error sent. */
 int job_answer_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES],
     uint8_t profile_id[SNAP_ID_BYTES], int *n_other);
-/* Monotonic seconds. */
-double job_now(void);
 
 #endif /* DAEMON_INTERNAL_H */

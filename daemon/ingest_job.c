@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/daemon_internal.h"
@@ -71,7 +70,7 @@ static int
 ingest_progress(void *arg, int64_t done, int64_t total)
 {
 	struct ingest_prog *pg = arg;
-	double now = job_now();
+	double now = eng_now();
 	if (done == total || now - pg->last >= INGEST_PROGRESS_EVERY_S) {
 		pg->last = now;
 		job_event(pg->j, "progress", json_pack("{s:s, s:I, s:I, s:f}", "stage", "prefill",
@@ -108,7 +107,7 @@ ingest_job_run(struct worker *w, struct job *j)
 	int rc, l, h, n_other;
 
 	pg.j = j;
-	pg.t0 = pg.last = job_now();
+	pg.t0 = pg.last = eng_now();
 	if (r->use_fd) {
 		if (!(text = ingest_read_fd(j, j->fd, &len)))
 			return;
@@ -143,7 +142,7 @@ ingest_job_run(struct worker *w, struct job *j)
 		goto out;
 	}
 	job_event(j, "progress", json_pack("{s:s, s:I, s:I, s:f}", "stage", "tokenized", "done",
-	    (json_int_t)0, "total", (json_int_t)n, "elapsed_s", job_now() - pg.t0));
+	    (json_int_t)0, "total", (json_int_t)n, "elapsed_s", eng_now() - pg.t0));
 	rc = eng_kv_init(&kv, d->m, eng_policy_rows_per_head(w->p, n, d->cfg.chunk, 0));
 	if (!rc)
 		rc = eng_ingest_cb(w->ctx, kv, w->p, ids, n, d->cfg.chunk, NULL, ingest_progress, &pg);
@@ -180,10 +179,10 @@ ingest_job_run(struct worker *w, struct job *j)
 			units += eng_kv_len(kv, l, h);
 	dlog(DLOG_INFO, "conn %llu: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
 	    (unsigned long long)conn_serial(j->conn), hex, (long long)n, (long long)units,
-	    job_now() - pg.t0);
+	    eng_now() - pg.t0);
 	job_result(j, json_pack("{s:s, s:b, s:I, s:I, s:I, s:f}", "doc_id", hex, "skipped", 0,
 	    "bytes", (json_int_t)len, "tokens", (json_int_t)n, "units", (json_int_t)units,
-	    "seconds", job_now() - pg.t0));
+	    "seconds", eng_now() - pg.t0));
 out:
 	eng_kv_free(kv);
 	free(ids);

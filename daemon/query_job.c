@@ -8,7 +8,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "daemon/daemon_internal.h"
 
@@ -58,7 +57,7 @@ query_emit_cb(void *arg, int32_t id)
 	size_t have, ok;
 
 	if (e->n++ == 0)
-		e->ttft = job_now() - e->t0;
+		e->ttft = eng_now() - e->t0;
 	memcpy(buf, e->pend, e->n_pend);
 	n = eng_tok_decode(e->tok, id, 0, buf + e->n_pend, 256);
 	have = e->n_pend + (n > 0 ? (size_t)n : 0);
@@ -88,7 +87,7 @@ query_job_run(struct worker *w, struct job *j)
 
 	memset(&h, 0, sizeof(h));
 	memset(&em, 0, sizeof(em));
-	em.t0 = job_now();
+	em.t0 = eng_now();
 	if (job_resolve(j, r->doc, doc))
 		return;
 	store_hex(doc, SNAP_ID_BYTES, hex);
@@ -137,7 +136,7 @@ query_job_run(struct worker *w, struct job *j)
 	store_touch(d->s, doc, pid, why, sizeof(why));
 	job_result(j, json_pack("{s:s, s:I, s:I, s:f, s:f}", "doc_id", hex, "tokens",
 	    (json_int_t)em.n, "prompt_tokens", (json_int_t)n_q, "ttft_s", em.ttft, "seconds",
-	    job_now() - em.t0));
+	    eng_now() - em.t0));
 out:
 	free(qids);
 	eng_kv_free(kv);

@@ -46,6 +46,9 @@ const char *eng_strerror(int err);
  * shape of every failure path that explains itself (engine and storage). */
 int eng_fail(char *why, size_t why_len, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Seconds on the monotonic clock (engine/clock.c): the one timer of the
+ * engine, the daemon, the CLI, the benches and the tests. */
+double eng_now(void);
 
 /* ------------------------------------------------------------------------ */
 /* Model                                                                     */

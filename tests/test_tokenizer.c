@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../engine/engine.h"
 #include "gguf_builder.h"
@@ -76,15 +75,6 @@ tok_get(void)
 		TAP_CHECK((t) != NULL, "model %s unusable: %s (run `make model`)", \
 		    tap_model_path(), tok_model_why);                                \
 	} while (0)
-
-/* Seconds on the monotonic clock. */
-static double
-tok_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Encode into a fresh array; *n receives the count (or the error). */
 static int32_t *
@@ -658,9 +648,9 @@ test_long_inputs(void)
 
 	/* 1 MiB of one letter: one word of a million symbols */
 	memset(s, 'a', mib);
-	t0 = tok_now();
+	t0 = eng_now();
 	ids = tok_enc(t, s, mib, 1, &n);
-	tap_diag("1 MiB of 'a': %lld tokens in %.1f ms", (long long)n, (tok_now() - t0) * 1e3);
+	tap_diag("1 MiB of 'a': %lld tokens in %.1f ms", (long long)n, (eng_now() - t0) * 1e3);
 	TAP_CHECK(ids && n > 0 && n < (int64_t)mib, "1 MiB 'a' gave %lld", (long long)n);
 	free(ids);
 	TAP_CHECK(tok_check_roundtrip(t, s, mib), "1 MiB 'a'");
@@ -686,9 +676,9 @@ test_long_inputs(void)
 	/* 1 MiB of mixed text round trips */
 	s = tok_mixed_text(mib);
 	TAP_CHECK(s != NULL, "malloc");
-	t0 = tok_now();
+	t0 = eng_now();
 	n = eng_tok_encode(t, s, mib, 1, NULL, 0);
-	tap_diag("1 MiB mixed text: %lld tokens in %.1f ms", (long long)n, (tok_now() - t0) * 1e3);
+	tap_diag("1 MiB mixed text: %lld tokens in %.1f ms", (long long)n, (eng_now() - t0) * 1e3);
 	TAP_CHECK(tok_check_roundtrip(t, s, mib), "1 MiB mixed text");
 	free(s);
 
@@ -698,9 +688,9 @@ test_long_inputs(void)
 	ids = malloc(10240 * sizeof(*ids));
 	for (rep = 0; rep < 5; rep++) {
 		double dt;
-		t0 = tok_now();
+		t0 = eng_now();
 		n = eng_tok_encode(t, s, 10240, 1, ids, 10240);
-		dt = tok_now() - t0;
+		dt = eng_now() - t0;
 		if (dt < best)
 			best = dt;
 	}
