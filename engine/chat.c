@@ -11,7 +11,7 @@
 #include <stdlib.h> /* for realloc, free */
 #include <string.h> /* for strlen, memcpy */
 
-#include "engine.h"
+#include "engine/engine.h"
 
 #define ENG_CHAT_DEFAULT_SYSTEM \
 	"You are a helpful AI assistant named SmolLM, trained by Hugging Face"

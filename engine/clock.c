@@ -3,7 +3,7 @@
  */
 #include <time.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 double
 eng_now(void)

@@ -19,8 +19,8 @@
 #include <stddef.h> /* for size_t */
 #include <stdint.h> /* for int32_t */
 
-#include "../kernels/kernels.h" /* for struct kern_ctx, struct kern_mat */
-#include "gguf.h"               /* for struct eng_gguf */
+#include "kernels/kernels.h" /* for struct kern_ctx, struct kern_mat */
+#include "engine/gguf.h"               /* for struct eng_gguf */
 
 /* Status codes (grouped by family in tens; never renumber). */
 enum eng_err {

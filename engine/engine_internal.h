@@ -48,7 +48,7 @@ size_t eng_utf8_encode(uint32_t cp, uint8_t out[4]);
 /* ------------------------------------------------------------------------ */
 /* Forward-pass hooks for chunked ingest (engine/forward.c)                  */
 
-#include "engine.h" /* for struct eng_kv, struct eng_ctx */
+#include "engine/engine.h" /* for struct eng_kv, struct eng_ctx */
 
 /* What a hook sees after layer l's attention for one chunk. */
 struct eng_fwd_layer_info {

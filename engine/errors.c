@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 int
 eng_fail(char *why, size_t why_len, int err, const char *fmt, ...)

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 
 struct eng_ctx {
 	const struct eng_model *m;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 void
 eng_sampler_init(struct eng_sampler *s, float temp, float top_p, uint64_t seed)

@@ -6,7 +6,7 @@
  * hold it before anything is allocated, so a hostile file can neither read out
  * of bounds nor make us allocate more than a small multiple of its own size.
  */
-#include "gguf.h"
+#include "engine/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "engine_internal.h" /* for enum eng_err */
+#include "engine/engine.h"
+#include "engine/engine_internal.h" /* for enum eng_err */
 
 #define GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian u32 */
 #define GGUF_DEFAULT_ALIGNMENT 32

@@ -24,7 +24,7 @@
 #include <stddef.h> /* for size_t */
 #include <stdint.h> /* for uint64_t */
 
-#include "../kernels/kernels.h" /* for enum kern_type */
+#include "kernels/kernels.h" /* for enum kern_type */
 
 enum eng_gguf_vtype {
 	ENG_GGUF_U8 = 0,

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 static void
 kv_layer_free(struct eng_kv_layer *L)

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 struct kvzip_run {
 	struct eng_kv *kv;

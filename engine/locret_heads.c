@@ -45,8 +45,8 @@
 
 #include <sodium.h>
 
-#include "engine.h"
-#include "engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 
 #define HEADS_ARCH "kvsnap-locret"
 #define HEADS_ALIGN 32

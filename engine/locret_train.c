@@ -39,8 +39,8 @@
 
 #include <sodium.h>
 
-#include "engine.h"
-#include "engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 
 #define TRAIN_MAGIC "KVSNAPTR"
 #define TRAIN_VERSION 1

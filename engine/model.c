@@ -14,8 +14,8 @@
 
 #include <sodium.h>
 
-#include "engine.h"
-#include "engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 
 
 /* Read an integer hyperparameter "<arch>.<key>" into *out (1 .. max). */

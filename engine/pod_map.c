@@ -44,8 +44,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 
 #define POD_FORMAT "kvsnap-pod-map"
 #define POD_VERSION 1

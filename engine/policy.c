@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 static const struct eng_policy_ops *const policy_registry[] = {
 	&eng_policy_full,

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 static const char kvzip_first_text[] = "\n\nRepeat the previous context exactly.";
 static const char kvzip_pre_text[] =

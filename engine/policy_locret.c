@@ -63,7 +63,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 enum { LOCRET_N_S, LOCRET_N_LOC, LOCRET_POSITIONS, LOCRET_ALLOC, LOCRET_SINKS };
 enum { LOCRET_UNIFORM, LOCRET_ADAKV, LOCRET_GLOBAL };

@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 /* Until engine_internal.h declares them (the lead's header). */
 extern const struct eng_policy_ops eng_policy_nacl;

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 enum { POD_N_S = 0, POD_N_R = 1, POD_BASE = 2, POD_W = 3, POD_SEED = 4, POD_BYTES = 5,
 	POD_OWN = 6 };

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 /* y(rows) = W · x, W dequantized one row at a time. */
 static void

@@ -37,8 +37,8 @@
 #include <stdlib.h> /* for malloc */
 #include <string.h> /* for memcmp, memmem */
 
-#include "engine.h"
-#include "engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 
 /* GGUF token types (tokenizer.ggml.token_type). */
 enum eng_tok_type {

@@ -7,7 +7,7 @@
  * llama.cpp's unicode_cpts_from_utf8 byte for byte, because the tokenizer's
  * output on invalid input must match llama.cpp's.
  */
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 /* Classes of U+0000..U+007F: spaces are 0x09-0x0D and 0x20. */
 static const uint8_t eng_ucd_ascii[128] = {

@@ -7,7 +7,7 @@
  * section 7.1).  Sorted, disjoint [first, last] ranges; anything not
  * listed is ENG_UCAT_OTHER.  Ranges: 660 letter, 137 number, 10 whitespace.
  */
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 const struct eng_ucd_range eng_ucd_ranges[] = {
 	{0x000009, 0x00000D, ENG_UCAT_SPACE},

@@ -12,7 +12,7 @@
 
 #include <stddef.h> /* for size_t */
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {

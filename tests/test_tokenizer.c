@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/engine.h"
-#include "gguf_builder.h"
-#include "tap.h"
+#include "engine/engine.h"
+#include "tests/gguf_builder.h"
+#include "tests/tap.h"
 
 #define TOK_FIXTURES "tests/fixtures/tokens.txt"
 

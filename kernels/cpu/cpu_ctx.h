@@ -8,8 +8,8 @@
 #include <pthread.h>   /* for pthread_t */
 #include <stdatomic.h> /* for atomic_uint */
 
-#include "../backend.h"
-#include "../kernels.h"
+#include "kernels/backend.h"
+#include "kernels/kernels.h"
 
 #define KERN_MAX_THREADS 64
 

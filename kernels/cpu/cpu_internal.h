@@ -14,7 +14,7 @@
 #include <stddef.h> /* for size_t */
 #include <stdint.h> /* for int64_t */
 
-#include "../kernels.h" /* for enum kern_type */
+#include "kernels/kernels.h" /* for enum kern_type */
 
 /* out[r] = kern_vec_dot(t, rows + r * row_bytes, act, n) for r < n_rows.
  * `act` is in kern_vec_dot_act_type(t).  The decode hot path: Q4_1 and Q8_0

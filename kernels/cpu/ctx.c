@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpu_ctx.h"
+#include "kernels/cpu/cpu_ctx.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h> /* for _mm_pause */

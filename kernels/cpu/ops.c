@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_ctx.h"
-#include "cpu_internal.h"
+#include "kernels/cpu/cpu_ctx.h"
+#include "kernels/cpu/cpu_internal.h"
 
 #define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
 #define KERN_GEMM_BLOCK_ROWS 48 /* weight rows per sgemm call; fixed so that results

@@ -28,8 +28,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../kernels.h"
-#include "cpu_internal.h" /* for kern_cpu_simd_level */
+#include "kernels/kernels.h"
+#include "kernels/cpu/cpu_internal.h" /* for kern_cpu_simd_level */
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

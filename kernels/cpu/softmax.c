@@ -13,8 +13,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../kernels.h"
-#include "cpu_internal.h"
+#include "kernels/kernels.h"
+#include "kernels/cpu/cpu_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -34,9 +34,9 @@
 #include <string.h>
 
 extern "C" {
-#include "../kernels.h"
+#include "kernels/kernels.h"
 }
-#include "../backend.h"
+#include "kernels/backend.h"
 
 /* ------------------------------------------------------------------------ */
 /* State                                                                     */
