@@ -81,6 +81,11 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Write a JSON string literal (quotes and escapes) for s[0..len) to f. */
 void cli_json_str(FILE *f, const char *s, size_t len);
+/* s made safe for a terminal into out (cap bytes, always terminated):
+ * control bytes (C0, DEL), C1 controls and the Unicode bidi controls
+ * (U+200E/F, U+202A..E, U+2066..9) become \xNN / \uNNNN, and a backslash
+ * "\\", so a name cannot move the cursor, recolour or reorder the line. */
+void cli_term_str(const char *s, char *out, size_t cap);
 
 /* Parse a non-negative integer / float option value; -1 on error. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "clients/cli.h"
+#include "storage/store.h"
 
 #define CLI_DAEMON_DEPTH_MAX 32 /* directory recursion */
 
@@ -288,6 +289,7 @@ cli_daemon_ingest(int argc, char **argv)
 {
 	struct dmn D;
 	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_OK, r;
+	char why[256];
 
 	if (i < 0)
 		return CLI_EXIT_USAGE;
@@ -297,6 +299,10 @@ cli_daemon_ingest(int argc, char **argv)
 	}
 	if (D.name && argc - i != 1) {
 		cli_err("--name needs exactly one document");
+		return CLI_EXIT_USAGE;
+	}
+	if (D.name && store_name_check(D.name, why, sizeof(why))) {
+		cli_err("--name: %s", why);
 		return CLI_EXIT_USAGE;
 	}
 	D.tty = isatty(STDERR_FILENO);

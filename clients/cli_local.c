@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "service/service.h"
 #include "storage/snapshot_io.h"
+#include "storage/store.h"
 
 #define LOCAL_MAX_DOC (64u << 20)
 
@@ -335,6 +336,7 @@ cli_ingest(int argc, char **argv)
 {
 	struct local L;
 	int i, ret, r;
+	char why[256];
 
 	if (!cli_has_flag(argc, argv, "--local"))
 		return cli_daemon_ingest(argc, argv);
@@ -346,6 +348,10 @@ cli_ingest(int argc, char **argv)
 	}
 	if (L.name && argc - i != 1) {
 		cli_err("--name needs exactly one document");
+		return CLI_EXIT_USAGE;
+	}
+	if (L.name && store_name_check(L.name, why, sizeof(why))) {
+		cli_err("--name: %s", why);
 		return CLI_EXIT_USAGE;
 	}
 	if ((ret = local_open(&L, 0)) == CLI_EXIT_OK)

@@ -181,13 +181,13 @@ st_time(int64_t us, char *buf, size_t cap)
 static void
 st_print_doc(const struct store_doc *d, int json)
 {
-	char hex[2 * SNAP_ID_BYTES + 1], c[32], u[32];
+	char hex[2 * SNAP_ID_BYTES + 1], c[32], u[32], name[6 * 256];
 	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
 	st_time(d->created_us, c, sizeof(c));
 	st_time(d->last_used_us, u, sizeof(u));
 	if (!json) {
-		printf("%.12s  %-20s %8llu tok %3d snap %10llu B  used %s\n", hex,
-		    d->name[0] ? d->name : "-", (unsigned long long)d->tokens, d->n_profiles,
+		cli_term_str(d->name[0] ? d->name : "-", name, sizeof(name));
+		printf("%.12s  %-20s %8llu tok %3d snap %10llu B  used %s\n", hex, name, (unsigned long long)d->tokens, d->n_profiles,
 		    (unsigned long long)d->stored_bytes, u);
 		return;
 	}

@@ -69,6 +69,47 @@ cli_json_str(FILE *f, const char *s, size_t len)
 	fputc('"', f);
 }
 
+void
+cli_term_str(const char *s, char *out, size_t cap)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	char esc[8];
+	if (!cap)
+		return;
+	while (*p) {
+		unsigned cp = 0;
+		size_t skip = 1;
+		if (*p < 0x20 || *p == 0x7f)
+			snprintf(esc, sizeof(esc), "\\x%02x", *p);
+		else if (*p == '\\')
+			snprintf(esc, sizeof(esc), "\\\\");
+		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			cp = p[1], skip = 2; /* C1 */
+		else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0x8e || p[2] == 0x8f ||
+		    (p[2] >= 0xaa && p[2] <= 0xae)))
+			cp = 0x2000u + (p[2] - 0x80u), skip = 3;
+		else if (p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)
+			cp = 0x2040u + (p[2] - 0x80u), skip = 3;
+		else
+			esc[0] = 0;
+		if (cp)
+			snprintf(esc, sizeof(esc), "\\u%04x", cp);
+		if (!esc[0]) {
+			if (o + 1 >= cap)
+				break;
+			out[o++] = (char)*p++;
+			continue;
+		}
+		if (o + strlen(esc) >= cap)
+			break;
+		memcpy(out + o, esc, strlen(esc));
+		o += strlen(esc);
+		p += skip;
+	}
+	out[o] = 0;
+}
+
 int
 cli_parse_long(const char *s, long lo, long hi, long *out)
 {

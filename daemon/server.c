@@ -31,6 +31,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon/daemon_internal.h"
+#include "storage/store.h"
 
 #define SRV_READ_CHUNK 65536
 #define SRV_STOP_GRACE_S 5 /* after the jobs ended, time to flush replies */
@@ -285,6 +286,11 @@ conn_line(struct conn *c, const char *line, size_t len)
 		}
 		fd = c->fds[0];
 		memmove(c->fds, c->fds + 1, (size_t)(--c->n_fds) * sizeof(int));
+	}
+	/* a bad name is refused now, not after the whole ingest */
+	if (r.op == PROTO_OP_INGEST && r.name && store_name_check(r.name, msg, sizeof(msg))) {
+		conn_send_error(c, r.id, PROTO_E_BAD_REQUEST, msg);
+		goto out;
 	}
 	if (atomic_load(&srv.d->stopping)) {
 		conn_send_error(c, r.id, PROTO_E_SHUTTING_DOWN, "the daemon is stopping");

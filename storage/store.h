@@ -124,6 +124,11 @@ int store_rm(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], char *why, si
  * read as an id prefix): else STORE_ERR_ARG. */
 int store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *name,
     char *why, size_t why_len);
+/* A name a document may carry: 1..255 bytes, no control characters (C0,
+ * DEL, C1), not a hex string of 4+ digits (resolve would read it as an id
+ * prefix); else STORE_ERR_ARG with the reason.  Callers check a name before
+ * any work (kvsnapd when a request arrives, the CLI before it reads). */
+int store_name_check(const char *name, char *why, size_t why_len);
 
 /* Prune snapshots, least recently used first, until every given limit
  * holds: older_than_us > 0 drops those last used before now − older_than;

@@ -105,9 +105,6 @@ int st_meta_get(struct store *s, MDB_txn *t, const uint8_t *doc, struct st_meta 
     char *why, size_t why_len);
 int st_meta_put(struct store *s, MDB_txn *t, const struct st_meta *m, char *why,
     size_t why_len);
-/* A name a document may carry: 1..255 bytes, no control characters, not a
- * hex string of 4+ digits (resolve would read it as an id prefix). */
-int st_name_check(const char *name, char *why, size_t why_len);
 
 /* Delete every snaps record of doc ‖ prof (prof NULL: of every profile of
  * doc); *bytes (may be NULL) gets their stored size (store_write.c). */

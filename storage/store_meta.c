@@ -302,14 +302,17 @@ st_meta_put(struct store *s, MDB_txn *t, const struct st_meta *m, char *why, siz
 }
 
 int
-st_name_check(const char *name, char *why, size_t why_len)
+store_name_check(const char *name, char *why, size_t why_len)
 {
 	size_t n = strlen(name), i, hex = 0;
 	if (n == 0 || n > ST_NAME_MAX)
 		return eng_fail(why, why_len, STORE_ERR_ARG, "a name has 1 to %d bytes", ST_NAME_MAX);
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)name[i];
-		if (c < 0x20 || c == 0x7f)
+		/* C1 controls are U+0080..U+009F, UTF-8 \xc2\x80..\xc2\x9f */
+		if (c < 0x20 || c == 0x7f ||
+		    (c == 0xc2 && i + 1 < n && (unsigned char)name[i + 1] >= 0x80 &&
+		    (unsigned char)name[i + 1] <= 0x9f))
 			return eng_fail(why, why_len, STORE_ERR_ARG, "control character in name");
 		hex += (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 	}

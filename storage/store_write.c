@@ -197,7 +197,7 @@ sw_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_
 		return eng_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
 	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)))
 		return eng_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
-	if (d->name[0] && (rc = st_name_check(d->name, why, why_len)) != 0)
+	if (d->name[0] && (rc = store_name_check(d->name, why, why_len)) != 0)
 		return rc;
 	*payload = sn->header_len;
 	for (i = 0; i < sn->n_layer; i++) {
@@ -387,7 +387,7 @@ store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *n
 	int rc;
 	if (!s || !doc_id || !name)
 		return eng_fail(why, why_len, STORE_ERR_ARG, "rename: missing argument");
-	if (name[0] && (rc = st_name_check(name, why, why_len)) != 0)
+	if (name[0] && (rc = store_name_check(name, why, why_len)) != 0)
 		return rc;
 	return st_write(s, sw_rename_op, &a, 0, why, why_len);
 }

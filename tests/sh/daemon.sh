@@ -163,6 +163,12 @@ proto '{"v":99,"id":1,"op":"ls"}' | code_of > "$T/c"; [ "$(cat "$T/c")" = versio
 proto '{"id":1,"op":"query","doc":"gpl","question":7}' | code_of > "$T/c"
 [ "$(cat "$T/c")" = bad_request ]; ok "mistyped field: bad_request" $?
 proto '{"id":1,"op":"ingest","fd":true}' | code_of > "$T/c"; [ "$(cat "$T/c")" = no_fd ]; ok "fd:true without a descriptor: no_fd" $?
+# names are checked when the request arrives, before any model work (issue 15, 5)
+proto '{"id":1,"op":"ingest","text":"a few words","name":""}' > "$T/o"
+[ "$(code_of < "$T/o")" = bad_request ] && ! grep -q progress "$T/o"; ok "empty name: bad_request, no work" $?
+proto '{"id":1,"op":"ingest","text":"a few words","name":"a\u0001b"}' > "$T/o"
+[ "$(code_of < "$T/o")" = bad_request ] && grep -q 'control character' "$T/o" && ! grep -q progress "$T/o"
+ok "control character in a name: bad_request, no work" $?
 proto @big:1100000 '{"id":2,"op":"hello"}' > "$T/big"
 grep -q line_too_long "$T/big" && grep -q '"protocol":1' "$T/big"
 ok "over-long line: line_too_long, then the connection still works" $?

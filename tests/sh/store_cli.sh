@@ -96,5 +96,21 @@ expect_rc "verify is clean again" 0 "$K" verify
 expect_rc "prune to none" 0 "$K" prune --keep 0
 expect_rc "empty store" 0 "$K" stats --json
 grep -q '"documents":0,"snapshots":0' "$T/out"; ok "prune removed the documents" $?
+
+# names are checked before any work (issue 15, 5) and printed escaped
+expect_rc "a name with a control character is refused" 1 "$K" ingest "${P[@]}" \
+	--name "$(printf 'bad\001name')" "$T/gpl.txt"
+grep -q 'control character' "$T/err" && ! grep -q tokens "$T/err"
+ok "... before the document is read" $?
+expect_rc "a C1 control (U+009B, CSI) is refused" 1 "$K" ingest "${P[@]}" \
+	--name "$(printf 'bad\302\233name')" "$T/gpl.txt"
+expect_rc "an empty name is refused" 1 "$K" ingest "${P[@]}" --name '' "$T/gpl.txt"
+expect_rc "still an empty store" 0 "$K" stats --json
+grep -q '"documents":0' "$T/out"; ok "the refused names stored nothing" $?
+expect_rc "a name with a right-to-left override is stored" 0 "$K" ingest "${P[@]}" \
+	--name "$(printf 'evil\342\200\256txt.exe')" "$T/gpl.txt"
+expect_rc "ls" 0 "$K" ls
+grep -qF 'evil\u202etxt.exe' "$T/out" && ! grep -q "$(printf '\342\200\256')" "$T/out"
+ok "ls prints the override escaped, never raw" $?
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
