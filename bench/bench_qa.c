@@ -1496,8 +1496,8 @@ main(int argc, char **argv)
 				break;
 			}
 			fprintf(stderr, "bench_qa: [%.0f s] %s %s R=%g: kept %.0f of %lld, answered %d/%d "
-			    "(raw %d/%d), ROUGE-L %.3f (ingest %.1f s, answers %.1f s)\n", eng_now() - t_start,
-			    d->file, w->spec, w->ratio, w->doc[i].kept, (long long)d->n,
+			    "(raw %d/%d), ROUGE-L %.3f (ingest %.1f s, answers %.1f s)\n",
+			    eng_now() - t_start, d->file, w->spec, w->ratio, w->doc[i].kept, (long long)d->n,
 			    w->doc[i].c.answered, w->doc[i].c.full_ok, w->doc[i].c.raw, w->doc[i].c.n,
 			    w->doc[i].c.n ? w->doc[i].c.rouge / w->doc[i].c.n : 0.0, w->doc[i].ingest_s,
 			    w->doc[i].answer_s);

@@ -1191,8 +1191,8 @@ main(int argc, char **argv)
 					break;
 				}
 				qual_row_print(&b, &ql, o.spec[si], frac, &row);
-				qual_row_progress(&row, row_i, n_rows, eng_now() - t_start, o.lengths[li],
-				    o.spec[si], frac);
+				qual_row_progress(&row, row_i, n_rows, eng_now() - t_start,
+				    o.lengths[li], o.spec[si], frac);
 			}
 		}
 		for (k = 0; k < ql.n_docs; k++)

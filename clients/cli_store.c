@@ -187,7 +187,8 @@ st_print_doc(const struct store_doc *d, int json)
 	st_time(d->last_used_us, u, sizeof(u));
 	if (!json) {
 		cli_term_str(d->name[0] ? d->name : "-", name, sizeof(name));
-		printf("%.12s  %-20s %8llu tok %3d snap %10llu B  used %s\n", hex, name, (unsigned long long)d->tokens, d->n_profiles,
+		printf("%.12s  %-20s %8llu tok %3d snap %10llu B  used %s\n", hex, name,
+		    (unsigned long long)d->tokens, d->n_profiles,
 		    (unsigned long long)d->stored_bytes, u);
 		return;
 	}

@@ -207,6 +207,9 @@ int eng_policy_parse_float(const char *val, double lo, double hi, double *out);
 int eng_doc_template_ids(const struct eng_model *m, int32_t **ids, int64_t *n, char *why,
     size_t why_len);
 int64_t eng_doc_template_len(const int32_t *tpl, int64_t n_tpl, const int32_t *ids, int64_t n);
+/* Sinks of an n-token document: the option's count (opt >= 0), else its
+ * template prefix of tpl ids, else 4 (sinks=auto of kvzip and Locret). */
+int64_t eng_doc_sinks(int64_t opt, int64_t tpl, int64_t n);
 /* Keep every unit of every head. */
 void eng_policy_keep_all(struct eng_evict *e);
 /* Ada-KV's allocation (spec/adakv.md §2.2 exact mode + the §4.2 capacity

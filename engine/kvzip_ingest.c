@@ -216,9 +216,7 @@ kvzip_sinks(const struct eng_policy *p, const struct kvzip_prompt *pr, const int
     int64_t n, int64_t *tpl)
 {
 	*tpl = eng_doc_template_len(pr->tpl, pr->n_tpl, ids, n);
-	if (p->i[2] >= 0)
-		return p->i[2] < n ? p->i[2] : n;
-	return *tpl ? *tpl : (n < 4 ? n : 4);
+	return eng_doc_sinks(p->i[2], *tpl, n);
 }
 
 int

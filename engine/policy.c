@@ -244,6 +244,14 @@ eng_doc_template_len(const int32_t *tpl, int64_t n_tpl, const int32_t *ids, int6
 	return 0;
 }
 
+int64_t
+eng_doc_sinks(int64_t opt, int64_t tpl, int64_t n)
+{
+	if (opt >= 0)
+		return opt < n ? opt : n;
+	return tpl ? tpl : (n < 4 ? n : 4);
+}
+
 int
 eng_doc_template_ids(const struct eng_model *m, int32_t **ids, int64_t *n, char *why,
     size_t why_len)

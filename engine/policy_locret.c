@@ -595,10 +595,8 @@ locret_after_chunk(struct eng_policy *p, struct eng_kv *kv, const int32_t *ids, 
 	sel.alloc = ENG_ALLOC_GLOBAL;
 	sel.floor = p->f[1];
 	sel.alpha = p->f[0];
-	sel.n_sink = p->i[LOCRET_SINKS] >= 0 ? p->i[LOCRET_SINKS] :
-	    eng_doc_template_len(s->tpl, s->n_tpl, ids, n);
-	if (p->i[LOCRET_SINKS] < 0 && !sel.n_sink)
-		sel.n_sink = 4;
+	sel.n_sink = eng_doc_sinks(p->i[LOCRET_SINKS],
+	    eng_doc_template_len(s->tpl, s->n_tpl, ids, n), n);
 	/* stabilizers on every chunk but the last; the pool holds the layer cap
 	 * plus them and the next chunk (eng_policy_rows_per_head) */
 	sel.keep_from = seen < n && seen > n_s ? (uint32_t)(seen - n_s) : UINT32_MAX;

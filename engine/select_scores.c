@@ -114,8 +114,8 @@ eng_select_scores(struct eng_kv *kv, const struct eng_select *sel, int64_t targe
 	keep = malloc((size_t)(kv->rows + 1) * sizeof(int64_t));
 	keep_ptr = malloc((size_t)H * sizeof(*keep_ptr));
 	n_keep = malloc((size_t)H * sizeof(int64_t));
-	if (!ent || !take || !rank_head || !ns || !nt || !per_head || !per_layer || !keep || !keep_ptr ||
-	    !n_keep)
+	if (!ent || !take || !rank_head || !ns || !nt || !per_head || !per_layer || !keep ||
+	    !keep_ptr || !n_keep)
 		goto out;
 	/* candidates: every unit but the sinks and the tail, ranked per layer
 	 * then overall */
@@ -123,7 +123,8 @@ eng_select_scores(struct eng_kv *kv, const struct eng_select *sel, int64_t targe
 	for (l = 0; l < NL; l++) {
 		const struct eng_kv_layer *L = &kv->layer[l];
 		for (m = 0; m < H; m++) {
-			int64_t s = kz_head_sinks(L, m, n_sink), t = kz_head_tail(L, m, s, sel->keep_from);
+			int64_t s = kz_head_sinks(L, m, n_sink);
+			int64_t t = kz_head_tail(L, m, s, sel->keep_from);
 			ns[(size_t)l * (size_t)H + (size_t)m] = s;
 			nt[(size_t)l * (size_t)H + (size_t)m] = t;
 			for (i = s; i < L->len[m] - t; i++) {
