@@ -22,16 +22,33 @@ struct tap_test {
 	enum tap_result (*fn)(void);
 };
 
+/* Say where and why a check failed (TAP_CHECK, TAP_EXPECT). */
+#define TAP_SAY_FAILED(cond_text, ...)                                         \
+	do {                                                                   \
+		printf("#   %s:%d: check failed: %s\n#   ", __FILE__, __LINE__, \
+		    cond_text);                                                \
+		printf(__VA_ARGS__);                                           \
+		printf("\n");                                                  \
+	} while (0)
+
 /* Check a condition inside a test fn; on failure print where and why and
  * return TAP_FAIL from the test. */
 #define TAP_CHECK(cond, ...)                                                   \
 	do {                                                                   \
 		if (!(cond)) {                                                 \
-			printf("#   %s:%d: check failed: %s\n#   ", __FILE__,  \
-			    __LINE__, #cond);                                  \
-			printf(__VA_ARGS__);                                   \
-			printf("\n");                                          \
+			TAP_SAY_FAILED(#cond, __VA_ARGS__);                    \
 			return TAP_FAIL;                                       \
+		}                                                              \
+	} while (0)
+
+/* The same in a test fn that cleans up: on failure set its `ok` to 0 and
+ * jump to its `out:` label. */
+#define TAP_EXPECT(cond, ...)                                                  \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			TAP_SAY_FAILED(#cond, __VA_ARGS__);                    \
+			ok = 0;                                                \
+			goto out;                                              \
 		}                                                              \
 	} while (0)
 

@@ -42,18 +42,7 @@
 #define EQ_REL_TOL 1e-5
 #define SCORE_TOL 1e-4
 
-/* A failed check: say where and why, mark the test failed, clean up. */
-#define EXPECT(cond, ...)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("#   %s:%d: check failed: %s\n#   ", __FILE__,  \
-			    __LINE__, #cond);                                  \
-			printf(__VA_ARGS__);                                   \
-			printf("\n");                                          \
-			ok = 0;                                                \
-			goto out;                                              \
-		}                                                              \
-	} while (0)
+#define EXPECT TAP_EXPECT /* a failed check: say where and why, then clean up */
 
 static char g_model_path[256];
 static char g_heads_path[256];

@@ -56,18 +56,7 @@
 #define ORC_SCORE_TOL 1e-4  /* relative to the head's largest score */
 #define ORC_AMBIG_TOL 3e-5  /* a cut closer than this (relative) is a near-tie */
 
-/* A failed check: say where and why, mark the test failed, clean up. */
-#define EXPECT(cond, ...)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			printf("#   %s:%d: check failed: %s\n#   ", __FILE__,  \
-			    __LINE__, #cond);                                  \
-			printf(__VA_ARGS__);                                   \
-			printf("\n");                                          \
-			ok = 0;                                                \
-			goto out;                                              \
-		}                                                              \
-	} while (0)
+#define EXPECT TAP_EXPECT /* a failed check: say where and why, then clean up */
 
 static char g_path[256];
 static struct eng_model *g_m;

@@ -6,13 +6,8 @@
 # CUDA objects are in the build whenever nvcc is (DESIGN §4).  On a machine
 # with a GPU the selftest itself must pass.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-K=$BUILD/kvsnap
-pass=0 fail=0
-ok() { if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"; else fail=$((fail + 1)); echo "not ok - $1"; fi; }
-T=$(mktemp -d /tmp/kvsnap-backend-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.bash"
+scratch backend
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
 	out=$($K selftest --backend cuda 2>&1); rc=$?
@@ -38,5 +33,4 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
 	ls "$BUILD"/kernels/cuda/*.o >/dev/null 2>&1; ok "nvcc present: the CUDA backend is built" $?
 	nm -C "$BUILD/kvsnap" | grep -q "kcu_\|cublas"; ok "and linked into kvsnap" $?
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -9,45 +9,19 @@
 # refused with its own code, SIGTERM during an ingest (exit 0, nothing
 # partial), restart, verify.  Bounded: every wait has a deadline.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-K=$BUILD/kvsnap
-D=$BUILD/kvsnapd
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$MODEL" ] || [ ! -x "$D" ] || ! command -v python3 >/dev/null; then
-	echo "# SKIP: needs $MODEL (make model), $D and python3"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kvsnap-daemon-XXXXXX)
-DPID=
-cleanup() {
-	[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.bash"
+need "$MODEL" "$D" command:python3
+scratch daemon
 export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
 P=(--budget 64 --chunk 64)
-pass=0 fail=0
-ok() { # description, then a status
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
-	else fail=$((fail + 1)); echo "not ok - $1"; fi
-	return "$2" # so that `ok ... || diagnostics` works
-}
-expect_rc() { # description, expected rc, command...
-	local d=$1 want=$2; shift 2
-	timeout 120 "$@" >"$T/out" 2>"$T/err"
-	local rc=$?
-	[ "$rc" -eq "$want" ]; ok "$d (exit $rc, want $want)" $?
-	[ "$rc" -eq "$want" ] || { sed 's/^/#   /' "$T/err" | tail -5; }
-}
+EXPECT_TIMEOUT=120
 # sanitizer builds are ~10x slower: shorter documents there
 # long.txt is for checks that need an ingest still running when something
 # happens (a query, a cancel, SIGTERM): several seconds of prefill, so
 # they do not race a fast machine.  long2.txt gets stored (a second ingest
 # of it would be skipped at once); long.txt never is.
 words=400 n=24 long=1500
-grep -q __asan_init "$D" 2>/dev/null && words=100 n=8 long=400
+is_san "$D" && words=100 n=8 long=400
 prose() { # LICENSE WORDS: the license's first WORDS words on one line
 	head -c 100000 "/usr/share/common-licenses/$1" | tr -s ' \n' ' ' | cut -d' ' -f1-"$2"
 }
@@ -101,26 +75,9 @@ start_daemon() {
 	"$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" "${P[@]}" -t 2 \
 		--workers 2 --max-connections 8 --log-level debug 2>>"$T/daemon.log" &
 	DPID=$!
-	local i
-	for i in $(seq 1 300); do # 30 s
-		proto '{"v":1,"id":0,"op":"hello"}' >/dev/null 2>&1 && return 0
-		kill -0 "$DPID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
+	wait_ready proto '{"v":1,"id":0,"op":"hello"}'
 }
-stop_daemon() { # SIGTERM; the exit status
-	kill -TERM "$DPID"
-	local i
-	for i in $(seq 1 600); do
-		kill -0 "$DPID" 2>/dev/null || break
-		sleep 0.1
-	done
-	wait "$DPID"
-	local rc=$?
-	DPID=
-	return $rc
-}
+stop_daemon() { kill -TERM "$DPID"; wait_exit; } # SIGTERM; the exit status
 
 log_count() { grep -c "$1" "$T/daemon.log"; } # lines of the daemon log matching PATTERN
 wait_log() { # PATTERN N: wait (up to 30 s) until the daemon log has N lines matching
@@ -329,5 +286,4 @@ PY
 fi
 
 if [ "$fail" -ne 0 ]; then echo "# daemon log (tail):"; tail -n 30 "$T/daemon.log" | sed 's/^/#   /'; fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -9,31 +9,12 @@
 #    error event (or a dropped connection for a truncated line), the
 #    daemon alive afterwards, and its RSS stable (second half vs first).
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-K=$BUILD/kvsnap
-D=$BUILD/kvsnapd
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$MODEL" ] || [ ! -x "$D" ] || ! command -v python3 >/dev/null; then
-	echo "# SKIP: needs $MODEL (make model), $D and python3"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kvsnap-faults-XXXXXX)
-DPID=
-cleanup() {
-	[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.bash"
+need "$MODEL" "$D" command:python3
+scratch faults
 export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
-pass=0 fail=0
-ok() {
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
-	else fail=$((fail + 1)); echo "not ok - $1"; fi
-}
 SAN=0
-grep -q __asan_init "$D" 2>/dev/null && SAN=1
+is_san "$D" && SAN=1
 words=3000 soak=40
 [ "$SAN" = 1 ] && words=600 soak=30
 head -c 200000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words > "$T/long.txt"
@@ -46,21 +27,7 @@ start_daemon() {
 	"$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --policy snapkv --budget 64 --chunk 64 \
 		-t 1 --workers 2 --max-connections 128 --max-jobs 256 --log-level warn 2>>"$T/daemon.log" &
 	DPID=$!
-	local i
-	for i in $(seq 1 300); do
-		[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls >/dev/null 2>&1 && return 0
-		kill -0 "$DPID" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-wait_exit() { # the daemon's exit status after it was signalled
-	local i
-	for i in $(seq 1 600); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
-	wait "$DPID"
-	local rc=$?
-	DPID=
-	return $rc
+	wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'
 }
 
 # ---- kill -9 mid-ingest
@@ -195,5 +162,4 @@ kill -0 "$DPID" 2>/dev/null; ok "daemon alive after the soak" $?
 timeout 60 "$K" query -n 4 small "Who wrote it?" >/dev/null 2>&1; ok "and still answers" $?
 timeout 120 "$K" verify >/dev/null 2>&1; ok "store verifies after the soak" $?
 kill -TERM "$DPID"; wait_exit; ok "SIGTERM after the soak: exit 0" $?
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -10,35 +10,14 @@
 # kvzip at 1/4: a snapshot cut to the daemon's ratio is answered from
 # (serves: true), and bad shrink requests get their error codes.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-K=$BUILD/kvsnap
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$MODEL" ]; then
-	echo "# SKIP: no model ($MODEL; make model)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kvsnap-kvzip-cli-XXXXXX)
-DPID=
-trap '[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null; rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.bash"
+need "$MODEL"
+scratch kvzip-cli
 export KVSNAP_STATE=$T/state
-pass=0 fail=0
-ok() { # description, then the command's status
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
-	else fail=$((fail + 1)); echo "not ok - $1"; fi
-}
-expect_rc() { # description, expected rc, command...
-	local d=$1 want=$2; shift 2
-	"$@" >"$T/out" 2>"$T/err"
-	local rc=$?
-	[ "$rc" -eq "$want" ]; ok "$d (exit $rc, want $want)" $?
-	[ "$rc" -eq "$want" ] || { sed 's/^/#   /' "$T/err" | tail -5; }
-}
 # sanitizer builds are ~10x slower: a shorter document there
 words=300
 # (at least ~200: a ratio of 1/8 must leave more than the ~24 sink units)
-grep -q __asan_init "$K" 2>/dev/null && words=200
+is_san "$K" && words=200
 printf 'The archive code word is PELICAN. %s\n' "$(head -c 20000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words)" > "$T/gpl.txt"
 P=(--local --policy kvzip --chunk 128)
 { echo "A second copy."; cat "$T/gpl.txt"; } > "$T/gpl2.txt"
@@ -81,17 +60,11 @@ expect_rc "an ingest of a from= profile" 1 "$K" ingest "${P[@]}" --ratio 1/8 --o
 grep -q "kvsnap shrink" "$T/err"; ok "and says why" $?
 
 # ---- the protocol's shrink, through kvsnapd (kvzip at 1/4, gpl's chunk)
-D=$BUILD/kvsnapd
 S=$T/d.sock
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$S" --policy kvzip --ratio 1/4 --chunk 128 \
 	-t 2 --workers 1 2>"$T/daemon.log" &
 DPID=$!
-up=1
-for _ in $(seq 1 300); do
-	[ -S "$S" ] && { up=0; break; }
-	sleep 0.1
-done
-ok "kvsnapd starts (kvzip, ratio 1/4)" $up
+wait_ready test -S "$S"; ok "kvsnapd starts (kvzip, ratio 1/4)" $?
 # one request per argument; prints the last event of each
 req() {
 	timeout 120 python3 - "$S" "$@" <<'PY'
@@ -130,9 +103,7 @@ r=$(req '{"v":1,"id":7,"op":"shrink","doc":"snap","ratio":0.25}')
 [ "$(field code <<<"$r")" = not_found ]; ok "shrink of a document with no kvzip snapshot: $(field code <<<"$r")" $?
 r=$(req '{"v":1,"id":8,"op":"shrink","doc":"nosuchdoc","ratio":0.25}')
 [ "$(field code <<<"$r")" = not_found ]; ok "shrink of an unknown document: $(field code <<<"$r")" $?
-kill -TERM "$DPID"; wait "$DPID"; ok "kvsnapd stops cleanly" $?
-DPID=
+kill -TERM "$DPID"; wait_exit; ok "kvsnapd stops cleanly" $?
 expect_rc "the store still verifies" 0 "$K" verify
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -8,23 +8,13 @@
 # cut that leaves something behind fails); snapkv keeps about half the
 # units and has a share in [0, 1].
 set -u
-cd "$(dirname "$0")/../.." || exit 1
-BUILD=${BUILD:-build}
+. "$(dirname "$0")/lib.bash"
+need "$MODEL"
 BIN=$BUILD/bench/bench_qa
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$MODEL" ]; then
-	echo "# SKIP: no model ($MODEL; make model)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
 [ -x "$BIN" ] || { echo "not ok - $BIN is missing"; echo "0 passed, 1 failed"; exit 1; }
-TMP=$(mktemp -d /tmp/kvsnap-qa-smoke-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-check() { # status description
-	if [ "$1" -eq 0 ]; then echo "ok - $2"; pass=$((pass + 1))
-	else echo "not ok - $2"; fail=$((fail + 1)); fi
-}
+scratch qa-smoke
+TMP=$T
+check() { ok "$2" "$1"; } # status description
 # refused: exits non-zero and the message holds the expected words
 refused() { # description pattern args...
 	local what=$1 pat=$2 out rc; shift 2
@@ -50,7 +40,7 @@ refused "a bad ratio" "usage" --ratios 0,2
 # --- one short document ---
 QA=bench/qa
 DOC=01-txtvsbin Q=3,4,5 MAXNEW=24
-if grep -q __asan_init "$BIN" 2>/dev/null; then
+if is_san "$BIN"; then
 	# sanitizer builds run ~10x slower: the document up to its second fact
 	# (~450 tokens) and that fact's question
 	QA=$TMP/san

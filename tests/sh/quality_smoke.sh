@@ -6,21 +6,15 @@
 # forward pass exactly (KL 0, top-1 100 %); every policy returns every row
 # with sane numbers; a compressed cache differs from the full one (KL > 0).
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
+. "$(dirname "$0")/lib.bash"
+need "$MODEL"
 BIN=$BUILD/bench/bench_quality
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$MODEL" ]; then
-	echo "# SKIP: no model ($MODEL; make model)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
 [ -x "$BIN" ] || { echo "not ok - $BIN is missing"; exit 1; }
 # sanitizer builds run ~10x slower: half the document length there
 extra=()
-grep -q __asan_init "$BIN" 2>/dev/null && extra=(--lengths 512)
-MAP=$(mktemp /tmp/kvsnap-smoke-podmap-XXXXXX)
-trap 'rm -f "$MAP"' EXIT
+is_san "$BIN" && extra=(--lengths 512)
+scratch quality-smoke
+MAP=$T/podmap.gguf
 if ! "$BUILD/kvsnap" pod-calibrate -m "$MODEL" -N 2 --tokens 512 -o "$MAP" >/dev/null; then
 	echo "not ok - kvsnap pod-calibrate failed"; exit 1
 fi

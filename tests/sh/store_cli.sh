@@ -6,33 +6,13 @@
 # prune (dry run, then for real), rm, and bad input (unknown document,
 # missing file, bad options) answered with the documented exit codes.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-K=$BUILD/kvsnap
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$MODEL" ]; then
-	echo "# SKIP: no model ($MODEL; make model)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kvsnap-store-cli-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.bash"
+need "$MODEL"
+scratch store-cli
 export KVSNAP_STATE=$T/state
-pass=0 fail=0
-ok() { # description, then the command's status
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
-	else fail=$((fail + 1)); echo "not ok - $1"; fi
-}
-expect_rc() { # description, expected rc, command...
-	local d=$1 want=$2; shift 2
-	"$@" >"$T/out" 2>"$T/err"
-	local rc=$?
-	[ "$rc" -eq "$want" ]; ok "$d (exit $rc, want $want)" $?
-	[ "$rc" -eq "$want" ] || { sed 's/^/#   /' "$T/err" | tail -5; }
-}
 # sanitizer builds are ~10x slower: shorter documents there
 words=400
-grep -q __asan_init "$K" 2>/dev/null && words=120
+is_san "$K" && words=120
 head -c 100000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words > "$T/gpl.txt"
 printf 'The secret code word is PELICAN. %s\n' "$(head -c 3000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-$words)" > "$T/apache.txt"
 P=(--local --budget 64 --chunk 128)
@@ -112,5 +92,4 @@ expect_rc "a name with a right-to-left override is stored" 0 "$K" ingest "${P[@]
 expect_rc "ls" 0 "$K" ls
 grep -qF 'evil\u202etxt.exe' "$T/out" && ! grep -q "$(printf '\342\200\256')" "$T/out"
 ok "ls prints the override escaped, never raw" $?
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

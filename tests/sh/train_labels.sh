@@ -7,22 +7,9 @@
 # the cached labels raised to the floor (other losses, named in the
 # recipe); a bad --labels or --label-floor is a usage error.
 set -u
-cd "$(dirname "$0")/../.."
-BUILD=${BUILD:-build}
-K=$BUILD/kvsnap
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ ! -f "$MODEL" ] || [ ! -d /usr/share/games/fortunes ]; then
-	echo "# SKIP: needs $MODEL (make model) and the fortunes package"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-T=$(mktemp -d /tmp/kvsnap-train-labels-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { # description, then the command's status
-	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
-	else fail=$((fail + 1)); echo "not ok - $1"; fi
-}
+. "$(dirname "$0")/lib.bash"
+need "$MODEL" /usr/share/games/fortunes # (the fortunes package)
+scratch train-labels
 A=(--labels kvzip --examples 2 --eval 1 --max-tokens 160 --min-tokens 96 -t 2 --json
 	--label-cache "$T/labels")
 losses() { # the loss of every example and evaluation, in order
@@ -67,5 +54,4 @@ KVSNAP_STATE=$T/state "$K" ingest --local --policy locret --opts "heads=$T/a.ggu
 	--chunk 64 "$T/doc.txt" > "$T/out" 2> "$T/err"
 ok "the locret policy ingests with the new heads (exit $?)" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,0 +1,90 @@
+# lib.bash: what every end-to-end script starts with (sourced by tests/sh/*.sh
+# and not run itself): the project root as the working directory, the
+# build's binaries and the model, a scratch directory removed on exit (with
+# a daemon the script started killed), the TAP counters and the summary.
+#
+#   . "$(dirname "$0")/lib.bash"
+#   need "$MODEL" "$D"            # else "# SKIP" and "0 passed, 0 failed"
+#   scratch NAME                  # T=/tmp/kvsnap-NAME-XXXXXX
+#   ok "description" $?           # counts and prints ok / not ok
+#   expect_rc "description" RC command...   # stdout in $T/out, stderr in $T/err
+#   finish                        # "N passed, N failed", status
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+BUILD=${BUILD:-build}
+K=$BUILD/kvsnap
+D=$BUILD/kvsnapd
+MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+pass=0 fail=0
+T= DPID=
+
+# Skip the whole script unless every named path exists (a missing command
+# is named with a leading "command:", e.g. need command:python3).
+need() {
+	local p
+	for p; do
+		case $p in
+		command:*) command -v "${p#command:}" >/dev/null && continue ;;
+		*) [ -e "$p" ] && continue ;;
+		esac
+		echo "# SKIP: needs ${p#command:} (make model / make all)"
+		echo "0 passed, 0 failed"
+		exit 0
+	done
+}
+
+lib_cleanup() {
+	[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null
+	[ -n "$T" ] && rm -rf "$T"
+}
+trap lib_cleanup EXIT
+
+scratch() { T=$(mktemp -d "/tmp/kvsnap-$1-XXXXXX"); }
+
+# 1 when binary $1 was built with AddressSanitizer (~10x slower: scripts
+# shorten their documents there).
+is_san() { grep -q __asan_init "$1" 2>/dev/null; }
+
+ok() { # description, then a status; returns it, so `ok ... || diagnostics` works
+	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
+	else fail=$((fail + 1)); echo "not ok - $1"; fi
+	return "$2"
+}
+
+# expect_rc description want command...: the command's exit status must be
+# want; on a mismatch the tail of its stderr is shown.  EXPECT_TIMEOUT (s)
+# bounds the command (0, the default: no bound).
+expect_rc() {
+	local d=$1 want=$2 rc; shift 2
+	timeout "${EXPECT_TIMEOUT:-0}" "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" -eq "$want" ]; ok "$d (exit $rc, want $want)" $?
+	[ "$rc" -eq "$want" ] || { sed 's/^/#   /' "$T/err" | tail -5; }
+}
+
+# wait_ready command...: wait up to 30 s for the command to succeed while
+# the daemon ($DPID) is alive; status 1 if it died or never got ready.
+wait_ready() {
+	local i
+	for i in $(seq 1 300); do
+		"$@" >/dev/null 2>&1 && return 0
+		kill -0 "$DPID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_exit: the daemon's exit status once it has stopped (waits up to
+# 60 s after it was signalled); DPID is cleared.
+wait_exit() {
+	local i rc
+	for i in $(seq 1 600); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+	wait "$DPID"
+	rc=$?
+	DPID=
+	return $rc
+}
+
+finish() {
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+}
