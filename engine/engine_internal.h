@@ -210,6 +210,14 @@ int64_t eng_doc_template_len(const int32_t *tpl, int64_t n_tpl, const int32_t *i
 /* Sinks of an n-token document: the option's count (opt >= 0), else its
  * template prefix of tpl ids, else 4 (sinks=auto of kvzip and Locret). */
 int64_t eng_doc_sinks(int64_t opt, int64_t tpl, int64_t n);
+/* A file's content fingerprint (engine/fingerprint.c): BLAKE2b-256 of
+ * p[0..n) as lowercase hex into hex[ENG_FINGERPRINT_HEX + 1]; ENG_ERR_NOMEM
+ * if libsodium cannot start.  And 1 if s[0..len) is at most max hex digits
+ * (either case; empty counts), the form a file's recorded fingerprint must
+ * have. */
+#define ENG_FINGERPRINT_HEX 64
+int eng_fingerprint(const void *p, size_t n, char hex[ENG_FINGERPRINT_HEX + 1]);
+int eng_is_hex(const char *s, size_t len, size_t max);
 /* Keep every unit of every head. */
 void eng_policy_keep_all(struct eng_evict *e);
 /* Ada-KV's allocation (spec/adakv.md §2.2 exact mode + the §4.2 capacity

@@ -43,8 +43,6 @@
 #include <string.h>
 #include <strings.h> /* for strcasecmp */
 
-#include <sodium.h>
-
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 
@@ -64,24 +62,9 @@ struct eng_heads {
 	const float **w2;       /* (n_layer) -> (n_head_kv, d_r) */
 	float *owned;           /* widened / copied weights, all layers */
 	char *strings;          /* fp, recipe and data, NUL-separated */
-	char fingerprint[65];   /* BLAKE2b-256 hex of the file's bytes */
+	char fingerprint[ENG_FINGERPRINT_HEX + 1]; /* of the file's bytes */
 };
 
-
-/* 1 if s is empty or only hex digits (at most HEADS_MAX_FP). */
-static int
-heads_is_hex(const char *s, size_t len)
-{
-	size_t i;
-	if (len > HEADS_MAX_FP)
-		return 0;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
-			return 0;
-	}
-	return 1;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Open                                                                      */
@@ -235,14 +218,9 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
 	rc = eng_gguf_open(&h->gguf, path, why, why_len);
 	if (rc)
 		goto out;
-	{
-		unsigned char sum[32];
-		if (sodium_init() < 0 ||
-		    crypto_generichash(sum, sizeof(sum), h->gguf->base, h->gguf->size, NULL, 0)) {
-			rc = eng_fail(why, why_len, ENG_ERR_NOMEM, "cannot hash %s", path);
-			goto out;
-		}
-		sodium_bin2hex(h->fingerprint, sizeof(h->fingerprint), sum, sizeof(sum));
+	if (eng_fingerprint(h->gguf->base, h->gguf->size, h->fingerprint)) {
+		rc = eng_fail(why, why_len, ENG_ERR_NOMEM, "cannot hash %s", path);
+		goto out;
 	}
 	if (eng_gguf_get_str(h->gguf, "general.architecture", &arch) ||
 	    !eng_gguf_str_eq(arch, HEADS_ARCH)) {
@@ -287,7 +265,7 @@ eng_heads_open(struct eng_heads **out, const char *path, const struct eng_model 
 		    "%s: kvsnap.locret.labels must be \"cis\" or \"kvzip\"", path);
 		goto out;
 	}
-	if (!heads_is_hex(fp.ptr, fp.len)) {
+	if (!eng_is_hex(fp.ptr, fp.len, HEADS_MAX_FP)) {
 		rc = eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "%s: base_fingerprint is not a hex string", path);
 		goto out;
@@ -529,7 +507,7 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 	labels = info->labels ? info->labels : "cis";
 	if (strcmp(labels, "cis") && strcmp(labels, "kvzip"))
 		return eng_fail(why, why_len, ENG_ERR_ARG, "labels must be cis or kvzip");
-	if (!heads_is_hex(fp, strlen(fp)))
+	if (!eng_is_hex(fp, strlen(fp), HEADS_MAX_FP))
 		return eng_fail(why, why_len, ENG_ERR_ARG, "base_fingerprint must be hex");
 	if (strlen(recipe) > HEADS_MAX_TEXT || strlen(data) > HEADS_MAX_TEXT)
 		return eng_fail(why, why_len, ENG_ERR_ARG, "recipe or data text too long");

@@ -36,7 +36,6 @@
 #include <fcntl.h>
 #include <jansson.h> /* for the block-map file */
 #include <math.h>
-#include <sodium.h>  /* for crypto_generichash (BLAKE2b) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,32 +352,6 @@ eng_pod_map_free(struct eng_pod_map *pm)
 	free(pm);
 }
 
-/* 1 if s[0..len) is at most 64 hex digits (the fingerprint's form). */
-static int
-pod_is_hex(const char *s, size_t len)
-{
-	size_t i;
-	if (len > 64)
-		return 0;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
-			return 0;
-	}
-	return 1;
-}
-
-/* BLAKE2b-256 of p[0..n) as 64 lowercase hex digits into hex[65]. */
-static int
-pod_hash(const void *p, size_t n, char hex[65])
-{
-	unsigned char h[32];
-	if (sodium_init() < 0 || crypto_generichash(h, sizeof(h), p, n, NULL, 0))
-		return ENG_ERR_NOMEM;
-	sodium_bin2hex(hex, 65, h, sizeof(h));
-	return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Writing                                                                   */
 
@@ -560,7 +533,7 @@ pod_save_ok(const struct eng_pod_map *pm, char *why, size_t why_len)
 	if (pm->n_texts < 0 || pm->q < 0 || pm->n_cal < 0)
 		return eng_fail(why, why_len, ENG_ERR_ARG, "block map: negative n_texts, q or n_cal");
 	if (memchr(pm->model_fp, 0, sizeof(pm->model_fp)) == NULL ||
-	    !pod_is_hex(pm->model_fp, strlen(pm->model_fp)))
+	    !eng_is_hex(pm->model_fp, strlen(pm->model_fp), 64))
 		return eng_fail(why, why_len, ENG_ERR_ARG,
 		    "block map: model fingerprint is not a hex string");
 	if (pm->sim && !pod_sim_in_range(pm->sim, n_sim))
@@ -623,7 +596,7 @@ int
 eng_pod_map_save(struct eng_pod_map *pm, const char *path, char *why, size_t why_len)
 {
 	struct pod_buf b = { NULL, 0, 0, 0 };
-	char hex[65];
+	char hex[ENG_FINGERPRINT_HEX + 1];
 	int rc;
 
 	if (why && why_len)
@@ -635,7 +608,7 @@ eng_pod_map_save(struct eng_pod_map *pm, const char *path, char *why, size_t why
 	/* f is derived from the anchors: refresh it so the file always agrees. */
 	pm->f = pod_f(pm->anc, pm->n_layer, pm->n_head_kv);
 	pod_serialize(&b, pm);
-	if (b.err || pod_hash(b.p, b.len, hex)) {
+	if (b.err || eng_fingerprint(b.p, b.len, hex)) {
 		free(b.p);
 		return eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 	}
@@ -811,7 +784,7 @@ pod_parse_scalars(json_t *root, const char *path, struct eng_pod_map *pm, char *
 	pm->q = (int)q;
 	pm->n_cal = (int)nc;
 	if (!json_is_string(fp) ||
-	    !pod_is_hex(json_string_value(fp), json_string_length(fp)))
+	    !eng_is_hex(json_string_value(fp), json_string_length(fp), 64))
 		return eng_fail(why, why_len, ENG_ERR_FORMAT,
 		    "%s: \"model_fingerprint\" must be a string of at most 64 hex digits", path);
 	memcpy(pm->model_fp, json_string_value(fp), json_string_length(fp));
@@ -960,7 +933,7 @@ eng_pod_map_load(struct eng_pod_map **out, const char *path, const struct eng_mo
 	struct eng_pod_map *pm = NULL;
 	json_error_t jerr;
 	json_t *root;
-	char *buf, hex[65];
+	char *buf, hex[ENG_FINGERPRINT_HEX + 1];
 	size_t len = 0;
 	int rc;
 
@@ -973,7 +946,7 @@ eng_pod_map_load(struct eng_pod_map **out, const char *path, const struct eng_mo
 		return eng_fail(why, why_len, ENG_ERR_ARG, "no block-map path");
 	if ((rc = pod_read_file(path, &buf, &len, why, why_len)))
 		return rc;
-	if ((rc = pod_hash(buf, len, hex))) {
+	if ((rc = eng_fingerprint(buf, len, hex))) {
 		free(buf);
 		return eng_fail(why, why_len, rc, "cannot hash %s", path);
 	}
