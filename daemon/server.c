@@ -215,11 +215,10 @@ conn_hello(struct conn *c, const struct proto_req *r)
 	char *line;
 	json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:s, s:i}",
 	    "protocol", PROTO_VERSION, "server", "kvsnapd 0.1", "model",
-	    eng_model_fingerprint(d->m), "profile", d->profile, "profile_id", d->profile_hex,
-	    "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget, "ratio", d->cfg.ratio,
-	    "chunk",
-	    (json_int_t)d->cfg.chunk, "quant", snap_quant_name(d->quant), "workers",
-	    (int)d->cfg.workers);
+	    eng_model_fingerprint(d->v->m), "profile", d->v->profile, "profile_id",
+	    d->v->profile_hex, "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget,
+	    "ratio", d->cfg.ratio, "chunk", (json_int_t)d->cfg.chunk, "quant",
+	    snap_quant_name(d->v->quant), "workers", (int)d->cfg.workers);
 	if ((line = proto_event(r->id, "result", b, &n))) {
 		conn_send(c, line, n);
 		free(line);

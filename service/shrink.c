@@ -77,9 +77,11 @@ shrink_target_opts(const char *profile, char *opts, size_t cap, long *chunk)
 }
 
 int
-svc_shrink(struct store *s, const struct eng_model *m, const uint8_t doc[SNAP_ID_BYTES],
-    double ratio, struct svc_shrunk *out, char *why, size_t why_len)
+svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
+    struct svc_shrunk *out, char *why, size_t why_len)
 {
+	struct store *s = v->s;
+	const struct eng_model *m = v->m;
 	struct shrink_pick sp;
 	struct store_doc d;
 	struct snap_header h;
