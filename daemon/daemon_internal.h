@@ -3,10 +3,11 @@
  * the process-wide state (the service: model, store, profile),
  * connections as the workers see them, and the job queue.
  *
- * Threads: one libevent loop (server.c) owns every socket; model workers
- * and one admin worker (jobs.c) run jobs.  Workers hand events back with
- * conn_send(), which is safe from any thread.  Lock order: jobs_mu, then a
- * connection's mu (never the reverse).
+ * Threads: one libevent loop (server.c) owns every socket and is the only
+ * thread that writes to one; model workers and one admin worker (jobs.c)
+ * run jobs and post their events with conn_post(), which queues them for
+ * the loop.  Lock order: jobs_mu, then a connection's mu, then the post
+ * queue's (never the reverse).
  */
 #ifndef DAEMON_INTERNAL_H
 #define DAEMON_INTERNAL_H
@@ -61,8 +62,10 @@ extern struct daemon *daemon_g;
 struct conn;
 void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
-/* Queue an event line for the client (any thread).  -1 if it is gone. */
-int conn_send(struct conn *c, const char *line, size_t len);
+/* Hand an event line to the loop, which writes it to the client (any
+ * thread; a connection's lines keep their order).  The line is copied.
+ * -1 if the connection is gone or out of memory. */
+int conn_post(struct conn *c, const char *line, size_t len);
 /* The connection's serial number (for logs). */
 uint64_t conn_serial(const struct conn *c);
 /* A job of this connection ended (any thread): frees a per-connection slot. */

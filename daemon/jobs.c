@@ -7,7 +7,8 @@
  * more than the ingests already running; the admin worker serves only
  * store operations, so ls/info/rm never wait for the model.  Each model
  * worker owns a service session (an eng_ctx and its own policy object);
- * the weights and the tokenizer are shared read-only.
+ * the weights and the tokenizer are shared read-only.  Replies are posted
+ * to the event loop (conn_post), which alone writes to connections.
  *
  * Cancellation is a flag per job, read by the running job between chunks
  * (ingest) or tokens (query).  Lock order: jobs_mu, then a connection's mu.
@@ -52,7 +53,7 @@ job_event(struct job *j, const char *event, json_t *body)
 	if (!strcmp(event, "result"))
 		atomic_store(&j->replied, 1);
 	if (line) {
-		conn_send(j->conn, line, n);
+		conn_post(j->conn, line, n);
 		free(line);
 	}
 }
@@ -79,7 +80,7 @@ job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 	    proto_code_name(code), msg);
 	atomic_store(&j->replied, 1);
 	if ((line = proto_error(j->req.id, code, msg, &n))) {
-		conn_send(j->conn, line, n);
+		conn_post(j->conn, line, n);
 		free(line);
 	}
 }
