@@ -165,23 +165,15 @@ static int
 local_open(struct local *L, int read_only)
 {
 	const char *dir = cli_state_dir(L->state);
-	struct svc_conf sc;
+	struct svc_conf sc = { .model = L->model_path, .state = dir, .read_only = read_only,
+		.policy = L->policy, .opts = L->opts, .budget = L->budget, .ratio = L->ratio,
+		.chunk = L->chunk, .quant = L->quant };
 	struct svc_status st;
 
 	if (!dir) {
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
 	}
-	memset(&sc, 0, sizeof(sc));
-	sc.model = L->model_path;
-	sc.state = dir;
-	sc.read_only = read_only;
-	sc.policy = L->policy;
-	sc.opts = L->opts;
-	sc.budget = L->budget;
-	sc.ratio = L->ratio;
-	sc.chunk = L->chunk;
-	sc.quant = L->quant;
 	if (svc_open(&L->v, &sc, &st) || svc_session_new(L->v, (int)L->threads, &L->ss, &st))
 		return local_open_fail(&st, dir);
 	return CLI_EXIT_OK;
@@ -342,13 +334,13 @@ struct local_emit {
 };
 
 /* A token's bytes as they come (raw: a character may span two tokens). */
-static int
+static void
 local_emit(void *arg, int32_t id, const char *text, size_t len)
 {
 	struct local_emit *e = arg;
 	(void)id;
 	if (!len)
-		return 0;
+		return;
 	if (e->json) {
 		printf("{\"token\":");
 		cli_json_str(stdout, text, len);
@@ -357,7 +349,6 @@ local_emit(void *arg, int32_t id, const char *text, size_t len)
 		fwrite(text, 1, len, stdout);
 	}
 	fflush(stdout);
-	return 0;
 }
 
 /* A failed svc_query: the message and the exit code. */
@@ -391,7 +382,7 @@ cli_query(int argc, char **argv)
 {
 	struct local L;
 	struct local_emit em;
-	struct svc_hooks hk = { NULL, local_emit, NULL, &em };
+	struct svc_hooks hk = { NULL, local_emit, &em, NULL };
 	struct svc_query_req qr;
 	struct svc_answer a;
 	struct svc_status st;

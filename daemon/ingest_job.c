@@ -66,9 +66,8 @@ struct ingest_prog {
 	double t0, last;
 };
 
-/* "tokenized" once, then "prefill" after each chunk (rate-limited); stop
- * if cancelled. */
-static int
+/* "tokenized" once, then "prefill" after each chunk (rate-limited). */
+static void
 ingest_progress(void *arg, const char *stage, int64_t done, int64_t total)
 {
 	struct ingest_prog *pg = arg;
@@ -80,14 +79,6 @@ ingest_progress(void *arg, const char *stage, int64_t done, int64_t total)
 		job_event(pg->j, "progress", json_pack("{s:s, s:I, s:I, s:f}", "stage", stage,
 		    "done", (json_int_t)done, "total", (json_int_t)total, "elapsed_s", now - pg->t0));
 	}
-	return atomic_load(&pg->j->cancel);
-}
-
-static int
-ingest_cancelled(void *arg)
-{
-	struct ingest_prog *pg = arg;
-	return atomic_load(&pg->j->cancel);
 }
 
 /* A failed svc_ingest as the protocol's error. */
@@ -122,7 +113,7 @@ ingest_job_run(struct worker *w, struct job *j)
 {
 	const struct proto_req *r = &j->req;
 	struct ingest_prog pg;
-	struct svc_hooks hk = { ingest_progress, NULL, ingest_cancelled, &pg };
+	struct svc_hooks hk = { ingest_progress, NULL, &pg, &j->cancel };
 	struct svc_ingest_req ir;
 	struct svc_ingested res;
 	struct svc_status st;

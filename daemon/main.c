@@ -59,15 +59,9 @@ main_open(struct daemon *d)
 		dlog(DLOG_ERROR, "backend %s: %s", d->cfg.backend, st.why);
 		return -1;
 	}
-	memset(&sc, 0, sizeof(sc));
-	sc.model = d->cfg.model;
-	sc.state = d->cfg.state;
-	sc.policy = d->cfg.policy;
-	sc.opts = d->cfg.opts;
-	sc.budget = d->cfg.budget;
-	sc.ratio = d->cfg.ratio;
-	sc.chunk = d->cfg.chunk;
-	sc.quant = quant;
+	sc = (struct svc_conf){ .model = d->cfg.model, .state = d->cfg.state,
+		.policy = d->cfg.policy, .opts = d->cfg.opts, .budget = d->cfg.budget,
+		.ratio = d->cfg.ratio, .chunk = d->cfg.chunk, .quant = quant };
 	if (svc_open(&d->v, &sc, &st)) {
 		if (st.step == SVC_AT_MODEL)
 			dlog(DLOG_ERROR, "cannot load the model %s: %s", d->cfg.model, st.why);

@@ -11,27 +11,14 @@
 
 #include "daemon/daemon_internal.h"
 
-struct query_emit {
-	struct job *j;
-};
-
-/* One token event (with the token id); stop if cancelled. */
-static int
+/* One token event (with the token id). */
+static void
 query_token(void *arg, int32_t id, const char *text, size_t len)
 {
-	struct query_emit *e = arg;
 	json_t *s = json_stringn(text, len);
 	if (!s) /* not valid UTF-8: U+FFFD in its place */
 		s = json_string("\xEF\xBF\xBD");
-	job_event(e->j, "token", json_pack("{s:o, s:i}", "text", s, "token", (int)id));
-	return atomic_load(&e->j->cancel);
-}
-
-static int
-query_cancelled(void *arg)
-{
-	struct query_emit *e = arg;
-	return atomic_load(&e->j->cancel);
+	job_event(arg, "token", json_pack("{s:o, s:i}", "text", s, "token", (int)id));
 }
 
 /* A failed svc_query as the protocol's error. */
@@ -65,8 +52,7 @@ void
 query_job_run(struct worker *w, struct job *j)
 {
 	const struct proto_req *r = &j->req;
-	struct query_emit em = { j };
-	struct svc_hooks hk = { NULL, query_token, query_cancelled, &em };
+	struct svc_hooks hk = { NULL, query_token, j, &j->cancel };
 	struct svc_query_req qr;
 	struct svc_answer a;
 	struct svc_status st;

@@ -10,22 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/service.h"
+#include "service/service_internal.h"
 
-/* After every chunk: the caller's progress hook, which may cancel. */
+/* After every chunk: the caller's progress hook; stop if cancelled. */
 static int
 ingest_chunk_cb(void *arg, int64_t done, int64_t total)
 {
-	struct svc_hooks *hk = arg;
-	return hk->progress(hk->arg, "prefill", done, total);
-}
-
-static int
-ingest_fail(struct svc_status *st, enum svc_step step, int rc)
-{
-	st->step = step;
-	st->rc = rc;
-	return -1;
+	const struct svc_hooks *hk = arg;
+	if (hk->progress)
+		hk->progress(hk->arg, "prefill", done, total);
+	return svc_cancelled(hk);
 }
 
 /* Units kept over every layer and KV head. */
@@ -55,8 +49,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	char why[8];
 
 	if (hk)
-		hooks = *hk;
-	hk = &hooks; /* the chunk callback's argument */
+		hooks = *hk; /* the chunk callback's argument (not const) */
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
 	memset(&doc, 0, sizeof(doc));
@@ -68,7 +61,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	    memcmp(other, doc.doc_id, SNAP_ID_BYTES)) {
 		snprintf(st->why, sizeof(st->why), "the name \"%s\" belongs to another document",
 		    r->name);
-		return ingest_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
+		return svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
 	}
 	if (r->skip_stored) {
 		if ((rc = svc_pick(v, doc.doc_id, 0, other, &n_other, st)) < 0)
@@ -81,24 +74,24 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	n = eng_chat_doc_ids(v->tok, r->text, r->len, &ids);
 	if (n < 0) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
-		return ingest_fail(st, SVC_AT_TOKENIZE, (int)n);
+		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
 	}
 	out->tokens = n;
-	if (hk->progress)
-		hk->progress(hk->arg, "tokenized", 0, n);
+	if (hooks.progress)
+		hooks.progress(hooks.arg, "tokenized", 0, n);
 	rc = eng_kv_init(&kv, v->m, eng_policy_rows_per_head(ss->p, n, v->chunk, 0));
 	if (!rc)
-		rc = eng_ingest_cb(ss->ctx, kv, ss->p, ids, n, v->chunk, NULL,
-		    hk->progress ? ingest_chunk_cb : NULL, &hooks);
+		rc = eng_ingest_cb(ss->ctx, kv, ss->p, ids, n, v->chunk, NULL, ingest_chunk_cb,
+		    &hooks);
 	if (rc) {
 		snprintf(st->why, sizeof(st->why), "%lld tokens: %s%s", (long long)n,
 		    eng_strerror(rc), rc == ENG_ERR_CONTEXT ? " (longer than the model's window "
 		    "for this policy's positions)" : "");
-		ingest_fail(st, SVC_AT_INGEST, rc);
+		svc_fail(st, SVC_AT_INGEST, rc);
 		goto out;
 	}
-	if (hk->cancelled && hk->cancelled(hk->arg)) { /* a last look before committing */
-		ingest_fail(st, SVC_AT_COMMIT, ENG_ERR_CANCELLED);
+	if (svc_cancelled(&hooks)) { /* a last look before committing */
+		svc_fail(st, SVC_AT_COMMIT, ENG_ERR_CANCELLED);
 		goto out;
 	}
 	snprintf(doc.name, sizeof(doc.name), "%s", r->name ? r->name : "");
@@ -109,7 +102,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	rc = snap_save(v->s, &doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m), v->profile,
 	    v->profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, st->why, sizeof(st->why));
 	if (rc) {
-		ingest_fail(st, SVC_AT_SAVE, rc);
+		svc_fail(st, SVC_AT_SAVE, rc);
 		goto out;
 	}
 	out->units = ingest_units(kv);

@@ -7,19 +7,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "service/service.h"
+#include "service/service_internal.h"
 
 int
 svc_resolve(struct svc *v, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
     struct svc_status *st)
 {
 	memset(st, 0, sizeof(*st));
-	if (!(st->rc = store_resolve(v->s, ref, doc_id, st->why, sizeof(st->why))))
+	int rc = store_resolve(v->s, ref, doc_id, st->why, sizeof(st->why));
+	if (!rc)
 		return 0;
-	st->step = SVC_AT_RESOLVE;
 	if (!st->why[0])
-		snprintf(st->why, sizeof(st->why), "%s", store_strerror(st->rc));
-	return -1;
+		snprintf(st->why, sizeof(st->why), "%s", store_strerror(rc));
+	return svc_fail(st, SVC_AT_RESOLVE, rc);
 }
 
 struct pick {
@@ -62,11 +62,8 @@ svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], int flags,
 	pk.v = v;
 	*n_other = 0;
 	rc = store_profiles(v->s, doc_id, pick_cb, &pk, st->why, sizeof(st->why));
-	if (rc && rc != STORE_ERR_NOT_FOUND) {
-		st->step = SVC_AT_LOOKUP;
-		st->rc = rc;
-		return -1;
-	}
+	if (rc && rc != STORE_ERR_NOT_FOUND)
+		return svc_fail(st, SVC_AT_LOOKUP, rc);
 	*n_other = pk.other;
 	if (pk.found)
 		memcpy(profile_id, v->profile_id, SNAP_ID_BYTES);

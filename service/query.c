@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/service.h"
+#include "service/service_internal.h"
 
 #define QUERY_PIECE_MAX 256 /* bytes of one token's text */
 
@@ -62,15 +62,9 @@ query_emit_cb(void *arg, int32_t id)
 		ok = have;
 	e->n_pend = have - ok;
 	memcpy(e->pend, buf + ok, e->n_pend);
-	return e->hk->token ? e->hk->token(e->hk->arg, id, buf, ok) : 0;
-}
-
-static int
-query_fail(struct svc_status *st, enum svc_step step, int rc)
-{
-	st->step = step;
-	st->rc = rc;
-	return -1;
+	if (e->hk->token)
+		e->hk->token(e->hk->arg, id, buf, ok);
+	return svc_cancelled(e->hk);
 }
 
 int
@@ -97,16 +91,16 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	if ((rc = svc_pick(v, r->doc_id, r->pick, out->profile_id, &out->n_other, st)) < 0)
 		return -1;
 	if (rc == 0)
-		return query_fail(st, SVC_AT_PICK, 0);
+		return svc_fail(st, SVC_AT_PICK, 0);
 	n_q = eng_chat_question_ids(v->tok, r->question, r->question_len, &qids);
 	if (n_q < 0) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n_q));
-		return query_fail(st, SVC_AT_TOKENIZE, (int)n_q);
+		return svc_fail(st, SVC_AT_TOKENIZE, (int)n_q);
 	}
 	out->prompt_tokens = n_q;
 	if ((rc = snap_load(v->s, r->doc_id, out->profile_id, v->m, n_q + r->max_tokens, &kv, &h,
 	    st->why, sizeof(st->why)))) {
-		query_fail(st, SVC_AT_LOAD, rc);
+		svc_fail(st, SVC_AT_LOAD, rc);
 		goto out;
 	}
 	em.v = v;
@@ -119,16 +113,15 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	out->ttft = em.ttft;
 	if (rc) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
-		query_fail(st, SVC_AT_GENERATE, rc);
+		svc_fail(st, SVC_AT_GENERATE, rc);
 		goto out;
 	}
 	if (em.n_pend && hk->token)
 		hk->token(hk->arg, -1, em.pend, em.n_pend);
-	if (hk->cancelled && hk->cancelled(hk->arg)) {
-		out->cancelled = 1; /* not touched: the answer did not finish */
-	} else {
+	if (svc_cancelled(hk))
+		out->cancelled = 1; /* not marked used: the answer did not finish */
+	else
 		store_touch(v->s, r->doc_id, out->profile_id, why, sizeof(why));
-	}
 	out->seconds = eng_now() - em.t0;
 	ret = 0;
 out:

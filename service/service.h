@@ -16,6 +16,7 @@
 #ifndef KVSNAP_SERVICE_H
 #define KVSNAP_SERVICE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
@@ -123,15 +124,16 @@ int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], int flags,
 /* Where an ingest or query reports as it goes (any member may be NULL). */
 struct svc_hooks {
 	/* ingest: stage "tokenized" (0, tokens) once, then "prefill" (done,
-	 * total) after every chunk; after "prefill", non-zero cancels */
-	int (*progress)(void *arg, const char *stage, int64_t done, int64_t total);
+	 * total) after every chunk */
+	void (*progress)(void *arg, const char *stage, int64_t done, int64_t total);
 	/* query: one generated token's text (id -1: the bytes held back at the
-	 * end); non-zero stops the decoding */
-	int (*token)(void *arg, int32_t id, const char *text, size_t len);
-	/* the last look before storing (ingest) or touching (query): non-zero
-	 * cancels (SVC_AT_COMMIT; a query reports `cancelled`) */
-	int (*cancelled)(void *arg);
+	 * end) */
+	void (*token)(void *arg, int32_t id, const char *text, size_t len);
 	void *arg;
+	/* set from any thread to stop: read after every chunk or token, and a
+	 * last time before storing (ingest: SVC_AT_COMMIT) or marking the
+	 * snapshot used (query: the answer says `cancelled`) */
+	atomic_int *cancel;
 };
 
 struct svc_ingest_req {
@@ -171,7 +173,7 @@ struct svc_answer {
 	int64_t prompt_tokens;   /* the question's tokens */
 	int64_t tokens;          /* token callbacks */
 	int64_t generated;       /* eng_generate's count */
-	int cancelled;           /* the cancelled hook said so after decoding */
+	int cancelled;           /* the cancel flag was set when decoding ended */
 	double ttft, seconds;
 };
 
