@@ -187,7 +187,7 @@ local_open_doc(struct local *L, const char *ref, uint8_t doc[SNAP_ID_BYTES])
 	int ret;
 	if ((ret = local_open(L, 0)))
 		return ret;
-	if (svc_resolve(L->v, ref, doc, &st)) {
+	if (svc_resolve(L->v->s, ref, doc, &st)) {
 		cli_err("%s", st.why);
 		return st.rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
 	}

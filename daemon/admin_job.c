@@ -17,7 +17,7 @@ job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 {
 	struct svc_status st;
 	enum proto_code code;
-	if (!svc_resolve(daemon_g->v, ref, doc_id, &st))
+	if (!svc_resolve(daemon_g->v->s, ref, doc_id, &st))
 		return 0;
 	code = st.rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
 	    st.rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
@@ -176,7 +176,7 @@ admin_job_run(struct worker *w, struct job *j)
 			return;
 		}
 		arr = json_array();
-		if ((rc = store_profiles(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
+		if ((rc = svc_snapshots(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
 			json_decref(arr);
 			admin_fail(j, rc, why);
 			return;

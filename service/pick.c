@@ -1,26 +1,12 @@
 /*
- * pick.c: a document and the snapshot it answers from: a DOC reference
- * resolved, and among the document's snapshots this profile's, else (as
- * the caller asks) one `shrink` cut to exactly this profile's budget, or
- * the document's only snapshot.
+ * pick.c: the snapshot a document answers from: among its snapshots this
+ * profile's, else (as the caller asks) one `shrink` cut to exactly this
+ * profile's budget, or the document's only snapshot.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "service/service_internal.h"
-
-int
-svc_resolve(struct svc *v, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
-    struct svc_status *st)
-{
-	memset(st, 0, sizeof(*st));
-	int rc = store_resolve(v->s, ref, doc_id, st->why, sizeof(st->why));
-	if (!rc)
-		return 0;
-	if (!st->why[0])
-		snprintf(st->why, sizeof(st->why), "%s", store_strerror(rc));
-	return svc_fail(st, SVC_AT_RESOLVE, rc);
-}
 
 struct pick {
 	const struct svc *v;
@@ -61,7 +47,7 @@ svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], int flags,
 	memset(&pk, 0, sizeof(pk));
 	pk.v = v;
 	*n_other = 0;
-	rc = store_profiles(v->s, doc_id, pick_cb, &pk, st->why, sizeof(st->why));
+	rc = svc_snapshots(v->s, doc_id, pick_cb, &pk, st->why, sizeof(st->why));
 	if (rc && rc != STORE_ERR_NOT_FOUND)
 		return svc_fail(st, SVC_AT_LOOKUP, rc);
 	*n_other = pk.other;
