@@ -1,13 +1,12 @@
 /*
- * cli_local.c: `kvsnap ingest --local` and `kvsnap query --local`: the
- * daemon's two jobs run in-process against the store in the state
- * directory (the daemon path comes with kvsnapd).
+ * cli_local.c: `kvsnap ingest --local`, `kvsnap query --local` and
+ * `kvsnap shrink`: argument parsing and printing over the service
+ * (service/service.h), which runs the daemon's jobs in-process against the
+ * store in the state directory.
  *
- * ingest: each document is read, tokenized as the start of a user turn,
- * compressed by chunked ingest with the profile's policy and stored as one
- * snapshot (one LMDB transaction).  query: the snapshot of the profile (or
- * the document's only snapshot) is loaded into a pool and the question is
- * prefilled over it at positions n, n+1, …, then the answer is decoded.
+ * ingest: each file is read and handed to svc_ingest (always re-ingested).
+ * query: svc_query answers from the profile's snapshot or the document's
+ * only snapshot, its tokens printed as they come.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -18,8 +17,6 @@
 #include "clients/cli.h"
 #include "engine/engine.h"
 #include "service/service.h"
-#include "storage/snapshot_io.h"
-#include "storage/store.h"
 
 #define LOCAL_MAX_DOC (64u << 20)
 
@@ -30,13 +27,8 @@ struct local {
 	double ratio; /* > 0: --ratio, in place of the budget */
 	int budget_set;
 	int local, json, quant;
-	struct eng_model *m;
-	struct eng_tok *tok;
-	struct eng_policy *p;
-	struct eng_ctx *c;
-	struct store *s;
-	char profile[SNAP_MAX_PROFILE];
-	uint8_t profile_id[SNAP_ID_BYTES];
+	struct svc *v;
+	struct svc_session *ss;
 };
 
 static void
@@ -143,65 +135,47 @@ local_parse(int argc, char **argv, struct local *L)
 static void
 local_close(struct local *L)
 {
-	if (L->s)
-		store_close(L->s);
-	eng_ctx_free(L->c);
-	eng_policy_free(L->p);
-	eng_tok_free(L->tok);
-	eng_model_close(L->m);
+	svc_session_free(L->ss);
+	svc_close(L->v);
 }
 
-/* Model, tokenizer, policy, profile and store. */
+/* A failed svc_open or svc_session_new: the message and the exit code. */
+static int
+local_open_fail(const struct svc_status *st, const char *dir)
+{
+	if (st->step == SVC_AT_MODEL)
+		cli_err("cannot load model: %s", st->why);
+	else if (st->step == SVC_AT_TOKENIZER)
+		cli_err("cannot load the tokenizer: %s", st->why);
+	else if (st->step == SVC_AT_ENGINE)
+		cli_err("cannot set up the engine: %s", st->why);
+	else if (st->step == SVC_AT_STORE_OPEN)
+		cli_err("cannot open the store in %s: %s", dir, st->why);
+	else
+		cli_err("%s", st->why[0] ? st->why : eng_strerror(st->rc));
+	if (st->step == SVC_AT_POLICY || st->step == SVC_AT_PROFILE)
+		return CLI_EXIT_USAGE;
+	if (st->step == SVC_AT_STORE_OPEN)
+		return CLI_EXIT_FAILURE;
+	return cli_exit_for_engine(st->rc);
+}
+
+/* Model, tokenizer, policy, profile, store, and a session. */
 static int
 local_open(struct local *L, int read_only)
 {
-	struct store_opts so = { 0, 0, read_only };
 	const char *dir = cli_state_dir(L->state);
-	char why[512] = "";
-	int rc;
+	struct svc_conf sc = { .model = L->model_path, .state = dir, .read_only = read_only,
+		.policy = L->policy, .opts = L->opts, .budget = L->budget, .ratio = L->ratio,
+		.chunk = L->chunk, .quant = L->quant };
+	struct svc_status st;
 
 	if (!dir) {
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
 	}
-	{
-		char *opts = eng_policy_default_opts(L->policy, L->opts, L->model_path);
-		rc = !opts ? ENG_ERR_NOMEM : L->ratio > 0.0 ?
-		    eng_policy_create_ratio(&L->p, L->policy, opts, L->ratio, why, sizeof(why)) :
-		    eng_policy_create(&L->p, L->policy, opts, L->budget, why, sizeof(why));
-		free(opts);
-	}
-	if (rc) {
-		cli_err("%s", why[0] ? why : eng_strerror(rc));
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = eng_model_open(&L->m, L->model_path, why, sizeof(why)))) {
-		cli_err("cannot load model: %s", why);
-		return cli_exit_for_engine(rc);
-	}
-	if ((rc = eng_tok_init(&L->tok, L->m->gguf, why, sizeof(why)))) {
-		cli_err("cannot load the tokenizer: %s", why);
-		return cli_exit_for_engine(rc);
-	}
-	if ((rc = eng_policy_bind(L->p, L->m, why, sizeof(why)))) {
-		cli_err("%s", why);
-		return cli_exit_for_engine(rc);
-	}
-	if (snap_profile(L->profile, sizeof(L->profile), L->profile_id,
-	    eng_model_fingerprint(L->m), L->p, L->chunk, L->quant)) {
-		cli_err("the profile description is too long");
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = eng_ctx_init(&L->c, L->m, (int)L->threads,
-	    eng_policy_max_chunk(L->p, L->chunk)))) {
-		cli_err("cannot set up the engine: %s", eng_strerror(rc));
-		return cli_exit_for_engine(rc);
-	}
-	if ((rc = store_open(&L->s, dir, &so, why, sizeof(why)))) {
-		L->s = NULL;
-		cli_err("cannot open the store in %s: %s", dir, why);
-		return CLI_EXIT_FAILURE;
-	}
+	if (svc_open(&L->v, &sc, &st) || svc_session_new(L->v, (int)L->threads, &L->ss, &st))
+		return local_open_fail(&st, dir);
 	return CLI_EXIT_OK;
 }
 
@@ -209,13 +183,13 @@ local_open(struct local *L, int read_only)
 static int
 local_open_doc(struct local *L, const char *ref, uint8_t doc[SNAP_ID_BYTES])
 {
-	char why[512] = "";
-	int ret, rc;
+	struct svc_status st;
+	int ret;
 	if ((ret = local_open(L, 0)))
 		return ret;
-	if ((rc = store_resolve(L->s, ref, doc, why, sizeof(why)))) {
-		cli_err("%s", why);
-		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+	if (svc_resolve(L->v->s, ref, doc, &st)) {
+		cli_err("%s", st.why);
+		return st.rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
 	}
 	return CLI_EXIT_OK;
 }
@@ -235,67 +209,57 @@ local_exit_io(int rc)
 /* ------------------------------------------------------------------------ */
 /* ingest                                                                    */
 
+/* A failed svc_ingest: the message, naming the file, and the exit code. */
+static int
+local_ingest_fail(const struct local *L, const char *path, const struct svc_status *st)
+{
+	if (st->step == SVC_AT_TOKENIZE) {
+		cli_err("%s: cannot tokenize: %s", path, st->why);
+		return CLI_EXIT_FAILURE;
+	}
+	if (st->step == SVC_AT_SAVE) {
+		cli_err("%s: cannot store the snapshot: %s", path, st->why);
+		return local_exit_io(st->rc);
+	}
+	cli_err("%s: %s%s", path, st->why, st->rc == ENG_ERR_ARG && strstr(L->opts, "from=") ?
+	    " (from= names a snapshot kvsnap shrink made; it is not ingested)" : "");
+	return cli_exit_for_engine(st->rc);
+}
+
 /* Compress and store one document. */
 static int
 local_ingest_one(struct local *L, const char *path, const char *name)
 {
-	struct store_doc d;
-	struct eng_kv *kv = NULL;
-	int32_t *ids = NULL;
-	char *text, why[512] = "", hex[2 * SNAP_ID_BYTES + 1], real[PATH_MAX];
+	const struct eng_model *m = L->v->m;
+	struct svc_ingest_req ir;
+	struct svc_ingested res;
+	struct svc_status st;
+	char *text, real[PATH_MAX], source[1024];
 	size_t len;
-	int64_t n, units = 0;
 	double t0 = eng_now();
-	int rc, l, h;
+	int rc;
 
 	if (!(text = cli_read_file(path, LOCAL_MAX_DOC, &len)))
 		return CLI_EXIT_NOT_FOUND;
-	memset(&d, 0, sizeof(d));
-	store_doc_id(text, len, d.doc_id);
-	n = eng_chat_doc_ids(L->tok, text, len, &ids);
+	snprintf(source, sizeof(source), "%.1023s", realpath(path, real) ? real : path);
+	memset(&ir, 0, sizeof(ir));
+	ir.text = text;
+	ir.len = len;
+	ir.name = name;
+	ir.source = source;
+	rc = svc_ingest(L->v, L->ss, &ir, NULL, &res, &st);
 	free(text);
-	if (n < 0) {
-		cli_err("%s: cannot tokenize: %s", path, eng_strerror((int)n));
-		return CLI_EXIT_FAILURE;
-	}
-	rc = eng_kv_init(&kv, L->m, eng_policy_rows_per_head(L->p, n, L->chunk, 0));
-	if (!rc)
-		rc = eng_ingest(L->c, kv, L->p, ids, n, L->chunk, NULL);
-	free(ids);
-	if (rc) {
-		cli_err("%s: %lld tokens: %s%s", path, (long long)n, eng_strerror(rc),
-		    rc == ENG_ERR_CONTEXT ? " (longer than the model's window for this policy's "
-		    "positions)" : rc == ENG_ERR_ARG && strstr(L->opts, "from=") ? " (from= names "
-		    "a snapshot kvsnap shrink made; it is not ingested)" : "");
-		eng_kv_free(kv);
-		return cli_exit_for_engine(rc);
-	}
-	snprintf(d.name, sizeof(d.name), "%s", name ? name : "");
-	snprintf(d.source, sizeof(d.source), "%.1023s", realpath(path, real) ? real : path);
-	d.bytes = len;
-	d.tokens = (uint64_t)n;
-	/* created_us = 0: the store stamps a new document itself (and the last use) */
-	rc = snap_save(L->s, &d, kv, L->m->hp.n_head, eng_model_fingerprint(L->m), L->profile,
-	    L->profile_id, L->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why));
-	for (l = 0; l < kv->n_layer; l++)
-		for (h = 0; h < kv->n_head_kv; h++)
-			units += eng_kv_len(kv, l, h);
-	eng_kv_free(kv);
-	if (rc) {
-		cli_err("%s: cannot store the snapshot: %s", path, why);
-		return local_exit_io(rc);
-	}
-	store_hex(d.doc_id, SNAP_ID_BYTES, hex);
+	if (rc)
+		return local_ingest_fail(L, path, &st);
 	if (L->json) {
-		printf("{\"doc_id\":\"%s\",\"source\":", hex);
-		cli_json_str(stdout, d.source, strlen(d.source));
-		printf(",\"tokens\":%lld,\"units\":%lld,\"seconds\":%.3f}\n", (long long)n,
-		    (long long)units, eng_now() - t0);
+		printf("{\"doc_id\":\"%s\",\"source\":", res.hex);
+		cli_json_str(stdout, source, strlen(source));
+		printf(",\"tokens\":%lld,\"units\":%lld,\"seconds\":%.3f}\n", (long long)res.tokens,
+		    (long long)res.units, eng_now() - t0);
 	} else {
-		printf("%.12s  %s  %lld tokens -> %lld units (%.1fx fewer)  %.1f s\n", hex, path,
-		    (long long)n, (long long)units,
-		    units ? (double)n * L->m->hp.n_layer * L->m->hp.n_head_kv / (double)units : 0.0,
-		    eng_now() - t0);
+		printf("%.12s  %s  %lld tokens -> %lld units (%.1fx fewer)  %.1f s\n", res.hex, path,
+		    (long long)res.tokens, (long long)res.units, res.units ? (double)res.tokens *
+		    m->hp.n_layer * m->hp.n_head_kv / (double)res.units : 0.0, eng_now() - t0);
 	}
 	fflush(stdout);
 	return CLI_EXIT_OK;
@@ -365,70 +329,65 @@ cli_ingest(int argc, char **argv)
 /* ------------------------------------------------------------------------ */
 /* query                                                                     */
 
-struct local_pick {
-	const uint8_t *want;
-	uint8_t only[SNAP_ID_BYTES];
-	int n, found;
-};
-
-static int
-local_pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
-    const struct snap_header *h, const char *why, int64_t last_used_us)
-{
-	struct local_pick *pk = arg;
-	(void)bytes;
-	(void)h;
-	(void)why;
-	(void)last_used_us;
-	pk->n++;
-	memcpy(pk->only, pid, SNAP_ID_BYTES);
-	if (!memcmp(pid, pk->want, SNAP_ID_BYTES))
-		pk->found = 1;
-	return 0;
-}
-
 struct local_emit {
-	const struct eng_tok *tok;
 	int json;
-	int64_t n;
-	double t0, ttft;
 };
 
-static int
-local_emit(void *arg, int32_t id)
+/* A token's bytes as they come (raw: a character may span two tokens). */
+static void
+local_emit(void *arg, int32_t id, const char *text, size_t len)
 {
 	struct local_emit *e = arg;
-	char buf[256];
-	int n = eng_tok_decode(e->tok, id, 0, buf, sizeof(buf));
-	if (e->n++ == 0)
-		e->ttft = eng_now() - e->t0;
-	if (n <= 0)
-		return 0;
+	(void)id;
+	if (!len)
+		return;
 	if (e->json) {
 		printf("{\"token\":");
-		cli_json_str(stdout, buf, (size_t)n);
+		cli_json_str(stdout, text, len);
 		printf("}\n");
 	} else {
-		fwrite(buf, 1, (size_t)n, stdout);
+		fwrite(text, 1, len, stdout);
 	}
 	fflush(stdout);
-	return 0;
+}
+
+/* A failed svc_query: the message and the exit code. */
+static int
+local_query_fail(const struct svc_status *st, const struct svc_answer *a)
+{
+	if (st->step == SVC_AT_LOOKUP) {
+		cli_err("%s", st->why);
+		return CLI_EXIT_FAILURE;
+	}
+	if (st->step == SVC_AT_PICK) {
+		cli_err("%s", a->n_other ? "the document has several snapshots, none of this "
+		    "profile: pass the --policy/--budget or --ratio/--chunk/--quant it was ingested "
+		    "with" : "the document has no snapshot");
+		return CLI_EXIT_NOT_FOUND;
+	}
+	if (st->step == SVC_AT_TOKENIZE) {
+		cli_err("cannot tokenize the question: %s", st->why);
+		return CLI_EXIT_FAILURE;
+	}
+	if (st->step == SVC_AT_LOAD) {
+		cli_err("cannot load the snapshot: %s", st->why);
+		return local_exit_io(st->rc);
+	}
+	cli_err("generation failed: %s", st->why);
+	return cli_exit_for_engine(st->rc);
 }
 
 int
 cli_query(int argc, char **argv)
 {
 	struct local L;
-	struct local_pick pk;
 	struct local_emit em;
-	struct snap_header h;
-	struct eng_kv *kv = NULL;
-	struct eng_sampler smp;
+	struct svc_hooks hk = { NULL, local_emit, &em, NULL };
+	struct svc_query_req qr;
+	struct svc_answer a;
+	struct svc_status st;
 	uint8_t doc[SNAP_ID_BYTES];
-	int32_t *qids = NULL;
-	int64_t n_q, n_gen = 0;
-	char why[512] = "";
-	int i, ret, rc;
+	int i, ret;
 
 	if (!cli_has_flag(argc, argv, "--local"))
 		return cli_daemon_query(argc, argv);
@@ -438,54 +397,26 @@ cli_query(int argc, char **argv)
 		local_usage(stderr, argv[0]);
 		return CLI_EXIT_USAGE;
 	}
-	memset(&h, 0, sizeof(h));
 	if ((ret = local_open_doc(&L, argv[i], doc)))
 		goto out;
-	/* the configured profile's snapshot, else the document's only one */
-	memset(&pk, 0, sizeof(pk));
-	pk.want = L.profile_id;
-	if ((rc = store_profiles(L.s, doc, local_pick_cb, &pk, why, sizeof(why))) ||
-	    (!pk.found && pk.n != 1)) {
-		cli_err("%s", rc ? why : pk.n ? "the document has several snapshots, none of this "
-		    "profile: pass the --policy/--budget or --ratio/--chunk/--quant it was ingested with" :
-		    "the document has no snapshot");
-		ret = rc ? CLI_EXIT_FAILURE : CLI_EXIT_NOT_FOUND;
-		goto out;
-	}
-	n_q = eng_chat_question_ids(L.tok, argv[i + 1], strlen(argv[i + 1]), &qids);
-	if (n_q < 0) {
-		cli_err("cannot tokenize the question: %s", eng_strerror((int)n_q));
-		ret = CLI_EXIT_FAILURE;
-		goto out;
-	}
-	em.t0 = eng_now();
-	if ((rc = snap_load(L.s, doc, pk.found ? L.profile_id : pk.only, L.m, n_q + L.n_max, &kv,
-	    &h, why, sizeof(why)))) {
-		cli_err("cannot load the snapshot: %s", why);
-		ret = local_exit_io(rc);
-		goto out;
-	}
-	em.tok = L.tok;
 	em.json = L.json;
-	em.n = 0;
-	em.ttft = 0;
-	eng_sampler_init(&smp, 0.0f, 1.0f, 0);
-	rc = eng_generate(L.c, kv, L.tok, qids, n_q, L.n_max, &smp, local_emit, &em, &n_gen);
-	if (rc) {
-		cli_err("generation failed: %s", eng_strerror(rc));
-		ret = cli_exit_for_engine(rc);
+	memset(&qr, 0, sizeof(qr));
+	qr.doc_id = doc;
+	qr.pick = SVC_PICK_ONLY; /* the configured profile's snapshot, else the only one */
+	qr.question = argv[i + 1];
+	qr.question_len = strlen(argv[i + 1]);
+	qr.max_tokens = L.n_max;
+	if (svc_query(L.v, L.ss, &qr, &hk, &a, &st)) {
+		ret = local_query_fail(&st, &a);
 		goto out;
 	}
-	store_touch(L.s, doc, pk.found ? L.profile_id : pk.only, why, sizeof(why));
 	if (L.json)
-		printf("{\"done\":true,\"tokens\":%lld,\"ttft_s\":%.4f}\n", (long long)n_gen, em.ttft);
+		printf("{\"done\":true,\"tokens\":%lld,\"ttft_s\":%.4f}\n", (long long)a.generated,
+		    a.ttft);
 	else
 		printf("\n");
 	ret = CLI_EXIT_OK;
 out:
-	free(qids);
-	eng_kv_free(kv);
-	snap_header_free(&h);
 	local_close(&L);
 	return ret;
 }
@@ -516,7 +447,7 @@ cli_shrink(int argc, char **argv)
 		L.policy = "kvzip";
 	if ((ret = local_open_doc(&L, argv[i], doc)))
 		goto out;
-	if ((rc = svc_shrink(L.s, L.m, doc, L.ratio, &r, why, sizeof(why)))) {
+	if ((rc = svc_shrink(L.v, doc, L.ratio, &r, why, sizeof(why)))) {
 		cli_err("cannot shrink: %s", why);
 		ret = local_exit_io(rc);
 		goto out;
@@ -528,7 +459,7 @@ cli_shrink(int argc, char **argv)
 	else
 		printf("%.12s  %lld units -> %lld units (%.1fx fewer than the document)  %.1f s\n",
 		    hex, (long long)r.units_from, (long long)r.units,
-		    (double)r.n_tokens * L.m->hp.n_layer * L.m->hp.n_head_kv / (double)r.units,
+		    (double)r.n_tokens * L.v->m->hp.n_layer * L.v->m->hp.n_head_kv / (double)r.units,
 		    eng_now() - t0);
 	ret = CLI_EXIT_OK;
 out:

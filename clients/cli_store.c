@@ -1,8 +1,9 @@
 /*
  * cli_store.c: the store commands that need no daemon (DESIGN.md §7):
  * ls, info DOC, rm DOC, rename DOC NAME, stats, verify [DOC], prune.
- * They open the LMDB store in the state directory directly; LMDB's lock
- * file lets them run next to a daemon too.
+ * They open the LMDB store in the state directory directly (no model;
+ * the lookups kvsnapd's admin jobs share are service/docs.c's); LMDB's
+ * lock file lets them run next to a daemon too.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #include "clients/cli.h"
+#include "service/service.h"
 #include "storage/store.h"
 
 /* Options every store command takes. */
@@ -141,6 +143,19 @@ st_parse(int argc, char **argv, struct st_opts *o)
 	return optind;
 }
 
+/* st_parse, then lo..hi operands; the index of the first, or -1 with the
+ * usage printed. */
+static int
+st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
+{
+	int i = st_parse(argc, argv, o);
+	if (i >= 0 && (argc - i < lo || argc - i > hi)) {
+		st_usage(stderr, argv[0]);
+		return -1;
+	}
+	return i;
+}
+
 static int
 st_open(const struct st_opts *o, int read_only, struct store **s)
 {
@@ -159,14 +174,24 @@ st_open(const struct st_opts *o, int read_only, struct store **s)
 	return CLI_EXIT_OK;
 }
 
+/* st_args, then st_open; *first: the first operand.  An exit code. */
+static int
+st_begin(int argc, char **argv, int lo, int hi, int read_only, struct st_opts *o,
+    struct store **s, int *first)
+{
+	if ((*first = st_args(argc, argv, o, lo, hi)) < 0)
+		return CLI_EXIT_USAGE;
+	return st_open(o, read_only, s);
+}
+
 static int
 st_resolve(struct store *s, const char *ref, uint8_t id[SNAP_ID_BYTES])
 {
-	char why[512] = "";
-	int rc = store_resolve(s, ref, id, why, sizeof(why));
-	if (rc)
-		cli_err("%s", why[0] ? why : store_strerror(rc));
-	return st_exit(rc);
+	struct svc_status st;
+	if (!svc_resolve(s, ref, id, &st))
+		return CLI_EXIT_OK;
+	cli_err("%s", st.why);
+	return st_exit(st.rc);
 }
 
 static void
@@ -215,10 +240,8 @@ cli_ls(int argc, char **argv)
 	struct st_opts o;
 	struct store *s;
 	char why[512] = "";
-	int i = st_parse(argc, argv, &o), rc;
-	if (i < 0 || i != argc)
-		return i < 0 ? CLI_EXIT_USAGE : (st_usage(stderr, argv[0]), CLI_EXIT_USAGE);
-	if ((rc = st_open(&o, 1, &s)))
+	int i, rc;
+	if ((rc = st_begin(argc, argv, 0, 0, 1, &o, &s, &i)))
 		return rc;
 	rc = store_ls(s, st_ls_cb, &o.json, why, sizeof(why));
 	if (rc)
@@ -238,12 +261,9 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 {
 	struct st_info *in = arg;
 	char hex[2 * SNAP_ID_BYTES + 1], u[32];
-	int64_t units = 0, i;
+	int64_t units = h ? svc_snapshot_units(h) : 0;
 	store_hex(pid, SNAP_ID_BYTES, hex);
 	st_time(last_used_us, u, sizeof(u));
-	if (h)
-		for (i = 0; i < (int64_t)h->n_layer * h->n_head_kv; i++)
-			units += h->counts[i];
 	in->n++;
 	if (in->json) {
 		printf("{\"profile_id\":\"%s\",\"stored_bytes\":%llu,\"last_used\":\"%s\"", hex,
@@ -280,13 +300,8 @@ cli_info(int argc, char **argv)
 	struct st_info in;
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
-	int i = st_parse(argc, argv, &o), rc;
-	if (i < 0 || i != argc - 1) {
-		if (i >= 0)
-			st_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = st_open(&o, 1, &s)))
+	int i, rc;
+	if ((rc = st_begin(argc, argv, 1, 1, 1, &o, &s, &i)))
 		return rc;
 	if ((rc = st_resolve(s, argv[i], id)))
 		goto out;
@@ -298,7 +313,7 @@ cli_info(int argc, char **argv)
 	st_print_doc(&d, o.json);
 	in.json = o.json;
 	in.n = 0;
-	if ((rc = store_profiles(s, id, st_profile_cb, &in, why, sizeof(why)))) {
+	if ((rc = svc_snapshots(s, id, st_profile_cb, &in, why, sizeof(why)))) {
 		cli_err("info: %s", why);
 		rc = st_exit(rc);
 	}
@@ -314,13 +329,8 @@ cli_rm(int argc, char **argv)
 	struct store *s;
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
-	int i = st_parse(argc, argv, &o), rc;
-	if (i < 0 || i != argc - 1) {
-		if (i >= 0)
-			st_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = st_open(&o, 0, &s)))
+	int i, rc;
+	if ((rc = st_begin(argc, argv, 1, 1, 0, &o, &s, &i)))
 		return rc;
 	if (!(rc = st_resolve(s, argv[i], id))) {
 		rc = store_rm(s, id, why, sizeof(why));
@@ -342,13 +352,8 @@ cli_rename(int argc, char **argv)
 	struct store *s;
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
-	int i = st_parse(argc, argv, &o), rc;
-	if (i < 0 || i != argc - 2) {
-		if (i >= 0)
-			st_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = st_open(&o, 0, &s)))
+	int i, rc;
+	if ((rc = st_begin(argc, argv, 2, 2, 0, &o, &s, &i)))
 		return rc;
 	if (!(rc = st_resolve(s, argv[i], id))) {
 		rc = store_rename(s, id, argv[i + 1], why, sizeof(why));
@@ -367,13 +372,8 @@ cli_stats(int argc, char **argv)
 	struct store *s;
 	struct store_stats st;
 	char why[512] = "";
-	int i = st_parse(argc, argv, &o), rc;
-	if (i < 0 || i != argc) {
-		if (i >= 0)
-			st_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = st_open(&o, 1, &s)))
+	int i, rc;
+	if ((rc = st_begin(argc, argv, 0, 0, 1, &o, &s, &i)))
 		return rc;
 	rc = store_stats(s, &st, why, sizeof(why));
 	if (rc)
@@ -428,13 +428,8 @@ cli_verify(int argc, char **argv)
 	struct st_verify v = { 0, 0, 0 };
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
-	int i = st_parse(argc, argv, &o), rc;
-	if (i < 0 || i < argc - 1) {
-		if (i >= 0)
-			st_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = st_open(&o, 1, &s)))
+	int i, rc;
+	if ((rc = st_begin(argc, argv, 0, 1, 1, &o, &s, &i)))
 		return rc;
 	if (i == argc - 1 && (rc = st_resolve(s, argv[i], id)))
 		goto out;
@@ -478,12 +473,9 @@ cli_prune(int argc, char **argv)
 	int64_t n = 0;
 	uint64_t bytes = 0;
 	char why[512] = "";
-	int i = st_parse(argc, argv, &o), rc;
-	if (i < 0 || i != argc) {
-		if (i >= 0)
-			st_usage(stderr, argv[0]);
+	int i = st_args(argc, argv, &o, 0, 0), rc;
+	if (i < 0)
 		return CLI_EXIT_USAGE;
-	}
 	if (!o.older_than_us && !o.max_bytes && o.keep < 0) {
 		cli_err("prune: give at least one of --older-than, --max-size, --keep");
 		return CLI_EXIT_USAGE;

@@ -1,8 +1,8 @@
 /*
  * admin_job.c: the store operations (has, ls, info, rm, stats, verify,
- * prune), run on the admin worker straight against the store, never on
- * the event loop and never behind the model; and the lookups every job
- * shares (a DOC reference, this profile's snapshot of a document).
+ * prune, shrink), run on the admin worker, never on the event loop and
+ * never behind the model; and the protocol's form of the lookups every
+ * job shares (a DOC reference, a document's snapshots).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,87 +15,22 @@
 int
 job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 {
-	char why[512] = "";
-	int rc = store_resolve(daemon_g->s, ref, doc_id, why, sizeof(why));
+	struct svc_status st;
 	enum proto_code code;
-	if (!rc)
+	if (!svc_resolve(daemon_g->v->s, ref, doc_id, &st))
 		return 0;
-	code = rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-	    rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
-	    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
-	    rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
-	job_error(j, code, "%s", why[0] ? why : store_strerror(rc));
+	code = st.rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	    st.rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
+	    st.rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
+	    st.rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
+	job_error(j, code, "%s", st.why);
 	return code;
 }
 
-struct admin_pick {
-	const uint8_t *want;
-	int found, other, shrunk;
-	uint8_t shrunk_id[SNAP_ID_BYTES]; /* a snapshot shrink cut to this profile */
-};
-
-static int
-admin_pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
-    const struct snap_header *h, const char *why, int64_t last_used_us)
+void
+job_lookup_error(struct job *j, const struct svc_status *st)
 {
-	struct admin_pick *pk = arg;
-	(void)bytes;
-	(void)why;
-	(void)last_used_us;
-	if (!memcmp(pid, pk->want, SNAP_ID_BYTES)) {
-		pk->found = 1;
-		return 0;
-	}
-	pk->other++;
-	if (h && !pk->shrunk && svc_profile_is_shrunk(h->profile, daemon_g->profile)) {
-		memcpy(pk->shrunk_id, pid, SNAP_ID_BYTES);
-		pk->shrunk = 1;
-	}
-	return 0;
-}
-
-static int
-admin_pick(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], struct admin_pick *pk)
-{
-	char why[512] = "";
-	int rc;
-	memset(pk, 0, sizeof(*pk));
-	pk->want = daemon_g->profile_id;
-	rc = store_profiles(daemon_g->s, doc_id, admin_pick_cb, pk, why, sizeof(why));
-	if (rc == STORE_ERR_NOT_FOUND)
-		return 0;
-	if (rc) {
-		job_error(j, rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE, "%s", why);
-		return -1;
-	}
-	return 0;
-}
-
-int
-job_has_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], int *n_other)
-{
-	struct admin_pick pk;
-	*n_other = 0;
-	if (admin_pick(j, doc_id, &pk))
-		return -1;
-	*n_other = pk.other;
-	return pk.found;
-}
-
-int
-job_answer_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES],
-    uint8_t profile_id[SNAP_ID_BYTES], int *n_other)
-{
-	struct admin_pick pk;
-	*n_other = 0;
-	if (admin_pick(j, doc_id, &pk))
-		return -1;
-	*n_other = pk.other;
-	if (pk.found)
-		memcpy(profile_id, daemon_g->profile_id, SNAP_ID_BYTES);
-	else if (pk.shrunk)
-		memcpy(profile_id, pk.shrunk_id, SNAP_ID_BYTES);
-	return pk.found || pk.shrunk;
+	job_error(j, st->rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE, "%s", st->why);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -143,7 +78,7 @@ admin_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	store_hex(pid, SNAP_ID_BYTES, hex);
 	o = json_pack("{s:s, s:I, s:I, s:b}", "profile_id", hex, "bytes", (json_int_t)bytes,
 	    "last_used_us", (json_int_t)last_used_us, "active",
-	    !memcmp(pid, daemon_g->profile_id, SNAP_ID_BYTES));
+	    !memcmp(pid, daemon_g->v->profile_id, SNAP_ID_BYTES));
 	if (o && h) {
 		json_object_set_new(o, "profile", admin_str(h->profile));
 		json_object_set_new(o, "quant", json_string(snap_quant_name(h->quant)));
@@ -201,12 +136,13 @@ admin_fail(struct job *j, int rc, const char *why)
 void
 admin_job_run(struct worker *w, struct job *j)
 {
-	struct store *s = daemon_g->s;
+	struct store *s = daemon_g->v->s;
 	const struct proto_req *r = &j->req;
-	uint8_t doc[SNAP_ID_BYTES];
+	uint8_t doc[SNAP_ID_BYTES], pid[SNAP_ID_BYTES];
 	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
 	struct store_doc dd;
 	struct store_stats st;
+	struct svc_status sst;
 	json_t *arr;
 	int rc, n_other;
 
@@ -215,8 +151,10 @@ admin_job_run(struct worker *w, struct job *j)
 	case PROTO_OP_HAS:
 		if (job_resolve(j, r->doc, doc))
 			return;
-		if ((rc = job_has_profile(j, doc, &n_other)) < 0)
+		if ((rc = svc_pick(daemon_g->v, doc, 0, pid, &n_other, &sst)) < 0) {
+			job_lookup_error(j, &sst);
 			return;
+		}
 		store_hex(doc, SNAP_ID_BYTES, hex);
 		job_result(j, json_pack("{s:s, s:b, s:i}", "doc_id", hex, "stored", rc,
 		    "other_profiles", n_other));
@@ -238,7 +176,7 @@ admin_job_run(struct worker *w, struct job *j)
 			return;
 		}
 		arr = json_array();
-		if ((rc = store_profiles(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
+		if ((rc = svc_snapshots(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
 			json_decref(arr);
 			admin_fail(j, rc, why);
 			return;
@@ -287,7 +225,7 @@ admin_job_run(struct worker *w, struct job *j)
 		double t0 = eng_now();
 		if (job_resolve(j, r->doc, doc))
 			return;
-		if ((rc = svc_shrink(s, daemon_g->m, doc, r->ratio, &sh, why, sizeof(why)))) {
+		if ((rc = svc_shrink(daemon_g->v, doc, r->ratio, &sh, why, sizeof(why)))) {
 			job_error(j, rc == SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
 			    rc == SNAPIO_ERR_ARG ? PROTO_E_BAD_REQUEST :
 			    rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
@@ -301,7 +239,7 @@ admin_job_run(struct worker *w, struct job *j)
 		job_result(j, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:f}", "doc_id", hex,
 		    "profile_id", phex, "profile", sh.profile, "tokens", (json_int_t)sh.n_tokens,
 		    "units_from", (json_int_t)sh.units_from, "units", (json_int_t)sh.units,
-		    "serves", svc_profile_is_shrunk(sh.profile, daemon_g->profile), "seconds",
+		    "serves", svc_profile_is_shrunk(sh.profile, daemon_g->v->profile), "seconds",
 		    eng_now() - t0));
 		return;
 	}

@@ -296,13 +296,6 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		free(c->opts);
 		c->opts = o;
 	}
-	{ /* locret without heads: the sidecar next to the model (make heads) */
-		char *o = eng_policy_default_opts(c->policy, c->opts, c->model);
-		if (!o)
-			return DCFG_EXIT_USAGE;
-		free(c->opts);
-		c->opts = o;
-	}
 	return 0;
 }
 
@@ -318,12 +311,4 @@ dcfg_free(struct dcfg *c)
 	free(c->quant);
 	free(c->backend);
 	free(c->config);
-}
-
-int
-dcfg_policy(const struct dcfg *c, struct eng_policy **out, char *why, size_t why_len)
-{
-	if (c->ratio > 0.0)
-		return eng_policy_create_ratio(out, c->policy, c->opts, c->ratio, why, why_len);
-	return eng_policy_create(out, c->policy, c->opts, c->budget, why, why_len);
 }

@@ -1,12 +1,13 @@
 /*
  * daemon_internal.h: what kvsnapd's own files share: logging, settings,
- * the process-wide state (model, store, profile), connections as the
- * workers see them, and the job queue.
+ * the process-wide state (the service: model, store, profile),
+ * connections as the workers see them, and the job queue.
  *
- * Threads: one libevent loop (server.c) owns every socket; model workers
- * and one admin worker (jobs.c) run jobs.  Workers hand events back with
- * conn_send(), which is safe from any thread.  Lock order: jobs_mu, then a
- * connection's mu (never the reverse).
+ * Threads: one libevent loop (server.c) owns every socket and is the only
+ * thread that writes to one; model workers and one admin worker (jobs.c)
+ * run jobs and post their events with conn_post(), which queues them for
+ * the loop.  Lock order: jobs_mu, then a connection's mu, then the post
+ * queue's (never the reverse).
  */
 #ifndef DAEMON_INTERNAL_H
 #define DAEMON_INTERNAL_H
@@ -44,21 +45,13 @@ struct dcfg {
  * the caller exits 0). */
 int dcfg_load(struct dcfg *c, int argc, char **argv);
 void dcfg_free(struct dcfg *c);
-/* The configured policy: ratio form when ratio > 0, else the budget. */
-int dcfg_policy(const struct dcfg *c, struct eng_policy **out, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* Process-wide state (main.c).                                             */
 
 struct daemon {
 	struct dcfg cfg;
-	struct eng_model *m;        /* shared read-only by every worker */
-	struct eng_tok *tok;        /* encode/decode are read-only after init */
-	struct store *s;            /* one per process; thread-safe */
-	int quant;
-	char profile[SNAP_MAX_PROFILE];
-	uint8_t profile_id[SNAP_ID_BYTES];
-	char profile_hex[2 * SNAP_ID_BYTES + 1];
+	struct svc *v;              /* model, tokenizer, store, profile: shared */
 	atomic_int stopping;        /* SIGTERM seen */
 };
 extern struct daemon *daemon_g;
@@ -69,8 +62,10 @@ extern struct daemon *daemon_g;
 struct conn;
 void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
-/* Queue an event line for the client (any thread).  -1 if it is gone. */
-int conn_send(struct conn *c, const char *line, size_t len);
+/* Hand an event line to the loop, which writes it to the client (any
+ * thread; a connection's lines keep their order).  The line is copied.
+ * -1 if the connection is gone or out of memory. */
+int conn_post(struct conn *c, const char *line, size_t len);
 /* The connection's serial number (for logs). */
 uint64_t conn_serial(const struct conn *c);
 /* A job of this connection ended (any thread): frees a per-connection slot. */
@@ -87,12 +82,11 @@ int srv_listen(const char *path);
 
 enum job_kind { JOB_ADMIN = 0, JOB_QUERY = 1, JOB_INGEST = 2 };
 
-/* What a model worker owns: its engine scratch and its own policy object
- * (policies keep per-ingest state). */
+/* What a model worker owns: a service session (its engine scratch and
+ * its own policy object: policies keep per-ingest state). */
 struct worker {
 	int index;
-	struct eng_ctx *ctx;       /* NULL for the admin worker */
-	struct eng_policy *p;
+	struct svc_session *ss;    /* NULL for the admin worker */
 };
 
 struct job {
@@ -137,13 +131,7 @@ void admin_job_run(struct worker *w, struct job *j);
 /* Resolve a DOC reference to an id with the protocol's error codes; 0 or
  * a proto_code (the error already sent). */
 int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
-/* The profile's snapshot of a document: 1 stored, 0 not, <0 on error (the
- * error already sent); *n_other gets the count of other profiles. */
-int job_has_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], int *n_other);
-/* The snapshot a query answers from: this profile's, else one `shrink` cut
- * to exactly this profile's budget from a larger kvzip snapshot (its
- * profile adds from=).  1 with *profile_id set, 0 none, <0 error sent. */
-int job_answer_profile(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES],
-    uint8_t profile_id[SNAP_ID_BYTES], int *n_other);
+/* A failed service lookup (SVC_AT_LOOKUP) as an error event. */
+void job_lookup_error(struct job *j, const struct svc_status *st);
 
 #endif /* DAEMON_INTERNAL_H */

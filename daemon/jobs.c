@@ -6,8 +6,9 @@
  * ingests at once (with one worker, it may), so a query never waits behind
  * more than the ingests already running; the admin worker serves only
  * store operations, so ls/info/rm never wait for the model.  Each model
- * worker owns an eng_ctx and its own policy object; the weights and the
- * tokenizer are shared read-only.
+ * worker owns a service session (an eng_ctx and its own policy object);
+ * the weights and the tokenizer are shared read-only.  Replies are posted
+ * to the event loop (conn_post), which alone writes to connections.
  *
  * Cancellation is a flag per job, read by the running job between chunks
  * (ingest) or tokens (query).  Lock order: jobs_mu, then a connection's mu.
@@ -52,7 +53,7 @@ job_event(struct job *j, const char *event, json_t *body)
 	if (!strcmp(event, "result"))
 		atomic_store(&j->replied, 1);
 	if (line) {
-		conn_send(j->conn, line, n);
+		conn_post(j->conn, line, n);
 		free(line);
 	}
 }
@@ -79,7 +80,7 @@ job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 	    proto_code_name(code), msg);
 	atomic_store(&j->replied, 1);
 	if ((line = proto_error(j->req.id, code, msg, &n))) {
-		conn_send(j->conn, line, n);
+		conn_post(j->conn, line, n);
 		free(line);
 	}
 }
@@ -167,7 +168,7 @@ static void *
 jobs_worker(void *arg)
 {
 	struct worker *w = arg;
-	int admin = w->ctx == NULL;
+	int admin = w->ss == NULL;
 	struct job *j;
 
 	for (;;) {
@@ -304,8 +305,8 @@ jobs_busy(void)
 int
 jobs_init(struct daemon *d)
 {
-	char why[512] = "";
-	int i, rc, n = (int)d->cfg.workers;
+	struct svc_status st;
+	int i, n = (int)d->cfg.workers;
 
 	jobs.d = d;
 	jobs.n_workers = n;
@@ -319,14 +320,11 @@ jobs_init(struct daemon *d)
 		jobs.w[i].index = i;
 		if (i == n)
 			break; /* the admin worker needs no engine */
-		if ((rc = dcfg_policy(&d->cfg, &jobs.w[i].p, why, sizeof(why))) ||
-		    (rc = eng_policy_bind(jobs.w[i].p, d->m, why, sizeof(why)))) {
-			dlog(DLOG_ERROR, "policy: %s", why);
-			return -1;
-		}
-		if ((rc = eng_ctx_init(&jobs.w[i].ctx, d->m, (int)d->cfg.threads,
-		    eng_policy_max_chunk(jobs.w[i].p, d->cfg.chunk)))) {
-			dlog(DLOG_ERROR, "worker %d: engine: %s", i, eng_strerror(rc));
+		if (svc_session_new(d->v, (int)d->cfg.threads, &jobs.w[i].ss, &st)) {
+			if (st.step == SVC_AT_ENGINE)
+				dlog(DLOG_ERROR, "worker %d: engine: %s", i, st.why);
+			else
+				dlog(DLOG_ERROR, "policy: %s", st.why);
 			return -1;
 		}
 	}
@@ -353,10 +351,8 @@ jobs_free(void)
 	pthread_mutex_unlock(&jobs.mu);
 	for (i = 0; i < jobs.started; i++)
 		pthread_join(jobs.th[i], NULL);
-	for (i = 0; jobs.w && i <= jobs.n_workers; i++) {
-		eng_ctx_free(jobs.w[i].ctx);
-		eng_policy_free(jobs.w[i].p);
-	}
+	for (i = 0; jobs.w && i <= jobs.n_workers; i++)
+		svc_session_free(jobs.w[i].ss);
 	free(jobs.w);
 	free(jobs.th);
 	free(jobs.run);

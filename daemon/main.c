@@ -1,7 +1,8 @@
 /*
- * main.c: kvsnapd's start and stop: settings, the model (loaded once,
- * shared by every worker), the profile, the store, the listening socket
- * (our own, or systemd's with socket activation), the workers, the loop.
+ * main.c: kvsnapd's start and stop: settings, the service (the model,
+ * loaded once and shared by every worker, the profile, the store; see
+ * service/service.h), the listening socket (our own, or systemd's with
+ * socket activation), the workers, the loop.
  * No self-daemonizing: run in the foreground under systemd or a shell.
  */
 #include <errno.h>
@@ -46,51 +47,37 @@ main_activated_socket(void)
 static int
 main_open(struct daemon *d)
 {
-	struct store_opts so = { 0, 0, 0 };
-	struct eng_policy *p = NULL;
-	char why[512] = "";
-	int rc;
+	struct svc_conf sc;
+	struct svc_status st;
+	int quant;
 
-	if ((d->quant = snap_quant_parse(d->cfg.quant)) < 0) {
+	if ((quant = snap_quant_parse(d->cfg.quant)) < 0) {
 		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q4, q4kc)", d->cfg.quant);
 		return -1;
 	}
-	if ((rc = eng_use_backend(d->cfg.backend, why, sizeof(why)))) {
-		dlog(DLOG_ERROR, "backend %s: %s", d->cfg.backend, why);
+	if (eng_use_backend(d->cfg.backend, st.why, sizeof(st.why))) {
+		dlog(DLOG_ERROR, "backend %s: %s", d->cfg.backend, st.why);
 		return -1;
 	}
-	if ((rc = eng_model_open(&d->m, d->cfg.model, why, sizeof(why)))) {
-		dlog(DLOG_ERROR, "cannot load the model %s: %s", d->cfg.model, why);
+	sc = (struct svc_conf){ .model = d->cfg.model, .state = d->cfg.state,
+		.policy = d->cfg.policy, .opts = d->cfg.opts, .budget = d->cfg.budget,
+		.ratio = d->cfg.ratio, .chunk = d->cfg.chunk, .quant = quant };
+	if (svc_open(&d->v, &sc, &st)) {
+		if (st.step == SVC_AT_MODEL)
+			dlog(DLOG_ERROR, "cannot load the model %s: %s", d->cfg.model, st.why);
+		else if (st.step == SVC_AT_TOKENIZER)
+			dlog(DLOG_ERROR, "cannot load the tokenizer: %s", st.why);
+		else if (st.step == SVC_AT_STORE_OPEN)
+			dlog(DLOG_ERROR, "cannot open the store in %s: %s", d->cfg.state, st.why);
+		else if (st.step == SVC_AT_PROFILE)
+			dlog(DLOG_ERROR, "%s", st.why);
+		else
+			dlog(DLOG_ERROR, "policy: %s", st.why[0] ? st.why : eng_strerror(st.rc));
 		return -1;
 	}
-	if ((rc = eng_tok_init(&d->tok, d->m->gguf, why, sizeof(why)))) {
-		dlog(DLOG_ERROR, "cannot load the tokenizer: %s", why);
-		return -1;
-	}
-	/* the profile: one policy object just to describe it (each worker
-	 * makes its own) */
-	if ((rc = dcfg_policy(&d->cfg, &p, why, sizeof(why))) ||
-	    (rc = eng_policy_bind(p, d->m, why, sizeof(why)))) {
-		dlog(DLOG_ERROR, "policy: %s", why);
-		eng_policy_free(p);
-		return -1;
-	}
-	rc = snap_profile(d->profile, sizeof(d->profile), d->profile_id,
-	    eng_model_fingerprint(d->m), p, d->cfg.chunk, d->quant);
-	eng_policy_free(p);
-	if (rc) {
-		dlog(DLOG_ERROR, "the profile description is too long");
-		return -1;
-	}
-	store_hex(d->profile_id, SNAP_ID_BYTES, d->profile_hex);
-	if ((rc = store_open(&d->s, d->cfg.state, &so, why, sizeof(why)))) {
-		d->s = NULL;
-		dlog(DLOG_ERROR, "cannot open the store in %s: %s", d->cfg.state, why);
-		return -1;
-	}
-	dlog(DLOG_INFO, "model %s (%.12s), store %s", d->cfg.model, eng_model_fingerprint(d->m),
-	    d->cfg.state);
-	dlog(DLOG_INFO, "profile %.12s: %s", d->profile_hex, d->profile);
+	dlog(DLOG_INFO, "model %s (%.12s), store %s", d->cfg.model,
+	    eng_model_fingerprint(d->v->m), d->cfg.state);
+	dlog(DLOG_INFO, "profile %.12s: %s", d->v->profile_hex, d->v->profile);
 	return 0;
 }
 
@@ -137,10 +124,7 @@ main(int argc, char **argv)
 	status = rc ? EXIT_FAILURE : EXIT_SUCCESS;
 out:
 	jobs_free();
-	if (d.s)
-		store_close(d.s);
-	eng_tok_free(d.tok);
-	eng_model_close(d.m);
+	svc_close(d.v);
 	dcfg_free(&d.cfg);
 	return status;
 }

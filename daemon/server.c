@@ -6,11 +6,15 @@
  *
  * A connection reads with recvmsg() itself (a bufferevent's read() would
  * drop passed descriptors) into an evbuffer and writes through a
- * thread-safe bufferevent, so workers can send events from their threads
- * (conn_send).  A connection is refcounted: the loop holds one reference
- * while it is open and every job holds one; closing marks it closed under
- * its mutex (workers' sends then fail quietly) and cancels its jobs, and
- * the last unref frees the memory, on whichever thread drops it.
+ * bufferevent that only the loop touches.  Workers do not write: they post
+ * their events (conn_post) to one queue, first in first out, and wake the
+ * loop (event_active on the queue's event), which writes them out in that
+ * order, so a job's events keep theirs.  A connection is refcounted: the
+ * loop holds one reference while it is open, every job holds one and
+ * every posted event holds one; closing marks it closed under its mutex
+ * (posts and queued events for it are then dropped quietly) and cancels
+ * its jobs, and the last unref frees the memory, on whichever thread drops
+ * it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,6 +65,21 @@ struct conn {
 	struct conn *prev, *next;  /* the loop's list */
 };
 
+/* An event line posted by a worker, waiting for the loop. */
+struct post {
+	struct conn *c;            /* a reference */
+	struct post *next;
+	size_t len;
+	char line[];
+};
+
+/* The queue workers post to (lock order: a connection's mu, then mu). */
+static struct {
+	pthread_mutex_t mu;
+	struct post *head, *tail;
+	struct event *ev;          /* the loop's wake-up; NULL when no loop runs */
+} posts = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
 static struct {
 	struct daemon *d;
 	struct event_base *base;
@@ -97,15 +116,87 @@ conn_unref(struct conn *c)
 	}
 }
 
-int
+/* Write an event line to the client (loop thread).  -1 if it is gone. */
+static int
 conn_send(struct conn *c, const char *line, size_t len)
 {
-	int rc = -1;
+	if (c->closed || !c->bev)
+		return -1;
+	return bufferevent_write(c->bev, line, len);
+}
+
+int
+conn_post(struct conn *c, const char *line, size_t len)
+{
+	struct post *p = malloc(sizeof(*p) + len);
+	int queued = 0;
+
+	if (!p)
+		return -1;
+	p->c = c;
+	p->next = NULL;
+	p->len = len;
+	memcpy(p->line, line, len);
 	pthread_mutex_lock(&c->mu);
-	if (!c->closed && c->bev)
-		rc = bufferevent_write(c->bev, line, len);
+	if (!c->closed) {
+		c->refs++; /* the post's reference */
+		pthread_mutex_lock(&posts.mu);
+		if (posts.ev) {
+			if (posts.tail)
+				posts.tail->next = p;
+			else
+				posts.head = p;
+			posts.tail = p;
+			event_active(posts.ev, EV_READ, 0);
+			queued = 1;
+		}
+		pthread_mutex_unlock(&posts.mu);
+		if (!queued)
+			c->refs--; /* no loop to hand it to */
+	}
 	pthread_mutex_unlock(&c->mu);
-	return rc;
+	if (!queued)
+		free(p);
+	return queued ? 0 : -1;
+}
+
+/* Take the whole queue (NULL if empty). */
+static struct post *
+posts_take(void)
+{
+	struct post *list;
+	pthread_mutex_lock(&posts.mu);
+	list = posts.head;
+	posts.head = posts.tail = NULL;
+	pthread_mutex_unlock(&posts.mu);
+	return list;
+}
+
+/* Posted events, written out in the order they came (loop thread). */
+static void
+posts_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct post *p = posts_take(), *next;
+	(void)fd;
+	(void)what;
+	(void)arg;
+	for (; p; p = next) {
+		next = p->next;
+		conn_send(p->c, p->line, p->len);
+		conn_unref(p->c);
+		free(p);
+	}
+}
+
+/* Events posted and not yet written? (loop thread) */
+static int
+posts_pending(void)
+{
+	int n;
+	pthread_mutex_lock(&posts.mu);
+	n = posts.head != NULL;
+	pthread_mutex_unlock(&posts.mu);
+	return n;
 }
 
 uint64_t
@@ -215,11 +306,10 @@ conn_hello(struct conn *c, const struct proto_req *r)
 	char *line;
 	json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:s, s:i}",
 	    "protocol", PROTO_VERSION, "server", "kvsnapd 0.1", "model",
-	    eng_model_fingerprint(d->m), "profile", d->profile, "profile_id", d->profile_hex,
-	    "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget, "ratio", d->cfg.ratio,
-	    "chunk",
-	    (json_int_t)d->cfg.chunk, "quant", snap_quant_name(d->quant), "workers",
-	    (int)d->cfg.workers);
+	    eng_model_fingerprint(d->v->m), "profile", d->v->profile, "profile_id",
+	    d->v->profile_hex, "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget,
+	    "ratio", d->cfg.ratio, "chunk", (json_int_t)d->cfg.chunk, "quant",
+	    snap_quant_name(d->v->quant), "workers", (int)d->cfg.workers);
 	if ((line = proto_event(r->id, "result", b, &n))) {
 		conn_send(c, line, n);
 		free(line);
@@ -483,7 +573,7 @@ srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *s
 	c->uid = cr.uid;
 	c->gid = cr.gid;
 	c->in = evbuffer_new();
-	c->bev = bufferevent_socket_new(srv.base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE);
+	c->bev = bufferevent_socket_new(srv.base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->rev = event_new(srv.base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
 	if (!c->in || !c->bev || !c->rev) {
 		if (c->bev)
@@ -611,7 +701,7 @@ srv_stop_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (jobs_busy())
+	if (jobs_busy() || posts_pending())
 		return;
 	for (c = srv.conns; c; c = c->next)
 		if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)))
@@ -667,7 +757,10 @@ srv_run(struct daemon *d, int listen_fd)
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, listen_fd);
 	srv.sig_term = evsignal_new(srv.base, SIGTERM, srv_signal_cb, NULL);
 	srv.sig_int = evsignal_new(srv.base, SIGINT, srv_signal_cb, NULL);
-	if (!srv.lis || !srv.sig_term || !srv.sig_int) {
+	pthread_mutex_lock(&posts.mu);
+	posts.ev = event_new(srv.base, -1, 0, posts_drain_cb, NULL);
+	pthread_mutex_unlock(&posts.mu);
+	if (!srv.lis || !srv.sig_term || !srv.sig_int || !posts.ev) {
 		dlog(DLOG_ERROR, "cannot set up the event loop");
 		goto out;
 	}
@@ -680,6 +773,14 @@ srv_run(struct daemon *d, int listen_fd)
 out:
 	while (srv.conns)
 		conn_close(srv.conns, "daemon stopping");
+	/* every connection is closed: what is still queued goes nowhere, and
+	 * workers still running post no more */
+	pthread_mutex_lock(&posts.mu);
+	if (posts.ev)
+		event_free(posts.ev);
+	posts.ev = NULL;
+	pthread_mutex_unlock(&posts.mu);
+	posts_drain_cb(-1, 0, NULL);
 	if (srv.lis)
 		evconnlistener_free(srv.lis);
 	if (srv.stop_timer)

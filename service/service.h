@@ -1,18 +1,201 @@
 /*
- * service.h: the steps the daemon and the CLI both take, written once.
- * A service call works on an open store and a loaded model and reports in
- * plain values; turning its result into a protocol event or a line on a
- * terminal is the caller's business.  (The first step here is shrink; the
- * structure issue moves ingest and query here too.)
+ * service.h: the steps kvsnapd's jobs and `kvsnap --local` both take,
+ * written once: open (model, tokenizer, profile, store), ingest, query,
+ * the snapshot a document answers from, shrink.  A service call reports in
+ * plain values: which step failed (enum svc_step), that module's own code
+ * (an eng_err, STORE_ERR_ or SNAPIO_ value) and a reason; turning it into
+ * a protocol event or an exit code and a line on a terminal is the
+ * caller's business.  Every call this program makes into storage/ for
+ * these steps is in service/.
+ *
+ * Threads: a struct svc (the model, tokenizer and store) is shared
+ * read-only by every thread; a struct svc_session (an engine scratch and
+ * its own policy object: policies keep per-ingest state) belongs to one
+ * thread at a time.
  */
 #ifndef KVSNAP_SERVICE_H
 #define KVSNAP_SERVICE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
 #include "storage/snapshot_io.h"
 #include "storage/store.h"
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                    */
+
+/* The step a call stopped at; `rc` says how, in that step's own codes. */
+enum svc_step {
+	SVC_OK = 0,
+	SVC_AT_POLICY,      /* policy options (eng_err): a usage error */
+	SVC_AT_MODEL,       /* loading the model (eng_err) */
+	SVC_AT_TOKENIZER,   /* loading the tokenizer (eng_err) */
+	SVC_AT_BIND,        /* checking the policy's files against the model (eng_err) */
+	SVC_AT_PROFILE,     /* the profile description is too long */
+	SVC_AT_STORE_OPEN,  /* opening the store (STORE_ERR_) */
+	SVC_AT_ENGINE,      /* an engine context for a session (eng_err) */
+	SVC_AT_RESOLVE,     /* a DOC reference (STORE_ERR_) */
+	SVC_AT_NAME,        /* ingest: the name belongs to another document */
+	SVC_AT_LOOKUP,      /* reading a document's snapshots (STORE_ERR_) */
+	SVC_AT_PICK,        /* query: no snapshot to answer from (see n_other) */
+	SVC_AT_TOKENIZE,    /* tokenizing the document or question (eng_err) */
+	SVC_AT_INGEST,      /* the ingest (eng_err; ENG_ERR_CANCELLED: stopped) */
+	SVC_AT_COMMIT,      /* cancelled after the ingest, before storing */
+	SVC_AT_SAVE,        /* storing the snapshot (SNAPIO_) */
+	SVC_AT_LOAD,        /* loading the snapshot (SNAPIO_) */
+	SVC_AT_GENERATE     /* decoding (eng_err) */
+};
+
+struct svc_status {
+	enum svc_step step;
+	int rc;
+	char why[512];      /* the reason, without the step's own words */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Open and close                                                            */
+
+/* The settings that make a profile, and where things are. */
+struct svc_conf {
+	const char *model;       /* GGUF path */
+	const char *state;       /* the store's directory */
+	int read_only;           /* open the store read-only */
+	const char *policy;      /* policy name */
+	const char *opts;        /* its options; the policy's defaults are added */
+	long budget;             /* units per KV head per layer, when ratio is 0 */
+	double ratio;            /* > 0: the share of each document kept */
+	long chunk;              /* ingest chunk size */
+	int quant;               /* enum snap_quant */
+};
+
+struct svc {
+	struct eng_model *m;     /* shared read-only */
+	struct eng_tok *tok;     /* encode/decode are read-only after init */
+	struct store *s;         /* thread-safe */
+	char *policy, *opts;     /* the policy and its effective options */
+	long budget, chunk;
+	double ratio;
+	int quant;
+	char profile[SNAP_MAX_PROFILE];
+	uint8_t profile_id[SNAP_ID_BYTES];
+	char profile_hex[2 * SNAP_ID_BYTES + 1];
+};
+
+/* What one thread runs the model with. */
+struct svc_session {
+	struct eng_ctx *ctx;
+	struct eng_policy *p;
+};
+
+/* Policy (checked before the model loads), model, tokenizer, the policy
+ * bound to the model, profile, store.  On failure *out is NULL. */
+int svc_open(struct svc **out, const struct svc_conf *conf, struct svc_status *st);
+void svc_close(struct svc *v);
+/* A session of `threads` threads (0: all cores) with its own policy. */
+int svc_session_new(struct svc *v, int threads, struct svc_session **out,
+    struct svc_status *st);
+void svc_session_free(struct svc_session *ss);
+
+/* The policy of the profile (ratio form when conf.ratio > 0), unbound. */
+int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------------ */
+/* Documents and their snapshots                                             */
+
+/* A DOC reference (doc_id, unique hex prefix of 4+ digits, or name);
+ * -1 with st (SVC_AT_RESOLVE, a STORE_ERR_ code, always a reason). */
+int svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
+    struct svc_status *st);
+
+/* Each stored snapshot of a document: its profile_id, stored bytes,
+ * decoded header (NULL with a reason when it does not decode) and last
+ * use; non-zero from fn stops.  A STORE_ERR_ code with a reason. */
+typedef int (*svc_snapshot_fn)(void *arg, const uint8_t profile_id[SNAP_ID_BYTES],
+    uint64_t bytes, const struct snap_header *h, const char *why, int64_t last_used_us);
+int svc_snapshots(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], svc_snapshot_fn fn,
+    void *arg, char *why, size_t why_len);
+
+/* The units (kept positions over every layer and KV head) of a snapshot. */
+int64_t svc_snapshot_units(const struct snap_header *h);
+
+/* Which snapshot a document answers from (flags, or'd). */
+#define SVC_PICK_SHRUNK 1 /* else one shrink cut to exactly this profile */
+#define SVC_PICK_ONLY 2   /* else the document's only snapshot */
+
+/* The profile's snapshot of doc_id (with flags, a fallback): 1 with
+ * profile_id set, 0 none, -1 with st (SVC_AT_LOOKUP).  *n_other: the
+ * snapshots of other profiles.  A document with no snapshots has none. */
+int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], int flags,
+    uint8_t profile_id[SNAP_ID_BYTES], int *n_other, struct svc_status *st);
+
+/* ------------------------------------------------------------------------ */
+/* Ingest and query                                                          */
+
+/* Where an ingest or query reports as it goes (any member may be NULL). */
+struct svc_hooks {
+	/* ingest: stage "tokenized" (0, tokens) once, then "prefill" (done,
+	 * total) after every chunk */
+	void (*progress)(void *arg, const char *stage, int64_t done, int64_t total);
+	/* query: one generated token's text (id -1: the bytes held back at the
+	 * end) */
+	void (*token)(void *arg, int32_t id, const char *text, size_t len);
+	void *arg;
+	/* set from any thread to stop: read after every chunk or token, and a
+	 * last time before storing (ingest: SVC_AT_COMMIT) or marking the
+	 * snapshot used (query: the answer says `cancelled`) */
+	atomic_int *cancel;
+};
+
+struct svc_ingest_req {
+	const char *text;        /* the document's bytes */
+	size_t len;
+	const char *name;        /* "" or NULL: none */
+	const char *source;      /* a description of where it came from */
+	int skip_stored;         /* skip a document this profile already holds */
+	int check_name;          /* refuse a name of another document before the work */
+};
+
+struct svc_ingested {
+	uint8_t doc_id[SNAP_ID_BYTES];
+	char hex[2 * SNAP_ID_BYTES + 1];
+	int skipped;             /* already stored for this profile */
+	int64_t tokens, units;
+	double seconds;
+};
+
+/* Hash, (skip), tokenize as the start of a user turn, chunked ingest with
+ * the session's policy, one store transaction.  0, or -1 with st. */
+int svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
+    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st);
+
+struct svc_query_req {
+	const uint8_t *doc_id;   /* resolved (svc_resolve) */
+	int pick;                /* SVC_PICK_ flags */
+	const char *question;
+	size_t question_len;
+	int64_t max_tokens;
+	int whole_utf8;          /* token texts end on whole UTF-8 characters */
+};
+
+struct svc_answer {
+	uint8_t profile_id[SNAP_ID_BYTES]; /* the snapshot answered from */
+	int n_other;             /* SVC_AT_PICK: snapshots of other profiles */
+	int64_t prompt_tokens;   /* the question's tokens */
+	int64_t tokens;          /* token callbacks */
+	int64_t generated;       /* eng_generate's count */
+	int cancelled;           /* the cancel flag was set when decoding ended */
+	double ttft, seconds;
+};
+
+/* Pick the snapshot, load it, prefill the question over it, decode with
+ * the token hook, touch.  0, or -1 with st. */
+int svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
+    const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st);
+
+/* ------------------------------------------------------------------------ */
+/* Shrink                                                                    */
 
 /* What a shrink made. */
 struct svc_shrunk {
@@ -29,8 +212,8 @@ struct svc_shrunk {
  * Returns SNAPIO_OK, SNAPIO_ERR_NOT_FOUND (no kvzip snapshot to cut),
  * SNAPIO_ERR_ARG (a ratio that keeps no fewer units than the source),
  * SNAPIO_ERR_CORRUPT / _MISMATCH / _FULL / _IO / _NOMEM, with a reason. */
-int svc_shrink(struct store *s, const struct eng_model *m, const uint8_t doc[SNAP_ID_BYTES],
-    double ratio, struct svc_shrunk *out, char *why, size_t why_len);
+int svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
+    struct svc_shrunk *out, char *why, size_t why_len);
 
 /* 1 if stored profile `have` is `want` with one ",from=..." option added
  * to its policy: a snapshot svc_shrink cut to exactly that profile's

@@ -24,14 +24,13 @@ shrink_pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
     const struct snap_header *h, const char *why, int64_t last_used_us)
 {
 	struct shrink_pick *sp = arg;
-	int64_t units = 0, i;
+	int64_t units;
 	(void)bytes;
 	(void)why;
 	(void)last_used_us;
 	if (!h || !strstr(h->profile, " policy=kvzip:"))
 		return 0;
-	for (i = 0; i < (int64_t)h->n_layer * h->n_head_kv; i++)
-		units += h->counts[i];
+	units = svc_snapshot_units(h);
 	sp->n++;
 	if (units > sp->units) {
 		memcpy(sp->id, pid, SNAP_ID_BYTES);
@@ -77,9 +76,11 @@ shrink_target_opts(const char *profile, char *opts, size_t cap, long *chunk)
 }
 
 int
-svc_shrink(struct store *s, const struct eng_model *m, const uint8_t doc[SNAP_ID_BYTES],
-    double ratio, struct svc_shrunk *out, char *why, size_t why_len)
+svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
+    struct svc_shrunk *out, char *why, size_t why_len)
 {
+	struct store *s = v->s;
+	const struct eng_model *m = v->m;
 	struct shrink_pick sp;
 	struct store_doc d;
 	struct snap_header h;
@@ -92,7 +93,7 @@ svc_shrink(struct store *s, const struct eng_model *m, const uint8_t doc[SNAP_ID
 	memset(out, 0, sizeof(*out));
 	memset(&h, 0, sizeof(h));
 	memset(&sp, 0, sizeof(sp));
-	if ((rc = store_profiles(s, doc, shrink_pick_cb, &sp, why, why_len)))
+	if ((rc = svc_snapshots(s, doc, shrink_pick_cb, &sp, why, why_len)))
 		return snapio_from_store(rc);
 	if (!sp.n) {
 		snprintf(why, why_len, "the document has no kvzip snapshot to shrink (shrink "

@@ -1,0 +1,41 @@
+/*
+ * docs.c: the store's documents as both kvsnapd's admin jobs and the
+ * kvsnap store commands read them: a DOC reference resolved, a document's
+ * snapshots with their decoded headers, the units a snapshot keeps.
+ * (Every reader of a document's snapshots goes through svc_snapshots, so
+ * where the store and the snapshot codec meet is named once.)
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "service/service_internal.h"
+
+int
+svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
+    struct svc_status *st)
+{
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (!(rc = store_resolve(s, ref, doc_id, st->why, sizeof(st->why))))
+		return 0;
+	if (!st->why[0])
+		snprintf(st->why, sizeof(st->why), "%s", store_strerror(rc));
+	return svc_fail(st, SVC_AT_RESOLVE, rc);
+}
+
+int
+svc_snapshots(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], svc_snapshot_fn fn,
+    void *arg, char *why, size_t why_len)
+{
+	return store_profiles(s, doc_id, fn, arg, why, why_len);
+}
+
+int64_t
+svc_snapshot_units(const struct snap_header *h)
+{
+	int64_t units = 0, i;
+	for (i = 0; i < (int64_t)h->n_layer * h->n_head_kv; i++)
+		units += h->counts[i];
+	return units;
+}

@@ -1,0 +1,115 @@
+/*
+ * ingest.c: a document into a snapshot: hash it, skip it if this
+ * profile's snapshot is already stored (when asked), tokenize it as the
+ * start of a user turn, compress it by chunked ingest with the session's
+ * policy (reporting progress after every chunk, which may cancel), and
+ * store the snapshot in one transaction.  A cancelled ingest stores
+ * nothing.  Reading the document is the caller's (a descriptor, a file).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/service_internal.h"
+
+/* After every chunk: the caller's progress hook; stop if cancelled. */
+static int
+ingest_chunk_cb(void *arg, int64_t done, int64_t total)
+{
+	const struct svc_hooks *hk = arg;
+	if (hk->progress)
+		hk->progress(hk->arg, "prefill", done, total);
+	return svc_cancelled(hk);
+}
+
+/* Units kept over every layer and KV head. */
+static int64_t
+ingest_units(const struct eng_kv *kv)
+{
+	int64_t units = 0;
+	int l, h;
+	for (l = 0; l < kv->n_layer; l++)
+		for (h = 0; h < kv->n_head_kv; h++)
+			units += eng_kv_len(kv, l, h);
+	return units;
+}
+
+int
+svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
+    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
+{
+	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
+	struct store_doc doc;
+	struct eng_kv *kv = NULL;
+	int32_t *ids = NULL;
+	uint8_t other[SNAP_ID_BYTES];
+	double t0 = eng_now();
+	int64_t n;
+	int rc, n_other, ret = -1;
+	char why[8];
+
+	if (hk)
+		hooks = *hk; /* the chunk callback's argument (not const) */
+	memset(st, 0, sizeof(*st));
+	memset(out, 0, sizeof(*out));
+	memset(&doc, 0, sizeof(doc));
+	store_doc_id(r->text, r->len, doc.doc_id);
+	memcpy(out->doc_id, doc.doc_id, SNAP_ID_BYTES);
+	store_hex(doc.doc_id, SNAP_ID_BYTES, out->hex);
+	if (r->check_name && r->name && r->name[0] &&
+	    !store_resolve(v->s, r->name, other, why, sizeof(why)) &&
+	    memcmp(other, doc.doc_id, SNAP_ID_BYTES)) {
+		snprintf(st->why, sizeof(st->why), "the name \"%s\" belongs to another document",
+		    r->name);
+		return svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
+	}
+	if (r->skip_stored) {
+		if ((rc = svc_pick(v, doc.doc_id, 0, other, &n_other, st)) < 0)
+			return -1;
+		if (rc == 1) {
+			out->skipped = 1;
+			return 0;
+		}
+	}
+	n = eng_chat_doc_ids(v->tok, r->text, r->len, &ids);
+	if (n < 0) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
+		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
+	}
+	out->tokens = n;
+	if (hooks.progress)
+		hooks.progress(hooks.arg, "tokenized", 0, n);
+	rc = eng_kv_init(&kv, v->m, eng_policy_rows_per_head(ss->p, n, v->chunk, 0));
+	if (!rc)
+		rc = eng_ingest_cb(ss->ctx, kv, ss->p, ids, n, v->chunk, NULL, ingest_chunk_cb,
+		    &hooks);
+	if (rc) {
+		snprintf(st->why, sizeof(st->why), "%lld tokens: %s%s", (long long)n,
+		    eng_strerror(rc), rc == ENG_ERR_CONTEXT ? " (longer than the model's window "
+		    "for this policy's positions)" : "");
+		svc_fail(st, SVC_AT_INGEST, rc);
+		goto out;
+	}
+	if (svc_cancelled(&hooks)) { /* a last look before committing */
+		svc_fail(st, SVC_AT_COMMIT, ENG_ERR_CANCELLED);
+		goto out;
+	}
+	snprintf(doc.name, sizeof(doc.name), "%s", r->name ? r->name : "");
+	snprintf(doc.source, sizeof(doc.source), "%.1023s", r->source ? r->source : "");
+	doc.bytes = r->len;
+	doc.tokens = (uint64_t)n;
+	/* created_us = 0: the store stamps a new document itself (and the last use) */
+	rc = snap_save(v->s, &doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m), v->profile,
+	    v->profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, st->why, sizeof(st->why));
+	if (rc) {
+		svc_fail(st, SVC_AT_SAVE, rc);
+		goto out;
+	}
+	out->units = ingest_units(kv);
+	out->seconds = eng_now() - t0;
+	ret = 0;
+out:
+	eng_kv_free(kv);
+	free(ids);
+	return ret;
+}

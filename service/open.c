@@ -1,0 +1,129 @@
+/*
+ * open.c: the service's set-up and tear-down: the policy (checked before
+ * the model loads, so a bad option costs nothing), the model, the
+ * tokenizer, the profile every snapshot of this process is filed under,
+ * the store; and a session per thread that runs the model (an engine
+ * scratch and its own policy object).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/service_internal.h"
+
+int
+svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, size_t why_len)
+{
+	if (v->ratio > 0.0)
+		return eng_policy_create_ratio(out, v->policy, v->opts, v->ratio, why, why_len);
+	return eng_policy_create(out, v->policy, v->opts, v->budget, why, why_len);
+}
+
+void
+svc_close(struct svc *v)
+{
+	if (!v)
+		return;
+	store_close(v->s);
+	eng_tok_free(v->tok);
+	eng_model_close(v->m);
+	free(v->policy);
+	free(v->opts);
+	free(v);
+}
+
+void
+svc_session_free(struct svc_session *ss)
+{
+	if (!ss)
+		return;
+	eng_ctx_free(ss->ctx);
+	eng_policy_free(ss->p);
+	free(ss);
+}
+
+/* The steps of svc_open after the settings are copied; *p is the policy
+ * that describes the profile. */
+static int
+open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
+    struct svc_status *st)
+{
+	struct store_opts so = { 0, 0, conf->read_only };
+	char *why = st->why;
+	size_t cap = sizeof(st->why);
+	int rc;
+
+	if ((rc = svc_policy_create(v, p, why, cap)))
+		return svc_fail(st, SVC_AT_POLICY, rc);
+	if ((rc = eng_model_open(&v->m, conf->model, why, cap)))
+		return svc_fail(st, SVC_AT_MODEL, rc);
+	if ((rc = eng_tok_init(&v->tok, v->m->gguf, why, cap)))
+		return svc_fail(st, SVC_AT_TOKENIZER, rc);
+	if ((rc = eng_policy_bind(*p, v->m, why, cap)))
+		return svc_fail(st, SVC_AT_BIND, rc);
+	if (snap_profile(v->profile, sizeof(v->profile), v->profile_id,
+	    eng_model_fingerprint(v->m), *p, v->chunk, v->quant)) {
+		snprintf(why, cap, "the profile description is too long");
+		return svc_fail(st, SVC_AT_PROFILE, ENG_ERR_ARG);
+	}
+	store_hex(v->profile_id, SNAP_ID_BYTES, v->profile_hex);
+	if ((rc = store_open(&v->s, conf->state, &so, why, cap))) {
+		v->s = NULL;
+		return svc_fail(st, SVC_AT_STORE_OPEN, rc);
+	}
+	return 0;
+}
+
+int
+svc_open(struct svc **out, const struct svc_conf *conf, struct svc_status *st)
+{
+	struct eng_policy *p = NULL; /* one just to describe the profile (each
+	                              * session makes its own) */
+	struct svc *v = calloc(1, sizeof(*v));
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	*out = NULL;
+	if (!v || !(v->policy = strdup(conf->policy)) ||
+	    !(v->opts = eng_policy_default_opts(conf->policy, conf->opts, conf->model))) {
+		svc_close(v);
+		return svc_fail(st, SVC_AT_POLICY, ENG_ERR_NOMEM);
+	}
+	v->budget = conf->budget;
+	v->ratio = conf->ratio;
+	v->chunk = conf->chunk;
+	v->quant = conf->quant;
+	rc = open_steps(v, conf, &p, st);
+	eng_policy_free(p);
+	if (rc) {
+		svc_close(v);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int
+svc_session_new(struct svc *v, int threads, struct svc_session **out, struct svc_status *st)
+{
+	struct svc_session *ss = calloc(1, sizeof(*ss));
+	int rc = ENG_ERR_NOMEM;
+
+	memset(st, 0, sizeof(*st));
+	*out = NULL;
+	if (!ss || (rc = svc_policy_create(v, &ss->p, st->why, sizeof(st->why))))
+		svc_fail(st, SVC_AT_POLICY, rc);
+	else if ((rc = eng_policy_bind(ss->p, v->m, st->why, sizeof(st->why))))
+		svc_fail(st, SVC_AT_BIND, rc);
+	else if ((rc = eng_ctx_init(&ss->ctx, v->m, threads,
+	    eng_policy_max_chunk(ss->p, v->chunk)))) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+		svc_fail(st, SVC_AT_ENGINE, rc);
+	}
+	if (rc) {
+		svc_session_free(ss);
+		return -1;
+	}
+	*out = ss;
+	return 0;
+}
