@@ -18,7 +18,7 @@
 #include "clients/cli.h"
 #include "engine/engine.h"
 #include "service/service.h"
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 #include "storage/store.h"
 
 #define LOCAL_MAX_DOC (64u << 20)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 #include "storage/store.h"
 
 /* What a shrink made. */

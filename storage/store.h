@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/snapshot.h"
+#include "snapshot/snapshot.h"
 
 enum store_err {
 	STORE_OK = 0,

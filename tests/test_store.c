@@ -1,7 +1,7 @@
 /*
  * test_store.c: the LMDB snapshot store (storage/store.h) with real
  * snapshots: a tiny random model (tests/tiny_model.h) ingests random tokens
- * under snapkv, and the codec (storage/snapshot.h) encodes the pool.
+ * under snapkv, and the codec (snapshot/snapshot.h) encodes the pool.
  *
  * Covers put/get round trips, replacing, several profiles, resolve, names,
  * rm, ls/info, touch and lru order, prune (age, count, bytes, dry run),
@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot.h"
+#include "snapshot/snapshot.h"
 #include "storage/store.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"

@@ -2,16 +2,16 @@
  * snapshot_io.h: a compressed pool to and from the store, end to end:
  * the profile a snapshot is filed under, saving every record of a pool in
  * one store transaction, and loading a snapshot into a fresh pool ready for
- * a question (storage never runs the model; the caller does).
+ * a question (the codec never runs the model; the caller does).
  */
-#ifndef STORAGE_SNAPSHOT_IO_H
-#define STORAGE_SNAPSHOT_IO_H
+#ifndef SNAPSHOT_SNAPSHOT_IO_H
+#define SNAPSHOT_SNAPSHOT_IO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot.h"
+#include "snapshot/snapshot.h"
 #include "storage/store.h"
 
 #define SNAP_ZLEVEL_DEFAULT 3
@@ -58,4 +58,4 @@ int snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 int snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, int64_t n_extra,
     struct eng_kv **out, char *why, size_t why_len);
 
-#endif /* STORAGE_SNAPSHOT_IO_H */
+#endif /* SNAPSHOT_SNAPSHOT_IO_H */
