@@ -444,7 +444,7 @@ cli_query(int argc, char **argv)
 	/* the configured profile's snapshot, else the document's only one */
 	memset(&pk, 0, sizeof(pk));
 	pk.want = L.profile_id;
-	if ((rc = store_profiles(L.s, doc, local_pick_cb, &pk, why, sizeof(why))) ||
+	if ((rc = snap_profiles(L.s, doc, local_pick_cb, &pk, why, sizeof(why))) ||
 	    (!pk.found && pk.n != 1)) {
 		cli_err("%s", rc ? why : pk.n ? "the document has several snapshots, none of this "
 		    "profile: pass the --policy/--budget or --ratio/--chunk/--quant it was ingested with" :

@@ -61,7 +61,7 @@ admin_pick(struct job *j, const uint8_t doc_id[SNAP_ID_BYTES], struct admin_pick
 	int rc;
 	memset(pk, 0, sizeof(*pk));
 	pk->want = daemon_g->profile_id;
-	rc = store_profiles(daemon_g->s, doc_id, admin_pick_cb, pk, why, sizeof(why));
+	rc = snap_profiles(daemon_g->s, doc_id, admin_pick_cb, pk, why, sizeof(why));
 	if (rc == STORE_ERR_NOT_FOUND)
 		return 0;
 	if (rc) {
@@ -238,7 +238,7 @@ admin_job_run(struct worker *w, struct job *j)
 			return;
 		}
 		arr = json_array();
-		if ((rc = store_profiles(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
+		if ((rc = snap_profiles(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
 			json_decref(arr);
 			admin_fail(j, rc, why);
 			return;
@@ -271,7 +271,7 @@ admin_job_run(struct worker *w, struct job *j)
 			json_decref(v.bad);
 			return;
 		}
-		rc = store_verify(s, r->doc ? doc : NULL, admin_verify_cb, &v, why, sizeof(why));
+		rc = snap_verify(s, r->doc ? doc : NULL, admin_verify_cb, &v, why, sizeof(why));
 		if (rc && rc != STORE_ERR_CORRUPT) {
 			json_decref(v.bad);
 			admin_fail(j, rc, why);

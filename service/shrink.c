@@ -92,7 +92,7 @@ svc_shrink(struct store *s, const struct eng_model *m, const uint8_t doc[SNAP_ID
 	memset(out, 0, sizeof(*out));
 	memset(&h, 0, sizeof(h));
 	memset(&sp, 0, sizeof(sp));
-	if ((rc = store_profiles(s, doc, shrink_pick_cb, &sp, why, why_len)))
+	if ((rc = snap_profiles(s, doc, shrink_pick_cb, &sp, why, why_len)))
 		return snapio_from_store(rc);
 	if (!sp.n) {
 		snprintf(why, why_len, "the document has no kvzip snapshot to shrink (shrink "

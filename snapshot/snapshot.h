@@ -29,12 +29,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/engine.h" /* struct eng_kv, enum eng_pos_mode */
+#include "engine/engine.h"   /* struct eng_kv, enum eng_pos_mode */
+#include "storage/store.h"   /* STORE_ID_BYTES, STORE_HEAD_RECORD */
 
 #define SNAP_FORMAT_VERSION 1
-#define SNAP_HEADER_LAYER 0xFFFFu /* the header's layer key in the store */
-#define SNAP_SUM_BYTES 16         /* BLAKE2b-128 */
-#define SNAP_ID_BYTES 32          /* doc_id, profile_id: BLAKE2b-256 */
+#define SNAP_HEADER_LAYER STORE_HEAD_RECORD /* the header is the store's head record */
+#define SNAP_SUM_BYTES 16                   /* BLAKE2b-128 */
+#define SNAP_ID_BYTES STORE_ID_BYTES        /* doc_id, profile_id: BLAKE2b-256 */
 #define SNAP_MAX_PROFILE 1024     /* canonical profile text, NUL included */
 
 enum snap_err {

@@ -50,6 +50,18 @@ store_strerror(int err)
 	}
 }
 
+int
+store_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+{
+	va_list ap;
+	if (why && why_len) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
 /* LMDB returns its own codes and errno values; sort them into ours. */
 int
 st_mdb(int rc, const char *what, char *why, size_t why_len)
@@ -78,7 +90,7 @@ st_mdb(int rc, const char *what, char *why, size_t why_len)
 	case EINVAL: err = STORE_ERR_ARG; break;
 	default: err = STORE_ERR_IO; break;
 	}
-	return eng_fail(why, why_len, err, "%s: %s", what, mdb_strerror(rc));
+	return store_fail(why, why_len, err, "%s: %s", what, mdb_strerror(rc));
 }
 
 void
@@ -117,10 +129,10 @@ st_sodium(void)
 }
 
 void
-store_doc_id(const void *bytes, size_t len, uint8_t doc_id[SNAP_ID_BYTES])
+store_doc_id(const void *bytes, size_t len, uint8_t doc_id[STORE_ID_BYTES])
 {
 	st_sodium();
-	crypto_generichash(doc_id, SNAP_ID_BYTES, bytes, len, NULL, 0);
+	crypto_generichash(doc_id, STORE_ID_BYTES, bytes, len, NULL, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -137,8 +149,8 @@ st_be64(uint8_t *p, uint64_t v)
 void
 st_snap_key(uint8_t k[ST_SNAP_KEY], const uint8_t *doc, const uint8_t *prof, unsigned layer)
 {
-	memcpy(k, doc, SNAP_ID_BYTES);
-	memcpy(k + SNAP_ID_BYTES, prof, SNAP_ID_BYTES);
+	memcpy(k, doc, STORE_ID_BYTES);
+	memcpy(k + STORE_ID_BYTES, prof, STORE_ID_BYTES);
 	k[ST_PREFIX] = (uint8_t)(layer >> 8);
 	k[ST_PREFIX + 1] = (uint8_t)layer;
 }
@@ -148,8 +160,8 @@ void
 st_lru_key(uint8_t k[ST_LRU_KEY], int64_t stamp, const uint8_t *doc, const uint8_t *prof)
 {
 	st_be64(k, (uint64_t)stamp);
-	memcpy(k + 8, doc, SNAP_ID_BYTES);
-	memcpy(k + 8 + SNAP_ID_BYTES, prof, SNAP_ID_BYTES);
+	memcpy(k + 8, doc, STORE_ID_BYTES);
+	memcpy(k + 8 + STORE_ID_BYTES, prof, STORE_ID_BYTES);
 }
 
 int64_t
@@ -270,11 +282,11 @@ st_remap(struct store *s, size_t seen, size_t payload, char *why, size_t why_len
 	}
 	pthread_mutex_unlock(&s->gate_mu);
 	if (rc == ETIMEDOUT)
-		return eng_fail(why, why_len, STORE_ERR_BUSY,
+		return store_fail(why, why_len, STORE_ERR_BUSY,
 		    "map resize waited %d s for open transactions of this process",
 		    ST_GROW_WAIT_S);
 	if (rc == MDB_MAP_FULL)
-		return eng_fail(why, why_len, STORE_ERR_FULL,
+		return store_fail(why, why_len, STORE_ERR_FULL,
 		    "map full at %zu MiB (limit %zu MiB): nothing written", cur >> 20,
 		    s->max_map >> 20);
 	return rc ? st_mdb(rc, "map resize", why, why_len) : 0;
@@ -327,7 +339,7 @@ st_commit(struct store *s, MDB_txn *t, size_t payload, char *why, size_t why_len
 	if (rc == 0)
 		return 0;
 	if (rc == ENOSPC || rc == EDQUOT || (rc == EIO && st_disk_full(s, payload)))
-		return eng_fail(why, why_len, STORE_ERR_FULL, "disk full in %s (%s): nothing written",
+		return store_fail(why, why_len, STORE_ERR_FULL, "disk full in %s (%s): nothing written",
 		    s->dir, rc == EIO ? "short write" : mdb_strerror(rc));
 	return st_mdb(rc, "commit", why, why_len);
 }
@@ -339,7 +351,7 @@ st_write(struct store *s, st_op_fn op, void *arg, size_t payload, char *why, siz
 	size_t seen;
 
 	if (s->read_only)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "store %s is open read-only", s->dir);
+		return store_fail(why, why_len, STORE_ERR_ARG, "store %s is open read-only", s->dir);
 	for (attempt = 0;; attempt++) {
 		MDB_txn *t;
 		if ((rc = st_begin(s, 1, &t, why, why_len)) != 0)
@@ -357,7 +369,7 @@ st_write(struct store *s, st_op_fn op, void *arg, size_t payload, char *why, siz
 		if ((rc = st_remap(s, seen, payload, why, why_len)) != 0)
 			return rc;
 	}
-	return eng_fail(why, why_len, STORE_ERR_FULL,
+	return store_fail(why, why_len, STORE_ERR_FULL,
 	    "map full at %zu MiB after growing (limit %zu MiB): nothing written",
 	    st_map_size(s) >> 20, s->max_map >> 20);
 }
@@ -374,19 +386,19 @@ st_dir(const char *dir, int read_only, char *why, size_t why_len)
 
 	if (stat(dir, &st) != 0) {
 		if (errno != ENOENT || read_only)
-			return eng_fail(why, why_len, STORE_ERR_IO, "state directory %s: %s", dir,
+			return store_fail(why, why_len, STORE_ERR_IO, "state directory %s: %s", dir,
 			    strerror(errno));
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-			return eng_fail(why, why_len, STORE_ERR_IO, "create state directory %s: %s",
+			return store_fail(why, why_len, STORE_ERR_IO, "create state directory %s: %s",
 			    dir, strerror(errno));
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode))
-		return eng_fail(why, why_len, STORE_ERR_IO, "state directory %s: not a directory",
+		return store_fail(why, why_len, STORE_ERR_IO, "state directory %s: not a directory",
 		    dir);
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	if (read_only && access(path, R_OK) != 0)
-		return eng_fail(why, why_len, STORE_ERR_IO, "no store in %s (%s)", dir,
+		return store_fail(why, why_len, STORE_ERR_IO, "no store in %s (%s)", dir,
 		    strerror(errno));
 	return 0;
 }
@@ -417,7 +429,7 @@ st_open_dbis(struct store *s, char *why, size_t why_len)
 		rc = mdb_dbi_open(t, names[i], flags, dbi[i]);
 		if (rc == MDB_NOTFOUND) {
 			st_abort(s, t);
-			return eng_fail(why, why_len, STORE_ERR_IO,
+			return store_fail(why, why_len, STORE_ERR_IO,
 			    "%s is not a kvsnap store (no '%s' database)", s->dir, names[i]);
 		}
 		if (rc) {
@@ -465,17 +477,17 @@ store_open(struct store **out, const char *dir, const struct store_opts *o, char
 	int rc;
 
 	if (!out)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "open: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "open: missing argument");
 	*out = NULL;
 	if (!dir || !*dir || strlen(dir) >= sizeof(s->dir))
-		return eng_fail(why, why_len, STORE_ERR_ARG, "state directory name empty or too long");
+		return store_fail(why, why_len, STORE_ERR_ARG, "state directory name empty or too long");
 	if (max_map < initial)
 		max_map = initial;
 	st_sodium();
 	if ((rc = st_dir(dir, o && o->read_only, why, why_len)) != 0)
 		return rc;
 	if (!(s = calloc(1, sizeof(*s))))
-		return eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	s->read_only = o && o->read_only;
 	s->max_map = max_map;

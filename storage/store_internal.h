@@ -47,7 +47,7 @@ struct store {
 
 /* One snapshot as the document metadata lists it. */
 struct st_prof {
-	uint8_t id[SNAP_ID_BYTES];
+	uint8_t id[STORE_ID_BYTES];
 	int64_t last_used_us; /* also its lru key */
 	uint64_t bytes;       /* its records, as stored */
 };
@@ -60,9 +60,12 @@ struct st_meta {
 	struct st_prof *p;
 };
 
-/* Errors (store.c; reasons through eng_fail, engine.h).  st_mdb maps an
+/* Errors (store.c): store_fail writes the reason (printf-style) into why
+ * (when given) and returns err.  st_mdb maps an
  * LMDB / errno code to a store_err (ST_MAPFULL for MDB_MAP_FULL) with
  * "what: reason". */
+int store_fail(char *why, size_t why_len, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 int st_mdb(int rc, const char *what, char *why, size_t why_len);
 /* libsodium initialised (once per process; metadata sums use it). */
 void st_sodium(void);

@@ -12,7 +12,7 @@
 #include "storage/store_internal.h"
 
 struct sw_victim {
-	uint8_t doc[SNAP_ID_BYTES], prof[SNAP_ID_BYTES];
+	uint8_t doc[STORE_ID_BYTES], prof[STORE_ID_BYTES];
 	uint64_t bytes;
 	int64_t last_used_us;
 };
@@ -59,16 +59,16 @@ sw_lru_bytes(struct store *s, MDB_txn *t, const uint8_t *key, uint64_t *bytes, c
 	st_short(key + 8, id);
 	rc = st_meta_get(s, t, key + 8, &m, why, why_len);
 	if (rc == STORE_ERR_NOT_FOUND)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
+		return store_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "lru names document %s, which is missing (run verify)", id);
 	if (rc)
 		return rc;
-	i = st_meta_find(&m, key + 8 + SNAP_ID_BYTES);
+	i = st_meta_find(&m, key + 8 + STORE_ID_BYTES);
 	if (i >= 0)
 		*bytes = m.p[i].bytes;
 	st_meta_free(&m);
 	if (i < 0)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
+		return store_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "lru names a snapshot document %s does not list (run verify)", id);
 	return 0;
 }
@@ -85,8 +85,8 @@ sw_victim_add(struct sw_prune *a, const uint8_t *key, uint64_t bytes)
 		a->cap = cap;
 	}
 	x = &a->v[a->nv++];
-	memcpy(x->doc, key + 8, SNAP_ID_BYTES);
-	memcpy(x->prof, key + 8 + SNAP_ID_BYTES, SNAP_ID_BYTES);
+	memcpy(x->doc, key + 8, STORE_ID_BYTES);
+	memcpy(x->prof, key + 8 + STORE_ID_BYTES, STORE_ID_BYTES);
 	x->bytes = bytes;
 	x->last_used_us = st_lru_stamp(key);
 	a->bytes += bytes;
@@ -119,7 +119,7 @@ sw_prune_walk(struct store *s, MDB_txn *t, struct sw_prune *a, char *why, size_t
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0 && err == 0;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (k.mv_size != ST_LRU_KEY)
-			err = eng_fail(why, why_len, STORE_ERR_CORRUPT, "lru key of %zu bytes", k.mv_size);
+			err = store_fail(why, why_len, STORE_ERR_CORRUPT, "lru key of %zu bytes", k.mv_size);
 		else
 			err = sw_lru_bytes(s, t, k.mv_data, &bytes, why, why_len);
 		if (err)
@@ -128,7 +128,7 @@ sw_prune_walk(struct store *s, MDB_txn *t, struct sw_prune *a, char *why, size_t
 		        (p->max_bytes > 0 && b_left > p->max_bytes)))
 			break;
 		if (sw_victim_add(a, k.mv_data, bytes) != 0)
-			err = eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+			err = store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 		n_left--;
 		b_left = b_left > bytes ? b_left - bytes : 0;
 	}
@@ -162,8 +162,8 @@ sw_prune_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 
 int
 store_prune(struct store *s, const struct store_prune *p,
-    int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
-        const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes, int64_t last_used_us),
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes, int64_t last_used_us),
     void *arg, int64_t *n_dropped, uint64_t *bytes_dropped, char *why, size_t why_len)
 {
 	struct sw_prune a = { p, NULL, 0, 0, 0 };
@@ -176,7 +176,7 @@ store_prune(struct store *s, const struct store_prune *p,
 	if (bytes_dropped)
 		*bytes_dropped = 0;
 	if (!s || !p)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "prune: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "prune: missing argument");
 	if (p->dry_run) {
 		if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 			return rc;

@@ -38,10 +38,10 @@ st_hexlen(const char *ref)
 
 /* Digits ref[0..n) as the high nibbles of a 32-byte key, zeros after. */
 static void
-st_hex_key(const char *ref, size_t n, uint8_t key[SNAP_ID_BYTES])
+st_hex_key(const char *ref, size_t n, uint8_t key[STORE_ID_BYTES])
 {
 	size_t i;
-	memset(key, 0, SNAP_ID_BYTES);
+	memset(key, 0, STORE_ID_BYTES);
 	for (i = 0; i < n; i++)
 		key[i / 2] |= (uint8_t)(st_hexval((unsigned char)ref[i]) << (i % 2 ? 0 : 4));
 }
@@ -59,9 +59,9 @@ st_has_prefix(const uint8_t *id, const uint8_t *pk, size_t n)
  * prefix padded with zeros; stops at the second match. */
 static int
 st_resolve_prefix(struct store *s, MDB_txn *t, const char *ref, size_t n,
-    uint8_t doc_id[SNAP_ID_BYTES], int *matches, char *why, size_t why_len)
+    uint8_t doc_id[STORE_ID_BYTES], int *matches, char *why, size_t why_len)
 {
-	uint8_t pk[SNAP_ID_BYTES];
+	uint8_t pk[STORE_ID_BYTES];
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc;
@@ -71,40 +71,40 @@ st_resolve_prefix(struct store *s, MDB_txn *t, const char *ref, size_t n,
 	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0)
 		return st_mdb(rc, "cursor", why, why_len);
 	k.mv_data = pk;
-	k.mv_size = SNAP_ID_BYTES;
+	k.mv_size = STORE_ID_BYTES;
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0 && *matches < 2;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (k.mv_size != SNAP_ID_BYTES || !st_has_prefix(k.mv_data, pk, n))
+		if (k.mv_size != STORE_ID_BYTES || !st_has_prefix(k.mv_data, pk, n))
 			break;
 		if ((*matches)++ == 0)
-			memcpy(doc_id, k.mv_data, SNAP_ID_BYTES);
+			memcpy(doc_id, k.mv_data, STORE_ID_BYTES);
 	}
 	mdb_cursor_close(c);
 	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan documents", why, why_len);
 }
 
 static int
-st_resolve_txn(struct store *s, MDB_txn *t, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
+st_resolve_txn(struct store *s, MDB_txn *t, const char *ref, uint8_t doc_id[STORE_ID_BYTES],
     char *why, size_t why_len)
 {
 	size_t len = strlen(ref), nhex = st_hexlen(ref);
 	MDB_val k, v;
 	int rc, matches;
 
-	if (len == 2 * SNAP_ID_BYTES && nhex == len) {
+	if (len == 2 * STORE_ID_BYTES && nhex == len) {
 		st_hex_key(ref, len, doc_id);
 		k.mv_data = doc_id;
-		k.mv_size = SNAP_ID_BYTES;
+		k.mv_size = STORE_ID_BYTES;
 		rc = mdb_get(t, s->docs, &k, &v);
 		if (rc == MDB_NOTFOUND)
-			return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", ref);
+			return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", ref);
 		return rc ? st_mdb(rc, "look up document", why, why_len) : 0;
 	}
-	if (nhex == len && len >= 4 && len < 2 * SNAP_ID_BYTES) {
+	if (nhex == len && len >= 4 && len < 2 * STORE_ID_BYTES) {
 		if ((rc = st_resolve_prefix(s, t, ref, len, doc_id, &matches, why, why_len)) != 0)
 			return rc;
 		if (matches > 1)
-			return eng_fail(why, why_len, STORE_ERR_AMBIGUOUS,
+			return store_fail(why, why_len, STORE_ERR_AMBIGUOUS,
 			    "prefix %s names several documents; give more digits", ref);
 		if (matches == 1)
 			return 0;
@@ -114,24 +114,24 @@ st_resolve_txn(struct store *s, MDB_txn *t, const char *ref, uint8_t doc_id[SNAP
 	k.mv_size = len;
 	rc = len && len <= ST_NAME_MAX ? mdb_get(t, s->names, &k, &v) : MDB_NOTFOUND;
 	if (rc == MDB_NOTFOUND)
-		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document matches '%s'", ref);
+		return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document matches '%s'", ref);
 	if (rc)
 		return st_mdb(rc, "look up name", why, why_len);
-	if (v.mv_size != SNAP_ID_BYTES)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "name '%s': stored id of %zu bytes",
+	if (v.mv_size != STORE_ID_BYTES)
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "name '%s': stored id of %zu bytes",
 		    ref, v.mv_size);
-	memcpy(doc_id, v.mv_data, SNAP_ID_BYTES);
+	memcpy(doc_id, v.mv_data, STORE_ID_BYTES);
 	return 0;
 }
 
 int
-store_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES], char *why,
+store_resolve(struct store *s, const char *ref, uint8_t doc_id[STORE_ID_BYTES], char *why,
     size_t why_len)
 {
 	MDB_txn *t;
 	int rc;
 	if (!s || !ref || !doc_id)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "resolve: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "resolve: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	rc = st_resolve_txn(s, t, ref, doc_id, why, why_len);
@@ -145,12 +145,12 @@ store_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES], c
 struct store_reader {
 	struct store *s;
 	MDB_txn *t;
-	uint8_t doc[SNAP_ID_BYTES], prof[SNAP_ID_BYTES];
+	uint8_t doc[STORE_ID_BYTES], prof[STORE_ID_BYTES];
 };
 
 int
-store_read_begin(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], struct store_reader **out, char *why,
+store_read_begin(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], struct store_reader **out, char *why,
     size_t why_len)
 {
 	struct store_reader *r;
@@ -159,20 +159,20 @@ store_read_begin(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	int rc;
 
 	if (!out)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
 	*out = NULL;
 	if (!s || !doc_id || !profile_id)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
 	if (!(r = calloc(1, sizeof(*r))))
-		return eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	r->s = s;
-	memcpy(r->doc, doc_id, SNAP_ID_BYTES);
-	memcpy(r->prof, profile_id, SNAP_ID_BYTES);
+	memcpy(r->doc, doc_id, STORE_ID_BYTES);
+	memcpy(r->prof, profile_id, STORE_ID_BYTES);
 	if ((rc = st_begin(s, 0, &r->t, why, why_len)) != 0) {
 		free(r);
 		return rc;
 	}
-	if ((rc = store_read_layer(r, SNAP_HEADER_LAYER, &buf, &len, why, why_len)) != 0) {
+	if ((rc = store_read_layer(r, STORE_HEAD_RECORD, &buf, &len, why, why_len)) != 0) {
 		store_read_end(r);
 		return rc;
 	}
@@ -190,9 +190,9 @@ store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, si
 	int rc;
 
 	if (!r || !buf || !len)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "read_layer: missing argument");
-	if (layer > SNAP_HEADER_LAYER)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "layer %u out of range", layer);
+		return store_fail(why, why_len, STORE_ERR_ARG, "read_layer: missing argument");
+	if (layer > STORE_HEAD_RECORD)
+		return store_fail(why, why_len, STORE_ERR_ARG, "layer %u out of range", layer);
 	st_snap_key(key, r->doc, r->prof, layer);
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
@@ -204,11 +204,11 @@ store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, si
 	}
 	st_short(r->doc, d);
 	st_short(r->prof, p);
-	if (rc == MDB_NOTFOUND && layer == SNAP_HEADER_LAYER)
-		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND,
+	if (rc == MDB_NOTFOUND && layer == STORE_HEAD_RECORD)
+		return store_fail(why, why_len, STORE_ERR_NOT_FOUND,
 		    "no snapshot of document %s for profile %s", d, p);
 	if (rc == MDB_NOTFOUND)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
+		return store_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "document %s profile %s: layer %u record missing", d, p, layer);
 	return st_mdb(rc, "read record", why, why_len);
 }
@@ -226,14 +226,14 @@ store_read_end(struct store_reader *r)
 /* Metadata queries                                                          */
 
 int
-store_info(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], struct store_doc *d,
+store_info(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], struct store_doc *d,
     char *why, size_t why_len)
 {
 	struct st_meta m;
 	MDB_txn *t;
 	int rc;
 	if (!s || !doc_id || !d)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "info: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "info: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	rc = st_meta_get(s, t, doc_id, &m, why, why_len);
@@ -259,7 +259,7 @@ store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void 
 	int rc, bad = 0;
 
 	if (!s || !fn)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0) {
@@ -270,15 +270,15 @@ store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void 
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		struct st_meta m;
 		char w[300];
-		int err = k.mv_size == SNAP_ID_BYTES
+		int err = k.mv_size == STORE_ID_BYTES
 		    ? st_meta_decode(v.mv_data, v.mv_size, &m, w, sizeof(w))
-		    : eng_fail(w, sizeof(w), STORE_ERR_CORRUPT, "docs key of %zu bytes", k.mv_size);
+		    : store_fail(w, sizeof(w), STORE_ERR_CORRUPT, "docs key of %zu bytes", k.mv_size);
 		if (err) {
 			if (bad++ == 0)
 				memcpy(first, w, sizeof(first));
 			continue;
 		}
-		memcpy(m.d.doc_id, k.mv_data, SNAP_ID_BYTES);
+		memcpy(m.d.doc_id, k.mv_data, STORE_ID_BYTES);
 		err = fn(arg, &m.d);
 		st_meta_free(&m);
 		if (err)
@@ -289,15 +289,15 @@ store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void 
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return st_mdb(rc, "list documents", why, why_len);
 	if (bad)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%d document(s) unreadable; first: %s",
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%d document(s) unreadable; first: %s",
 		    bad, first);
 	return 0;
 }
 
 int
-store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    int (*fn)(void *arg, const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes,
-        const struct snap_header *h, const char *why, int64_t last_used_us),
+store_profiles(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
+        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
     void *arg, char *why, size_t why_len)
 {
 	struct st_meta m;
@@ -305,7 +305,7 @@ store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	int rc, i, stop = 0;
 
 	if (!s || !doc_id || !fn)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "profiles: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "profiles: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	if ((rc = st_meta_get(s, t, doc_id, &m, why, why_len)) != 0) {
@@ -314,24 +314,18 @@ store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	}
 	for (i = 0; i < m.n && !stop; i++) {
 		uint8_t key[ST_SNAP_KEY];
-		struct snap_header h;
 		char hw[256] = "";
 		MDB_val k, v;
 		int hr;
 
-		st_snap_key(key, doc_id, m.p[i].id, SNAP_HEADER_LAYER);
+		st_snap_key(key, doc_id, m.p[i].id, STORE_HEAD_RECORD);
 		k.mv_data = key;
 		k.mv_size = sizeof(key);
-		memset(&h, 0, sizeof(h));
 		hr = mdb_get(t, s->snaps, &k, &v);
-		if (hr == 0)
-			hr = snap_header_decode(v.mv_data, v.mv_size, &h, hw, sizeof(hw));
-		else
+		if (hr != 0)
 			snprintf(hw, sizeof(hw), "header record: %s", mdb_strerror(hr));
-		stop = fn(arg, m.p[i].id, m.p[i].bytes, hr == 0 ? &h : NULL, hr == 0 ? NULL : hw,
-		    m.p[i].last_used_us);
-		if (hr == 0)
-			snap_header_free(&h);
+		stop = fn(arg, m.p[i].id, m.p[i].bytes, hr == 0 ? v.mv_data : NULL,
+		    hr == 0 ? v.mv_size : 0, hr == 0 ? NULL : hw, m.p[i].last_used_us);
 	}
 	st_meta_free(&m);
 	st_abort(s, t);
@@ -351,7 +345,7 @@ store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len)
 	int rc;
 
 	if (!s || !st)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
 	memset(st, 0, sizeof(*st));
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;

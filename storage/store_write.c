@@ -73,7 +73,7 @@ sw_unname(struct store *s, MDB_txn *t, const char *name, const uint8_t *doc, cha
 	k.mv_size = strlen(name);
 	rc = mdb_get(t, s->names, &k, &v);
 	if (rc == MDB_NOTFOUND ||
-	    (rc == 0 && (v.mv_size != SNAP_ID_BYTES || memcmp(v.mv_data, doc, SNAP_ID_BYTES))))
+	    (rc == 0 && (v.mv_size != STORE_ID_BYTES || memcmp(v.mv_data, doc, STORE_ID_BYTES))))
 		return 0;
 	if (rc == 0)
 		rc = mdb_del(t, s->names, &k, NULL);
@@ -96,16 +96,16 @@ sw_name(struct store *s, MDB_txn *t, struct st_meta *m, const char *name, char *
 		k.mv_data = (void *)(uintptr_t)name;
 		k.mv_size = strlen(name);
 		rc = mdb_get(t, s->names, &k, &v);
-		if (rc == 0 && v.mv_size == SNAP_ID_BYTES &&
-		    memcmp(v.mv_data, m->d.doc_id, SNAP_ID_BYTES) != 0) {
+		if (rc == 0 && v.mv_size == STORE_ID_BYTES &&
+		    memcmp(v.mv_data, m->d.doc_id, STORE_ID_BYTES) != 0) {
 			st_short(v.mv_data, other);
-			return eng_fail(why, why_len, STORE_ERR_EXISTS,
+			return store_fail(why, why_len, STORE_ERR_EXISTS,
 			    "name '%s' belongs to document %s", name, other);
 		}
 		if (rc != 0 && rc != MDB_NOTFOUND)
 			return st_mdb(rc, "look up name", why, why_len);
 		v.mv_data = m->d.doc_id;
-		v.mv_size = SNAP_ID_BYTES;
+		v.mv_size = STORE_ID_BYTES;
 		if ((rc = mdb_put(t, s->names, &k, &v, 0)) != 0)
 			return st_mdb(rc, "write name", why, why_len);
 	}
@@ -120,15 +120,15 @@ st_del_records(struct store *s, MDB_txn *t, const uint8_t *doc, const uint8_t *p
     uint64_t *bytes, char *why, size_t why_len)
 {
 	uint8_t key[ST_SNAP_KEY];
-	size_t plen = prof ? ST_PREFIX : SNAP_ID_BYTES;
+	size_t plen = prof ? ST_PREFIX : STORE_ID_BYTES;
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc;
 
 	memset(key, 0, sizeof(key));
-	memcpy(key, doc, SNAP_ID_BYTES);
+	memcpy(key, doc, STORE_ID_BYTES);
 	if (prof)
-		memcpy(key + SNAP_ID_BYTES, prof, SNAP_ID_BYTES);
+		memcpy(key + STORE_ID_BYTES, prof, STORE_ID_BYTES);
 	if (bytes)
 		*bytes = 0;
 	if ((rc = mdb_cursor_open(t, s->snaps, &c)) != 0)
@@ -168,7 +168,7 @@ st_drop(struct store *s, MDB_txn *t, struct st_meta *m, int i, char *why, size_t
 	if ((rc = sw_unname(s, t, m->d.name, m->d.doc_id, why, why_len)) != 0)
 		return rc;
 	k.mv_data = m->d.doc_id;
-	k.mv_size = SNAP_ID_BYTES;
+	k.mv_size = STORE_ID_BYTES;
 	rc = mdb_del(t, s->docs, &k, NULL);
 	return rc ? st_mdb(rc, "delete document", why, why_len) : 0;
 }
@@ -182,40 +182,28 @@ struct sw_put {
 	uint64_t payload;
 };
 
-/* Check the arguments, and that the header belongs to this snapshot (the
- * store refuses to file a header under another profile or layer count). */
+/* Check the arguments (what the records hold is the codec's business: the
+ * store takes them as bytes). */
 static int
 sw_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_t *payload,
     char *why, size_t why_len)
 {
-	struct snap_header h;
-	char w[200];
 	int i, rc;
 
 	if (!d || !sn || !sn->header || !sn->header_len || sn->n_layer < 1 ||
-	    sn->n_layer >= (int)SNAP_HEADER_LAYER || !sn->layer || !sn->layer_len)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
+	    sn->n_layer >= (int)STORE_HEAD_RECORD || !sn->layer || !sn->layer_len)
+		return store_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
 	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)))
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
+		return store_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
 	if (d->name[0] && (rc = store_name_check(d->name, why, why_len)) != 0)
 		return rc;
 	*payload = sn->header_len;
 	for (i = 0; i < sn->n_layer; i++) {
 		if (!sn->layer[i] || !sn->layer_len[i])
-			return eng_fail(why, why_len, STORE_ERR_ARG, "put: layer %d empty", i);
+			return store_fail(why, why_len, STORE_ERR_ARG, "put: layer %d empty", i);
 		*payload += sn->layer_len[i];
 	}
-	memset(&h, 0, sizeof(h));
-	if ((rc = snap_header_decode(sn->header, sn->header_len, &h, w, sizeof(w))) != 0)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: header record: %s", w);
-	rc = 0;
-	if (h.n_layer != sn->n_layer)
-		rc = eng_fail(why, why_len, STORE_ERR_ARG, "put: header has %d layers, snapshot %d",
-		    h.n_layer, sn->n_layer);
-	else if (memcmp(h.profile_id, sn->profile_id, SNAP_ID_BYTES) != 0)
-		rc = eng_fail(why, why_len, STORE_ERR_ARG, "put: header is of another profile");
-	snap_header_free(&h);
-	return rc;
+	return 0;
 }
 
 /* Metadata for the put: a new document from d, or the stored one with d's
@@ -256,7 +244,7 @@ sw_put_records(struct store *s, MDB_txn *t, const uint8_t *doc,
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
 	for (i = -1; i < sn->n_layer; i++) {
-		unsigned layer = i < 0 ? SNAP_HEADER_LAYER : (unsigned)i;
+		unsigned layer = i < 0 ? STORE_HEAD_RECORD : (unsigned)i;
 		st_snap_key(key, doc, sn->profile_id, layer);
 		v.mv_data = (void *)(uintptr_t)(i < 0 ? sn->header : sn->layer[i]);
 		v.mv_size = i < 0 ? sn->header_len : sn->layer_len[i];
@@ -292,7 +280,7 @@ sw_put_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if (rc == 0)
 		rc = sw_lru(s, t, 1, stamp, doc, prof, why, why_len);
 	if (rc == 0 && st_meta_set(&m, prof, stamp, a->payload) != 0)
-		rc = eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		rc = store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	if (rc == 0) {
 		m.d.last_used_us = stamp;
 		rc = st_meta_put(s, t, &m, why, why_len);
@@ -308,7 +296,7 @@ store_put(struct store *s, const struct store_doc *d, const struct store_snapsho
 	struct sw_put a = { d, snap, 0 };
 	int rc;
 	if (!s)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: no store");
+		return store_fail(why, why_len, STORE_ERR_ARG, "put: no store");
 	if ((rc = sw_put_check(d, snap, &a.payload, why, why_len)) != 0)
 		return rc;
 	return st_write(s, sw_put_op, &a, (size_t)a.payload, why, why_len);
@@ -338,7 +326,7 @@ sw_touch_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if ((i = st_meta_find(&m, a->prof)) < 0) {
 		st_short(a->doc, d);
 		st_short(a->prof, p);
-		rc = eng_fail(why, why_len, STORE_ERR_NOT_FOUND,
+		rc = store_fail(why, why_len, STORE_ERR_NOT_FOUND,
 		    "no snapshot of document %s for profile %s", d, p);
 	}
 	if (rc == 0)
@@ -354,12 +342,12 @@ sw_touch_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 }
 
 int
-store_touch(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], char *why, size_t why_len)
+store_touch(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], char *why, size_t why_len)
 {
 	struct sw_ids a = { doc_id, profile_id, NULL };
 	if (!s || !doc_id || !profile_id)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "touch: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "touch: missing argument");
 	return st_write(s, sw_touch_op, &a, 0, why, why_len);
 }
 
@@ -380,13 +368,13 @@ sw_rename_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 }
 
 int
-store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *name,
+store_rename(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], const char *name,
     char *why, size_t why_len)
 {
 	struct sw_ids a = { doc_id, NULL, name };
 	int rc;
 	if (!s || !doc_id || !name)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "rename: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "rename: missing argument");
 	if (name[0] && (rc = store_name_check(name, why, why_len)) != 0)
 		return rc;
 	return st_write(s, sw_rename_op, &a, 0, why, why_len);
@@ -411,8 +399,8 @@ sw_scrub(MDB_txn *t, MDB_dbi db, int in_key, const uint8_t *doc,
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		const MDB_val *x = in_key ? &k : &v;
 		size_t off = in_key ? 8 : 0;
-		if (x->mv_size < off + SNAP_ID_BYTES ||
-		    memcmp((const uint8_t *)x->mv_data + off, doc, SNAP_ID_BYTES) != 0)
+		if (x->mv_size < off + STORE_ID_BYTES ||
+		    memcmp((const uint8_t *)x->mv_data + off, doc, STORE_ID_BYTES) != 0)
 			continue;
 		if ((rc = mdb_cursor_del(c, 0)) != 0)
 			break;
@@ -452,22 +440,22 @@ sw_rm_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if (rc)
 		return rc;
 	k.mv_data = (void *)(uintptr_t)a->doc;
-	k.mv_size = SNAP_ID_BYTES;
+	k.mv_size = STORE_ID_BYTES;
 	rc = mdb_del(t, s->docs, &k, NULL);
 	if (rc && rc != MDB_NOTFOUND)
 		return st_mdb(rc, "delete document", why, why_len);
 	if (!found && !bytes) {
 		st_short(a->doc, id);
-		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
+		return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
 	}
 	return 0;
 }
 
 int
-store_rm(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], char *why, size_t why_len)
+store_rm(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], char *why, size_t why_len)
 {
 	struct sw_ids a = { doc_id, NULL, NULL };
 	if (!s || !doc_id)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
 	return st_write(s, sw_rm_op, &a, 0, why, why_len);
 }
