@@ -1,6 +1,6 @@
 /*
- * store_meta.c: the value of a `docs` record (document metadata) and the
- * rules for document names.
+ * store_meta.c: the document metadata codec: the bytes a backend keeps as
+ * a document's value (LMDB: its `docs` record).
  *
  * Layout, version 1, every integer little-endian:
  *
@@ -33,7 +33,7 @@
 
 #include <sodium.h>
 
-#include "storage/store_internal.h"
+#include "storage/store_backend.h"
 
 #define SM_MAGIC "KSdm"
 #define SM_VERSION 1
@@ -257,67 +257,4 @@ st_meta_del(struct st_meta *m, int idx)
 	memmove(m->p + idx, m->p + idx + 1, (size_t)(m->n - idx - 1) * sizeof(*m->p));
 	m->n--;
 	sm_derive(m);
-}
-
-int
-st_meta_get(struct store *s, MDB_txn *t, const uint8_t *doc, struct st_meta *m, char *why,
-    size_t why_len)
-{
-	char id[13], w[200];
-	MDB_val k, v;
-	int rc;
-
-	memset(m, 0, sizeof(*m));
-	k.mv_data = (void *)(uintptr_t)doc;
-	k.mv_size = STORE_ID_BYTES;
-	st_short(doc, id);
-	rc = mdb_get(t, s->docs, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
-	if (rc)
-		return st_mdb(rc, "read document metadata", why, why_len);
-	if ((rc = st_meta_decode(v.mv_data, v.mv_size, m, w, sizeof(w))) != 0)
-		return store_fail(why, why_len, rc, "metadata of document %s: %s", id, w);
-	memcpy(m->d.doc_id, doc, STORE_ID_BYTES);
-	return 0;
-}
-
-/* Written in place (MDB_RESERVE): no temporary copy. */
-int
-st_meta_put(struct store *s, MDB_txn *t, const struct st_meta *m, char *why, size_t why_len)
-{
-	MDB_val k, v;
-	int rc;
-
-	if (m->n < 1 || m->n > 65535)
-		return store_fail(why, why_len, STORE_ERR_ARG, "%d profiles for one document", m->n);
-	k.mv_data = (void *)(uintptr_t)m->d.doc_id;
-	k.mv_size = STORE_ID_BYTES;
-	v.mv_data = NULL;
-	v.mv_size = st_meta_size(m);
-	if ((rc = mdb_put(t, s->docs, &k, &v, MDB_RESERVE)) != 0)
-		return st_mdb(rc, "write document metadata", why, why_len);
-	st_meta_encode(m, v.mv_data);
-	return 0;
-}
-
-int
-store_name_check(const char *name, char *why, size_t why_len)
-{
-	size_t n = strlen(name), i, hex = 0;
-	if (n == 0 || n > ST_NAME_MAX)
-		return store_fail(why, why_len, STORE_ERR_ARG, "a name has 1 to %d bytes", ST_NAME_MAX);
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
-		/* C1 controls are U+0080..U+009F, UTF-8 \xc2\x80..\xc2\x9f */
-		if (c < 0x20 || c == 0x7f ||
-		    (c == 0xc2 && i + 1 < n && (unsigned char)name[i + 1] >= 0x80 &&
-		    (unsigned char)name[i + 1] <= 0x9f))
-			return store_fail(why, why_len, STORE_ERR_ARG, "control character in name");
-		hex += (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-	}
-	if (hex == n && n >= 4)
-		return store_fail(why, why_len, STORE_ERR_ARG,
-		    "name '%s' reads as a document id prefix; add a non-hex character", name);
-	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * store_prune.c: drop snapshots least recently used first until the
+ * store_lmdb_prune.c: drop snapshots least recently used first until the
  * limits hold (age, count, bytes), in one write transaction; or, for a dry
  * run, only say which would go.  The lru database is ordered by last use,
  * so the victims are a prefix of it.
@@ -9,24 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/store_internal.h"
-
-struct sw_victim {
-	uint8_t doc[STORE_ID_BYTES], prof[STORE_ID_BYTES];
-	uint64_t bytes;
-	int64_t last_used_us;
-};
+#include "storage/store_lmdb.h"
 
 struct sw_prune {
 	const struct store_prune *p;
-	struct sw_victim *v;
-	int64_t nv, cap;
-	uint64_t bytes;
+	struct st_victims *v;
 };
 
 /* Stored bytes of the whole store (decodable documents). */
 static int
-sw_total_bytes(struct store *s, MDB_txn *t, uint64_t *total, char *why, size_t why_len)
+sw_total_bytes(struct store_lmdb *s, MDB_txn *t, uint64_t *total, char *why, size_t why_len)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -49,7 +41,7 @@ sw_total_bytes(struct store *s, MDB_txn *t, uint64_t *total, char *why, size_t w
 
 /* Size of the snapshot an lru key names, from its document's table. */
 static int
-sw_lru_bytes(struct store *s, MDB_txn *t, const uint8_t *key, uint64_t *bytes, char *why,
+sw_lru_bytes(struct store_lmdb *s, MDB_txn *t, const uint8_t *key, uint64_t *bytes, char *why,
     size_t why_len)
 {
 	struct st_meta m;
@@ -73,42 +65,21 @@ sw_lru_bytes(struct store *s, MDB_txn *t, const uint8_t *key, uint64_t *bytes, c
 	return 0;
 }
 
-static int
-sw_victim_add(struct sw_prune *a, const uint8_t *key, uint64_t bytes)
-{
-	struct sw_victim *x;
-	if (a->nv == a->cap) {
-		int64_t cap = a->cap ? 2 * a->cap : 64;
-		if (!(x = realloc(a->v, (size_t)cap * sizeof(*x))))
-			return STORE_ERR_NOMEM;
-		a->v = x;
-		a->cap = cap;
-	}
-	x = &a->v[a->nv++];
-	memcpy(x->doc, key + 8, STORE_ID_BYTES);
-	memcpy(x->prof, key + 8 + STORE_ID_BYTES, STORE_ID_BYTES);
-	x->bytes = bytes;
-	x->last_used_us = st_lru_stamp(key);
-	a->bytes += bytes;
-	return 0;
-}
-
 /* Walk lru from the oldest use and collect victims while any limit is
- * broken.  Each limit, once met, stays met further along (ages only grow,
- * counts and bytes only shrink), so the walk stops at the first keeper. */
+ * broken (st_prune_more: the walk stops at the first keeper). */
 static int
-sw_prune_walk(struct store *s, MDB_txn *t, struct sw_prune *a, char *why, size_t why_len)
+sw_prune_walk(struct store_lmdb *s, MDB_txn *t, struct sw_prune *a, char *why, size_t why_len)
 {
 	const struct store_prune *p = a->p;
-	int64_t cutoff = p->older_than_us > 0 ? st_now_us() - p->older_than_us : INT64_MIN;
+	int64_t cutoff = st_prune_cutoff(p);
 	uint64_t n_left = 0, b_left = 0, bytes = 0;
 	MDB_cursor *c;
 	MDB_stat ms;
 	MDB_val k, v;
 	int rc, err = 0;
 
-	a->nv = 0;
-	a->bytes = 0;
+	a->v->n = 0; /* a retried transaction walks again */
+	a->v->bytes = 0;
 	if ((rc = mdb_stat(t, s->lru, &ms)) != 0)
 		return st_mdb(rc, "lru stats", why, why_len);
 	n_left = ms.ms_entries;
@@ -124,10 +95,11 @@ sw_prune_walk(struct store *s, MDB_txn *t, struct sw_prune *a, char *why, size_t
 			err = sw_lru_bytes(s, t, k.mv_data, &bytes, why, why_len);
 		if (err)
 			break;
-		if (!(st_lru_stamp(k.mv_data) < cutoff || (p->keep >= 0 && n_left > (uint64_t)p->keep) ||
-		        (p->max_bytes > 0 && b_left > p->max_bytes)))
+		if (!st_prune_more(p, cutoff, st_lru_stamp(k.mv_data), n_left, b_left))
 			break;
-		if (sw_victim_add(a, k.mv_data, bytes) != 0)
+		if (st_victims_add(a->v, (const uint8_t *)k.mv_data + 8,
+		        (const uint8_t *)k.mv_data + 8 + STORE_ID_BYTES, bytes,
+		        st_lru_stamp(k.mv_data)) != 0)
 			err = store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 		n_left--;
 		b_left = b_left > bytes ? b_left - bytes : 0;
@@ -139,7 +111,7 @@ sw_prune_walk(struct store *s, MDB_txn *t, struct sw_prune *a, char *why, size_t
 }
 
 static int
-sw_prune_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
+sw_prune_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 {
 	struct sw_prune *a = arg;
 	struct st_meta m;
@@ -148,10 +120,10 @@ sw_prune_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 
 	if ((rc = sw_prune_walk(s, t, a, why, why_len)) != 0)
 		return rc;
-	for (j = 0; j < a->nv; j++) {
-		if ((rc = st_meta_get(s, t, a->v[j].doc, &m, why, why_len)) != 0)
+	for (j = 0; j < a->v->n; j++) {
+		if ((rc = st_meta_get(s, t, a->v->v[j].doc, &m, why, why_len)) != 0)
 			return rc;
-		i = st_meta_find(&m, a->v[j].prof);
+		i = st_meta_find(&m, a->v->v[j].prof);
 		rc = i >= 0 ? st_drop(s, t, &m, i, why, why_len) : 0;
 		st_meta_free(&m);
 		if (rc)
@@ -161,37 +133,19 @@ sw_prune_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 }
 
 int
-store_prune(struct store *s, const struct store_prune *p,
-    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
-        const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes, int64_t last_used_us),
-    void *arg, int64_t *n_dropped, uint64_t *bytes_dropped, char *why, size_t why_len)
+stl_prune(struct store *fs, const struct store_prune *p, struct st_victims *v, char *why,
+    size_t why_len)
 {
-	struct sw_prune a = { p, NULL, 0, 0, 0 };
+	struct store_lmdb *s = fs->be;
+	struct sw_prune a = { p, v };
 	MDB_txn *t;
-	int64_t j;
 	int rc;
 
-	if (n_dropped)
-		*n_dropped = 0;
-	if (bytes_dropped)
-		*bytes_dropped = 0;
-	if (!s || !p)
-		return store_fail(why, why_len, STORE_ERR_ARG, "prune: missing argument");
-	if (p->dry_run) {
-		if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
-			return rc;
-		rc = sw_prune_walk(s, t, &a, why, why_len);
-		st_abort(s, t);
-	} else {
-		rc = st_write(s, sw_prune_op, &a, 0, why, why_len);
-	}
-	/* Report only what is gone (or would go): after the commit. */
-	for (j = 0; rc == 0 && fn && j < a.nv; j++)
-		fn(arg, a.v[j].doc, a.v[j].prof, a.v[j].bytes, a.v[j].last_used_us);
-	if (rc == 0 && n_dropped)
-		*n_dropped = a.nv;
-	if (rc == 0 && bytes_dropped)
-		*bytes_dropped = a.bytes;
-	free(a.v);
+	if (!p->dry_run)
+		return st_write(s, sw_prune_op, &a, 0, why, why_len);
+	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
+		return rc;
+	rc = sw_prune_walk(s, t, &a, why, why_len);
+	st_abort(s, t);
 	return rc;
 }

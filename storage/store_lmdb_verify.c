@@ -1,6 +1,6 @@
 /*
- * store_verify.c: check every snapshot of the store (or of one document)
- * in one read transaction, against the invariants store_write.c keeps and
+ * store_lmdb_verify.c: check every snapshot of the store (or of one document)
+ * in one read transaction, against the invariants store_lmdb_write.c keeps and
  * the caller's content check (the codec's: snap_verify):
  *   - the head record is present, and the content check passes on the
  *     snapshot's records (snap_verify: the header decodes, names the key's
@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/store_internal.h"
+#include "storage/store_lmdb.h"
 
 #define SV_WHY 320
 
 struct sv {
-	struct store *s;
+	struct store_lmdb *s;
 	MDB_txn *t;
 	store_check_fn check;
 	void *check_arg;
@@ -376,11 +376,12 @@ sv_all(struct sv *v, char *why, size_t why_len)
 }
 
 int
-store_verify(struct store *s, const uint8_t *doc_id, store_check_fn check, void *check_arg,
+stl_verify(struct store *fs, const uint8_t *doc_id, store_check_fn check, void *check_arg,
     int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
         const uint8_t profile_id[STORE_ID_BYTES], const char *why),
     void *arg, char *why, size_t why_len)
 {
+	struct store_lmdb *s = fs->be;
 	struct sv v;
 	char id[13];
 	int rc;
@@ -391,8 +392,6 @@ store_verify(struct store *s, const uint8_t *doc_id, store_check_fn check, void 
 	v.check_arg = check_arg;
 	v.fn = fn;
 	v.arg = arg;
-	if (!s)
-		return store_fail(why, why_len, STORE_ERR_ARG, "verify: no store");
 	if ((rc = st_begin(s, 0, &v.t, why, why_len)) != 0)
 		return rc;
 	rc = doc_id ? sv_doc(&v, doc_id, why, why_len) : sv_all(&v, why, why_len);

@@ -1,6 +1,6 @@
 /*
- * store_read.c: the read side of the store: resolve a document reference,
- * read a snapshot layer by layer, info, ls, profiles and stats.  Every call
+ * store_lmdb_read.c: the LMDB backend's read side: resolve a document
+ * reference, read a snapshot record by record, info, ls, profiles, stats.  Every call
  * runs in one read transaction (a consistent view; never blocks a writer).
  */
 #include <stdint.h>
@@ -8,73 +8,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/store_internal.h"
+#include "storage/store_lmdb.h"
 
 /* ------------------------------------------------------------------------ */
 /* Resolve                                                                   */
 
-static int
-st_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Number of leading hex digits of ref (all of it when the result is its
- * length). */
-static size_t
-st_hexlen(const char *ref)
-{
-	size_t n = 0;
-	while (ref[n] && st_hexval((unsigned char)ref[n]) >= 0)
-		n++;
-	return n;
-}
-
-/* Digits ref[0..n) as the high nibbles of a 32-byte key, zeros after. */
-static void
-st_hex_key(const char *ref, size_t n, uint8_t key[STORE_ID_BYTES])
-{
-	size_t i;
-	memset(key, 0, STORE_ID_BYTES);
-	for (i = 0; i < n; i++)
-		key[i / 2] |= (uint8_t)(st_hexval((unsigned char)ref[i]) << (i % 2 ? 0 : 4));
-}
-
-/* Does id start with the n-digit prefix whose nibbles are in pk? */
-static int
-st_has_prefix(const uint8_t *id, const uint8_t *pk, size_t n)
-{
-	if (memcmp(id, pk, n / 2) != 0)
-		return 0;
-	return n % 2 == 0 || (id[n / 2] >> 4) == (pk[n / 2] >> 4);
-}
-
 /* Documents whose id starts with the prefix: a range scan from the
  * prefix padded with zeros; stops at the second match. */
 static int
-st_resolve_prefix(struct store *s, MDB_txn *t, const char *ref, size_t n,
+st_resolve_prefix(struct store_lmdb *s, MDB_txn *t, const struct st_ref *ref,
     uint8_t doc_id[STORE_ID_BYTES], int *matches, char *why, size_t why_len)
 {
-	uint8_t pk[STORE_ID_BYTES];
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc;
 
-	st_hex_key(ref, n, pk);
 	*matches = 0;
 	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0)
 		return st_mdb(rc, "cursor", why, why_len);
-	k.mv_data = pk;
+	k.mv_data = (void *)(uintptr_t)ref->key;
 	k.mv_size = STORE_ID_BYTES;
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0 && *matches < 2;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (k.mv_size != STORE_ID_BYTES || !st_has_prefix(k.mv_data, pk, n))
+		if (k.mv_size != STORE_ID_BYTES || !st_ref_match(ref, k.mv_data))
 			break;
 		if ((*matches)++ == 0)
 			memcpy(doc_id, k.mv_data, STORE_ID_BYTES);
@@ -84,54 +40,53 @@ st_resolve_prefix(struct store *s, MDB_txn *t, const char *ref, size_t n,
 }
 
 static int
-st_resolve_txn(struct store *s, MDB_txn *t, const char *ref, uint8_t doc_id[STORE_ID_BYTES],
-    char *why, size_t why_len)
+st_resolve_txn(struct store_lmdb *s, MDB_txn *t, const struct st_ref *ref,
+    uint8_t doc_id[STORE_ID_BYTES], char *why, size_t why_len)
 {
-	size_t len = strlen(ref), nhex = st_hexlen(ref);
 	MDB_val k, v;
 	int rc, matches;
 
-	if (len == 2 * STORE_ID_BYTES && nhex == len) {
-		st_hex_key(ref, len, doc_id);
+	if (ref->kind == ST_REF_ID) {
+		memcpy(doc_id, ref->key, STORE_ID_BYTES);
 		k.mv_data = doc_id;
 		k.mv_size = STORE_ID_BYTES;
 		rc = mdb_get(t, s->docs, &k, &v);
 		if (rc == MDB_NOTFOUND)
-			return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", ref);
+			return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", ref->text);
 		return rc ? st_mdb(rc, "look up document", why, why_len) : 0;
 	}
-	if (nhex == len && len >= 4 && len < 2 * STORE_ID_BYTES) {
-		if ((rc = st_resolve_prefix(s, t, ref, len, doc_id, &matches, why, why_len)) != 0)
+	if (ref->kind == ST_REF_PREFIX) {
+		if ((rc = st_resolve_prefix(s, t, ref, doc_id, &matches, why, why_len)) != 0)
 			return rc;
 		if (matches > 1)
 			return store_fail(why, why_len, STORE_ERR_AMBIGUOUS,
-			    "prefix %s names several documents; give more digits", ref);
+			    "prefix %s names several documents; give more digits", ref->text);
 		if (matches == 1)
 			return 0;
 	}
 	/* A name (hex-looking names are refused, so no prefix shadows one). */
-	k.mv_data = (void *)(uintptr_t)ref;
-	k.mv_size = len;
-	rc = len && len <= ST_NAME_MAX ? mdb_get(t, s->names, &k, &v) : MDB_NOTFOUND;
+	k.mv_data = (void *)(uintptr_t)ref->text;
+	k.mv_size = ref->len;
+	rc = ref->len && ref->len <= ST_NAME_MAX ? mdb_get(t, s->names, &k, &v) : MDB_NOTFOUND;
 	if (rc == MDB_NOTFOUND)
-		return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document matches '%s'", ref);
+		return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document matches '%s'",
+		    ref->text);
 	if (rc)
 		return st_mdb(rc, "look up name", why, why_len);
 	if (v.mv_size != STORE_ID_BYTES)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "name '%s': stored id of %zu bytes",
-		    ref, v.mv_size);
+		    ref->text, v.mv_size);
 	memcpy(doc_id, v.mv_data, STORE_ID_BYTES);
 	return 0;
 }
 
 int
-store_resolve(struct store *s, const char *ref, uint8_t doc_id[STORE_ID_BYTES], char *why,
-    size_t why_len)
+stl_resolve(struct store *fs, const struct st_ref *ref, uint8_t doc_id[STORE_ID_BYTES],
+    char *why, size_t why_len)
 {
+	struct store_lmdb *s = fs->be;
 	MDB_txn *t;
 	int rc;
-	if (!s || !ref || !doc_id)
-		return store_fail(why, why_len, STORE_ERR_ARG, "resolve: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	rc = st_resolve_txn(s, t, ref, doc_id, why, why_len);
@@ -140,63 +95,33 @@ store_resolve(struct store *s, const char *ref, uint8_t doc_id[STORE_ID_BYTES], 
 }
 
 /* ------------------------------------------------------------------------ */
-/* Readers                                                                   */
-
-struct store_reader {
-	struct store *s;
-	MDB_txn *t;
-	uint8_t doc[STORE_ID_BYTES], prof[STORE_ID_BYTES];
-};
+/* Readers: r->be is the read transaction                                    */
 
 int
-store_read_begin(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
-    const uint8_t profile_id[STORE_ID_BYTES], struct store_reader **out, char *why,
-    size_t why_len)
+stl_read_begin(struct store_reader *r, char *why, size_t why_len)
 {
-	struct store_reader *r;
-	const uint8_t *buf;
-	size_t len;
+	MDB_txn *t;
 	int rc;
-
-	if (!out)
-		return store_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
-	*out = NULL;
-	if (!s || !doc_id || !profile_id)
-		return store_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
-	if (!(r = calloc(1, sizeof(*r))))
-		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
-	r->s = s;
-	memcpy(r->doc, doc_id, STORE_ID_BYTES);
-	memcpy(r->prof, profile_id, STORE_ID_BYTES);
-	if ((rc = st_begin(s, 0, &r->t, why, why_len)) != 0) {
-		free(r);
+	if ((rc = st_begin(r->s->be, 0, &t, why, why_len)) != 0)
 		return rc;
-	}
-	if ((rc = store_read_layer(r, STORE_HEAD_RECORD, &buf, &len, why, why_len)) != 0) {
-		store_read_end(r);
-		return rc;
-	}
-	*out = r;
+	r->be = t;
 	return 0;
 }
 
 int
-store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, size_t *len,
+stl_read_record(struct store_reader *r, unsigned index, const uint8_t **buf, size_t *len,
     char *why, size_t why_len)
 {
+	struct store_lmdb *s = r->s->be;
 	uint8_t key[ST_SNAP_KEY];
 	char d[13], p[13];
 	MDB_val k, v;
 	int rc;
 
-	if (!r || !buf || !len)
-		return store_fail(why, why_len, STORE_ERR_ARG, "read_layer: missing argument");
-	if (layer > STORE_HEAD_RECORD)
-		return store_fail(why, why_len, STORE_ERR_ARG, "layer %u out of range", layer);
-	st_snap_key(key, r->doc, r->prof, layer);
+	st_snap_key(key, r->doc, r->prof, index);
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
-	rc = mdb_get(r->t, r->s->snaps, &k, &v);
+	rc = mdb_get(r->be, s->snaps, &k, &v);
 	if (rc == 0) {
 		*buf = v.mv_data;
 		*len = v.mv_size;
@@ -204,36 +129,32 @@ store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, si
 	}
 	st_short(r->doc, d);
 	st_short(r->prof, p);
-	if (rc == MDB_NOTFOUND && layer == STORE_HEAD_RECORD)
+	if (rc == MDB_NOTFOUND && index == STORE_HEAD_RECORD)
 		return store_fail(why, why_len, STORE_ERR_NOT_FOUND,
 		    "no snapshot of document %s for profile %s", d, p);
 	if (rc == MDB_NOTFOUND)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT,
-		    "document %s profile %s: layer %u record missing", d, p, layer);
+		    "document %s profile %s: layer %u record missing", d, p, index);
 	return st_mdb(rc, "read record", why, why_len);
 }
 
 void
-store_read_end(struct store_reader *r)
+stl_read_end(struct store_reader *r)
 {
-	if (!r)
-		return;
-	st_abort(r->s, r->t);
-	free(r);
+	st_abort(r->s->be, r->be);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Metadata queries                                                          */
 
 int
-store_info(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], struct store_doc *d,
+stl_info(struct store *fs, const uint8_t *doc_id, struct store_doc *d,
     char *why, size_t why_len)
 {
+	struct store_lmdb *s = fs->be;
 	struct st_meta m;
 	MDB_txn *t;
 	int rc;
-	if (!s || !doc_id || !d)
-		return store_fail(why, why_len, STORE_ERR_ARG, "info: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	rc = st_meta_get(s, t, doc_id, &m, why, why_len);
@@ -249,17 +170,16 @@ store_info(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], struct store_d
  * call then ends STORE_ERR_CORRUPT naming the first (after listing the
  * others: one bad record must not hide the rest of the store). */
 int
-store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
+stl_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *arg,
     char *why, size_t why_len)
 {
+	struct store_lmdb *s = fs->be;
 	MDB_txn *t;
 	MDB_cursor *c;
 	MDB_val k, v;
 	char first[300] = "";
 	int rc, bad = 0;
 
-	if (!s || !fn)
-		return store_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0) {
@@ -295,17 +215,16 @@ store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void 
 }
 
 int
-store_profiles(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+stl_profiles(struct store *fs, const uint8_t *doc_id,
     int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
         const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
     void *arg, char *why, size_t why_len)
 {
+	struct store_lmdb *s = fs->be;
 	struct st_meta m;
 	MDB_txn *t;
 	int rc, i, stop = 0;
 
-	if (!s || !doc_id || !fn)
-		return store_fail(why, why_len, STORE_ERR_ARG, "profiles: missing argument");
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	if ((rc = st_meta_get(s, t, doc_id, &m, why, why_len)) != 0) {
@@ -335,8 +254,9 @@ store_profiles(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
 /* Counts from the databases' own statistics; stored bytes by summing the
  * documents' profile tables (one pass over docs). */
 int
-store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len)
+stl_stats(struct store *fs, struct store_stats *st, char *why, size_t why_len)
 {
+	struct store_lmdb *s = fs->be;
 	MDB_envinfo info;
 	MDB_stat ms;
 	MDB_txn *t;
@@ -344,9 +264,6 @@ store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len)
 	MDB_val k, v;
 	int rc;
 
-	if (!s || !st)
-		return store_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
-	memset(st, 0, sizeof(*st));
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
 	if ((rc = mdb_stat(t, s->docs, &ms)) == 0)
