@@ -48,13 +48,15 @@ const char *store_strerror(int err);
 struct store;
 
 struct store_opts {
-	size_t map_size;     /* initial map size in bytes (0: 64 MiB) */
-	size_t max_map;      /* growth limit (0: 1 TiB) */
+	size_t map_size;     /* LMDB: initial map size in bytes (0: 64 MiB) */
+	size_t max_map;      /* LMDB: growth limit (0: 1 TiB) */
 	int read_only;       /* open without write access (CLI ls/info/verify) */
 };
 
 /* Open (creating the directory and environment if needed, unless
- * read_only) the store in dir.  Close only after every reader has ended. */
+ * read_only) the store in dir: a state directory (LMDB), or "NAME:rest"
+ * for backend NAME ("lmdb:DIR").  Close only after every reader has
+ * ended. */
 int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len);
 void store_close(struct store *s);
@@ -95,8 +97,10 @@ int store_put(struct store *s, const struct store_doc *d, const struct store_sna
 int store_resolve(struct store *s, const char *ref, uint8_t doc_id[STORE_ID_BYTES], char *why,
     size_t why_len);
 
-/* Reading a snapshot layer by layer: a read transaction held by the reader
- * handle; the returned bytes stay valid until the next call or the end. */
+/* Reading a snapshot record by record: one consistent view (LMDB: a read
+ * transaction) held by the reader handle; the returned bytes stay valid
+ * until the next call or the end.  read_begin: STORE_ERR_NOT_FOUND when
+ * the snapshot has no head record. */
 struct store_reader;
 int store_read_begin(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
     const uint8_t profile_id[STORE_ID_BYTES], struct store_reader **out, char *why,

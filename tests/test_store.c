@@ -960,6 +960,13 @@ t_read_only_in(void)
 	TAP_CHECK(put(&b, FX_SMALL_A) == STORE_ERR_ARG, "put refused");
 	TAP_CHECK(store_rm(g_s, a.doc_id, g_why, sizeof(g_why)) == STORE_ERR_ARG, "rm refused");
 	TAP_CHECK(verify_all(&x) == 0, "verify read-only: %s", g_why);
+	/* The backend named in the address: the same store. */
+	snprintf(missing, sizeof(missing), "lmdb:%s", g_dir);
+	TAP_CHECK(store_open(&s2, missing, &ro, g_why, sizeof(g_why)) == 0, "lmdb: open: %s", g_why);
+	memset(&x, 0, sizeof(x));
+	TAP_CHECK(store_ls(s2, ids_ls, &x, g_why, sizeof(g_why)) == 0 && x.n == 1, "lmdb: ls");
+	TAP_CHECK(same_records(s2, a.doc_id, FX_SMALL_A), "lmdb: read");
+	store_close(s2);
 	snprintf(missing, sizeof(missing), "%s/none", g_dir);
 	TAP_CHECK(store_open(&s2, missing, &ro, g_why, sizeof(g_why)) == STORE_ERR_IO && !s2,
 	    "read-only open of nothing");
