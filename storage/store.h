@@ -188,7 +188,7 @@ int store_verify(struct store *s, const uint8_t *doc_id, store_check_fn check,
 
 struct store_stats {
 	uint64_t n_docs, n_snapshots, stored_bytes;
-	uint64_t map_size, map_used; /* bytes */
+	uint64_t map_size, map_used; /* bytes (LMDB's map; 0 for a backend without one) */
 };
 int store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len);
 

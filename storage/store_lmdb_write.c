@@ -1,8 +1,8 @@
 /*
  * store_lmdb_write.c: what changes the LMDB store, prune aside
- * (store_lmdb_prune.c): put, rm, rename, touch.  Each is an op run by st_write() in one write
- * transaction, so it happens entirely or not at all, and is retried once on
- * a grown map.  An op keeps no state across attempts except what it
+ * (store_lmdb_prune.c): put, rm, rename, touch.  Each is an op run by
+ * st_write() in one write transaction, so it happens entirely or not at
+ * all, and is retried once on a grown map.  An op keeps no state across attempts except what it
  * recomputes.
  *
  * Invariants every op keeps (store_lmdb_verify.c checks them):
