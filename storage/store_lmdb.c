@@ -263,7 +263,8 @@ st_commit(struct store_lmdb *s, MDB_txn *t, size_t payload, char *why, size_t wh
 }
 
 int
-st_write(struct store_lmdb *s, st_op_fn op, void *arg, size_t payload, char *why, size_t why_len)
+st_write(struct store_lmdb *s, st_op_fn op, void *arg, size_t payload, char *why,
+    size_t why_len)
 {
 	int attempt, rc;
 	size_t seen;

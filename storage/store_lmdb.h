@@ -81,7 +81,8 @@ int st_del_records(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, const u
  * table entry; the document (and its name) goes with its last snapshot.  m
  * is updated, and written back unless the document went
  * (store_lmdb_write.c). */
-int st_drop(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, int i, char *why, size_t why_len);
+int st_drop(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, int i, char *why,
+    size_t why_len);
 
 /* The ops (store_lmdb.c lists them). */
 int stl_open(struct store *fs, const char *dir, const struct store_opts *o, char *why,

@@ -34,7 +34,8 @@ st_meta_get(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, struct st_meta
 
 /* Written in place (MDB_RESERVE): no temporary copy. */
 int
-st_meta_put(struct store_lmdb *s, MDB_txn *t, const struct st_meta *m, char *why, size_t why_len)
+st_meta_put(struct store_lmdb *s, MDB_txn *t, const struct st_meta *m, char *why,
+    size_t why_len)
 {
 	MDB_val k, v;
 	int rc;

@@ -1,7 +1,8 @@
 /*
  * store_lmdb_read.c: the LMDB backend's read side: resolve a document
- * reference, read a snapshot record by record, info, ls, profiles, stats.  Every call
- * runs in one read transaction (a consistent view; never blocks a writer).
+ * reference, read a snapshot record by record, info, ls, profiles, stats.
+ * Every call runs in one read transaction (a consistent view; never blocks
+ * a writer).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -148,8 +149,8 @@ stl_read_end(struct store_reader *r)
 /* Metadata queries                                                          */
 
 int
-stl_info(struct store *fs, const uint8_t *doc_id, struct store_doc *d,
-    char *why, size_t why_len)
+stl_info(struct store *fs, const uint8_t *doc_id, struct store_doc *d, char *why,
+    size_t why_len)
 {
 	struct store_lmdb *s = fs->be;
 	struct st_meta m;

@@ -1,7 +1,8 @@
 /*
- * store_lmdb_verify.c: check every snapshot of the store (or of one document)
- * in one read transaction, against the invariants store_lmdb_write.c keeps and
- * the caller's content check (the codec's: snap_verify):
+ * store_lmdb_verify.c: check every snapshot of the store (or of one
+ * document) in one read transaction, against the invariants
+ * store_lmdb_write.c keeps and the caller's content check (the codec's:
+ * snap_verify):
  *   - the head record is present, and the content check passes on the
  *     snapshot's records (snap_verify: the header decodes, names the key's
  *     profile, every layer 0..n_layer-1 is present and passes its checksums,
