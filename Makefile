@@ -46,8 +46,9 @@ LDLIBS   += $(PKG_LIBS) -lm
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 ENGINE_SRC  := $(wildcard engine/*.c)
 STORAGE_SRC := $(wildcard storage/*.c)
+SNAPSHOT_SRC := $(wildcard snapshot/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
-LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SERVICE_SRC)
+LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SNAPSHOT_SRC) $(SERVICE_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA backend (kernels/cuda/): built whenever nvcc is found; without it
@@ -176,7 +177,7 @@ build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/da
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(PKG_LIBS)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c $(wildcard engine/*.h kernels/*.h storage/*.h)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c $(wildcard engine/*.h kernels/*.h storage/*.h snapshot/*.h)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) kernels/cuda_absent.c $(PKG_LIBS) -lm -pthread

@@ -35,7 +35,7 @@
  * words, the prose start) comes from --seed.
  *
  * --quant Q answers every question from the cache as its snapshot would
- * hold it (the codec's round trip, storage/snapshot_io.h: fp16, q4, q4kc).
+ * hold it (the codec's round trip, snapshot/snapshot_io.h: fp16, q4, q4kc).
  *
  * Output: a table, or with --json one object per row (bench/quality.sh turns
  * them into the markdown table and bench/plot_quality.py into the plot).
@@ -50,7 +50,7 @@
 
 #include "bench/quality_data.h"
 #include "engine/engine.h"
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 
 #define QUAL_MAX_LIST 16     /* lengths, fractions */
 #define QUAL_MAX_POLICIES 32 /* policy specs */

@@ -23,7 +23,7 @@
 #include <zstd.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 
 #define BS_MAX_SPECS 16
 

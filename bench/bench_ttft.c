@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 
 #define BT_QUESTION "What is this document about? Answer in one sentence."
 #define BT_DECODE 32

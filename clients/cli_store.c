@@ -313,7 +313,7 @@ cli_info(int argc, char **argv)
 	st_print_doc(&d, o.json);
 	in.json = o.json;
 	in.n = 0;
-	if ((rc = svc_snapshots(s, id, st_profile_cb, &in, why, sizeof(why)))) {
+	if ((rc = snap_profiles(s, id, st_profile_cb, &in, why, sizeof(why)))) {
 		cli_err("info: %s", why);
 		rc = st_exit(rc);
 	}
@@ -434,7 +434,7 @@ cli_verify(int argc, char **argv)
 	if (i == argc - 1 && (rc = st_resolve(s, argv[i], id)))
 		goto out;
 	v.json = o.json;
-	rc = store_verify(s, i == argc - 1 ? id : NULL, st_verify_cb, &v, why, sizeof(why));
+	rc = snap_verify(s, i == argc - 1 ? id : NULL, st_verify_cb, &v, why, sizeof(why));
 	if (rc && rc != STORE_ERR_CORRUPT)
 		cli_err("verify: %s", why);
 	if (!o.json)

@@ -176,7 +176,7 @@ admin_job_run(struct worker *w, struct job *j)
 			return;
 		}
 		arr = json_array();
-		if ((rc = svc_snapshots(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
+		if ((rc = snap_profiles(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
 			json_decref(arr);
 			admin_fail(j, rc, why);
 			return;
@@ -209,7 +209,7 @@ admin_job_run(struct worker *w, struct job *j)
 			json_decref(v.bad);
 			return;
 		}
-		rc = store_verify(s, r->doc ? doc : NULL, admin_verify_cb, &v, why, sizeof(why));
+		rc = snap_verify(s, r->doc ? doc : NULL, admin_verify_cb, &v, why, sizeof(why));
 		if (rc && rc != STORE_ERR_CORRUPT) {
 			json_decref(v.bad);
 			admin_fail(j, rc, why);

@@ -19,7 +19,7 @@
 #include "daemon/daemon.h"
 #include "engine/engine.h"
 #include "service/service.h"
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 
 /* ------------------------------------------------------------------------ */
 /* Logging (log.c): levels, to stderr (journald keeps the rest).            */

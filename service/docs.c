@@ -1,9 +1,8 @@
 /*
  * docs.c: the store's documents as both kvsnapd's admin jobs and the
- * kvsnap store commands read them: a DOC reference resolved, a document's
- * snapshots with their decoded headers, the units a snapshot keeps.
- * (Every reader of a document's snapshots goes through svc_snapshots, so
- * where the store and the snapshot codec meet is named once.)
+ * kvsnap store commands read them: a DOC reference resolved, the units a
+ * snapshot keeps.  (A document's snapshots with their decoded headers:
+ * snap_profiles, where the store and the snapshot codec meet.)
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,13 +21,6 @@ svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
 	if (!st->why[0])
 		snprintf(st->why, sizeof(st->why), "%s", store_strerror(rc));
 	return svc_fail(st, SVC_AT_RESOLVE, rc);
-}
-
-int
-svc_snapshots(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], svc_snapshot_fn fn,
-    void *arg, char *why, size_t why_len)
-{
-	return store_profiles(s, doc_id, fn, arg, why, why_len);
 }
 
 int64_t

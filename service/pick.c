@@ -47,7 +47,7 @@ svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], int flags,
 	memset(&pk, 0, sizeof(pk));
 	pk.v = v;
 	*n_other = 0;
-	rc = svc_snapshots(v->s, doc_id, pick_cb, &pk, st->why, sizeof(st->why));
+	rc = snap_profiles(v->s, doc_id, pick_cb, &pk, st->why, sizeof(st->why));
 	if (rc && rc != STORE_ERR_NOT_FOUND)
 		return svc_fail(st, SVC_AT_LOOKUP, rc);
 	*n_other = pk.other;

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 #include "storage/store.h"
 
 /* ------------------------------------------------------------------------ */
@@ -108,14 +108,6 @@ int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, s
  * -1 with st (SVC_AT_RESOLVE, a STORE_ERR_ code, always a reason). */
 int svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
     struct svc_status *st);
-
-/* Each stored snapshot of a document: its profile_id, stored bytes,
- * decoded header (NULL with a reason when it does not decode) and last
- * use; non-zero from fn stops.  A STORE_ERR_ code with a reason. */
-typedef int (*svc_snapshot_fn)(void *arg, const uint8_t profile_id[SNAP_ID_BYTES],
-    uint64_t bytes, const struct snap_header *h, const char *why, int64_t last_used_us);
-int svc_snapshots(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], svc_snapshot_fn fn,
-    void *arg, char *why, size_t why_len);
 
 /* The units (kept positions over every layer and KV head) of a snapshot. */
 int64_t svc_snapshot_units(const struct snap_header *h);

@@ -93,7 +93,7 @@ svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
 	memset(out, 0, sizeof(*out));
 	memset(&h, 0, sizeof(h));
 	memset(&sp, 0, sizeof(sp));
-	if ((rc = svc_snapshots(s, doc, shrink_pick_cb, &sp, why, why_len)))
+	if ((rc = snap_profiles(s, doc, shrink_pick_cb, &sp, why, why_len)))
 		return snapio_from_store(rc);
 	if (!sp.n) {
 		snprintf(why, why_len, "the document has no kvzip snapshot to shrink (shrink "

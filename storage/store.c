@@ -1,36 +1,27 @@
 /*
- * store.c: the LMDB environment (open, close, map growth), transactions
- * through the gate (store_internal.h), the write-with-retry loop, and the
- * keys, ids and errors.  The read side (resolve, readers, info, ls,
- * profiles, stats) lives in store_read.c, writes in store_write.c and
- * store_prune.c, metadata in store_meta.c, checks in store_verify.c.
+ * store.c: the store's front end (store.h): picks a backend, checks
+ * arguments and names, parses document references, writes the error texts
+ * every backend shares, and dispatches through s->ops (store_backend.h).
+ * Also the helpers backends share: errors, ids, hex, time, prune's limits.
  *
- * Environment: MDB_NOTLS, so a read transaction is not tied to its thread
- * (a query may read layers from a worker other than the one that began);
- * four named databases; default durability (every commit is synced, so a
- * snapshot whose put returned is on disk, and a killed writer leaves the
- * previous committed state).
+ * A store address is a state directory (LMDB, the default), or
+ * "NAME:rest" for the backend NAME ("lmdb:/var/lib/kvsnap").
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
-#include <unistd.h>
 
+#include <pthread.h>
 #include <sodium.h>
 
-#include "storage/store_internal.h"
+#include "storage/store_backend.h"
 
-#define ST_DEFAULT_MAP ((size_t)64 << 20)
-#define ST_DEFAULT_MAX ((size_t)1 << 40)
+static const struct store_ops *const st_backends[] = { &store_lmdb_ops };
 
 /* ------------------------------------------------------------------------ */
-/* Errors                                                                    */
+/* Errors, ids, time                                                         */
 
 const char *
 store_strerror(int err)
@@ -50,35 +41,16 @@ store_strerror(int err)
 	}
 }
 
-/* LMDB returns its own codes and errno values; sort them into ours. */
 int
-st_mdb(int rc, const char *what, char *why, size_t why_len)
+store_fail(char *why, size_t why_len, int err, const char *fmt, ...)
 {
-	int err;
-	switch (rc) {
-	case MDB_SUCCESS: return STORE_OK;
-	case MDB_MAP_FULL: err = ST_MAPFULL; break;
-	case MDB_TXN_FULL: /* more dirty pages than one transaction may hold */
-	case ENOSPC:
-	case EDQUOT: err = STORE_ERR_FULL; break;
-	case MDB_NOTFOUND: err = STORE_ERR_NOT_FOUND; break;
-	case MDB_KEYEXIST: err = STORE_ERR_EXISTS; break;
-	case MDB_CORRUPTED:
-	case MDB_PAGE_NOTFOUND:
-	case MDB_INVALID:
-	case MDB_VERSION_MISMATCH:
-	case MDB_INCOMPATIBLE:
-	case MDB_BAD_VALSIZE: err = STORE_ERR_CORRUPT; break;
-	case MDB_READERS_FULL:
-	case MDB_BAD_RSLOT:
-	case MDB_MAP_RESIZED:
-	case EAGAIN:
-	case EBUSY: err = STORE_ERR_BUSY; break;
-	case ENOMEM: err = STORE_ERR_NOMEM; break;
-	case EINVAL: err = STORE_ERR_ARG; break;
-	default: err = STORE_ERR_IO; break;
+	va_list ap;
+	if (why && why_len) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_len, fmt, ap);
+		va_end(ap);
 	}
-	return eng_fail(why, why_len, err, "%s: %s", what, mdb_strerror(rc));
+	return err;
 }
 
 void
@@ -117,49 +89,10 @@ st_sodium(void)
 }
 
 void
-store_doc_id(const void *bytes, size_t len, uint8_t doc_id[SNAP_ID_BYTES])
+store_doc_id(const void *bytes, size_t len, uint8_t doc_id[STORE_ID_BYTES])
 {
 	st_sodium();
-	crypto_generichash(doc_id, SNAP_ID_BYTES, bytes, len, NULL, 0);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Keys and time                                                             */
-
-static void
-st_be64(uint8_t *p, uint64_t v)
-{
-	int i;
-	for (i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-void
-st_snap_key(uint8_t k[ST_SNAP_KEY], const uint8_t *doc, const uint8_t *prof, unsigned layer)
-{
-	memcpy(k, doc, SNAP_ID_BYTES);
-	memcpy(k + SNAP_ID_BYTES, prof, SNAP_ID_BYTES);
-	k[ST_PREFIX] = (uint8_t)(layer >> 8);
-	k[ST_PREFIX + 1] = (uint8_t)layer;
-}
-
-/* Stamps are never negative (st_stamp keeps them above the clock's 0). */
-void
-st_lru_key(uint8_t k[ST_LRU_KEY], int64_t stamp, const uint8_t *doc, const uint8_t *prof)
-{
-	st_be64(k, (uint64_t)stamp);
-	memcpy(k + 8, doc, SNAP_ID_BYTES);
-	memcpy(k + 8 + SNAP_ID_BYTES, prof, SNAP_ID_BYTES);
-}
-
-int64_t
-st_lru_stamp(const uint8_t *k)
-{
-	uint64_t v = 0;
-	int i;
-	for (i = 0; i < 8; i++)
-		v = v << 8 | k[i];
-	return (int64_t)(v & INT64_MAX);
+	crypto_generichash(doc_id, STORE_ID_BYTES, bytes, len, NULL, 0);
 }
 
 int64_t
@@ -171,288 +104,128 @@ st_now_us(void)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The transaction gate and map growth                                       */
+/* Names and references                                                      */
 
-static void
-st_gate_enter(struct store *s)
+int
+store_name_check(const char *name, char *why, size_t why_len)
 {
-	pthread_mutex_lock(&s->gate_mu);
-	while (s->growing)
-		pthread_cond_wait(&s->gate_cv, &s->gate_mu);
-	s->n_txn++;
-	pthread_mutex_unlock(&s->gate_mu);
+	size_t n = strlen(name), i, hex = 0;
+	if (n == 0 || n > ST_NAME_MAX)
+		return store_fail(why, why_len, STORE_ERR_ARG, "a name has 1 to %d bytes", ST_NAME_MAX);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+		/* C1 controls are U+0080..U+009F, UTF-8 \xc2\x80..\xc2\x9f */
+		if (c < 0x20 || c == 0x7f ||
+		    (c == 0xc2 && i + 1 < n && (unsigned char)name[i + 1] >= 0x80 &&
+		    (unsigned char)name[i + 1] <= 0x9f))
+			return store_fail(why, why_len, STORE_ERR_ARG, "control character in name");
+		hex += (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+	}
+	if (hex == n && n >= 4)
+		return store_fail(why, why_len, STORE_ERR_ARG,
+		    "name '%s' reads as a document id prefix; add a non-hex character", name);
+	return 0;
 }
 
-static void
-st_gate_leave(struct store *s)
-{
-	pthread_mutex_lock(&s->gate_mu);
-	if (--s->n_txn == 0)
-		pthread_cond_broadcast(&s->gate_cv);
-	pthread_mutex_unlock(&s->gate_mu);
-}
-
-static size_t
-st_env_mapsize(MDB_env *env)
-{
-	MDB_envinfo info;
-	mdb_env_info(env, &info);
-	return info.me_mapsize;
-}
-
-/* The map size; under the gate's mutex, since a remap changes it. */
-static size_t
-st_map_size(struct store *s)
-{
-	size_t n;
-	pthread_mutex_lock(&s->gate_mu);
-	n = st_env_mapsize(s->env);
-	pthread_mutex_unlock(&s->gate_mu);
-	return n;
-}
-
-/* Page-size multiple at or above n (LMDB wants whole OS pages). */
-static size_t
-st_round_page(size_t n)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	return (n + pg - 1) / pg * pg;
-}
-
-/* The size to grow a full map of cur bytes to: twice as large, and by at
- * least twice the payload so one big snapshot fits, never past max_map. */
-static size_t
-st_grow_target(const struct store *s, size_t cur, size_t payload)
-{
-	size_t want = cur > SIZE_MAX / 2 ? SIZE_MAX : cur * 2;
-	if (payload <= (SIZE_MAX - cur) / 2 && cur + 2 * payload > want)
-		want = cur + 2 * payload;
-	if (want > s->max_map)
-		want = s->max_map;
-	return st_round_page(want);
-}
-
-/* Remap once no transaction of ours is open: adopt (seen == 0) the size
- * another process committed, or grow a map that was `seen` bytes when our
- * write found it full (unless another thread grew it meanwhile).  A
- * thread that itself holds a reader would wait for ever, hence the bound:
- * STORE_ERR_BUSY after ST_GROW_WAIT_S. */
 static int
-st_remap(struct store *s, size_t seen, size_t payload, char *why, size_t why_len)
+st_hexval(int c)
 {
-	struct timespec until;
-	size_t cur = 0, want = 0;
-	int rc = 0;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ST_GROW_WAIT_S;
-	pthread_mutex_lock(&s->gate_mu);
-	while (s->growing && rc == 0)
-		rc = pthread_cond_timedwait(&s->gate_cv, &s->gate_mu, &until);
-	if (rc == 0) {
-		s->growing = 1;
-		while (s->n_txn > 0 && rc == 0)
-			rc = pthread_cond_timedwait(&s->gate_cv, &s->gate_mu, &until);
-		cur = st_env_mapsize(s->env);
-		want = seen ? st_grow_target(s, cur, payload) : 0;
-		if (rc != 0)
-			rc = ETIMEDOUT;
-		else if (seen && cur > seen)
-			rc = 0; /* another thread grew it */
-		else if (seen && want <= cur)
-			rc = MDB_MAP_FULL;
-		else
-			rc = mdb_env_set_mapsize(s->env, want);
-		s->growing = 0;
-		pthread_cond_broadcast(&s->gate_cv);
-	} else {
-		rc = ETIMEDOUT;
+/* A full id, a prefix of 4+ hex digits, or a name (hex-looking names are
+ * refused, so no prefix shadows one). */
+static void
+st_ref_parse(const char *text, struct st_ref *ref)
+{
+	size_t i, nhex = 0;
+
+	memset(ref, 0, sizeof(*ref));
+	ref->text = text;
+	ref->len = strlen(text);
+	while (text[nhex] && st_hexval((unsigned char)text[nhex]) >= 0)
+		nhex++;
+	if (nhex != ref->len || ref->len < 4 || ref->len > 2 * STORE_ID_BYTES) {
+		ref->kind = ST_REF_NAME;
+		return;
 	}
-	pthread_mutex_unlock(&s->gate_mu);
-	if (rc == ETIMEDOUT)
-		return eng_fail(why, why_len, STORE_ERR_BUSY,
-		    "map resize waited %d s for open transactions of this process",
-		    ST_GROW_WAIT_S);
-	if (rc == MDB_MAP_FULL)
-		return eng_fail(why, why_len, STORE_ERR_FULL,
-		    "map full at %zu MiB (limit %zu MiB): nothing written", cur >> 20,
-		    s->max_map >> 20);
-	return rc ? st_mdb(rc, "map resize", why, why_len) : 0;
+	ref->kind = ref->len == 2 * STORE_ID_BYTES ? ST_REF_ID : ST_REF_PREFIX;
+	ref->n_digits = ref->len;
+	for (i = 0; i < ref->len; i++)
+		ref->key[i / 2] |= (uint8_t)(st_hexval((unsigned char)text[i]) << (i % 2 ? 0 : 4));
 }
 
 int
-st_begin(struct store *s, int write, MDB_txn **t, char *why, size_t why_len)
+st_ref_match(const struct st_ref *ref, const uint8_t *id)
 {
-	int rc, tries;
-	for (tries = 0;; tries++) {
-		st_gate_enter(s);
-		rc = mdb_txn_begin(s->env, NULL, write ? 0 : MDB_RDONLY, t);
-		if (rc == 0)
-			return 0;
-		st_gate_leave(s);
-		/* Another process grew the map: adopt its size, then retry. */
-		if (rc != MDB_MAP_RESIZED || tries > 0)
-			break;
-		if ((rc = st_remap(s, 0, 0, why, why_len)) != 0)
-			return rc;
-	}
-	return st_mdb(rc, write ? "begin write transaction" : "begin read transaction", why,
-	    why_len);
-}
-
-void
-st_abort(struct store *s, MDB_txn *t)
-{
-	mdb_txn_abort(t);
-	st_gate_leave(s);
-}
-
-/* LMDB reports a short write (a file system that filled up mid-write) as
- * EIO; call that a full disk when the file system has no room left for
- * twice what we tried to write. */
-static int
-st_disk_full(const struct store *s, size_t payload)
-{
-	struct statvfs v;
-	if (statvfs(s->dir, &v) != 0)
+	size_t n = ref->n_digits;
+	if (memcmp(id, ref->key, n / 2) != 0)
 		return 0;
-	return (uint64_t)v.f_bavail * v.f_frsize < 2 * (uint64_t)payload + ((uint64_t)4 << 20);
+	return n % 2 == 0 || (id[n / 2] >> 4) == (ref->key[n / 2] >> 4);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Prune's limits and victims                                                */
+
+int64_t
+st_prune_cutoff(const struct store_prune *p)
+{
+	return p->older_than_us > 0 ? st_now_us() - p->older_than_us : INT64_MIN;
 }
 
 int
-st_commit(struct store *s, MDB_txn *t, size_t payload, char *why, size_t why_len)
+st_prune_more(const struct store_prune *p, int64_t cutoff, int64_t stamp, uint64_t n_left,
+    uint64_t b_left)
 {
-	int rc = mdb_txn_commit(t); /* frees t whatever happens */
-	st_gate_leave(s);
-	if (rc == 0)
-		return 0;
-	if (rc == ENOSPC || rc == EDQUOT || (rc == EIO && st_disk_full(s, payload)))
-		return eng_fail(why, why_len, STORE_ERR_FULL, "disk full in %s (%s): nothing written",
-		    s->dir, rc == EIO ? "short write" : mdb_strerror(rc));
-	return st_mdb(rc, "commit", why, why_len);
+	return stamp < cutoff || (p->keep >= 0 && n_left > (uint64_t)p->keep) ||
+	    (p->max_bytes > 0 && b_left > p->max_bytes);
 }
 
 int
-st_write(struct store *s, st_op_fn op, void *arg, size_t payload, char *why, size_t why_len)
+st_victims_add(struct st_victims *a, const uint8_t *doc, const uint8_t *prof, uint64_t bytes,
+    int64_t last_used_us)
 {
-	int attempt, rc;
-	size_t seen;
-
-	if (s->read_only)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "store %s is open read-only", s->dir);
-	for (attempt = 0;; attempt++) {
-		MDB_txn *t;
-		if ((rc = st_begin(s, 1, &t, why, why_len)) != 0)
-			return rc;
-		seen = st_env_mapsize(s->env); /* stable while our transaction is open */
-		rc = op(s, t, arg, why, why_len);
-		if (rc == 0)
-			rc = st_commit(s, t, payload, why, why_len);
-		else
-			st_abort(s, t);
-		if (rc != ST_MAPFULL)
-			return rc;
-		if (attempt == 1)
-			break;
-		if ((rc = st_remap(s, seen, payload, why, why_len)) != 0)
-			return rc;
+	struct st_victim *x;
+	if (a->n == a->cap) {
+		int64_t cap = a->cap ? 2 * a->cap : 64;
+		if (!(x = realloc(a->v, (size_t)cap * sizeof(*x))))
+			return STORE_ERR_NOMEM;
+		a->v = x;
+		a->cap = cap;
 	}
-	return eng_fail(why, why_len, STORE_ERR_FULL,
-	    "map full at %zu MiB after growing (limit %zu MiB): nothing written",
-	    st_map_size(s) >> 20, s->max_map >> 20);
+	x = &a->v[a->n++];
+	memcpy(x->doc, doc, STORE_ID_BYTES);
+	memcpy(x->prof, prof, STORE_ID_BYTES);
+	x->bytes = bytes;
+	x->last_used_us = last_used_us;
+	a->bytes += bytes;
+	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Open and close                                                            */
 
-/* The state directory: created 0700 when missing (unless read-only). */
-static int
-st_dir(const char *dir, int read_only, char *why, size_t why_len)
+/* "NAME:rest" names a backend when NAME is one; anything else is LMDB's
+ * state directory. */
+static const struct store_ops *
+st_pick(const char *where, const char **rest)
 {
-	struct stat st;
-	char path[600];
-
-	if (stat(dir, &st) != 0) {
-		if (errno != ENOENT || read_only)
-			return eng_fail(why, why_len, STORE_ERR_IO, "state directory %s: %s", dir,
-			    strerror(errno));
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-			return eng_fail(why, why_len, STORE_ERR_IO, "create state directory %s: %s",
-			    dir, strerror(errno));
-		return 0;
-	}
-	if (!S_ISDIR(st.st_mode))
-		return eng_fail(why, why_len, STORE_ERR_IO, "state directory %s: not a directory",
-		    dir);
-	snprintf(path, sizeof(path), "%s/data.mdb", dir);
-	if (read_only && access(path, R_OK) != 0)
-		return eng_fail(why, why_len, STORE_ERR_IO, "no store in %s (%s)", dir,
-		    strerror(errno));
-	return 0;
-}
-
-/* The map: as large as the opts ask, or as the file says another process
- * grew it to, whichever is larger. */
-static int
-st_adopt_size(struct store *s, size_t initial, char *why, size_t why_len)
-{
-	int rc = mdb_env_set_mapsize(s->env, 0);
-	if (rc == 0 && st_map_size(s) < initial)
-		rc = mdb_env_set_mapsize(s->env, initial);
-	return rc ? st_mdb(rc, "set map size", why, why_len) : 0;
-}
-
-static int
-st_open_dbis(struct store *s, char *why, size_t why_len)
-{
-	static const char *const names[4] = { "docs", "snaps", "names", "lru" };
-	MDB_dbi *dbi[4] = { &s->docs, &s->snaps, &s->names, &s->lru };
-	unsigned flags = s->read_only ? 0 : MDB_CREATE;
-	MDB_txn *t;
-	int i, rc;
-
-	if ((rc = st_begin(s, !s->read_only, &t, why, why_len)) != 0)
-		return rc;
-	for (i = 0; i < 4; i++) {
-		rc = mdb_dbi_open(t, names[i], flags, dbi[i]);
-		if (rc == MDB_NOTFOUND) {
-			st_abort(s, t);
-			return eng_fail(why, why_len, STORE_ERR_IO,
-			    "%s is not a kvsnap store (no '%s' database)", s->dir, names[i]);
-		}
-		if (rc) {
-			st_abort(s, t);
-			return st_mdb(rc, "open databases", why, why_len);
+	size_t i, n;
+	for (i = 0; i < sizeof(st_backends) / sizeof(st_backends[0]); i++) {
+		n = strlen(st_backends[i]->name);
+		if (strncmp(where, st_backends[i]->name, n) == 0 && where[n] == ':') {
+			*rest = where + n + 1;
+			return st_backends[i];
 		}
 	}
-	/* A read-only transaction's handles survive its commit, not its abort. */
-	return st_commit(s, t, 0, why, why_len);
-}
-
-static int
-st_env_open(struct store *s, size_t initial, char *why, size_t why_len)
-{
-	unsigned flags = MDB_NOTLS | (s->read_only ? MDB_RDONLY : 0);
-	int rc, dead;
-
-	if ((rc = mdb_env_create(&s->env)) != 0)
-		return st_mdb(rc, "create environment", why, why_len);
-	if ((rc = mdb_env_set_maxdbs(s->env, 4)) == 0)
-		rc = mdb_env_set_mapsize(s->env, initial);
-	if (rc == 0)
-		rc = mdb_env_open(s->env, s->dir, flags, 0600);
-	if (rc) {
-		int err = st_mdb(rc, "open environment", why, why_len);
-		if (err == STORE_ERR_ARG || err == STORE_ERR_NOT_FOUND)
-			err = STORE_ERR_IO;
-		if (why && why_len)
-			snprintf(why, why_len, "open store %s: %s", s->dir, mdb_strerror(rc));
-		return err;
-	}
-	/* Reader slots of processes that died (a killed CLI, a crashed
-	 * daemon) would pin old pages for ever. */
-	(void)mdb_reader_check(s->env, &dead);
-	return st_adopt_size(s, initial, why, why_len);
+	*rest = where;
+	return &store_lmdb_ops;
 }
 
 int
@@ -460,32 +233,24 @@ store_open(struct store **out, const char *dir, const struct store_opts *o, char
     size_t why_len)
 {
 	struct store *s;
-	size_t initial = o && o->map_size ? o->map_size : ST_DEFAULT_MAP;
-	size_t max_map = o && o->max_map ? o->max_map : ST_DEFAULT_MAX;
+	const char *rest;
 	int rc;
 
 	if (!out)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "open: missing argument");
+		return store_fail(why, why_len, STORE_ERR_ARG, "open: missing argument");
 	*out = NULL;
-	if (!dir || !*dir || strlen(dir) >= sizeof(s->dir))
-		return eng_fail(why, why_len, STORE_ERR_ARG, "state directory name empty or too long");
-	if (max_map < initial)
-		max_map = initial;
+	if (!dir || !*dir || strlen(dir) >= 512)
+		return store_fail(why, why_len, STORE_ERR_ARG, "state directory name empty or too long");
 	st_sodium();
-	if ((rc = st_dir(dir, o && o->read_only, why, why_len)) != 0)
-		return rc;
 	if (!(s = calloc(1, sizeof(*s))))
-		return eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
-	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	s->read_only = o && o->read_only;
-	s->max_map = max_map;
-	pthread_mutex_init(&s->gate_mu, NULL);
-	pthread_cond_init(&s->gate_cv, NULL);
-	rc = st_env_open(s, st_round_page(initial), why, why_len);
-	if (rc == 0)
-		rc = st_open_dbis(s, why, why_len);
-	if (rc) {
-		store_close(s);
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+	s->ops = st_pick(dir, &rest);
+	if (!*rest) {
+		free(s);
+		return store_fail(why, why_len, STORE_ERR_ARG, "state directory name empty or too long");
+	}
+	if ((rc = s->ops->open(s, rest, o, why, why_len)) != 0) {
+		free(s);
 		return rc;
 	}
 	*out = s;
@@ -497,9 +262,220 @@ store_close(struct store *s)
 {
 	if (!s)
 		return;
-	if (s->env)
-		mdb_env_close(s->env);
-	pthread_cond_destroy(&s->gate_cv);
-	pthread_mutex_destroy(&s->gate_mu);
+	if (s->be)
+		s->ops->close(s);
 	free(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writes                                                                    */
+
+/* The arguments of a put (what the records hold is the codec's business:
+ * the store takes them as bytes); *payload gets their total size. */
+static int
+st_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_t *payload,
+    char *why, size_t why_len)
+{
+	int i, rc;
+
+	if (!d || !sn || !sn->header || !sn->header_len || sn->n_layer < 1 ||
+	    sn->n_layer >= (int)STORE_HEAD_RECORD || !sn->layer || !sn->layer_len)
+		return store_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
+	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)))
+		return store_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
+	if (d->name[0] && (rc = store_name_check(d->name, why, why_len)) != 0)
+		return rc;
+	*payload = sn->header_len;
+	for (i = 0; i < sn->n_layer; i++) {
+		if (!sn->layer[i] || !sn->layer_len[i])
+			return store_fail(why, why_len, STORE_ERR_ARG, "put: layer %d empty", i);
+		*payload += sn->layer_len[i];
+	}
+	return 0;
+}
+
+int
+store_put(struct store *s, const struct store_doc *d, const struct store_snapshot *snap,
+    char *why, size_t why_len)
+{
+	uint64_t payload = 0;
+	int rc;
+	if (!s)
+		return store_fail(why, why_len, STORE_ERR_ARG, "put: no store");
+	if ((rc = st_put_check(d, snap, &payload, why, why_len)) != 0)
+		return rc;
+	return s->ops->put(s, d, snap, payload, why, why_len);
+}
+
+int
+store_touch(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], char *why, size_t why_len)
+{
+	if (!s || !doc_id || !profile_id)
+		return store_fail(why, why_len, STORE_ERR_ARG, "touch: missing argument");
+	return s->ops->touch(s, doc_id, profile_id, why, why_len);
+}
+
+int
+store_rename(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], const char *name,
+    char *why, size_t why_len)
+{
+	int rc;
+	if (!s || !doc_id || !name)
+		return store_fail(why, why_len, STORE_ERR_ARG, "rename: missing argument");
+	if (name[0] && (rc = store_name_check(name, why, why_len)) != 0)
+		return rc;
+	return s->ops->rename(s, doc_id, name, why, why_len);
+}
+
+int
+store_rm(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], char *why, size_t why_len)
+{
+	if (!s || !doc_id)
+		return store_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
+	return s->ops->rm(s, doc_id, why, why_len);
+}
+
+int
+store_prune(struct store *s, const struct store_prune *p,
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes, int64_t last_used_us),
+    void *arg, int64_t *n_dropped, uint64_t *bytes_dropped, char *why, size_t why_len)
+{
+	struct st_victims v = { NULL, 0, 0, 0 };
+	int64_t j;
+	int rc;
+
+	if (n_dropped)
+		*n_dropped = 0;
+	if (bytes_dropped)
+		*bytes_dropped = 0;
+	if (!s || !p)
+		return store_fail(why, why_len, STORE_ERR_ARG, "prune: missing argument");
+	rc = s->ops->prune(s, p, &v, why, why_len);
+	/* Report only what is gone (or would go): after the commit. */
+	for (j = 0; rc == 0 && fn && j < v.n; j++)
+		fn(arg, v.v[j].doc, v.v[j].prof, v.v[j].bytes, v.v[j].last_used_us);
+	if (rc == 0 && n_dropped)
+		*n_dropped = v.n;
+	if (rc == 0 && bytes_dropped)
+		*bytes_dropped = v.bytes;
+	free(v.v);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reads                                                                     */
+
+int
+store_resolve(struct store *s, const char *ref, uint8_t doc_id[STORE_ID_BYTES], char *why,
+    size_t why_len)
+{
+	struct st_ref r;
+	if (!s || !ref || !doc_id)
+		return store_fail(why, why_len, STORE_ERR_ARG, "resolve: missing argument");
+	st_ref_parse(ref, &r);
+	return s->ops->resolve(s, &r, doc_id, why, why_len);
+}
+
+int
+store_read_begin(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], struct store_reader **out, char *why,
+    size_t why_len)
+{
+	struct store_reader *r;
+	const uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (!out)
+		return store_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+	*out = NULL;
+	if (!s || !doc_id || !profile_id)
+		return store_fail(why, why_len, STORE_ERR_ARG, "read_begin: missing argument");
+	if (!(r = calloc(1, sizeof(*r))))
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+	r->s = s;
+	memcpy(r->doc, doc_id, STORE_ID_BYTES);
+	memcpy(r->prof, profile_id, STORE_ID_BYTES);
+	if ((rc = s->ops->read_begin(r, why, why_len)) != 0) {
+		free(r);
+		return rc;
+	}
+	/* No head record, no snapshot: say so now rather than at the first read. */
+	if ((rc = store_read_layer(r, STORE_HEAD_RECORD, &buf, &len, why, why_len)) != 0) {
+		store_read_end(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int
+store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, size_t *len,
+    char *why, size_t why_len)
+{
+	if (!r || !buf || !len)
+		return store_fail(why, why_len, STORE_ERR_ARG, "read_layer: missing argument");
+	if (layer > STORE_HEAD_RECORD)
+		return store_fail(why, why_len, STORE_ERR_ARG, "layer %u out of range", layer);
+	return r->s->ops->read_record(r, layer, buf, len, why, why_len);
+}
+
+void
+store_read_end(struct store_reader *r)
+{
+	if (!r)
+		return;
+	r->s->ops->read_end(r);
+	free(r);
+}
+
+int
+store_info(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], struct store_doc *d,
+    char *why, size_t why_len)
+{
+	if (!s || !doc_id || !d)
+		return store_fail(why, why_len, STORE_ERR_ARG, "info: missing argument");
+	return s->ops->info(s, doc_id, d, why, why_len);
+}
+
+int
+store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
+    char *why, size_t why_len)
+{
+	if (!s || !fn)
+		return store_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
+	return s->ops->ls(s, fn, arg, why, why_len);
+}
+
+int
+store_profiles(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
+        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
+    void *arg, char *why, size_t why_len)
+{
+	if (!s || !doc_id || !fn)
+		return store_fail(why, why_len, STORE_ERR_ARG, "profiles: missing argument");
+	return s->ops->profiles(s, doc_id, fn, arg, why, why_len);
+}
+
+int
+store_verify(struct store *s, const uint8_t *doc_id, store_check_fn check, void *check_arg,
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
+    void *arg, char *why, size_t why_len)
+{
+	if (!s)
+		return store_fail(why, why_len, STORE_ERR_ARG, "verify: no store");
+	return s->ops->verify(s, doc_id, check, check_arg, fn, arg, why, why_len);
+}
+
+int
+store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len)
+{
+	if (!s || !st)
+		return store_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
+	memset(st, 0, sizeof(*st));
+	return s->ops->stats(s, st, why, why_len);
 }

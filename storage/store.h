@@ -1,9 +1,15 @@
 /*
- * store.h: the snapshot store on LMDB (DESIGN.md §5): one environment in a
- * state directory, four databases:
+ * store.h: the snapshot store (DESIGN.md §5), content-blind: it keeps
+ * opaque records and knows nothing of what they hold (the codec in
+ * snapshot/ does).  A document (doc_id, 32 bytes) has metadata, an optional
+ * name and one or more snapshots; a snapshot (doc_id, profile_id) is a head
+ * record (index STORE_HEAD_RECORD) plus records 0..n-1, all put at once.
+ * Least recent use orders snapshots for prune.
+ *
+ * Behind this API sits a backend (store_backend.h); the first is LMDB
+ * (store_lmdb.h): one environment in a state directory, four databases:
  *   docs   doc_id (32 B) → document metadata (binary layout in store_meta.c)
- *   snaps  doc_id ‖ profile_id ‖ layer (u16 big-endian) → stored record;
- *          layer 0xFFFF is the snapshot's header record (snapshot.h)
+ *   snaps  doc_id ‖ profile_id ‖ index (u16 big-endian) → stored record
  *   names  name → doc_id
  *   lru    last_used (u64 big-endian, µs) ‖ doc_id ‖ profile_id → ∅
  *
@@ -22,7 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "storage/snapshot.h"
+#define STORE_ID_BYTES 32         /* doc_id, profile_id */
+#define STORE_HEAD_RECORD 0xFFFFu /* index of a snapshot's head record */
 
 enum store_err {
 	STORE_OK = 0,
@@ -41,20 +48,22 @@ const char *store_strerror(int err);
 struct store;
 
 struct store_opts {
-	size_t map_size;     /* initial map size in bytes (0: 64 MiB) */
-	size_t max_map;      /* growth limit (0: 1 TiB) */
+	size_t map_size;     /* LMDB: initial map size in bytes (0: 64 MiB) */
+	size_t max_map;      /* LMDB: growth limit (0: 1 TiB) */
 	int read_only;       /* open without write access (CLI ls/info/verify) */
 };
 
 /* Open (creating the directory and environment if needed, unless
- * read_only) the store in dir.  Close only after every reader has ended. */
+ * read_only) the store in dir: a state directory (LMDB), or "NAME:rest"
+ * for backend NAME ("lmdb:DIR").  Close only after every reader has
+ * ended. */
 int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len);
 void store_close(struct store *s);
 
 /* Metadata of one document. */
 struct store_doc {
-	uint8_t doc_id[SNAP_ID_BYTES];
+	uint8_t doc_id[STORE_ID_BYTES];
 	char name[256];      /* "" when unnamed */
 	char source[1024];   /* where it came from (path), free text */
 	uint64_t bytes;      /* document size */
@@ -65,10 +74,10 @@ struct store_doc {
 	uint64_t stored_bytes; /* all its records, as stored */
 };
 
-/* One snapshot, as a writer hands it over: the encoded header record and
- * n_layer layer records (snapshot.h). */
+/* One snapshot, as a writer hands it over: its head record and n_layer
+ * records, opaque bytes (the codec, snapshot/, writes and reads them). */
 struct store_snapshot {
-	uint8_t profile_id[SNAP_ID_BYTES];
+	uint8_t profile_id[STORE_ID_BYTES];
 	const uint8_t *header;
 	size_t header_len;
 	const uint8_t *const *layer;
@@ -78,28 +87,31 @@ struct store_snapshot {
 
 /* Put a snapshot for document d (metadata created or updated; its name
  * claimed if given and free, else STORE_ERR_EXISTS and nothing written),
- * replacing a snapshot with the same profile.  One transaction. */
+ * replacing a snapshot with the same profile.  Atomic: readers see all of
+ * it or none of it. */
 int store_put(struct store *s, const struct store_doc *d, const struct store_snapshot *snap,
     char *why, size_t why_len);
 
 /* Resolve a document reference: full hex doc_id, unique hex prefix (>= 4
  * digits), or a name.  STORE_ERR_NOT_FOUND / STORE_ERR_AMBIGUOUS. */
-int store_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES], char *why,
+int store_resolve(struct store *s, const char *ref, uint8_t doc_id[STORE_ID_BYTES], char *why,
     size_t why_len);
 
-/* Reading a snapshot layer by layer: a read transaction held by the reader
- * handle; the returned bytes stay valid until the next call or the end. */
+/* Reading a snapshot record by record: one consistent view (LMDB: a read
+ * transaction) held by the reader handle; the returned bytes stay valid
+ * until the next call or the end.  read_begin: STORE_ERR_NOT_FOUND when
+ * the snapshot has no head record. */
 struct store_reader;
-int store_read_begin(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], struct store_reader **out, char *why,
+int store_read_begin(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], struct store_reader **out, char *why,
     size_t why_len);
-/* layer = SNAP_HEADER_LAYER for the header. */
+/* layer = STORE_HEAD_RECORD for the header. */
 int store_read_layer(struct store_reader *r, unsigned layer, const uint8_t **buf, size_t *len,
     char *why, size_t why_len);
 void store_read_end(struct store_reader *r);
 /* Mark a snapshot used now (moves it in the lru order; a small write). */
-int store_touch(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], char *why, size_t why_len);
+int store_touch(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], char *why, size_t why_len);
 
 /* Listing: calls fn for every document (in doc_id order) with its
  * metadata; fn returns non-zero to stop.  Documents whose metadata is
@@ -107,22 +119,23 @@ int store_touch(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
  * naming the first. */
 int store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
     char *why, size_t why_len);
-int store_info(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], struct store_doc *d,
+int store_info(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], struct store_doc *d,
     char *why, size_t why_len);
 /* The profiles stored for a document: fn gets each profile_id, the stored
- * bytes of that snapshot, its decoded header (or NULL with a reason if the
- * header is corrupt) and its last use. */
-int store_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    int (*fn)(void *arg, const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes,
-        const struct snap_header *h, const char *why, int64_t last_used_us),
+ * bytes of that snapshot, its head record's bytes (or NULL with a reason
+ * when it cannot be read; valid during the call) and its last use.  The
+ * codec's snap_profiles() hands out decoded headers instead. */
+int store_profiles(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
+        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
     void *arg, char *why, size_t why_len);
 
 /* Remove a document with all its snapshots and its name. */
-int store_rm(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], char *why, size_t why_len);
+int store_rm(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], char *why, size_t why_len);
 /* Give a document a (new) name; "" removes its name.  A name has 1..255
  * bytes, no control characters, and is not 4+ hex digits alone (it would
  * read as an id prefix): else STORE_ERR_ARG. */
-int store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *name,
+int store_rename(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], const char *name,
     char *why, size_t why_len);
 /* A name a document may carry: 1..255 bytes, no control characters (C0,
  * DEL, C1), not a hex string of 4+ digits (resolve would read it as an id
@@ -144,28 +157,43 @@ struct store_prune {
 	int dry_run;
 };
 int store_prune(struct store *s, const struct store_prune *p,
-    int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
-        const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes, int64_t last_used_us),
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes, int64_t last_used_us),
     void *arg, int64_t *n_dropped, uint64_t *bytes_dropped, char *why, size_t why_len);
 
-/* Verify every checksum of every snapshot (of one document, or all when
- * doc_id is NULL): fn gets one report per snapshot (why == NULL when it is
- * sound).  Problems that belong to no one snapshot (a document's metadata
- * or name, a name that leads nowhere) come with an all-zero profile_id.
- * Returns STORE_ERR_CORRUPT if any report failed. */
-int store_verify(struct store *s, const uint8_t *doc_id,
-    int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
-        const uint8_t profile_id[SNAP_ID_BYTES], const char *why),
+/* One stored record of a snapshot, as verify shows it to a content check. */
+struct store_rec {
+	unsigned index; /* 0..n-1, or STORE_HEAD_RECORD */
+	const uint8_t *buf;
+	size_t len;
+};
+/* A content check (the codec's: snap_verify): the records of one snapshot
+ * in index order, the head record last; 0 when sound, else non-zero with
+ * a reason. */
+typedef int (*store_check_fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES],
+    const struct store_rec *rec, int n_rec, char *why, size_t why_len);
+
+/* Verify the store (one document, or all when doc_id is NULL): metadata
+ * checksums, names, lru entries, a head record present, and the content
+ * check (may be NULL) on every snapshot's records.  fn gets one report per
+ * snapshot (why == NULL when it is sound).  Problems that belong to no one
+ * snapshot (a document's metadata or name, a name that leads nowhere) come
+ * with an all-zero profile_id.  Returns STORE_ERR_CORRUPT if any report
+ * failed. */
+int store_verify(struct store *s, const uint8_t *doc_id, store_check_fn check,
+    void *check_arg,
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
     void *arg, char *why, size_t why_len);
 
 struct store_stats {
 	uint64_t n_docs, n_snapshots, stored_bytes;
-	uint64_t map_size, map_used; /* bytes */
+	uint64_t map_size, map_used; /* bytes (LMDB's map; 0 for a backend without one) */
 };
 int store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len);
 
 /* doc_id of document bytes (BLAKE2b-256), and hex helpers. */
-void store_doc_id(const void *bytes, size_t len, uint8_t doc_id[SNAP_ID_BYTES]);
+void store_doc_id(const void *bytes, size_t len, uint8_t doc_id[STORE_ID_BYTES]);
 void store_hex(const uint8_t *id, size_t n, char *out /* 2n+1 */);
 
 #endif /* STORAGE_STORE_H */

@@ -1,6 +1,6 @@
 /*
- * store_meta.c: the value of a `docs` record (document metadata) and the
- * rules for document names.
+ * store_meta.c: the document metadata codec: the bytes a backend keeps as
+ * a document's value (LMDB: its `docs` record).
  *
  * Layout, version 1, every integer little-endian:
  *
@@ -33,7 +33,7 @@
 
 #include <sodium.h>
 
-#include "storage/store_internal.h"
+#include "storage/store_backend.h"
 
 #define SM_MAGIC "KSdm"
 #define SM_VERSION 1
@@ -108,7 +108,7 @@ st_meta_encode(const struct st_meta *m, uint8_t *out)
 	memcpy(out + off, m->d.source, sl);
 	off += sl;
 	for (i = 0; i < m->n; i++, off += SM_PROF) {
-		memcpy(out + off, m->p[i].id, SNAP_ID_BYTES);
+		memcpy(out + off, m->p[i].id, STORE_ID_BYTES);
 		sm_put64(out + off + 32, (uint64_t)m->p[i].last_used_us);
 		sm_put64(out + off + 40, m->p[i].bytes);
 	}
@@ -121,20 +121,20 @@ sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, char *why, size_t wh
 {
 	size_t want;
 	if (len < SM_FIXED + SM_SUM)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, too short", len);
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, too short", len);
 	if (memcmp(buf, SM_MAGIC, 4) != 0)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "bad magic");
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "bad magic");
 	if (sm_get16(buf + 4) != SM_VERSION)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT,
+		return store_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "metadata version %u (this build reads %d)", sm_get16(buf + 4), SM_VERSION);
 	if (sm_get16(buf + 6) > ST_NAME_MAX || sm_get16(buf + 8) > ST_SOURCE_MAX)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "name or source length out of range");
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "name or source length out of range");
 	*n_prof = (int)sm_get16(buf + 10);
 	if (*n_prof < 1)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "no profiles");
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "no profiles");
 	want = SM_FIXED + sm_get16(buf + 6) + sm_get16(buf + 8) + (size_t)*n_prof * SM_PROF + SM_SUM;
 	if (len != want)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, layout says %zu", len, want);
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, layout says %zu", len, want);
 	return 0;
 }
 
@@ -155,15 +155,15 @@ sm_table(struct st_meta *m, const uint8_t *p, char *why, size_t why_len)
 {
 	int i;
 	for (i = 0; i < m->n; i++, p += SM_PROF) {
-		memcpy(m->p[i].id, p, SNAP_ID_BYTES);
+		memcpy(m->p[i].id, p, STORE_ID_BYTES);
 		m->p[i].last_used_us = (int64_t)sm_get64(p + 32);
 		m->p[i].bytes = sm_get64(p + 40);
 		if (m->p[i].last_used_us < 0)
-			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "profile %d: negative time", i);
-		if (i > 0 && memcmp(m->p[i - 1].id, m->p[i].id, SNAP_ID_BYTES) >= 0)
-			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "profile table out of order");
+			return store_fail(why, why_len, STORE_ERR_CORRUPT, "profile %d: negative time", i);
+		if (i > 0 && memcmp(m->p[i - 1].id, m->p[i].id, STORE_ID_BYTES) >= 0)
+			return store_fail(why, why_len, STORE_ERR_CORRUPT, "profile table out of order");
 		if (m->d.stored_bytes + m->p[i].bytes < m->d.stored_bytes)
-			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "stored bytes overflow");
+			return store_fail(why, why_len, STORE_ERR_CORRUPT, "stored bytes overflow");
 		m->d.stored_bytes += m->p[i].bytes;
 	}
 	return 0;
@@ -181,7 +181,7 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 		return rc;
 	sm_sum(buf, len - SM_SUM, sum);
 	if (memcmp(sum, buf + len - SM_SUM, SM_SUM) != 0)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "checksum mismatch");
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "checksum mismatch");
 	nl = sm_get16(buf + 6);
 	sl = sm_get16(buf + 8);
 	m->d.bytes = sm_get64(buf + 16);
@@ -189,9 +189,9 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 	m->d.created_us = (int64_t)sm_get64(buf + 32);
 	m->d.last_used_us = (int64_t)sm_get64(buf + 40);
 	if (sm_text(m->d.name, buf + SM_FIXED, nl) || sm_text(m->d.source, buf + SM_FIXED + nl, sl))
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "NUL inside name or source");
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "NUL inside name or source");
 	if (!(m->p = calloc((size_t)n, sizeof(*m->p))))
-		return eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	m->n = m->d.n_profiles = n;
 	if ((rc = sm_table(m, buf + SM_FIXED + nl + sl, why, why_len)) != 0) {
 		st_meta_free(m);
@@ -213,7 +213,7 @@ st_meta_find(const struct st_meta *m, const uint8_t *prof)
 {
 	int i;
 	for (i = 0; i < m->n; i++)
-		if (memcmp(m->p[i].id, prof, SNAP_ID_BYTES) == 0)
+		if (memcmp(m->p[i].id, prof, STORE_ID_BYTES) == 0)
 			return i;
 	return -1;
 }
@@ -238,10 +238,10 @@ st_meta_set(struct st_meta *m, const uint8_t *prof, int64_t last_used_us, uint64
 		if (!p)
 			return STORE_ERR_NOMEM;
 		m->p = p;
-		for (at = 0; at < m->n && memcmp(p[at].id, prof, SNAP_ID_BYTES) < 0; at++)
+		for (at = 0; at < m->n && memcmp(p[at].id, prof, STORE_ID_BYTES) < 0; at++)
 			;
 		memmove(p + at + 1, p + at, (size_t)(m->n - at) * sizeof(*p));
-		memcpy(p[at].id, prof, SNAP_ID_BYTES);
+		memcpy(p[at].id, prof, STORE_ID_BYTES);
 		m->n++;
 		i = at;
 	}
@@ -257,67 +257,4 @@ st_meta_del(struct st_meta *m, int idx)
 	memmove(m->p + idx, m->p + idx + 1, (size_t)(m->n - idx - 1) * sizeof(*m->p));
 	m->n--;
 	sm_derive(m);
-}
-
-int
-st_meta_get(struct store *s, MDB_txn *t, const uint8_t *doc, struct st_meta *m, char *why,
-    size_t why_len)
-{
-	char id[13], w[200];
-	MDB_val k, v;
-	int rc;
-
-	memset(m, 0, sizeof(*m));
-	k.mv_data = (void *)(uintptr_t)doc;
-	k.mv_size = SNAP_ID_BYTES;
-	st_short(doc, id);
-	rc = mdb_get(t, s->docs, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
-	if (rc)
-		return st_mdb(rc, "read document metadata", why, why_len);
-	if ((rc = st_meta_decode(v.mv_data, v.mv_size, m, w, sizeof(w))) != 0)
-		return eng_fail(why, why_len, rc, "metadata of document %s: %s", id, w);
-	memcpy(m->d.doc_id, doc, SNAP_ID_BYTES);
-	return 0;
-}
-
-/* Written in place (MDB_RESERVE): no temporary copy. */
-int
-st_meta_put(struct store *s, MDB_txn *t, const struct st_meta *m, char *why, size_t why_len)
-{
-	MDB_val k, v;
-	int rc;
-
-	if (m->n < 1 || m->n > 65535)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "%d profiles for one document", m->n);
-	k.mv_data = (void *)(uintptr_t)m->d.doc_id;
-	k.mv_size = SNAP_ID_BYTES;
-	v.mv_data = NULL;
-	v.mv_size = st_meta_size(m);
-	if ((rc = mdb_put(t, s->docs, &k, &v, MDB_RESERVE)) != 0)
-		return st_mdb(rc, "write document metadata", why, why_len);
-	st_meta_encode(m, v.mv_data);
-	return 0;
-}
-
-int
-store_name_check(const char *name, char *why, size_t why_len)
-{
-	size_t n = strlen(name), i, hex = 0;
-	if (n == 0 || n > ST_NAME_MAX)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "a name has 1 to %d bytes", ST_NAME_MAX);
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
-		/* C1 controls are U+0080..U+009F, UTF-8 \xc2\x80..\xc2\x9f */
-		if (c < 0x20 || c == 0x7f ||
-		    (c == 0xc2 && i + 1 < n && (unsigned char)name[i + 1] >= 0x80 &&
-		    (unsigned char)name[i + 1] <= 0x9f))
-			return eng_fail(why, why_len, STORE_ERR_ARG, "control character in name");
-		hex += (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-	}
-	if (hex == n && n >= 4)
-		return eng_fail(why, why_len, STORE_ERR_ARG,
-		    "name '%s' reads as a document id prefix; add a non-hex character", name);
-	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * test_snapshot.c: the snapshot codec (storage/snapshot.c, storage/qpack.c).
+ * test_snapshot.c: the snapshot codec (snapshot/snapshot.c, snapshot/qpack.c).
  *
  * Round trips: pools compressed by real policies on a tiny random model (4
  * layers, 2 KV heads, head_dim 8) are encoded in fp16, decoded into a fresh
@@ -25,8 +25,8 @@
 
 #define TINY_N_LAYER 4
 #include "engine/engine.h"
-#include "storage/qpack.h"
-#include "storage/snapshot.h"
+#include "snapshot/qpack.h"
+#include "snapshot/snapshot.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 

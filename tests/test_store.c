@@ -1,7 +1,7 @@
 /*
  * test_store.c: the LMDB snapshot store (storage/store.h) with real
  * snapshots: a tiny random model (tests/tiny_model.h) ingests random tokens
- * under snapkv, and the codec (storage/snapshot.h) encodes the pool.
+ * under snapkv, and the codec (snapshot/snapshot.h) encodes the pool.
  *
  * Covers put/get round trips, replacing, several profiles, resolve, names,
  * rm, ls/info, touch and lru order, prune (age, count, bytes, dry run),
@@ -36,7 +36,8 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/snapshot_io.h"
 #include "storage/store.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
@@ -342,7 +343,7 @@ static int
 verify_all(struct ids *x)
 {
 	memset(x, 0, sizeof(*x));
-	return store_verify(g_s, NULL, ids_verify, x, g_why, sizeof(g_why));
+	return snap_verify(g_s, NULL, ids_verify, x, g_why, sizeof(g_why));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -462,7 +463,7 @@ t_two_profiles_in(void)
 	TAP_CHECK(store_info(g_s, d.doc_id, &got, g_why, sizeof(g_why)) == 0, "info: %s", g_why);
 	TAP_CHECK(got.n_profiles == 2 && got.stored_bytes == FX_SMALL_A->bytes + FX_SMALL_B->bytes,
 	    "2 profiles, got %d", got.n_profiles);
-	TAP_CHECK(store_profiles(g_s, d.doc_id, prof_cb, &ps, g_why, sizeof(g_why)) == 0,
+	TAP_CHECK(snap_profiles(g_s, d.doc_id, prof_cb, &ps, g_why, sizeof(g_why)) == 0,
 	    "profiles: %s", g_why);
 	TAP_CHECK(ps.n == 2 && ps.headers == 2 && ps.bytes == got.stored_bytes,
 	    "profiles: %d seen, %d headers", ps.n, ps.headers);
@@ -702,10 +703,10 @@ t_touch_in(void)
 		doc_make(&d[i], t, NULL);
 		TAP_CHECK(put(&d[i], FX_SMALL_A) == 0, "put: %s", g_why);
 	}
-	TAP_CHECK(store_profiles(g_s, d[0].doc_id, prof_cb, &before, g_why, sizeof(g_why)) == 0, "p");
+	TAP_CHECK(snap_profiles(g_s, d[0].doc_id, prof_cb, &before, g_why, sizeof(g_why)) == 0, "p");
 	TAP_CHECK(store_touch(g_s, d[0].doc_id, FX_SMALL_A->prof, g_why, sizeof(g_why)) == 0,
 	    "touch: %s", g_why);
-	TAP_CHECK(store_profiles(g_s, d[0].doc_id, prof_cb, &after, g_why, sizeof(g_why)) == 0, "p");
+	TAP_CHECK(snap_profiles(g_s, d[0].doc_id, prof_cb, &after, g_why, sizeof(g_why)) == 0, "p");
 	TAP_CHECK(after.last[0] > before.last[0], "last use moved");
 	/* Keep 1: the two least recently used are now d1, d2 (in that order). */
 	TAP_CHECK(store_prune(g_s, &p, ids_prune, &x, NULL, NULL, g_why, sizeof(g_why)) == 0,
@@ -931,10 +932,10 @@ t_verify_clean_in(void)
 	for (i = 0; i < 5; i++)
 		TAP_CHECK(ids_find(&x, l.doc[i], l.prof[i]) >= 0 && !x.why[i][0], "snapshot %d sound", i);
 	memset(&x, 0, sizeof(x));
-	TAP_CHECK(store_verify(g_s, l.d[1].doc_id, ids_verify, &x, g_why, sizeof(g_why)) == 0 &&
+	TAP_CHECK(snap_verify(g_s, l.d[1].doc_id, ids_verify, &x, g_why, sizeof(g_why)) == 0 &&
 	        x.n == 2,
 	    "one document: its 2 snapshots");
-	TAP_CHECK(store_verify(g_s, g_nodoc, NULL, NULL,
+	TAP_CHECK(snap_verify(g_s, g_nodoc, NULL, NULL,
 	              g_why, sizeof(g_why)) == STORE_ERR_NOT_FOUND,
 	    "missing document");
 	return TAP_PASS;
@@ -959,6 +960,13 @@ t_read_only_in(void)
 	TAP_CHECK(put(&b, FX_SMALL_A) == STORE_ERR_ARG, "put refused");
 	TAP_CHECK(store_rm(g_s, a.doc_id, g_why, sizeof(g_why)) == STORE_ERR_ARG, "rm refused");
 	TAP_CHECK(verify_all(&x) == 0, "verify read-only: %s", g_why);
+	/* The backend named in the address: the same store. */
+	snprintf(missing, sizeof(missing), "lmdb:%s", g_dir);
+	TAP_CHECK(store_open(&s2, missing, &ro, g_why, sizeof(g_why)) == 0, "lmdb: open: %s", g_why);
+	memset(&x, 0, sizeof(x));
+	TAP_CHECK(store_ls(s2, ids_ls, &x, g_why, sizeof(g_why)) == 0 && x.n == 1, "lmdb: ls");
+	TAP_CHECK(same_records(s2, a.doc_id, FX_SMALL_A), "lmdb: read");
+	store_close(s2);
 	snprintf(missing, sizeof(missing), "%s/none", g_dir);
 	TAP_CHECK(store_open(&s2, missing, &ro, g_why, sizeof(g_why)) == STORE_ERR_IO && !s2,
 	    "read-only open of nothing");

@@ -1,6 +1,6 @@
 /*
  * fuzz_snapshot.c: libFuzzer target for the snapshot codec's decoders
- * (storage/snapshot.c, storage/qpack.c).  Input is capped at 1 MiB:
+ * (snapshot/snapshot.c, snapshot/qpack.c).  Input is capped at 1 MiB:
  *
  *   u32 w (little-endian): bit 31 = plain, bits 0..30 = header length n
  *   n bytes   header record
@@ -32,7 +32,7 @@
 #include <zstd.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot.h"
+#include "snapshot/snapshot.h"
 
 #define FZ_MAX_FLOATS ((int64_t)1 << 22)
 

@@ -9,7 +9,7 @@
 
 #include <sodium.h>
 
-#include "storage/snapshot_io.h"
+#include "snapshot/snapshot_io.h"
 
 int
 snapio_from_store(int rc)

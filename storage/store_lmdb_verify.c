@@ -1,11 +1,12 @@
 /*
- * store_verify.c: check every snapshot of the store (or of one document)
- * in one read transaction, against the codec's checksums and against the
- * invariants store_write.c keeps:
- *   - the header record decodes, names the key's profile, and every layer
- *     0..n_layer-1 is present, passes snap_layer_check (its BLAKE2b-128 as
- *     listed in the header, then its own checksum and shape), and no other
- *     layer key exists;
+ * store_lmdb_verify.c: check every snapshot of the store (or of one
+ * document) in one read transaction, against the invariants
+ * store_lmdb_write.c keeps and the caller's content check (the codec's:
+ * snap_verify):
+ *   - the head record is present, and the content check passes on the
+ *     snapshot's records (snap_verify: the header decodes, names the key's
+ *     profile, every layer 0..n_layer-1 is present and passes its checksums,
+ *     and no other layer record exists);
  *   - the document's metadata decodes, lists the snapshot with the bytes
  *     its records take, and lru holds its key at the listed last use;
  *   - (whole store) no records, lru keys or names point at documents or
@@ -19,29 +20,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/store_internal.h"
+#include "storage/store_lmdb.h"
 
 #define SV_WHY 320
 
-struct sv_rec {
-	unsigned layer;
-	const uint8_t *buf;
-	size_t len;
-};
-
 struct sv {
-	struct store *s;
+	struct store_lmdb *s;
 	MDB_txn *t;
-	int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
-	    const uint8_t profile_id[SNAP_ID_BYTES], const char *why);
+	store_check_fn check;
+	void *check_arg;
+	int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+	    const uint8_t profile_id[STORE_ID_BYTES], const char *why);
 	void *arg;
 	int64_t n_seen, n_bad;
 	int stop;
-	struct sv_rec *rec; /* records of the snapshot being checked */
+	struct store_rec *rec; /* records of the snapshot being checked */
 	int n_rec, cap_rec;
 };
 
-static const uint8_t sv_zero[SNAP_ID_BYTES];
+static const uint8_t sv_zero[STORE_ID_BYTES];
 
 static void
 sv_report(struct sv *v, const uint8_t *doc, const uint8_t *prof, const char *why)
@@ -65,70 +62,37 @@ sv_lru_has(struct sv *v, int64_t stamp, const uint8_t *doc, const uint8_t *prof)
 	return mdb_get(v->t, v->s->lru, &k, &d) == 0;
 }
 
-/* Layers of the snapshot's records against its header; why on failure. */
-static int
-sv_layers(struct sv *v, const struct snap_header *h, char *why, size_t why_len)
-{
-	int i, want = 0;
-	char w[SV_WHY];
-
-	for (i = 0; i < v->n_rec; i++) {
-		unsigned l = v->rec[i].layer;
-		if (l == SNAP_HEADER_LAYER)
-			continue;
-		if (l >= (unsigned)h->n_layer)
-			return eng_fail(why, why_len, STORE_ERR_CORRUPT,
-			    "record for layer %u, header has %d layers", l, h->n_layer);
-		/* Keys come sorted, so layer l must be the want-th one. */
-		if (l != (unsigned)want)
-			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "layer %d record missing", want);
-		if (snap_layer_check(v->rec[i].buf, v->rec[i].len, h, (int)l, w, sizeof(w)) != 0)
-			return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%s", w);
-		want++;
-	}
-	if (want != h->n_layer)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "layer %d record missing", want);
-	return 0;
-}
-
 /* One snapshot: v->rec holds its records (header last, keys being
  * sorted); m its document's metadata or NULL when that is unreadable. */
 static void
 sv_snapshot(struct sv *v, const uint8_t *doc, const uint8_t *prof, const struct st_meta *m,
     const char *meta_why)
 {
-	const struct sv_rec *hr = v->n_rec ? &v->rec[v->n_rec - 1] : NULL;
-	struct snap_header h;
-	char why[SV_WHY] = "", w[SV_WHY - 64];
+	const struct store_rec *hr = v->n_rec ? &v->rec[v->n_rec - 1] : NULL;
+	char why[SV_WHY] = "";
 	uint64_t bytes = 0;
 	int i, bad = 1;
 
 	for (i = 0; i < v->n_rec; i++)
 		bytes += v->rec[i].len;
-	memset(&h, 0, sizeof(h));
+	i = m ? st_meta_find(m, prof) : -1;
 	if (!m)
 		snprintf(why, sizeof(why), "%s", meta_why);
-	else if (!hr || hr->layer != SNAP_HEADER_LAYER)
+	else if (!hr || hr->index != STORE_HEAD_RECORD)
 		snprintf(why, sizeof(why), "header record missing");
-	else if (snap_header_decode(hr->buf, hr->len, &h, w, sizeof(w)) != 0)
-		snprintf(why, sizeof(why), "header: %s", w);
-	else {
-		i = st_meta_find(m, prof);
-		if (memcmp(h.profile_id, prof, SNAP_ID_BYTES) != 0)
-			snprintf(why, sizeof(why), "header is of another profile");
-		else if (sv_layers(v, &h, why, sizeof(why)) != 0)
-			;
-		else if (i < 0)
-			snprintf(why, sizeof(why), "not listed in the document's metadata");
-		else if (m->p[i].bytes != bytes)
-			snprintf(why, sizeof(why), "metadata says %llu bytes, records take %llu",
-			    (unsigned long long)m->p[i].bytes, (unsigned long long)bytes);
-		else if (!sv_lru_has(v, m->p[i].last_used_us, doc, prof))
-			snprintf(why, sizeof(why), "lru entry missing");
-		else
-			bad = 0;
-		snap_header_free(&h);
-	}
+	else if (v->check && v->check(v->check_arg, prof, v->rec, v->n_rec, why, sizeof(why)) != 0)
+		;
+	else if (i < 0)
+		snprintf(why, sizeof(why), "not listed in the document's metadata");
+	else if (m->p[i].bytes != bytes)
+		snprintf(why, sizeof(why), "metadata says %llu bytes, records take %llu",
+		    (unsigned long long)m->p[i].bytes, (unsigned long long)bytes);
+	else if (!sv_lru_has(v, m->p[i].last_used_us, doc, prof))
+		snprintf(why, sizeof(why), "lru entry missing");
+	else
+		bad = 0;
+	if (bad && !why[0])
+		snprintf(why, sizeof(why), "content check failed");
 	sv_report(v, doc, prof, bad ? why : NULL);
 }
 
@@ -137,13 +101,13 @@ sv_rec_add(struct sv *v, unsigned layer, const MDB_val *d)
 {
 	if (v->n_rec == v->cap_rec) {
 		int cap = v->cap_rec ? 2 * v->cap_rec : 64;
-		struct sv_rec *r = realloc(v->rec, (size_t)cap * sizeof(*r));
+		struct store_rec *r = realloc(v->rec, (size_t)cap * sizeof(*r));
 		if (!r)
 			return STORE_ERR_NOMEM;
 		v->rec = r;
 		v->cap_rec = cap;
 	}
-	v->rec[v->n_rec].layer = layer;
+	v->rec[v->n_rec].index = layer;
 	v->rec[v->n_rec].buf = d->mv_data;
 	v->rec[v->n_rec].len = d->mv_size;
 	v->n_rec++;
@@ -156,14 +120,14 @@ static int
 sv_records(struct sv *v, const uint8_t *doc, const struct st_meta *m, const char *meta_why,
     int *n_groups, char *why, size_t why_len)
 {
-	uint8_t key[ST_SNAP_KEY], prof[SNAP_ID_BYTES];
+	uint8_t key[ST_SNAP_KEY], prof[STORE_ID_BYTES];
 	MDB_cursor *c;
 	MDB_val k, d;
 	int rc, err = 0;
 
 	*n_groups = 0;
 	memset(key, 0, sizeof(key));
-	memcpy(key, doc, SNAP_ID_BYTES);
+	memcpy(key, doc, STORE_ID_BYTES);
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
 	v->n_rec = 0;
@@ -172,23 +136,23 @@ sv_records(struct sv *v, const uint8_t *doc, const struct st_meta *m, const char
 	for (rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); rc == 0 && !err && !v->stop;
 	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
 		const uint8_t *kb = k.mv_data;
-		if (k.mv_size < SNAP_ID_BYTES || memcmp(kb, doc, SNAP_ID_BYTES) != 0)
+		if (k.mv_size < STORE_ID_BYTES || memcmp(kb, doc, STORE_ID_BYTES) != 0)
 			break;
 		if (k.mv_size != ST_SNAP_KEY) {
 			sv_report(v, doc, NULL, "snaps key of the wrong size");
 			continue;
 		}
-		if (v->n_rec && memcmp(prof, kb + SNAP_ID_BYTES, SNAP_ID_BYTES) != 0) {
+		if (v->n_rec && memcmp(prof, kb + STORE_ID_BYTES, STORE_ID_BYTES) != 0) {
 			sv_snapshot(v, doc, prof, m, meta_why);
 			++*n_groups;
 			v->n_rec = 0;
 		}
-		memcpy(prof, kb + SNAP_ID_BYTES, SNAP_ID_BYTES);
+		memcpy(prof, kb + STORE_ID_BYTES, STORE_ID_BYTES);
 		err = sv_rec_add(v, (unsigned)kb[ST_PREFIX] << 8 | kb[ST_PREFIX + 1], &d);
 	}
 	mdb_cursor_close(c);
 	if (err)
-		return eng_fail(why, why_len, err, "out of memory");
+		return store_fail(why, why_len, err, "out of memory");
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return st_mdb(rc, "scan records", why, why_len);
 	if (v->n_rec && !v->stop) {
@@ -230,7 +194,7 @@ sv_doc(struct sv *v, const uint8_t *doc, char *why, size_t why_len)
 
 	mrc = st_meta_get(v->s, v->t, doc, &m, mw, sizeof(mw));
 	if (mrc != 0 && mrc != STORE_ERR_CORRUPT && mrc != STORE_ERR_NOT_FOUND)
-		return eng_fail(why, why_len, mrc, "%s", mw);
+		return store_fail(why, why_len, mrc, "%s", mw);
 	rc = sv_records(v, doc, mrc == 0 ? &m : NULL, mw, &groups, why, why_len);
 	if (rc || mrc != 0) {
 		/* Unreadable metadata and not one record to pin it on. */
@@ -246,8 +210,8 @@ sv_doc(struct sv *v, const uint8_t *doc, char *why, size_t why_len)
 	if (m.d.name[0] && !v->stop) {
 		k.mv_data = m.d.name;
 		k.mv_size = strlen(m.d.name);
-		if (mdb_get(v->t, v->s->names, &k, &d) != 0 || d.mv_size != SNAP_ID_BYTES ||
-		    memcmp(d.mv_data, doc, SNAP_ID_BYTES) != 0) {
+		if (mdb_get(v->t, v->s->names, &k, &d) != 0 || d.mv_size != STORE_ID_BYTES ||
+		    memcmp(d.mv_data, doc, STORE_ID_BYTES) != 0) {
 			snprintf(w, sizeof(w), "name '%s' does not lead back to the document", m.d.name);
 			sv_report(v, doc, NULL, w);
 		}
@@ -258,10 +222,10 @@ sv_doc(struct sv *v, const uint8_t *doc, char *why, size_t why_len)
 
 /* Next 32-byte prefix after id (0 when id was the last possible). */
 static int
-sv_next_id(uint8_t id[SNAP_ID_BYTES])
+sv_next_id(uint8_t id[STORE_ID_BYTES])
 {
 	int i;
-	for (i = SNAP_ID_BYTES - 1; i >= 0; i--)
+	for (i = STORE_ID_BYTES - 1; i >= 0; i--)
 		if (++id[i] != 0)
 			return 1;
 	return 0;
@@ -270,7 +234,7 @@ sv_next_id(uint8_t id[SNAP_ID_BYTES])
 static int
 sv_has_doc(struct sv *v, const uint8_t *doc)
 {
-	MDB_val k = { SNAP_ID_BYTES, (void *)(uintptr_t)doc }, d;
+	MDB_val k = { STORE_ID_BYTES, (void *)(uintptr_t)doc }, d;
 	return mdb_get(v->t, v->s->docs, &k, &d) == 0;
 }
 
@@ -279,7 +243,7 @@ sv_has_doc(struct sv *v, const uint8_t *doc)
 static int
 sv_orphan_records(struct sv *v, char *why, size_t why_len)
 {
-	uint8_t at[SNAP_ID_BYTES] = { 0 };
+	uint8_t at[STORE_ID_BYTES] = { 0 };
 	MDB_cursor *c;
 	MDB_val k, d;
 	int rc, err = 0, groups;
@@ -288,15 +252,15 @@ sv_orphan_records(struct sv *v, char *why, size_t why_len)
 		return st_mdb(rc, "cursor", why, why_len);
 	for (;;) {
 		k.mv_data = at;
-		k.mv_size = SNAP_ID_BYTES;
+		k.mv_size = STORE_ID_BYTES;
 		if ((rc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE)) != 0 || v->stop)
 			break;
-		if (k.mv_size < SNAP_ID_BYTES) {
+		if (k.mv_size < STORE_ID_BYTES) {
 			sv_report(v, sv_zero, NULL, "snaps key of the wrong size");
 			memset(at, 0, sizeof(at));
 			memcpy(at, k.mv_data, k.mv_size);
 		} else {
-			memcpy(at, k.mv_data, SNAP_ID_BYTES);
+			memcpy(at, k.mv_data, STORE_ID_BYTES);
 			if (!sv_has_doc(v, at) &&
 			    (err = sv_records(v, at, NULL, "records without document metadata", &groups, why,
 			        why_len)) != 0)
@@ -327,7 +291,7 @@ sv_orphan_index(struct sv *v, MDB_dbi db, int is_lru, char *why, size_t why_len)
 		struct st_meta m;
 		const uint8_t *kb = k.mv_data, *doc = is_lru ? kb + 8 : d.mv_data;
 		int ok;
-		if ((is_lru && k.mv_size != ST_LRU_KEY) || (!is_lru && d.mv_size != SNAP_ID_BYTES)) {
+		if ((is_lru && k.mv_size != ST_LRU_KEY) || (!is_lru && d.mv_size != STORE_ID_BYTES)) {
 			sv_report(v, sv_zero, NULL, is_lru ? "lru key of the wrong size"
 							   : "names value of the wrong size");
 			continue;
@@ -335,7 +299,7 @@ sv_orphan_index(struct sv *v, MDB_dbi db, int is_lru, char *why, size_t why_len)
 		if (st_meta_get(v->s, v->t, doc, &m, NULL, 0) != 0)
 			continue; /* reported with the document, or an orphan below */
 		if (is_lru) {
-			int i = st_meta_find(&m, kb + 8 + SNAP_ID_BYTES);
+			int i = st_meta_find(&m, kb + 8 + STORE_ID_BYTES);
 			ok = i >= 0 && m.p[i].last_used_us == st_lru_stamp(kb);
 		} else {
 			ok = strlen(m.d.name) == k.mv_size && memcmp(m.d.name, kb, k.mv_size) == 0;
@@ -344,7 +308,7 @@ sv_orphan_index(struct sv *v, MDB_dbi db, int is_lru, char *why, size_t why_len)
 		if (ok)
 			continue;
 		if (is_lru)
-			sv_report(v, doc, kb + 8 + SNAP_ID_BYTES, "stale lru entry");
+			sv_report(v, doc, kb + 8 + STORE_ID_BYTES, "stale lru entry");
 		else {
 			snprintf(w, sizeof(w), "name '%.*s' leads to a document of another name",
 			    (int)(k.mv_size > 200 ? 200 : k.mv_size), (const char *)kb);
@@ -368,10 +332,10 @@ sv_dangling(struct sv *v, MDB_dbi db, int is_lru, char *why, size_t why_len)
 	for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); rc == 0 && !v->stop;
 	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
 		const uint8_t *doc = is_lru ? (const uint8_t *)k.mv_data + 8 : d.mv_data;
-		if ((is_lru && k.mv_size != ST_LRU_KEY) || (!is_lru && d.mv_size != SNAP_ID_BYTES))
+		if ((is_lru && k.mv_size != ST_LRU_KEY) || (!is_lru && d.mv_size != STORE_ID_BYTES))
 			continue; /* sv_orphan_index reported it */
 		if (!sv_has_doc(v, doc))
-			sv_report(v, doc, is_lru ? doc + SNAP_ID_BYTES : NULL,
+			sv_report(v, doc, is_lru ? doc + STORE_ID_BYTES : NULL,
 			    is_lru ? "lru entry of a missing document" : "name of a missing document");
 	}
 	mdb_cursor_close(c);
@@ -389,7 +353,7 @@ sv_all(struct sv *v, char *why, size_t why_len)
 		return st_mdb(rc, "cursor", why, why_len);
 	for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); rc == 0 && !err && !v->stop;
 	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
-		if (k.mv_size != SNAP_ID_BYTES)
+		if (k.mv_size != STORE_ID_BYTES)
 			sv_report(v, sv_zero, NULL, "docs key of the wrong size");
 		else
 			err = sv_doc(v, k.mv_data, why, why_len);
@@ -413,21 +377,22 @@ sv_all(struct sv *v, char *why, size_t why_len)
 }
 
 int
-store_verify(struct store *s, const uint8_t *doc_id,
-    int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
-        const uint8_t profile_id[SNAP_ID_BYTES], const char *why),
+stl_verify(struct store *fs, const uint8_t *doc_id, store_check_fn check, void *check_arg,
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
     void *arg, char *why, size_t why_len)
 {
+	struct store_lmdb *s = fs->be;
 	struct sv v;
 	char id[13];
 	int rc;
 
 	memset(&v, 0, sizeof(v));
 	v.s = s;
+	v.check = check;
+	v.check_arg = check_arg;
 	v.fn = fn;
 	v.arg = arg;
-	if (!s)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "verify: no store");
 	if ((rc = st_begin(s, 0, &v.t, why, why_len)) != 0)
 		return rc;
 	rc = doc_id ? sv_doc(&v, doc_id, why, why_len) : sv_all(&v, why, why_len);
@@ -437,10 +402,10 @@ store_verify(struct store *s, const uint8_t *doc_id,
 		return rc;
 	if (doc_id && v.n_seen == 0) {
 		st_short(doc_id, id);
-		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
+		return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
 	}
 	if (v.n_bad)
-		return eng_fail(why, why_len, STORE_ERR_CORRUPT, "%lld of %lld snapshot reports failed",
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%lld of %lld snapshot reports failed",
 		    (long long)v.n_bad, (long long)v.n_seen);
 	return 0;
 }

@@ -2,16 +2,16 @@
  * snapshot_io.h: a compressed pool to and from the store, end to end:
  * the profile a snapshot is filed under, saving every record of a pool in
  * one store transaction, and loading a snapshot into a fresh pool ready for
- * a question (storage never runs the model; the caller does).
+ * a question (the codec never runs the model; the caller does).
  */
-#ifndef STORAGE_SNAPSHOT_IO_H
-#define STORAGE_SNAPSHOT_IO_H
+#ifndef SNAPSHOT_SNAPSHOT_IO_H
+#define SNAPSHOT_SNAPSHOT_IO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "storage/snapshot.h"
+#include "snapshot/snapshot.h"
 #include "storage/store.h"
 
 #define SNAP_ZLEVEL_DEFAULT 3
@@ -53,9 +53,29 @@ int snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
     struct eng_kv **out, struct snap_header *h, char *why, size_t why_len);
 
+/* The profiles stored for a document, as store_profiles() lists them, with
+ * each header record decoded: fn gets the header, or NULL and the reason
+ * when it is missing or does not decode (snapshot_check.c). */
+int snap_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    int (*fn)(void *arg, const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes,
+        const struct snap_header *h, const char *why, int64_t last_used_us),
+    void *arg, char *why, size_t why_len);
+
+/* store_verify() with the codec's content check: every snapshot's header
+ * decodes and names its profile, and each layer record is present once and
+ * passes snap_layer_check (its BLAKE2b-128 as the header lists it, then its
+ * own checksum and shape).  Reports and results as store_verify's. */
+int snap_verify(struct store *s, const uint8_t *doc_id,
+    int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
+        const uint8_t profile_id[SNAP_ID_BYTES], const char *why),
+    void *arg, char *why, size_t why_len);
+/* The content check alone (a store_check_fn; arg unused). */
+int snap_verify_records(void *arg, const uint8_t profile_id[SNAP_ID_BYTES],
+    const struct store_rec *rec, int n_rec, char *why, size_t why_len);
+
 /* A pool through the codec and back, in memory (no store): what a query
  * of its snapshot would see.  For benches and tests. */
 int snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, int64_t n_extra,
     struct eng_kv **out, char *why, size_t why_len);
 
-#endif /* STORAGE_SNAPSHOT_IO_H */
+#endif /* SNAPSHOT_SNAPSHOT_IO_H */

@@ -1,11 +1,11 @@
 /*
- * store_write.c: what changes the store, prune aside (store_prune.c):
- * put, rm, rename, touch.  Each is an op run by st_write() in one write
- * transaction, so it happens entirely or not at all, and is retried once on
- * a grown map.  An op keeps no state across attempts except what it
+ * store_lmdb_write.c: what changes the LMDB store, prune aside
+ * (store_lmdb_prune.c): put, rm, rename, touch.  Each is an op run by
+ * st_write() in one write transaction, so it happens entirely or not at
+ * all, and is retried once on a grown map.  An op keeps no state across attempts except what it
  * recomputes.
  *
- * Invariants every op keeps (store_verify.c checks them):
+ * Invariants every op keeps (store_lmdb_verify.c checks them):
  *   - a snapshot (doc, prof) has records doc‖prof‖0..n_layer-1 and
  *     doc‖prof‖FFFF, is listed in doc's metadata table with its stored
  *     bytes and last use, and has exactly one lru key at that last use;
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/store_internal.h"
+#include "storage/store_lmdb.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shared steps                                                              */
@@ -26,7 +26,7 @@
  * stamps are unique and ordered even when the clock steps back or two
  * writes fall in one microsecond. */
 static int
-sw_stamp(struct store *s, MDB_txn *t, int64_t *stamp, char *why, size_t why_len)
+sw_stamp(struct store_lmdb *s, MDB_txn *t, int64_t *stamp, char *why, size_t why_len)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -43,7 +43,7 @@ sw_stamp(struct store *s, MDB_txn *t, int64_t *stamp, char *why, size_t why_len)
 }
 
 static int
-sw_lru(struct store *s, MDB_txn *t, int add, int64_t stamp, const uint8_t *doc,
+sw_lru(struct store_lmdb *s, MDB_txn *t, int add, int64_t stamp, const uint8_t *doc,
     const uint8_t *prof, char *why, size_t why_len)
 {
 	uint8_t key[ST_LRU_KEY];
@@ -61,7 +61,7 @@ sw_lru(struct store *s, MDB_txn *t, int add, int64_t stamp, const uint8_t *doc,
 
 /* Drop name from `names` if it points at doc. */
 static int
-sw_unname(struct store *s, MDB_txn *t, const char *name, const uint8_t *doc, char *why,
+sw_unname(struct store_lmdb *s, MDB_txn *t, const char *name, const uint8_t *doc, char *why,
     size_t why_len)
 {
 	MDB_val k, v;
@@ -73,7 +73,7 @@ sw_unname(struct store *s, MDB_txn *t, const char *name, const uint8_t *doc, cha
 	k.mv_size = strlen(name);
 	rc = mdb_get(t, s->names, &k, &v);
 	if (rc == MDB_NOTFOUND ||
-	    (rc == 0 && (v.mv_size != SNAP_ID_BYTES || memcmp(v.mv_data, doc, SNAP_ID_BYTES))))
+	    (rc == 0 && (v.mv_size != STORE_ID_BYTES || memcmp(v.mv_data, doc, STORE_ID_BYTES))))
 		return 0;
 	if (rc == 0)
 		rc = mdb_del(t, s->names, &k, NULL);
@@ -83,7 +83,7 @@ sw_unname(struct store *s, MDB_txn *t, const char *name, const uint8_t *doc, cha
 /* Give m's document the name `name` ("" removes it): refused when another
  * document holds it; the old name is released. */
 static int
-sw_name(struct store *s, MDB_txn *t, struct st_meta *m, const char *name, char *why,
+sw_name(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, const char *name, char *why,
     size_t why_len)
 {
 	char other[13];
@@ -96,16 +96,16 @@ sw_name(struct store *s, MDB_txn *t, struct st_meta *m, const char *name, char *
 		k.mv_data = (void *)(uintptr_t)name;
 		k.mv_size = strlen(name);
 		rc = mdb_get(t, s->names, &k, &v);
-		if (rc == 0 && v.mv_size == SNAP_ID_BYTES &&
-		    memcmp(v.mv_data, m->d.doc_id, SNAP_ID_BYTES) != 0) {
+		if (rc == 0 && v.mv_size == STORE_ID_BYTES &&
+		    memcmp(v.mv_data, m->d.doc_id, STORE_ID_BYTES) != 0) {
 			st_short(v.mv_data, other);
-			return eng_fail(why, why_len, STORE_ERR_EXISTS,
+			return store_fail(why, why_len, STORE_ERR_EXISTS,
 			    "name '%s' belongs to document %s", name, other);
 		}
 		if (rc != 0 && rc != MDB_NOTFOUND)
 			return st_mdb(rc, "look up name", why, why_len);
 		v.mv_data = m->d.doc_id;
-		v.mv_size = SNAP_ID_BYTES;
+		v.mv_size = STORE_ID_BYTES;
 		if ((rc = mdb_put(t, s->names, &k, &v, 0)) != 0)
 			return st_mdb(rc, "write name", why, why_len);
 	}
@@ -116,19 +116,19 @@ sw_name(struct store *s, MDB_txn *t, struct st_meta *m, const char *name, char *
 }
 
 int
-st_del_records(struct store *s, MDB_txn *t, const uint8_t *doc, const uint8_t *prof,
+st_del_records(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, const uint8_t *prof,
     uint64_t *bytes, char *why, size_t why_len)
 {
 	uint8_t key[ST_SNAP_KEY];
-	size_t plen = prof ? ST_PREFIX : SNAP_ID_BYTES;
+	size_t plen = prof ? ST_PREFIX : STORE_ID_BYTES;
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc;
 
 	memset(key, 0, sizeof(key));
-	memcpy(key, doc, SNAP_ID_BYTES);
+	memcpy(key, doc, STORE_ID_BYTES);
 	if (prof)
-		memcpy(key + SNAP_ID_BYTES, prof, SNAP_ID_BYTES);
+		memcpy(key + STORE_ID_BYTES, prof, STORE_ID_BYTES);
 	if (bytes)
 		*bytes = 0;
 	if ((rc = mdb_cursor_open(t, s->snaps, &c)) != 0)
@@ -150,9 +150,9 @@ st_del_records(struct store *s, MDB_txn *t, const uint8_t *doc, const uint8_t *p
 	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "delete records", why, why_len);
 }
 
-/* One snapshot out (contract in store_internal.h). */
+/* One snapshot out (contract in store_lmdb.h). */
 int
-st_drop(struct store *s, MDB_txn *t, struct st_meta *m, int i, char *why, size_t why_len)
+st_drop(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, int i, char *why, size_t why_len)
 {
 	MDB_val k;
 	int rc;
@@ -168,7 +168,7 @@ st_drop(struct store *s, MDB_txn *t, struct st_meta *m, int i, char *why, size_t
 	if ((rc = sw_unname(s, t, m->d.name, m->d.doc_id, why, why_len)) != 0)
 		return rc;
 	k.mv_data = m->d.doc_id;
-	k.mv_size = SNAP_ID_BYTES;
+	k.mv_size = STORE_ID_BYTES;
 	rc = mdb_del(t, s->docs, &k, NULL);
 	return rc ? st_mdb(rc, "delete document", why, why_len) : 0;
 }
@@ -182,46 +182,10 @@ struct sw_put {
 	uint64_t payload;
 };
 
-/* Check the arguments, and that the header belongs to this snapshot (the
- * store refuses to file a header under another profile or layer count). */
-static int
-sw_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_t *payload,
-    char *why, size_t why_len)
-{
-	struct snap_header h;
-	char w[200];
-	int i, rc;
-
-	if (!d || !sn || !sn->header || !sn->header_len || sn->n_layer < 1 ||
-	    sn->n_layer >= (int)SNAP_HEADER_LAYER || !sn->layer || !sn->layer_len)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
-	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)))
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
-	if (d->name[0] && (rc = store_name_check(d->name, why, why_len)) != 0)
-		return rc;
-	*payload = sn->header_len;
-	for (i = 0; i < sn->n_layer; i++) {
-		if (!sn->layer[i] || !sn->layer_len[i])
-			return eng_fail(why, why_len, STORE_ERR_ARG, "put: layer %d empty", i);
-		*payload += sn->layer_len[i];
-	}
-	memset(&h, 0, sizeof(h));
-	if ((rc = snap_header_decode(sn->header, sn->header_len, &h, w, sizeof(w))) != 0)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: header record: %s", w);
-	rc = 0;
-	if (h.n_layer != sn->n_layer)
-		rc = eng_fail(why, why_len, STORE_ERR_ARG, "put: header has %d layers, snapshot %d",
-		    h.n_layer, sn->n_layer);
-	else if (memcmp(h.profile_id, sn->profile_id, SNAP_ID_BYTES) != 0)
-		rc = eng_fail(why, why_len, STORE_ERR_ARG, "put: header is of another profile");
-	snap_header_free(&h);
-	return rc;
-}
-
 /* Metadata for the put: a new document from d, or the stored one with d's
  * non-empty fields (the name is handled by sw_name). */
 static int
-sw_put_meta(struct store *s, MDB_txn *t, const struct store_doc *d, int64_t stamp,
+sw_put_meta(struct store_lmdb *s, MDB_txn *t, const struct store_doc *d, int64_t stamp,
     struct st_meta *m, char *why, size_t why_len)
 {
 	int rc = st_meta_get(s, t, d->doc_id, m, why, why_len);
@@ -246,7 +210,7 @@ sw_put_meta(struct store *s, MDB_txn *t, const struct store_doc *d, int64_t stam
 }
 
 static int
-sw_put_records(struct store *s, MDB_txn *t, const uint8_t *doc,
+sw_put_records(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc,
     const struct store_snapshot *sn, char *why, size_t why_len)
 {
 	uint8_t key[ST_SNAP_KEY];
@@ -256,7 +220,7 @@ sw_put_records(struct store *s, MDB_txn *t, const uint8_t *doc,
 	k.mv_data = key;
 	k.mv_size = sizeof(key);
 	for (i = -1; i < sn->n_layer; i++) {
-		unsigned layer = i < 0 ? SNAP_HEADER_LAYER : (unsigned)i;
+		unsigned layer = i < 0 ? STORE_HEAD_RECORD : (unsigned)i;
 		st_snap_key(key, doc, sn->profile_id, layer);
 		v.mv_data = (void *)(uintptr_t)(i < 0 ? sn->header : sn->layer[i]);
 		v.mv_size = i < 0 ? sn->header_len : sn->layer_len[i];
@@ -267,7 +231,7 @@ sw_put_records(struct store *s, MDB_txn *t, const uint8_t *doc,
 }
 
 static int
-sw_put_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
+sw_put_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 {
 	struct sw_put *a = arg;
 	const uint8_t *doc = a->d->doc_id, *prof = a->snap->profile_id;
@@ -292,7 +256,7 @@ sw_put_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if (rc == 0)
 		rc = sw_lru(s, t, 1, stamp, doc, prof, why, why_len);
 	if (rc == 0 && st_meta_set(&m, prof, stamp, a->payload) != 0)
-		rc = eng_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+		rc = store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	if (rc == 0) {
 		m.d.last_used_us = stamp;
 		rc = st_meta_put(s, t, &m, why, why_len);
@@ -302,16 +266,11 @@ sw_put_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 }
 
 int
-store_put(struct store *s, const struct store_doc *d, const struct store_snapshot *snap,
-    char *why, size_t why_len)
+stl_put(struct store *fs, const struct store_doc *d, const struct store_snapshot *snap,
+    uint64_t payload, char *why, size_t why_len)
 {
-	struct sw_put a = { d, snap, 0 };
-	int rc;
-	if (!s)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "put: no store");
-	if ((rc = sw_put_check(d, snap, &a.payload, why, why_len)) != 0)
-		return rc;
-	return st_write(s, sw_put_op, &a, (size_t)a.payload, why, why_len);
+	struct sw_put a = { d, snap, payload };
+	return st_write(fs->be, sw_put_op, &a, (size_t)payload, why, why_len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -323,7 +282,7 @@ struct sw_ids {
 };
 
 static int
-sw_touch_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
+sw_touch_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 {
 	struct sw_ids *a = arg;
 	struct st_meta m;
@@ -338,7 +297,7 @@ sw_touch_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if ((i = st_meta_find(&m, a->prof)) < 0) {
 		st_short(a->doc, d);
 		st_short(a->prof, p);
-		rc = eng_fail(why, why_len, STORE_ERR_NOT_FOUND,
+		rc = store_fail(why, why_len, STORE_ERR_NOT_FOUND,
 		    "no snapshot of document %s for profile %s", d, p);
 	}
 	if (rc == 0)
@@ -354,17 +313,14 @@ sw_touch_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 }
 
 int
-store_touch(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], char *why, size_t why_len)
+stl_touch(struct store *fs, const uint8_t *doc, const uint8_t *prof, char *why, size_t why_len)
 {
-	struct sw_ids a = { doc_id, profile_id, NULL };
-	if (!s || !doc_id || !profile_id)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "touch: missing argument");
-	return st_write(s, sw_touch_op, &a, 0, why, why_len);
+	struct sw_ids a = { doc, prof, NULL };
+	return st_write(fs->be, sw_touch_op, &a, 0, why, why_len);
 }
 
 static int
-sw_rename_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
+sw_rename_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 {
 	struct sw_ids *a = arg;
 	struct st_meta m;
@@ -380,16 +336,10 @@ sw_rename_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 }
 
 int
-store_rename(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *name,
-    char *why, size_t why_len)
+stl_rename(struct store *fs, const uint8_t *doc, const char *name, char *why, size_t why_len)
 {
-	struct sw_ids a = { doc_id, NULL, name };
-	int rc;
-	if (!s || !doc_id || !name)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "rename: missing argument");
-	if (name[0] && (rc = store_name_check(name, why, why_len)) != 0)
-		return rc;
-	return st_write(s, sw_rename_op, &a, 0, why, why_len);
+	struct sw_ids a = { doc, NULL, name };
+	return st_write(fs->be, sw_rename_op, &a, 0, why, why_len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -411,8 +361,8 @@ sw_scrub(MDB_txn *t, MDB_dbi db, int in_key, const uint8_t *doc,
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		const MDB_val *x = in_key ? &k : &v;
 		size_t off = in_key ? 8 : 0;
-		if (x->mv_size < off + SNAP_ID_BYTES ||
-		    memcmp((const uint8_t *)x->mv_data + off, doc, SNAP_ID_BYTES) != 0)
+		if (x->mv_size < off + STORE_ID_BYTES ||
+		    memcmp((const uint8_t *)x->mv_data + off, doc, STORE_ID_BYTES) != 0)
 			continue;
 		if ((rc = mdb_cursor_del(c, 0)) != 0)
 			break;
@@ -423,7 +373,7 @@ sw_scrub(MDB_txn *t, MDB_dbi db, int in_key, const uint8_t *doc,
 }
 
 static int
-sw_rm_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
+sw_rm_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 {
 	struct sw_ids *a = arg;
 	struct st_meta m;
@@ -452,22 +402,20 @@ sw_rm_op(struct store *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	if (rc)
 		return rc;
 	k.mv_data = (void *)(uintptr_t)a->doc;
-	k.mv_size = SNAP_ID_BYTES;
+	k.mv_size = STORE_ID_BYTES;
 	rc = mdb_del(t, s->docs, &k, NULL);
 	if (rc && rc != MDB_NOTFOUND)
 		return st_mdb(rc, "delete document", why, why_len);
 	if (!found && !bytes) {
 		st_short(a->doc, id);
-		return eng_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
+		return store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no document %s", id);
 	}
 	return 0;
 }
 
 int
-store_rm(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], char *why, size_t why_len)
+stl_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len)
 {
-	struct sw_ids a = { doc_id, NULL, NULL };
-	if (!s || !doc_id)
-		return eng_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
-	return st_write(s, sw_rm_op, &a, 0, why, why_len);
+	struct sw_ids a = { doc, NULL, NULL };
+	return st_write(fs->be, sw_rm_op, &a, 0, why, why_len);
 }

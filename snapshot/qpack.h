@@ -1,5 +1,5 @@
 /*
- * qpack.h: packing of K / V rows for snapshot records (storage/ only).
+ * qpack.h: packing of K / V rows for snapshot records (snapshot/ only).
  *
  * A block is n rows of d floats (row-major, d even).  Three schemes:
  *
@@ -24,8 +24,8 @@
  * value.  The decoder refuses a non-finite μ or δ and a negative δ (the
  * encoder never writes them).
  */
-#ifndef STORAGE_QPACK_H
-#define STORAGE_QPACK_H
+#ifndef SNAPSHOT_QPACK_H
+#define SNAPSHOT_QPACK_H
 
 #include <stddef.h> /* for size_t */
 #include <stdint.h> /* for uint8_t */
@@ -49,4 +49,4 @@ int qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst
  * validates.  0, or -1 for a corrupt block (a bad q4 scale or min). */
 int qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst);
 
-#endif /* STORAGE_QPACK_H */
+#endif /* SNAPSHOT_QPACK_H */

@@ -76,8 +76,8 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "storage/qpack.h"
-#include "storage/snapshot.h"
+#include "snapshot/qpack.h"
+#include "snapshot/snapshot.h"
 
 #define SNAP_MAX_LAYER 1024
 #define SNAP_MAX_HEAD 1024

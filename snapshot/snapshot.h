@@ -4,7 +4,7 @@
  * the store (store.h) keeps under doc_id ‖ profile_id ‖ layer.
  *
  * Records are zstd frames of a little-endian binary layout (written at the
- * top of storage/snapshot.c) that ends with a BLAKE2b-128 checksum of the
+ * top of snapshot/snapshot.c) that ends with a BLAKE2b-128 checksum of the
  * decoded bytes before it.  The header also lists the BLAKE2b-128 of every
  * layer record as stored (compressed), so `verify` can check a snapshot
  * without decoding it and a record from another snapshot is refused.
@@ -23,18 +23,19 @@
  * model: loading fills the pool's rows, and eng_kv_finish_load() (engine)
  * re-derives the rotated keys.
  */
-#ifndef STORAGE_SNAPSHOT_H
-#define STORAGE_SNAPSHOT_H
+#ifndef SNAPSHOT_SNAPSHOT_H
+#define SNAPSHOT_SNAPSHOT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/engine.h" /* struct eng_kv, enum eng_pos_mode */
+#include "engine/engine.h"   /* struct eng_kv, enum eng_pos_mode */
+#include "storage/store.h"   /* STORE_ID_BYTES, STORE_HEAD_RECORD */
 
 #define SNAP_FORMAT_VERSION 1
-#define SNAP_HEADER_LAYER 0xFFFFu /* the header's layer key in the store */
-#define SNAP_SUM_BYTES 16         /* BLAKE2b-128 */
-#define SNAP_ID_BYTES 32          /* doc_id, profile_id: BLAKE2b-256 */
+#define SNAP_HEADER_LAYER STORE_HEAD_RECORD /* the header is the store's head record */
+#define SNAP_SUM_BYTES 16                   /* BLAKE2b-128 */
+#define SNAP_ID_BYTES STORE_ID_BYTES        /* doc_id, profile_id: BLAKE2b-256 */
 #define SNAP_MAX_PROFILE 1024     /* canonical profile text, NUL included */
 
 enum snap_err {
@@ -125,4 +126,4 @@ struct snap_qerr {
 int snap_layer_qerr(const struct eng_kv *kv, int layer, const struct snap_header *h,
     struct snap_qerr *out);
 
-#endif /* STORAGE_SNAPSHOT_H */
+#endif /* SNAPSHOT_SNAPSHOT_H */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h" /* for kern_f32_to_f16, kern_f16_to_f32 */
-#include "storage/qpack.h"
+#include "snapshot/qpack.h"
 
 #define QP_F16_MAX 65504.0f
 #define QP_Q4_GROUP_BYTES (4 + QP_GROUP / 2) /* δ, μ, 32 codes */

@@ -1,0 +1,120 @@
+/*
+ * store_lmdb.h: what the LMDB backend's files (store_lmdb*.c) share and
+ * nothing else sees: its state, the transaction gate that makes map growth
+ * safe, key builders, metadata reads and writes, the write-with-retry loop,
+ * and the ops the table in store_lmdb.c lists.
+ *
+ * Why a gate: mdb_env_set_mapsize() unmaps and remaps the file, so it may
+ * only run while no transaction of this process is open (readers hold
+ * pointers into the map).  Every transaction we open enters the gate and
+ * leaves it when it ends; growth closes the gate, waits (bounded) for the
+ * count to reach zero, remaps and reopens it.  A counter under a mutex, not a
+ * pthread rwlock, because MDB_NOTLS lets a reader end on another thread than
+ * the one that began it, and a rwlock must be released by its owner.
+ */
+#ifndef STORAGE_STORE_LMDB_H
+#define STORAGE_STORE_LMDB_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/store_backend.h"
+
+#define ST_SNAP_KEY 66  /* doc_id ‖ profile_id ‖ layer (u16 BE) */
+#define ST_PREFIX 64    /* doc_id ‖ profile_id */
+#define ST_LRU_KEY 72   /* last_used (u64 BE) ‖ doc_id ‖ profile_id */
+#define ST_GROW_WAIT_S 10 /* growth waits this long for open transactions */
+
+/* Internal result: the map is full (the write loop grows and retries). */
+#define ST_MAPFULL (-100)
+
+struct store_lmdb {
+	MDB_env *env;
+	MDB_dbi docs, snaps, names, lru;
+	size_t max_map;
+	int read_only;
+	char dir[512]; /* for messages */
+
+	pthread_mutex_t gate_mu;
+	pthread_cond_t gate_cv;
+	int n_txn;   /* transactions open in this process */
+	int growing; /* a remap is waiting for n_txn == 0 */
+};
+
+/* Errors (store_lmdb.c): st_mdb maps an LMDB / errno code to a store_err
+ * (ST_MAPFULL for MDB_MAP_FULL) with "what: reason". */
+int st_mdb(int rc, const char *what, char *why, size_t why_len);
+
+/* Transactions through the gate (store_lmdb.c). */
+int st_begin(struct store_lmdb *s, int write, MDB_txn **t, char *why, size_t why_len);
+void st_abort(struct store_lmdb *s, MDB_txn *t);
+int st_commit(struct store_lmdb *s, MDB_txn *t, size_t payload, char *why, size_t why_len);
+
+/* Run op in a write transaction and commit; on a full map grow it (to at
+ * least twice, or by 2×payload) and run op once more (store_lmdb.c).  op
+ * returns 0 to commit or an error (ST_MAPFULL included) to abort. */
+typedef int (*st_op_fn)(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len);
+int st_write(struct store_lmdb *s, st_op_fn op, void *arg, size_t payload, char *why,
+    size_t why_len);
+
+/* Keys. */
+void st_snap_key(uint8_t k[ST_SNAP_KEY], const uint8_t *doc, const uint8_t *prof,
+    unsigned layer);
+void st_lru_key(uint8_t k[ST_LRU_KEY], int64_t stamp, const uint8_t *doc, const uint8_t *prof);
+int64_t st_lru_stamp(const uint8_t *k);
+
+/* Read / write the metadata of doc in t (store_lmdb_meta.c):
+ * STORE_ERR_NOT_FOUND, STORE_ERR_CORRUPT (reason names the document). */
+int st_meta_get(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, struct st_meta *m,
+    char *why, size_t why_len);
+int st_meta_put(struct store_lmdb *s, MDB_txn *t, const struct st_meta *m, char *why,
+    size_t why_len);
+
+/* Delete every snaps record of doc ‖ prof (prof NULL: of every profile of
+ * doc); *bytes (may be NULL) gets their stored size (store_lmdb_write.c). */
+int st_del_records(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, const uint8_t *prof,
+    uint64_t *bytes, char *why, size_t why_len);
+
+/* Remove the snapshot listed at m->p[i]: its records, its lru key and its
+ * table entry; the document (and its name) goes with its last snapshot.  m
+ * is updated, and written back unless the document went
+ * (store_lmdb_write.c). */
+int st_drop(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, int i, char *why,
+    size_t why_len);
+
+/* The ops (store_lmdb.c lists them). */
+int stl_open(struct store *fs, const char *dir, const struct store_opts *o, char *why,
+    size_t why_len);
+void stl_close(struct store *fs);
+int stl_put(struct store *fs, const struct store_doc *d, const struct store_snapshot *snap,
+    uint64_t payload, char *why, size_t why_len);
+int stl_resolve(struct store *fs, const struct st_ref *ref, uint8_t doc_id[STORE_ID_BYTES],
+    char *why, size_t why_len);
+int stl_read_begin(struct store_reader *r, char *why, size_t why_len);
+int stl_read_record(struct store_reader *r, unsigned index, const uint8_t **buf, size_t *len,
+    char *why, size_t why_len);
+void stl_read_end(struct store_reader *r);
+int stl_touch(struct store *fs, const uint8_t *doc, const uint8_t *prof, char *why,
+    size_t why_len);
+int stl_info(struct store *fs, const uint8_t *doc, struct store_doc *d, char *why,
+    size_t why_len);
+int stl_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *arg,
+    char *why, size_t why_len);
+int stl_profiles(struct store *fs, const uint8_t *doc,
+    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
+        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
+    void *arg, char *why, size_t why_len);
+int stl_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len);
+int stl_rename(struct store *fs, const uint8_t *doc, const char *name, char *why,
+    size_t why_len);
+int stl_prune(struct store *fs, const struct store_prune *p, struct st_victims *v, char *why,
+    size_t why_len);
+int stl_verify(struct store *fs, const uint8_t *doc, store_check_fn check, void *check_arg,
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
+    void *arg, char *why, size_t why_len);
+int stl_stats(struct store *fs, struct store_stats *st, char *why, size_t why_len);
+
+#endif /* STORAGE_STORE_LMDB_H */
