@@ -56,6 +56,7 @@ double eng_now(void);
 struct eng_hparams {
 	int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab, n_ctx_train;
 	float rms_eps, rope_base;
+	enum kern_rope_style rope_style; /* the architecture's (kernels/rope.h) */
 };
 
 struct eng_layer {
@@ -155,6 +156,7 @@ struct eng_kv_layer {
 struct eng_kv {
 	int n_layer, n_head_kv, head_dim;
 	float rope_base;
+	enum kern_rope_style rope_style;
 	enum eng_pos_mode pos_mode;
 	int64_t rows;               /* arena rows per layer */
 	struct eng_kv_layer *layer; /* (n_layer) */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "kernels/rope.h"
 
 /* y(rows) = W · x, W dequantized one row at a time. */
 static void
@@ -43,18 +44,14 @@ ref_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 		out[i] = x[i] * scale * w[i];
 }
 
-/* Adjacent-pair RoPE of one head vector at position p. */
+/* RoPE of one head vector at position p: kernels/rope.h's rotation, the
+ * one every path shares (so the angles are not what a comparison tests). */
 static void
-ref_rope(float *x, int64_t d, uint32_t p, float base)
+ref_rope(float *x, int64_t d, uint32_t p, float base, enum kern_rope_style style)
 {
-	int64_t i;
-	for (i = 0; i < d / 2; i++) {
-		double theta = (double)p * pow((double)base, -2.0 * (double)i / (double)d);
-		float c = (float)cos(theta), s = (float)sin(theta);
-		float x0 = x[2 * i], x1 = x[2 * i + 1];
-		x[2 * i] = x0 * c - x1 * s;
-		x[2 * i + 1] = x0 * s + x1 * c;
-	}
+	float cs[KERN_ROPE_MAX_HEAD_DIM];
+	kern_rope_angles(cs, p, kern_rope_theta_scale(base, d), d);
+	kern_rope_head(x, x, cs, d, style);
 }
 
 /* Whether query position t scores unit position u with the anchor layer's
@@ -116,9 +113,11 @@ eng_ref_forward_pod(const struct eng_model *m, const int32_t *ids, int64_t n,
 			ref_matvec(&L->wk, xn, k + t * KV * hd, row);
 			ref_matvec(&L->wv, xn, v + t * KV * hd, row);
 			for (h = 0; h < H; h++)
-				ref_rope(q + (t * H + h) * hd, hd, (uint32_t)t, hp->rope_base);
+				ref_rope(q + (t * H + h) * hd, hd, (uint32_t)t, hp->rope_base,
+				    hp->rope_style);
 			for (h = 0; h < KV; h++)
-				ref_rope(k + (t * KV + h) * hd, hd, (uint32_t)t, hp->rope_base);
+				ref_rope(k + (t * KV + h) * hd, hd, (uint32_t)t, hp->rope_base,
+				    hp->rope_style);
 		}
 		/* causal attention, then the rest of the layer, token by token */
 		for (t = 0; t < n; t++) {
