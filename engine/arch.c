@@ -13,6 +13,7 @@
 static const struct eng_arch *const arch_list[] = {
 	&eng_arch_llama,
 	&eng_arch_qwen2,
+	&eng_arch_qwen3,
 };
 
 #define ARCH_COUNT (sizeof(arch_list) / sizeof(arch_list[0]))

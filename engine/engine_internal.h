@@ -137,6 +137,7 @@ struct eng_arch {
 
 extern const struct eng_arch eng_arch_llama;
 extern const struct eng_arch eng_arch_qwen2;
+extern const struct eng_arch eng_arch_qwen3;
 
 /* The description of architecture name[0..len), or NULL. */
 const struct eng_arch *eng_arch_find(const char *name, size_t len);

@@ -1,12 +1,13 @@
 /*
- * test_arch.c: the architecture seam (engine/arch_*.c) proven on a second
- * shape: a tiny synthetic "qwen2" model (q/k/v biases, NeoX RoPE), which
- * kvsnap describes but does not enable.
+ * test_arch.c: the architecture seam (engine/arch_*.c) proven on other
+ * shapes: tiny synthetic "qwen2" (q/k/v biases, NeoX RoPE) and "qwen3"
+ * (per-head q/k norms, NeoX RoPE) models, which kvsnap describes but does
+ * not enable.
  *
- * The default open refuses it with the usual text; opened for tests, the
+ * The default open refuses them with the usual text; opened for tests, the
  * engine's forward pass must match the scalar reference pass, and the
- * biases must matter (a pass that ignored them would fail the comparison
- * by far).  The RoPE styles are checked against each other through the op
+ * optional tensors must matter (a pass that ignored them would fail the
+ * comparison by far).  The RoPE styles are checked against each other through the op
  * table: NeoX's halves are adjacent pairs of a permuted vector.
  */
 #include <math.h>
@@ -24,14 +25,16 @@
  * layers; measured ~1e-6 of the logits' scale on the llama tiny model
  * (tests/test_ref.c), so 1e-5 leaves a margin of ten. */
 #define ARCH_TOL 1e-5 /* max |Δ| / max |logit| */
-/* Biases ~N(0, 1) against q/k/v entries of about 2 (TINY_STD·√n_embd):
- * dropping them moves the logits by a large share of their scale.  The
- * proof asks for more than ARCH_BIAS_GAP times the tolerance. */
-#define ARCH_BIAS_GAP 100.0
+/* Biases ~N(0, 1) against q/k/v entries of about 2 (TINY_STD·√n_embd),
+ * and head norms that rescale q and k: dropping either moves the logits by
+ * a large share of their scale.  The proof asks for more than ARCH_OPT_GAP
+ * times the tolerance. */
+#define ARCH_OPT_GAP 100.0
 #define ARCH_N 40
 
 static const struct tiny_shape qwen2_shape = { "qwen2", 1, 1.0, 0 };
 static const struct tiny_shape qwen2_zero_bias = { "qwen2", 1, 0.0, 0 };
+static const struct tiny_shape qwen3_shape = { "qwen3", 0, 0.0, 1 };
 
 /* max |a − b| / max |a| over n values. */
 static double
@@ -96,27 +99,41 @@ static enum tap_result
 test_refused_by_default(void)
 {
 	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0 };
+	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1 };
+	const struct tiny_shape *disabled[] = { &qwen2_shape, &qwen3_shape };
 	struct eng_model *m = NULL;
-	char path[64], why[256];
+	char path[64], why[256], want[128];
+	size_t i;
 	int rc;
 
-	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &qwen2_shape), "write");
-	rc = eng_model_open(&m, path, why, sizeof(why));
-	tiny_model_remove(path);
-	TAP_CHECK(rc == ENG_ERR_ARCH && !m, "qwen2 opened by default: %d", rc);
-	TAP_CHECK(!strcmp(why, "model architecture 'qwen2' is not supported (kvsnap runs 'llama')"),
-	    "refusal text: %s", why);
-	/* a llama file with biases: refused, not run without them */
+	for (i = 0; i < sizeof(disabled) / sizeof(disabled[0]); i++) {
+		TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, disabled[i]), "write");
+		rc = eng_model_open(&m, path, why, sizeof(why));
+		tiny_model_remove(path);
+		TAP_CHECK(rc == ENG_ERR_ARCH && !m, "%s opened by default: %d", disabled[i]->arch,
+		    rc);
+		snprintf(want, sizeof(want),
+		    "model architecture '%s' is not supported (kvsnap runs 'llama')",
+		    disabled[i]->arch);
+		TAP_CHECK(!strcmp(why, want), "refusal text: %s", why);
+	}
+	/* a llama file with biases or head norms: refused, not run without them */
 	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &llama_bias), "write");
 	rc = eng_model_open_flags(&m, path, ENG_OPEN_DISABLED_ARCH, why, sizeof(why));
 	tiny_model_remove(path);
-	TAP_CHECK(rc == ENG_ERR_ARCH && !m && strstr(why, "attn_q.bias"),
+	TAP_CHECK(rc == ENG_ERR_ARCH && !m && strstr(why, "blk.0.attn_q.bias"),
 	    "llama with biases: %d %s", rc, why);
+	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &llama_norm), "write");
+	rc = eng_model_open(&m, path, why, sizeof(why));
+	tiny_model_remove(path);
+	TAP_CHECK(rc == ENG_ERR_ARCH && !m && strstr(why, "blk.0.attn_q_norm.weight"),
+	    "llama with head norms: %d %s", rc, why);
 	return TAP_PASS;
 }
 
+/* eng_forward in exact mode, chunked three ways, against the reference. */
 static enum tap_result
-test_qwen2_matches_ref(void)
+check_matches_ref(const struct tiny_shape *sh)
 {
 	static const int64_t chunks[] = { ARCH_N, 7, 1 };
 	struct eng_model *m = NULL;
@@ -127,10 +144,11 @@ test_qwen2_matches_ref(void)
 	double rel;
 
 	ids_fill(ids);
-	TAP_CHECK(!open_shape(&qwen2_shape, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!open_shape(sh, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
 	tiny_model_remove(path);
-	TAP_CHECK(m->layers[0].bq && m->layers[1].bv && !m->layers[0].bo && !m->layers[0].q_norm,
-	    "optional slots");
+	TAP_CHECK(!!m->layers[1].bq == sh->qkv_bias && !!m->layers[1].bv == sh->qkv_bias &&
+	    !!m->layers[1].q_norm == sh->qk_norm && !!m->layers[1].k_norm == sh->qk_norm &&
+	    !m->layers[0].bo, "%s: optional slots", sh->arch);
 	ref = malloc(nl * sizeof(float));
 	got = malloc(nl * sizeof(float));
 	TAP_CHECK(ref && got, "oom");
@@ -138,10 +156,10 @@ test_qwen2_matches_ref(void)
 	for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
 		TAP_CHECK(!engine_logits(m, ids, ARCH_N, chunks[i], got), "engine forward");
 		rel = rel_diff(ref, got, (int64_t)nl);
-		tap_diag("report: qwen2 chunk %lld: max|dlogit|/max|logit| %.2e", (long long)chunks[i],
-		    rel);
-		TAP_CHECK(rel < ARCH_TOL, "chunk %lld: %.2e >= %.0e", (long long)chunks[i], rel,
-		    ARCH_TOL);
+		tap_diag("report: %s chunk %lld: max|dlogit|/max|logit| %.2e", sh->arch,
+		    (long long)chunks[i], rel);
+		TAP_CHECK(rel < ARCH_TOL, "%s chunk %lld: %.2e >= %.0e", sh->arch,
+		    (long long)chunks[i], rel, ARCH_TOL);
 	}
 	free(ref);
 	free(got);
@@ -149,9 +167,12 @@ test_qwen2_matches_ref(void)
 	return TAP_PASS;
 }
 
-/* The same weights with zero biases stand for a pass that ignores them. */
+/* The model of shape sh against `without`: the same seed's weights (the
+ * optional tensors are drawn last) without sh's optional tensors' effect,
+ * standing for a pass that ignores them.  Both the reference and the
+ * engine on `without` must miss sh's reference by far. */
 static enum tap_result
-test_biases_matter(void)
+check_opt_matters(const struct tiny_shape *sh, const struct tiny_shape *without)
 {
 	struct eng_model *m = NULL, *z = NULL;
 	char path[64], why[256];
@@ -161,30 +182,56 @@ test_biases_matter(void)
 	double gap, miss;
 
 	ids_fill(ids);
-	TAP_CHECK(!open_shape(&qwen2_shape, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!open_shape(sh, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
 	tiny_model_remove(path);
-	TAP_CHECK(!open_shape(&qwen2_zero_bias, path, sizeof(path), &z, why, sizeof(why)), "%s",
-	    why);
+	TAP_CHECK(!open_shape(without, path, sizeof(path), &z, why, sizeof(why)), "%s", why);
 	tiny_model_remove(path);
 	ref = malloc(nl * sizeof(float));
 	ref0 = malloc(nl * sizeof(float));
 	got = malloc(nl * sizeof(float));
 	TAP_CHECK(ref && ref0 && got, "oom");
 	TAP_CHECK(!eng_ref_forward(m, ids, ARCH_N, ref), "reference forward");
-	TAP_CHECK(!eng_ref_forward(z, ids, ARCH_N, ref0), "reference forward, zero biases");
-	TAP_CHECK(!engine_logits(z, ids, ARCH_N, 7, got), "engine forward, zero biases");
+	TAP_CHECK(!eng_ref_forward(z, ids, ARCH_N, ref0), "reference forward, stand-in");
+	TAP_CHECK(!engine_logits(z, ids, ARCH_N, 7, got), "engine forward, stand-in");
 	gap = rel_diff(ref, ref0, (int64_t)nl);
 	miss = rel_diff(ref, got, (int64_t)nl);
-	tap_diag("report: biases move the reference by %.2e, a bias-less engine misses by %.2e",
-	    gap, miss);
-	TAP_CHECK(gap > ARCH_BIAS_GAP * ARCH_TOL, "biases move the logits by only %.2e", gap);
-	TAP_CHECK(miss > ARCH_BIAS_GAP * ARCH_TOL, "a pass without biases would pass: %.2e", miss);
+	tap_diag("report: %s's optional tensors move the reference by %.2e; the engine "
+	    "without them misses by %.2e", sh->arch, gap, miss);
+	TAP_CHECK(gap > ARCH_OPT_GAP * ARCH_TOL, "%s: they move the logits by only %.2e",
+	    sh->arch, gap);
+	TAP_CHECK(miss > ARCH_OPT_GAP * ARCH_TOL, "%s: a pass without them would pass: %.2e",
+	    sh->arch, miss);
 	free(ref);
 	free(ref0);
 	free(got);
 	eng_model_close(m);
 	eng_model_close(z);
 	return TAP_PASS;
+}
+
+static enum tap_result
+test_qwen2_matches_ref(void)
+{
+	return check_matches_ref(&qwen2_shape);
+}
+
+static enum tap_result
+test_qwen2_biases_matter(void)
+{
+	return check_opt_matters(&qwen2_shape, &qwen2_zero_bias);
+}
+
+static enum tap_result
+test_qwen3_matches_ref(void)
+{
+	return check_matches_ref(&qwen3_shape);
+}
+
+/* qwen2 with zero biases is qwen3 without its head norms (both NeoX). */
+static enum tap_result
+test_qwen3_norms_matter(void)
+{
+	return check_opt_matters(&qwen3_shape, &qwen2_zero_bias);
 }
 
 /* NeoX pairs (i, i + d/2) are NORM pairs (2i, 2i+1) of the vector
@@ -237,7 +284,9 @@ test_rope_styles(void)
 static const struct tap_test tests[] = {
 	{ "refused_by_default", test_refused_by_default },
 	{ "qwen2_matches_ref", test_qwen2_matches_ref },
-	{ "biases_matter", test_biases_matter },
+	{ "qwen2_biases_matter", test_qwen2_biases_matter },
+	{ "qwen3_matches_ref", test_qwen3_matches_ref },
+	{ "qwen3_norms_matter", test_qwen3_norms_matter },
 	{ "rope_styles", test_rope_styles },
 };
 

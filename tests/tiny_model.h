@@ -16,7 +16,9 @@
  * Other shapes (tests/test_arch.c): tiny_model_write_shape() with a struct
  * tiny_shape names another architecture (its name is also the key prefix)
  * and adds q/k/v biases ~N(0, bias_std²) and per-head q/k norm weights
- * ~1 + N(0, 0.1²).  The plain llama file is byte for byte what it was.
+ * ~1 + N(0, 0.1²), written after every other tensor: one seed gives every
+ * shape the same values for the tensors they share.  The llama file is
+ * byte for byte what it was.
  */
 #ifndef TESTS_TINY_MODEL_H
 #define TESTS_TINY_MODEL_H
@@ -113,7 +115,7 @@ tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 		{ "ffn_up", TINY_N_EMBD, TINY_N_FF, 0 },
 		{ "ffn_down", TINY_N_FF, TINY_N_EMBD, 0 },
 	};
-	int n = 0, l;
+	int n = 0, l, pass;
 	size_t i;
 
 	if (cap < 2 + TINY_N_LAYER * (int)(sizeof(per_layer) / sizeof(per_layer[0])))
@@ -130,19 +132,25 @@ tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 	t[n].ne[1] = 1;
 	t[n].kind = 1;
 	n++;
-	for (l = 0; l < TINY_N_LAYER; l++)
-		for (i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
-			int opt = per_layer[i].opt;
-			if ((opt == 1 && !sh->qkv_bias) || (opt == 2 && !sh->qk_norm))
-				continue;
-			snprintf(t[n].name, sizeof(t[n].name), "blk.%d.%s.%s", l, per_layer[i].nm,
-			    opt == 1 ? "bias" : "weight");
-			t[n].n_dims = per_layer[i].ne1 ? 2 : 1;
-			t[n].ne[0] = per_layer[i].ne0;
-			t[n].ne[1] = per_layer[i].ne1 ? per_layer[i].ne1 : 1;
-			t[n].kind = per_layer[i].ne1 ? 0 : opt == 1 ? 3 : 1;
-			n++;
+	/* the optional tensors last, so every shape of one seed draws the same
+	 * values for the tensors they share */
+	for (pass = 0; pass < 2; pass++) {
+		for (l = 0; l < TINY_N_LAYER; l++) {
+			for (i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
+				int opt = per_layer[i].opt;
+				if ((opt != 0) != pass || (opt == 1 && !sh->qkv_bias) ||
+				    (opt == 2 && !sh->qk_norm))
+					continue;
+				snprintf(t[n].name, sizeof(t[n].name), "blk.%d.%s.%s", l,
+				    per_layer[i].nm, opt == 1 ? "bias" : "weight");
+				t[n].n_dims = per_layer[i].ne1 ? 2 : 1;
+				t[n].ne[0] = per_layer[i].ne0;
+				t[n].ne[1] = per_layer[i].ne1 ? per_layer[i].ne1 : 1;
+				t[n].kind = per_layer[i].ne1 ? 0 : opt == 1 ? 3 : 1;
+				n++;
+			}
 		}
+	}
 	return n;
 }
 
