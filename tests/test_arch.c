@@ -7,8 +7,10 @@
  * The default open refuses them with the usual text; opened for tests, the
  * engine's forward pass must match the scalar reference pass, and the
  * optional tensors must matter (a pass that ignored them would fail the
- * comparison by far).  The RoPE styles are checked against each other through the op
- * table: NeoX's halves are adjacent pairs of a permuted vector.
+ * comparison by far).  The cache pool's own rotation must reproduce the
+ * forward pass's rotated keys in either RoPE style, and the styles are
+ * checked against each other through the op table: NeoX's halves are
+ * adjacent pairs of an interleaved vector.
  */
 #include <math.h>
 #include <stdio.h>
@@ -234,6 +236,49 @@ test_qwen3_norms_matter(void)
 	return check_opt_matters(&qwen3_shape, &qwen2_zero_bias);
 }
 
+/* The pool's own rotation (snapshot load, slot renumbering) re-derives
+ * exactly the rotated keys the forward pass stored, in the model's style. */
+static enum tap_result
+check_pool_rotation(const struct tiny_shape *sh)
+{
+	struct eng_model *m = NULL;
+	struct eng_ctx *c = NULL;
+	struct eng_kv *kv = NULL;
+	char path[64], why[256];
+	int32_t ids[ARCH_N];
+	float *kr = NULL, last[TINY_N_VOCAB];
+	size_t per;
+	int l, diff = 0;
+
+	ids_fill(ids);
+	TAP_CHECK(!open_shape(sh, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
+	tiny_model_remove(path);
+	TAP_CHECK(!eng_ctx_init(&c, m, 1, 16) && !eng_kv_init(&kv, m, ARCH_N), "init");
+	TAP_CHECK(!eng_forward(c, kv, ids, ARCH_N, NULL, last), "forward");
+	per = (size_t)kv->rows * (size_t)kv->head_dim;
+	kr = malloc((size_t)kv->n_layer * per * sizeof(float));
+	TAP_CHECK(kr, "oom");
+	/* every row is used: ARCH_N units in each head's ARCH_N rows */
+	for (l = 0; l < kv->n_layer; l++)
+		memcpy(kr + (size_t)l * per, kv->layer[l].kr, per * sizeof(float));
+	TAP_CHECK(!eng_kv_finish_load(kv, kv->next_pos, ENG_POS_ORIGINAL), "re-derive");
+	for (l = 0; l < kv->n_layer; l++)
+		diff |= memcmp(kr + (size_t)l * per, kv->layer[l].kr, per * sizeof(float)) != 0;
+	TAP_CHECK(!diff, "%s: the pool rotates keys unlike the forward pass", sh->arch);
+	free(kr);
+	eng_kv_free(kv);
+	eng_ctx_free(c);
+	eng_model_close(m);
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_pool_rotation(void)
+{
+	enum tap_result r = check_pool_rotation(&qwen2_shape);
+	return r == TAP_PASS ? check_pool_rotation(&tiny_llama) : r;
+}
+
 /* NeoX pairs (i, i + d/2) are NORM pairs (2i, 2i+1) of the vector
  * interleaved as perm[2i] = i, perm[2i+1] = i + d/2; the styles differ. */
 static enum tap_result
@@ -287,6 +332,7 @@ static const struct tap_test tests[] = {
 	{ "qwen2_biases_matter", test_qwen2_biases_matter },
 	{ "qwen3_matches_ref", test_qwen3_matches_ref },
 	{ "qwen3_norms_matter", test_qwen3_norms_matter },
+	{ "pool_rotation", test_pool_rotation },
 	{ "rope_styles", test_rope_styles },
 };
 
