@@ -148,9 +148,7 @@ static void
 kv_rotate(float *dst, const float *src, uint32_t p, int hd, float base,
     enum kern_rope_style style)
 {
-	float cs[KERN_ROPE_MAX_HEAD_DIM];
-	kern_rope_angles(cs, p, kern_rope_theta_scale(base, hd), hd);
-	kern_rope_head(dst, src, cs, hd, style);
+	kern_rope_head_at(dst, src, p, kern_rope_theta_scale(base, hd), hd, style);
 }
 
 int

@@ -60,9 +60,7 @@ ref_add(float *x, const float *b, int64_t n)
 static void
 ref_rope(float *x, int64_t d, uint32_t p, float base, enum kern_rope_style style)
 {
-	float cs[KERN_ROPE_MAX_HEAD_DIM];
-	kern_rope_angles(cs, p, kern_rope_theta_scale(base, d), d);
-	kern_rope_head(x, x, cs, d, style);
+	kern_rope_head_at(x, x, p, kern_rope_theta_scale(base, d), d, style);
 }
 
 /* Whether query position t scores unit position u with the anchor layer's

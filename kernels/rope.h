@@ -92,7 +92,7 @@ kern_rope_rotate_pair(float *dst, const float *src, int64_t a, int64_t b, float 
 }
 
 /* Rotate one head vector src (head_dim) into dst (may be src) with the
- * angles of kern_rope_angles. */
+ * angles of kern_rope_angles (a table shared by a token's heads). */
 KERN_ROPE_FN void
 kern_rope_head(float *dst, const float *src, const float *cs, int64_t head_dim,
     enum kern_rope_style style)
@@ -101,6 +101,23 @@ kern_rope_head(float *dst, const float *src, const float *cs, int64_t head_dim,
 	for (i = 0; i < head_dim / 2; i++) {
 		kern_rope_pair(style, head_dim, i, &a, &b);
 		kern_rope_rotate_pair(dst, src, a, b, cs[2 * i], cs[2 * i + 1]);
+	}
+}
+
+/* Rotate one head vector src (any even head_dim) into dst (may be src) to
+ * position p, the angles made on the way: bit for bit kern_rope_angles +
+ * kern_rope_head, without a table's size limit (the cache pool rotates
+ * whatever head_dim a snapshot header names). */
+KERN_ROPE_FN void
+kern_rope_head_at(float *dst, const float *src, uint32_t p, float theta_scale,
+    int64_t head_dim, enum kern_rope_style style)
+{
+	float theta = (float)p;
+	int64_t i, a, b;
+	for (i = 0; i < head_dim / 2; i++) {
+		kern_rope_pair(style, head_dim, i, &a, &b);
+		kern_rope_rotate_pair(dst, src, a, b, cosf(theta), sinf(theta));
+		theta *= theta_scale;
 	}
 }
 
