@@ -79,14 +79,21 @@ engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t 
 	return rc;
 }
 
-/* Open a tiny model of shape sh for tests (disabled architectures too). */
+/* Open a tiny model of shape sh as tests do (disabled architectures too);
+ * the file is removed at once (the open model keeps its map). */
 static int
-open_shape(const struct tiny_shape *sh, char *path, size_t cap, struct eng_model **m,
-    char *why, size_t why_len)
+open_shape(const struct tiny_shape *sh, struct eng_model **m, char *why, size_t why_len)
 {
-	if (tiny_model_tmp_shape(path, cap, 11, sh))
+	char path[64];
+	int rc;
+
+	if (tiny_model_tmp_shape(path, sizeof(path), 11, sh)) {
+		snprintf(why, why_len, "cannot write a tiny %s model", sh->arch);
 		return -1;
-	return eng_model_open_flags(m, path, ENG_OPEN_DISABLED_ARCH, why, why_len);
+	}
+	rc = eng_model_open_flags(m, path, ENG_OPEN_DISABLED_ARCH, why, why_len);
+	tiny_model_remove(path);
+	return rc;
 }
 
 static void
@@ -139,15 +146,14 @@ check_matches_ref(const struct tiny_shape *sh)
 {
 	static const int64_t chunks[] = { ARCH_N, 7, 1 };
 	struct eng_model *m = NULL;
-	char path[64], why[256];
+	char why[256];
 	int32_t ids[ARCH_N];
 	float *ref, *got;
 	size_t i, nl = (size_t)ARCH_N * TINY_N_VOCAB;
 	double rel;
 
 	ids_fill(ids);
-	TAP_CHECK(!open_shape(sh, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
-	tiny_model_remove(path);
+	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
 	TAP_CHECK(!!m->layers[1].bq == sh->qkv_bias && !!m->layers[1].bv == sh->qkv_bias &&
 	    !!m->layers[1].q_norm == sh->qk_norm && !!m->layers[1].k_norm == sh->qk_norm &&
 	    !m->layers[0].bo, "%s: optional slots", sh->arch);
@@ -177,17 +183,15 @@ static enum tap_result
 check_opt_matters(const struct tiny_shape *sh, const struct tiny_shape *without)
 {
 	struct eng_model *m = NULL, *z = NULL;
-	char path[64], why[256];
+	char why[256];
 	int32_t ids[ARCH_N];
 	float *ref, *ref0, *got;
 	size_t nl = (size_t)ARCH_N * TINY_N_VOCAB;
 	double gap, miss;
 
 	ids_fill(ids);
-	TAP_CHECK(!open_shape(sh, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
-	tiny_model_remove(path);
-	TAP_CHECK(!open_shape(without, path, sizeof(path), &z, why, sizeof(why)), "%s", why);
-	tiny_model_remove(path);
+	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!open_shape(without, &z, why, sizeof(why)), "%s", why);
 	ref = malloc(nl * sizeof(float));
 	ref0 = malloc(nl * sizeof(float));
 	got = malloc(nl * sizeof(float));
@@ -244,15 +248,14 @@ check_pool_rotation(const struct tiny_shape *sh)
 	struct eng_model *m = NULL;
 	struct eng_ctx *c = NULL;
 	struct eng_kv *kv = NULL;
-	char path[64], why[256];
+	char why[256];
 	int32_t ids[ARCH_N];
 	float *kr = NULL, last[TINY_N_VOCAB];
 	size_t per;
 	int l, diff = 0;
 
 	ids_fill(ids);
-	TAP_CHECK(!open_shape(sh, path, sizeof(path), &m, why, sizeof(why)), "%s", why);
-	tiny_model_remove(path);
+	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
 	TAP_CHECK(!eng_ctx_init(&c, m, 1, 16) && !eng_kv_init(&kv, m, ARCH_N), "init");
 	TAP_CHECK(!eng_forward(c, kv, ids, ARCH_N, NULL, last), "forward");
 	per = (size_t)kv->rows * (size_t)kv->head_dim;
