@@ -56,11 +56,20 @@ double eng_now(void);
 struct eng_hparams {
 	int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab, n_ctx_train;
 	float rms_eps, rope_base;
+	enum kern_rope_style rope_style; /* the architecture's (kernels/rope.h) */
 };
 
+/* One layer's weights; the optional vectors are NULL when the model's
+ * architecture (engine/arch_*.c) has none. */
 struct eng_layer {
 	const float *attn_norm; /* (n_embd) */
 	const float *ffn_norm;  /* (n_embd) */
+	const float *bq;        /* (n_head*head_dim) or NULL: q projection bias */
+	const float *bk;        /* (n_head_kv*head_dim) or NULL */
+	const float *bv;        /* (n_head_kv*head_dim) or NULL */
+	const float *bo;        /* (n_embd) or NULL: output projection bias */
+	const float *q_norm;    /* (head_dim) or NULL: RMSNorm of each query head */
+	const float *k_norm;    /* (head_dim) or NULL: the same for key heads */
 	struct kern_mat wq;     /* (n_head*head_dim, n_embd) */
 	struct kern_mat wk;     /* (n_head_kv*head_dim, n_embd) */
 	struct kern_mat wv;     /* (n_head_kv*head_dim, n_embd) */
@@ -70,18 +79,29 @@ struct eng_layer {
 	struct kern_mat w_down; /* (n_embd, n_ff) */
 };
 
+struct eng_arch; /* an architecture's description (engine_internal.h) */
+
 struct eng_model {
 	struct eng_gguf *gguf; /* owns the map the weights point into */
+	const struct eng_arch *arch; /* the file's architecture */
 	struct eng_hparams hp;
 	struct kern_mat tok_embd; /* (n_vocab, n_embd) */
 	struct kern_mat output;   /* (n_vocab, n_embd); tied to tok_embd if absent */
 	const float *output_norm; /* (n_embd) */
 	struct eng_layer *layers; /* (n_layer) */
-	float *norms_f32;         /* owned copies of norm vectors stored as f16/bf16 */
+	float *norms_f32;         /* owned copies of vectors stored as f16/bf16 */
 	char fingerprint[65];     /* eng_model_fingerprint() */
 };
 
+/* Open a model of an enabled architecture (today: llama); any other is
+ * ENG_ERR_ARCH "model architecture 'X' is not supported (kvsnap runs ...)". */
 int eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_len);
+/* The same with flags: ENG_OPEN_DISABLED_ARCH also opens an architecture
+ * kvsnap describes but does not enable (tests prove the architecture seam
+ * with one; nothing else should run it). */
+#define ENG_OPEN_DISABLED_ARCH 1u
+int eng_model_open_flags(struct eng_model **out, const char *path, unsigned flags, char *why,
+    size_t why_len);
 void eng_model_close(struct eng_model *m);
 /* The model's fingerprint: BLAKE2b-256 of the GGUF file's bytes, 64 lowercase
  * hex digits (computed at open).  Binds sidecars, block maps and snapshots. */
@@ -155,6 +175,7 @@ struct eng_kv_layer {
 struct eng_kv {
 	int n_layer, n_head_kv, head_dim;
 	float rope_base;
+	enum kern_rope_style rope_style;
 	enum eng_pos_mode pos_mode;
 	int64_t rows;               /* arena rows per layer */
 	struct eng_kv_layer *layer; /* (n_layer) */

@@ -1,10 +1,13 @@
 /*
- * forward.c: the Llama forward pass for a chunk of tokens against a KV
- * cache (spec/model.md §5), through the op table of kernels.h.
+ * forward.c: the forward pass for a chunk of tokens against a KV cache
+ * (spec/model.md §5), through the op table of kernels.h, over the building
+ * blocks an architecture's description (engine/arch_*.c) picks.
  *
- * Per layer: RMSNorm, Q/K/V projections, keys stored pre-RoPE (for
- * snapshots) and rotated (for attention) in the cache, chunk attention over
- * (cache ∪ causal chunk), output projection, SwiGLU FFN, residuals.  Logits
+ * Per layer: RMSNorm, Q/K/V projections (with the architecture's optional
+ * biases and per-head norms), keys stored pre-RoPE (for snapshots) and
+ * rotated (for attention) in the cache, chunk attention over (cache ∪
+ * causal chunk), output projection (optional bias), the FFN of the
+ * architecture's activation (llama: SwiGLU), residuals.  Logits
  * are computed only for the rows asked for.  All buffers are sized for
  * max_chunk tokens at eng_ctx_init; longer inputs are split into chunks.
  */
@@ -204,7 +207,8 @@ fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 	size_t row = (size_t)hd * sizeof(float);
 
 	memcpy(c->kpre, c->k, (size_t)(n * nkv * hd) * sizeof(float));
-	FWD_CHECK(c->ops->rope(c->kern, c->k, c->rpos, n, nkv, hd, hp->rope_base));
+	FWD_CHECK(c->ops->rope(c->kern, c->k, c->rpos, n, nkv, hd, hp->rope_base,
+	    hp->rope_style));
 	for (g = 0; g < nkv; g++) {
 		int64_t base = L->off[g] + L->len[g];
 		for (t = 0; t < n; t++) {
@@ -280,6 +284,59 @@ fwd_pod_setup(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 	return 0;
 }
 
+/* x(n, len) += b on every row: an optional bias (NULL: none). */
+static int
+fwd_bias(struct eng_ctx *c, float *x, const float *b, int64_t n, int64_t len)
+{
+	int64_t t;
+	if (!b)
+		return 0;
+	for (t = 0; t < n; t++)
+		FWD_CHECK(c->ops->add(c->kern, x + t * len, b, len));
+	return 0;
+}
+
+/* Layer L's q, k, v from the normed input c->xn: projections, then the
+ * architecture's optional biases and per-head norms (before RoPE). */
+static int
+fwd_qkv(struct eng_ctx *c, const struct eng_layer *L, int64_t n)
+{
+	const struct eng_hparams *hp = &c->m->hp;
+	int64_t hd = hp->head_dim, Q = hp->n_head * hd, KV = hp->n_head_kv * hd;
+	int rc;
+
+	FWD_CHECK(c->ops->matmul(c->kern, c->q, &L->wq, c->xn, n));
+	FWD_CHECK(c->ops->matmul(c->kern, c->k, &L->wk, c->xn, n));
+	FWD_CHECK(c->ops->matmul(c->kern, c->v, &L->wv, c->xn, n));
+	if ((rc = fwd_bias(c, c->q, L->bq, n, Q)) || (rc = fwd_bias(c, c->k, L->bk, n, KV)) ||
+	    (rc = fwd_bias(c, c->v, L->bv, n, KV)))
+		return rc;
+	if (L->q_norm)
+		FWD_CHECK(c->ops->rmsnorm(c->kern, c->q, c->q, L->q_norm, n * hp->n_head, hd,
+		    hp->rms_eps));
+	if (L->k_norm)
+		FWD_CHECK(c->ops->rmsnorm(c->kern, c->k, c->k, L->k_norm, n * hp->n_head_kv, hd,
+		    hp->rms_eps));
+	return 0;
+}
+
+/* The FFN of the normed input c->xn into c->proj (n, n_embd), by the
+ * architecture's activation. */
+static int
+fwd_ffn(struct eng_ctx *c, const struct eng_layer *L, int64_t n)
+{
+	const struct eng_hparams *hp = &c->m->hp;
+	switch (c->m->arch->act) {
+	case ENG_ACT_SILU_GATED:
+		FWD_CHECK(c->ops->matmul(c->kern, c->gate, &L->w_gate, c->xn, n));
+		FWD_CHECK(c->ops->matmul(c->kern, c->up, &L->w_up, c->xn, n));
+		FWD_CHECK(c->ops->silu_mul(c->kern, c->gate, c->up, n * hp->n_ff));
+		FWD_CHECK(c->ops->matmul(c->kern, c->proj, &L->w_down, c->gate, n));
+		return 0;
+	}
+	return ENG_ERR_ARCH;
+}
+
 /* w[t] = 1 / ‖x_t‖ for the n rows of x (E wide); 0 for a zero row. */
 static void
 fwd_row_inv_norms(float *w, const float *x, int64_t n, int64_t E)
@@ -325,14 +382,14 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	for (l = 0; l < hp->n_layer; l++) {
 		const struct eng_layer *L = &m->layers[l];
 		FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, L->attn_norm, n, E, hp->rms_eps));
-		FWD_CHECK(ops->matmul(kc, c->q, &L->wq, c->xn, n));
-		FWD_CHECK(ops->matmul(kc, c->k, &L->wk, c->xn, n));
-		FWD_CHECK(ops->matmul(kc, c->v, &L->wv, c->xn, n));
+		if ((rc = fwd_qkv(c, L, n)))
+			return rc;
 		if ((rc = fwd_rope_positions(c, kv, l, n)))
 			return rc;
 		if (hook)
 			memcpy(c->qpre, c->q, (size_t)(n * hp->n_head * hp->head_dim) * sizeof(float));
-		FWD_CHECK(ops->rope(kc, c->q, c->rpos, n, hp->n_head, hp->head_dim, hp->rope_base));
+		FWD_CHECK(ops->rope(kc, c->q, c->rpos, n, hp->n_head, hp->head_dim, hp->rope_base,
+		    hp->rope_style));
 		if ((rc = fwd_kv_append(c, kv, l, n)))
 			return rc;
 		if ((rc = fwd_pod_setup(c, kv, l, n)))
@@ -379,12 +436,12 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 				return rc;
 		}
 		FWD_CHECK(ops->matmul(kc, c->proj, &L->wo, c->att, n));
+		if ((rc = fwd_bias(c, c->proj, L->bo, n, E)))
+			return rc;
 		FWD_CHECK(ops->add(kc, c->x, c->proj, n * E));
 		FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, L->ffn_norm, n, E, hp->rms_eps));
-		FWD_CHECK(ops->matmul(kc, c->gate, &L->w_gate, c->xn, n));
-		FWD_CHECK(ops->matmul(kc, c->up, &L->w_up, c->xn, n));
-		FWD_CHECK(ops->silu_mul(kc, c->gate, c->up, n * hp->n_ff));
-		FWD_CHECK(ops->matmul(kc, c->proj, &L->w_down, c->gate, n));
+		if ((rc = fwd_ffn(c, L, n)))
+			return rc;
 		FWD_CHECK(ops->add(kc, c->x, c->proj, n * E));
 	}
 	kv->next_pos += (uint32_t)n;

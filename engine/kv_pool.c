@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "kernels/rope.h"
 
 static void
 kv_layer_free(struct eng_kv_layer *L)
@@ -74,6 +75,7 @@ eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t rows_per_hea
 	kv->n_head_kv = m->hp.n_head_kv;
 	kv->head_dim = m->hp.head_dim;
 	kv->rope_base = m->hp.rope_base;
+	kv->rope_style = m->hp.rope_style;
 	kv->rows = rows_per_head * m->hp.n_head_kv;
 	kv->layer = calloc((size_t)kv->n_layer, sizeof(*kv->layer));
 	if (!kv->layer)
@@ -140,20 +142,13 @@ eng_kv_rope_pos(const struct eng_kv *kv, int layer, int head)
 	return kv->next_pos;
 }
 
-/* Rotate one pre-RoPE key to position p (adjacent pairs, llama.cpp's angle
- * recurrence, as kernels/cpu/ops.c does for the forward pass). */
+/* Rotate one pre-RoPE key to position p (kernels/rope.h, as the forward
+ * pass's rope op does). */
 static void
-kv_rotate(float *dst, const float *src, uint32_t p, int hd, float base)
+kv_rotate(float *dst, const float *src, uint32_t p, int hd, float base,
+    enum kern_rope_style style)
 {
-	float theta = (float)p, scale = powf(base, -2.0f / (float)hd);
-	int i;
-	for (i = 0; i < hd / 2; i++) {
-		float c = cosf(theta), s = sinf(theta);
-		float x0 = src[2 * i], x1 = src[2 * i + 1];
-		dst[2 * i] = x0 * c - x1 * s;
-		dst[2 * i + 1] = x0 * s + x1 * c;
-		theta *= scale;
-	}
+	kern_rope_head_at(dst, src, p, kern_rope_theta_scale(base, hd), hd, style);
 }
 
 int
@@ -206,7 +201,7 @@ eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
 			memcpy(S->v + dst * hd, L->v + src * hd, row);
 			if (kv->pos_mode == ENG_POS_SLOT)
 				kv_rotate(S->kr + dst * hd, S->k + dst * hd, (uint32_t)i, hd,
-				    kv->rope_base);
+				    kv->rope_base, kv->rope_style);
 			else
 				memcpy(S->kr + dst * hd, L->kr + src * hd, row);
 		}
@@ -257,7 +252,8 @@ kv_derive_rotated(struct eng_kv *kv)
 			for (i = 0; i < L->len[m]; i++) {
 				int64_t r = L->off[m] + i;
 				uint32_t p = kv->pos_mode == ENG_POS_SLOT ? (uint32_t)i : L->pos[r];
-				kv_rotate(L->kr + r * hd, L->k + r * hd, p, hd, kv->rope_base);
+				kv_rotate(L->kr + r * hd, L->k + r * hd, p, hd, kv->rope_base,
+				    kv->rope_style);
 			}
 	}
 }

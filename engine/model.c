@@ -1,11 +1,13 @@
 /*
- * model.c: load a Llama-family model from GGUF: hyperparameters, and every
- * weight as a kern_mat borrowed from the file's map (never copied, except
- * norm vectors stored in 16-bit types, which are widened once).
+ * model.c: load a model from GGUF through its architecture's description
+ * (engine/arch_*.c): hyperparameters, and every weight as a kern_mat
+ * borrowed from the file's map (never copied, except vectors (norms,
+ * biases) stored in 16-bit types, which are widened once).
  *
  * Every shape is checked against the hyperparameters, so the forward pass
- * can trust them; a file of another architecture or with an unsupported
- * tensor type is refused with a reason naming the culprit.
+ * can trust them; a file of an architecture that is not enabled, with a
+ * tensor its architecture does not use, or with an unsupported tensor type
+ * is refused with a reason naming the culprit.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,8 +19,7 @@
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 
-
-/* Read an integer hyperparameter "<arch>.<key>" into *out (1 .. max). */
+/* Read an integer hyperparameter "<prefix>.<key>" into *out (1 .. max). */
 static int
 model_get_int(const struct eng_gguf *g, const char *arch, const char *key, int required,
     int def, int max, int *out, char *why, size_t why_len)
@@ -68,10 +69,10 @@ model_get_mat(const struct eng_gguf *g, const char *name, int64_t cols, int64_t 
 	return 0;
 }
 
-/* Find a 1-D norm vector of n elements; widen it to f32 into `spare` when it
- * is not stored as f32. */
+/* Find a 1-D vector (a norm's weights, a bias) of n elements; widen it to
+ * f32 into `spare` when it is not stored as f32. */
 static int
-model_get_norm(const struct eng_gguf *g, const char *name, int64_t n, const float **out,
+model_get_vec(const struct eng_gguf *g, const char *name, int64_t n, const float **out,
     float *spare, char *why, size_t why_len)
 {
 	const struct eng_gguf_tensor *t = eng_gguf_find_tensor(g, name);
@@ -86,10 +87,33 @@ model_get_norm(const struct eng_gguf *g, const char *name, int64_t n, const floa
 	}
 	if (t->type != KERN_TYPE_F16 && t->type != KERN_TYPE_BF16)
 		return eng_fail(why, why_len, ENG_ERR_TYPE,
-		    "norm tensor %s has type %s; expected f32, f16 or bf16", name,
+		    "vector tensor %s has type %s; expected f32, f16 or bf16", name,
 		    kern_type_name(t->type));
 	kern_dequant_row(t->type, t->data, spare, n);
 	*out = spare;
+	return 0;
+}
+
+/* The architecture of the file, if kvsnap runs it (or describes it and the
+ * caller allows disabled ones). */
+static int
+model_find_arch(struct eng_model *m, unsigned flags, char *why, size_t why_len)
+{
+	struct eng_gguf_str name;
+	const struct eng_arch *a;
+	char runs[128];
+
+	if (eng_gguf_get_str(m->gguf, "general.architecture", &name))
+		return eng_fail(why, why_len, ENG_ERR_FORMAT,
+		    "model metadata lacks general.architecture");
+	a = eng_arch_find(name.ptr, name.len);
+	if (!a || (!a->enabled && !(flags & ENG_OPEN_DISABLED_ARCH))) {
+		eng_arch_enabled_list(runs, sizeof(runs));
+		return eng_fail(why, why_len, ENG_ERR_ARCH,
+		    "model architecture '%.*s' is not supported (kvsnap runs %s)",
+		    (int)(name.len > 40 ? 40 : name.len), name.ptr, runs);
+	}
+	m->arch = a;
 	return 0;
 }
 
@@ -98,19 +122,11 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 {
 	const struct eng_gguf *g = m->gguf;
 	struct eng_hparams *hp = &m->hp;
-	struct eng_gguf_str arch;
 	const struct eng_gguf_tensor *emb;
-	char a[32], key[128];
+	const char *a = m->arch->key_prefix;
+	char key[128];
 	int rc, key_len = 0, val_len = 0, rot = 0;
 
-	if (eng_gguf_get_str(g, "general.architecture", &arch))
-		return eng_fail(why, why_len, ENG_ERR_FORMAT,
-		    "model metadata lacks general.architecture");
-	if (!eng_gguf_str_eq(arch, "llama"))
-		return eng_fail(why, why_len, ENG_ERR_ARCH,
-		    "model architecture '%.*s' is not supported (kvsnap runs 'llama')",
-		    (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
-	snprintf(a, sizeof(a), "llama");
 	if ((rc = model_get_int(g, a, "block_count", 1, 0, 1024, &hp->n_layer, why, why_len)) ||
 	    (rc = model_get_int(g, a, "embedding_length", 1, 0, 1 << 16, &hp->n_embd, why, why_len)) ||
 	    (rc = model_get_int(g, a, "feed_forward_length", 1, 0, 1 << 18, &hp->n_ff, why, why_len)) ||
@@ -162,9 +178,10 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 				    "RoPE scaling factor %g is not supported", (double)f);
 		}
 	}
-	emb = eng_gguf_find_tensor(g, "token_embd.weight");
+	hp->rope_style = m->arch->rope;
+	emb = eng_gguf_find_tensor(g, m->arch->t.tok_embd);
 	if (!emb || emb->n_dims != 2)
-		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks token_embd.weight");
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks %s", m->arch->t.tok_embd);
 	if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
 		return eng_fail(why, why_len, ENG_ERR_SHAPE, "bad vocabulary size");
 	hp->n_vocab = (int)emb->ne[1];
@@ -189,10 +206,110 @@ eng_model_fingerprint(const struct eng_model *m)
 	return m->fingerprint;
 }
 
+/* The optional per-layer vectors (enum eng_arch_opt), in loading order. */
+static const unsigned model_opt_bits[] = {
+	ENG_ARCH_BIAS_Q, ENG_ARCH_BIAS_K, ENG_ARCH_BIAS_V, ENG_ARCH_BIAS_O,
+	ENG_ARCH_NORM_Q, ENG_ARCH_NORM_K,
+};
+
+/* Optional vector `bit` of a layer: its slot in L, its tensor's name in
+ * layer l (into name), its length. */
+static const float **
+model_opt_slot(const struct eng_model *m, struct eng_layer *L, int l, unsigned bit,
+    char *name, size_t name_len, int64_t *len)
+{
+	const struct eng_arch_names *tn = &m->arch->t;
+	const struct eng_hparams *hp = &m->hp;
+	int64_t Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+	const char *stem, *kind = "bias";
+	const float **slot;
+
+	switch (bit) {
+	case ENG_ARCH_BIAS_Q: slot = &L->bq; stem = tn->attn_q; *len = Q; break;
+	case ENG_ARCH_BIAS_K: slot = &L->bk; stem = tn->attn_k; *len = KV; break;
+	case ENG_ARCH_BIAS_V: slot = &L->bv; stem = tn->attn_v; *len = KV; break;
+	case ENG_ARCH_BIAS_O: slot = &L->bo; stem = tn->attn_out; *len = hp->n_embd; break;
+	case ENG_ARCH_NORM_Q:
+		slot = &L->q_norm;
+		stem = tn->attn_q_norm;
+		kind = "weight";
+		*len = hp->head_dim;
+		break;
+	default:
+		slot = &L->k_norm;
+		stem = tn->attn_k_norm;
+		kind = "weight";
+		*len = hp->head_dim;
+		break;
+	}
+	snprintf(name, name_len, "blk.%d.%s.%s", l, stem, kind);
+	return slot;
+}
+
+/* Load layer l's optional vectors that the architecture has (widened
+ * copies at *spare), and refuse any that it does not have. */
+static int
+model_load_opt(struct eng_model *m, int l, struct eng_layer *L, float **spare, char *why,
+    size_t why_len)
+{
+	char name[96];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(model_opt_bits) / sizeof(model_opt_bits[0]); i++) {
+		int64_t len;
+		const float **slot = model_opt_slot(m, L, l, model_opt_bits[i], name, sizeof(name),
+		    &len);
+		*slot = NULL;
+		if (!(m->arch->opt & model_opt_bits[i])) {
+			/* it would change the math: refuse rather than ignore it */
+			if (eng_gguf_find_tensor(m->gguf, name))
+				return eng_fail(why, why_len, ENG_ERR_ARCH,
+				    "model has tensor %s, which architecture '%s' does not use", name,
+				    m->arch->name);
+			continue;
+		}
+		if ((rc = model_get_vec(m->gguf, name, len, slot, *spare, why, why_len)))
+			return rc;
+		*spare += len;
+	}
+	return 0;
+}
+
+/* Floats of widened vector copies a model may need: the output norm, and
+ * per layer its two norms and the optional vectors. */
+static size_t
+model_vec_floats(const struct eng_model *m)
+{
+	const struct eng_hparams *hp = &m->hp;
+	size_t per = 2 * (size_t)hp->n_embd;
+	if (m->arch->opt & ENG_ARCH_BIAS_Q)
+		per += (size_t)hp->n_head * (size_t)hp->head_dim;
+	if (m->arch->opt & ENG_ARCH_BIAS_K)
+		per += (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+	if (m->arch->opt & ENG_ARCH_BIAS_V)
+		per += (size_t)hp->n_head_kv * (size_t)hp->head_dim;
+	if (m->arch->opt & ENG_ARCH_BIAS_O)
+		per += (size_t)hp->n_embd;
+	if (m->arch->opt & ENG_ARCH_NORM_Q)
+		per += (size_t)hp->head_dim;
+	if (m->arch->opt & ENG_ARCH_NORM_K)
+		per += (size_t)hp->head_dim;
+	return (size_t)hp->n_embd + (size_t)hp->n_layer * per;
+}
+
 int
 eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_len)
 {
+	return eng_model_open_flags(out, path, 0, why, why_len);
+}
+
+int
+eng_model_open_flags(struct eng_model **out, const char *path, unsigned flags, char *why,
+    size_t why_len)
+{
 	struct eng_model *m;
+	const struct eng_arch_names *tn;
 	struct eng_hparams *hp;
 	int rc, l;
 	int64_t E, Q, KV, F;
@@ -206,35 +323,38 @@ eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_l
 	rc = eng_gguf_open(&m->gguf, path, why, why_len);
 	if (rc)
 		goto fail;
+	if ((rc = model_find_arch(m, flags, why, why_len)))
+		goto fail;
 	rc = model_load_hparams(m, why, why_len);
 	if (rc)
 		goto fail;
 	if ((rc = model_fingerprint(m, why, why_len)))
 		goto fail;
 	hp = &m->hp;
+	tn = &m->arch->t;
 	E = hp->n_embd;
 	Q = (int64_t)hp->n_head * hp->head_dim;
 	KV = (int64_t)hp->n_head_kv * hp->head_dim;
 	F = hp->n_ff;
 
 	m->layers = calloc((size_t)hp->n_layer, sizeof(*m->layers));
-	m->norms_f32 = calloc((size_t)(2 * hp->n_layer + 1) * (size_t)E, sizeof(float));
+	m->norms_f32 = calloc(model_vec_floats(m), sizeof(float));
 	if (!m->layers || !m->norms_f32) {
 		rc = eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
 	spare = m->norms_f32;
-	if ((rc = model_get_mat(m->gguf, "token_embd.weight", E, hp->n_vocab, &m->tok_embd,
+	if ((rc = model_get_mat(m->gguf, tn->tok_embd, E, hp->n_vocab, &m->tok_embd,
 	    why, why_len)))
 		goto fail;
-	if (eng_gguf_find_tensor(m->gguf, "output.weight")) {
-		if ((rc = model_get_mat(m->gguf, "output.weight", E, hp->n_vocab, &m->output,
+	if (eng_gguf_find_tensor(m->gguf, tn->output)) {
+		if ((rc = model_get_mat(m->gguf, tn->output, E, hp->n_vocab, &m->output,
 		    why, why_len)))
 			goto fail;
 	} else {
 		m->output = m->tok_embd; /* tied embeddings */
 	}
-	if ((rc = model_get_norm(m->gguf, "output_norm.weight", E, &m->output_norm, spare,
+	if ((rc = model_get_vec(m->gguf, tn->output_norm, E, &m->output_norm, spare,
 	    why, why_len)))
 		goto fail;
 	spare += E;
@@ -244,29 +364,24 @@ eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_l
 	snprintf(name, sizeof(name), "blk.%d.%s.weight", l, nm);                     \
 	if ((rc = model_get_mat(m->gguf, name, cols, rows, &L->field, why, why_len))) \
 		goto fail;
-		MAT(wq, "attn_q", E, Q)
-		MAT(wk, "attn_k", E, KV)
-		MAT(wv, "attn_v", E, KV)
-		MAT(wo, "attn_output", Q, E)
-		MAT(w_gate, "ffn_gate", E, F)
-		MAT(w_up, "ffn_up", E, F)
-		MAT(w_down, "ffn_down", F, E)
+		MAT(wq, tn->attn_q, E, Q)
+		MAT(wk, tn->attn_k, E, KV)
+		MAT(wv, tn->attn_v, E, KV)
+		MAT(wo, tn->attn_out, Q, E)
+		MAT(w_gate, tn->ffn_gate, E, F)
+		MAT(w_up, tn->ffn_up, E, F)
+		MAT(w_down, tn->ffn_down, F, E)
 #undef MAT
-		snprintf(name, sizeof(name), "blk.%d.attn_norm.weight", l);
-		if ((rc = model_get_norm(m->gguf, name, E, &L->attn_norm, spare, why, why_len)))
+		snprintf(name, sizeof(name), "blk.%d.%s.weight", l, tn->attn_norm);
+		if ((rc = model_get_vec(m->gguf, name, E, &L->attn_norm, spare, why, why_len)))
 			goto fail;
 		spare += E;
-		snprintf(name, sizeof(name), "blk.%d.ffn_norm.weight", l);
-		if ((rc = model_get_norm(m->gguf, name, E, &L->ffn_norm, spare, why, why_len)))
+		snprintf(name, sizeof(name), "blk.%d.%s.weight", l, tn->ffn_norm);
+		if ((rc = model_get_vec(m->gguf, name, E, &L->ffn_norm, spare, why, why_len)))
 			goto fail;
 		spare += E;
-		/* Biases would change the math; refuse rather than ignore them. */
-		snprintf(name, sizeof(name), "blk.%d.attn_q.bias", l);
-		if (eng_gguf_find_tensor(m->gguf, name)) {
-			rc = eng_fail(why, why_len, ENG_ERR_ARCH,
-			    "attention biases are not supported yet");
+		if ((rc = model_load_opt(m, l, L, &spare, why, why_len)))
 			goto fail;
-		}
 	}
 	*out = m;
 	return 0;

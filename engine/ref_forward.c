@@ -1,7 +1,8 @@
 /*
  * ref_forward.c: the plain reference forward pass (STYLE.md rule 2).
  *
- * Scalar fp32 code written to be read, in the order of spec/model.md §5:
+ * Scalar fp32 code written to be read, in the order of spec/model.md §5,
+ * with the building blocks the model's architecture (engine/arch_*.c) has:
  * every weight row is dequantized with kern_dequant_row and dotted in plain
  * loops, attention is computed over the whole prefix with a causal mask,
  * and nothing is rounded to 8 bits.  The fast paths (sgemm prefill, SIMD
@@ -14,6 +15,8 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/engine_internal.h"
+#include "kernels/rope.h"
 
 /* y(rows) = W · x, W dequantized one row at a time. */
 static void
@@ -43,18 +46,21 @@ ref_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
 		out[i] = x[i] * scale * w[i];
 }
 
-/* Adjacent-pair RoPE of one head vector at position p. */
+/* x(n) += b, an optional bias (NULL: none). */
 static void
-ref_rope(float *x, int64_t d, uint32_t p, float base)
+ref_add(float *x, const float *b, int64_t n)
 {
 	int64_t i;
-	for (i = 0; i < d / 2; i++) {
-		double theta = (double)p * pow((double)base, -2.0 * (double)i / (double)d);
-		float c = (float)cos(theta), s = (float)sin(theta);
-		float x0 = x[2 * i], x1 = x[2 * i + 1];
-		x[2 * i] = x0 * c - x1 * s;
-		x[2 * i + 1] = x0 * s + x1 * c;
-	}
+	for (i = 0; b && i < n; i++)
+		x[i] += b[i];
+}
+
+/* RoPE of one head vector at position p: kernels/rope.h's rotation, the
+ * one every path shares (so the angles are not what a comparison tests). */
+static void
+ref_rope(float *x, int64_t d, uint32_t p, float base, enum kern_rope_style style)
+{
+	kern_rope_head_at(x, x, p, kern_rope_theta_scale(base, d), d, style);
 }
 
 /* Whether query position t scores unit position u with the anchor layer's
@@ -115,10 +121,21 @@ eng_ref_forward_pod(const struct eng_model *m, const int32_t *ids, int64_t n,
 			ref_matvec(&L->wq, xn, q + t * H * hd, row);
 			ref_matvec(&L->wk, xn, k + t * KV * hd, row);
 			ref_matvec(&L->wv, xn, v + t * KV * hd, row);
+			ref_add(q + t * H * hd, L->bq, H * hd);
+			ref_add(k + t * KV * hd, L->bk, KV * hd);
+			ref_add(v + t * KV * hd, L->bv, KV * hd);
+			for (h = 0; h < H && L->q_norm; h++)
+				ref_rmsnorm(q + (t * H + h) * hd, q + (t * H + h) * hd, L->q_norm, hd,
+				    hp->rms_eps);
+			for (h = 0; h < KV && L->k_norm; h++)
+				ref_rmsnorm(k + (t * KV + h) * hd, k + (t * KV + h) * hd, L->k_norm, hd,
+				    hp->rms_eps);
 			for (h = 0; h < H; h++)
-				ref_rope(q + (t * H + h) * hd, hd, (uint32_t)t, hp->rope_base);
+				ref_rope(q + (t * H + h) * hd, hd, (uint32_t)t, hp->rope_base,
+				    hp->rope_style);
 			for (h = 0; h < KV; h++)
-				ref_rope(k + (t * KV + h) * hd, hd, (uint32_t)t, hp->rope_base);
+				ref_rope(k + (t * KV + h) * hd, hd, (uint32_t)t, hp->rope_base,
+				    hp->rope_style);
 		}
 		/* causal attention, then the rest of the layer, token by token */
 		for (t = 0; t < n; t++) {
@@ -150,14 +167,19 @@ eng_ref_forward_pod(const struct eng_model *m, const int32_t *ids, int64_t n,
 				}
 			}
 			ref_matvec(&L->wo, o, tmp, row);
+			ref_add(tmp, L->bo, E);
 			for (i = 0; i < E; i++)
 				x[t * E + i] += tmp[i];
 			ref_rmsnorm(xn, x + t * E, L->ffn_norm, E, hp->rms_eps);
-			ref_matvec(&L->w_gate, xn, gate, row);
-			ref_matvec(&L->w_up, xn, up, row);
-			for (i = 0; i < F; i++)
-				gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
-			ref_matvec(&L->w_down, gate, tmp, row);
+			switch (m->arch->act) {
+			case ENG_ACT_SILU_GATED:
+				ref_matvec(&L->w_gate, xn, gate, row);
+				ref_matvec(&L->w_up, xn, up, row);
+				for (i = 0; i < F; i++)
+					gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+				ref_matvec(&L->w_down, gate, tmp, row);
+				break;
+			}
 			for (i = 0; i < E; i++)
 				x[t * E + i] += tmp[i];
 		}

@@ -154,6 +154,12 @@ struct kern_attn_stats {
 	const float *row_w;      /* (n_tok) per-query weight of max, or NULL */
 };
 
+/* Which elements of a head vector RoPE rotates together (kernels/rope.h). */
+enum kern_rope_style {
+	KERN_ROPE_NORM = 0, /* adjacent pairs (2i, 2i+1): llama, GGUF's "NORM" */
+	KERN_ROPE_NEOX = 1  /* halves (i, i + head_dim/2): GPT-NeoX, Qwen2 */
+};
+
 struct kern_ctx;
 
 /* Every op returns 0 or a kern_err (a device backend can fail anywhere).
@@ -171,10 +177,12 @@ struct kern_ops {
 	/* dst(n_tok, dim) = x / rms(x) * w, per row; sum of squares in double */
 	int (*rmsnorm)(struct kern_ctx *ctx, float *dst, const float *x,
 	    const float *w, int64_t n_tok, int64_t dim, float eps);
-	/* In place, adjacent-pair (GGUF/"NORM") rotation of x(n_tok, n_head,
-	 * head_dim) with token t at position pos[t]. */
+	/* In place, RoPE of x(n_tok, n_head, head_dim) with token t at
+	 * position pos[t], pairs laid out by `style` (kernels/rope.h defines
+	 * the rotation; head_dim even, <= KERN_ROPE_MAX_HEAD_DIM). */
 	int (*rope)(struct kern_ctx *ctx, float *x, const uint32_t *pos,
-	    int64_t n_tok, int64_t n_head, int64_t head_dim, float freq_base);
+	    int64_t n_tok, int64_t n_head, int64_t head_dim, float freq_base,
+	    enum kern_rope_style style);
 	/* out(n_tok, n_head, head_dim) = softmax(q·kᵀ·scale, causal) · v, query
 	 * head h using KV head h / (n_head / n_kv_head). */
 	int (*attention)(struct kern_ctx *ctx, float *out, const float *q,

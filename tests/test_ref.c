@@ -5,7 +5,7 @@
  * In exact mode (f32 activations) the engine's sgemm prefill, chunked
  * prefill and token-by-token paths must match the reference within
  * REF_TOL_EXACT relative to the logits' scale: they differ only in f32
- * summation order and RoPE angle arithmetic.  In the default mode
+ * summation order (RoPE is kernels/rope.h's in both).  In the default mode
  * (llama.cpp's 8-bit activation rounding) the bound is on the
  * distributions instead: KL(ref ‖ engine) < REF_TOL_KL per position.
  */

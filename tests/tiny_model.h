@@ -12,6 +12,13 @@
  *
  *   char path[64];
  *   if (tiny_model_tmp(path, sizeof(path), seed) == 0) { ...; tiny_model_remove(path); }
+ *
+ * Other shapes (tests/test_arch.c): tiny_model_write_shape() with a struct
+ * tiny_shape names another architecture (its name is also the key prefix)
+ * and adds q/k/v biases ~N(0, bias_std²) and per-head q/k norm weights
+ * ~1 + N(0, 0.1²), written after every other tensor: one seed gives every
+ * shape the same values for the tensors they share.  The llama file is
+ * byte for byte what it was.
  */
 #ifndef TESTS_TINY_MODEL_H
 #define TESTS_TINY_MODEL_H
@@ -71,28 +78,44 @@ struct tiny_tensor {
 	char name[48];
 	int n_dims;
 	int64_t ne[2];
-	int kind; /* 0 matrix, 1 norm, 2 embedding */
+	int kind; /* 0 matrix, 1 norm, 2 embedding, 3 bias */
 };
+
+/* A model's shape: llama's is { "llama", 0, 0.0, 0 }. */
+struct tiny_shape {
+	const char *arch; /* general.architecture and the key prefix */
+	int qkv_bias;     /* blk.N.attn_{q,k,v}.bias */
+	double bias_std;  /* their values' std (0: zeros, the same draws consumed) */
+	int qk_norm;      /* blk.N.attn_{q,k}_norm.weight (head_dim) */
+};
+
+static const struct tiny_shape tiny_llama = { "llama", 0, 0.0, 0 };
 
 /* The model's tensor list in file order; returns the count. */
 static inline int
-tiny_model_tensors(struct tiny_tensor *t, int cap)
+tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 {
 	static const struct {
 		const char *nm;
 		int64_t ne0, ne1;
+		int opt; /* 0 always, 1 with qkv_bias (a bias), 2 with qk_norm */
 	} per_layer[] = {
-		{ "attn_norm", TINY_N_EMBD, 0 },
-		{ "attn_q", TINY_N_EMBD, TINY_N_HEAD * TINY_HEAD_DIM },
-		{ "attn_k", TINY_N_EMBD, TINY_N_HEAD_KV * TINY_HEAD_DIM },
-		{ "attn_v", TINY_N_EMBD, TINY_N_HEAD_KV * TINY_HEAD_DIM },
-		{ "attn_output", TINY_N_HEAD * TINY_HEAD_DIM, TINY_N_EMBD },
-		{ "ffn_norm", TINY_N_EMBD, 0 },
-		{ "ffn_gate", TINY_N_EMBD, TINY_N_FF },
-		{ "ffn_up", TINY_N_EMBD, TINY_N_FF },
-		{ "ffn_down", TINY_N_FF, TINY_N_EMBD },
+		{ "attn_norm", TINY_N_EMBD, 0, 0 },
+		{ "attn_q", TINY_N_EMBD, TINY_N_HEAD * TINY_HEAD_DIM, 0 },
+		{ "attn_k", TINY_N_EMBD, TINY_N_HEAD_KV * TINY_HEAD_DIM, 0 },
+		{ "attn_v", TINY_N_EMBD, TINY_N_HEAD_KV * TINY_HEAD_DIM, 0 },
+		{ "attn_q", TINY_N_HEAD * TINY_HEAD_DIM, 0, 1 },
+		{ "attn_k", TINY_N_HEAD_KV * TINY_HEAD_DIM, 0, 1 },
+		{ "attn_v", TINY_N_HEAD_KV * TINY_HEAD_DIM, 0, 1 },
+		{ "attn_q_norm", TINY_HEAD_DIM, 0, 2 },
+		{ "attn_k_norm", TINY_HEAD_DIM, 0, 2 },
+		{ "attn_output", TINY_N_HEAD * TINY_HEAD_DIM, TINY_N_EMBD, 0 },
+		{ "ffn_norm", TINY_N_EMBD, 0, 0 },
+		{ "ffn_gate", TINY_N_EMBD, TINY_N_FF, 0 },
+		{ "ffn_up", TINY_N_EMBD, TINY_N_FF, 0 },
+		{ "ffn_down", TINY_N_FF, TINY_N_EMBD, 0 },
 	};
-	int n = 0, l;
+	int n = 0, l, pass;
 	size_t i;
 
 	if (cap < 2 + TINY_N_LAYER * (int)(sizeof(per_layer) / sizeof(per_layer[0])))
@@ -109,30 +132,41 @@ tiny_model_tensors(struct tiny_tensor *t, int cap)
 	t[n].ne[1] = 1;
 	t[n].kind = 1;
 	n++;
-	for (l = 0; l < TINY_N_LAYER; l++)
-		for (i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
-			snprintf(t[n].name, sizeof(t[n].name), "blk.%d.%s.weight", l, per_layer[i].nm);
-			t[n].n_dims = per_layer[i].ne1 ? 2 : 1;
-			t[n].ne[0] = per_layer[i].ne0;
-			t[n].ne[1] = per_layer[i].ne1 ? per_layer[i].ne1 : 1;
-			t[n].kind = per_layer[i].ne1 ? 0 : 1;
-			n++;
+	/* the optional tensors last, so every shape of one seed draws the same
+	 * values for the tensors they share */
+	for (pass = 0; pass < 2; pass++) {
+		for (l = 0; l < TINY_N_LAYER; l++) {
+			for (i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++) {
+				int opt = per_layer[i].opt;
+				if ((opt != 0) != pass || (opt == 1 && !sh->qkv_bias) ||
+				    (opt == 2 && !sh->qk_norm))
+					continue;
+				snprintf(t[n].name, sizeof(t[n].name), "blk.%d.%s.%s", l,
+				    per_layer[i].nm, opt == 1 ? "bias" : "weight");
+				t[n].n_dims = per_layer[i].ne1 ? 2 : 1;
+				t[n].ne[0] = per_layer[i].ne0;
+				t[n].ne[1] = per_layer[i].ne1 ? per_layer[i].ne1 : 1;
+				t[n].kind = per_layer[i].ne1 ? 0 : opt == 1 ? 3 : 1;
+				n++;
+			}
 		}
+	}
 	return n;
 }
 
-/* Write the model to `path`; 0 or -1. */
+/* Write a model of shape sh to `path`; 0 or -1. */
 static inline int
-tiny_model_write(const char *path, uint64_t seed)
+tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape *sh)
 {
 	struct tiny_tensor t[64];
 	struct tiny_rng rng;
 	struct gb b = { 0 };
 	uint64_t off = 0;
-	int n = tiny_model_tensors(t, 64), i;
+	int n = tiny_model_tensors(t, 64, sh), i;
 	int64_t j;
 	FILE *f;
 	size_t wr;
+	char key[96];
 
 	if (n < 0)
 		return -1;
@@ -143,17 +177,19 @@ tiny_model_write(const char *path, uint64_t seed)
 	gb_u32(&b, 3);
 	gb_u64(&b, (uint64_t)n); /* tensors */
 	gb_u64(&b, 11);          /* metadata keys */
-	gb_kv_str(&b, "general.architecture", "llama");
+#define TINY_KEY(k) (snprintf(key, sizeof(key), "%s.%s", sh->arch, k), key)
+	gb_kv_str(&b, "general.architecture", sh->arch);
 	gb_kv_u32(&b, "general.alignment", TINY_ALIGN);
-	gb_kv_u32(&b, "llama.block_count", TINY_N_LAYER);
-	gb_kv_u32(&b, "llama.embedding_length", TINY_N_EMBD);
-	gb_kv_u32(&b, "llama.feed_forward_length", TINY_N_FF);
-	gb_kv_u32(&b, "llama.attention.head_count", TINY_N_HEAD);
-	gb_kv_u32(&b, "llama.attention.head_count_kv", TINY_N_HEAD_KV);
-	gb_kv_u32(&b, "llama.context_length", TINY_N_CTX);
-	gb_kv_f32(&b, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-	gb_kv_f32(&b, "llama.rope.freq_base", 10000.0f);
-	gb_kv_u32(&b, "llama.rope.dimension_count", TINY_HEAD_DIM);
+	gb_kv_u32(&b, TINY_KEY("block_count"), TINY_N_LAYER);
+	gb_kv_u32(&b, TINY_KEY("embedding_length"), TINY_N_EMBD);
+	gb_kv_u32(&b, TINY_KEY("feed_forward_length"), TINY_N_FF);
+	gb_kv_u32(&b, TINY_KEY("attention.head_count"), TINY_N_HEAD);
+	gb_kv_u32(&b, TINY_KEY("attention.head_count_kv"), TINY_N_HEAD_KV);
+	gb_kv_u32(&b, TINY_KEY("context_length"), TINY_N_CTX);
+	gb_kv_f32(&b, TINY_KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+	gb_kv_f32(&b, TINY_KEY("rope.freq_base"), 10000.0f);
+	gb_kv_u32(&b, TINY_KEY("rope.dimension_count"), TINY_HEAD_DIM);
+#undef TINY_KEY
 	for (i = 0; i < n; i++) {
 		uint64_t bytes = (uint64_t)(t[i].ne[0] * t[i].ne[1]) * 4;
 		gb_tensor_info(&b, t[i].name, t[i].n_dims, t[i].ne, 0 /* F32 */, off);
@@ -166,6 +202,7 @@ tiny_model_write(const char *path, uint64_t seed)
 			double x = tiny_rng_normal(&rng);
 			float v = t[i].kind == 0 ? (float)(TINY_STD * x)
 			    : t[i].kind == 1   ? (float)(1.0 + 0.1 * x)
+			    : t[i].kind == 3   ? (float)(sh->bias_std * x)
 			                       : (float)x;
 			gb_f32(&b, v);
 		}
@@ -183,10 +220,17 @@ tiny_model_write(const char *path, uint64_t seed)
 	return 0;
 }
 
-/* Create a fresh temporary file (mkstemp) and write the model into it; the
- * path goes to path[0..cap) (cap >= 32).  0 or -1. */
+/* Write the llama model to `path`; 0 or -1. */
 static inline int
-tiny_model_tmp(char *path, size_t cap, uint64_t seed)
+tiny_model_write(const char *path, uint64_t seed)
+{
+	return tiny_model_write_shape(path, seed, &tiny_llama);
+}
+
+/* Create a fresh temporary file (mkstemp) and write a model of shape sh
+ * into it; the path goes to path[0..cap) (cap >= 32).  0 or -1. */
+static inline int
+tiny_model_tmp_shape(char *path, size_t cap, uint64_t seed, const struct tiny_shape *sh)
 {
 	const char *dir = getenv("TMPDIR");
 	int fd;
@@ -198,11 +242,18 @@ tiny_model_tmp(char *path, size_t cap, uint64_t seed)
 	if (fd < 0)
 		return -1;
 	close(fd);
-	if (tiny_model_write(path, seed)) {
+	if (tiny_model_write_shape(path, seed, sh)) {
 		unlink(path);
 		return -1;
 	}
 	return 0;
+}
+
+/* The same for the llama model. */
+static inline int
+tiny_model_tmp(char *path, size_t cap, uint64_t seed)
+{
+	return tiny_model_tmp_shape(path, cap, seed, &tiny_llama);
 }
 
 static inline void

@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/cpu_ctx.h"
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/rope.h"
 
 #define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
 #define KERN_GEMM_BLOCK_ROWS 48 /* weight rows per sgemm call; fixed so that results
@@ -298,29 +299,18 @@ kern_cpu_add(struct kern_ctx *ctx, float *dst, const float *src, int64_t n)
 /* ------------------------------------------------------------------------ */
 /* RoPE                                                                      */
 
-/* Rotate adjacent pairs of every head of one token at position p.  Angles are
- * built by repeated multiplication, as llama.cpp does. */
+/* Rotate every head of one token at position p (kernels/rope.h: the
+ * angles once per token, then each head's pairs). */
 static void
-kern_rope_token(float *x, uint32_t p, int64_t n_head, int64_t head_dim, float theta_scale)
+kern_rope_token(float *x, uint32_t p, int64_t n_head, int64_t head_dim, float theta_scale,
+    enum kern_rope_style style)
 {
-	float cs[2 * 256];
-	float theta = (float)p;
-	int64_t i, h, half = head_dim / 2;
+	float cs[KERN_ROPE_MAX_HEAD_DIM];
+	int64_t h;
 
-	for (i = 0; i < half; i++) {
-		cs[2 * i] = cosf(theta);
-		cs[2 * i + 1] = sinf(theta);
-		theta *= theta_scale;
-	}
-	for (h = 0; h < n_head; h++) {
-		float *v = x + h * head_dim;
-		for (i = 0; i < half; i++) {
-			float x0 = v[2 * i], x1 = v[2 * i + 1];
-			float c = cs[2 * i], s = cs[2 * i + 1];
-			v[2 * i] = x0 * c - x1 * s;
-			v[2 * i + 1] = x0 * s + x1 * c;
-		}
-	}
+	kern_rope_angles(cs, p, theta_scale, head_dim);
+	for (h = 0; h < n_head; h++)
+		kern_rope_head(x + h * head_dim, x + h * head_dim, cs, head_dim, style);
 }
 
 struct kern_rope_job {
@@ -328,6 +318,7 @@ struct kern_rope_job {
 	const uint32_t *pos;
 	int64_t n_tok, n_head, head_dim;
 	float theta_scale;
+	enum kern_rope_style style;
 };
 
 static void
@@ -338,16 +329,17 @@ kern_rope_worker(void *arg, int ith, int nth)
 	kern_cpu_split(j->n_tok, 1, ith, nth, &lo, &hi);
 	for (t = lo; t < hi; t++)
 		kern_rope_token(j->x + t * j->n_head * j->head_dim, j->pos[t], j->n_head,
-		    j->head_dim, j->theta_scale);
+		    j->head_dim, j->theta_scale, j->style);
 }
 
 static int
 kern_cpu_rope(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
-    int64_t n_head, int64_t head_dim, float freq_base)
+    int64_t n_head, int64_t head_dim, float freq_base, enum kern_rope_style style)
 {
 	struct kern_rope_job j = { x, pos, n_tok, n_head, head_dim,
-		powf(freq_base, -2.0f / (float)head_dim) };
-	if (head_dim > 512 || head_dim % 2)
+		kern_rope_theta_scale(freq_base, head_dim), style };
+	if (head_dim > KERN_ROPE_MAX_HEAD_DIM || head_dim % 2 ||
+	    (style != KERN_ROPE_NORM && style != KERN_ROPE_NEOX))
 		return KERN_ERR_SHAPE;
 	if (n_tok < 16)
 		kern_rope_worker(&j, 0, 1);

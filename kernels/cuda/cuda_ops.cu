@@ -37,6 +37,7 @@ extern "C" {
 #include "kernels/kernels.h"
 }
 #include "kernels/backend.h"
+#include "kernels/rope.h"
 
 /* ------------------------------------------------------------------------ */
 /* State                                                                     */
@@ -344,32 +345,25 @@ kcu_rmsnorm(const float *x, const float *w, float *dst, int64_t dim, float eps)
 		dr[i] = xr[i] * scale * w[i];
 }
 
-/* One thread per (token, head, pair); the angle built by repeated
- * multiplication from (float)pos, exactly as the CPU does. */
+/* One thread per (token, head, pair): kernels/rope.h's angle (the same
+ * float multiplications as the CPU) and pair layout. */
 __global__ static void
 kcu_rope(float *x, const uint32_t *pos, int64_t n_tok, int64_t n_head, int64_t head_dim,
-    float theta_scale)
+    float theta_scale, enum kern_rope_style style)
 {
 	int64_t half = head_dim / 2, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-	int64_t pair, th, t;
-	float theta, c, sn, x0, x1, *v;
-	int64_t k;
+	int64_t pair, th, t, a, b;
+	float theta, *v;
 
 	if (i >= n_tok * n_head * half)
 		return;
 	pair = i % half;
 	th = i / half; /* token * n_head + head */
 	t = th / n_head;
-	theta = (float)pos[t];
-	for (k = 0; k < pair; k++)
-		theta *= theta_scale;
-	c = cosf(theta);
-	sn = sinf(theta);
+	theta = kern_rope_theta(pos[t], theta_scale, pair);
 	v = x + th * head_dim;
-	x0 = v[2 * pair];
-	x1 = v[2 * pair + 1];
-	v[2 * pair] = x0 * c - x1 * sn;
-	v[2 * pair + 1] = x0 * sn + x1 * c;
+	kern_rope_pair(style, head_dim, pair, &a, &b);
+	kern_rope_rotate_pair(v, v, a, b, cosf(theta), sinf(theta));
 }
 
 __global__ static void
@@ -681,13 +675,14 @@ kcu_rmsnorm_op(struct kern_ctx *ctx, float *dst, const float *x, const float *w,
 
 static int
 kcu_rope_op(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
-    int64_t n_head, int64_t head_dim, float freq_base)
+    int64_t n_head, int64_t head_dim, float freq_base, enum kern_rope_style style)
 {
 	struct kcu_state *s;
 	size_t bytes = (size_t)(n_tok * n_head * head_dim) * 4;
 	void *dx, *dp;
 	int rc;
-	if (head_dim > 512 || head_dim % 2)
+	if (head_dim > KERN_ROPE_MAX_HEAD_DIM || head_dim % 2 ||
+	    (style != KERN_ROPE_NORM && style != KERN_ROPE_NEOX))
 		return KERN_ERR_SHAPE;
 	if (n_tok <= 0)
 		return KERN_OK;
@@ -696,7 +691,7 @@ kcu_rope_op(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
 		return rc;
 	kcu_rope<<<kcu_blocks(n_tok * n_head * head_dim / 2, 256), 256, 0, s->stream>>>(
 	    (float *)dx, (const uint32_t *)dp, n_tok, n_head, head_dim,
-	    powf(freq_base, -2.0f / (float)head_dim));
+	    kern_rope_theta_scale(freq_base, head_dim), style);
 	KCU_LAUNCHED(ctx);
 	return kcu_download(ctx, s, x, dx, bytes);
 }

@@ -1,0 +1,346 @@
+/*
+ * test_arch.c: the architecture seam (engine/arch_*.c) proven on other
+ * shapes: tiny synthetic "qwen2" (q/k/v biases, NeoX RoPE) and "qwen3"
+ * (per-head q/k norms, NeoX RoPE) models, which kvsnap describes but does
+ * not enable.
+ *
+ * The default open refuses them with the usual text; opened for tests, the
+ * engine's forward pass must match the scalar reference pass, and the
+ * optional tensors must matter (a pass that ignored them would fail the
+ * comparison by far).  The cache pool's own rotation must reproduce the
+ * forward pass's rotated keys in either RoPE style, and the styles are
+ * checked against each other through the op table: NeoX's halves are
+ * adjacent pairs of an interleaved vector.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "tests/tap.h"
+#include "tests/tiny_model.h"
+
+/* Engine (exact mode, f32 weights) against the reference: the same
+ * operations and the same RoPE angles (kernels/rope.h), so they differ only
+ * in f32 summation order over K <= 64 terms per dot product through two
+ * layers; measured ~1e-6 of the logits' scale on the llama tiny model
+ * (tests/test_ref.c), so 1e-5 leaves a margin of ten. */
+#define ARCH_TOL 1e-5 /* max |Δ| / max |logit| */
+/* Biases ~N(0, 1) against q/k/v entries of about 2 (TINY_STD·√n_embd),
+ * and head norms that rescale q and k: dropping either moves the logits by
+ * a large share of their scale.  The proof asks for more than ARCH_OPT_GAP
+ * times the tolerance. */
+#define ARCH_OPT_GAP 100.0
+#define ARCH_N 40
+
+static const struct tiny_shape qwen2_shape = { "qwen2", 1, 1.0, 0 };
+static const struct tiny_shape qwen2_zero_bias = { "qwen2", 1, 0.0, 0 };
+static const struct tiny_shape qwen3_shape = { "qwen3", 0, 0.0, 1 };
+
+/* max |a − b| / max |a| over n values. */
+static double
+rel_diff(const float *a, const float *b, int64_t n)
+{
+	double md = 0.0, ma = 0.0;
+	int64_t i;
+	for (i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]);
+		md = d > md ? d : md;
+		ma = fabs(a[i]) > ma ? fabs(a[i]) : ma;
+	}
+	return md / (ma > 0 ? ma : 1.0);
+}
+
+/* Every position's logits through eng_forward in exact mode, in chunks. */
+static int
+engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t chunk,
+    float *out)
+{
+	struct eng_ctx *c = NULL;
+	struct eng_kv *kv = NULL;
+	uint8_t want[ARCH_N];
+	int64_t s;
+	int rc;
+
+	memset(want, 1, sizeof(want));
+	rc = eng_ctx_init(&c, m, 2, 16);
+	if (!rc)
+		rc = eng_kv_init(&kv, m, n + 1);
+	if (!rc) {
+		eng_ctx_set_exact(c, 1);
+		for (s = 0; s < n && !rc; s += chunk) {
+			int64_t len = n - s < chunk ? n - s : chunk;
+			rc = eng_forward(c, kv, ids + s, len, want + s, out + s * m->hp.n_vocab);
+		}
+	}
+	eng_kv_free(kv);
+	eng_ctx_free(c);
+	return rc;
+}
+
+/* Open a tiny model of shape sh as tests do (disabled architectures too);
+ * the file is removed at once (the open model keeps its map). */
+static int
+open_shape(const struct tiny_shape *sh, struct eng_model **m, char *why, size_t why_len)
+{
+	char path[64];
+	int rc;
+
+	if (tiny_model_tmp_shape(path, sizeof(path), 11, sh)) {
+		snprintf(why, why_len, "cannot write a tiny %s model", sh->arch);
+		return -1;
+	}
+	rc = eng_model_open_flags(m, path, ENG_OPEN_DISABLED_ARCH, why, why_len);
+	tiny_model_remove(path);
+	return rc;
+}
+
+static void
+ids_fill(int32_t *ids)
+{
+	int i;
+	for (i = 0; i < ARCH_N; i++)
+		ids[i] = (i * 29 + 5) % TINY_N_VOCAB;
+}
+
+static enum tap_result
+test_refused_by_default(void)
+{
+	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0 };
+	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1 };
+	const struct tiny_shape *disabled[] = { &qwen2_shape, &qwen3_shape };
+	struct eng_model *m = NULL;
+	char path[64], why[256], want[128];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(disabled) / sizeof(disabled[0]); i++) {
+		TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, disabled[i]), "write");
+		rc = eng_model_open(&m, path, why, sizeof(why));
+		tiny_model_remove(path);
+		TAP_CHECK(rc == ENG_ERR_ARCH && !m, "%s opened by default: %d", disabled[i]->arch,
+		    rc);
+		snprintf(want, sizeof(want),
+		    "model architecture '%s' is not supported (kvsnap runs 'llama')",
+		    disabled[i]->arch);
+		TAP_CHECK(!strcmp(why, want), "refusal text: %s", why);
+	}
+	/* a llama file with biases or head norms: refused, not run without them */
+	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &llama_bias), "write");
+	rc = eng_model_open_flags(&m, path, ENG_OPEN_DISABLED_ARCH, why, sizeof(why));
+	tiny_model_remove(path);
+	TAP_CHECK(rc == ENG_ERR_ARCH && !m && strstr(why, "blk.0.attn_q.bias"),
+	    "llama with biases: %d %s", rc, why);
+	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &llama_norm), "write");
+	rc = eng_model_open(&m, path, why, sizeof(why));
+	tiny_model_remove(path);
+	TAP_CHECK(rc == ENG_ERR_ARCH && !m && strstr(why, "blk.0.attn_q_norm.weight"),
+	    "llama with head norms: %d %s", rc, why);
+	return TAP_PASS;
+}
+
+/* eng_forward in exact mode, chunked three ways, against the reference. */
+static enum tap_result
+check_matches_ref(const struct tiny_shape *sh)
+{
+	static const int64_t chunks[] = { ARCH_N, 7, 1 };
+	struct eng_model *m = NULL;
+	char why[256];
+	int32_t ids[ARCH_N];
+	float *ref, *got;
+	size_t i, nl = (size_t)ARCH_N * TINY_N_VOCAB;
+	double rel;
+
+	ids_fill(ids);
+	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!!m->layers[1].bq == sh->qkv_bias && !!m->layers[1].bv == sh->qkv_bias &&
+	    !!m->layers[1].q_norm == sh->qk_norm && !!m->layers[1].k_norm == sh->qk_norm &&
+	    !m->layers[0].bo, "%s: optional slots", sh->arch);
+	ref = malloc(nl * sizeof(float));
+	got = malloc(nl * sizeof(float));
+	TAP_CHECK(ref && got, "oom");
+	TAP_CHECK(!eng_ref_forward(m, ids, ARCH_N, ref), "reference forward");
+	for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		TAP_CHECK(!engine_logits(m, ids, ARCH_N, chunks[i], got), "engine forward");
+		rel = rel_diff(ref, got, (int64_t)nl);
+		tap_diag("report: %s chunk %lld: max|dlogit|/max|logit| %.2e", sh->arch,
+		    (long long)chunks[i], rel);
+		TAP_CHECK(rel < ARCH_TOL, "%s chunk %lld: %.2e >= %.0e", sh->arch,
+		    (long long)chunks[i], rel, ARCH_TOL);
+	}
+	free(ref);
+	free(got);
+	eng_model_close(m);
+	return TAP_PASS;
+}
+
+/* The model of shape sh against `without`: the same seed's weights (the
+ * optional tensors are drawn last) without sh's optional tensors' effect,
+ * standing for a pass that ignores them.  Both the reference and the
+ * engine on `without` must miss sh's reference by far. */
+static enum tap_result
+check_opt_matters(const struct tiny_shape *sh, const struct tiny_shape *without)
+{
+	struct eng_model *m = NULL, *z = NULL;
+	char why[256];
+	int32_t ids[ARCH_N];
+	float *ref, *ref0, *got;
+	size_t nl = (size_t)ARCH_N * TINY_N_VOCAB;
+	double gap, miss;
+
+	ids_fill(ids);
+	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!open_shape(without, &z, why, sizeof(why)), "%s", why);
+	ref = malloc(nl * sizeof(float));
+	ref0 = malloc(nl * sizeof(float));
+	got = malloc(nl * sizeof(float));
+	TAP_CHECK(ref && ref0 && got, "oom");
+	TAP_CHECK(!eng_ref_forward(m, ids, ARCH_N, ref), "reference forward");
+	TAP_CHECK(!eng_ref_forward(z, ids, ARCH_N, ref0), "reference forward, stand-in");
+	TAP_CHECK(!engine_logits(z, ids, ARCH_N, 7, got), "engine forward, stand-in");
+	gap = rel_diff(ref, ref0, (int64_t)nl);
+	miss = rel_diff(ref, got, (int64_t)nl);
+	tap_diag("report: %s's optional tensors move the reference by %.2e; the engine "
+	    "without them misses by %.2e", sh->arch, gap, miss);
+	TAP_CHECK(gap > ARCH_OPT_GAP * ARCH_TOL, "%s: they move the logits by only %.2e",
+	    sh->arch, gap);
+	TAP_CHECK(miss > ARCH_OPT_GAP * ARCH_TOL, "%s: a pass without them would pass: %.2e",
+	    sh->arch, miss);
+	free(ref);
+	free(ref0);
+	free(got);
+	eng_model_close(m);
+	eng_model_close(z);
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_qwen2_matches_ref(void)
+{
+	return check_matches_ref(&qwen2_shape);
+}
+
+static enum tap_result
+test_qwen2_biases_matter(void)
+{
+	return check_opt_matters(&qwen2_shape, &qwen2_zero_bias);
+}
+
+static enum tap_result
+test_qwen3_matches_ref(void)
+{
+	return check_matches_ref(&qwen3_shape);
+}
+
+/* qwen2 with zero biases is qwen3 without its head norms (both NeoX). */
+static enum tap_result
+test_qwen3_norms_matter(void)
+{
+	return check_opt_matters(&qwen3_shape, &qwen2_zero_bias);
+}
+
+/* The pool's own rotation (snapshot load, slot renumbering) re-derives
+ * exactly the rotated keys the forward pass stored, in the model's style. */
+static enum tap_result
+check_pool_rotation(const struct tiny_shape *sh)
+{
+	struct eng_model *m = NULL;
+	struct eng_ctx *c = NULL;
+	struct eng_kv *kv = NULL;
+	char why[256];
+	int32_t ids[ARCH_N];
+	float *kr = NULL, last[TINY_N_VOCAB];
+	size_t per;
+	int l, diff = 0;
+
+	ids_fill(ids);
+	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
+	TAP_CHECK(!eng_ctx_init(&c, m, 1, 16) && !eng_kv_init(&kv, m, ARCH_N), "init");
+	TAP_CHECK(!eng_forward(c, kv, ids, ARCH_N, NULL, last), "forward");
+	per = (size_t)kv->rows * (size_t)kv->head_dim;
+	kr = malloc((size_t)kv->n_layer * per * sizeof(float));
+	TAP_CHECK(kr, "oom");
+	/* every row is used: ARCH_N units in each head's ARCH_N rows */
+	for (l = 0; l < kv->n_layer; l++)
+		memcpy(kr + (size_t)l * per, kv->layer[l].kr, per * sizeof(float));
+	TAP_CHECK(!eng_kv_finish_load(kv, kv->next_pos, ENG_POS_ORIGINAL), "re-derive");
+	for (l = 0; l < kv->n_layer; l++)
+		diff |= memcmp(kr + (size_t)l * per, kv->layer[l].kr, per * sizeof(float)) != 0;
+	TAP_CHECK(!diff, "%s: the pool rotates keys unlike the forward pass", sh->arch);
+	free(kr);
+	eng_kv_free(kv);
+	eng_ctx_free(c);
+	eng_model_close(m);
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_pool_rotation(void)
+{
+	enum tap_result r = check_pool_rotation(&qwen2_shape);
+	return r == TAP_PASS ? check_pool_rotation(&tiny_llama) : r;
+}
+
+/* NeoX pairs (i, i + d/2) are NORM pairs (2i, 2i+1) of the vector
+ * interleaved as perm[2i] = i, perm[2i+1] = i + d/2; the styles differ. */
+static enum tap_result
+test_rope_styles(void)
+{
+	enum { T = 3, H = 2, D = 16 };
+	static const uint32_t pos[T] = { 0, 5, 4000 };
+	struct kern_ctx *k = NULL;
+	const struct kern_ops *ops;
+	float x[T * H * D], neox[T * H * D], norm[T * H * D], perm[T * H * D];
+	struct tiny_rng r = { 99 };
+	double worst = 0.0, apart = 0.0;
+	int i, j, h, t;
+
+	for (i = 0; i < T * H * D; i++)
+		x[i] = (float)tiny_rng_normal(&r);
+	TAP_CHECK(!kern_ctx_init(&k, 1), "kern ctx");
+	ops = kern_ctx_ops(k);
+	memcpy(neox, x, sizeof(x));
+	memcpy(norm, x, sizeof(x));
+	for (t = 0; t < T; t++)
+		for (h = 0; h < H; h++)
+			for (j = 0; j < D / 2; j++) {
+				int b = (t * H + h) * D;
+				perm[b + 2 * j] = x[b + j];
+				perm[b + 2 * j + 1] = x[b + j + D / 2];
+			}
+	TAP_CHECK(!ops->rope(k, neox, pos, T, H, D, 10000.0f, KERN_ROPE_NEOX), "neox");
+	TAP_CHECK(!ops->rope(k, perm, pos, T, H, D, 10000.0f, KERN_ROPE_NORM), "norm of perm");
+	TAP_CHECK(!ops->rope(k, norm, pos, T, H, D, 10000.0f, KERN_ROPE_NORM), "norm");
+	kern_ctx_free(k);
+	for (t = 0; t < T; t++)
+		for (h = 0; h < H; h++)
+			for (j = 0; j < D / 2; j++) {
+				int b = (t * H + h) * D;
+				double d0 = fabs((double)perm[b + 2 * j] - neox[b + j]);
+				double d1 = fabs((double)perm[b + 2 * j + 1] - neox[b + j + D / 2]);
+				worst = fmax(worst, fmax(d0, d1));
+			}
+	for (i = 0; i < T * H * D; i++)
+		apart = fmax(apart, fabs((double)norm[i] - neox[i]));
+	/* the same float operations on the same pairs: exactly equal */
+	TAP_CHECK(worst == 0.0, "neox differs from norm of the permuted vector by %.2e", worst);
+	TAP_CHECK(apart > 0.1, "the two styles agree (%.2e)", apart);
+	return TAP_PASS;
+}
+
+static const struct tap_test tests[] = {
+	{ "refused_by_default", test_refused_by_default },
+	{ "qwen2_matches_ref", test_qwen2_matches_ref },
+	{ "qwen2_biases_matter", test_qwen2_biases_matter },
+	{ "qwen3_matches_ref", test_qwen3_matches_ref },
+	{ "qwen3_norms_matter", test_qwen3_norms_matter },
+	{ "pool_rotation", test_pool_rotation },
+	{ "rope_styles", test_rope_styles },
+};
+
+int
+main(int argc, char **argv)
+{
+	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
