@@ -44,7 +44,7 @@ LDFLAGS  += $(LDSAN) -pthread
 LDLIBS   += $(PKG_LIBS) -lm
 
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
-ENGINE_SRC  := $(wildcard engine/*.c)
+ENGINE_SRC  := $(wildcard engine/*.c engine/*/*.c)
 STORAGE_SRC := $(wildcard storage/*.c)
 SNAPSHOT_SRC := $(wildcard snapshot/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
@@ -177,7 +177,8 @@ build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/da
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(PKG_LIBS)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c $(wildcard engine/*.h kernels/*.h storage/*.h snapshot/*.h)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
+		$(wildcard engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) kernels/cuda_absent.c $(PKG_LIBS) -lm -pthread

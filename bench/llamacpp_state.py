@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """llama.cpp's saved state for the document bench_snapshot / bench_ttft
 measure: the license texts in name order, tokenized by llama.cpp, wrapped in
-SmolLM2's chat template the way kvsnap does it (engine/chat.c: default
+SmolLM2's chat template the way kvsnap does it (engine/model/chat.c: default
 system turn, then the document as the start of the user turn), cut to N
 tokens in all, one prefill, then save_state() (f16 KV cache, llama.cpp's
 default), whose bytes are what llama.cpp would store to skip re-reading.
@@ -45,7 +45,7 @@ text = b"".join(open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir
 llm = Llama(model_path=model, n_ctx=n + 64, n_batch=512, n_ubatch=512, n_threads=threads,
             n_threads_batch=threads, logits_all=False, verbose=False)
 # the template parts with their specials parsed, the prose and the question
-# without (as engine/chat.c); the prose's ids are cut so that the whole
+# without (as engine/model/chat.c); the prose's ids are cut so that the whole
 # templated document has n tokens
 pre = llm.tokenize(b"<|im_start|>system\n" + SYSTEM + b"<|im_end|>\n<|im_start|>user\n",
                    add_bos=False, special=True)

@@ -11,7 +11,7 @@
 #include <stdint.h> /* for uint32_t */
 
 /* ------------------------------------------------------------------------ */
-/* Unicode classes and UTF-8 (engine/unicode.c, engine/unicode_tables.c)     */
+/* Unicode classes and UTF-8 (engine/model/unicode.c, engine/model/unicode_tables.c)     */
 
 /* Code-point class as the pre-tokenizer sees it (llama.cpp unicode flags):
  * \p{L}, \p{N}, \s, or anything else. */
@@ -46,7 +46,7 @@ size_t eng_utf8_encode(uint32_t cp, uint8_t out[4]);
 
 
 /* ------------------------------------------------------------------------ */
-/* Forward-pass hooks for chunked ingest (engine/forward.c)                  */
+/* Forward-pass hooks for chunked ingest (engine/run/forward.c)                  */
 
 #include "engine/engine.h" /* for struct eng_kv, struct eng_ctx */
 
@@ -92,7 +92,7 @@ int64_t eng_ctx_max_chunk(const struct eng_ctx *c);
 const struct eng_model *eng_ctx_model(const struct eng_ctx *c);
 
 /* ------------------------------------------------------------------------ */
-/* Architectures (engine/arch.c, one engine/arch_NAME.c per architecture)    */
+/* Architectures (engine/model/arch.c, one engine/arch_NAME.c per architecture)    */
 
 /* The FFN's activation (forward.c, ref_forward.c). */
 enum eng_act {
@@ -145,7 +145,7 @@ const struct eng_arch *eng_arch_find(const char *name, size_t len);
 void eng_arch_enabled_list(char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------ */
-/* Eviction policies (engine/policy.c, engine/policy_*.c, engine/ingest.c)   */
+/* Eviction policies (engine/cache/policy*.c, engine/run/ingest.c)           */
 
 /* One KV head of one layer at an eviction step. */
 struct eng_evict_head {
@@ -243,7 +243,7 @@ struct eng_policy {
 	void *priv; /* policy-owned state (freed by ops->destroy), or NULL */
 };
 
-/* Helpers shared by policies (engine/policy.c). */
+/* Helpers shared by policies (engine/cache/policy.c). */
 /* Sort idx[0..n) of head h by score desc, then by position asc (Ada-KV's
  * per-head tie rule) or desc (Locret/NaCl's) when newer_first. */
 void eng_policy_rank(const struct eng_evict_head *h, const float *key, int64_t *idx,
@@ -280,7 +280,7 @@ void eng_policy_keep_all(struct eng_evict *e);
 void eng_adakv_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alpha,
     const int *rank_head, int64_t n_rank, int64_t *a, int64_t *work, double *frac);
 
-/* The SnapKV family's shared pieces (engine/policy_snapkv.c): options
+/* The SnapKV family's shared pieces (engine/cache/policy_snapkv.c): options
  * i[0..3] = window, kernel, pool, slack. */
 int eng_snapkv_set(struct eng_policy *p, const char *key, const char *val, char *why,
     size_t why_len);
@@ -298,7 +298,7 @@ int64_t eng_snapkv_score(const struct eng_policy *p, struct eng_evict *e, int m,
 /* Keep head h's `a` best candidates (score desc, position asc) + window. */
 void eng_snapkv_keep(struct eng_evict_head *h, int64_t *cand, int64_t n_cand, int64_t a);
 
-/* PyramidKV's selectable budget b'_l of a layer (engine/policy_pyramidkv.c),
+/* PyramidKV's selectable budget b'_l of a layer (engine/cache/policy_pyramidkv.c),
  * for a policy with SnapKV parameters and f[0] = beta. */
 int64_t eng_pyramid_layer_budget(const struct eng_policy *p, int layer, int n_layer,
     int64_t n_doc);
@@ -314,14 +314,14 @@ extern const struct eng_policy_ops eng_policy_locret;
 extern const struct eng_policy_ops eng_policy_pod;
 extern const struct eng_policy_ops eng_policy_kvzip;
 /* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6
- * (engine/policy_nacl.c). */
+ * (engine/cache/policy_nacl.c). */
 double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
 
 /* ------------------------------------------------------------------------ */
-/* KVzip (engine/policy_kvzip.c, kvzip_ingest.c, select_scores.c)           */
+/* KVzip (engine/cache/policy_kvzip.c, kvzip_ingest.c, select_scores.c)           */
 
 /* One selection over every layer and head of a pool by its units' stored
- * scores (engine/select_scores.c): keep `target` units per head on average,
+ * scores (engine/cache/select_scores.c): keep `target` units per head on average,
  * sinks included; compacts every layer. */
 enum eng_alloc { ENG_ALLOC_GLOBAL = 0, ENG_ALLOC_UNIFORM = 1, ENG_ALLOC_ADAKV = 2 };
 struct eng_select {
@@ -372,7 +372,7 @@ int eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
     void *arg);
 
 /* ------------------------------------------------------------------------ */
-/* Locret (engine/policy_locret.c; spec/locret.md §5.3, §8)                  */
+/* Locret (engine/cache/policy_locret.c; spec/locret.md §5.3, §8)                  */
 
 /* Test hook (spec/locret.md §8): replaces the retaining heads' score of the
  * unit of (layer, KV head) whose token has original position pos.  Token
@@ -383,7 +383,7 @@ typedef float (*eng_locret_score_fn)(void *arg, int layer, int head, uint32_t po
 int eng_locret_set_score_fn(struct eng_policy *p, eng_locret_score_fn fn, void *arg);
 
 /* ------------------------------------------------------------------------ */
-/* Retaining-head training, one layer (engine/locret_train.c; spec §3)       */
+/* Retaining-head training, one layer (engine/train/locret_train.c; spec §3)       */
 
 /* One layer's share of the loss and its gradients.  u (T, d_in) features,
  * s labels of head m at s[m·ld_s + t], w1 (d_r, d_in), w2 (n_kv, d_r).
@@ -405,7 +405,7 @@ double eng_train_overlap(const float *pred, int64_t stride, const float *lab, in
     int64_t *idx);
 
 /* ------------------------------------------------------------------------ */
-/* PoD cache layout (engine/kv_pod.c)                                        */
+/* PoD cache layout (engine/cache/kv_pod.c)                                        */
 
 /* Remove a pool's PoD layout (the pool attends densely again). */
 void eng_kv_drop_pod(struct eng_kv *kv);

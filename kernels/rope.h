@@ -6,8 +6,8 @@
  * Everything that rotates includes this header: the CPU op
  * (kernels/cpu/ops.c), the CUDA op (kernels/cuda/cuda_ops.cu, where
  * KERN_ROPE_FN makes these functions __host__ __device__), the cache pool's
- * re-rotation (engine/kv_pool.c) and the scalar reference pass
- * (engine/ref_forward.c).  They are static inline so every caller performs
+ * re-rotation (engine/cache/kv_pool.c) and the scalar reference pass
+ * (engine/run/ref_forward.c).  They are static inline so every caller performs
  * the same float operations: the angles are part of the numbers that tests
  * compare bit for bit (a snapshot reloaded answers exactly as the live
  * cache), so there must not be a second formula anywhere.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen-unicode-tables.py: write engine/unicode_tables.c from UnicodeData.txt.
+"""gen-unicode-tables.py: write engine/model/unicode_tables.c from UnicodeData.txt.
 
 The tokenizer's pre-tokenizer (spec/model.md section 7.1) needs three
 code-point classes, exactly as llama.cpp's unicode-data.cpp defines them:
@@ -18,10 +18,10 @@ symbols, i.e. "other" either way.  When the input is 15.0 the generator adds
 Extension I, so that the classes equal llama.cpp's (verified code point by
 code point against llama-cpp-python 0.3.16).  The output is one sorted table of disjoint
 [first, last] ranges with their class, searched by binary search in
-engine/unicode.c.  "<..., First>" / "<..., Last>" line pairs (CJK, Hangul,
+engine/model/unicode.c.  "<..., First>" / "<..., Last>" line pairs (CJK, Hangul,
 Tangut, ...) cover every code point between them.
 
-Usage: scripts/gen-unicode-tables.py [UnicodeData.txt] > engine/unicode_tables.c
+Usage: scripts/gen-unicode-tables.py [UnicodeData.txt] > engine/model/unicode_tables.c
 Default input: /usr/share/unicode/UnicodeData.txt (Debian package unicode-data).
 Standard library only; output is deterministic.
 """

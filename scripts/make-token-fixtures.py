@@ -11,7 +11,7 @@ Lines starting with '#' are comments, except two "#! pieces" lines that
 fingerprint every token's decoded bytes (llama_token_to_piece without and
 with specials): FNV-1a 64 over, for each id in order, its length as a
 little-endian u32 and then its bytes.  tests/test_tokenizer.c reads this file
-and requires engine/tokenizer.c to produce identical ids and pieces.
+and requires engine/model/tokenizer.c to produce identical ids and pieces.
 
 Usage (from the repository root, with the fixtures venv):
     .venv-fixtures/bin/python scripts/make-token-fixtures.py \\

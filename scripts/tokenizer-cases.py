@@ -4,7 +4,7 @@
 Each line is the hex of one input's bytes (usually UTF-8; some cases are
 deliberately invalid UTF-8).  scripts/make-token-fixtures.py feeds them to
 llama.cpp (llama-cpp-python) to produce tests/fixtures/tokens.txt, which
-tests/test_tokenizer.c checks engine/tokenizer.c against.
+tests/test_tokenizer.c checks engine/model/tokenizer.c against.
 
 Coverage: ASCII prose, accents, CJK, emoji (ZWJ sequences, skin tones,
 flags), digits and long numbers, whitespace runs (spaces, tabs, newlines,

@@ -1,5 +1,5 @@
 /*
- * test_arch.c: the architecture seam (engine/arch_*.c) proven on other
+ * test_arch.c: the architecture seam (engine/model/arch_*.c) proven on other
  * shapes: tiny synthetic "qwen2" (q/k/v biases, NeoX RoPE) and "qwen3"
  * (per-head q/k norms, NeoX RoPE) models, which kvsnap describes but does
  * not enable.

@@ -1,5 +1,5 @@
 /*
- * test_kvzip.c: the kvzip policy (engine/policy_kvzip.c, kvzip_ingest.c,
+ * test_kvzip.c: the kvzip policy (engine/cache/policy_kvzip.c, kvzip_ingest.c,
  * select_scores.c) on the real model, and its selection on hand-made pools.
  *
  *   keep_all_is_full   with ratio 1 nothing is evicted, and the cache and the

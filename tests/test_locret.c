@@ -1,6 +1,6 @@
 /*
- * test_locret.c: the Locret retaining heads (engine/locret_heads.c) and the
- * `locret` eviction policy (engine/policy_locret.c) on a tiny random Llama
+ * test_locret.c: the Locret retaining heads (engine/cache/locret_heads.c) and the
+ * `locret` eviction policy (engine/cache/policy_locret.c) on a tiny random Llama
  * (tests/tiny_model.h: 2 layers, 4 query heads, 2 KV heads, head_dim 8,
  * vocabulary 64, context 4096) with small random heads (d_R = 16).
  *

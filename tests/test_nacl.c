@@ -1,5 +1,5 @@
 /*
- * test_nacl.c: the NaCl eviction policy (engine/policy_nacl.c) at the
+ * test_nacl.c: the NaCl eviction policy (engine/cache/policy_nacl.c) at the
  * selection level, through its ops table with hand-built struct eng_evict
  * inputs; no model is needed (spec/nacl.md §7, the properties a selection
  * can show: 1, 2, 3 (order), 5, 6, 7, 8, 9, 10, 16, 17).

@@ -1,5 +1,5 @@
 /*
- * test_pod_map.c: the PoD block map (engine/pod_map.c): Jensen–Shannon
+ * test_pod_map.c: the PoD block map (engine/cache/pod_map.c): Jensen–Shannon
  * divergence, greedy grouping, the target-saving choice of δ and the JSON
  * block-map file (spec/pod.md §7 properties 1, 2 and 4 without calibration
  * determinism, which belongs to test of eng_pod_calibrate).

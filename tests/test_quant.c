@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
+#include "engine/model/gguf.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/kernels.h"
 #include "tests/tap.h"

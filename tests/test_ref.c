@@ -1,6 +1,6 @@
 /*
  * test_ref.c: the fast forward paths against the plain reference forward
- * pass (engine/ref_forward.c), on a tiny random model and on the real one.
+ * pass (engine/run/ref_forward.c), on a tiny random model and on the real one.
  *
  * In exact mode (f32 activations) the engine's sgemm prefill, chunked
  * prefill and token-by-token paths must match the reference within

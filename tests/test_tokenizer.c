@@ -1,5 +1,5 @@
 /*
- * test_tokenizer.c: engine/tokenizer.c and engine/chat.c.
+ * test_tokenizer.c: engine/model/tokenizer.c and engine/model/chat.c.
  *
  * The reference is llama.cpp.  On the bundled model (tap_model_path()) we
  * check the example tokenizations of spec/model.md section 7.3, the 37-token

@@ -2,7 +2,7 @@
  * locret_train.c: training Locret retaining heads against the frozen model
  * (spec/locret.md §1.3, §3, §4, §7.2): loss and closed-form gradients per
  * layer, value clipping, AdamW, the schedule, initialization, checkpoints
- * and the sidecar.  The label pass is in engine/locret_labels.c.
+ * and the sidecar.  The label pass is in engine/train/locret_labels.c.
  *
  * Per layer l (U: T×D_in, W1 stored as fc1.weight (d_R, D_in), W2 as
  * fc2.weight (n_kv, d_R)):

@@ -1,6 +1,6 @@
 /*
  * model.c: load a model from GGUF through its architecture's description
- * (engine/arch_*.c): hyperparameters, and every weight as a kern_mat
+ * (engine/model/arch_*.c): hyperparameters, and every weight as a kern_mat
  * borrowed from the file's map (never copied, except vectors (norms,
  * biases) stored in 16-bit types, which are widened once).
  *

@@ -1,6 +1,6 @@
 /*
  * policy_locret.c: Locret (spec/locret.md §5.3): learned retaining heads
- * (engine/locret_heads.c) give every unit a causal importance score (CIS)
+ * (engine/cache/locret_heads.c) give every unit a causal importance score (CIS)
  * once, when its chunk is processed; the score is stored with the unit and
  * never recomputed.  After each chunk every KV head keeps its b best units,
  * except that on every chunk but the last the n_s most recent units (the
@@ -36,7 +36,7 @@
  * normalized score, raw score, newer position, lower head.
  *
  * alloc=global (positions=original only) spends the budget as KVzip does
- * (engine/select_scores.c): one ranking of every unit of every layer and
+ * (engine/cache/select_scores.c): one ranking of every unit of every layer and
  * head by its stored score, after a floor of ⌊floor·b'⌋ units per head,
  * no layer above ENG_SELECT_LAYER_CAP times the mean.  Heads trained on
  * kvzip's labels (`train-heads --labels kvzip`) predict the log of kvzip's
@@ -181,7 +181,7 @@ locret_check(struct eng_policy *p, char *why, size_t why_len)
 	int rc, kz;
 	if (!s->path)
 		return eng_fail(why, why_len, ENG_ERR_ARG,
-		    "locret needs heads=PATH (a retaining-heads sidecar, engine/locret_heads.c)");
+		    "locret needs heads=PATH (a retaining-heads sidecar, engine/cache/locret_heads.c)");
 	if (!s->heads && (rc = eng_heads_open(&s->heads, s->path, NULL, why, why_len)))
 		return rc;
 	/* Defaults follow what the heads learned: kvzip's scores compare
@@ -581,7 +581,7 @@ locret_select(struct eng_policy *p, struct eng_evict *e)
 }
 
 /* alloc=global: after a chunk has passed every layer, one selection over
- * the pool by the stored scores (engine/select_scores.c). */
+ * the pool by the stored scores (engine/cache/select_scores.c). */
 static int
 locret_after_chunk(struct eng_policy *p, struct eng_kv *kv, const int32_t *ids, int64_t seen,
     int64_t n)

@@ -6,7 +6,7 @@
  * hold it before anything is allocated, so a hostile file can neither read out
  * of bounds nor make us allocate more than a small multiple of its own size.
  */
-#include "engine/gguf.h"
+#include "engine/model/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
  * forward.c: the forward pass for a chunk of tokens against a KV cache
  * (spec/model.md §5), through the op table of kernels.h, over the building
- * blocks an architecture's description (engine/arch_*.c) picks.
+ * blocks an architecture's description (engine/model/arch_*.c) picks.
  *
  * Per layer: RMSNorm, Q/K/V projections (with the architecture's optional
  * biases and per-head norms), keys stored pre-RoPE (for snapshots) and

@@ -7,7 +7,7 @@
  * repeat the segment (teacher-forced) and every cached unit is scored by
  * the largest attention any reconstruction query pays it (kvzip_ingest.c);
  * then one selection over all layers and heads cuts the cache to its
- * budget (eng_kvzip_select, over engine/select_scores.c).
+ * budget (eng_kvzip_select, over engine/cache/select_scores.c).
  *
  * Options: seg=N (2048) tokens per segment, at most what fits the model's
  * window with the reconstruction; alloc=global|uniform|adakv (global);

@@ -4,7 +4,7 @@
  * score (CIS) per KV head, loaded from (and written to) a GGUF sidecar.
  *
  * Sidecar layout (GGUF v3, little-endian, written by eng_heads_write, read
- * through engine/gguf.c; D_in = (n_head + 2·n_head_kv)·head_dim):
+ * through engine/model/gguf.c; D_in = (n_head + 2·n_head_kv)·head_dim):
  *   1. general.architecture       string "kvsnap-locret"
  *   2. general.alignment          u32 32 (any power of two is read)
  *   3. kvsnap.locret.n_layer      u32, must equal the model's block count
