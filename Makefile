@@ -43,12 +43,13 @@ CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -MMD -MP $(EXTRA_CFLAGS)
 LDFLAGS  += $(LDSAN) -pthread
 LDLIBS   += $(PKG_LIBS) -lm
 
+COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 ENGINE_SRC  := $(wildcard engine/*.c engine/*/*.c)
 STORAGE_SRC := $(wildcard storage/*.c)
 SNAPSHOT_SRC := $(wildcard snapshot/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
-LIB_SRC     := $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SNAPSHOT_SRC) $(SERVICE_SRC)
+LIB_SRC     := $(COMMON_SRC) $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SNAPSHOT_SRC) $(SERVICE_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA backend (kernels/cuda/): built whenever nvcc is found; without it
@@ -173,12 +174,12 @@ FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize
 	-D_GNU_SOURCE -I. $(PKG_CFLAGS)
 fuzz: $(FUZZ_BIN)
 # the protocol parser is the daemon's, not the library's
-build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/daemon.h
+build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/daemon.h $(COMMON_SRC)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(PKG_LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(COMMON_SRC) $(PKG_LIBS)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
-		$(wildcard engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h)
+		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) kernels/cuda_absent.c $(PKG_LIBS) -lm -pthread

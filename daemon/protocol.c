@@ -4,11 +4,11 @@
  * events back into lines.  No I/O and no global state: the fuzz target
  * (tests/fuzz/fuzz_protocol.c) drives these directly.  JSON is jansson's.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fail.h"
 #include "daemon/daemon.h"
 
 /* ------------------------------------------------------------------------ */
@@ -82,21 +82,7 @@ proto_code_class(enum proto_code code)
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                   */
 
-static int
-proto_fail(char *msg, size_t msg_len, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int
-proto_fail(char *msg, size_t msg_len, int code, const char *fmt, ...)
-{
-	va_list ap;
-	if (msg && msg_len) {
-		va_start(ap, fmt);
-		vsnprintf(msg, msg_len, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
+#define proto_fail kv_fail /* a reason into msg, the code returned */
 
 /* Member `key` as a string of at most max bytes, copied into *out; absent
  * is fine unless required.  0 or PROTO_E_*. */

@@ -8,6 +8,8 @@
 #include <stddef.h> /* for size_t */
 #include <stdint.h> /* for int32_t */
 
+#include "common/fail.h"
+
 /* Status codes (grouped by family in tens; never renumber). */
 enum eng_err {
 	ENG_OK = 0,
@@ -29,9 +31,8 @@ enum eng_err {
 };
 const char *eng_strerror(int err);
 /* Write a one-line human reason into why (when given) and return err: the
- * shape of every failure path that explains itself (engine and storage). */
-int eng_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+ * shape of every failure path that explains itself (common/fail.h). */
+#define eng_fail kv_fail
 /* Seconds on the monotonic clock (engine/clock.c): the one timer of the
  * engine, the daemon, the CLI, the benches and the tests. */
 double eng_now(void);

@@ -127,7 +127,7 @@ struct eng_arch_names {
 struct eng_arch {
 	const char *name;       /* general.architecture */
 	const char *key_prefix; /* hyperparameters: "<key_prefix>.block_count", … */
-	struct eng_arch_names t;
+	const struct eng_arch_names *t; /* tensor names */
 	unsigned opt;           /* enum eng_arch_opt bits */
 	enum eng_act act;
 	enum kern_rope_style rope;
@@ -135,6 +135,9 @@ struct eng_arch {
 	                         * only with ENG_OPEN_DISABLED_ARCH (tests) */
 };
 
+/* llama.cpp's GGUF tensor names (its LLM_TENSOR table), which every
+ * architecture described so far uses. */
+extern const struct eng_arch_names eng_arch_gguf_names;
 extern const struct eng_arch eng_arch_llama;
 extern const struct eng_arch eng_arch_qwen2;
 extern const struct eng_arch eng_arch_qwen3;

@@ -23,10 +23,8 @@ eng_is_hex(const char *s, size_t len, size_t max)
 	size_t i;
 	if (len > max)
 		return 0;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+	for (i = 0; i < len; i++)
+		if (kv_hex_value((unsigned char)s[i]) < 0)
 			return 0;
-	}
 	return 1;
 }

@@ -7,7 +7,6 @@
  * A store address is a state directory (LMDB, the default), or
  * "NAME:rest" for the backend NAME ("lmdb:/var/lib/kvsnap").
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,18 +38,6 @@ store_strerror(int err)
 	case STORE_ERR_BUSY: return "store busy";
 	default: return "unknown store error";
 	}
-}
-
-int
-store_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-{
-	va_list ap;
-	if (why && why_len) {
-		va_start(ap, fmt);
-		vsnprintf(why, why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
 }
 
 void
@@ -127,18 +114,6 @@ store_name_check(const char *name, char *why, size_t why_len)
 	return 0;
 }
 
-static int
-st_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A full id, a prefix of 4+ hex digits, or a name (hex-looking names are
  * refused, so no prefix shadows one). */
 static void
@@ -149,7 +124,7 @@ st_ref_parse(const char *text, struct st_ref *ref)
 	memset(ref, 0, sizeof(*ref));
 	ref->text = text;
 	ref->len = strlen(text);
-	while (text[nhex] && st_hexval((unsigned char)text[nhex]) >= 0)
+	while (text[nhex] && kv_hex_value((unsigned char)text[nhex]) >= 0)
 		nhex++;
 	if (nhex != ref->len || ref->len < 4 || ref->len > 2 * STORE_ID_BYTES) {
 		ref->kind = ST_REF_NAME;
@@ -158,7 +133,7 @@ st_ref_parse(const char *text, struct st_ref *ref)
 	ref->kind = ref->len == 2 * STORE_ID_BYTES ? ST_REF_ID : ST_REF_PREFIX;
 	ref->n_digits = ref->len;
 	for (i = 0; i < ref->len; i++)
-		ref->key[i / 2] |= (uint8_t)(st_hexval((unsigned char)text[i]) << (i % 2 ? 0 : 4));
+		ref->key[i / 2] |= (uint8_t)(kv_hex_value((unsigned char)text[i]) << (i % 2 ? 0 : 4));
 }
 
 int

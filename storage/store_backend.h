@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fail.h"
 #include "storage/store.h"
 
 #define ST_NAME_MAX 255 /* bytes of a name, NUL excluded */
@@ -138,8 +139,7 @@ int st_prune_more(const struct store_prune *p, int64_t cutoff, int64_t stamp, ui
     uint64_t b_left);
 
 /* Helpers every backend may use (store.c). */
-int store_fail(char *why, size_t why_len, int err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define store_fail kv_fail /* a reason into why, err returned (common/fail.h) */
 /* Short hex of an id for messages ("1a2b3c4d5e6f"): 12 digits. */
 void st_short(const uint8_t *id, char out[13]);
 /* libsodium initialised (once per process; metadata sums use it). */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fail.h"
 #include "engine/engine.h"
 #include "tests/gguf_builder.h"
 #include "tests/tap.h"
@@ -244,19 +245,6 @@ tok_check_roundtrip(const struct eng_tok *t, const char *s, size_t n)
 	return ok;
 }
 
-/* Value of one hex digit, -1 if c is not one. */
-static int
-tok_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* ------------------------------------------------------------------------ */
 /* On the bundled model                                                      */
 
@@ -456,7 +444,7 @@ test_fixtures(void)
 			in = realloc(in, incap);
 		}
 		for (i = 0; i < n; i++)
-			in[i] = (char)(tok_hexval(line[2 * i]) * 16 + tok_hexval(line[2 * i + 1]));
+			in[i] = (char)(kv_hex_value(line[2 * i]) * 16 + kv_hex_value(line[2 * i + 1]));
 		q = tab + 1;
 		for (;;) {
 			long v = strtol(q, &end, 10);

@@ -179,9 +179,9 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 		}
 	}
 	hp->rope_style = m->arch->rope;
-	emb = eng_gguf_find_tensor(g, m->arch->t.tok_embd);
+	emb = eng_gguf_find_tensor(g, m->arch->t->tok_embd);
 	if (!emb || emb->n_dims != 2)
-		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks %s", m->arch->t.tok_embd);
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks %s", m->arch->t->tok_embd);
 	if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
 		return eng_fail(why, why_len, ENG_ERR_SHAPE, "bad vocabulary size");
 	hp->n_vocab = (int)emb->ne[1];
@@ -218,7 +218,7 @@ static const float **
 model_opt_slot(const struct eng_model *m, struct eng_layer *L, int l, unsigned bit,
     char *name, size_t name_len, int64_t *len)
 {
-	const struct eng_arch_names *tn = &m->arch->t;
+	const struct eng_arch_names *tn = m->arch->t;
 	const struct eng_hparams *hp = &m->hp;
 	int64_t Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
 	const char *stem, *kind = "bias";
@@ -331,7 +331,7 @@ eng_model_open_flags(struct eng_model **out, const char *path, unsigned flags, c
 	if ((rc = model_fingerprint(m, why, why_len)))
 		goto fail;
 	hp = &m->hp;
-	tn = &m->arch->t;
+	tn = m->arch->t;
 	E = hp->n_embd;
 	Q = (int64_t)hp->n_head * hp->head_dim;
 	KV = (int64_t)hp->n_head_kv * hp->head_dim;
