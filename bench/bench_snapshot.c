@@ -12,7 +12,6 @@
  * usage: bench_snapshot [-m GGUF] [-n TOKENS] [-t THREADS] [--chunk N]
  *        [--policy NAME:OPTS@BUDGET]... [--zlevel L]
  */
-#include <dirent.h>
 #include <math.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -22,42 +21,11 @@
 
 #include <zstd.h>
 
+#include "bench/prose.h"
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
 
 #define BS_MAX_SPECS 16
-
-/* The license texts, concatenated in name order. */
-static char *
-bs_prose(size_t *len)
-{
-	const char *dir = "/usr/share/common-licenses";
-	struct dirent **ents;
-	char *buf = NULL, path[1024];
-	size_t n = 0;
-	int k, i;
-	if ((k = scandir(dir, &ents, NULL, alphasort)) < 0)
-		return NULL;
-	for (i = 0; i < k; i++) {
-		FILE *f;
-		long sz;
-		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
-		if (ents[i]->d_name[0] != '.' && (f = fopen(path, "rb"))) {
-			if (!fseek(f, 0, SEEK_END) && (sz = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
-				char *nb = realloc(buf, n + (size_t)sz + 1);
-				if (nb) {
-					buf = nb;
-					n += fread(buf + n, 1, (size_t)sz, f);
-				}
-			}
-			fclose(f);
-		}
-		free(ents[i]);
-	}
-	free(ents);
-	*len = n;
-	return buf;
-}
 
 /* Sum of zstd content sizes of records: the bytes before compression. */
 static uint64_t
@@ -208,7 +176,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_snapshot: %s\n", why);
 		return 1;
 	}
-	if (!(text = bs_prose(&text_len)) || (n_ids = eng_tok_encode(tok, text, text_len, 0,
+	if (!(text = bench_prose(&text_len)) || (n_ids = eng_tok_encode(tok, text, text_len, 0,
 	    (ids = malloc(text_len * sizeof(int32_t))), (int64_t)text_len)) < n_tok) {
 		fprintf(stderr, "bench_snapshot: not enough prose for %lld tokens\n",
 		    (long long)n_tok);

@@ -28,12 +28,12 @@
  * the re-prefill): 8192 → 8128 for the bundled model.  The real n is
  * printed.
  */
-#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/prose.h"
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
 
@@ -64,38 +64,6 @@ bt_median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), bt_cmp);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
-/* The license texts, concatenated in name order. */
-static char *
-bt_prose(size_t *len)
-{
-	const char *dir = "/usr/share/common-licenses";
-	struct dirent **ents;
-	char *buf = NULL, path[1024];
-	size_t n = 0;
-	int k, i;
-	if ((k = scandir(dir, &ents, NULL, alphasort)) < 0)
-		return NULL;
-	for (i = 0; i < k; i++) {
-		FILE *f;
-		snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
-		if (ents[i]->d_name[0] != '.' && (f = fopen(path, "rb"))) {
-			long sz;
-			if (!fseek(f, 0, SEEK_END) && (sz = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
-				char *nb = realloc(buf, n + (size_t)sz + 1);
-				if (nb) {
-					buf = nb;
-					n += fread(buf + n, 1, (size_t)sz, f);
-				}
-			}
-			fclose(f);
-		}
-		free(ents[i]);
-	}
-	free(ents);
-	*len = n;
-	return buf;
 }
 
 /* Document ids of at most n tokens, as many as the prose allows: the
@@ -477,7 +445,7 @@ main(int argc, char **argv)
 		eng_model_close(m);
 		return 1;
 	}
-	if (!(prose = bt_prose(&prose_len)) || !prose_len) {
+	if (!(prose = bench_prose(&prose_len)) || !prose_len) {
 		fprintf(stderr, "bench_ttft: no prose in /usr/share/common-licenses\n");
 		eng_tok_free(tok);
 		eng_model_close(m);

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "kernels/kernels.h"
 #include "tests/tap.h"
 
@@ -77,12 +78,7 @@ static uint64_t ta_rng_state;
 static uint64_t
 ta_rand(void)
 {
-	uint64_t x = ta_rng_state;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	ta_rng_state = x;
-	return x * 0x2545f4914f6cdd1dull;
+	return kv_xorshift64s(&ta_rng_state);
 }
 
 /* Uniform in [lo, hi). */

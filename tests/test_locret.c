@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "engine/engine_internal.h"
 #include "tests/gguf_builder.h"
 #include "tests/tap.h"
@@ -56,12 +57,7 @@ static const int32_t g_cont[NCONT] = { 7, 63, 0, 31, 12 };
 static uint64_t
 rng_next(uint64_t *s)
 {
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * UINT64_C(0x2545F4914F6CDD1D);
+	return kv_xorshift64s(s);
 }
 
 static double

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "engine/engine.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
@@ -37,12 +38,7 @@ static uint64_t pt_rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t
 pt_rand(void)
 {
-	uint64_t x = pt_rng_state;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	pt_rng_state = x;
-	return x * 0x2545f4914f6cdd1dull;
+	return kv_xorshift64s(&pt_rng_state);
 }
 
 /* Uniform float in [0, 1). */

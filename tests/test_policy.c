@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "engine/engine.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
@@ -68,12 +69,7 @@ static char g_why[512];
 static uint64_t
 rng_next(uint64_t *s)
 {
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * UINT64_C(0x2545F4914F6CDD1D);
+	return kv_xorshift64s(s);
 }
 
 /* n random token ids (caller frees). */

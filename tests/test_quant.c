@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "engine/model/gguf.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/kernels.h"
@@ -39,12 +40,7 @@ static uint64_t kq_rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t
 kq_rand(void)
 {
-	uint64_t x = kq_rng_state;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	kq_rng_state = x;
-	return x * 0x2545f4914f6cdd1dull;
+	return kv_xorshift64s(&kq_rng_state);
 }
 
 /* Uniform in [lo, hi). */

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "tests/gguf_builder.h"
 
 #ifndef TINY_N_LAYER
@@ -52,12 +53,7 @@ struct tiny_rng {
 static inline uint64_t
 tiny_rng_next(struct tiny_rng *r)
 {
-	uint64_t x = r->s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	r->s = x;
-	return x * UINT64_C(0x2545F4914F6CDD1D);
+	return kv_xorshift64s(&r->s);
 }
 
 /* Uniform in (0, 1). */

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "engine/engine_internal.h"
 
 /* Until engine_internal.h declares them (the lead's header). */
@@ -63,15 +64,6 @@ enum { NACL_NOISE_PERSISTENT = 0, NACL_NOISE_FRESH = 1 };
 /* ------------------------------------------------------------------------ */
 /* Noise                                                                     */
 
-/* splitmix64's output function (Steele, Lea, Flood 2014). */
-static uint64_t
-nacl_splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 /* G = −ln(−ln U), U = ((x >> 11) + 0.5)·2^-53 with x = splitmix64(seed ⊕ H)
  * and H = splitmix64(splitmix64(splitmix64(splitmix64(layer) ⊕ head) ⊕ pos)
@@ -83,11 +75,11 @@ eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t strea
 	uint64_t h, x, k;
 	double ln_u;
 
-	h = nacl_splitmix64((uint64_t)(uint32_t)layer);
-	h = nacl_splitmix64(h ^ (uint64_t)(uint32_t)head);
-	h = nacl_splitmix64(h ^ (uint64_t)pos);
-	h = nacl_splitmix64(h ^ stream);
-	x = nacl_splitmix64(seed ^ h);
+	h = kv_splitmix64((uint64_t)(uint32_t)layer);
+	h = kv_splitmix64(h ^ (uint64_t)(uint32_t)head);
+	h = kv_splitmix64(h ^ (uint64_t)pos);
+	h = kv_splitmix64(h ^ stream);
+	x = kv_splitmix64(seed ^ h);
 	k = x >> 11; /* < 2^53 */
 	if (k < (1ull << 52)) {
 		/* k + 0.5 is exact below 2^52 */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "engine/engine.h"
 
 void
@@ -28,12 +29,7 @@ eng_sampler_init(struct eng_sampler *s, float temp, float top_p, uint64_t seed)
 static double
 sampler_uniform(struct eng_sampler *s)
 {
-	uint64_t x = s->state;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	s->state = x;
-	return (double)((x * 0x2545F4914F6CDD1Dull) >> 11) * (1.0 / 9007199254740992.0);
+	return (double)(kv_xorshift64s(&s->state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static int32_t

@@ -264,20 +264,7 @@ stop_daemon; ok "SIGTERM when idle: exit 0" $?
 # dump/load, as tests/sh/store_cli.sh does); the daemon refuses to answer
 if command -v mdb_dump >/dev/null && command -v mdb_load >/dev/null; then
 	GPL=$("$K" info --json gpl | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc_id"])')
-	mdb_dump -s snaps "$KVSNAP_STATE" > "$T/dump"
-	python3 - "$T/dump" "$GPL" <<'PY'
-import sys
-path, doc = sys.argv[1], sys.argv[2]
-lines = open(path).read().split("\n")
-for i, l in enumerate(lines):
-    if l.startswith(" " + doc) and not l.startswith(" " + doc + "0" * 64):
-        v = lines[i + 1]
-        j = 1 + 2 * (len(v) // 4)
-        lines[i + 1] = v[:j] + "%02x" % (int(v[j:j + 2], 16) ^ 0x55) + v[j + 2:]
-        break
-open(path, "w").write("\n".join(lines))
-PY
-	mdb_load -s snaps "$KVSNAP_STATE" < "$T/dump" 2>"$T/load.err"
+	flip_record_byte "$KVSNAP_STATE" "$GPL"
 	start_daemon; ok "restart over a corrupt store" $?
 	expect_rc "query of a corrupt snapshot: exit 4" 4 "$K" query -n 4 gpl "$Q"
 	grep -q "(corrupt)" "$T/err" && [ ! -s "$T/out" ]; ok "corrupt: its own code, no answer" $?

@@ -84,6 +84,28 @@ wait_exit() {
 	return $rc
 }
 
+# flip_record_byte STATE DOC_ID: flip one byte in the middle of the first
+# stored record of DOC_ID (whose key's profile part is not all zeros) in the
+# LMDB store at STATE, rewritten through lmdb-utils' dump/load so the byte
+# is in a live record.  Status 1 if the dump or the load failed (the load's
+# stderr in $T/load.err).
+flip_record_byte() {
+	mdb_dump -s snaps "$1" > "$T/dump" || return 1
+	python3 - "$T/dump" "$2" <<'PY'
+import sys
+path, doc = sys.argv[1], sys.argv[2]
+lines = open(path).read().split("\n")
+for i, l in enumerate(lines):
+    if l.startswith(" " + doc) and not l.startswith(" " + doc + "0" * 64):
+        v = lines[i + 1]
+        j = 1 + 2 * (len(v) // 4)          # a byte in the middle of the value
+        lines[i + 1] = v[:j] + "%02x" % (int(v[j:j + 2], 16) ^ 0x55) + v[j + 2:]
+        break
+open(path, "w").write("\n".join(lines))
+PY
+	mdb_load -s snaps "$1" < "$T/dump" 2>"$T/load.err"
+}
+
 finish() {
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]

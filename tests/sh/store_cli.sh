@@ -50,20 +50,7 @@ grep -q '"snapshots":2' "$T/out"; ok "still 2 snapshots" $?
 # a flipped byte inside a stored record of the GPL snapshot (rewritten
 # through lmdb-utils' dump/load, so the byte is in a live record): verify
 # names it, and a query of it refuses to answer
-mdb_dump -s snaps "$KVSNAP_STATE" > "$T/dump" || echo "not ok - mdb_dump"
-python3 - "$T/dump" "$GPL" <<'PY'
-import sys
-path, doc = sys.argv[1], sys.argv[2]
-lines = open(path).read().split("\n")
-for i, l in enumerate(lines):
-    if l.startswith(" " + doc) and not l.startswith(" " + doc + "0" * 64):
-        v = lines[i + 1]
-        j = 1 + 2 * (len(v) // 4)          # a byte in the middle of the value
-        lines[i + 1] = v[:j] + "%02x" % (int(v[j:j + 2], 16) ^ 0x55) + v[j + 2:]
-        break
-open(path, "w").write("\n".join(lines))
-PY
-mdb_load -s snaps "$KVSNAP_STATE" < "$T/dump" 2>"$T/load.err" || { echo "not ok - mdb_load"; cat "$T/load.err"; }
+flip_record_byte "$KVSNAP_STATE" "$GPL" || echo "not ok - mdb_dump / mdb_load"
 bad=$GPL
 "$K" verify --json > "$T/out" 2>&1; rc=$?
 [ "$rc" -eq 4 ]; ok "verify reports corruption (exit $rc)" $?
