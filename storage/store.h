@@ -14,8 +14,9 @@
  *   lru    last_used (u64 big-endian, µs) ‖ doc_id ‖ profile_id → ∅
  *
  * A snapshot is written in one write transaction (all there or not at
- * all).  When the map is full the transaction is retried once with a map
- * twice as large (up to max_map); a full disk or map is an error and the
+ * all).  When the map is full the transaction is retried with a map twice
+ * as large (again if other writers fill the grown map first; up to
+ * max_map); a full disk or map is an error and the
  * store stays as it was.  Readers use their own read transactions and never
  * block the writer.  Used by the daemon and, with the daemon stopped, by the
  * CLI (LMDB's lock file arbitrates between processes).

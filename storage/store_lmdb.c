@@ -283,7 +283,10 @@ st_write(struct store_lmdb *s, st_op_fn op, void *arg, size_t payload, char *why
 			st_abort(s, t);
 		if (rc != ST_MAPFULL)
 			return rc;
-		if (attempt == 1)
+		/* Retry in a larger map.  Another thread may have grown it and
+		 * filled it again before our retry, so retry as long as the map
+		 * grows; st_remap says STORE_ERR_FULL once it cannot. */
+		if (attempt == ST_WRITE_TRIES)
 			break;
 		if ((rc = st_remap(s, seen, payload, why, why_len)) != 0)
 			return rc;

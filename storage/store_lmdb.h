@@ -26,6 +26,9 @@
 #define ST_PREFIX 64    /* doc_id ‖ profile_id */
 #define ST_LRU_KEY 72   /* last_used (u64 BE) ‖ doc_id ‖ profile_id */
 #define ST_GROW_WAIT_S 10 /* growth waits this long for open transactions */
+/* Tries of one write in a full map: each retry follows a growth (ours or
+ * another thread's), so this bounds only a pathological race. */
+#define ST_WRITE_TRIES 32
 
 /* Internal result: the map is full (the write loop grows and retries). */
 #define ST_MAPFULL (-100)
