@@ -306,16 +306,8 @@ void eng_snapkv_keep(struct eng_evict_head *h, int64_t *cand, int64_t n_cand, in
 int64_t eng_pyramid_layer_budget(const struct eng_policy *p, int layer, int n_layer,
     int64_t n_doc);
 
-extern const struct eng_policy_ops eng_policy_full;
-extern const struct eng_policy_ops eng_policy_streaming;
-extern const struct eng_policy_ops eng_policy_h2o;
-extern const struct eng_policy_ops eng_policy_snapkv;
-extern const struct eng_policy_ops eng_policy_pyramidkv;
-extern const struct eng_policy_ops eng_policy_adakv;
-extern const struct eng_policy_ops eng_policy_nacl;
-extern const struct eng_policy_ops eng_policy_locret;
-extern const struct eng_policy_ops eng_policy_pod;
-extern const struct eng_policy_ops eng_policy_kvzip;
+/* Each policy's ops table (eng_policy_NAME, in its own file) is declared
+ * where it is listed: the registry in engine/cache/policy.c. */
 /* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6
  * (engine/cache/policy_nacl.c). */
 double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);

@@ -94,8 +94,8 @@ uint32_t eng_kv_rope_pos(const struct eng_kv *kv, int layer, int head);
  * The query path ("continue") is eng_forward() on the compressed cache: it
  * appends at positions n, n+1, … and never evicts.
  *
- * Names: full, streaming, h2o, snapkv, pyramidkv, adakv, nacl, locret, pod, kvzip (options in
- * engine/policy_*.c and docs/POLICIES.md).                                  */
+ * Names: the registry (engine/cache/policy.c); each policy's options in its
+ * file (engine/cache/policy_NAME.c) and docs/POLICIES.md.                  */
 
 struct eng_policy;
 

@@ -14,6 +14,12 @@
 
 #include "engine/engine_internal.h"
 
+/* The policies, one file each (engine/cache/policy_NAME.c); adding one is
+ * its file, a line in each list here and its page in docs/POLICIES.md. */
+extern const struct eng_policy_ops eng_policy_full, eng_policy_streaming, eng_policy_h2o,
+    eng_policy_snapkv, eng_policy_pyramidkv, eng_policy_adakv, eng_policy_nacl,
+    eng_policy_locret, eng_policy_pod, eng_policy_kvzip;
+
 static const struct eng_policy_ops *const policy_registry[] = {
 	&eng_policy_full,
 	&eng_policy_streaming,

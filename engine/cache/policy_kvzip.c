@@ -26,6 +26,8 @@
 
 #include "engine/engine_internal.h"
 
+extern const struct eng_policy_ops eng_policy_kvzip; /* defined at the end */
+
 static const char kvzip_first_text[] = "\n\nRepeat the previous context exactly.";
 static const char kvzip_pre_text[] =
     "\n\nRepeat the part of the previous context exactly, starting with ";

@@ -65,6 +65,8 @@
 
 #include "engine/engine_internal.h"
 
+extern const struct eng_policy_ops eng_policy_locret; /* defined at the end */
+
 enum { LOCRET_N_S, LOCRET_N_LOC, LOCRET_POSITIONS, LOCRET_ALLOC, LOCRET_SINKS };
 enum { LOCRET_UNIFORM, LOCRET_ADAKV, LOCRET_GLOBAL };
 

@@ -42,10 +42,6 @@
 #include "common/rng.h"
 #include "engine/engine_internal.h"
 
-/* Until engine_internal.h declares them (the lead's header). */
-extern const struct eng_policy_ops eng_policy_nacl;
-double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
-
 enum {
 	NACL_N_SINK = 0,
 	NACL_N_RECENT = 1,

@@ -20,7 +20,7 @@ struct eng_hparams {
 };
 
 /* One layer's weights; the optional vectors are NULL when the model's
- * architecture (engine/arch_*.c) has none. */
+ * architecture (engine/model/arch_*.c) has none. */
 struct eng_layer {
 	const float *attn_norm; /* (n_embd) */
 	const float *ffn_norm;  /* (n_embd) */
