@@ -1303,7 +1303,9 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 	rc = qa_ingest(b, d, name, opts, budget, &kv, &kept, &refused, rd->desc, sizeof(rd->desc));
 	if (rc) {
 		/* a policy that refuses this budget skips the document */
-		snprintf(rd->note, sizeof(rd->note), "%s", b->why[0] ? b->why : eng_strerror(rc));
+		/* the note keeps the reason's first sizeof(note) - 1 bytes */
+		snprintf(rd->note, sizeof(rd->note), "%.*s", (int)sizeof(rd->note) - 1,
+		    b->why[0] ? b->why : eng_strerror(rc));
 		return refused ? 1 : rc;
 	}
 	rd->run = 1;
