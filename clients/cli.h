@@ -66,8 +66,14 @@ const char *cli_socket_path(const char *flag);
 /* Connect; -1 with a message (exit CLI_EXIT_UNREACHABLE). */
 int cli_conn_open(struct cli_conn *c, const char *path);
 void cli_conn_close(struct cli_conn *c);
-/* Send one request line; fd >= 0 travels with it (SCM_RIGHTS). */
+/* Send one request line; fd >= 0 travels with it (SCM_RIGHTS).  0, or an
+ * exit code with a message printed: when the daemon had closed the
+ * connection, its reason (an error event waiting to be read) and the exit
+ * code for its code, else CLI_EXIT_UNREACHABLE. */
 int cli_conn_send(struct cli_conn *c, json_t *req, int fd);
+/* Print a connection-level error event (the daemon closes after it:
+ * too_many_connections, timeout); its exit code. */
+int cli_conn_refused(json_t *ev);
 /* The next event (a JSON object, caller decrefs); NULL with a message. */
 json_t *cli_conn_recv(struct cli_conn *c);
 /* The exit code for a daemon error code (docs/PROTOCOL.md). */

@@ -43,6 +43,7 @@ struct dmn {
 	const char *sock, *name;
 	long n_max;
 	int json, force, tty, verbose;
+	int gone;               /* the daemon closed the connection */
 	struct cli_conn c;
 	int64_t next_id;
 	int n_done, n_skipped, n_failed;
@@ -168,15 +169,31 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 		close(fd);
 		return CLI_EXIT_USAGE;
 	}
-	if (!req || cli_conn_send(&D->c, req, fd)) {
+	if (!req) {
+		cli_err("out of memory");
+		close(fd);
+		return CLI_EXIT_FAILURE;
+	}
+	if ((ret = cli_conn_send(&D->c, req, fd))) {
 		json_decref(req);
 		close(fd);
-		return CLI_EXIT_UNREACHABLE;
+		D->gone = 1;
+		return ret;
 	}
+	ret = CLI_EXIT_FAILURE;
 	json_decref(req);
 	close(fd); /* the daemon holds its own copy now */
 	while ((ev = cli_conn_recv(&D->c))) {
 		const char *kind = json_string_value(json_object_get(ev, "event"));
+		if (kind && !strcmp(kind, "error") && json_is_null(json_object_get(ev, "id"))) {
+			/* about the connection, not a request (we send only good
+			 * lines): a refusal or a timeout, and the daemon closes */
+			ret = cli_conn_refused(ev);
+			json_decref(ev);
+			D->n_failed++;
+			D->gone = 1;
+			return ret;
+		}
 		if (json_integer_value(json_object_get(ev, "id")) != id || !kind) {
 			json_decref(ev);
 			continue;
@@ -202,6 +219,7 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 		if (!strcmp(kind, "error")) {
 			ret = dmn_error(path, ev);
 			D->n_failed++;
+			D->gone = ret == CLI_EXIT_UNREACHABLE; /* shutting_down: stop here */
 		} else {
 			const char *hex = json_string_value(json_object_get(ev, "doc_id"));
 			int skipped = json_is_true(json_object_get(ev, "skipped"));
@@ -230,6 +248,7 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 		json_decref(ev);
 		return ret;
 	}
+	D->gone = 1;
 	return CLI_EXIT_UNREACHABLE;
 }
 
@@ -274,7 +293,7 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 			continue;
 		if ((r = dmn_ingest_path(D, full, NULL, depth + 1)))
 			ret = r;
-		if (r == CLI_EXIT_UNREACHABLE) {
+		if (D->gone) {
 			while (++i < n)
 				free(names[i]);
 			break;
@@ -311,7 +330,7 @@ cli_daemon_ingest(int argc, char **argv)
 	for (; i < argc; i++) {
 		if ((r = dmn_ingest_path(&D, argv[i], D.name, 0)))
 			ret = r;
-		if (r == CLI_EXIT_UNREACHABLE)
+		if (D.gone)
 			break;
 	}
 	if (!D.json && D.n_done + D.n_skipped + D.n_failed > 1)
@@ -329,7 +348,7 @@ cli_daemon_query(int argc, char **argv)
 {
 	struct dmn D;
 	json_t *req, *ev;
-	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_UNREACHABLE;
+	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_UNREACHABLE, r;
 
 	if (i < 0)
 		return CLI_EXIT_USAGE;
@@ -346,10 +365,10 @@ cli_daemon_query(int argc, char **argv)
 		cli_conn_close(&D.c);
 		return CLI_EXIT_USAGE;
 	}
-	if (cli_conn_send(&D.c, req, -1)) {
+	if ((r = cli_conn_send(&D.c, req, -1))) {
 		json_decref(req);
 		cli_conn_close(&D.c);
-		return CLI_EXIT_UNREACHABLE;
+		return r;
 	}
 	json_decref(req);
 	while ((ev = cli_conn_recv(&D.c))) {

@@ -3,6 +3,8 @@
  * find and connect to the socket, send one request line (with a file
  * descriptor attached by SCM_RIGHTS when asked), read event lines back and
  * parse them (jansson), and map the daemon's error codes to exit codes.
+ * When the daemon answers and closes (a refusal: too many connections, a
+ * timeout), its reason is printed rather than the failed write's errno.
  */
 #include <errno.h>
 #include <limits.h>
@@ -72,6 +74,53 @@ cli_conn_close(struct cli_conn *c)
 	c->len = c->cap = 0;
 }
 
+/* The first error event already waiting to be read, without blocking
+ * (the daemon wrote it before closing); NULL if none. */
+static json_t *
+cli_conn_waiting_error(struct cli_conn *c)
+{
+	json_t *ev;
+	char *nl;
+	ssize_t r;
+
+	for (;;) {
+		while (c->len && (nl = memchr(c->buf, '\n', c->len))) {
+			size_t n = (size_t)(nl - c->buf);
+			const char *kind;
+			ev = json_loadb(c->buf, n, 0, NULL);
+			memmove(c->buf, nl + 1, c->len - n - 1);
+			c->len -= n + 1;
+			kind = json_string_value(json_object_get(ev, "event"));
+			if (kind && !strcmp(kind, "error"))
+				return ev;
+			json_decref(ev);
+		}
+		if (c->len == c->cap) {
+			char *nb;
+			if (c->cap >= CLI_EVENT_MAX || !(nb = realloc(c->buf, c->cap ? 2 * c->cap : 65536)))
+				return NULL;
+			c->buf = nb;
+			c->cap = c->cap ? 2 * c->cap : 65536;
+		}
+		r = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return NULL;
+		c->len += (size_t)r;
+	}
+}
+
+int
+cli_conn_refused(json_t *ev)
+{
+	const char *code = json_string_value(json_object_get(ev, "code"));
+	const char *msg = json_string_value(json_object_get(ev, "message"));
+	cli_err("kvsnapd closed the connection: %s (%s)", msg ? msg : "no reason given",
+	    code ? code : "?");
+	return cli_exit_for_code(code);
+}
+
 int
 cli_conn_send(struct cli_conn *c, json_t *req, int fd)
 {
@@ -85,12 +134,15 @@ cli_conn_send(struct cli_conn *c, json_t *req, int fd)
 	size_t n, off = 0;
 	ssize_t w;
 
-	if (!s)
-		return -1;
+	if (!s) {
+		cli_err("out of memory");
+		return CLI_EXIT_FAILURE;
+	}
 	n = strlen(s);
 	if (!(line = realloc(s, n + 2))) {
 		free(s);
-		return -1;
+		cli_err("out of memory");
+		return CLI_EXIT_FAILURE;
 	}
 	line[n++] = '\n';
 	while (off < n) {
@@ -114,9 +166,15 @@ cli_conn_send(struct cli_conn *c, json_t *req, int fd)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			cli_err("lost the connection to kvsnapd: %s", strerror(errno));
+			int saved = errno, rc = CLI_EXIT_UNREACHABLE;
+			json_t *ev = cli_conn_waiting_error(c);
+			if (ev)
+				rc = cli_conn_refused(ev); /* it said why before closing */
+			else
+				cli_err("lost the connection to kvsnapd: %s", strerror(saved));
+			json_decref(ev);
 			free(line);
-			return -1;
+			return rc;
 		}
 		off += (size_t)w;
 	}
