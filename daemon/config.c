@@ -5,7 +5,8 @@
  * The config file is plain text, one "key = value" per line; '#' starts a
  * comment; blank lines are ignored; keys are the long flag names without
  * the dashes (socket, state, model, heads, policy, opts, budget, chunk,
- * quant, threads, backend, workers, max-connections, max-jobs, log-level).  An
+ * quant, threads, backend, workers, max-connections, max-connections-per-user,
+ * idle-timeout, request-timeout, max-jobs, log-level).  An
  * unknown key or a bad value is a startup error naming the line.
  */
 #include <ctype.h>
@@ -27,7 +28,8 @@ dcfg_usage(FILE *f)
 	    "usage: kvsnapd [--config FILE] [--socket PATH] [--state DIR] [--model GGUF]\n"
 	    "               [--heads FILE] [--policy NAME] [--opts K=V,...] [--budget N]\n"
 	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--backend cpu|cuda] [--workers N]\n"
-	    "               [--max-connections N] [--max-jobs N] [--log-level L] [--foreground]\n"
+	    "               [--max-connections N] [--max-connections-per-user N] [--idle-timeout S]\n"
+	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--foreground]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
 	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
 	    "                      $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock);\n"
@@ -46,6 +48,12 @@ dcfg_usage(FILE *f)
 	    "  --backend NAME      cpu (default) or cuda: where the model runs\n"
 	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"
 	    "  --max-connections N (default 64)   --max-jobs N  queued jobs (default 64)\n"
+	    "  --max-connections-per-user N  connections one uid may hold (default 16; every\n"
+	    "                      uid, root included); over it: too_many_connections\n"
+	    "  --idle-timeout S    close a connection with no request and no job in flight\n"
+	    "                      for S seconds (default 60; 0: never); error code timeout\n"
+	    "  --request-timeout S close a connection whose request line takes over S seconds\n"
+	    "                      to arrive (default 10; 0: never); error code timeout\n"
 	    "  --log-level L       error, warn, info (default), debug\n"
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n");
 }
@@ -102,6 +110,10 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 	if (!strcmp(key, "threads")) return dcfg_long(v, 0, 1024, &c->threads);
 	if (!strcmp(key, "workers")) return dcfg_long(v, 1, 64, &c->workers);
 	if (!strcmp(key, "max-connections")) return dcfg_long(v, 1, 65536, &c->max_conns);
+	if (!strcmp(key, "max-connections-per-user"))
+		return dcfg_long(v, 1, 65536, &c->max_conns_user);
+	if (!strcmp(key, "idle-timeout")) return dcfg_long(v, 0, 86400, &c->idle_timeout);
+	if (!strcmp(key, "request-timeout")) return dcfg_long(v, 0, 86400, &c->request_timeout);
 	if (!strcmp(key, "max-jobs")) return dcfg_long(v, 1, 1L << 20, &c->max_jobs);
 	if (!strcmp(key, "log-level")) {
 		if ((lvl = dlog_parse_level(v)) < 0)
@@ -215,6 +227,9 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "backend", required_argument, NULL, 'B' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "max-connections", required_argument, NULL, 'X' },
+		{ "max-connections-per-user", required_argument, NULL, 'U' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "request-timeout", required_argument, NULL, 'Q' },
 		{ "max-jobs", required_argument, NULL, 'J' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -230,6 +245,9 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 	c->chunk = 512;
 	c->workers = 2;
 	c->max_conns = 64;
+	c->max_conns_user = 16; /* four users can fill the default 64 */
+	c->idle_timeout = 60;
+	c->request_timeout = 10;
 	c->max_jobs = 64;
 	c->log_level = DLOG_INFO;
 	if (dcfg_set_str(&c->policy, "kvzip") || dcfg_set_str(&c->opts, "") ||
@@ -265,6 +283,9 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'B': key = "backend"; break;
 		case 'w': key = "workers"; break;
 		case 'X': key = "max-connections"; break;
+		case 'U': key = "max-connections-per-user"; break;
+		case 'I': key = "idle-timeout"; break;
+		case 'Q': key = "request-timeout"; break;
 		case 'J': key = "max-jobs"; break;
 		case 'l': key = "log-level"; break;
 		case 'f': c->foreground = 1; continue;

@@ -77,7 +77,8 @@ enum proto_code {
 	PROTO_E_STORE_FULL = 19,     /* server: map or disk full; nothing written */
 	PROTO_E_ENGINE = 20,         /* server: the model failed */
 	PROTO_E_TOO_LONG = 21,       /* client: more tokens than the policy can place */
-	PROTO_E_INTERNAL = 22        /* server: out of memory, a bug */
+	PROTO_E_INTERNAL = 22,       /* server: out of memory, a bug */
+	PROTO_E_TIMEOUT = 23         /* client: idle, or a request line too slow; then closed */
 };
 const char *proto_code_name(enum proto_code code);
 /* "client" or "server". */

@@ -36,6 +36,9 @@ int dlog_parse_level(const char *s);
 struct dcfg {
 	char *socket, *state, *model, *heads, *policy, *opts, *quant, *config, *backend;
 	long budget, chunk, threads, workers, max_conns, max_jobs;
+	long max_conns_user;        /* connections one uid may hold open */
+	long idle_timeout;          /* s without a request (no job in flight); 0: none */
+	long request_timeout;       /* s for one request line to arrive; 0: none */
 	double ratio; /* > 0: keep this share of each document (wins over budget) */
 	int log_level, foreground;
 };

@@ -62,6 +62,7 @@ static const struct {
 	[PROTO_E_ENGINE] = { "engine_error", 1 },
 	[PROTO_E_TOO_LONG] = { "too_long", 0 },
 	[PROTO_E_INTERNAL] = { "internal", 1 },
+	[PROTO_E_TIMEOUT] = { "timeout", 0 },
 };
 #define PROTO_N_CODES (sizeof(proto_codes) / sizeof(proto_codes[0]))
 

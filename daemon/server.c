@@ -15,8 +15,18 @@
  * (posts and queued events for it are then dropped quietly) and cancels
  * its jobs, and the last unref frees the memory, on whichever thread drops
  * it.
+ *
+ * Nobody holds a slot for nothing (issue 15): one uid may hold at most
+ * max-connections-per-user connections; a connection with no request and
+ * no job in flight for idle-timeout seconds, or whose request line takes
+ * longer than request-timeout to arrive, gets a `timeout` error event and
+ * is closed (one timer per connection, armed for its next deadline).  A
+ * client that shuts down its write side (half-close) still gets every
+ * answer: end of stream cancels its jobs only when the peer is gone
+ * altogether (POLLHUP), and the connection closes once they are answered.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -25,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -43,6 +54,12 @@
  * more than SRV_OUT_HIGH bytes wait to be sent, resume below SRV_OUT_LOW. */
 #define SRV_OUT_HIGH ((size_t)4 << 20)
 #define SRV_OUT_LOW ((size_t)64 << 10)
+/* A closing connection whose client does not take its last events within
+ * this many seconds is closed anyway (they are lost). */
+#define SRV_CLOSE_GRACE_S 5.0
+/* A half-closed client with jobs in flight: how often to check that it is
+ * still there (POLLHUP), so that its queued jobs are dropped in time. */
+#define SRV_HUP_CHECK_S 1.0
 
 struct conn {
 	pthread_mutex_t mu;
@@ -61,6 +78,12 @@ struct conn {
 	int discarding;            /* inside an over-long line */
 	int closing;               /* close once the output is flushed */
 	int paused;                /* reading stopped: too much output waiting */
+	int rd_eof;                /* half-closed: no more requests; answer, then close */
+	const char *close_why;     /* for the log, when closing */
+	double active_at;          /* accepted, last request line or last job end */
+	double line_at;            /* first byte of the unfinished line; 0: none */
+	double closing_at;         /* when closing began */
+	struct event *tev;         /* the timer for the next deadline */
 	atomic_int jobs;           /* jobs in flight */
 	struct conn *prev, *next;  /* the loop's list */
 };
@@ -91,6 +114,17 @@ static struct {
 	double stop_started;
 	int stop_flushing;
 } srv;
+
+/* Monotonic seconds. */
+static double
+srv_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void conn_jobs_ended(struct conn *c);
 
 /* ------------------------------------------------------------------------ */
 /* References and sending (any thread)                                       */
@@ -136,7 +170,8 @@ conn_post(struct conn *c, const char *line, size_t len)
 	p->c = c;
 	p->next = NULL;
 	p->len = len;
-	memcpy(p->line, line, len);
+	if (len)
+		memcpy(p->line, line, len);
 	pthread_mutex_lock(&c->mu);
 	if (!c->closed) {
 		c->refs++; /* the post's reference */
@@ -182,7 +217,10 @@ posts_drain_cb(evutil_socket_t fd, short what, void *arg)
 	(void)arg;
 	for (; p; p = next) {
 		next = p->next;
-		conn_send(p->c, p->line, p->len);
+		if (p->len)
+			conn_send(p->c, p->line, p->len);
+		else
+			conn_jobs_ended(p->c); /* conn_job_done's marker */
 		conn_unref(p->c);
 		free(p);
 	}
@@ -208,7 +246,11 @@ conn_serial(const struct conn *c)
 void
 conn_job_done(struct conn *c)
 {
-	atomic_fetch_sub(&c->jobs, 1);
+	/* the last one: an empty post tells the loop (after the job's events:
+	 * the queue keeps order), which restarts the idle clock or closes a
+	 * half-closed connection */
+	if (atomic_fetch_sub(&c->jobs, 1) == 1)
+		conn_post(c, NULL, 0);
 }
 
 /* Send an error event from the loop. */
@@ -242,6 +284,9 @@ conn_close(struct conn *c, const char *why)
 	if (c->rev)
 		event_free(c->rev);
 	c->rev = NULL;
+	if (c->tev)
+		event_free(c->tev);
+	c->tev = NULL;
 	if (bev)
 		bufferevent_free(bev); /* closes fd */
 	evbuffer_free(c->in);
@@ -276,10 +321,11 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 	(void)bev;
 	if (c->closing) {
-		conn_close(c, "after a fatal error");
+		if (!evbuffer_get_length(bufferevent_get_output(c->bev)))
+			conn_close(c, c->close_why);
 		return;
 	}
-	if (c->paused) {
+	if (c->paused && !c->rd_eof) {
 		c->paused = 0;
 		event_add(c->rev, NULL);
 		conn_frame(c);
@@ -292,6 +338,147 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))
 		conn_close(arg, "write error");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deadlines and half-close (loop thread)                                    */
+
+/* Arm the connection's timer for its next deadline (or none). */
+static void
+conn_arm(struct conn *c)
+{
+	const struct dcfg *cfg = &srv.d->cfg;
+	double now = srv_now(), due = 0, t;
+	struct timeval tv;
+
+	if (c->closed || !c->tev)
+		return;
+	if (c->closing) {
+		due = c->closing_at + SRV_CLOSE_GRACE_S;
+	} else if (c->rd_eof) {
+		due = now + SRV_HUP_CHECK_S;
+	} else {
+		if (cfg->idle_timeout > 0) /* with jobs in flight: look again later */
+			due = (atomic_load(&c->jobs) ? now : c->active_at) + (double)cfg->idle_timeout;
+		t = c->line_at + (double)cfg->request_timeout;
+		if (cfg->request_timeout > 0 && c->line_at > 0 && !c->paused && (!due || t < due))
+			due = t;
+	}
+	if (!due) {
+		event_del(c->tev);
+		return;
+	}
+	t = due > now ? due - now : 0;
+	tv.tv_sec = (time_t)t;
+	tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6) + 1000; /* never early */
+	event_add(c->tev, &tv);
+}
+
+/* Close once every event already written has left (the client reads it
+ * first), within SRV_CLOSE_GRACE_S. */
+static void
+conn_finish(struct conn *c, const char *why)
+{
+	c->closing = 1;
+	c->close_why = why;
+	c->closing_at = srv_now();
+	if (c->rev)
+		event_del(c->rev);
+	if (!c->bev || !evbuffer_get_length(bufferevent_get_output(c->bev))) {
+		conn_close(c, why);
+		return;
+	}
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0); /* the write callback at empty */
+	conn_arm(c);
+}
+
+/* The peer closed its socket altogether (not only its write side)? */
+static int
+conn_peer_gone(struct conn *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	const struct dcfg *cfg = &srv.d->cfg;
+	struct conn *c = arg;
+	double now = srv_now();
+	char msg[160];
+
+	(void)fd;
+	(void)what;
+	if (c->closing) {
+		conn_close(c, "its last events were not taken in time");
+		return;
+	}
+	if (c->rd_eof) {
+		if (conn_peer_gone(c)) {
+			conn_close(c, "client gone after half-closing");
+			return;
+		}
+		if (!atomic_load(&c->jobs)) { /* conn_job_done's post was lost (memory) */
+			conn_finish(c, "half-closed; every request answered");
+			return;
+		}
+	} else if (cfg->request_timeout > 0 && c->line_at > 0 && !c->paused &&
+	    now >= c->line_at + (double)cfg->request_timeout) {
+		snprintf(msg, sizeof(msg), "a request line took over %ld s to arrive "
+		    "(--request-timeout); closing", cfg->request_timeout);
+		goto timeout;
+	} else if (cfg->idle_timeout > 0 && !atomic_load(&c->jobs) &&
+	    now >= c->active_at + (double)cfg->idle_timeout) {
+		snprintf(msg, sizeof(msg), "no request for %ld s (--idle-timeout); closing",
+		    cfg->idle_timeout);
+		goto timeout;
+	}
+	conn_arm(c);
+	return;
+timeout:
+	dlog(DLOG_INFO, "conn %llu (uid %d): %s", (unsigned long long)c->serial, (int)c->uid, msg);
+	conn_send_error(c, NULL, PROTO_E_TIMEOUT, msg);
+	conn_finish(c, "timeout");
+}
+
+/* The connection's last job ended (its events are written). */
+static void
+conn_jobs_ended(struct conn *c)
+{
+	if (c->closed || c->closing)
+		return;
+	c->active_at = srv_now();
+	if (c->rd_eof && !atomic_load(&c->jobs))
+		conn_finish(c, "half-closed; every request answered");
+	else
+		conn_arm(c);
+}
+
+/* End of stream.  A client that only shut down its write side still
+ * reads: its jobs run and are answered, then the connection closes.  One
+ * that closed altogether (POLLHUP) cancels them, as before. */
+static void
+conn_eof(struct conn *c)
+{
+	if (conn_peer_gone(c)) {
+		conn_close(c, "end of stream");
+		return;
+	}
+	event_del(c->rev);
+	c->rd_eof = 1;
+	if (!c->discarding && evbuffer_get_length(c->in))
+		conn_send_error(c, NULL, PROTO_E_BAD_REQUEST,
+		    "the stream ended inside a request line (no newline); it was dropped");
+	evbuffer_drain(c->in, evbuffer_get_length(c->in));
+	c->line_at = 0;
+	if (!atomic_load(&c->jobs)) {
+		conn_finish(c, "end of stream");
+		return;
+	}
+	dlog(DLOG_DEBUG, "conn %llu: half-closed; answering its requests, then closing",
+	    (unsigned long long)c->serial);
+	conn_arm(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -417,7 +604,7 @@ out:
 
 /* Frame whatever is buffered into lines. */
 static void
-conn_frame(struct conn *c)
+conn_frame_lines(struct conn *c)
 {
 	struct evbuffer_ptr p;
 	size_t have, n;
@@ -440,6 +627,7 @@ conn_frame(struct conn *c)
 			}
 			evbuffer_drain(c->in, (size_t)p.pos + 1);
 			c->discarding = 0;
+			c->line_at = 0;
 			continue;
 		}
 		if (p.pos < 0) {
@@ -453,6 +641,7 @@ conn_frame(struct conn *c)
 			return;
 		}
 		n = (size_t)p.pos;
+		c->line_at = 0; /* a line ended (even one refused) */
 		if (n > PROTO_LINE_MAX) {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "request line over %zu bytes", PROTO_LINE_MAX);
@@ -466,6 +655,8 @@ conn_frame(struct conn *c)
 			continue;
 		}
 		evbuffer_remove(c->in, line, n + 1);
+		c->line_at = 0;
+		c->active_at = srv_now();
 		line[n] = '\0';
 		if (n && line[n - 1] == '\r')
 			line[--n] = '\0';
@@ -473,6 +664,23 @@ conn_frame(struct conn *c)
 			conn_line(c, line, n);
 		free(line);
 	}
+}
+
+/* Frame lines, then the deadlines: the request timeout runs from the
+ * first byte of an unfinished line. */
+static void
+conn_frame(struct conn *c)
+{
+	conn_frame_lines(c);
+	if (c->closed || c->closing || !c->in)
+		return;
+	if (evbuffer_get_length(c->in) || c->discarding) {
+		if (!c->line_at)
+			c->line_at = srv_now();
+	} else {
+		c->line_at = 0;
+	}
+	conn_arm(c);
 }
 
 /* Readable: recvmsg, keep passed descriptors, frame lines. */
@@ -523,7 +731,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		conn_send_error(c, NULL, PROTO_E_BUSY,
 		    "too many unclaimed descriptors on this connection; extra ones were closed");
 	if (n == 0) {
-		conn_close(c, "end of stream");
+		conn_eof(c);
 		return;
 	}
 	evbuffer_add(c->in, buf, (size_t)n);
@@ -533,6 +741,21 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 /* ------------------------------------------------------------------------ */
 /* Accepting                                                                 */
 
+/* Refuse a connection: the reason as an error event, then close. */
+static void
+srv_refuse(int fd, const struct ucred *cr, const char *msg)
+{
+	size_t n;
+	char *line = proto_error(NULL, PROTO_E_TOO_MANY_CONNS, msg, &n);
+	dlog(DLOG_WARN, "refused a connection from pid %d uid %d: %s", (int)cr->pid, (int)cr->uid,
+	    msg);
+	if (line && send(fd, line, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* the refusal is best effort */
+	}
+	free(line);
+	close(fd);
+}
+
 static void
 srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, int salen,
     void *arg)
@@ -540,25 +763,32 @@ srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *s
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
 	struct conn *c;
+	char msg[160];
+	int mine = 0;
 
 	(void)lis;
 	(void)sa;
 	(void)salen;
 	(void)arg;
 	memset(&cr, 0, sizeof(cr));
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen))
-		cr.pid = -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen)) {
+		cr.pid = -1; /* unknown peers share one uid's cap */
+		cr.uid = (uid_t)-1;
+		cr.gid = (gid_t)-1;
+	}
 	srv.serial++;
+	for (c = srv.conns; c; c = c->next)
+		mine += c->uid == cr.uid;
 	if (srv.n_conns >= srv.d->cfg.max_conns) {
-		size_t n;
-		char *line = proto_error(NULL, PROTO_E_TOO_MANY_CONNS, "too many connections", &n);
-		dlog(DLOG_WARN, "refused a connection from pid %d uid %d: %d connections open",
-		    (int)cr.pid, (int)cr.uid, srv.n_conns);
-		if (line && send(fd, line, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-			/* the refusal is best effort */
-		}
-		free(line);
-		close(fd);
+		snprintf(msg, sizeof(msg), "too many connections (%d open, --max-connections %ld)",
+		    srv.n_conns, srv.d->cfg.max_conns);
+		srv_refuse(fd, &cr, msg);
+		return;
+	}
+	if (mine >= srv.d->cfg.max_conns_user) {
+		snprintf(msg, sizeof(msg), "too many connections from uid %d (%d open, "
+		    "--max-connections-per-user %ld)", (int)cr.uid, mine, srv.d->cfg.max_conns_user);
+		srv_refuse(fd, &cr, msg);
 		return;
 	}
 	if (!(c = calloc(1, sizeof(*c)))) {
@@ -575,13 +805,17 @@ srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *s
 	c->in = evbuffer_new();
 	c->bev = bufferevent_socket_new(srv.base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->rev = event_new(srv.base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
-	if (!c->in || !c->bev || !c->rev) {
+	c->tev = evtimer_new(srv.base, conn_timer_cb, c);
+	c->active_at = srv_now();
+	if (!c->in || !c->bev || !c->rev || !c->tev) {
 		if (c->bev)
 			bufferevent_free(c->bev);
 		else
 			close(fd);
 		if (c->rev)
 			event_free(c->rev);
+		if (c->tev)
+			event_free(c->tev);
 		if (c->in)
 			evbuffer_free(c->in);
 		free(c);
@@ -597,6 +831,7 @@ srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *s
 		srv.conns->prev = c;
 	srv.conns = c;
 	srv.n_conns++;
+	conn_arm(c);
 	dlog(DLOG_INFO, "conn %llu: from pid %d uid %d gid %d", (unsigned long long)c->serial,
 	    (int)cr.pid, (int)cr.uid, (int)cr.gid);
 }
