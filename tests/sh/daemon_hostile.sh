@@ -125,6 +125,8 @@ os.close(w); os.wait()
 print("nobody:", os.read(r, 65536).decode())
 for name, pre in (("cli", []), ("cli-late", ["strace", "-f", "-o", "/dev/null", "-e", "trace=sendmsg",
         "-e", "inject=sendmsg:delay_enter=500000"])):
+    for s in held:                  # still held: not idle (a slow start, a sanitizer build)
+        assert '"protocol"' in ask(s, b'{"id":0,"op":"hello"}')
     p = subprocess.run(pre + [cli, "query", "-n", "4", "small", "Who?"], capture_output=True, timeout=30)
     print("%s: rc=%d %s" % (name, p.returncode, p.stderr.decode().strip().replace("\n", " | ")))
 PY
