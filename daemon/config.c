@@ -47,7 +47,9 @@ dcfg_usage(FILE *f)
 	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"
 	    "  --max-connections N (default 64)   --max-jobs N  queued jobs (default 64)\n"
 	    "  --log-level L       error, warn, info (default), debug\n"
-	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n");
+	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"
+	    "SIGTERM, SIGINT and SIGHUP stop it gracefully (no reload: restart to change\n"
+	    "settings): running queries finish, ingests are abandoned, exit 0\n");
 }
 
 static int
