@@ -55,7 +55,9 @@ dcfg_usage(FILE *f)
 	    "  --request-timeout S close a connection whose request line takes over S seconds\n"
 	    "                      to arrive (default 10; 0: never); error code timeout\n"
 	    "  --log-level L       error, warn, info (default), debug\n"
-	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n");
+	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"
+	    "SIGTERM, SIGINT and SIGHUP stop it gracefully (no reload: restart to change\n"
+	    "settings): running queries finish, ingests are abandoned, exit 0\n");
 }
 
 static int

@@ -2,7 +2,7 @@
  * server.c: the event loop: the listening socket (created 0660 under a
  * restrictive umask, or handed over by systemd), connections, line framing
  * with limits, descriptors received with SCM_RIGHTS, request dispatch, and
- * the graceful stop on SIGTERM/SIGINT.
+ * the graceful stop on SIGTERM/SIGINT/SIGHUP.
  *
  * A connection reads with recvmsg() itself (a bufferevent's read() would
  * drop passed descriptors) into an evbuffer and writes through a
@@ -107,7 +107,7 @@ static struct {
 	struct daemon *d;
 	struct event_base *base;
 	struct evconnlistener *lis;
-	struct event *sig_term, *sig_int, *stop_timer;
+	struct event *sig_term, *sig_int, *sig_hup, *stop_timer;
 	struct conn *conns;
 	int n_conns;
 	uint64_t serial;
@@ -992,16 +992,20 @@ srv_run(struct daemon *d, int listen_fd)
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, listen_fd);
 	srv.sig_term = evsignal_new(srv.base, SIGTERM, srv_signal_cb, NULL);
 	srv.sig_int = evsignal_new(srv.base, SIGINT, srv_signal_cb, NULL);
+	/* SIGHUP drains too (no reload: docs/PROTOCOL.md "Stopping"); its
+	 * default action would kill us mid-reply */
+	srv.sig_hup = evsignal_new(srv.base, SIGHUP, srv_signal_cb, NULL);
 	pthread_mutex_lock(&posts.mu);
 	posts.ev = event_new(srv.base, -1, 0, posts_drain_cb, NULL);
 	pthread_mutex_unlock(&posts.mu);
-	if (!srv.lis || !srv.sig_term || !srv.sig_int || !posts.ev) {
+	if (!srv.lis || !srv.sig_term || !srv.sig_int || !srv.sig_hup || !posts.ev) {
 		dlog(DLOG_ERROR, "cannot set up the event loop");
 		goto out;
 	}
 	evconnlistener_set_error_cb(srv.lis, srv_accept_error_cb);
 	event_add(srv.sig_term, NULL);
 	event_add(srv.sig_int, NULL);
+	event_add(srv.sig_hup, NULL);
 	sd_notify(0, "READY=1");
 	dlog(DLOG_INFO, "ready");
 	rc = event_base_dispatch(srv.base) < 0 ? -1 : 0;
@@ -1024,6 +1028,8 @@ out:
 		event_free(srv.sig_term);
 	if (srv.sig_int)
 		event_free(srv.sig_int);
+	if (srv.sig_hup)
+		event_free(srv.sig_hup);
 	if (srv.base)
 		event_base_free(srv.base);
 	return rc;

@@ -691,6 +691,57 @@ test_long_inputs(void)
 	return TAP_PASS;
 }
 
+/* eng_tok_min_tokens is a sound lower bound: no text, hostile ones
+ * included, has fewer tokens (svc_ingest refuses a document by it without
+ * tokenizing; issue 15); on plain text it is not vacuous. */
+static enum tap_result
+test_min_tokens(void)
+{
+	static const char *const units[] = { "a", " ", "\x04", "\xc0\x84", "\xc0\x80",
+		"\xe0\x80\x80", "\xf0\x80\x80\x80", "\xff", "<|im_end|>", "================",
+		"東京", "\xf7\xbf\xbf\xbf", "\n\n", "0123456789", "\r\n", "\x7f" };
+	const size_t n_units = sizeof(units) / sizeof(units[0]), len = 1 << 16;
+	const struct eng_tok *t;
+	size_t i, j, l;
+	char *s;
+	int64_t n, lo;
+	uint32_t r = 4242;
+
+	TOK_REQUIRE_MODEL(t);
+	s = malloc(len);
+	TAP_CHECK(s != NULL, "malloc");
+	/* each unit repeated, then random bytes, then random units */
+	for (i = 0; i <= n_units + 1; i++) {
+		for (j = 0; j < len; j += l) {
+			const char *u;
+			r = r * 1664525u + 1013904223u;
+			u = i < n_units ? units[i] : units[(r >> 16) % n_units];
+			l = strlen(u) < len - j ? strlen(u) : len - j;
+			if (i == n_units) {
+				s[j] = (char)(r >> 24);
+				l = 1;
+			} else {
+				memcpy(s + j, u, l);
+			}
+		}
+		n = eng_tok_encode(t, s, len, 0, NULL, 0);
+		lo = eng_tok_min_tokens(t, s, len);
+		TAP_CHECK(n >= 0 && lo <= n, "text %zu: %lld tokens, bound %lld", i, (long long)n,
+		    (long long)lo);
+	}
+	free(s);
+	s = tok_mixed_text(len);
+	TAP_CHECK(s != NULL, "malloc");
+	n = eng_tok_encode(t, s, len, 0, NULL, 0);
+	lo = eng_tok_min_tokens(t, s, len);
+	free(s);
+	tap_diag("64 KiB mixed text: %lld tokens, at least %lld by its bytes", (long long)n,
+	    (long long)lo);
+	TAP_CHECK(lo > 0 && lo <= n, "mixed text: %lld tokens, bound %lld", (long long)n,
+	    (long long)lo);
+	return TAP_PASS;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Synthetic vocabularies (no model needed)                                  */
 
@@ -828,6 +879,10 @@ test_synthetic_bpe(void)
 	ok &= tok_expect(t, "abc", 1, (const int32_t[]){ 8 }, 1);        /* a b, then ab c */
 	ok &= tok_expect(t, "bca", 1, (const int32_t[]){ 7, 3 }, 2);     /* b c; c a ranks lower */
 	ok &= tok_expect(t, "aaa", 1, (const int32_t[]){ 14, 3 }, 2);    /* leftmost on ties */
+	/* the bound holds where bytes have no symbol (the fallback drops them) */
+	TAP_CHECK(eng_tok_min_tokens(t, "zzzz", 4) <= eng_tok_encode(t, "zzzz", 4, 0, NULL, 0) &&
+	    eng_tok_min_tokens(t, "abcabc", 6) <= eng_tok_encode(t, "abcabc", 6, 0, NULL, 0),
+	    "bound above the count");
 	ok &= tok_expect(t, "ca", 1, (const int32_t[]){ 5, 3 }, 2);      /* "ca" no token: bytes */
 	ok &= tok_expect(t, "d", 1, (const int32_t[]){ 0 }, 0);          /* no token: dropped */
 	ok &= tok_expect(t, "12", 1, (const int32_t[]){ 11, 12 }, 2);    /* digits split */
@@ -955,6 +1010,7 @@ static const struct tap_test tests[] = {
 	{ "roundtrip", test_roundtrip },
 	{ "hostile", test_hostile },
 	{ "long_inputs", test_long_inputs },
+	{ "min_tokens", test_min_tokens },
 	{ "synthetic_bpe", test_synthetic_bpe },
 	{ "init_rejects", test_init_rejects },
 	{ "chat_render", test_chat_render },

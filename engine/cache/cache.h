@@ -125,6 +125,11 @@ size_t eng_policy_describe(const struct eng_policy *p, char *buf, size_t cap);
  * its content fingerprint instead of its path: what profile ids hash.
  * snprintf semantics. */
 size_t eng_policy_profile(const struct eng_policy *p, char *buf, size_t cap);
+/* The most tokens a document may have for eng_ingest with this policy:
+ * the model's window where units keep their positions (a longer one fails
+ * with ENG_ERR_CONTEXT once a window has been prefilled), the position
+ * limit where the policy renumbers them (slot positions). */
+int64_t eng_policy_max_doc(const struct eng_policy *p, const struct eng_model *m);
 /* Rows per KV head the pool needs to ingest with chunk size `chunk` and then
  * append `n_extra` tokens (question + answer) without eviction. */
 int64_t eng_policy_rows_per_head(struct eng_policy *p, int64_t n_doc, int64_t chunk,

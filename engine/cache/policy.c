@@ -283,6 +283,16 @@ eng_policy_max_chunk(const struct eng_policy *p, int64_t chunk)
 }
 
 int64_t
+eng_policy_max_doc(const struct eng_policy *p, const struct eng_model *m)
+{
+	/* eng_ingest_cb takes the policy's mode, original positions without
+	 * one; fwd_check_room is the check this mirrors */
+	if (p->ops->pos_mode && p->ops->pos_mode(p) == ENG_POS_SLOT)
+		return (int64_t)UINT32_MAX;
+	return m->hp.n_ctx_train;
+}
+
+int64_t
 eng_policy_rows_per_head(struct eng_policy *p, int64_t n_doc, int64_t chunk,
     int64_t n_extra)
 {

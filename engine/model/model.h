@@ -88,6 +88,10 @@ const char *eng_tok_piece(const struct eng_tok *t, int32_t id, int special, size
  * Returns bytes written (truncated to cap) or a negative error. */
 int eng_tok_decode(const struct eng_tok *t, int32_t id, int special, char *buf, size_t cap);
 int32_t eng_tok_n_vocab(const struct eng_tok *t);
+/* A lower bound on eng_tok_encode's count for text[0..len), from one pass
+ * over the bytes (no BPE): a document too long for the window is refused
+ * without tokenizing it.  0 when the vocabulary gives no bound. */
+int64_t eng_tok_min_tokens(const struct eng_tok *t, const char *text, size_t len);
 int32_t eng_tok_bos(const struct eng_tok *t);
 int32_t eng_tok_eos(const struct eng_tok *t);
 /* 1 if id ends generation (EOS, end-of-text, or another EOG token). */

@@ -97,6 +97,11 @@ struct eng_tok {
 
 	int32_t byte_tok[256]; /* token whose text is that single raw byte, or -1 */
 	struct eng_tok_bytemap map[256]; /* byte -> its GPT-2 code point in UTF-8 */
+
+	/* eng_tok_min_tokens: the longest text (0: no bound), and the ASCII
+	 * bytes that always yield a token */
+	size_t bound_text;
+	uint8_t bound_byte[256];
 };
 
 /* ------------------------------------------------------------------------ */
@@ -592,6 +597,26 @@ eng_tok_build_caches(struct eng_tok *t)
 	return 0;
 }
 
+/* bound_text and bound_byte for eng_tok_min_tokens (after the caches). */
+static void
+eng_tok_build_bound(struct eng_tok *t)
+{
+	size_t most = 0, len;
+	int32_t i;
+	int b;
+
+	for (i = 0; i < t->n_merges; i++)
+		if (eng_tok_lookup(t, t->merge_text + t->merge_off[i],
+		    t->merge_off[i + 1] - t->merge_off[i]) < 0)
+			return; /* no bound: bound_text stays 0 */
+	for (i = 0; i < t->n_vocab; i++)
+		if ((len = t->text_off[i + 1] - t->text_off[i]) > most)
+			most = len;
+	for (b = 0; b < 0x80; b++)
+		t->bound_byte[b] = eng_tok_lookup(t, (const char *)t->map[b].s, t->map[b].n) >= 0;
+	t->bound_text = most;
+}
+
 /* Build a tokenizer from the GGUF's tokenizer.ggml.* keys. */
 int
 eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t why_len)
@@ -637,6 +662,7 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 	eng_tok_load_specials(t, g);
 	if ((rc = eng_tok_build_caches(t)) != 0)
 		goto fail;
+	eng_tok_build_bound(t);
 	*out = t;
 	return 0;
 fail:
@@ -1095,6 +1121,28 @@ eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_
 	free(e.sym);
 	free(e.heap);
 	return e.err ? e.err : e.n;
+}
+
+/* A lower bound on a text's token count without BPE (see model.h).  A
+ * token stands for one vocabulary text: a special split out of the text
+ * (its own bytes), or a BPE symbol, whose text maps each byte of the word
+ * to one or two characters, so no token covers more bytes than the longest
+ * text has (bound_text).  Only ASCII bytes are counted: each reads as
+ * itself (never part of another UTF-8 sequence), and one whose symbol is
+ * in the vocabulary always ends up in an emitted token as long as every
+ * merge's result is in the vocabulary too (else BPE's byte fallback may
+ * emit nothing for a symbol).  Bytes without a symbol (SmolLM2 has none
+ * for some control bytes) may vanish and are not counted. */
+int64_t
+eng_tok_min_tokens(const struct eng_tok *t, const char *text, size_t len)
+{
+	size_t i, counted = 0;
+
+	if (!t || !text || !t->bound_text)
+		return 0;
+	for (i = 0; i < len; i++)
+		counted += t->bound_byte[(uint8_t)text[i]];
+	return (int64_t)(counted / t->bound_text);
 }
 
 /* ------------------------------------------------------------------------ */
