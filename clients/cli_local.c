@@ -156,7 +156,7 @@ local_open_fail(const struct svc_status *st, const char *dir)
 	if (st->step == SVC_AT_POLICY || st->step == SVC_AT_PROFILE)
 		return CLI_EXIT_USAGE;
 	if (st->step == SVC_AT_STORE_OPEN)
-		return CLI_EXIT_FAILURE;
+		return st->rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
 	return cli_exit_for_engine(st->rc);
 }
 
