@@ -2,7 +2,8 @@
 # The store from the command line, end to end with the real model and real
 # LMDB (no daemon): ingest --local two documents (one named), ls / info /
 # stats, query --local from a snapshot, rename, verify, a truncated data.mdb
-# (exit 4 from every command), a flipped byte in a
+# (exit 4 from every command), query --local from a store it cannot write
+# (a read-only mount, another user), a flipped byte in a
 # stored record found by verify and refused by query (exit 4, no answer),
 # prune (dry run, then for real), rm, and bad input (unknown document,
 # missing file, bad options) answered with the documented exit codes.
@@ -69,6 +70,42 @@ for cut in 8192 $((size * 6 / 10)); do
 	cp "$T/whole.mdb" "$T/cut/data.mdb"
 done
 expect_rc "the copy put back is whole" 0 "$K" verify --state "$T/cut"
+
+# query --local from a store this process cannot write (issue 15, defect
+# 8): answered from a read-only open, the last-used stamp left alone.  A
+# read-only bind mount (root only); LMDB then runs without its lock file.
+mkdir "$T/ro"
+if mount --bind -o ro "$T/cut" "$T/ro" 2>/dev/null; then
+	trap 'umount "$T/ro" 2>/dev/null; lib_cleanup' EXIT
+	expect_rc "query --local from a read-only mount" 0 \
+		"$K" query "${P[@]}" --state "$T/ro" -n 12 --json license "What is the secret code word?"
+	grep -q '"done":true' "$T/out"; ok "... answered" $?
+	expect_rc "ls of a read-only mount" 0 "$K" ls --state "$T/ro"
+	expect_rc "ingest --local into a read-only mount is refused" 5 \
+		"$K" ingest "${P[@]}" --state "$T/ro" "$T/gpl.txt"
+	grep -qi 'read-only' "$T/err"; ok "... saying the file system is read-only" $?
+	umount "$T/ro"
+	trap lib_cleanup EXIT
+else
+	echo "# SKIP read-only mount: mount --bind -o ro needs root"
+fi
+# Another user who may not write data.mdb but may write lock.mdb (where
+# LMDB's readers register: without it LMDB cannot open the store at all).
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
+	chmod 755 "$T" "$T/cut"
+	chmod 644 "$T/cut/data.mdb"
+	chmod 666 "$T/cut/lock.mdb"
+	expect_rc "query --local as another user, data.mdb not writable" 0 \
+		runuser -u nobody -- "$K" query "${P[@]}" --state "$T/cut" -n 12 --json \
+		license "What is the secret code word?"
+	grep -q '"done":true' "$T/out"; ok "... answered" $?
+	chmod 600 "$T/cut/lock.mdb"
+	expect_rc "... and with lock.mdb not writable either: a clear refusal" 5 \
+		runuser -u nobody -- "$K" query "${P[@]}" --state "$T/cut" -n 4 license "Why?"
+	grep -q 'cannot open the store.*Permission denied' "$T/err"; ok "... naming the reason" $?
+else
+	echo "# SKIP another user: needs root, runuser and the user nobody"
+fi
 
 # a flipped byte inside a stored record of the GPL snapshot (rewritten
 # through lmdb-utils' dump/load, so the byte is in a live record): verify
