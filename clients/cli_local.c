@@ -6,13 +6,18 @@
  *
  * ingest: each file is read and handed to svc_ingest (always re-ingested).
  * query: svc_query answers from the profile's snapshot or the document's
- * only snapshot, its tokens printed as they come.
+ * only snapshot, its tokens printed as they come.  A store this process
+ * cannot write (a read-only mount, another user's files) is opened
+ * read-only: answering needs no write, and the last-used stamp that prune
+ * walks is then left as it was.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "clients/cli.h"
 #include "engine/engine.h"
@@ -39,7 +44,8 @@ local_usage(FILE *f, const char *cmd)
 		    "Compress documents into snapshots in the store (a DIR: its regular files).\n");
 	else
 		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION [-n N]\n"
-		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.\n");
+		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.  A store\n"
+		    "this user cannot write is read read-only (its last-used stamp stays).\n");
 	fprintf(f,
 	    "  --local          run in this process (without it: through kvsnapd, see\n"
 	    "                   kvsnap %s -h)\n"
@@ -156,11 +162,33 @@ local_open_fail(const struct svc_status *st, const char *dir)
 	if (st->step == SVC_AT_POLICY || st->step == SVC_AT_PROFILE)
 		return CLI_EXIT_USAGE;
 	if (st->step == SVC_AT_STORE_OPEN)
-		return CLI_EXIT_FAILURE;
+		return st->rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
 	return cli_exit_for_engine(st->rc);
 }
 
-/* Model, tokenizer, policy, profile, store, and a session. */
+/* May this process write the store in dir: the directory and, where they
+ * exist, LMDB's two files?  access(2) sees a read-only mount (EROFS) and
+ * this user's permissions.  A missing directory is created, so writable. */
+static int
+local_writable(const char *dir)
+{
+	static const char *const files[2] = { "data.mdb", "lock.mdb" };
+	char path[PATH_MAX];
+	int i;
+
+	if (access(dir, W_OK) != 0)
+		return errno == ENOENT;
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if (access(path, W_OK) != 0 && errno != ENOENT)
+			return 0;
+	}
+	return 1;
+}
+
+/* Model, tokenizer, policy, profile, store, and a session.  read_only:
+ * 1 open the store read-only, 0 read-write, -1 read-only only when this
+ * process cannot write it (query: answering needs no write). */
 static int
 local_open(struct local *L, int read_only)
 {
@@ -174,18 +202,21 @@ local_open(struct local *L, int read_only)
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
 	}
+	if (read_only < 0)
+		sc.read_only = !local_writable(dir);
 	if (svc_open(&L->v, &sc, &st) || svc_session_new(L->v, (int)L->threads, &L->ss, &st))
 		return local_open_fail(&st, dir);
 	return CLI_EXIT_OK;
 }
 
-/* local_open, then the document DOC names (a doc_id, hex prefix or name). */
+/* local_open (read_only as there), then the document DOC names (a
+ * doc_id, hex prefix or name). */
 static int
-local_open_doc(struct local *L, const char *ref, uint8_t doc[SNAP_ID_BYTES])
+local_open_doc(struct local *L, int read_only, const char *ref, uint8_t doc[SNAP_ID_BYTES])
 {
 	struct svc_status st;
 	int ret;
-	if ((ret = local_open(L, 0)))
+	if ((ret = local_open(L, read_only)))
 		return ret;
 	if (svc_resolve(L->v->s, ref, doc, &st)) {
 		cli_err("%s", st.why);
@@ -397,7 +428,7 @@ cli_query(int argc, char **argv)
 		local_usage(stderr, argv[0]);
 		return CLI_EXIT_USAGE;
 	}
-	if ((ret = local_open_doc(&L, argv[i], doc)))
+	if ((ret = local_open_doc(&L, -1, argv[i], doc)))
 		goto out;
 	em.json = L.json;
 	memset(&qr, 0, sizeof(qr));
@@ -445,7 +476,7 @@ cli_shrink(int argc, char **argv)
 	}
 	if (!cli_has_flag(argc, argv, "--policy"))
 		L.policy = "kvzip";
-	if ((ret = local_open_doc(&L, argv[i], doc)))
+	if ((ret = local_open_doc(&L, 0, argv[i], doc)))
 		goto out;
 	if ((rc = svc_shrink(L.v, doc, L.ratio, &r, why, sizeof(why)))) {
 		cli_err("cannot shrink: %s", why);

@@ -169,7 +169,8 @@ st_open(const struct st_opts *o, int read_only, struct store **s)
 	}
 	if ((rc = store_open(s, dir, &so, why, sizeof(why)))) {
 		cli_err("cannot open the store in %s: %s", dir, why);
-		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_FAILURE;
+		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
+		    rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
 	}
 	return CLI_EXIT_OK;
 }

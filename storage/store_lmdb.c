@@ -4,7 +4,8 @@
  * (store_lmdb.h), the write-with-retry loop, keys and LMDB's errors.  The
  * read side (resolve, readers, info, ls, profiles, stats) lives in
  * store_lmdb_read.c, writes in store_lmdb_write.c and store_lmdb_prune.c,
- * metadata records in store_lmdb_meta.c, checks in store_lmdb_verify.c.
+ * metadata records in store_lmdb_meta.c, checks in store_lmdb_verify.c, the
+ * data file's length against LMDB's record of it in store_lmdb_size.c.
  *
  * Environment: MDB_NOTLS, so a read transaction is not tied to its thread
  * (a query may read layers from a worker other than the one that began);
@@ -214,6 +215,10 @@ int
 st_begin(struct store_lmdb *s, int write, MDB_txn **t, char *why, size_t why_len)
 {
 	int rc, tries;
+	/* A data.mdb cut short would fault (SIGBUS) on the first page past
+	 * its end: say corrupt instead. */
+	if (s->fd >= 0 && (rc = st_file_check(s->fd, s->dir, 1, why, why_len)) != 0)
+		return rc;
 	for (tries = 0;; tries++) {
 		st_gate_enter(s);
 		rc = mdb_txn_begin(s->env, NULL, write ? 0 : MDB_RDONLY, t);
@@ -369,6 +374,10 @@ st_env_open(struct store_lmdb *s, size_t initial, char *why, size_t why_len)
 	unsigned flags = MDB_NOTLS | (s->read_only ? MDB_RDONLY : 0);
 	int rc, dead;
 
+	/* A data.mdb shorter than LMDB's record of it: corrupt, before LMDB
+	 * maps it (store_lmdb_size.c). */
+	if ((rc = st_file_check_path(s->dir, why, why_len)) != 0)
+		return rc;
 	if ((rc = mdb_env_create(&s->env)) != 0)
 		return st_mdb(rc, "create environment", why, why_len);
 	if ((rc = mdb_env_set_maxdbs(s->env, 4)) == 0)
@@ -383,6 +392,8 @@ st_env_open(struct store_lmdb *s, size_t initial, char *why, size_t why_len)
 			snprintf(why, why_len, "open store %s: %s", s->dir, mdb_strerror(rc));
 		return err;
 	}
+	if (mdb_env_get_fd(s->env, &s->fd) != 0)
+		s->fd = -1;
 	/* Reader slots of processes that died (a killed CLI, a crashed
 	 * daemon) would pin old pages for ever. */
 	(void)mdb_reader_check(s->env, &dead);
@@ -409,6 +420,7 @@ stl_open(struct store *fs, const char *dir, const struct store_opts *o, char *wh
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	s->read_only = o && o->read_only;
 	s->max_map = max_map;
+	s->fd = -1;
 	pthread_mutex_init(&s->gate_mu, NULL);
 	pthread_cond_init(&s->gate_cv, NULL);
 	fs->be = s;

@@ -35,6 +35,7 @@
 
 struct store_lmdb {
 	MDB_env *env;
+	int fd; /* data.mdb (LMDB's descriptor), for st_file_check; -1 before the open */
 	MDB_dbi docs, snaps, names, lru;
 	size_t max_map;
 	int read_only;
@@ -50,7 +51,16 @@ struct store_lmdb {
  * (ST_MAPFULL for MDB_MAP_FULL) with "what: reason". */
 int st_mdb(int rc, const char *what, char *why, size_t why_len);
 
-/* Transactions through the gate (store_lmdb.c). */
+/* Is data.mdb as long as its newest meta page says (store_lmdb_size.c)?
+ * 0, or STORE_ERR_CORRUPT naming the file and both sizes.  opened: the
+ * environment is open, so a file without its two meta pages is corrupt too
+ * (before the open that is left to LMDB).  _path: before the open, by
+ * name; 0 when there is no file to read. */
+int st_file_check(int fd, const char *dir, int opened, char *why, size_t why_len);
+int st_file_check_path(const char *dir, char *why, size_t why_len);
+
+/* Transactions through the gate (store_lmdb.c); st_begin runs
+ * st_file_check first. */
 int st_begin(struct store_lmdb *s, int write, MDB_txn **t, char *why, size_t why_len);
 void st_abort(struct store_lmdb *s, MDB_txn *t);
 int st_commit(struct store_lmdb *s, MDB_txn *t, size_t payload, char *why, size_t why_len);

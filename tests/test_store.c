@@ -8,7 +8,8 @@
  * stats, verify, read-only opens, and faults: flipped bytes in records and
  * metadata, records added or removed behind the store's back, a map that
  * cannot grow, a full disk (tmpfs, root only), a writer killed at random
- * moments, and readers held open while the writer works.
+ * moments, readers held open while the writer works, and a truncated
+ * data.mdb (before the open and under an open store).
  *
  * Every test gets a fresh mkdtemp state directory, removed afterwards.
  * The kill loop runs 12 rounds by default (make check stays fast); the full
@@ -1634,6 +1635,201 @@ t_threads_grow_in(void)
 WITH_STORE(t_threads_grow, .map_size = 1 << 20)
 
 /* ------------------------------------------------------------------------ */
+/* A truncated data.mdb (issue 15, defect 2)                                 */
+
+/* LMDB maps data.mdb; a page past the end of a short file faults (SIGBUS)
+ * in whoever touches it, so each probe runs in a child and a signal fails
+ * the test instead of ending the run. */
+
+static int
+file_get(const char *path, uint8_t **buf, size_t *len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY), rc = -1;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && (*buf = malloc((size_t)st.st_size + 1)) != NULL) {
+		*len = (size_t)st.st_size;
+		rc = pread(fd, *buf, *len, 0) == (ssize_t)*len ? 0 : -1;
+	}
+	close(fd);
+	return rc;
+}
+
+/* data.mdb's first n bytes of buf, as if the file had been cut there. */
+static int
+file_put(const char *path, const uint8_t *buf, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), rc;
+	if (fd < 0)
+		return -1;
+	rc = write(fd, buf, n) == (ssize_t)n ? 0 : -1;
+	return close(fd) == 0 ? rc : -1;
+}
+
+static off_t
+file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+struct probe {
+	int sig;       /* the signal that ended the child, or 0 */
+	int rc;        /* the first store error (0: all read back) */
+	char why[512]; /* its reason */
+};
+
+/* What the child does: open the store at o (cut, when cut_to > 0, behind
+ * the back of the open store: the daemon's long-lived env), list it and
+ * read back every record of docs[0..n-1] (fixtures fx[i]). */
+static int
+probe_body(const struct store_opts *o, off_t cut_to, const uint8_t (*docs)[SNAP_ID_BYTES],
+    const struct fx *const *fx, int n, char *why, size_t why_len)
+{
+	char path[600];
+	struct store *s;
+	struct ids x;
+	int i, rc;
+
+	if ((rc = store_open(&s, g_dir, o, why, why_len)) != 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/data.mdb", g_dir);
+	if (cut_to > 0 && truncate(path, cut_to) != 0) {
+		snprintf(why, why_len, "truncate: %s", strerror(errno));
+		store_close(s);
+		return STORE_ERR_IO;
+	}
+	memset(&x, 0, sizeof(x));
+	rc = store_ls(s, ids_ls, &x, why, why_len);
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (!same_records(s, docs[i], fx[i])) {
+			rc = STORE_ERR_CORRUPT; /* same_records leaves its reason in g_why */
+			snprintf(why, why_len, "%s", g_why);
+		}
+	}
+	store_close(s);
+	return rc;
+}
+
+static struct probe
+probe(const struct store_opts *o, off_t cut_to, const uint8_t (*docs)[SNAP_ID_BYTES],
+    const struct fx *const *fx, int n)
+{
+	struct probe p = { 0, 0, "" };
+	int fds[2], status;
+	ssize_t got;
+	pid_t pid;
+
+	if (pipe(fds) != 0 || (pid = fork()) < 0) {
+		p.sig = -1;
+		return p;
+	}
+	if (pid == 0) {
+		char why[512] = "";
+		int rc = probe_body(o, cut_to, docs, fx, n, why, sizeof(why));
+		if (write(fds[1], why, strlen(why)) < 0)
+			_exit(99);
+		_exit(-rc);
+	}
+	close(fds[1]);
+	got = read(fds[0], p.why, sizeof(p.why) - 1);
+	p.why[got > 0 ? got : 0] = '\0';
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		p.sig = -1;
+	else if (WIFSIGNALED(status))
+		p.sig = WTERMSIG(status);
+	else
+		p.rc = -WEXITSTATUS(status);
+	return p;
+}
+
+static enum tap_result
+t_truncated_in(void)
+{
+	static const struct store_opts rw = { 0, 0, 0 }, ro = { 0, 0, 1 };
+	const struct fx *const fx[3] = { FX_BIG_A, FX_BIG_B, FX_MED_A };
+	uint8_t docs[3][SNAP_ID_BYTES];
+	struct store_doc d[3];
+	const off_t cuts[2] = { 8192, 0 /* 60 %, below */ };
+	char path[600];
+	uint8_t *full = NULL;
+	size_t len = 0;
+	struct probe p;
+	int i, k;
+
+	for (i = 0; i < 3; i++) {
+		char text[32];
+		snprintf(text, sizeof(text), "truncated doc %d", i);
+		doc_make(&d[i], text, NULL);
+		TAP_CHECK(put(&d[i], fx[i]) == 0, "put %d: %s", i, g_why);
+		memcpy(docs[i], d[i].doc_id, SNAP_ID_BYTES);
+	}
+	store_close(g_s);
+	g_s = NULL;
+	snprintf(path, sizeof(path), "%s/data.mdb", g_dir);
+	TAP_CHECK(file_get(path, &full, &len) == 0 && len > 100000, "read data.mdb (%zu bytes)",
+	    len);
+	p = probe(&rw, 0, docs, fx, 3);
+	TAP_CHECK(p.sig == 0 && p.rc == 0, "the whole store reads back: sig %d rc %d %s", p.sig,
+	    p.rc, p.why);
+
+	/* Cut at 8192 (both meta pages, nothing else) and at 60 %: corrupt,
+	 * read-only or not, with a reason naming the file and both sizes, and
+	 * the file left as it was. */
+	for (k = 0; k < 2; k++) {
+		off_t cut = cuts[k] ? cuts[k] : (off_t)(len * 6 / 10);
+		char want[64];
+		for (i = 0; i < 2; i++) {
+			int rc_put = file_put(path, full, (size_t)cut);
+			p = probe(i ? &ro : &rw, 0, docs, fx, 3);
+			TAP_CHECK(rc_put == 0, "cut data.mdb to %lld bytes", (long long)cut);
+			TAP_CHECK(p.sig == 0, "cut to %lld bytes, %s open: killed by signal %d",
+			    (long long)cut, i ? "read-only" : "read-write", p.sig);
+			TAP_CHECK(p.rc == STORE_ERR_CORRUPT, "cut to %lld bytes, %s open: %d %s",
+			    (long long)cut, i ? "read-only" : "read-write", p.rc, p.why);
+			snprintf(want, sizeof(want), "%lld bytes", (long long)cut);
+			TAP_CHECK(strstr(p.why, "data.mdb") && strstr(p.why, want),
+			    "reason names the file and its size: %s", p.why);
+			TAP_CHECK(file_size(path) == cut, "the cut file was left as it was");
+		}
+		tap_diag("cut to %lld: %s", (long long)cut, p.why);
+	}
+
+	/* Cut behind the back of an open store (the daemon's): the next
+	 * transaction says corrupt. */
+	for (k = 0; k < 2; k++) {
+		off_t cut = cuts[k] ? cuts[k] : (off_t)(len * 6 / 10);
+		TAP_CHECK(file_put(path, full, len) == 0, "put data.mdb back");
+		p = probe(&rw, cut, docs, fx, 3);
+		TAP_CHECK(p.sig == 0 && p.rc == STORE_ERR_CORRUPT,
+		    "cut to %lld bytes under an open store: signal %d, %d %s", (long long)cut, p.sig,
+		    p.rc, p.why);
+		tap_diag("cut under an open store to %lld: %s", (long long)cut, p.why);
+	}
+
+	/* 0 bytes and 4096 (one meta page): as before, LMDB's own answers (an
+	 * empty file is a new store; half a header is not an LMDB file). */
+	TAP_CHECK(file_put(path, full, 4096) == 0, "cut to 4096");
+	p = probe(&ro, 0, docs, fx, 0);
+	TAP_CHECK(p.sig == 0 && p.rc == STORE_ERR_CORRUPT, "4096 bytes: signal %d, %d %s", p.sig,
+	    p.rc, p.why);
+	TAP_CHECK(file_put(path, full, 0) == 0, "cut to 0");
+	p = probe(&rw, 0, docs, fx, 0);
+	TAP_CHECK(p.sig == 0 && p.rc == 0, "0 bytes: a new store: signal %d, %d %s", p.sig, p.rc,
+	    p.why);
+
+	/* And the whole file again reads back. */
+	TAP_CHECK(file_put(path, full, len) == 0, "put data.mdb back");
+	p = probe(&ro, 0, docs, fx, 3);
+	TAP_CHECK(p.sig == 0 && p.rc == 0, "restored store reads back: %d %s", p.rc, p.why);
+	free(full);
+	return TAP_PASS;
+}
+WITH_STORE(t_truncated, 0)
+
+/* ------------------------------------------------------------------------ */
 
 static const struct tap_test tests[] = {
 	{ "roundtrip", t_roundtrip },
@@ -1658,6 +1854,7 @@ static const struct tap_test tests[] = {
 	{ "kill_loop", t_kill_loop },
 	{ "reader_held", t_reader_held },
 	{ "threads_grow", t_threads_grow },
+	{ "truncated", t_truncated },
 };
 
 int

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The store from the command line, end to end with the real model and real
 # LMDB (no daemon): ingest --local two documents (one named), ls / info /
-# stats, query --local from a snapshot, rename, verify, a flipped byte in a
+# stats, query --local from a snapshot, rename, verify, a truncated data.mdb
+# (exit 4 from every command), query --local from a store it cannot write
+# (a read-only mount, another user), a flipped byte in a
 # stored record found by verify and refused by query (exit 4, no answer),
 # prune (dry run, then for real), rm, and bad input (unknown document,
 # missing file, bad options) answered with the documented exit codes.
@@ -46,6 +48,64 @@ expect_rc "prune dry run" 0 "$K" prune --keep 1 --dry-run --json
 [ "$(grep -c '"dropped":false' "$T/out")" -eq 1 ]; ok "dry run names one snapshot" $?
 expect_rc "dry run dropped nothing" 0 "$K" stats --json
 grep -q '"snapshots":2' "$T/out"; ok "still 2 snapshots" $?
+
+# a truncated data.mdb (issue 15, defect 2) in a copy of the store: every
+# command says corrupt (exit 4, naming the file), never SIGBUS (exit 135)
+cp -r "$KVSNAP_STATE" "$T/cut"
+size=$(stat -c %s "$T/cut/data.mdb")
+cp "$T/cut/data.mdb" "$T/whole.mdb"
+for cut in 8192 $((size * 6 / 10)); do
+	truncate -s "$cut" "$T/cut/data.mdb"
+	for cmd in ls verify stats "info license"; do
+		# shellcheck disable=SC2086 # cmd is the command and its operand
+		expect_rc "$cmd of data.mdb cut to $cut of $size bytes: corrupt" 4 \
+			"$K" $cmd --state "$T/cut"
+		grep -q "data.mdb is $cut bytes.*truncated" "$T/err"
+		ok "... the reason names the file and both sizes" $?
+	done
+	expect_rc "query --local of a store cut to $cut bytes: corrupt" 4 \
+		"$K" query "${P[@]}" --state "$T/cut" -n 4 license "What is the secret code word?"
+	[ ! -s "$T/out" ]; ok "... and no answer" $?
+	[ "$(stat -c %s "$T/cut/data.mdb")" -eq "$cut" ]; ok "... and the file is left as it was" $?
+	cp "$T/whole.mdb" "$T/cut/data.mdb"
+done
+expect_rc "the copy put back is whole" 0 "$K" verify --state "$T/cut"
+
+# query --local from a store this process cannot write (issue 15, defect
+# 8): answered from a read-only open, the last-used stamp left alone.  A
+# read-only bind mount (root only); LMDB then runs without its lock file.
+mkdir "$T/ro"
+if mount --bind -o ro "$T/cut" "$T/ro" 2>/dev/null; then
+	trap 'umount "$T/ro" 2>/dev/null; lib_cleanup' EXIT
+	expect_rc "query --local from a read-only mount" 0 \
+		"$K" query "${P[@]}" --state "$T/ro" -n 12 --json license "What is the secret code word?"
+	grep -q '"done":true' "$T/out"; ok "... answered" $?
+	expect_rc "ls of a read-only mount" 0 "$K" ls --state "$T/ro"
+	expect_rc "ingest --local into a read-only mount is refused" 5 \
+		"$K" ingest "${P[@]}" --state "$T/ro" "$T/gpl.txt"
+	grep -qi 'read-only' "$T/err"; ok "... saying the file system is read-only" $?
+	umount "$T/ro"
+	trap lib_cleanup EXIT
+else
+	echo "# SKIP read-only mount: mount --bind -o ro needs root"
+fi
+# Another user who may not write data.mdb but may write lock.mdb (where
+# LMDB's readers register: without it LMDB cannot open the store at all).
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
+	chmod 755 "$T" "$T/cut"
+	chmod 644 "$T/cut/data.mdb"
+	chmod 666 "$T/cut/lock.mdb"
+	expect_rc "query --local as another user, data.mdb not writable" 0 \
+		runuser -u nobody -- "$K" query "${P[@]}" --state "$T/cut" -n 12 --json \
+		license "What is the secret code word?"
+	grep -q '"done":true' "$T/out"; ok "... answered" $?
+	chmod 600 "$T/cut/lock.mdb"
+	expect_rc "... and with lock.mdb not writable either: a clear refusal" 5 \
+		runuser -u nobody -- "$K" query "${P[@]}" --state "$T/cut" -n 4 license "Why?"
+	grep -q 'cannot open the store.*Permission denied' "$T/err"; ok "... naming the reason" $?
+else
+	echo "# SKIP another user: needs root, runuser and the user nobody"
+fi
 
 # a flipped byte inside a stored record of the GPL snapshot (rewritten
 # through lmdb-utils' dump/load, so the byte is in a live record): verify
