@@ -27,7 +27,7 @@ dcfg_usage(FILE *f)
 	    "usage: kvsnapd [--config FILE] [--socket PATH] [--state DIR] [--model GGUF]\n"
 	    "               [--heads FILE] [--policy NAME] [--opts K=V,...] [--budget N]\n"
 	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--backend cpu|cuda] [--workers N]\n"
-	    "               [--max-connections N] [--max-jobs N] [--log-level L] [--foreground]\n"
+	    "               [--max-connections N] [--max-jobs N] [--log-level L] [--share yes|no] [--foreground]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
 	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
 	    "                      $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock);\n"
@@ -47,6 +47,8 @@ dcfg_usage(FILE *f)
 	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"
 	    "  --max-connections N (default 64)   --max-jobs N  queued jobs (default 64)\n"
 	    "  --log-level L       error, warn, info (default), debug\n"
+	    "  --share yes|no      every ingest readable by every user of the socket (default\n"
+	    "                      no: a document is its owners', root's and this user's)\n"
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n");
 }
 
@@ -107,6 +109,15 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 		if ((lvl = dlog_parse_level(v)) < 0)
 			return -1;
 		c->log_level = lvl;
+		return 0;
+	}
+	if (!strcmp(key, "share")) {
+		if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
+			c->share = 1;
+		else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
+			c->share = 0;
+		else
+			return -1;
 		return 0;
 	}
 	if (!strcmp(key, "foreground")) return 0;
@@ -217,6 +228,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 'X' },
 		{ "max-jobs", required_argument, NULL, 'J' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "share", required_argument, NULL, 'Z' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -267,6 +279,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'X': key = "max-connections"; break;
 		case 'J': key = "max-jobs"; break;
 		case 'l': key = "log-level"; break;
+		case 'Z': key = "share"; break;
 		case 'f': c->foreground = 1; continue;
 		case 'h': dcfg_usage(stdout); return -1;
 		default: dcfg_usage(stderr); return DCFG_EXIT_USAGE;

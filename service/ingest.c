@@ -34,6 +34,20 @@ ingest_units(const struct eng_kv *kv)
 	return units;
 }
 
+/* 1 if doc (its owners and shared flag as the ingest would add them) is
+ * stored and readable by who, with nothing for a put to add. */
+static int
+ingest_unchanged(struct store *s, const struct store_doc *doc, const struct svc_who *who)
+{
+	struct store_doc d;
+	char why[256];
+	if (store_info(s, doc->doc_id, &d, why, sizeof(why)) != 0)
+		return 0;
+	if (!svc_may_read(&d, who))
+		return 0;
+	return !doc->shared || d.shared;
+}
+
 int
 svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
     const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
@@ -63,10 +77,17 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 		    r->name);
 		return svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
 	}
+	if (r->who)
+		(void)store_doc_add_owner(&doc, r->who->uid); /* the first of an empty set */
+	doc.shared = r->share;
 	if (r->skip_stored) {
 		if ((rc = svc_pick(v, doc.doc_id, 0, other, &n_other, st)) < 0)
 			return -1;
-		if (rc == 1) {
+		/* Skipped only when it would change nothing: the caller may read
+		 * it and asks for no sharing it lacks.  Another user's private
+		 * copy is ingested again (adding the caller as an owner: the bytes
+		 * are the proof), so `skipped` never tells that it existed. */
+		if (rc == 1 && ingest_unchanged(v->s, &doc, r->who)) {
 			out->skipped = 1;
 			return 0;
 		}
