@@ -35,15 +35,6 @@ job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 	return job_resolve_fail(j, &st);
 }
 
-int
-job_resolve_any(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
-{
-	struct svc_status st;
-	if (!svc_resolve(daemon_g->v->s, ref, doc_id, &st))
-		return 0;
-	return job_resolve_fail(j, &st);
-}
-
 /* Resolve a document the peer is to change (rm, shrink): its owners, root
  * and the service user may; another reader of a shared one is denied. */
 static int
@@ -55,9 +46,10 @@ job_resolve_owned(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 	if ((rc = job_resolve(j, ref, doc_id)) != 0 || j->who.all)
 		return rc;
 	if ((rc = store_info(daemon_g->v->s, doc_id, &dd, why, sizeof(why))) != 0) {
-		job_error(j, rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-		    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE, "%s", why);
-		return PROTO_E_STORE;
+		rc = rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+		    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE;
+		job_error(j, (enum proto_code)rc, "%s", why);
+		return rc;
 	}
 	if (svc_may_change(&dd, &j->who))
 		return 0;
@@ -251,7 +243,8 @@ admin_job_run(struct worker *w, struct job *j)
 			admin_fail(j, rc, why);
 			return;
 		}
-		job_result(j, json_pack("{s:o, s:o}", "doc", admin_doc_json(&dd, &j->who), "snapshots", arr));
+		job_result(j, json_pack("{s:o, s:o}", "doc", admin_doc_json(&dd, &j->who), "snapshots",
+		    arr));
 		return;
 	case PROTO_OP_RM:
 		if (job_resolve_owned(j, r->doc, doc))

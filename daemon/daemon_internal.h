@@ -134,9 +134,6 @@ void admin_job_run(struct worker *w, struct job *j);
  * the job's peer sees the store (a document they may not read is
  * not_found); 0 or a proto_code (the error already sent). */
 int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
-/* The same, without the access check (the caller checks: a query whose
- * descriptor proves the content). */
-int job_resolve_any(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
 /* Read a passed descriptor (a readable regular file, at most
  * PROTO_FILE_MAX): a malloc'd copy, or NULL with the error sent. */
 char *job_read_fd(struct job *j, int fd, size_t *len);

@@ -57,23 +57,25 @@ static int
 query_resolve(struct job *j, uint8_t doc[SNAP_ID_BYTES])
 {
 	uint8_t held[SNAP_ID_BYTES];
+	struct svc_status st;
 	size_t len;
 	char *text;
-	int rc;
 
 	if (j->fd < 0)
 		return job_resolve(j, j->req.doc, doc);
-	if ((rc = job_resolve_any(j, j->req.doc, doc)) != 0)
-		return rc;
+	/* the file first: a bad one is refused alike whatever DOC names */
 	if (!(text = job_read_fd(j, j->fd, &len)))
 		return PROTO_E_BAD_FILE;
 	store_doc_id(text, len, held);
 	free(text);
 	close(j->fd);
 	j->fd = -1;
-	if (!memcmp(held, doc, SNAP_ID_BYTES))
+	if (svc_resolve(daemon_g->v->s, j->req.doc, doc, &st) == 0 &&
+	    !memcmp(held, doc, SNAP_ID_BYTES))
 		return 0;
-	return job_resolve(j, j->req.doc, doc); /* theirs or shared, else not_found */
+	/* else as the caller sees the store: theirs or shared, or not_found (an
+	 * ambiguity among others' documents is not shown either) */
+	return job_resolve(j, j->req.doc, doc);
 }
 
 void

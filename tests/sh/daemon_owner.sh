@@ -97,6 +97,9 @@ proto_as $UB '{"id":1,"op":"rm","doc":"a-public"}' > "$T/o"
 expect_rc "B queries A's private one with its copy (--file)" 0 "${asB[@]}" "$K" query -n 2 --file "$T/b/copy.txt" a-private "$Q"
 [ -s "$T/out" ]; ok "  and gets an answer" $?
 expect_rc "B with another file: still not found" 2 "${asB[@]}" "$K" query -n 2 --file "$T/b/other.txt" a-private "$Q"
+expect_rc "a bad proof file, A's private one: bad_file" 5 "${asB[@]}" "$K" query -n 2 --file /dev/null a-private "$Q"
+grep -q bad_file "$T/err"; ok "  (as for a missing document: nothing told)" $?
+expect_rc "a bad proof file, a missing one: bad_file" 5 "${asB[@]}" "$K" query -n 2 --file /dev/null no-such-doc "$Q"
 expect_rc "the proof was for that query only" 2 "${asB[@]}" "$K" query -n 2 a-private "$Q"
 
 # ---- A and root see A's documents
