@@ -58,7 +58,8 @@ asA=(runuser -u "$UA" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
 asB=(runuser -u "$UB" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
 proto_as() { timeout 60 runuser -u "$1" -- python3 "$T/proto.py" "$KVSNAP_SOCKET" "$2"; }
 field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
-names() { python3 -c 'import json,sys; print(" ".join(sorted(d["name"] for d in json.loads(sys.stdin.read())["docs"])))'; }
+names() { # the named documents an ls result lists
+	python3 -c 'import json,sys; print(" ".join(sorted(d["name"] for d in json.loads(sys.stdin.read())["docs"] if d["name"])))'; }
 
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --budget 64 --chunk 64 \
 	-t 2 --workers 2 --log-level debug 2>>"$T/daemon.log" &
@@ -87,6 +88,28 @@ for req in '{"id":1,"op":"stats"}' '{"id":1,"op":"verify"}' '{"id":1,"op":"prune
 	[ "$(field code < "$T/o")" = denied ]; ok "B: $req denied" $?
 done
 expect_rc "B cannot open the store itself (rename, rm)" 5 "${asB[@]}" "$K" rename --state "$KVSNAP_STATE" a-private x
+
+# ---- a hex prefix is matched among the caller's documents: two texts whose
+# ids share 4 digits, one A's, one B's (found by trying; 65536 to one)
+python3 - "$T/pair" <<'PY'
+import hashlib, sys
+seen = {}
+for i in range(1 << 20):
+    t = "note %d for the prefix check" % i
+    p = hashlib.blake2b(t.encode(), digest_size=32).hexdigest()[:4]
+    if p in seen:
+        open(sys.argv[1], "w").write("%s\n%s\n%s\n" % (p, seen[p], t)); break
+    seen[p] = t
+PY
+pfx=$(sed -n 1p "$T/pair") tA=$(sed -n 2p "$T/pair") tB=$(sed -n 3p "$T/pair")
+proto_as $UA "{\"id\":1,\"op\":\"ingest\",\"text\":\"$tA\"}" > "$T/o"
+proto_as $UB "{\"id\":1,\"op\":\"ingest\",\"text\":\"$tB\"}" >> "$T/o"
+[ "$(grep -c '"skipped":false' "$T/o")" -eq 2 ]; ok "A and B each ingest a text, ids sharing prefix $pfx" $?
+proto_as root "{\"id\":1,\"op\":\"has\",\"doc\":\"$pfx\"}" > "$T/o"
+[ "$(field code < "$T/o")" = ambiguous ]; ok "root: prefix $pfx is ambiguous" $?
+proto_as $UB "{\"id\":1,\"op\":\"has\",\"doc\":\"$pfx\"}" > "$T/o"
+want=$(python3 -c 'import hashlib,sys; print(hashlib.blake2b(sys.argv[1].encode(), digest_size=32).hexdigest())' "$tB")
+[ "$(field doc_id < "$T/o")" = "$want" ]; ok "B: prefix $pfx is B's own document, A's is not shown" $?
 
 # ---- B: the shared one is readable, not removable
 expect_rc "B queries A's shared one" 0 "${asB[@]}" "$K" query -n 2 a-public "$Q"
