@@ -34,18 +34,18 @@ ingest_units(const struct eng_kv *kv)
 	return units;
 }
 
-/* 1 if doc (its owners and shared flag as the ingest would add them) is
- * stored and readable by who, with nothing for a put to add. */
+/* Is the document stored already (*had: its metadata), and may who read
+ * it?  -1 not stored (or unreadable metadata: the put will say), 0 stored
+ * but not who's to read, 1 readable. */
 static int
-ingest_unchanged(struct store *s, const struct store_doc *doc, const struct svc_who *who)
+ingest_seen(struct store *s, const uint8_t *doc_id, const struct svc_who *who,
+    struct store_doc *had)
 {
-	struct store_doc d;
 	char why[256];
-	if (store_info(s, doc->doc_id, &d, why, sizeof(why)) != 0)
-		return 0;
-	if (!svc_may_read(&d, who))
-		return 0;
-	return !doc->shared || d.shared;
+	memset(had, 0, sizeof(*had));
+	if (store_info(s, doc_id, had, why, sizeof(why)) != 0)
+		return -1;
+	return svc_may_read(had, who);
 }
 
 int
@@ -53,13 +53,13 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
     const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
 {
 	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
-	struct store_doc doc;
+	struct store_doc doc, had;
 	struct eng_kv *kv = NULL;
 	int32_t *ids = NULL;
 	uint8_t other[SNAP_ID_BYTES];
 	double t0 = eng_now();
 	int64_t n;
-	int rc, n_other, ret = -1;
+	int rc, n_other, ret = -1, seen;
 	char why[8];
 
 	if (hk)
@@ -80,6 +80,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	if (r->who)
 		(void)store_doc_add_owner(&doc, r->who->uid); /* the first of an empty set */
 	doc.shared = r->share;
+	seen = ingest_seen(v->s, doc.doc_id, r->who, &had);
 	if (r->skip_stored) {
 		if ((rc = svc_pick(v, doc.doc_id, 0, other, &n_other, st)) < 0)
 			return -1;
@@ -87,7 +88,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 		 * it and asks for no sharing it lacks.  Another user's private
 		 * copy is ingested again (adding the caller as an owner: the bytes
 		 * are the proof), so `skipped` never tells that it existed. */
-		if (rc == 1 && ingest_unchanged(v->s, &doc, r->who)) {
+		if (rc == 1 && seen == 1 && (!doc.shared || had.shared)) {
 			out->skipped = 1;
 			return 0;
 		}
@@ -115,7 +116,10 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 		svc_fail(st, SVC_AT_COMMIT, ENG_ERR_CANCELLED);
 		goto out;
 	}
-	snprintf(doc.name, sizeof(doc.name), "%s", r->name ? r->name : "");
+	/* claiming another user's document by its bytes: it keeps the name its
+	 * owners gave it (a claim must not break their references) */
+	snprintf(doc.name, sizeof(doc.name), "%s",
+	    r->name && !(seen == 0 && had.name[0]) ? r->name : "");
 	snprintf(doc.source, sizeof(doc.source), "%.1023s", r->source ? r->source : "");
 	doc.bytes = r->len;
 	doc.tokens = (uint64_t)n;

@@ -135,10 +135,10 @@ python3 -c 'import json,sys; d=json.loads(sys.stdin.read())["doc"]; sys.exit(not
 ok "root's info shows the owner, not shared" $?
 
 # ---- B ingests the same bytes: no sign they were there, then B owns them too
-expect_rc "B ingests its copy" 0 "${asB[@]}" "$K" ingest --json "$T/b/copy.txt"
+expect_rc "B ingests its copy (with a name of its own)" 0 "${asB[@]}" "$K" ingest --json --name b-copy "$T/b/copy.txt"
 grep -q '"skipped":true' "$T/out"; [ $? -ne 0 ]; ok "  not skipped: A's copy stays secret" $?
 expect_rc "B now queries it by id" 0 "${asB[@]}" "$K" query -n 2 "$priv" "$Q"
-expect_rc "A still queries it by its name" 0 "${asA[@]}" "$K" query -n 2 a-private "$Q"
+expect_rc "A still queries it by its name (a claim keeps the owners' name)" 0 "${asA[@]}" "$K" query -n 2 a-private "$Q"
 
 kill -TERM "$DPID"; wait_exit; ok "daemon stops cleanly" $?
 
