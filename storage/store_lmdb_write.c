@@ -203,7 +203,8 @@ sw_put_meta(struct store_lmdb *s, MDB_txn *t, const struct store_doc *d, int64_t
 		if (store_doc_add_owner(&m->d, d->owners[i]) != 0) {
 			st_meta_free(m);
 			return store_fail(why, why_len, STORE_ERR_FULL,
-			    "the document already has %d owners (share it instead)", STORE_OWNERS_MAX);
+			    "the document already has %d owners (share it instead)",
+			    STORE_OWNERS_MAX);
 		}
 	m->d.shared |= d->shared;
 	if (rc == STORE_ERR_NOT_FOUND)

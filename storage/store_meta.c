@@ -157,7 +157,8 @@ sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, int *n_own, char *wh
 	*n_own = ver == 1 ? 0 : (int)sm_get16(buf + 14);
 	if (ver == 1 ? sm_get32(buf + 12) != 0 :
 	    (sm_get16(buf + 12) & ~SM_FLAG_SHARED) != 0 || *n_own > STORE_OWNERS_MAX)
-		return store_fail(why, why_len, STORE_ERR_CORRUPT, "flags or owner count out of range");
+		return store_fail(why, why_len, STORE_ERR_CORRUPT,
+		    "flags or owner count out of range");
 	if (sm_get16(buf + 6) > ST_NAME_MAX || sm_get16(buf + 8) > ST_SOURCE_MAX)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "name or source length out of range");
 	*n_prof = (int)sm_get16(buf + 10);
@@ -212,7 +213,8 @@ sm_owners(struct st_meta *m, const uint8_t *buf, int n_own, const uint8_t *p, ch
 	for (i = 0; i < n_own; i++, p += 4) {
 		m->d.owners[i] = sm_get32(p);
 		if (i > 0 && m->d.owners[i - 1] >= m->d.owners[i])
-			return store_fail(why, why_len, STORE_ERR_CORRUPT, "owner table out of order");
+			return store_fail(why, why_len, STORE_ERR_CORRUPT,
+			    "owner table out of order");
 	}
 	return 0;
 }
