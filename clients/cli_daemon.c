@@ -40,9 +40,9 @@ cli_has_flag(int argc, char **argv, const char *flag)
 }
 
 struct dmn {
-	const char *sock, *name;
+	const char *sock, *name, *file;
 	long n_max;
-	int json, force, tty, verbose;
+	int json, force, share, tty, verbose;
 	int gone;               /* the daemon closed the connection */
 	struct cli_conn c;
 	int64_t next_id;
@@ -53,15 +53,20 @@ static void
 dmn_usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "ingest"))
-		fprintf(f, "usage: kvsnap ingest [-s SOCK] [--name NAME] [--force] [--json] FILE|DIR...\n"
+		fprintf(f, "usage: kvsnap ingest [-s SOCK] [--name NAME] [--force] [--share] [--json] "
+		    "FILE|DIR...\n"
 		    "Compress documents into snapshots through kvsnapd (DIR: recursively).  Documents\n"
-		    "already stored for the daemon's profile are skipped.\n"
+		    "already stored for the daemon's profile are skipped.  A document is yours (and\n"
+		    "root's and the daemon's user's) unless shared.\n"
 		    "  --name NAME  name the document (one FILE only)\n"
-		    "  --force      ingest again even if stored\n");
+		    "  --force      ingest again even if stored\n"
+		    "  --share      let every user of the daemon query it\n");
 	else
-		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--json] DOC QUESTION\n"
+		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--file PATH] [--json] DOC QUESTION\n"
 		    "Answer QUESTION from DOC's snapshot through kvsnapd; tokens stream to stdout.\n"
-		    "  -n N         at most N answer tokens (default 128)\n");
+		    "  -n N         at most N answer tokens (default 128)\n"
+		    "  --file PATH  pass PATH, your copy of the document: the daemon lets you read\n"
+		    "               another user's snapshot of the same bytes\n");
 	fprintf(f, "  -s, --socket SOCK  kvsnapd's socket (default $KVSNAP_SOCKET, else\n"
 	    "               $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock)\n"
 	    "  --json       one JSON object per line\n"
@@ -78,6 +83,8 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 		{ "socket", required_argument, NULL, 's' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "force", no_argument, NULL, 'F' },
+		{ "share", no_argument, NULL, 'A' },
+		{ "file", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -94,6 +101,8 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 		case 's': D->sock = optarg; break;
 		case 'N': D->name = optarg; break;
 		case 'F': D->force = 1; break;
+		case 'A': D->share = 1; break;
+		case 'f': D->file = optarg; break;
 		case 'j': D->json = 1; break;
 		case 'v': D->verbose = 1; break;
 		case 'n': bad |= cli_parse_long(optarg, 1, 4096, &D->n_max) != 0; break;
@@ -155,8 +164,8 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 		D->n_failed++;
 		return CLI_EXIT_NOT_FOUND;
 	}
-	req = json_pack("{s:i, s:I, s:s, s:b, s:b}", "v", 1, "id", (json_int_t)id, "op",
-	    "ingest", "fd", 1, "force", D->force);
+	req = json_pack("{s:i, s:I, s:s, s:b, s:b, s:b}", "v", 1, "id", (json_int_t)id, "op",
+	    "ingest", "fd", 1, "force", D->force, "share", D->share);
 	/* a path that is not UTF-8 cannot travel as JSON: the source stays unset */
 	src = json_string(realpath(path, real) ? real : path);
 	if (req)
@@ -348,7 +357,7 @@ cli_daemon_query(int argc, char **argv)
 {
 	struct dmn D;
 	json_t *req, *ev;
-	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_UNREACHABLE, r;
+	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_UNREACHABLE, r, fd = -1;
 
 	if (i < 0)
 		return CLI_EXIT_USAGE;
@@ -356,20 +365,34 @@ cli_daemon_query(int argc, char **argv)
 		dmn_usage(stderr, argv[0]);
 		return CLI_EXIT_USAGE;
 	}
-	if (cli_conn_open(&D.c, cli_socket_path(D.sock)))
+	/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
+	if (D.file && (fd = open(D.file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+		cli_err("cannot open %s: %s", D.file, strerror(errno));
+		return CLI_EXIT_NOT_FOUND;
+	}
+	if (cli_conn_open(&D.c, cli_socket_path(D.sock))) {
+		if (fd >= 0)
+			close(fd);
 		return CLI_EXIT_UNREACHABLE;
-	req = json_pack("{s:i, s:i, s:s, s:s, s:s, s:i}", "v", 1, "id", 1, "op", "query", "doc",
-	    argv[i], "question", argv[i + 1], "max_tokens", (int)D.n_max);
+	}
+	req = json_pack("{s:i, s:i, s:s, s:s, s:s, s:i, s:b}", "v", 1, "id", 1, "op", "query",
+	    "doc", argv[i], "question", argv[i + 1], "max_tokens", (int)D.n_max, "fd", fd >= 0);
 	if (!req) {
 		cli_err("the question is not valid UTF-8");
 		cli_conn_close(&D.c);
+		if (fd >= 0)
+			close(fd);
 		return CLI_EXIT_USAGE;
 	}
-	if ((r = cli_conn_send(&D.c, req, -1))) {
+	if ((r = cli_conn_send(&D.c, req, fd))) {
 		json_decref(req);
 		cli_conn_close(&D.c);
+		if (fd >= 0)
+			close(fd);
 		return r;
 	}
+	if (fd >= 0)
+		close(fd);
 	json_decref(req);
 	while ((ev = cli_conn_recv(&D.c))) {
 		const char *kind = json_string_value(json_object_get(ev, "event"));

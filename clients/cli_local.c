@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -278,6 +279,8 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	ir.len = len;
 	ir.name = name;
 	ir.source = source;
+	/* the running user owns what it stores (kvsnapd shows it to them) */
+	ir.who = &(const struct svc_who){ (uint32_t)getuid(), 1 };
 	rc = svc_ingest(L->v, L->ss, &ir, NULL, &res, &st);
 	free(text);
 	if (rc)

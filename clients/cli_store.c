@@ -208,6 +208,7 @@ static void
 st_print_doc(const struct store_doc *d, int json)
 {
 	char hex[2 * SNAP_ID_BYTES + 1], c[32], u[32], name[6 * 256];
+	int i;
 	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
 	st_time(d->created_us, c, sizeof(c));
 	st_time(d->last_used_us, u, sizeof(u));
@@ -223,9 +224,13 @@ st_print_doc(const struct store_doc *d, int json)
 	printf(",\"source\":");
 	cli_json_str(stdout, d->source, strlen(d->source));
 	printf(",\"bytes\":%llu,\"tokens\":%llu,\"created\":\"%s\",\"last_used\":\"%s\","
-	    "\"snapshots\":%d,\"stored_bytes\":%llu}\n", (unsigned long long)d->bytes,
-	    (unsigned long long)d->tokens, c, u, d->n_profiles,
-	    (unsigned long long)d->stored_bytes);
+	    "\"snapshots\":%d,\"stored_bytes\":%llu,\"shared\":%s,\"owners\":[",
+	    (unsigned long long)d->bytes, (unsigned long long)d->tokens, c, u, d->n_profiles,
+	    (unsigned long long)d->stored_bytes, d->shared ? "true" : "false");
+	/* who kvsnapd shows it to (the store commands themselves see all) */
+	for (i = 0; i < d->n_owners; i++)
+		printf("%s%u", i ? "," : "", (unsigned)d->owners[i]);
+	printf("]}\n");
 }
 
 static int

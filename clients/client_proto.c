@@ -242,6 +242,7 @@ cli_exit_for_code(const char *code)
 		{ "line_too_long", CLI_EXIT_USAGE },
 		{ "too_large", CLI_EXIT_USAGE },
 		{ "name_taken", CLI_EXIT_USAGE },
+		{ "denied", CLI_EXIT_USAGE },
 		{ "too_long", CLI_EXIT_USAGE },
 		{ "profile_mismatch", CLI_EXIT_CORRUPT },
 		{ "corrupt", CLI_EXIT_CORRUPT },

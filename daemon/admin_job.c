@@ -6,25 +6,68 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/daemon_internal.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shared lookups                                                            */
 
+/* A failed resolve as the protocol's error. */
+static int
+job_resolve_fail(struct job *j, const struct svc_status *st)
+{
+	enum proto_code code;
+	code = st->rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	    st->rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
+	    st->rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
+	    st->rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
+	job_error(j, code, "%s", st->why);
+	return code;
+}
+
 int
 job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 {
 	struct svc_status st;
-	enum proto_code code;
-	if (!svc_resolve(daemon_g->v->s, ref, doc_id, &st))
+	if (!svc_resolve_as(daemon_g->v->s, ref, &j->who, doc_id, &st))
 		return 0;
-	code = st.rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-	    st.rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
-	    st.rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
-	    st.rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
-	job_error(j, code, "%s", st.why);
-	return code;
+	return job_resolve_fail(j, &st);
+}
+
+/* Resolve a document the peer is to change (rm, shrink): its owners, root
+ * and the service user may; another reader of a shared one is denied. */
+static int
+job_resolve_owned(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
+{
+	struct store_doc dd;
+	char why[512];
+	int rc;
+	if ((rc = job_resolve(j, ref, doc_id)) != 0 || j->who.all)
+		return rc;
+	if ((rc = store_info(daemon_g->v->s, doc_id, &dd, why, sizeof(why))) != 0) {
+		rc = rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+		    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE;
+		job_error(j, (enum proto_code)rc, "%s", why);
+		return rc;
+	}
+	if (svc_may_change(&dd, &j->who))
+		return 0;
+	job_error(j, PROTO_E_DENIED, "%s is shared with you but not yours: only its owners may "
+	    "change it", ref);
+	return PROTO_E_DENIED;
+}
+
+/* The store-wide operations (stats, verify of all, prune) see and drop
+ * every user's snapshots: root's and the service user's only. */
+static int
+job_admin_only(struct job *j)
+{
+	if (j->who.all)
+		return 0;
+	job_error(j, PROTO_E_DENIED, "%s of the whole store is for root and the daemon's user "
+	    "(uid %u)", proto_op_name(j->req.op), (unsigned)geteuid());
+	return PROTO_E_DENIED;
 }
 
 void
@@ -45,7 +88,7 @@ admin_str(const char *s)
 }
 
 static json_t *
-admin_doc_json(const struct store_doc *dd)
+admin_doc_json(const struct store_doc *dd, const struct svc_who *w)
 {
 	char hex[2 * SNAP_ID_BYTES + 1];
 	json_t *o;
@@ -58,14 +101,31 @@ admin_doc_json(const struct store_doc *dd)
 	if (o) {
 		json_object_set_new(o, "name", admin_str(dd->name));
 		json_object_set_new(o, "source", admin_str(dd->source));
+		json_object_set_new(o, "shared", json_boolean(dd->shared));
+		json_object_set_new(o, "mine", json_boolean(store_doc_owned(dd, w->uid)));
+	}
+	if (o && w->all) { /* the others' uids are for root and the service user */
+		json_t *a = json_array();
+		int i;
+		for (i = 0; a && i < dd->n_owners; i++)
+			json_array_append_new(a, json_integer(dd->owners[i]));
+		json_object_set_new(o, "owners", a);
 	}
 	return o;
 }
 
+struct admin_ls {
+	json_t *docs;
+	const struct svc_who *w;
+};
+
+/* Only the documents the peer may read. */
 static int
 admin_ls_cb(void *arg, const struct store_doc *dd)
 {
-	json_array_append_new(arg, admin_doc_json(dd));
+	struct admin_ls *a = arg;
+	if (svc_may_read(dd, a->w))
+		json_array_append_new(a->docs, admin_doc_json(dd, a->w));
 	return 0;
 }
 
@@ -159,15 +219,17 @@ admin_job_run(struct worker *w, struct job *j)
 		job_result(j, json_pack("{s:s, s:b, s:i}", "doc_id", hex, "stored", rc,
 		    "other_profiles", n_other));
 		return;
-	case PROTO_OP_LS:
-		arr = json_array();
-		if ((rc = store_ls(s, admin_ls_cb, arr, why, sizeof(why)))) {
+	case PROTO_OP_LS: {
+		struct admin_ls ls = { json_array(), &j->who };
+		arr = ls.docs;
+		if ((rc = store_ls(s, admin_ls_cb, &ls, why, sizeof(why)))) {
 			json_decref(arr);
 			admin_fail(j, rc, why);
 			return;
 		}
 		job_result(j, json_pack("{s:o}", "docs", arr));
 		return;
+	}
 	case PROTO_OP_INFO:
 		if (job_resolve(j, r->doc, doc))
 			return;
@@ -181,10 +243,11 @@ admin_job_run(struct worker *w, struct job *j)
 			admin_fail(j, rc, why);
 			return;
 		}
-		job_result(j, json_pack("{s:o, s:o}", "doc", admin_doc_json(&dd), "snapshots", arr));
+		job_result(j, json_pack("{s:o, s:o}", "doc", admin_doc_json(&dd, &j->who), "snapshots",
+		    arr));
 		return;
 	case PROTO_OP_RM:
-		if (job_resolve(j, r->doc, doc))
+		if (job_resolve_owned(j, r->doc, doc))
 			return;
 		if ((rc = store_rm(s, doc, why, sizeof(why)))) {
 			admin_fail(j, rc, why);
@@ -194,6 +257,8 @@ admin_job_run(struct worker *w, struct job *j)
 		job_result(j, json_pack("{s:s, s:b}", "doc_id", hex, "removed", 1));
 		return;
 	case PROTO_OP_STATS:
+		if (job_admin_only(j))
+			return;
 		if ((rc = store_stats(s, &st, why, sizeof(why)))) {
 			admin_fail(j, rc, why);
 			return;
@@ -205,6 +270,10 @@ admin_job_run(struct worker *w, struct job *j)
 		return;
 	case PROTO_OP_VERIFY: {
 		struct admin_verify v = { json_array(), 0 };
+		if (!r->doc && job_admin_only(j)) {
+			json_decref(v.bad);
+			return;
+		}
 		if (r->doc && job_resolve(j, r->doc, doc)) {
 			json_decref(v.bad);
 			return;
@@ -223,7 +292,7 @@ admin_job_run(struct worker *w, struct job *j)
 		struct svc_shrunk sh;
 		char phex[2 * SNAP_ID_BYTES + 1];
 		double t0 = eng_now();
-		if (job_resolve(j, r->doc, doc))
+		if (job_resolve_owned(j, r->doc, doc))
 			return;
 		if ((rc = svc_shrink(daemon_g->v, doc, r->ratio, &sh, why, sizeof(why)))) {
 			job_error(j, rc == SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
@@ -247,6 +316,8 @@ admin_job_run(struct worker *w, struct job *j)
 		struct store_prune p;
 		int64_t n_drop = 0;
 		uint64_t b_drop = 0;
+		if (job_admin_only(j))
+			return;
 		arr = json_array();
 		p.older_than_us = r->older_than_s * 1000000;
 		p.max_bytes = (uint64_t)r->max_bytes;

@@ -29,7 +29,8 @@ dcfg_usage(FILE *f)
 	    "               [--heads FILE] [--policy NAME] [--opts K=V,...] [--budget N]\n"
 	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--backend cpu|cuda] [--workers N]\n"
 	    "               [--max-connections N] [--max-connections-per-user N] [--idle-timeout S]\n"
-	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--foreground]\n"
+	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--share yes|no]\n"
+	    "               [--foreground]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
 	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
 	    "                      $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock);\n"
@@ -55,6 +56,8 @@ dcfg_usage(FILE *f)
 	    "  --request-timeout S close a connection whose request line takes over S seconds\n"
 	    "                      to arrive (default 10; 0: never); error code timeout\n"
 	    "  --log-level L       error, warn, info (default), debug\n"
+	    "  --share yes|no      every ingest readable by every user of the socket (default\n"
+	    "                      no: a document is its owners', root's and this user's)\n"
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"
 	    "SIGTERM, SIGINT and SIGHUP stop it gracefully (no reload: restart to change\n"
 	    "settings): running queries finish, ingests are abandoned, exit 0\n");
@@ -121,6 +124,15 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 		if ((lvl = dlog_parse_level(v)) < 0)
 			return -1;
 		c->log_level = lvl;
+		return 0;
+	}
+	if (!strcmp(key, "share")) {
+		if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
+			c->share = 1;
+		else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
+			c->share = 0;
+		else
+			return -1;
 		return 0;
 	}
 	if (!strcmp(key, "foreground")) return 0;
@@ -234,6 +246,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "request-timeout", required_argument, NULL, 'Q' },
 		{ "max-jobs", required_argument, NULL, 'J' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "share", required_argument, NULL, 'Z' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -290,6 +303,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'Q': key = "request-timeout"; break;
 		case 'J': key = "max-jobs"; break;
 		case 'l': key = "log-level"; break;
+		case 'Z': key = "share"; break;
 		case 'f': c->foreground = 1; continue;
 		case 'h': dcfg_usage(stdout); return -1;
 		default: dcfg_usage(stderr); return DCFG_EXIT_USAGE;

@@ -78,7 +78,9 @@ enum proto_code {
 	PROTO_E_ENGINE = 20,         /* server: the model failed */
 	PROTO_E_TOO_LONG = 21,       /* client: more tokens than the policy can place */
 	PROTO_E_INTERNAL = 22,       /* server: out of memory, a bug */
-	PROTO_E_TIMEOUT = 23         /* client: idle, or a request line too slow; then closed */
+	PROTO_E_TIMEOUT = 23,        /* client: idle, or a request line too slow; then closed */
+	PROTO_E_DENIED = 24          /* client: only the owners (rm, shrink) or the service
+	                              * user and root (stats, verify all, prune) may */
 };
 const char *proto_code_name(enum proto_code code);
 /* "client" or "server". */
@@ -90,12 +92,14 @@ const char *proto_code_class(enum proto_code code);
 struct proto_req {
 	json_t *id;            /* the request's id (a string or an integer), or NULL */
 	enum proto_op op;
-	int use_fd;            /* ingest: the document is the passed descriptor */
+	int use_fd;            /* ingest: the document is the passed descriptor;
+	                        * query: the descriptor proves the caller holds it */
 	char *text;            /* ingest: inline document text */
 	size_t text_len;
 	char *name;            /* ingest: optional name */
 	char *source;          /* ingest: optional source description */
 	int force;             /* ingest: re-ingest even if stored */
+	int share;             /* ingest: readable by every user of the socket */
 	char *doc;             /* query/has/info/rm/verify/shrink: DOC reference */
 	char *question;        /* query */
 	size_t question_len;

@@ -41,6 +41,7 @@ struct dcfg {
 	long request_timeout;       /* s for one request line to arrive; 0: none */
 	double ratio; /* > 0: keep this share of each document (wins over budget) */
 	int log_level, foreground;
+	int share;    /* every ingest readable by every user (single-user installs) */
 };
 
 /* Fill c from defaults, the config file (--config or none) and argv.
@@ -96,7 +97,8 @@ struct job {
 	enum job_kind kind;
 	struct conn *conn;         /* a reference */
 	struct proto_req req;
-	int fd;                    /* ingest by descriptor, else -1 */
+	int fd;                    /* ingest or query by descriptor, else -1 */
+	struct svc_who who;        /* the peer (SO_PEERCRED uid); all: root, our user */
 	atomic_int cancel;         /* set by disconnect, cancel, or shutdown */
 	atomic_int replied;        /* its last event (result or error) was sent */
 	uint64_t seq;
@@ -131,9 +133,13 @@ void ingest_job_run(struct worker *w, struct job *j);
 void query_job_run(struct worker *w, struct job *j);
 void admin_job_run(struct worker *w, struct job *j);
 
-/* Resolve a DOC reference to an id with the protocol's error codes; 0 or
- * a proto_code (the error already sent). */
+/* Resolve a DOC reference to an id with the protocol's error codes, as
+ * the job's peer sees the store (a document they may not read is
+ * not_found); 0 or a proto_code (the error already sent). */
 int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
+/* Read a passed descriptor (a readable regular file, at most
+ * PROTO_FILE_MAX): a malloc'd copy, or NULL with the error sent. */
+char *job_read_fd(struct job *j, int fd, size_t *len);
 /* A failed service lookup (SVC_AT_LOOKUP) as an error event. */
 void job_lookup_error(struct job *j, const struct svc_status *st);
 

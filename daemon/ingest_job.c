@@ -18,9 +18,10 @@
 
 #define INGEST_PROGRESS_EVERY_S 0.2 /* at most five progress events a second */
 
-/* The whole regular file behind fd (malloc'd), or NULL with the error sent. */
-static char *
-ingest_read_fd(struct job *j, int fd, size_t *len)
+/* The whole regular file behind fd (malloc'd), or NULL with the error sent
+ * (the query's proof by descriptor reads it too). */
+char *
+job_read_fd(struct job *j, int fd, size_t *len)
 {
 	struct stat sb;
 	size_t got = 0;
@@ -123,7 +124,7 @@ ingest_job_run(struct worker *w, struct job *j)
 	pg.j = j;
 	pg.t0 = pg.last = eng_now();
 	if (r->use_fd) {
-		if (!(text = ingest_read_fd(j, j->fd, &len)))
+		if (!(text = job_read_fd(j, j->fd, &len)))
 			return;
 		close(j->fd);
 		j->fd = -1;
@@ -138,6 +139,8 @@ ingest_job_run(struct worker *w, struct job *j)
 	ir.source = r->source ? r->source : r->use_fd ? "(descriptor)" : "(inline text)";
 	ir.skip_stored = !r->force;
 	ir.check_name = 1;
+	ir.who = &j->who;
+	ir.share = r->share || daemon_g->cfg.share;
 	if (svc_ingest(daemon_g->v, w->ss, &ir, &hk, &res, &st))
 		ingest_fail(j, &st, r->name != NULL);
 	else if (res.skipped)

@@ -63,6 +63,7 @@ static const struct {
 	[PROTO_E_TOO_LONG] = { "too_long", 0 },
 	[PROTO_E_INTERNAL] = { "internal", 1 },
 	[PROTO_E_TIMEOUT] = { "timeout", 0 },
+	[PROTO_E_DENIED] = { "denied", 0 },
 };
 #define PROTO_N_CODES (sizeof(proto_codes) / sizeof(proto_codes[0]))
 
@@ -186,7 +187,8 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    msg_len)) ||
 		    (rc = proto_get_str(o, "source", 0, PROTO_SOURCE_MAX, &r->source, NULL, NULL, msg,
 		    msg_len)) ||
-		    (rc = proto_get_bool(o, "force", &r->force, msg, msg_len)))
+		    (rc = proto_get_bool(o, "force", &r->force, msg, msg_len)) ||
+		    (rc = proto_get_bool(o, "share", &r->share, msg, msg_len)))
 			return rc;
 		if (!r->use_fd == !r->text)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -201,7 +203,8 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    (rc = proto_get_str(o, "question", 1, PROTO_QUESTION_MAX, &r->question,
 		    &r->question_len, &too_large, msg, msg_len)) ||
 		    (rc = proto_get_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &r->max_tokens, msg,
-		    msg_len)))
+		    msg_len)) ||
+		    (rc = proto_get_bool(o, "fd", &r->use_fd, msg, msg_len)))
 			return rc;
 		return 0;
 	case PROTO_OP_HAS:

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/daemon_internal.h"
 
@@ -48,6 +49,35 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
 		job_error(j, PROTO_E_ENGINE, "generation failed: %s", st->why);
 }
 
+/* DOC as the peer may read it: theirs, shared, or proved by a passed
+ * descriptor whose content hashes to the doc_id (the same bytes: the peer
+ * could open the document; this proof is for this query only).  A failed
+ * proof answers as a missing document. */
+static int
+query_resolve(struct job *j, uint8_t doc[SNAP_ID_BYTES])
+{
+	uint8_t held[SNAP_ID_BYTES];
+	struct svc_status st;
+	size_t len;
+	char *text;
+
+	if (j->fd < 0)
+		return job_resolve(j, j->req.doc, doc);
+	/* the file first: a bad one is refused alike whatever DOC names */
+	if (!(text = job_read_fd(j, j->fd, &len)))
+		return PROTO_E_BAD_FILE;
+	store_doc_id(text, len, held);
+	free(text);
+	close(j->fd);
+	j->fd = -1;
+	if (svc_resolve(daemon_g->v->s, j->req.doc, doc, &st) == 0 &&
+	    !memcmp(held, doc, SNAP_ID_BYTES))
+		return 0;
+	/* else as the caller sees the store: theirs or shared, or not_found (an
+	 * ambiguity among others' documents is not shown either) */
+	return job_resolve(j, j->req.doc, doc);
+}
+
 void
 query_job_run(struct worker *w, struct job *j)
 {
@@ -59,7 +89,7 @@ query_job_run(struct worker *w, struct job *j)
 	uint8_t doc[SNAP_ID_BYTES];
 	char hex[2 * SNAP_ID_BYTES + 1];
 
-	if (job_resolve(j, r->doc, doc))
+	if (query_resolve(j, doc))
 		return;
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	memset(&qr, 0, sizeof(qr));

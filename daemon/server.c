@@ -555,7 +555,7 @@ conn_line(struct conn *c, const char *line, size_t len)
 		}
 		goto out;
 	}
-	if (r.op == PROTO_OP_INGEST && r.use_fd) {
+	if ((r.op == PROTO_OP_INGEST || r.op == PROTO_OP_QUERY) && r.use_fd) {
 		if (!c->n_fds) {
 			conn_send_error(c, r.id, PROTO_E_NO_FD,
 			    "\"fd\":true but no descriptor came with the request (SCM_RIGHTS)");
@@ -589,6 +589,8 @@ conn_line(struct conn *c, const char *line, size_t len)
 	j->fd = fd;
 	fd = -1;
 	j->conn = c;
+	j->who.uid = (uint32_t)c->uid;
+	j->who.all = c->uid == 0 || c->uid == geteuid(); /* root and the service user */
 	conn_ref(c);
 	atomic_fetch_add(&c->jobs, 1);
 	if ((code = jobs_submit(j))) {

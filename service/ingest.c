@@ -47,18 +47,32 @@ ingest_units(const struct eng_kv *kv)
 	return units;
 }
 
+/* Is the document stored already (*had: its metadata), and may who read
+ * it?  -1 not stored (or unreadable metadata: the put will say), 0 stored
+ * but not who's to read, 1 readable. */
+static int
+ingest_seen(struct store *s, const uint8_t *doc_id, const struct svc_who *who,
+    struct store_doc *had)
+{
+	char why[256];
+	memset(had, 0, sizeof(*had));
+	if (store_info(s, doc_id, had, why, sizeof(why)) != 0)
+		return -1;
+	return svc_may_read(had, who);
+}
+
 int
 svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
     const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
 {
 	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
-	struct store_doc doc;
+	struct store_doc doc, had;
 	struct eng_kv *kv = NULL;
 	int32_t *ids = NULL;
 	uint8_t other[SNAP_ID_BYTES];
 	double t0 = eng_now();
 	int64_t n, max;
-	int rc, n_other, ret = -1;
+	int rc, n_other, ret = -1, seen;
 	char why[8];
 
 	if (hk)
@@ -76,10 +90,18 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 		    r->name);
 		return svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
 	}
+	if (r->who)
+		(void)store_doc_add_owner(&doc, r->who->uid); /* the first of an empty set */
+	doc.shared = r->share;
+	seen = ingest_seen(v->s, doc.doc_id, r->who, &had);
 	if (r->skip_stored) {
 		if ((rc = svc_pick(v, doc.doc_id, 0, other, &n_other, st)) < 0)
 			return -1;
-		if (rc == 1) {
+		/* Skipped only when it would change nothing: the caller may read
+		 * it and asks for no sharing it lacks.  Another user's private
+		 * copy is ingested again (adding the caller as an owner: the bytes
+		 * are the proof), so `skipped` never tells that it existed. */
+		if (rc == 1 && seen == 1 && (!doc.shared || had.shared)) {
 			out->skipped = 1;
 			return 0;
 		}
@@ -116,7 +138,10 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 		svc_fail(st, SVC_AT_COMMIT, ENG_ERR_CANCELLED);
 		goto out;
 	}
-	snprintf(doc.name, sizeof(doc.name), "%s", r->name ? r->name : "");
+	/* claiming another user's document by its bytes: it keeps the name its
+	 * owners gave it (a claim must not break their references) */
+	snprintf(doc.name, sizeof(doc.name), "%s",
+	    r->name && !(seen == 0 && had.name[0]) ? r->name : "");
 	snprintf(doc.source, sizeof(doc.source), "%.1023s", r->source ? r->source : "");
 	doc.bytes = r->len;
 	doc.tokens = (uint64_t)n;

@@ -109,6 +109,20 @@ int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, s
 int svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
     struct svc_status *st);
 
+/* Who asks (access.c).  kvsnapd: the peer's uid; all for root and the
+ * daemon's own user.  A NULL svc_who sees all (`kvsnap --local`). */
+struct svc_who {
+	uint32_t uid;
+	int all;                 /* sees and may change every document */
+};
+/* May w read d (an owner, shared, or all)?  Change it (an owner, or all)? */
+int svc_may_read(const struct store_doc *d, const struct svc_who *w);
+int svc_may_change(const struct store_doc *d, const struct svc_who *w);
+/* svc_resolve as w sees the store: a document w may not read is not found
+ * (the store's own words), and a hex prefix is matched among w's
+ * documents when it is ambiguous among all. */
+int svc_resolve_as(struct store *s, const char *ref, const struct svc_who *w,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
 /* The units (kept positions over every layer and KV head) of a snapshot. */
 int64_t svc_snapshot_units(const struct snap_header *h);
 
@@ -147,6 +161,10 @@ struct svc_ingest_req {
 	const char *source;      /* a description of where it came from */
 	int skip_stored;         /* skip a document this profile already holds */
 	int check_name;          /* refuse a name of another document before the work */
+	const struct svc_who *who; /* recorded as an owner (NULL: none recorded);
+	                            * a stored document is skipped only when who
+	                            * may read it, else ingested again (no leak) */
+	int share;               /* readable by every user (never turned off) */
 };
 
 struct svc_ingested {

@@ -31,6 +31,7 @@
 
 #define STORE_ID_BYTES 32         /* doc_id, profile_id */
 #define STORE_HEAD_RECORD 0xFFFFu /* index of a snapshot's head record */
+#define STORE_OWNERS_MAX 64       /* uids a document's owner set holds */
 
 enum store_err {
 	STORE_OK = 0,
@@ -73,7 +74,21 @@ struct store_doc {
 	int64_t last_used_us;
 	int n_profiles;      /* snapshots stored for it */
 	uint64_t stored_bytes; /* all its records, as stored */
+	/* Who may read it (kvsnapd enforces it; the store only keeps it): the
+	 * uids that ingested it, and whether every user may.  A put adds its
+	 * owners to the stored set and may turn shared on, never off.  Metadata
+	 * from before owners has none and is not shared: the daemon's own user's
+	 * and root's only. */
+	int shared;
+	int n_owners;
+	uint32_t owners[STORE_OWNERS_MAX];
 };
+
+/* 1 if uid is one of d's owners. */
+int store_doc_owned(const struct store_doc *d, uint32_t uid);
+/* Add uid to d's owners (nothing if it is one): 0, or STORE_ERR_FULL when
+ * the set already holds STORE_OWNERS_MAX uids. */
+int store_doc_add_owner(struct store_doc *d, uint32_t uid);
 
 /* One snapshot, as a writer hands it over: its head record and n_layer
  * records, opaque bytes (the codec, snapshot/, writes and reads them). */

@@ -183,23 +183,32 @@ struct sw_put {
 };
 
 /* Metadata for the put: a new document from d, or the stored one with d's
- * non-empty fields (the name is handled by sw_name). */
+ * non-empty fields, d's owners added and shared if d is (the name is
+ * handled by sw_name). */
 static int
 sw_put_meta(struct store_lmdb *s, MDB_txn *t, const struct store_doc *d, int64_t stamp,
     struct st_meta *m, char *why, size_t why_len)
 {
-	int rc = st_meta_get(s, t, d->doc_id, m, why, why_len);
+	int rc = st_meta_get(s, t, d->doc_id, m, why, why_len), i;
 	if (rc == STORE_ERR_NOT_FOUND) {
 		memset(m, 0, sizeof(*m));
 		m->d = *d;
 		m->d.name[0] = '\0';
+		m->d.n_owners = 0;
 		m->d.created_us = d->created_us > 0 ? d->created_us : stamp;
-		return 0;
+	} else if (rc) {
+		return rc; /* a corrupt one's reason names the document; rm clears it */
 	}
-	if (rc == STORE_ERR_CORRUPT)
-		return rc; /* reason names the document; rm clears it */
-	if (rc)
-		return rc;
+	for (i = 0; i < d->n_owners && i < STORE_OWNERS_MAX; i++)
+		if (store_doc_add_owner(&m->d, d->owners[i]) != 0) {
+			st_meta_free(m);
+			return store_fail(why, why_len, STORE_ERR_FULL,
+			    "the document already has %d owners (share it instead)",
+			    STORE_OWNERS_MAX);
+		}
+	m->d.shared |= d->shared;
+	if (rc == STORE_ERR_NOT_FOUND)
+		return 0;
 	if (d->source[0])
 		memcpy(m->d.source, d->source, sizeof(m->d.source));
 	if (d->bytes)

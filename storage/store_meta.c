@@ -2,15 +2,16 @@
  * store_meta.c: the document metadata codec: the bytes a backend keeps as
  * a document's value (LMDB: its `docs` record).
  *
- * Layout, version 1, every integer little-endian:
+ * Layout, version 2, every integer little-endian:
  *
  *   off  size  field
  *    0    4    magic "KSdm"
- *    4    2    version (1)
+ *    4    2    version (2; 1 is read too)
  *    6    2    name_len    (0..255; 0: unnamed)
  *    8    2    source_len  (0..1023)
  *   10    2    n_profiles  (1..65535; a document without snapshots is removed)
- *   12    4    reserved (0)
+ *   12    2    flags       (bit 0: shared; the others 0)
+ *   14    2    n_owners    (0..STORE_OWNERS_MAX)
  *   16    8    bytes        document size
  *   24    8    tokens       document tokens
  *   32    8    created_us   (i64, CLOCK_REALTIME µs)
@@ -19,7 +20,12 @@
  *    …   48×n  profile table, ids strictly ascending:
  *                id[32], last_used_us (i64; its lru key), bytes (u64; its
  *                records as stored)
+ *    …   4×n   owners: uids (u32), strictly ascending
  *    …   16    BLAKE2b-128 of every byte before it
+ *
+ * Version 1 (before owners) had 4 reserved zero bytes at 12 and no owner
+ * table: it reads as no owners, not shared (the safe reading: only the
+ * daemon's own user and root see such a document).  Writes are version 2.
  *
  * The value is exactly that long.  The table is what makes a snapshot's lru
  * key and size findable without scanning: touch, replace and prune rebuild
@@ -36,7 +42,8 @@
 #include "storage/store_backend.h"
 
 #define SM_MAGIC "KSdm"
-#define SM_VERSION 1
+#define SM_VERSION 2
+#define SM_FLAG_SHARED 1u
 #define SM_FIXED 48
 #define SM_PROF 48
 #define SM_SUM 16
@@ -54,6 +61,20 @@ sm_put64(uint8_t *p, uint64_t v)
 	int i;
 	for (i = 0; i < 8; i++, v >>= 8)
 		p[i] = (uint8_t)v;
+}
+
+static void
+sm_put32(uint8_t *p, uint32_t v)
+{
+	int i;
+	for (i = 0; i < 4; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint32_t
+sm_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static unsigned
@@ -82,7 +103,7 @@ size_t
 st_meta_size(const struct st_meta *m)
 {
 	return SM_FIXED + strlen(m->d.name) + strlen(m->d.source) + (size_t)m->n * SM_PROF +
-	    SM_SUM;
+	    (size_t)m->d.n_owners * 4 + SM_SUM;
 }
 
 /* out has st_meta_size(m) bytes; m was checked by the writer (name and
@@ -98,7 +119,8 @@ st_meta_encode(const struct st_meta *m, uint8_t *out)
 	sm_put16(out + 6, (unsigned)nl);
 	sm_put16(out + 8, (unsigned)sl);
 	sm_put16(out + 10, (unsigned)m->n);
-	memset(out + 12, 0, 4);
+	sm_put16(out + 12, m->d.shared ? SM_FLAG_SHARED : 0);
+	sm_put16(out + 14, (unsigned)m->d.n_owners);
 	sm_put64(out + 16, m->d.bytes);
 	sm_put64(out + 24, m->d.tokens);
 	sm_put64(out + 32, (uint64_t)m->d.created_us);
@@ -112,27 +134,38 @@ st_meta_encode(const struct st_meta *m, uint8_t *out)
 		sm_put64(out + off + 32, (uint64_t)m->p[i].last_used_us);
 		sm_put64(out + off + 40, m->p[i].bytes);
 	}
+	for (i = 0; i < m->d.n_owners; i++, off += 4)
+		sm_put32(out + off, m->d.owners[i]);
 	sm_sum(out, off, out + off);
 }
 
-/* The fixed part: magic, version, lengths; *n_prof set. */
+/* The fixed part: magic, version, lengths; *n_prof and *n_own set. */
 static int
-sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, char *why, size_t why_len)
+sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, int *n_own, char *why,
+    size_t why_len)
 {
+	unsigned ver;
 	size_t want;
 	if (len < SM_FIXED + SM_SUM)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, too short", len);
 	if (memcmp(buf, SM_MAGIC, 4) != 0)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "bad magic");
-	if (sm_get16(buf + 4) != SM_VERSION)
+	ver = sm_get16(buf + 4);
+	if (ver != 1 && ver != SM_VERSION)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT,
-		    "metadata version %u (this build reads %d)", sm_get16(buf + 4), SM_VERSION);
+		    "metadata version %u (this build reads 1 and %d)", ver, SM_VERSION);
+	*n_own = ver == 1 ? 0 : (int)sm_get16(buf + 14);
+	if (ver == 1 ? sm_get32(buf + 12) != 0 :
+	    (sm_get16(buf + 12) & ~SM_FLAG_SHARED) != 0 || *n_own > STORE_OWNERS_MAX)
+		return store_fail(why, why_len, STORE_ERR_CORRUPT,
+		    "flags or owner count out of range");
 	if (sm_get16(buf + 6) > ST_NAME_MAX || sm_get16(buf + 8) > ST_SOURCE_MAX)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "name or source length out of range");
 	*n_prof = (int)sm_get16(buf + 10);
 	if (*n_prof < 1)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "no profiles");
-	want = SM_FIXED + sm_get16(buf + 6) + sm_get16(buf + 8) + (size_t)*n_prof * SM_PROF + SM_SUM;
+	want = SM_FIXED + sm_get16(buf + 6) + sm_get16(buf + 8) + (size_t)*n_prof * SM_PROF +
+	    (size_t)*n_own * 4 + SM_SUM;
 	if (len != want)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, layout says %zu", len, want);
 	return 0;
@@ -169,15 +202,32 @@ sm_table(struct st_meta *m, const uint8_t *p, char *why, size_t why_len)
 	return 0;
 }
 
+/* The flags and the owner table: uids strictly ascending. */
+static int
+sm_owners(struct st_meta *m, const uint8_t *buf, int n_own, const uint8_t *p, char *why,
+    size_t why_len)
+{
+	int i;
+	m->d.shared = sm_get16(buf + 4) != 1 && (sm_get16(buf + 12) & SM_FLAG_SHARED);
+	m->d.n_owners = n_own;
+	for (i = 0; i < n_own; i++, p += 4) {
+		m->d.owners[i] = sm_get32(p);
+		if (i > 0 && m->d.owners[i - 1] >= m->d.owners[i])
+			return store_fail(why, why_len, STORE_ERR_CORRUPT,
+			    "owner table out of order");
+	}
+	return 0;
+}
+
 int
 st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, size_t why_len)
 {
 	uint8_t sum[SM_SUM];
 	size_t nl, sl;
-	int rc, n;
+	int rc, n, n_own;
 
 	memset(m, 0, sizeof(*m));
-	if ((rc = sm_check_fixed(buf, len, &n, why, why_len)) != 0)
+	if ((rc = sm_check_fixed(buf, len, &n, &n_own, why, why_len)) != 0)
 		return rc;
 	sm_sum(buf, len - SM_SUM, sum);
 	if (memcmp(sum, buf + len - SM_SUM, SM_SUM) != 0)
@@ -193,7 +243,9 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 	if (!(m->p = calloc((size_t)n, sizeof(*m->p))))
 		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	m->n = m->d.n_profiles = n;
-	if ((rc = sm_table(m, buf + SM_FIXED + nl + sl, why, why_len)) != 0) {
+	if ((rc = sm_table(m, buf + SM_FIXED + nl + sl, why, why_len)) != 0 ||
+	    (rc = sm_owners(m, buf, n_own, buf + SM_FIXED + nl + sl + (size_t)n * SM_PROF, why,
+	    why_len)) != 0) {
 		st_meta_free(m);
 		return rc;
 	}
@@ -257,4 +309,30 @@ st_meta_del(struct st_meta *m, int idx)
 	memmove(m->p + idx, m->p + idx + 1, (size_t)(m->n - idx - 1) * sizeof(*m->p));
 	m->n--;
 	sm_derive(m);
+}
+
+int
+store_doc_owned(const struct store_doc *d, uint32_t uid)
+{
+	int i;
+	for (i = 0; i < d->n_owners; i++)
+		if (d->owners[i] == uid)
+			return 1;
+	return 0;
+}
+
+/* Kept ascending: the metadata's layout wants it so (one encoding per set). */
+int
+store_doc_add_owner(struct store_doc *d, uint32_t uid)
+{
+	int at;
+	if (store_doc_owned(d, uid))
+		return 0;
+	if (d->n_owners >= STORE_OWNERS_MAX)
+		return STORE_ERR_FULL;
+	for (at = d->n_owners; at > 0 && d->owners[at - 1] > uid; at--)
+		d->owners[at] = d->owners[at - 1];
+	d->owners[at] = uid;
+	d->n_owners++;
+	return 0;
 }

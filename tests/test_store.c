@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <sodium.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -1286,6 +1287,64 @@ t_fault_meta_in(void)
 }
 WITH_STORE(t_fault_meta, 0)
 
+/* Owners and the shared flag (issue 15, defect 7): kept with the
+ * metadata's checksum, merged by every put (owners added, shared never
+ * turned off), and metadata written before them (version 1) still reads,
+ * as owned by no one and not shared. */
+static enum tap_result
+t_owners_in(void)
+{
+	struct store_doc a, b, got;
+	struct meta_fuzz f = { 0 };
+	struct ids x;
+	size_t len;
+	int rc;
+
+	doc_make(&a, "owned text", "owned");
+	TAP_CHECK(store_doc_add_owner(&a, 5) == 0 && store_doc_add_owner(&a, 3) == 0 &&
+	    store_doc_add_owner(&a, 5) == 0 && a.n_owners == 2 && a.owners[0] == 3,
+	    "owner set kept ascending, once each");
+	TAP_CHECK(put(&a, FX_SMALL_A) == 0, "put: %s", g_why);
+	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 2 &&
+	    got.owners[0] == 3 && got.owners[1] == 5 && !got.shared, "owners 3 and 5, private");
+	b = a;
+	b.n_owners = 0;
+	TAP_CHECK(store_doc_add_owner(&b, 7) == 0, "owner 7");
+	b.shared = 1;
+	TAP_CHECK(put(&b, FX_SMALL_B) == 0, "second put: %s", g_why);
+	b.n_owners = 0;
+	b.shared = 0;
+	TAP_CHECK(put(&b, FX_SMALL_A) == 0, "third put: %s", g_why);
+	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 3 &&
+	    got.owners[2] == 7 && got.shared && store_doc_owned(&got, 3) && !store_doc_owned(&got, 4),
+	    "owners merged (3, 5, 7), shared stays on");
+	TAP_CHECK(verify_all(&x) == 0, "verify: %s", g_why);
+
+	/* Rewrite it as version 1: no flags, no owner table, its own checksum. */
+	f.doc = a.doc_id;
+	raw_edit(meta_get_fn, &f); /* aborts on purpose */
+	TAP_CHECK(f.val && f.len > 48 + 16 + 12, "metadata read");
+	len = f.len - 16 - 3 * 4;
+	f.val[4] = 1;
+	f.val[5] = 0;
+	memset(f.val + 12, 0, 4);
+	crypto_generichash(f.val + len, 16, f.val, len, NULL, 0);
+	f.len = len + 16;
+	rc = raw_edit(meta_set_fn, &f);
+	free(f.val);
+	TAP_CHECK(rc == 0, "raw write: %s", g_why);
+	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 0 &&
+	    !got.shared && got.n_profiles == 2 && !strcmp(got.name, "owned"),
+	    "version 1 reads: no owners, not shared (%s)", g_why);
+	TAP_CHECK(verify_all(&x) == 0, "version 1 verifies: %s", g_why);
+	b.n_owners = 0;
+	TAP_CHECK(store_doc_add_owner(&b, 9) == 0 && put(&b, FX_SMALL_A) == 0, "put: %s", g_why);
+	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 1 &&
+	    got.owners[0] == 9, "written again as version 2 with its owner");
+	return TAP_PASS;
+}
+WITH_STORE(t_owners, 0)
+
 /* Put distinct documents until the store says full; count the successes. */
 static int
 fill(int max, int *n_ok, int *last_rc, struct store_doc *failed)
@@ -1849,6 +1908,7 @@ static const struct tap_test tests[] = {
 	{ "fault_flip", t_fault_flip },
 	{ "fault_keys", t_fault_keys },
 	{ "fault_meta", t_fault_meta },
+	{ "owners", t_owners },
 	{ "small_map", t_small_map },
 	{ "disk_full", t_disk_full },
 	{ "kill_loop", t_kill_loop },

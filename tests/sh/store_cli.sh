@@ -24,6 +24,8 @@ expect_rc "ingest a second document" 0 "$K" ingest "${P[@]}" --json "$T/gpl.txt"
 GPL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["doc_id"])' "$T/out")
 expect_rc "ls lists both" 0 "$K" ls --json
 [ "$(grep -c doc_id "$T/out")" -eq 2 ]; ok "ls shows 2 documents" $?
+# issue 15, defect 7: --local records the running user as the owner (kvsnapd shows it to them)
+grep -q "\"shared\":false,\"owners\":\[$(id -u)\]" "$T/out"; ok "ls --json: owned by the running user, not shared" $?
 expect_rc "info by name" 0 "$K" info apache
 grep -q 'policy=kvzip:budget=64' "$T/out"; ok "info shows the profile (the default policy, kvzip)" $?
 expect_rc "info by hex prefix" 0 "$K" info "${GPL:0:8}"
