@@ -74,34 +74,56 @@ cli_conn_close(struct cli_conn *c)
 	c->len = c->cap = 0;
 }
 
+/* The next buffered line, parsed (*ev NULL if it is not JSON) and taken
+ * off the buffer: 1; 0 if no whole line is buffered. */
+static int
+conn_take_line(struct cli_conn *c, json_t **ev)
+{
+	char *nl;
+	size_t n;
+	if (!c->len || !(nl = memchr(c->buf, '\n', c->len)))
+		return 0;
+	n = (size_t)(nl - c->buf);
+	*ev = json_loadb(c->buf, n, 0, NULL);
+	memmove(c->buf, nl + 1, c->len - n - 1);
+	c->len -= n + 1;
+	return 1;
+}
+
+/* Room in the buffer for more bytes: 0, -1 if a line would pass
+ * CLI_EVENT_MAX, -2 out of memory. */
+static int
+conn_room(struct cli_conn *c)
+{
+	char *nb;
+	if (c->len < c->cap)
+		return 0;
+	if (c->cap >= CLI_EVENT_MAX)
+		return -1;
+	if (!(nb = realloc(c->buf, c->cap ? 2 * c->cap : 65536)))
+		return -2;
+	c->buf = nb;
+	c->cap = c->cap ? 2 * c->cap : 65536;
+	return 0;
+}
+
 /* The first error event already waiting to be read, without blocking
  * (the daemon wrote it before closing); NULL if none. */
 static json_t *
 cli_conn_waiting_error(struct cli_conn *c)
 {
 	json_t *ev;
-	char *nl;
 	ssize_t r;
 
 	for (;;) {
-		while (c->len && (nl = memchr(c->buf, '\n', c->len))) {
-			size_t n = (size_t)(nl - c->buf);
-			const char *kind;
-			ev = json_loadb(c->buf, n, 0, NULL);
-			memmove(c->buf, nl + 1, c->len - n - 1);
-			c->len -= n + 1;
-			kind = json_string_value(json_object_get(ev, "event"));
+		while (conn_take_line(c, &ev)) {
+			const char *kind = json_string_value(json_object_get(ev, "event"));
 			if (kind && !strcmp(kind, "error"))
 				return ev;
 			json_decref(ev);
 		}
-		if (c->len == c->cap) {
-			char *nb;
-			if (c->cap >= CLI_EVENT_MAX || !(nb = realloc(c->buf, c->cap ? 2 * c->cap : 65536)))
-				return NULL;
-			c->buf = nb;
-			c->cap = c->cap ? 2 * c->cap : 65536;
-		}
+		if (conn_room(c))
+			return NULL;
 		r = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -185,17 +207,12 @@ cli_conn_send(struct cli_conn *c, json_t *req, int fd)
 json_t *
 cli_conn_recv(struct cli_conn *c)
 {
-	json_error_t jerr;
 	json_t *ev;
-	char *nl;
 	ssize_t r;
+	int room;
 
 	for (;;) {
-		if (c->len && (nl = memchr(c->buf, '\n', c->len))) {
-			size_t n = (size_t)(nl - c->buf);
-			ev = json_loadb(c->buf, n, 0, &jerr);
-			memmove(c->buf, nl + 1, c->len - n - 1);
-			c->len -= n + 1;
+		if (conn_take_line(c, &ev)) {
 			if (!ev || !json_is_object(ev)) {
 				json_decref(ev);
 				cli_err("kvsnapd sent something that is not an event");
@@ -203,16 +220,10 @@ cli_conn_recv(struct cli_conn *c)
 			}
 			return ev;
 		}
-		if (c->len == c->cap) {
-			char *nb;
-			if (c->cap >= CLI_EVENT_MAX) {
+		if ((room = conn_room(c))) {
+			if (room == -1)
 				cli_err("kvsnapd sent an over-long line");
-				return NULL;
-			}
-			if (!(nb = realloc(c->buf, c->cap ? 2 * c->cap : 65536)))
-				return NULL;
-			c->buf = nb;
-			c->cap = c->cap ? 2 * c->cap : 65536;
+			return NULL;
 		}
 		r = read(c->fd, c->buf + c->len, c->cap - c->len);
 		if (r < 0 && errno == EINTR)

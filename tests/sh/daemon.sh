@@ -10,9 +10,7 @@
 # partial), restart, verify.  Bounded: every wait has a deadline.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL" "$D" command:python3
-scratch daemon
-export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
+daemon_scratch daemon
 P=(--budget 64 --chunk 64)
 EXPECT_TIMEOUT=120
 # sanitizer builds are ~10x slower: shorter documents there
@@ -22,9 +20,6 @@ EXPECT_TIMEOUT=120
 # of it would be skipped at once); long.txt never is.
 words=400 n=24 long=1500
 is_san "$D" && words=100 n=8 long=400
-prose() { # LICENSE WORDS: the license's first WORDS words on one line
-	head -c 100000 "/usr/share/common-licenses/$1" | tr -s ' \n' ' ' | cut -d' ' -f1-"$2"
-}
 prose GPL-3 $words > "$T/gpl.txt"
 prose Apache-2.0 60 > "$T/small.txt"
 prose GPL-3 $long > "$T/long.txt"
@@ -79,15 +74,6 @@ start_daemon() {
 }
 stop_daemon() { kill -TERM "$DPID"; wait_exit; } # SIGTERM; the exit status
 
-log_count() { grep -c "$1" "$T/daemon.log"; } # lines of the daemon log matching PATTERN
-wait_log() { # PATTERN N: wait (up to 30 s) until the daemon log has N lines matching
-	local i
-	for i in $(seq 1 300); do
-		[ "$(log_count "$1")" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 start_daemon; ok "daemon starts and answers hello" $?
 [ "$(stat -c %a "$KVSNAP_SOCKET" 2>/dev/null)" = 660 ]; ok "socket is 0660" $?

@@ -10,15 +10,13 @@
 #    daemon alive afterwards, and its RSS stable (second half vs first).
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL" "$D" command:python3
-scratch faults
-export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
+daemon_scratch faults
 SAN=0
 is_san "$D" && SAN=1
 words=3000 soak=40
 [ "$SAN" = 1 ] && words=600 soak=30
-head -c 200000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words > "$T/long.txt"
-head -c 100000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-80 > "$T/small.txt"
+prose GPL-3 $words > "$T/long.txt"
+prose Apache-2.0 80 > "$T/small.txt"
 
 start_daemon() {
 	# fault handling does not depend on the policy: snapkv keeps the soak's

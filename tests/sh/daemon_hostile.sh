@@ -12,9 +12,7 @@
 # Bounded: every wait has a deadline.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL" "$D" command:python3
-scratch hostile
-export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
+daemon_scratch hostile
 P=(--budget 64 --chunk 64)
 EXPECT_TIMEOUT=120
 IDLE=4 REQ=1 CAP=3
@@ -23,9 +21,9 @@ IDLE=4 REQ=1 CAP=3
 # most machines, and is stored
 words=1500 mid=120
 is_san "$D" && words=400 mid=40 # sanitizer builds are ~10x slower
-head -c 100000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words > "$T/long.txt"
-head -c 100000 /usr/share/common-licenses/LGPL-2.1 | tr -s ' \n' ' ' | cut -d' ' -f1-$mid > "$T/mid.txt"
-head -c 100000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-60 > "$T/small.txt"
+prose GPL-3 $words > "$T/long.txt"
+prose LGPL-2.1 $mid > "$T/mid.txt"
+prose Apache-2.0 60 > "$T/small.txt"
 
 start_daemon() {
 	"$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" "${P[@]}" -t 2 \
@@ -37,20 +35,11 @@ import socket, sys
 s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
 s.sendall(b"{\"id\":0,\"op\":\"hello\"}\n"); assert b"\"protocol\"" in s.recv(4096)' "$KVSNAP_SOCKET"
 }
-log_count() { grep -c "$1" "$T/daemon.log"; }
 # wait (up to 30 s) until the daemon has closed every connection it accepted
 wait_no_conns() {
 	local i
 	for i in $(seq 1 300); do
 		[ "$(log_count ': from pid')" -le "$(log_count ': closed (')" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_log() { # PATTERN N: wait (up to 30 s) until the log has N lines matching
-	local i
-	for i in $(seq 1 300); do
-		[ "$(log_count "$1")" -ge "$2" ] && return 0
 		sleep 0.1
 	done
 	return 1

@@ -32,7 +32,6 @@ export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
 EXPECT_TIMEOUT=120
 words=200
 is_san "$D" && words=60
-prose() { head -c 100000 "/usr/share/common-licenses/$1" | tr -s ' \n' ' ' | cut -d' ' -f1-"$2"; }
 mkdir -p "$T/a" "$T/b"
 prose GPL-3 $words > "$T/a/private.txt"
 prose Apache-2.0 $words > "$T/a/public.txt"

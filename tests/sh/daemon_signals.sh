@@ -7,13 +7,11 @@
 # an idle daemon stops it the same way.  Every wait has a deadline.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL" "$D" command:python3
-scratch signals
-export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
+daemon_scratch signals
 words=3000
 is_san "$D" && words=600 # sanitizer builds are ~10x slower
-head -c 200000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words > "$T/long.txt"
-head -c 100000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-80 > "$T/small.txt"
+prose GPL-3 $words > "$T/long.txt"
+prose Apache-2.0 80 > "$T/small.txt"
 
 start_daemon() {
 	# snapkv with a small budget: the signal handling does not depend on

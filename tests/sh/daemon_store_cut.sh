@@ -7,10 +7,8 @@
 # with the reason.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL" "$D"
-scratch store-cut
-export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
-head -c 100000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-80 > "$T/small.txt"
+daemon_scratch store-cut
+prose Apache-2.0 80 > "$T/small.txt"
 # the check does not depend on the policy: snapkv keeps the ingest short
 DARGS=(--foreground --socket "$KVSNAP_SOCKET" --policy snapkv --budget 64 --chunk 64 -t 1
 	--workers 2 --log-level warn)

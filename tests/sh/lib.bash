@@ -40,6 +40,21 @@ trap lib_cleanup EXIT
 
 scratch() { T=$(mktemp -d "/tmp/kvsnap-$1-XXXXXX"); }
 
+# prose LICENSE WORDS: the first WORDS words of a license Debian ships
+# (/usr/share/common-licenses; each is under 100 kB), on one line.
+prose() {
+	head -c 100000 "/usr/share/common-licenses/$1" | tr -s ' \n' ' ' | cut -d' ' -f1-"$2"
+}
+
+# daemon_scratch NAME: what a script that starts kvsnapd needs: the model,
+# the daemon and python3 (else skip), a scratch directory, and the store
+# and socket in it ($KVSNAP_STATE, $KVSNAP_SOCKET, which the CLI reads).
+daemon_scratch() {
+	need "$MODEL" "$D" command:python3
+	scratch "$1"
+	export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
+}
+
 # 1 when binary $1 was built with AddressSanitizer (~10x slower: scripts
 # shorten their documents there).
 is_san() { grep -q __asan_init "$1" 2>/dev/null; }
@@ -104,6 +119,18 @@ for i, l in enumerate(lines):
 open(path, "w").write("\n".join(lines))
 PY
 	mdb_load -s snaps "$1" < "$T/dump" 2>"$T/load.err"
+}
+
+# The log of a daemon the script started, kept in $T/daemon.log: the lines
+# matching PATTERN; wait_log PATTERN N waits (up to 30 s) until there are N.
+log_count() { grep -c "$1" "$T/daemon.log"; }
+wait_log() {
+	local i
+	for i in $(seq 1 300); do
+		[ "$(log_count "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 finish() {

@@ -15,7 +15,7 @@ export KVSNAP_STATE=$T/state
 # sanitizer builds are ~10x slower: shorter documents there
 words=400
 is_san "$K" && words=120
-head -c 100000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words > "$T/gpl.txt"
+prose GPL-3 $words > "$T/gpl.txt"
 printf 'The secret code word is PELICAN. %s\n' "$(head -c 3000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-$words)" > "$T/apache.txt"
 P=(--local --budget 64 --chunk 128)
 

@@ -8,9 +8,7 @@
 # of an eighth of a window, and the daemon must post no prefill progress.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL" "$D" command:python3
-scratch toolong
-export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
+daemon_scratch toolong
 # the policy does not matter to the refusal; snapkv keeps the measured
 # prefill plain (kvzip adds reconstruction passes)
 P=(--policy snapkv --budget 64 --chunk 256)
