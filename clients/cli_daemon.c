@@ -235,8 +235,8 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 			if (D->json) {
 				json_object_del(ev, "id");
 				json_object_del(ev, "event");
-				json_object_set_new(ev, "path", json_string(path) ? json_string(path) :
-				    json_string("?"));
+				src = json_string(path); /* not UTF-8: "?" */
+				json_object_set_new(ev, "path", src ? src : json_string("?"));
 				json_dumpf(ev, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
 				printf("\n");
 			} else if (skipped) {
