@@ -32,6 +32,7 @@
 #define PROTO_REF_MAX 255                       /* a DOC reference */
 #define PROTO_ID_MAX 128                        /* bytes of a string id */
 #define PROTO_MAX_TOKENS_MAX 4096               /* max_tokens of a query */
+#define PROTO_TEMPERATURE_MAX 2.0               /* as OpenAI's API */
 #define PROTO_MAX_TOKENS_DEFAULT 128
 #define PROTO_FDS_PER_CONN 4                    /* passed fds not yet claimed */
 #define PROTO_JOBS_PER_CONN 16                  /* requests in flight per connection */
@@ -104,6 +105,9 @@ struct proto_req {
 	char *question;        /* query */
 	size_t question_len;
 	int64_t max_tokens;    /* query */
+	double temperature;    /* query: 0 = greedy */
+	double top_p;          /* query: (0, 1], 1 = off */
+	int64_t seed;          /* query: the sampler's seed */
 	json_t *target;        /* cancel: the id of the request to cancel */
 	int64_t older_than_s;  /* prune: 0 = no age limit */
 	int64_t max_bytes;     /* prune: 0 = no size limit */

@@ -103,6 +103,38 @@ job_free(struct job *j)
 /* ------------------------------------------------------------------------ */
 /* Queue                                                                     */
 
+/* Jobs in q. */
+static int
+jobs_count(const struct jobq *q)
+{
+	const struct job *j;
+	int n = 0;
+	for (j = q->head; j; j = j->next)
+		n++;
+	return n;
+}
+
+/* A model job that cannot start at once says so (a "queued" event with
+ * the jobs before it), so a client can tell waiting from working.  Called
+ * with jobs_mu held, before the job is queued (a worker may take and free
+ * it as soon as the lock drops). */
+static void
+jobs_tell_queued(struct job *j)
+{
+	int running = 0, ahead, i;
+	if (j->kind == JOB_ADMIN)
+		return;
+	for (i = 0; i < jobs.n_workers; i++)
+		running += jobs.run[i] != NULL;
+	ahead = jobs_count(&jobs.q[JOB_QUERY]);
+	if (j->kind == JOB_INGEST)
+		ahead += jobs_count(&jobs.q[JOB_INGEST]);
+	if (running + ahead < jobs.n_workers &&
+	    !(j->kind == JOB_INGEST && jobs.running_ingests >= jobs.max_ingests))
+		return;
+	job_event(j, "queued", json_pack("{s:i, s:i}", "ahead", ahead, "running", running));
+}
+
 int
 jobs_submit(struct job *j)
 {
@@ -114,6 +146,7 @@ jobs_submit(struct job *j)
 		rc = PROTO_E_BUSY;
 	else {
 		struct jobq *q = &jobs.q[j->kind];
+		jobs_tell_queued(j);
 		j->seq = ++jobs.seq;
 		j->next = NULL;
 		if (q->tail)

@@ -160,6 +160,24 @@ proto_get_ratio(json_t *o, const char *key, double *out, char *msg, size_t msg_l
 	return 0;
 }
 
+/* Member `key` as a number in [lo, hi] (lo_open: lo itself refused);
+ * absent leaves *out. */
+static int
+proto_get_num(json_t *o, const char *key, double lo, int lo_open, double hi, double *out,
+    char *msg, size_t msg_len)
+{
+	json_t *v = json_object_get(o, key);
+	double x;
+	if (!v || json_is_null(v))
+		return 0;
+	x = json_is_number(v) ? json_number_value(v) : lo - 1.0;
+	if (!(x >= lo && x <= hi) || (lo_open && x == lo))
+		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
+		    "\"%s\" must be a number in %c%g, %g]", key, lo_open ? '(' : '[', lo, hi);
+	*out = x;
+	return 0;
+}
+
 /* An id is an integer or a short string. */
 static int
 proto_id_ok(const json_t *v)
@@ -198,12 +216,17 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		return 0;
 	case PROTO_OP_QUERY:
 		r->max_tokens = PROTO_MAX_TOKENS_DEFAULT;
+		r->top_p = 1.0;
 		if ((rc = proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg,
 		    msg_len)) ||
 		    (rc = proto_get_str(o, "question", 1, PROTO_QUESTION_MAX, &r->question,
 		    &r->question_len, &too_large, msg, msg_len)) ||
 		    (rc = proto_get_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &r->max_tokens, msg,
 		    msg_len)) ||
+		    (rc = proto_get_num(o, "temperature", 0.0, 0, PROTO_TEMPERATURE_MAX,
+		    &r->temperature, msg, msg_len)) ||
+		    (rc = proto_get_num(o, "top_p", 0.0, 1, 1.0, &r->top_p, msg, msg_len)) ||
+		    (rc = proto_get_int(o, "seed", 0, INT64_MAX, &r->seed, msg, msg_len)) ||
 		    (rc = proto_get_bool(o, "fd", &r->use_fd, msg, msg_len)))
 			return rc;
 		return 0;

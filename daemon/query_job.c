@@ -99,13 +99,16 @@ query_job_run(struct worker *w, struct job *j)
 	qr.question_len = r->question_len;
 	qr.max_tokens = r->max_tokens;
 	qr.whole_utf8 = 1;
+	qr.temperature = (float)r->temperature;
+	qr.top_p = (float)r->top_p;
+	qr.seed = (uint64_t)r->seed;
 	if (svc_query(daemon_g->v, w->ss, &qr, &hk, &a, &st))
 		query_fail(j, &st, &a, hex);
 	else if (a.cancelled)
 		job_error(j, PROTO_E_CANCELLED, "query cancelled after %lld tokens",
 		    (long long)a.tokens);
 	else
-		job_result(j, json_pack("{s:s, s:I, s:I, s:f, s:f}", "doc_id", hex, "tokens",
-		    (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens, "ttft_s",
-		    a.ttft, "seconds", a.seconds));
+		job_result(j, json_pack("{s:s, s:I, s:I, s:s, s:f, s:f}", "doc_id", hex, "tokens",
+		    (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens, "stop",
+		    svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds));
 }

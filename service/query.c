@@ -3,7 +3,7 @@
  * (this profile's, or a fallback the caller allows), load it into a fresh
  * pool, prefill only the question suffix (the rest of the user turn and
  * the assistant header) over it at positions n, n+1, ..., and decode
- * greedily, handing each token's text to the caller; then mark the
+ * (greedily unless the request sets a temperature), handing each token's text to the caller; then mark the
  * snapshot used.  With whole_utf8, the bytes of a character split across
  * tokens wait for the token that completes it (the daemon's events are
  * JSON strings, which must be valid UTF-8).
@@ -67,6 +67,20 @@ query_emit_cb(void *arg, int32_t id)
 	return svc_cancelled(e->hk);
 }
 
+const char *
+svc_stop_name(enum svc_stop stop)
+{
+	switch (stop) {
+	case SVC_STOP_EOS:
+		return "eos";
+	case SVC_STOP_LENGTH:
+		return "length";
+	case SVC_STOP_CANCELLED:
+		return "cancelled";
+	}
+	return "eos";
+}
+
 int
 svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
     const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st)
@@ -106,7 +120,7 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	em.v = v;
 	em.hk = hk;
 	em.whole_utf8 = r->whole_utf8;
-	eng_sampler_init(&smp, 0.0f, 1.0f, 0);
+	eng_sampler_init(&smp, r->temperature, r->top_p > 0.0f ? r->top_p : 1.0f, r->seed);
 	rc = eng_generate(ss->ctx, kv, v->tok, qids, n_q, r->max_tokens, &smp, query_emit_cb, &em,
 	    &out->generated);
 	out->tokens = em.n;
@@ -118,9 +132,11 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	}
 	if (em.n_pend && hk->token)
 		hk->token(hk->arg, -1, em.pend, em.n_pend);
-	if (svc_cancelled(hk))
+	out->stop = out->generated >= r->max_tokens ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	if (svc_cancelled(hk)) {
 		out->cancelled = 1; /* not marked used: the answer did not finish */
-	else
+		out->stop = SVC_STOP_CANCELLED;
+	} else
 		store_touch(v->s, r->doc_id, out->profile_id, why, sizeof(why));
 	out->seconds = eng_now() - em.t0;
 	ret = 0;

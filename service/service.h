@@ -187,7 +187,18 @@ struct svc_query_req {
 	size_t question_len;
 	int64_t max_tokens;
 	int whole_utf8;          /* token texts end on whole UTF-8 characters */
+	float temperature;       /* 0 (the default when zeroed): greedy */
+	float top_p;             /* nucleus share in (0, 1]; 0 is taken as 1 (off) */
+	uint64_t seed;           /* the sampler's seed (temperature > 0) */
 };
+/* Why decoding ended. */
+enum svc_stop {
+	SVC_STOP_EOS = 0,        /* the model ended its turn */
+	SVC_STOP_LENGTH,         /* max_tokens reached */
+	SVC_STOP_CANCELLED       /* the cancel flag was set */
+};
+/* "eos", "length", "cancelled": the stop reason's name in every output. */
+const char *svc_stop_name(enum svc_stop stop);
 
 struct svc_answer {
 	uint8_t profile_id[SNAP_ID_BYTES]; /* the snapshot answered from */
@@ -196,6 +207,7 @@ struct svc_answer {
 	int64_t tokens;          /* token callbacks */
 	int64_t generated;       /* eng_generate's count */
 	int cancelled;           /* the cancel flag was set when decoding ended */
+	enum svc_stop stop;      /* why decoding ended */
 	double ttft, seconds;
 };
 

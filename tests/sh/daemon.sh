@@ -94,6 +94,19 @@ ok "daemon's answer equals --local's token for token" $?
 [ $? -eq 0 ] || { echo "#   daemon: $(head -c 200 "$T/answer.daemon")"; echo "#   local:  $(head -c 200 "$T/answer.local")"; }
 expect_rc "query --json streams token events" 0 "$K" query --json -n 4 gpl "$Q"
 grep -q '"done":true' "$T/out" && grep -q '"token"' "$T/out"; ok "--json: tokens then done" $?
+# sampling (issue 16): the stop reason, a seed that repeats, seeds that differ
+texts() { python3 -c 'import json,sys; print("".join(json.loads(l).get("text","") for l in sys.stdin if "\"token\"" in l))'; }
+proto '{"id":1,"op":"query","doc":"gpl","question":"Who wrote it?","max_tokens":4}' > "$T/o"
+grep -q '"stop": *"length"' "$T/o"; ok "a query cut at max_tokens says stop: length" $?
+for sd in 1 1 2; do
+	proto "{\"id\":1,\"op\":\"query\",\"doc\":\"gpl\",\"question\":\"$Q\",\"max_tokens\":16,\"temperature\":1.5,\"top_p\":0.95,\"seed\":$sd}" | texts
+done > "$T/samp"
+[ "$(sed -n 1p "$T/samp")" = "$(sed -n 2p "$T/samp")" ] && [ "$(sed -n 1p "$T/samp")" != "$(sed -n 3p "$T/samp")" ]
+ok "sampling: the same seed repeats its answer, another seed differs" $?
+proto '{"id":1,"op":"query","doc":"gpl","question":"x","temperature":3}' | code_of > "$T/c"
+[ "$(cat "$T/c")" = bad_request ]; ok "temperature over 2: bad_request" $?
+proto '{"id":1,"op":"query","doc":"gpl","question":"x","top_p":0}' | code_of > "$T/c"
+[ "$(cat "$T/c")" = bad_request ]; ok "top_p 0: bad_request" $?
 expect_rc "unknown document: exit 2" 2 "$K" query gpl-nope "$Q"
 expect_rc "daemon unreachable: exit 3" 3 "$K" query -s "$T/none.sock" gpl "$Q"
 
