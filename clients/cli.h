@@ -111,8 +111,12 @@ void cli_free_names(char **names, size_t n);
  * $XDG_STATE_HOME/kvsnap, else ~/.local/state/kvsnap; NULL if none. */
 const char *cli_state_dir(const char *flag);
 
-/* Default model path: $KVSNAP_MODEL, else the bundled one. */
+/* The default model (common/paths.h: $KVSNAP_MODEL, else the installed
+ * share directory, else the source tree's models/); NULL when there is none,
+ * and a command that needs the model then returns cli_model_missing(): the
+ * error naming every place looked, CLI_EXIT_NOT_FOUND. */
 const char *cli_default_model(void);
+int cli_model_missing(void);
 
 /* Training data of the retaining heads (clients/train_data.c): a corpus of
  * Debian-packaged prose (fortunes) and key words (wamerican), and example

@@ -141,6 +141,8 @@ cli_ask(int argc, char **argv)
 	}
 	if (budget_set)
 		ratio = 0.0; /* the budget form replaces the default ratio */
+	if (!model_path)
+		return cli_model_missing();
 	{
 		char *eff = eng_policy_default_opts(pname, popts, model_path);
 		rc = !eff ? ENG_ERR_NOMEM : ratio > 0.0 ?

@@ -171,6 +171,8 @@ cli_generate(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
+	if (!model_path)
+		return cli_model_missing();
 	t0 = eng_now();
 	rc = eng_model_open(&m, model_path, why, sizeof(why));
 	if (rc) {
@@ -277,6 +279,8 @@ cli_tokenize(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	text = argv[optind];
+	if (!model_path)
+		return cli_model_missing();
 	rc = eng_gguf_open(&g, model_path, why, sizeof(why));
 	if (rc) {
 		cli_err("cannot load model: %s", why);

@@ -203,6 +203,8 @@ local_open(struct local *L, int read_only)
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
 	}
+	if (!L->model_path)
+		return cli_model_missing();
 	if (read_only < 0)
 		sc.read_only = !local_writable(dir);
 	if (svc_open(&L->v, &sc, &st) || svc_session_new(L->v, (int)L->threads, &L->ss, &st))

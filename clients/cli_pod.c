@@ -220,6 +220,8 @@ cli_pod_calibrate(int argc, char **argv)
 		goto usage;
 	if (regroup)
 		return pod_regroup(regroup, delta, target, out_path);
+	if (!model_path)
+		return cli_model_missing();
 	if ((rc = eng_model_open(&m, model_path, why, sizeof(why)))) {
 		cli_err("cannot load model: %s", why);
 		return cli_exit_for_engine(rc);

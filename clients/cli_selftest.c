@@ -595,6 +595,8 @@ cli_selftest(int argc, char **argv)
 		cli_err("selftest: backend '%s' is not available: %s", r.backend, why);
 		return CLI_EXIT_NO_BACKEND;
 	}
+	if (!model_path)
+		return cli_model_missing();
 	eng_use_backend("cpu", NULL, 0);
 	if ((rc = eng_model_open(&m, model_path, why, sizeof(why))) ||
 	    (rc = eng_tok_init(&tok, m->gguf, why, sizeof(why)))) {

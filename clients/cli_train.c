@@ -571,6 +571,8 @@ cli_train_heads(int argc, char **argv)
 		cf.min_tok = cf.max_tok / 4 > 32 ? cf.max_tok / 4 : 32;
 	if (cf.min_tok > cf.max_tok)
 		goto usage;
+	if (!cf.model)
+		return cli_model_missing();
 	if (!cf.out) {
 		const char *base = strrchr(cf.model, '/');
 		size_t len;

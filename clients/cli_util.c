@@ -3,11 +3,13 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clients/cli.h"
+#include "common/paths.h"
 #include "engine/engine.h"
 
 void
@@ -140,11 +142,22 @@ cli_parse_float(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* Why the last cli_default_model() found nothing (cli_model_missing). */
+static char cli_model_why[4096];
+
 const char *
 cli_default_model(void)
 {
-	const char *p = getenv("KVSNAP_MODEL");
-	return p && *p ? p : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+	static char path[PATH_MAX];
+	return kv_model_find(path, sizeof(path), cli_model_why, sizeof(cli_model_why)) ?
+	    NULL : path;
+}
+
+int
+cli_model_missing(void)
+{
+	cli_err("%s", cli_model_why);
+	return CLI_EXIT_NOT_FOUND;
 }
 
 char *

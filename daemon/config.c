@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/paths.h"
 #include "daemon/daemon_internal.h"
 
 #define DCFG_EXIT_USAGE 1
@@ -189,6 +190,19 @@ dcfg_file(struct dcfg *c, const char *path)
 }
 
 /* Where the socket goes when nothing says. */
+/* No --model, no model = line: the lookup kvsnap shares (common/paths.h:
+ * $KVSNAP_MODEL, the installed share directory, the source tree). */
+static int
+dcfg_default_model(struct dcfg *c)
+{
+	char path[PATH_MAX], why[4096];
+	if (kv_model_find(path, sizeof(path), why, sizeof(why))) {
+		fprintf(stderr, "kvsnapd: %s (or set model = in --config FILE)\n", why);
+		return -1;
+	}
+	return dcfg_set_str(&c->model, path);
+}
+
 static int
 dcfg_default_socket(struct dcfg *c)
 {
@@ -251,7 +265,6 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *env_model = getenv("KVSNAP_MODEL");
 	int ch, i;
 
 	memset(c, 0, sizeof(*c));
@@ -266,9 +279,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 	c->max_jobs = 64;
 	c->log_level = DLOG_INFO;
 	if (dcfg_set_str(&c->policy, "kvzip") || dcfg_set_str(&c->opts, "") ||
-	    dcfg_set_str(&c->quant, "fp16") || dcfg_set_str(&c->backend, "cpu") ||
-	    dcfg_set_str(&c->model, env_model && *env_model ? env_model :
-	    "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+	    dcfg_set_str(&c->quant, "fp16") || dcfg_set_str(&c->backend, "cpu"))
 		return DCFG_EXIT_USAGE;
 	/* the config file first, so that flags override it */
 	for (i = 1; i < argc; i++) {
@@ -318,6 +329,8 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		dcfg_usage(stderr);
 		return DCFG_EXIT_USAGE;
 	}
+	if (!c->model && dcfg_default_model(c))
+		return DCFG_EXIT_USAGE;
 	if (!c->socket && dcfg_default_socket(c))
 		return DCFG_EXIT_USAGE;
 	if (!c->state && dcfg_default_state(c)) {

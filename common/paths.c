@@ -1,0 +1,87 @@
+/*
+ * paths.c: the default model's lookup (paths.h), shared by kvsnap and
+ * kvsnapd so that both find the same file from any working directory.
+ *
+ * The share directory is found from the running executable, not from a
+ * prefix compiled in, so an installed tree still works after it is moved
+ * (DESTDIR staging, a copied /opt tree) and a build directory's binary
+ * finds the source tree's models/ beside it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fail.h"
+#include "common/paths.h"
+
+/* PREFIX, the parent of the executable's directory, into out: 0, or -1
+ * with the reason in why. */
+static int
+paths_prefix(char *out, size_t cap, char *why, size_t why_len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+	int i;
+
+	if (n < 0)
+		return kv_fail(why, why_len, -1, "/proc/self/exe: %s", strerror(errno));
+	exe[n] = '\0';
+	for (i = 0; i < 2; i++) { /* bin/kvsnap -> bin -> PREFIX */
+		if (!(slash = strrchr(exe, '/')))
+			return kv_fail(why, why_len, -1, "/proc/self/exe is not a path");
+		*slash = '\0';
+	}
+	if ((size_t)snprintf(out, cap, "%s", exe) >= cap)
+		return kv_fail(why, why_len, -1, "the executable's path is too long");
+	return 0;
+}
+
+/* Append ", PLACE (REASON)" to the list of places looked at. */
+static void
+paths_looked(char *list, size_t cap, const char *place, const char *reason)
+{
+	size_t len = strlen(list);
+	if (len < cap)
+		snprintf(list + len, cap - len, "%s%s (%s)", len ? ", " : "", place, reason);
+}
+
+int
+kv_model_find(char *out, size_t cap, char *why, size_t why_len)
+{
+	static const char *const under[2] = { "share/kvsnap", "models" };
+	const char *env = getenv("KVSNAP_MODEL");
+	char prefix[PATH_MAX], path[PATH_MAX + 64], looked[3 * PATH_MAX] = "", reason[128];
+	int i;
+
+	if (env && *env) {
+		if (access(env, R_OK) != 0)
+			return kv_fail(why, why_len, -1, "$KVSNAP_MODEL names %s, which cannot "
+			    "be read: %s (fix or unset KVSNAP_MODEL, or pass -m GGUF)", env,
+			    strerror(errno));
+		if ((size_t)snprintf(out, cap, "%s", env) >= cap)
+			return kv_fail(why, why_len, -1, "$KVSNAP_MODEL is too long");
+		return 0;
+	}
+	paths_looked(looked, sizeof(looked), "$KVSNAP_MODEL", "not set");
+	if (paths_prefix(prefix, sizeof(prefix), reason, sizeof(reason)) == 0) {
+		for (i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/%s/" KV_MODEL_FILE, prefix, under[i]);
+			if (access(path, R_OK) == 0) {
+				if ((size_t)snprintf(out, cap, "%s", path) >= cap)
+					return kv_fail(why, why_len, -1, "%s: path too long", path);
+				return 0;
+			}
+			paths_looked(looked, sizeof(looked), path, strerror(errno));
+		}
+	} else {
+		paths_looked(looked, sizeof(looked), "the share directory beside the program",
+		    reason);
+	}
+	return kv_fail(why, why_len, -1, "no model found; looked at %s; pass -m GGUF, "
+	    "set KVSNAP_MODEL, or install the model (make install; in a source tree, "
+	    "make model)", looked);
+}
