@@ -211,21 +211,55 @@ heads: deps
 	$(CLI) train-heads -m $(MODEL) -o $(HEADS) $(HEADS_ARGS) --resume
 	sha256sum $(HEADS) | tee $(HEADS).sha256
 
-# systemd units go under $(PREFIX)/lib/systemd (DESTDIR-relative); the
-# service's ExecStart names $(PREFIX)/bin/kvsnapd.
+# make install: the programs, the bundled model and its Locret heads (which
+# both programs find from PREFIX/share/kvsnap beside their bin/; see
+# common/paths.h), man pages, shell completion and the systemd units.  Every
+# /usr/local/ in the unit and the example config becomes $(PREFIX)/.
+# install-files copies what $(BUILD) holds without building (tests/sh/
+# install.sh calls it with the BUILD under test, so no other flags rebuild it).
+# systemd units go under $(PREFIX)/lib/systemd (DESTDIR-relative).
 SYSTEMD_DIR ?= $(PREFIX)/lib/systemd
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+SHARE_DIR   := $(PREFIX)/share/kvsnap
+BASHCOMP_DIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMP_DIR ?= $(PREFIX)/share/zsh/vendor-completions
+INSTALL_SHARE := $(notdir $(MODEL) $(HEADS) $(HEADS).sha256)
+INSTALLED := $(PREFIX)/bin/kvsnap $(PREFIX)/bin/kvsnapd $(INSTALL_SHARE:%=$(SHARE_DIR)/%) \
+	$(MANDIR)/man1/kvsnap.1 $(MANDIR)/man8/kvsnapd.8 $(BASHCOMP_DIR)/kvsnap $(ZSHCOMP_DIR)/_kvsnap \
+	$(SYSTEMD_DIR)/system/kvsnapd.service $(SYSTEMD_DIR)/system/kvsnapd.socket \
+	$(PREFIX)/lib/sysusers.d/kvsnap.conf $(PREFIX)/lib/tmpfiles.d/kvsnap.conf \
+	$(PREFIX)/share/doc/kvsnap/kvsnapd.conf $(PREFIX)/share/doc/kvsnap/PROTOCOL.md
+.PHONY: install-files uninstall
+install: all $(MODEL)
+	@$(MAKE) --no-print-directory install-files
+install-files:
+	@for f in $(CLI) $(DAEMON) $(MODEL) $(HEADS); do [ -f "$$f" ] || \
+		{ echo "make install: $$f is missing (make all; make model)" >&2; exit 1; }; done
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SHARE_DIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMP_DIR) $(DESTDIR)$(ZSHCOMP_DIR)
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/kvsnap
 	install -m 0755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/kvsnapd
+	install -m 0644 $(MODEL) $(HEADS) $(DESTDIR)$(SHARE_DIR)/
+	sed 's|  models/|  |' $(HEADS).sha256 > $(DESTDIR)$(SHARE_DIR)/$(notdir $(HEADS)).sha256
+	install -m 0644 docs/man/kvsnap.1 $(DESTDIR)$(MANDIR)/man1/kvsnap.1
+	install -m 0644 docs/man/kvsnapd.8 $(DESTDIR)$(MANDIR)/man8/kvsnapd.8
+	install -m 0644 completion/kvsnap.bash $(DESTDIR)$(BASHCOMP_DIR)/kvsnap
+	install -m 0644 completion/_kvsnap $(DESTDIR)$(ZSHCOMP_DIR)/_kvsnap
 	install -d $(DESTDIR)$(SYSTEMD_DIR)/system $(DESTDIR)$(PREFIX)/lib/sysusers.d \
 		$(DESTDIR)$(PREFIX)/lib/tmpfiles.d $(DESTDIR)$(PREFIX)/share/doc/kvsnap
-	sed 's|/usr/local/bin/kvsnapd|$(PREFIX)/bin/kvsnapd|' systemd/kvsnapd.service \
+	sed 's|/usr/local/|$(PREFIX)/|g' systemd/kvsnapd.service \
 		> $(DESTDIR)$(SYSTEMD_DIR)/system/kvsnapd.service
 	install -m 0644 systemd/kvsnapd.socket $(DESTDIR)$(SYSTEMD_DIR)/system/kvsnapd.socket
 	install -m 0644 systemd/kvsnap.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/kvsnap.conf
 	install -m 0644 systemd/kvsnap.tmpfiles $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/kvsnap.conf
-	install -m 0644 systemd/kvsnapd.conf docs/PROTOCOL.md $(DESTDIR)$(PREFIX)/share/doc/kvsnap/
+	sed 's|/usr/local/|$(PREFIX)/|g' systemd/kvsnapd.conf \
+		> $(DESTDIR)$(PREFIX)/share/doc/kvsnap/kvsnapd.conf
+	install -m 0644 docs/PROTOCOL.md $(DESTDIR)$(PREFIX)/share/doc/kvsnap/
+
+# everything install-files wrote (the same variables), then its own folders if empty
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rmdir $(DESTDIR)$(SHARE_DIR) $(DESTDIR)$(PREFIX)/share/doc/kvsnap 2>/dev/null || true
 
 clean:
 	rm -rf build build-san build-fuzz
