@@ -28,7 +28,7 @@ _kvsnap_flags() {
 	case $1 in
 	ingest) echo "$global --name --force --share -v --local $engine" ;;
 	query) echo "$global -n --temp --top-p --seed --file -v --local $engine" ;;
-	shrink) echo "$global --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
+	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run" ;;
 	generate) echo "$global -p --prompt -n --temp --top-p --seed --raw -t --threads -v --verbose" ;;
 	tokenize) echo "$global --no-special" ;;
