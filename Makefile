@@ -255,6 +255,8 @@ install-files:
 	sed 's|/usr/local/|$(PREFIX)/|g' systemd/kvsnapd.conf \
 		> $(DESTDIR)$(PREFIX)/share/doc/kvsnap/kvsnapd.conf
 	install -m 0644 docs/PROTOCOL.md $(DESTDIR)$(PREFIX)/share/doc/kvsnap/
+	chmod 0644 $(DESTDIR)$(SHARE_DIR)/$(notdir $(HEADS)).sha256 \
+		$(DESTDIR)$(SYSTEMD_DIR)/system/kvsnapd.service $(DESTDIR)$(PREFIX)/share/doc/kvsnap/kvsnapd.conf
 
 # everything install-files wrote (the same variables), then its own folders if empty
 uninstall:

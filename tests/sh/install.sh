@@ -34,7 +34,7 @@ for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
 done
 
 # --- make install-files into DESTDIR, and into a second PREFIX ---
-mk install-files BUILD="$BUILD" DESTDIR="$R" PREFIX="$P" > "$T/make.out" 2>&1
+(umask 077 && mk install-files BUILD="$BUILD" DESTDIR="$R" PREFIX="$P") > "$T/make.out" 2>&1
 ok "make install-files DESTDIR=... PREFIX=$P" $? || tail -5 "$T/make.out" | sed 's/^/#   /'
 for f in bin/kvsnap bin/kvsnapd "share/kvsnap/$NAME" "share/kvsnap/${HEADS##*/}" \
 	"share/kvsnap/${HEADS##*/}.sha256" share/man/man1/kvsnap.1 share/man/man8/kvsnapd.8 \
@@ -48,6 +48,9 @@ done
 ok "the binaries are $BUILD's, the model the bundled one" $?
 (cd "$I/share/kvsnap" && sha256sum -c --status "${HEADS##*/}.sha256")
 ok "the heads' .sha256 checks from the share dir" $?
+[ "$(stat -c %a "$I/lib/systemd/system/kvsnapd.service" "$I/share/doc/kvsnap/kvsnapd.conf" \
+	"$I/share/kvsnap/$NAME" "$I/share/man/man1/kvsnap.1" | sort -u)" = 644 ]
+ok "installed data files are 0644 whatever the umask" $?
 grep -q "^model = $P/share/kvsnap/$NAME\$" "$I/share/doc/kvsnap/kvsnapd.conf"
 ok "installed kvsnapd.conf: model = $P/share/kvsnap/..." $?
 mk install-files BUILD="$BUILD" PREFIX="$O" > "$T/make2.out" 2>&1
