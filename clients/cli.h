@@ -98,6 +98,8 @@ json_t *cli_json_cstr(const char *s);
 /* An error event: code (NULL: the exit code's name), message, exit, and
  * extra's members (may be NULL; consumed). */
 void cli_json_error(const char *code, int rc, const char *message, json_t *extra);
+/* An error event with the message cli_err printed last. */
+void cli_json_error_last(int rc, json_t *extra);
 /* The name of an exit code: "usage", "not_found", "unreachable", ... */
 const char *cli_exit_name(int rc);
 /* The message cli_err printed last (for the error event). */

@@ -99,6 +99,12 @@ cli_json_error(const char *code, int rc, const char *message, json_t *extra)
 	cli_json_line("error", o);
 }
 
+void
+cli_json_error_last(int rc, json_t *extra)
+{
+	cli_json_error(NULL, rc, json_last_err[0] ? json_last_err : "failed", extra);
+}
+
 int
 cli_json_finish(int rc)
 {

@@ -284,8 +284,12 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	ir.who = &(const struct svc_who){ (uint32_t)getuid(), 1 };
 	rc = svc_ingest(L->v, L->ss, &ir, NULL, &res, &st);
 	free(text);
-	if (rc)
-		return local_ingest_fail(L, path, &st);
+	if (rc) {
+		rc = local_ingest_fail(L, path, &st);
+		if (cli_json_mode) /* one error per document: the others go on */
+			cli_json_error_last(rc, json_pack("{s:o}", "path", cli_json_cstr(path)));
+		return rc;
+	}
 	if (L->json) {
 		cli_json_line("result", json_pack("{s:o, s:s, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:I, "
 		    "s:f}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",

@@ -195,7 +195,7 @@ svc_pick_advice(const struct svc *v, const struct svc_picked *pk, const struct s
 		snprintf(out + o, cap - o, "%s re-ingest for this profile: kvsnap ingest --local %s %s",
 		    pk->n_listed ? "; or" : ".", flags, path);
 	} else {
-		snprintf(out + o, cap - o, ". Re-ingest for this profile: kvsnap ingest --force %s",
+		snprintf(out + o, cap - o, "; re-ingest it for this profile: kvsnap ingest --force %s",
 		    path);
 	}
 }
