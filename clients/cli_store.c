@@ -351,7 +351,7 @@ st_ls_row(const struct store_doc *d, const struct svc_snap_figures *f, char row[
 			k--;
 		snprintf(name + k, sizeof(name) - k, "...");
 	}
-	snprintf(row[LS_NAME], LS_CELL, "%s", name);
+	memcpy(row[LS_NAME], name, strlen(name) + 1); /* at most 40 bytes, cut above */
 	snprintf(row[LS_TOKENS], LS_CELL, "%llu", (unsigned long long)d->tokens);
 	snprintf(row[LS_SNAPS], LS_CELL, "%d", d->n_profiles);
 	cli_show_size(d->stored_bytes, row[LS_SIZE], LS_CELL);
