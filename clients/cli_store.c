@@ -327,7 +327,7 @@ st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
 	    "last_used", u, "snapshots", d->n_profiles, "stored_bytes",
 	    (json_int_t)d->stored_bytes, "shared", d->shared, "owners", own);
 	if (o && fig)
-		json_object_update(o, json_pack("{s:I, s:I, s:I, s:I}", "units",
+		json_object_update_new(o, json_pack("{s:I, s:I, s:I, s:I}", "units",
 		    (json_int_t)fig->units, "full_units", (json_int_t)fig->full_units,
 		    "snapshot_bytes", (json_int_t)fig->bytes, "full_bytes",
 		    (json_int_t)fig->full_bytes));
@@ -473,7 +473,7 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 		o = json_pack("{s:s, s:I, s:s}", "profile_id", hex, "stored_bytes", (json_int_t)bytes,
 		    "last_used", u);
 		if (o && h)
-			json_object_update(o, json_pack("{s:o, s:I, s:I, s:I, s:I, s:s, s:s}", "profile",
+			json_object_update_new(o, json_pack("{s:o, s:I, s:I, s:I, s:I, s:s, s:s}", "profile",
 			    cli_json_cstr(h->profile), "tokens", (json_int_t)h->n_tokens, "units",
 			    (json_int_t)f.units, "full_units", (json_int_t)f.full_units, "full_bytes",
 			    (json_int_t)f.full_bytes, "quant", snap_quant_name(h->quant), "pos_mode",
