@@ -132,8 +132,8 @@ def ls_docs():
     rc, out, err = cli("ls", "--json")
     docs = {}
     if rc == 0:
-        for l in out.splitlines():
-            d = json.loads(l); docs[d["doc_id"]] = d
+        for d in json.loads(out)["docs"]:
+            docs[d["doc_id"]] = d
     return rc, docs, err
 
 pre = []  # (name, doc_id)
@@ -325,7 +325,7 @@ def client(k, deadline, q):
         keep = rnd.randint(10, 30)
         rc, out, err = cli("prune", "--json", "--keep", str(keep))
         if rc != 0: return put("prune", f"exit_{rc}", False, msg=err.strip()[-200:])
-        gone = [json.loads(l)["doc_id"] for l in out.splitlines()]
+        gone = [e["doc_id"] for e in map(json.loads, out.splitlines()) if e["event"] == "snapshot"]
         return put("prune", "pruned", True, removed=gone)
 
     def op_ls(rid):

@@ -85,6 +85,44 @@ int cli_exit_for_engine(int err);
 /* Print "kvsnap: <fmt>\n" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* --json output (clients/cli_json.c; docs/JSON.md).  cli_json_mode: the
+ * command was given --json (set by main). */
+extern int cli_json_mode;
+/* One line on stdout: {"event":EVENT, then fields' members}; fields
+ * (may be NULL) is consumed. */
+void cli_json_line(const char *event, json_t *fields);
+/* A JSON string of s[0..len) / of s (NULL: ""); bytes that are not UTF-8
+ * become U+FFFD. */
+json_t *cli_json_text(const char *s, size_t len);
+json_t *cli_json_cstr(const char *s);
+/* An error event: code (NULL: the exit code's name), message, exit, and
+ * extra's members (may be NULL; consumed). */
+void cli_json_error(const char *code, int rc, const char *message, json_t *extra);
+/* An error event with the message cli_err printed last. */
+void cli_json_error_last(int rc, json_t *extra);
+/* The name of an exit code: "usage", "not_found", "unreachable", ... */
+const char *cli_exit_name(int rc);
+/* The message cli_err printed last (for the error event). */
+void cli_json_note(const char *msg);
+/* main's last step: with --json, a failure no error event reported yet
+ * gets one (the last message printed); returns rc. */
+int cli_json_finish(int rc);
+
+/* What people read (clients/cli_show.c): "2.7 MiB"; "3 min ago",
+ * "yesterday", "2026-11-01"; a document's label (its name, else its
+ * source file's base name, else its short id), made safe for a terminal. */
+void cli_show_size(uint64_t bytes, char *out, size_t cap);
+void cli_show_ago(int64_t us, char *out, size_t cap);
+void cli_show_label(const char *name, const char *source, const char *hex, char *out, size_t cap);
+/* "25 % kept, 3.9x smaller": units kept of the full units, and the full
+ * cache's bytes over the stored ones ("" parts when unknown). */
+void cli_show_kept(int64_t units, int64_t full_units, uint64_t bytes, uint64_t full_bytes,
+    char *kept, size_t kcap, char *ratio, size_t rcap);
+/* How an ingest ends: "358 tokens -> 1.9 MiB snapshot (25 % kept, 2.8x
+ * smaller than the full cache)"; bytes 0: only tokens and units. */
+void cli_show_ingested(int64_t tokens, int64_t units, int64_t full_units, uint64_t bytes,
+    uint64_t full_bytes, char *out, size_t cap);
+
 /* Write a JSON string literal (quotes and escapes) for s[0..len) to f. */
 void cli_json_str(FILE *f, const char *s, size_t len);
 /* s made safe for a terminal into out (cap bytes, always terminated):

@@ -118,14 +118,31 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 	return optind;
 }
 
-/* The error event's code and message to stderr; its exit code. */
+/* The error event's code and message to stderr (with --json also as an
+ * error event on stdout, path: the document's, or NULL); its exit code. */
 static int
-dmn_error(const char *what, json_t *ev)
+dmn_error(const char *what, const char *path, json_t *ev)
 {
 	const char *code = json_string_value(json_object_get(ev, "code"));
 	const char *msg = json_string_value(json_object_get(ev, "message"));
+	int rc = cli_exit_for_code(code);
 	cli_err("%s: %s (%s)", what, msg ? msg : "error", code ? code : "?");
-	return cli_exit_for_code(code);
+	if (cli_json_mode)
+		cli_json_error(code, rc, msg ? msg : "error", path ? json_pack("{s:o}", "path",
+		    cli_json_cstr(path)) : NULL);
+	return rc;
+}
+
+/* The daemon's event for --json: its members, less the request's id, as
+ * this command's line (extra members first). */
+static void
+dmn_json_event(const char *kind, json_t *ev, json_t *extra)
+{
+	json_t *o = extra ? extra : json_object();
+	json_object_del(ev, "id");
+	json_object_del(ev, "event");
+	json_object_update(o, ev);
+	cli_json_line(kind, o);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -212,40 +229,44 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 				dmn_bar(path, json_integer_value(json_object_get(ev, "done")),
 				    json_integer_value(json_object_get(ev, "total")),
 				    json_real_value(json_object_get(ev, "elapsed_s")));
-			if (D->json) { /* one line per progress event, for scripts */
-				printf("{\"progress\":true,\"path\":");
-				cli_json_str(stdout, path, strlen(path));
-				printf(",\"done\":%lld,\"total\":%lld}\n",
-				    (long long)json_integer_value(json_object_get(ev, "done")),
-				    (long long)json_integer_value(json_object_get(ev, "total")));
-				fflush(stdout);
-			}
+			if (D->json) /* one line per progress event, for scripts */
+				dmn_json_event("progress", ev, json_pack("{s:o}", "path",
+				    cli_json_cstr(path)));
+			json_decref(ev);
+			continue;
+		}
+		if (!strcmp(kind, "queued")) {
+			if (D->json)
+				dmn_json_event("queued", ev, json_pack("{s:o}", "path", cli_json_cstr(path)));
 			json_decref(ev);
 			continue;
 		}
 		if (D->tty && !D->json)
 			fprintf(stderr, "\r\033[K");
 		if (!strcmp(kind, "error")) {
-			ret = dmn_error(path, ev);
+			ret = dmn_error(path, path, ev);
 			D->n_failed++;
 			D->gone = ret == CLI_EXIT_UNREACHABLE; /* shutting_down: stop here */
 		} else {
 			const char *hex = json_string_value(json_object_get(ev, "doc_id"));
 			int skipped = json_is_true(json_object_get(ev, "skipped"));
+			char line[256], shown[6 * PATH_MAX];
 			if (D->json) {
-				json_object_del(ev, "id");
-				json_object_del(ev, "event");
-				src = json_string(path); /* not UTF-8: "?" */
-				json_object_set_new(ev, "path", src ? src : json_string("?"));
-				json_dumpf(ev, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-				printf("\n");
-			} else if (skipped) {
-				printf("%.12s  %s  already stored (skipped)\n", hex ? hex : "?", path);
+				dmn_json_event("result", ev, json_pack("{s:o}", "path", cli_json_cstr(path)));
 			} else {
-				printf("%.12s  %s  %lld tokens -> %lld units  %.1f s\n", hex ? hex : "?",
-				    path, (long long)json_integer_value(json_object_get(ev, "tokens")),
-				    (long long)json_integer_value(json_object_get(ev, "units")),
-				    json_real_value(json_object_get(ev, "seconds")));
+				cli_show_ingested(json_integer_value(json_object_get(ev, "tokens")),
+				    json_integer_value(json_object_get(ev, "units")),
+				    json_integer_value(json_object_get(ev, "full_units")),
+				    (uint64_t)json_integer_value(json_object_get(ev, "snapshot_bytes")),
+				    (uint64_t)json_integer_value(json_object_get(ev, "full_bytes")), line,
+				    sizeof(line));
+				cli_term_str(path, shown, sizeof(shown));
+				if (skipped)
+					printf("%s (%.12s): already stored (skipped): %s\n", shown,
+					    hex ? hex : "?", line);
+				else
+					printf("%s (%.12s), %.1f s: %s\n", shown, hex ? hex : "?",
+					    json_real_value(json_object_get(ev, "seconds")), line);
 			}
 			fflush(stdout);
 			if (skipped)
@@ -398,35 +419,36 @@ cli_daemon_query(int argc, char **argv)
 		const char *kind = json_string_value(json_object_get(ev, "event"));
 		if (kind && !strcmp(kind, "token")) {
 			json_t *t = json_object_get(ev, "text");
-			if (D.json) {
-				printf("{\"token\":");
-				cli_json_str(stdout, json_string_value(t), json_string_length(t));
-				printf("}\n");
-			} else {
-				fwrite(json_string_value(t), 1, json_string_length(t), stdout);
-			}
-			fflush(stdout);
-		} else if (kind && !strcmp(kind, "result")) {
 			if (D.json)
-				printf("{\"done\":true,\"tokens\":%lld,\"ttft_s\":%.4f}\n",
-				    (long long)json_integer_value(json_object_get(ev, "tokens")),
-				    json_real_value(json_object_get(ev, "ttft_s")));
+				dmn_json_event("token", ev, NULL);
+			else
+				fwrite(json_string_value(t), 1, json_string_length(t), stdout);
+			fflush(stdout);
+		} else if (kind && !strcmp(kind, "queued")) {
+			if (D.json)
+				dmn_json_event("queued", ev, NULL);
+		} else if (kind && !strcmp(kind, "result")) {
+			const char *stop = json_string_value(json_object_get(ev, "stop"));
+			if (D.json)
+				dmn_json_event("result", ev, NULL); /* stop included */
 			else
 				printf("\n");
+			/* the answer's line is ended and out before the statistics */
+			fflush(stdout);
 			if (D.verbose)
 				fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot "
-				    "(%lld question tokens), %lld answer tokens in %.2f s\n",
+				    "(%lld question tokens), %lld answer tokens in %.2f s, stop: %s\n",
 				    json_real_value(json_object_get(ev, "ttft_s")),
 				    (long long)json_integer_value(json_object_get(ev, "prompt_tokens")),
 				    (long long)json_integer_value(json_object_get(ev, "tokens")),
-				    json_real_value(json_object_get(ev, "seconds")));
+				    json_real_value(json_object_get(ev, "seconds")), stop ? stop : "?");
 			ret = CLI_EXIT_OK;
 			json_decref(ev);
 			break;
 		} else if (kind && !strcmp(kind, "error")) {
 			if (!D.json)
 				fflush(stdout);
-			ret = dmn_error("query", ev);
+			ret = dmn_error("query", NULL, ev);
 			json_decref(ev);
 			break;
 		}

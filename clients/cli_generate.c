@@ -24,9 +24,8 @@ gen_emit(void *arg, int32_t id)
 	if (n < 0)
 		n = 0;
 	if (o->json) {
-		printf("{\"event\":\"token\",\"id\":%d,\"text\":", (int)id);
-		cli_json_str(stdout, buf, (size_t)n);
-		printf("}\n");
+		cli_json_line("token", json_pack("{s:o, s:i}", "text", cli_json_text(buf, (size_t)n),
+		    "token", (int)id));
 	} else {
 		fwrite(buf, 1, (size_t)n, stdout);
 	}
@@ -112,6 +111,7 @@ cli_generate(int argc, char **argv)
 	long n_max = 128, seed = 0, threads = 0;
 	double temp = 0.0, top_p = 1.0;
 	int raw = 0, json = 0, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	const char *stop;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
 	struct eng_ctx *ctx = NULL;
@@ -218,12 +218,15 @@ cli_generate(int argc, char **argv)
 		cli_err("generation failed: %s", eng_strerror(rc));
 		goto out;
 	}
+	/* the model's end of turn, else the length (or the window) cut it */
+	stop = n_gen >= n_max || rc == ENG_ERR_CONTEXT ? "length" : "eos";
 	if (json)
-		printf("{\"event\":\"result\",\"prompt_tokens\":%lld,\"generated_tokens\":%lld,"
-		    "\"load_s\":%.3f,\"generate_s\":%.3f}\n",
-		    (long long)n_prompt, (long long)n_gen, t1 - t0, t2 - t1);
+		cli_json_line("result", json_pack("{s:I, s:I, s:s, s:f, s:f}", "prompt_tokens",
+		    (json_int_t)n_prompt, "generated_tokens", (json_int_t)n_gen, "stop", stop,
+		    "load_s", t1 - t0, "generate_s", t2 - t1));
 	else
 		printf("\n");
+	fflush(stdout); /* the answer's line ends before the statistics */
 	if (verbose)
 		fprintf(stderr, "kvsnap: %lld prompt tokens, %lld generated in %.3f s (load %.3f s)\n",
 		    (long long)n_prompt, (long long)n_gen, t2 - t1, t1 - t0);
@@ -302,7 +305,7 @@ cli_tokenize(int argc, char **argv)
 		goto out;
 	}
 	if (json)
-		printf("{\"ids\":[");
+		printf("{\"event\":\"result\",\"ids\":[");
 	for (i = 0; i < n; i++)
 		printf(json ? "%s%d" : "%s%d", i ? (json ? "," : " ") : "", (int)ids[i]);
 	printf(json ? "],\"count\":%lld}\n" : "\n", (long long)n);

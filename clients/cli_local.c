@@ -5,8 +5,10 @@
  * store in the state directory.
  *
  * ingest: each file is read and handed to svc_ingest (always re-ingested).
- * query: svc_query answers from the profile's snapshot or the document's
- * only snapshot, its tokens printed as they come.  A store this process
+ * query: svc_query answers from the snapshot svc_pick's one rule picks
+ * (the daemon's too; a mismatch names the stored profiles, the flags that
+ * answer from one and the command that re-ingests), its tokens printed as
+ * they come.  A store this process
  * cannot write (a read-only mount, another user's files) is opened
  * read-only: answering needs no write, and the last-used stamp that prune
  * walks is then left as it was.
@@ -264,11 +266,10 @@ local_ingest_fail(const struct local *L, const char *path, const struct svc_stat
 static int
 local_ingest_one(struct local *L, const char *path, const char *name)
 {
-	const struct eng_model *m = L->v->m;
 	struct svc_ingest_req ir;
 	struct svc_ingested res;
 	struct svc_status st;
-	char *text, real[PATH_MAX], source[1024];
+	char *text, real[PATH_MAX], source[1024], line[256], shown[6 * PATH_MAX];
 	size_t len;
 	double t0 = eng_now();
 	int rc;
@@ -285,17 +286,24 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	ir.who = &(const struct svc_who){ (uint32_t)getuid(), 1 };
 	rc = svc_ingest(L->v, L->ss, &ir, NULL, &res, &st);
 	free(text);
-	if (rc)
-		return local_ingest_fail(L, path, &st);
+	if (rc) {
+		rc = local_ingest_fail(L, path, &st);
+		if (cli_json_mode) /* one error per document: the others go on */
+			cli_json_error_last(rc, json_pack("{s:o}", "path", cli_json_cstr(path)));
+		return rc;
+	}
 	if (L->json) {
-		printf("{\"doc_id\":\"%s\",\"source\":", res.hex);
-		cli_json_str(stdout, source, strlen(source));
-		printf(",\"tokens\":%lld,\"units\":%lld,\"seconds\":%.3f}\n", (long long)res.tokens,
-		    (long long)res.units, eng_now() - t0);
+		cli_json_line("result", json_pack("{s:o, s:s, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:I, "
+		    "s:f}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",
+		    cli_json_cstr(source), "skipped", 0, "bytes", (json_int_t)len, "tokens",
+		    (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
+		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
+		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - t0));
 	} else {
-		printf("%.12s  %s  %lld tokens -> %lld units (%.1fx fewer)  %.1f s\n", res.hex, path,
-		    (long long)res.tokens, (long long)res.units, res.units ? (double)res.tokens *
-		    m->hp.n_layer * m->hp.n_head_kv / (double)res.units : 0.0, eng_now() - t0);
+		cli_show_ingested(res.tokens, res.units, res.fig.full_units, res.fig.bytes,
+		    res.fig.full_bytes, line, sizeof(line));
+		cli_term_str(path, shown, sizeof(shown));
+		printf("%s (%.12s), %.1f s: %s\n", shown, res.hex, eng_now() - t0, line);
 	}
 	fflush(stdout);
 	return CLI_EXIT_OK;
@@ -374,13 +382,11 @@ static void
 local_emit(void *arg, int32_t id, const char *text, size_t len)
 {
 	struct local_emit *e = arg;
-	(void)id;
 	if (!len)
 		return;
 	if (e->json) {
-		printf("{\"token\":");
-		cli_json_str(stdout, text, len);
-		printf("}\n");
+		cli_json_line("token", json_pack("{s:o, s:i}", "text", cli_json_text(text, len), "token",
+		    (int)id));
 	} else {
 		fwrite(text, 1, len, stdout);
 	}
@@ -389,16 +395,28 @@ local_emit(void *arg, int32_t id, const char *text, size_t len)
 
 /* A failed svc_query: the message and the exit code. */
 static int
-local_query_fail(const struct svc_status *st, const struct svc_answer *a)
+local_query_fail(const struct local *L, const uint8_t doc[SNAP_ID_BYTES],
+    const struct svc_status *st, const struct svc_answer *a)
 {
 	if (st->step == SVC_AT_LOOKUP) {
 		cli_err("%s", st->why);
 		return CLI_EXIT_FAILURE;
 	}
+	if (st->step == SVC_AT_PICK && a->n_other) {
+		/* the one rule (svc_pick): say what is stored and how to get on */
+		struct store_doc d;
+		char why[256], hex[2 * SNAP_ID_BYTES + 1], advice[2400], label[6 * 256];
+		int known = !store_info(L->v->s, doc, &d, why, sizeof(why));
+		store_hex(doc, SNAP_ID_BYTES, hex);
+		svc_pick_advice(L->v, &a->pick, known ? &d : NULL, 1, advice, sizeof(advice));
+		cli_term_str(known && d.name[0] ? d.name : "the document", label, sizeof(label));
+		cli_err("%s (%.12s): %s", label, hex, advice);
+		if (cli_json_mode)
+			cli_json_error("profile_mismatch", CLI_EXIT_CORRUPT, advice, NULL);
+		return CLI_EXIT_CORRUPT;
+	}
 	if (st->step == SVC_AT_PICK) {
-		cli_err("%s", a->n_other ? "the document has several snapshots, none of this "
-		    "profile: pass the --policy/--budget or --ratio/--chunk/--quant it was ingested "
-		    "with" : "the document has no snapshot");
+		cli_err("the document has no snapshot");
 		return CLI_EXIT_NOT_FOUND;
 	}
 	if (st->step == SVC_AT_TOKENIZE) {
@@ -423,6 +441,7 @@ cli_query(int argc, char **argv)
 	struct svc_answer a;
 	struct svc_status st;
 	uint8_t doc[SNAP_ID_BYTES];
+	char hex[2 * SNAP_ID_BYTES + 1];
 	int i, ret;
 
 	if (!cli_has_flag(argc, argv, "--local"))
@@ -438,17 +457,19 @@ cli_query(int argc, char **argv)
 	em.json = L.json;
 	memset(&qr, 0, sizeof(qr));
 	qr.doc_id = doc;
-	qr.pick = SVC_PICK_ONLY; /* the configured profile's snapshot, else the only one */
+	qr.whole_utf8 = L.json; /* JSON strings hold whole characters */
 	qr.question = argv[i + 1];
 	qr.question_len = strlen(argv[i + 1]);
 	qr.max_tokens = L.n_max;
 	if (svc_query(L.v, L.ss, &qr, &hk, &a, &st)) {
-		ret = local_query_fail(&st, &a);
+		ret = local_query_fail(&L, doc, &st, &a);
 		goto out;
 	}
+	store_hex(doc, SNAP_ID_BYTES, hex);
 	if (L.json)
-		printf("{\"done\":true,\"tokens\":%lld,\"ttft_s\":%.4f}\n", (long long)a.generated,
-		    a.ttft);
+		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:s, s:f, s:f}", "doc_id", hex,
+		    "tokens", (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens,
+		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds));
 	else
 		printf("\n");
 	ret = CLI_EXIT_OK;
@@ -490,8 +511,9 @@ cli_shrink(int argc, char **argv)
 	}
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	if (L.json)
-		printf("{\"doc_id\":\"%s\",\"units_from\":%lld,\"units\":%lld,\"seconds\":%.3f}\n",
-		    hex, (long long)r.units_from, (long long)r.units, eng_now() - t0);
+		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:I, s:f}", "doc_id", hex,
+		    "tokens", (json_int_t)r.n_tokens, "units_from", (json_int_t)r.units_from, "units",
+		    (json_int_t)r.units, "seconds", eng_now() - t0));
 	else
 		printf("%.12s  %lld units -> %lld units (%.1fx fewer than the document)  %.1f s\n",
 		    hex, (long long)r.units_from, (long long)r.units,

@@ -38,7 +38,7 @@ st_row(struct st_run *r, const char *level, const char *what, double err, double
 	r->rows++;
 	r->fails += !ok;
 	if (r->json)
-		printf("{\"level\":\"%s\",\"check\":\"%s\",\"error\":%.3g,\"tolerance\":%.3g,"
+		printf("{\"event\":\"check\",\"level\":\"%s\",\"check\":\"%s\",\"error\":%.3g,\"tolerance\":%.3g,"
 		    "\"unit\":\"%s\",\"pass\":%s}\n", level, what, isnan(err) ? -1.0 : err, tol,
 		    unit, ok ? "true" : "false");
 	else
@@ -639,7 +639,7 @@ cli_selftest(int argc, char **argv)
 	st_policies(&r, &e);
 	eng_use_backend("cpu", NULL, 0);
 	if (r.json)
-		printf("{\"summary\":true,\"backend\":\"%s\",\"checks\":%d,\"failed\":%d}\n",
+		printf("{\"event\":\"result\",\"summary\":true,\"backend\":\"%s\",\"checks\":%d,\"failed\":%d}\n",
 		    r.backend, r.rows, r.fails);
 	else
 		printf("\n%d checks, %d passed, %d failed\n", r.rows, r.rows - r.fails, r.fails);

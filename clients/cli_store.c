@@ -3,11 +3,15 @@
  * ls, info DOC, rm DOC, rename DOC NAME, stats, verify [DOC], prune.
  * They open the LMDB store in the state directory directly (no model;
  * the lookups kvsnapd's admin jobs share are service/docs.c's); LMDB's
- * lock file lets them run next to a daemon too.
+ * lock file lets them run next to a daemon too.  For people they name
+ * documents (the short id beside), sizes and times as cli_show.c writes
+ * them; --json lines go through cli_json.c (docs/JSON.md).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "clients/cli.h"
@@ -195,6 +199,21 @@ st_resolve(struct store *s, const char *ref, uint8_t id[SNAP_ID_BYTES])
 	return st_exit(st.rc);
 }
 
+/* A fresh machine: no store in the state directory yet (no data.mdb).
+ * ls and stats answer it as an empty store and create nothing. */
+static int
+st_fresh(const struct st_opts *o)
+{
+	const char *dir = cli_state_dir(o->state);
+	char path[4096];
+	struct stat sb;
+	if (!dir)
+		return 0;
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	return stat(path, &sb) != 0 && errno == ENOENT;
+}
+
+/* A stamp for JSON: UTC, ISO 8601; "-" when never. */
 static void
 st_time(int64_t us, char *buf, size_t cap)
 {
@@ -204,40 +223,179 @@ st_time(int64_t us, char *buf, size_t cap)
 		snprintf(buf, cap, "-");
 }
 
+/* "gpl (1e22ab4c9f01)", or the short id alone when it has no name and no
+ * source file: how rm, prune and verify name a document. */
 static void
-st_print_doc(const struct store_doc *d, int json)
+st_label(const struct store_doc *d, char *out, size_t cap)
 {
-	char hex[2 * SNAP_ID_BYTES + 1], c[32], u[32], name[6 * 256];
+	char hex[2 * SNAP_ID_BYTES + 1], label[6 * 256];
+	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
+	cli_show_label(d->name, d->source, hex, label, sizeof(label));
+	if (!strcmp(label, hex) || !strncmp(label, hex, 12))
+		snprintf(out, cap, "%.12s", hex);
+	else
+		snprintf(out, cap, "%s (%.12s)", label, hex);
+}
+
+/* The documents of the store, as store_ls lists them (copies). */
+struct st_docs {
+	struct store_doc *d;
+	size_t n, cap;
+};
+
+static int
+st_docs_cb(void *arg, const struct store_doc *d)
+{
+	struct st_docs *ds = arg;
+	if (ds->n == ds->cap) {
+		size_t cap = ds->cap ? 2 * ds->cap : 16;
+		struct store_doc *nd = realloc(ds->d, cap * sizeof(*nd));
+		if (!nd)
+			return -1;
+		ds->d = nd;
+		ds->cap = cap;
+	}
+	ds->d[ds->n++] = *d;
+	return 0;
+}
+
+/* All documents into ds (0), or an exit code with the message printed. */
+static int
+st_docs(struct store *s, struct st_docs *ds, const char *what)
+{
+	char why[512] = "";
+	int rc;
+	memset(ds, 0, sizeof(*ds));
+	if ((rc = store_ls(s, st_docs_cb, ds, why, sizeof(why)))) {
+		cli_err("%s: %s", what, why[0] ? why : store_strerror(rc));
+		free(ds->d);
+		memset(ds, 0, sizeof(*ds));
+		return st_exit(rc);
+	}
+	return CLI_EXIT_OK;
+}
+
+/* The label of doc_id among ds (the short id when it is not there). */
+static void
+st_docs_label(const struct st_docs *ds, const uint8_t id[SNAP_ID_BYTES], char *out, size_t cap)
+{
+	char hex[2 * SNAP_ID_BYTES + 1];
+	size_t i;
+	for (i = 0; i < ds->n; i++)
+		if (!memcmp(ds->d[i].doc_id, id, SNAP_ID_BYTES)) {
+			st_label(&ds->d[i], out, cap);
+			return;
+		}
+	store_hex(id, SNAP_ID_BYTES, hex);
+	snprintf(out, cap, "%.12s", hex);
+}
+
+/* The figures of a document's largest snapshot (most units kept). */
+static int
+st_fig_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
+    const struct snap_header *h, const char *why, int64_t last_used_us)
+{
+	struct svc_snap_figures *f = arg, g;
+	(void)pid;
+	(void)why;
+	(void)last_used_us;
+	if (!h)
+		return 0;
+	svc_snap_figures(h, bytes, &g);
+	if (g.units > f->units)
+		*f = g;
+	return 0;
+}
+
+/* A document as JSON (ls, info); fig: its largest snapshot's figures, or
+ * NULL. */
+static json_t *
+st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
+{
+	char hex[2 * SNAP_ID_BYTES + 1], c[32], u[32];
+	json_t *o, *own = json_array();
 	int i;
 	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
 	st_time(d->created_us, c, sizeof(c));
 	st_time(d->last_used_us, u, sizeof(u));
-	if (!json) {
-		cli_term_str(d->name[0] ? d->name : "-", name, sizeof(name));
-		printf("%.12s  %-20s %8llu tok %3d snap %10llu B  used %s\n", hex, name,
-		    (unsigned long long)d->tokens, d->n_profiles,
-		    (unsigned long long)d->stored_bytes, u);
-		return;
-	}
-	printf("{\"doc_id\":\"%s\",\"name\":", hex);
-	cli_json_str(stdout, d->name, strlen(d->name));
-	printf(",\"source\":");
-	cli_json_str(stdout, d->source, strlen(d->source));
-	printf(",\"bytes\":%llu,\"tokens\":%llu,\"created\":\"%s\",\"last_used\":\"%s\","
-	    "\"snapshots\":%d,\"stored_bytes\":%llu,\"shared\":%s,\"owners\":[",
-	    (unsigned long long)d->bytes, (unsigned long long)d->tokens, c, u, d->n_profiles,
-	    (unsigned long long)d->stored_bytes, d->shared ? "true" : "false");
 	/* who kvsnapd shows it to (the store commands themselves see all) */
 	for (i = 0; i < d->n_owners; i++)
-		printf("%s%u", i ? "," : "", (unsigned)d->owners[i]);
-	printf("]}\n");
+		json_array_append_new(own, json_integer(d->owners[i]));
+	o = json_pack("{s:s, s:o, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:b, s:o}", "doc_id", hex,
+	    "name", cli_json_cstr(d->name), "source", cli_json_cstr(d->source),
+	    "bytes", (json_int_t)d->bytes, "tokens", (json_int_t)d->tokens, "created", c,
+	    "last_used", u, "snapshots", d->n_profiles, "stored_bytes",
+	    (json_int_t)d->stored_bytes, "shared", d->shared, "owners", own);
+	if (o && fig)
+		json_object_update_new(o, json_pack("{s:I, s:I, s:I, s:I}", "units",
+		    (json_int_t)fig->units, "full_units", (json_int_t)fig->full_units,
+		    "snapshot_bytes", (json_int_t)fig->bytes, "full_bytes",
+		    (json_int_t)fig->full_bytes));
+	return o;
 }
 
-static int
-st_ls_cb(void *arg, const struct store_doc *d)
+/* One row of `ls` for people. */
+enum { LS_NAME, LS_TOKENS, LS_SNAPS, LS_SIZE, LS_KEPT, LS_SMALLER, LS_USED, LS_ID, LS_COLS };
+#define LS_CELL 128
+
+static void
+st_ls_row(const struct store_doc *d, const struct svc_snap_figures *f, char row[LS_COLS][LS_CELL])
 {
-	st_print_doc(d, *(int *)arg);
-	return 0;
+	char hex[2 * SNAP_ID_BYTES + 1], name[6 * 256];
+	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
+	cli_show_label(d->name, d->source, hex, name, sizeof(name));
+	/* a long name is cut (on a character boundary) to keep the columns */
+	if (strlen(name) > 40) {
+		size_t k = 37;
+		while (k > 0 && ((unsigned char)name[k] & 0xC0) == 0x80)
+			k--;
+		snprintf(name + k, sizeof(name) - k, "...");
+	}
+	memcpy(row[LS_NAME], name, strlen(name) + 1); /* at most 40 bytes, cut above */
+	snprintf(row[LS_TOKENS], LS_CELL, "%llu", (unsigned long long)d->tokens);
+	snprintf(row[LS_SNAPS], LS_CELL, "%d", d->n_profiles);
+	cli_show_size(d->stored_bytes, row[LS_SIZE], LS_CELL);
+	cli_show_kept(f->units, f->full_units, f->bytes, f->full_bytes, row[LS_KEPT], LS_CELL,
+	    row[LS_SMALLER], LS_CELL);
+	cli_show_ago(d->last_used_us, row[LS_USED], LS_CELL);
+	snprintf(row[LS_ID], LS_CELL, "%.12s", hex);
+}
+
+/* Display width of a UTF-8 string (code points; good enough for names). */
+static int
+st_width(const char *s)
+{
+	int w = 0;
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xC0) != 0x80;
+	return w;
+}
+
+static void
+st_ls_print(char (*rows)[LS_COLS][LS_CELL], size_t n)
+{
+	static const char *const head[LS_COLS] = { "NAME", "TOKENS", "SNAPS", "SIZE", "KEPT",
+		"SMALLER", "USED", "ID" };
+	static const int left[LS_COLS] = { 1, 0, 0, 0, 0, 0, 1, 1 };
+	int w[LS_COLS], c, pad;
+	size_t i;
+	for (c = 0; c < LS_COLS; c++) {
+		w[c] = st_width(head[c]);
+		for (i = 0; i < n; i++)
+			if (st_width(rows[i][c]) > w[c])
+				w[c] = st_width(rows[i][c]);
+	}
+	for (i = 0; i <= n; i++) {
+		for (c = 0; c < LS_COLS; c++) {
+			const char *cell = i ? rows[i - 1][c] : head[c];
+			pad = w[c] - st_width(cell);
+			if (c == LS_COLS - 1)
+				pad = 0;
+			printf("%s%*s%s%*s", c ? "  " : "", left[c] ? 0 : pad, "", cell,
+			    left[c] ? pad : 0, "");
+		}
+		printf("\n");
+	}
 }
 
 int
@@ -245,20 +403,57 @@ cli_ls(int argc, char **argv)
 {
 	struct st_opts o;
 	struct store *s;
-	char why[512] = "";
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 0, 0, 1, &o, &s, &i)))
+	struct st_docs ds;
+	struct svc_snap_figures *fig = NULL;
+	char (*rows)[LS_COLS][LS_CELL] = NULL;
+	char why[512];
+	json_t *arr;
+	size_t i;
+	int rc;
+	if (st_args(argc, argv, &o, 0, 0) < 0)
+		return CLI_EXIT_USAGE;
+	if (st_fresh(&o)) { /* nothing ingested yet: an empty list, nothing created */
+		if (o.json)
+			cli_json_line("result", json_pack("{s:[]}", "docs"));
+		else
+			printf("no documents yet: kvsnap ingest FILE\n");
+		return CLI_EXIT_OK;
+	}
+	if ((rc = st_open(&o, 1, &s)))
 		return rc;
-	rc = store_ls(s, st_ls_cb, &o.json, why, sizeof(why));
-	if (rc)
-		cli_err("ls: %s", why);
+	if ((rc = st_docs(s, &ds, "ls")))
+		goto out;
+	if (ds.n && (!(fig = calloc(ds.n, sizeof(*fig))) || !(rows = calloc(ds.n, sizeof(*rows))))) {
+		cli_err("ls: out of memory");
+		rc = CLI_EXIT_FAILURE;
+		goto out;
+	}
+	for (i = 0; i < ds.n; i++) /* an unreadable header leaves its figures unknown */
+		(void)snap_profiles(s, ds.d[i].doc_id, st_fig_cb, &fig[i], why, sizeof(why));
+	if (o.json) {
+		arr = json_array();
+		for (i = 0; i < ds.n; i++)
+			json_array_append_new(arr, st_doc_json(&ds.d[i], &fig[i]));
+		cli_json_line("result", json_pack("{s:o}", "docs", arr));
+	} else if (!ds.n) {
+		printf("no documents yet: kvsnap ingest FILE\n");
+	} else {
+		for (i = 0; i < ds.n; i++)
+			st_ls_row(&ds.d[i], &fig[i], rows[i]);
+		st_ls_print(rows, ds.n);
+	}
+out:
+	free(rows);
+	free(fig);
+	free(ds.d);
 	store_close(s);
-	return st_exit(rc);
+	return rc;
 }
 
 struct st_info {
+	const struct store_doc *d;
 	int json;
-	int n;
+	json_t *snaps;
 };
 
 static int
@@ -266,35 +461,64 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
     const struct snap_header *h, const char *why, int64_t last_used_us)
 {
 	struct st_info *in = arg;
-	char hex[2 * SNAP_ID_BYTES + 1], u[32];
-	int64_t units = h ? svc_snapshot_units(h) : 0;
+	struct svc_snap_figures f;
+	char hex[2 * SNAP_ID_BYTES + 1], u[32], size[32], kept[32], ratio[32], words[512];
+	json_t *o;
 	store_hex(pid, SNAP_ID_BYTES, hex);
-	st_time(last_used_us, u, sizeof(u));
-	in->n++;
+	memset(&f, 0, sizeof(f));
+	if (h)
+		svc_snap_figures(h, bytes, &f);
 	if (in->json) {
-		printf("{\"profile_id\":\"%s\",\"stored_bytes\":%llu,\"last_used\":\"%s\"", hex,
-		    (unsigned long long)bytes, u);
-		if (h) {
-			printf(",\"profile\":");
-			cli_json_str(stdout, h->profile, strlen(h->profile));
-			printf(",\"tokens\":%llu,\"units\":%lld,\"quant\":\"%s\",\"pos_mode\":\"%s\"",
-			    (unsigned long long)h->n_tokens, (long long)units, snap_quant_name(h->quant),
-			    h->pos_mode ? "slot" : "original");
-		} else {
-			printf(",\"error\":");
-			cli_json_str(stdout, why, strlen(why));
-		}
-		printf("}\n");
+		st_time(last_used_us, u, sizeof(u));
+		o = json_pack("{s:s, s:I, s:s}", "profile_id", hex, "stored_bytes", (json_int_t)bytes,
+		    "last_used", u);
+		if (o && h)
+			json_object_update_new(o, json_pack("{s:o, s:I, s:I, s:I, s:I, s:s, s:s}", "profile",
+			    cli_json_cstr(h->profile), "tokens", (json_int_t)h->n_tokens, "units",
+			    (json_int_t)f.units, "full_units", (json_int_t)f.full_units, "full_bytes",
+			    (json_int_t)f.full_bytes, "quant", snap_quant_name(h->quant), "pos_mode",
+			    h->pos_mode ? "slot" : "original"));
+		else if (o)
+			json_object_set_new(o, "error", cli_json_cstr(why));
+		json_array_append_new(in->snaps, o);
 		return 0;
 	}
-	printf("  snapshot %.12s  %10llu B  used %s\n", hex, (unsigned long long)bytes, u);
-	if (h)
-		printf("    %s\n    %llu tokens -> %lld units (%s, %s positions)\n", h->profile,
-		    (unsigned long long)h->n_tokens, (long long)units, snap_quant_name(h->quant),
-		    h->pos_mode ? "slot" : "original");
-	else
-		printf("    unreadable header: %s\n", why);
+	cli_show_size(bytes, size, sizeof(size));
+	cli_show_ago(last_used_us, u, sizeof(u));
+	if (!h) {
+		printf("  snapshot %.12s  %s  used %s\n    unreadable header: %s\n", hex, size, u, why);
+		return 0;
+	}
+	svc_profile_words(NULL, h->profile, words, sizeof(words));
+	cli_show_kept(f.units, f.full_units, f.bytes, f.full_bytes, kept, sizeof(kept), ratio,
+	    sizeof(ratio));
+	printf("  snapshot %.12s  %s  %s  used %s\n", hex, words, size, u);
+	printf("    %llu tokens -> %lld units (%s kept, %s smaller than the full cache; %s, %s "
+	    "positions)\n    %s\n", (unsigned long long)h->n_tokens, (long long)f.units, kept,
+	    ratio, snap_quant_name(h->quant), h->pos_mode ? "slot" : "original", h->profile);
 	return 0;
+}
+
+static void
+st_info_head(const struct store_doc *d)
+{
+	char hex[2 * SNAP_ID_BYTES + 1], label[6 * 256], src[6 * 1024], size[32], stored[32],
+	    c[32], u[32];
+	int i;
+	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
+	cli_show_label(d->name, d->source, hex, label, sizeof(label));
+	cli_term_str(d->source[0] ? d->source : "-", src, sizeof(src));
+	cli_show_size(d->bytes, size, sizeof(size));
+	cli_show_size(d->stored_bytes, stored, sizeof(stored));
+	cli_show_ago(d->created_us, c, sizeof(c));
+	cli_show_ago(d->last_used_us, u, sizeof(u));
+	printf("%s\n  id        %s\n  source    %s\n  document  %s, %llu tokens\n"
+	    "  created   %s; used %s\n  shared    %s; owners", label, hex, src, size,
+	    (unsigned long long)d->tokens, c, u, d->shared ? "yes (every user)" : "no");
+	for (i = 0; i < d->n_owners; i++)
+		printf(" uid %u", (unsigned)d->owners[i]);
+	printf("%s\n  %d snapshot%s, %s\n", d->n_owners ? "" : " none", d->n_profiles,
+	    d->n_profiles == 1 ? "" : "s", stored);
 }
 
 int
@@ -304,6 +528,7 @@ cli_info(int argc, char **argv)
 	struct store *s;
 	struct store_doc d;
 	struct st_info in;
+	struct svc_snap_figures fig;
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
 	int i, rc;
@@ -316,12 +541,24 @@ cli_info(int argc, char **argv)
 		rc = st_exit(rc);
 		goto out;
 	}
-	st_print_doc(&d, o.json);
+	memset(&in, 0, sizeof(in));
+	in.d = &d;
 	in.json = o.json;
-	in.n = 0;
+	if (o.json)
+		in.snaps = json_array();
+	else
+		st_info_head(&d);
 	if ((rc = snap_profiles(s, id, st_profile_cb, &in, why, sizeof(why)))) {
 		cli_err("info: %s", why);
 		rc = st_exit(rc);
+		json_decref(in.snaps);
+		goto out;
+	}
+	if (o.json) {
+		memset(&fig, 0, sizeof(fig));
+		(void)snap_profiles(s, id, st_fig_cb, &fig, why, sizeof(why));
+		cli_json_line("result", json_pack("{s:o, s:o}", "doc", st_doc_json(&d, &fig),
+		    "snapshots", in.snaps));
 	}
 out:
 	store_close(s);
@@ -333,18 +570,26 @@ cli_rm(int argc, char **argv)
 {
 	struct st_opts o;
 	struct store *s;
+	struct store_doc d;
 	uint8_t id[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], label[8 * 256];
 	int i, rc;
 	if ((rc = st_begin(argc, argv, 1, 1, 0, &o, &s, &i)))
 		return rc;
 	if (!(rc = st_resolve(s, argv[i], id))) {
+		if (store_info(s, id, &d, why, sizeof(why)))
+			memset(&d, 0, sizeof(d)); /* unreadable metadata: named by its id */
+		memcpy(d.doc_id, id, SNAP_ID_BYTES);
+		st_label(&d, label, sizeof(label));
 		rc = store_rm(s, id, why, sizeof(why));
 		if (rc)
 			cli_err("rm: %s", why);
 		store_hex(id, SNAP_ID_BYTES, hex);
-		if (!rc)
-			printf(o.json ? "{\"removed\":\"%s\"}\n" : "removed %s\n", hex);
+		if (!rc && o.json)
+			cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex, "name",
+			    cli_json_cstr(d.name), "source", cli_json_cstr(d.source), "removed", 1));
+		else if (!rc)
+			printf("removed %s\n", label);
 		rc = st_exit(rc);
 	}
 	store_close(s);
@@ -356,15 +601,30 @@ cli_rename(int argc, char **argv)
 {
 	struct st_opts o;
 	struct store *s;
+	struct store_doc d;
 	uint8_t id[SNAP_ID_BYTES];
-	char why[512] = "";
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], old[6 * 256], name[6 * 256];
 	int i, rc;
 	if ((rc = st_begin(argc, argv, 2, 2, 0, &o, &s, &i)))
 		return rc;
 	if (!(rc = st_resolve(s, argv[i], id))) {
+		if (store_info(s, id, &d, why, sizeof(why)))
+			memset(&d, 0, sizeof(d));
 		rc = store_rename(s, id, argv[i + 1], why, sizeof(why));
-		if (rc)
+		store_hex(id, SNAP_ID_BYTES, hex);
+		if (rc) {
 			cli_err("rename: %s", why);
+		} else if (o.json) {
+			cli_json_line("result", json_pack("{s:s, s:o, s:o}", "doc_id", hex, "name",
+			    cli_json_cstr(argv[i + 1]), "old_name", cli_json_cstr(d.name)));
+		} else {
+			cli_term_str(d.name, old, sizeof(old));
+			cli_term_str(argv[i + 1], name, sizeof(name));
+			if (old[0])
+				printf("renamed %s (%.12s) to %s\n", old, hex, name);
+			else
+				printf("renamed %.12s to %s\n", hex, name);
+		}
 		rc = st_exit(rc);
 	}
 	store_close(s);
@@ -377,28 +637,42 @@ cli_stats(int argc, char **argv)
 	struct st_opts o;
 	struct store *s;
 	struct store_stats st;
-	char why[512] = "";
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 0, 0, 1, &o, &s, &i)))
+	char why[512] = "", stored[32], used[32], size[32];
+	int rc;
+	if (st_args(argc, argv, &o, 0, 0) < 0)
+		return CLI_EXIT_USAGE;
+	memset(&st, 0, sizeof(st));
+	if (st_fresh(&o)) {
+		s = NULL;
+		rc = STORE_OK;
+	} else if ((rc = st_open(&o, 1, &s))) {
 		return rc;
-	rc = store_stats(s, &st, why, sizeof(why));
+	} else {
+		rc = store_stats(s, &st, why, sizeof(why));
+	}
 	if (rc)
 		cli_err("stats: %s", why);
 	else if (o.json)
-		printf("{\"documents\":%llu,\"snapshots\":%llu,\"stored_bytes\":%llu,"
-		    "\"map_size\":%llu,\"map_used\":%llu}\n", (unsigned long long)st.n_docs,
-		    (unsigned long long)st.n_snapshots, (unsigned long long)st.stored_bytes,
-		    (unsigned long long)st.map_size, (unsigned long long)st.map_used);
-	else
-		printf("%llu documents, %llu snapshots, %llu bytes stored; map %llu of %llu bytes "
-		    "used\n", (unsigned long long)st.n_docs, (unsigned long long)st.n_snapshots,
-		    (unsigned long long)st.stored_bytes, (unsigned long long)st.map_used,
-		    (unsigned long long)st.map_size);
-	store_close(s);
+		cli_json_line("result", json_pack("{s:I, s:I, s:I, s:I, s:I}", "documents",
+		    (json_int_t)st.n_docs, "snapshots", (json_int_t)st.n_snapshots, "stored_bytes",
+		    (json_int_t)st.stored_bytes, "map_size", (json_int_t)st.map_size, "map_used",
+		    (json_int_t)st.map_used));
+	else {
+		cli_show_size(st.stored_bytes, stored, sizeof(stored));
+		cli_show_size(st.map_used, used, sizeof(used));
+		cli_show_size(st.map_size, size, sizeof(size));
+		printf("%llu document%s, %llu snapshot%s, %s stored; the store's file uses %s of "
+		    "%s reserved\n", (unsigned long long)st.n_docs, st.n_docs == 1 ? "" : "s",
+		    (unsigned long long)st.n_snapshots, st.n_snapshots == 1 ? "" : "s", stored, used,
+		    size);
+	}
+	if (s)
+		store_close(s);
 	return st_exit(rc);
 }
 
 struct st_verify {
+	const struct st_docs *ds;
 	int json, bad, n;
 };
 
@@ -407,21 +681,26 @@ st_verify_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP
     const char *why)
 {
 	struct st_verify *v = arg;
-	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1];
+	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1], label[8 * 256];
+	const struct store_doc *d = NULL;
+	size_t i;
 	store_hex(did, SNAP_ID_BYTES, dh);
 	store_hex(pid, SNAP_ID_BYTES, ph);
 	v->n++;
 	v->bad += why != NULL;
+	for (i = 0; i < v->ds->n; i++)
+		if (!memcmp(v->ds->d[i].doc_id, did, SNAP_ID_BYTES))
+			d = &v->ds->d[i];
 	if (v->json) {
-		printf("{\"doc_id\":\"%s\",\"profile_id\":\"%s\",\"ok\":%s", dh, ph,
-		    why ? "false" : "true");
-		if (why) {
-			printf(",\"error\":");
-			cli_json_str(stdout, why, strlen(why));
-		}
-		printf("}\n");
+		json_t *o = json_pack("{s:s, s:o, s:s, s:b}", "doc_id", dh, "name",
+		    cli_json_cstr(d ? d->name : ""), "profile_id", ph, "ok", why == NULL);
+		if (o && why)
+			json_object_set_new(o, "error", cli_json_cstr(why));
+		cli_json_line("snapshot", o);
 	} else {
-		printf("%.12s/%.12s  %s%s\n", dh, ph, why ? "CORRUPT: " : "ok", why ? why : "");
+		st_docs_label(v->ds, did, label, sizeof(label));
+		printf("%s  snapshot %.12s  %s%s\n", label, ph, why ? "CORRUPT: " : "ok",
+		    why ? why : "");
 	}
 	return 0;
 }
@@ -431,42 +710,68 @@ cli_verify(int argc, char **argv)
 {
 	struct st_opts o;
 	struct store *s;
-	struct st_verify v = { 0, 0, 0 };
+	struct st_docs ds;
+	struct st_verify v = { &ds, 0, 0, 0 };
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
 	int i, rc;
+	memset(&ds, 0, sizeof(ds));
 	if ((rc = st_begin(argc, argv, 0, 1, 1, &o, &s, &i)))
 		return rc;
 	if (i == argc - 1 && (rc = st_resolve(s, argv[i], id)))
+		goto out;
+	/* the names first: the reports name documents */
+	if ((rc = st_docs(s, &ds, "verify")) && rc != CLI_EXIT_CORRUPT)
 		goto out;
 	v.json = o.json;
 	rc = snap_verify(s, i == argc - 1 ? id : NULL, st_verify_cb, &v, why, sizeof(why));
 	if (rc && rc != STORE_ERR_CORRUPT)
 		cli_err("verify: %s", why);
-	if (!o.json)
-		printf("%d snapshots checked, %d corrupt\n", v.n, v.bad);
+	if (o.json)
+		cli_json_line("result", json_pack("{s:i, s:i}", "checked", v.n, "corrupt", v.bad));
+	else
+		printf("%d snapshot%s checked, %d corrupt\n", v.n, v.n == 1 ? "" : "s", v.bad);
 	rc = v.bad ? CLI_EXIT_CORRUPT : st_exit(rc);
+	if (rc && o.json && v.bad)
+		cli_json_error("corrupt", rc, "corrupt snapshots found (see the snapshot lines)",
+		    NULL);
 out:
+	free(ds.d);
 	store_close(s);
 	return rc;
 }
+
+struct st_prune {
+	const struct st_opts *o;
+	const struct st_docs *ds;
+};
 
 static int
 st_prune_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP_ID_BYTES],
     uint64_t bytes, int64_t last_used_us)
 {
-	const struct st_opts *o = arg;
-	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1], u[32];
+	const struct st_prune *p = arg;
+	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1], u[32], label[8 * 256],
+	    size[32];
+	const struct store_doc *d = NULL;
+	size_t i;
 	store_hex(did, SNAP_ID_BYTES, dh);
 	store_hex(pid, SNAP_ID_BYTES, ph);
-	st_time(last_used_us, u, sizeof(u));
-	if (o->json)
-		printf("{\"doc_id\":\"%s\",\"profile_id\":\"%s\",\"bytes\":%llu,\"last_used\":\"%s\","
-		    "\"dropped\":%s}\n", dh, ph, (unsigned long long)bytes, u,
-		    o->dry_run ? "false" : "true");
-	else
-		printf("%s %.12s/%.12s  %llu B  used %s\n", o->dry_run ? "would drop" : "dropped", dh,
-		    ph, (unsigned long long)bytes, u);
+	for (i = 0; i < p->ds->n; i++)
+		if (!memcmp(p->ds->d[i].doc_id, did, SNAP_ID_BYTES))
+			d = &p->ds->d[i];
+	if (p->o->json) {
+		st_time(last_used_us, u, sizeof(u));
+		cli_json_line("snapshot", json_pack("{s:s, s:o, s:s, s:I, s:s, s:b}", "doc_id", dh,
+		    "name", cli_json_cstr(d ? d->name : ""), "profile_id", ph, "bytes",
+		    (json_int_t)bytes, "last_used", u, "dropped", !p->o->dry_run));
+	} else {
+		st_docs_label(p->ds, did, label, sizeof(label));
+		cli_show_size(bytes, size, sizeof(size));
+		cli_show_ago(last_used_us, u, sizeof(u));
+		printf("%s %s  snapshot %.12s  %s  used %s\n", p->o->dry_run ? "would drop" :
+		    "dropped", label, ph, size, u);
+	}
 	return 0;
 }
 
@@ -476,9 +781,11 @@ cli_prune(int argc, char **argv)
 	struct st_opts o;
 	struct store *s;
 	struct store_prune p;
+	struct st_docs ds;
+	struct st_prune sp = { &o, &ds };
 	int64_t n = 0;
 	uint64_t bytes = 0;
-	char why[512] = "";
+	char why[512] = "", size[32];
 	int i = st_args(argc, argv, &o, 0, 0), rc;
 	if (i < 0)
 		return CLI_EXIT_USAGE;
@@ -488,16 +795,27 @@ cli_prune(int argc, char **argv)
 	}
 	if ((rc = st_open(&o, o.dry_run, &s)))
 		return rc;
+	/* the names first (prune's callback runs inside its write transaction) */
+	if ((rc = st_docs(s, &ds, "prune"))) {
+		store_close(s);
+		return rc;
+	}
 	p.older_than_us = o.older_than_us;
 	p.max_bytes = o.max_bytes;
 	p.keep = o.keep;
 	p.dry_run = o.dry_run;
-	rc = store_prune(s, &p, st_prune_cb, &o, &n, &bytes, why, sizeof(why));
+	rc = store_prune(s, &p, st_prune_cb, &sp, &n, &bytes, why, sizeof(why));
 	if (rc)
 		cli_err("prune: %s", why);
-	else if (!o.json)
-		printf("%s %lld snapshots, %llu bytes\n", o.dry_run ? "would drop" : "dropped",
-		    (long long)n, (unsigned long long)bytes);
+	else if (o.json)
+		cli_json_line("result", json_pack("{s:I, s:I, s:b}", "snapshots", (json_int_t)n,
+		    "bytes", (json_int_t)bytes, "dry_run", o.dry_run));
+	else {
+		cli_show_size(bytes, size, sizeof(size));
+		printf("%s %lld snapshot%s, %s\n", o.dry_run ? "would drop" : "dropped", (long long)n,
+		    n == 1 ? "" : "s", size);
+	}
+	free(ds.d);
 	store_close(s);
 	return st_exit(rc);
 }

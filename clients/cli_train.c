@@ -266,7 +266,7 @@ train_eval(const struct train_cfg *cf, struct eng_train *tr, struct train_env *e
 		ov += st.overlap;
 	}
 	if (cf->json)
-		printf("{\"eval\":\"%s\",\"examples\":%ld,\"loss\":%.6g,\"overlap\":%.4f}\n", when,
+		printf("{\"event\":\"eval\",\"eval\":\"%s\",\"examples\":%ld,\"loss\":%.6g,\"overlap\":%.4f}\n", when,
 		    cf->eval, loss / (double)cf->eval, ov / (double)cf->eval);
 	else
 		fprintf(stderr, "train-heads: held-out loss %s training %.5f, top-10%% overlap %.4f "
@@ -381,7 +381,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 		avg_o /= nw;
 		el = eng_now() - t0;
 		if (cf->json) {
-			printf("{\"example\":%lld,\"examples\":%ld,\"kind\":\"%s\",\"prompt_tokens\":%lld,"
+			printf("{\"event\":\"example\",\"example\":%lld,\"examples\":%ld,\"kind\":\"%s\",\"prompt_tokens\":%lld,"
 			    "\"answer_tokens\":%lld,\"loss\":%.6g,\"reg\":%.6g,\"smooth\":%.6g,"
 			    "\"overlap\":%.4f,\"lr\":%.6g,\"loss_avg\":%.6g,\"overlap_avg\":%.4f,"
 			    "\"label_s\":%.2f,\"step_s\":%.2f,\"examples_per_s\":%.4f,\"elapsed_s\":%.1f,"

@@ -15,12 +15,13 @@
 void
 cli_err(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
-	fputs("kvsnap: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "kvsnap: %s\n", msg);
+	cli_json_note(msg); /* --json: the error event's message */
 }
 
 int

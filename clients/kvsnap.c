@@ -84,9 +84,11 @@ main(int argc, char **argv)
 		cli_usage(stdout);
 		return CLI_EXIT_OK;
 	}
+	/* --json: failures become error events too (clients/cli_json.c) */
+	cli_json_mode = cli_has_flag(argc - 1, argv + 1, "--json");
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
 		if (!strcmp(argv[1], cli_cmds[i].name))
-			return cli_cmds[i].run(argc - 1, argv + 1);
+			return cli_json_finish(cli_cmds[i].run(argc - 1, argv + 1));
 	cli_err("unknown command '%s' (try kvsnap -h)", argv[1]);
 	return CLI_EXIT_USAGE;
 }

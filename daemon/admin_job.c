@@ -198,26 +198,27 @@ admin_job_run(struct worker *w, struct job *j)
 {
 	struct store *s = daemon_g->v->s;
 	const struct proto_req *r = &j->req;
-	uint8_t doc[SNAP_ID_BYTES], pid[SNAP_ID_BYTES];
+	uint8_t doc[SNAP_ID_BYTES];
 	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
 	struct store_doc dd;
 	struct store_stats st;
 	struct svc_status sst;
 	json_t *arr;
-	int rc, n_other;
+	int rc;
+	struct svc_picked pk;
 
 	(void)w;
 	switch (r->op) {
 	case PROTO_OP_HAS:
 		if (job_resolve(j, r->doc, doc))
 			return;
-		if ((rc = svc_pick(daemon_g->v, doc, 0, pid, &n_other, &sst)) < 0) {
+		if (svc_pick(daemon_g->v, doc, &pk, &sst) < 0) {
 			job_lookup_error(j, &sst);
 			return;
 		}
 		store_hex(doc, SNAP_ID_BYTES, hex);
-		job_result(j, json_pack("{s:s, s:b, s:i}", "doc_id", hex, "stored", rc,
-		    "other_profiles", n_other));
+		job_result(j, json_pack("{s:s, s:b, s:i}", "doc_id", hex, "stored", pk.found,
+		    "other_profiles", pk.n_other));
 		return;
 	case PROTO_OP_LS: {
 		struct admin_ls ls = { json_array(), &j->who };

@@ -144,15 +144,21 @@ ingest_job_run(struct worker *w, struct job *j)
 	if (svc_ingest(daemon_g->v, w->ss, &ir, &hk, &res, &st))
 		ingest_fail(j, &st, r->name != NULL);
 	else if (res.skipped)
-		job_result(j, json_pack("{s:s, s:b, s:I, s:s}", "doc_id", res.hex, "skipped", 1,
-		    "bytes", (json_int_t)len, "reason", "already stored for this profile"));
+		job_result(j, json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "doc_id",
+		    res.hex, "skipped", 1, "bytes", (json_int_t)len, "reason",
+		    "already stored for this profile", "tokens", (json_int_t)res.tokens, "units",
+		    (json_int_t)res.units, "full_units", (json_int_t)res.fig.full_units,
+		    "snapshot_bytes", (json_int_t)res.fig.bytes, "full_bytes",
+		    (json_int_t)res.fig.full_bytes));
 	else {
 		dlog(DLOG_INFO, "conn %llu: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
 		    (unsigned long long)conn_serial(j->conn), res.hex, (long long)res.tokens,
 		    (long long)res.units, eng_now() - pg.t0);
-		job_result(j, json_pack("{s:s, s:b, s:I, s:I, s:I, s:f}", "doc_id", res.hex,
-		    "skipped", 0, "bytes", (json_int_t)len, "tokens", (json_int_t)res.tokens,
-		    "units", (json_int_t)res.units, "seconds", eng_now() - pg.t0));
+		job_result(j, json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "doc_id",
+		    res.hex, "skipped", 0, "bytes", (json_int_t)len, "tokens", (json_int_t)res.tokens,
+		    "units", (json_int_t)res.units, "full_units", (json_int_t)res.fig.full_units,
+		    "snapshot_bytes", (json_int_t)res.fig.bytes,
+		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - pg.t0));
 	}
 	if (text != r->text)
 		free(text);

@@ -1,7 +1,7 @@
 /*
  * query_job.c: the query job, the protocol around svc_query (the same
- * steps as `kvsnap query --local`): resolve DOC, answer from this
- * profile's snapshot or one `shrink` cut to exactly it, streaming each
+ * steps as `kvsnap query --local`): resolve DOC, answer from the snapshot
+ * svc_pick's one rule picks (on a mismatch, its advice), streaming each
  * token as a "token" event (whole UTF-8 characters: the service holds back
  * the bytes of a character split across tokens), and map the outcome to
  * the protocol's result or error.
@@ -25,15 +25,19 @@ query_token(void *arg, int32_t id, const char *text, size_t len)
 /* A failed svc_query as the protocol's error. */
 static void
 query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *a,
-    const char *hex)
+    const uint8_t doc[SNAP_ID_BYTES], const char *hex)
 {
 	int rc = st->rc;
 	if (st->step == SVC_AT_LOOKUP)
 		job_lookup_error(j, st);
-	else if (st->step == SVC_AT_PICK && a->n_other)
-		job_error(j, PROTO_E_PROFILE, "%.12s has %d snapshot%s, none of this daemon's "
-		    "profile (%.12s): re-ingest the document", hex, a->n_other,
-		    a->n_other == 1 ? "" : "s", daemon_g->v->profile_hex);
+	else if (st->step == SVC_AT_PICK && a->n_other) {
+		struct store_doc d;
+		char why[256], advice[900];
+		int known = !store_info(daemon_g->v->s, doc, &d, why, sizeof(why));
+		svc_pick_advice(daemon_g->v, &a->pick, known ? &d : NULL, 0, advice, sizeof(advice));
+		job_error(j, PROTO_E_PROFILE, "%s (%.12s): %s", known && d.name[0] ? d.name : "the "
+		    "document", hex, advice);
+	}
 	else if (st->step == SVC_AT_PICK)
 		job_error(j, PROTO_E_NOT_FOUND, "%.12s has no snapshot", hex);
 	else if (st->step == SVC_AT_TOKENIZE)
@@ -94,7 +98,6 @@ query_job_run(struct worker *w, struct job *j)
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	memset(&qr, 0, sizeof(qr));
 	qr.doc_id = doc;
-	qr.pick = SVC_PICK_SHRUNK;
 	qr.question = r->question;
 	qr.question_len = r->question_len;
 	qr.max_tokens = r->max_tokens;
@@ -103,7 +106,7 @@ query_job_run(struct worker *w, struct job *j)
 	qr.top_p = (float)r->top_p;
 	qr.seed = (uint64_t)r->seed;
 	if (svc_query(daemon_g->v, w->ss, &qr, &hk, &a, &st))
-		query_fail(j, &st, &a, hex);
+		query_fail(j, &st, &a, doc, hex);
 	else if (a.cancelled)
 		job_error(j, PROTO_E_CANCELLED, "query cancelled after %lld tokens",
 		    (long long)a.tokens);

@@ -1,8 +1,9 @@
 /*
  * docs.c: the store's documents as both kvsnapd's admin jobs and the
  * kvsnap store commands read them: a DOC reference resolved, the units a
- * snapshot keeps.  (A document's snapshots with their decoded headers:
- * snap_profiles, where the store and the snapshot codec meet.)
+ * snapshot keeps and its figures against the full cache (the one formula
+ * for the full cache's size).  (A document's snapshots with their decoded
+ * headers: snap_profiles, where the store and the snapshot codec meet.)
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,4 +31,24 @@ svc_snapshot_units(const struct snap_header *h)
 	for (i = 0; i < (int64_t)h->n_layer * h->n_head_kv; i++)
 		units += h->counts[i];
 	return units;
+}
+
+uint64_t
+svc_full_cache_bytes(int64_t n_tokens, int n_layer, int n_head_kv, int head_dim)
+{
+	/* K and V, 2 bytes (fp16) each */
+	return (uint64_t)n_tokens * (uint64_t)n_layer * (uint64_t)n_head_kv * (uint64_t)head_dim *
+	    2u * 2u;
+}
+
+void
+svc_snap_figures(const struct snap_header *h, uint64_t bytes, struct svc_snap_figures *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->bytes = bytes;
+	f->tokens = (int64_t)h->n_tokens;
+	f->units = svc_snapshot_units(h);
+	f->full_units = (int64_t)h->n_tokens * h->n_layer * h->n_head_kv;
+	f->full_bytes = svc_full_cache_bytes((int64_t)h->n_tokens, h->n_layer, h->n_head_kv,
+	    h->head_dim);
 }

@@ -70,9 +70,10 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	struct eng_kv *kv = NULL;
 	int32_t *ids = NULL;
 	uint8_t other[SNAP_ID_BYTES];
+	struct svc_picked pk;
 	double t0 = eng_now();
 	int64_t n, max;
-	int rc, n_other, ret = -1, seen;
+	int rc, ret = -1, seen;
 	char why[8];
 
 	if (hk)
@@ -95,14 +96,17 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	doc.shared = r->share;
 	seen = ingest_seen(v->s, doc.doc_id, r->who, &had);
 	if (r->skip_stored) {
-		if ((rc = svc_pick(v, doc.doc_id, 0, other, &n_other, st)) < 0)
+		if (svc_pick(v, doc.doc_id, &pk, st) < 0)
 			return -1;
 		/* Skipped only when it would change nothing: the caller may read
 		 * it and asks for no sharing it lacks.  Another user's private
 		 * copy is ingested again (adding the caller as an owner: the bytes
 		 * are the proof), so `skipped` never tells that it existed. */
-		if (rc == 1 && seen == 1 && (!doc.shared || had.shared)) {
+		if (pk.found && seen == 1 && (!doc.shared || had.shared)) {
 			out->skipped = 1;
+			out->fig = pk.fig;
+			out->tokens = pk.fig.tokens;
+			out->units = pk.fig.units;
 			return 0;
 		}
 	}
@@ -154,6 +158,11 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	}
 	out->units = ingest_units(kv);
 	out->seconds = eng_now() - t0;
+	/* the stored snapshot's figures (its size as stored); a failed look
+	 * leaves them unknown (bytes 0), the snapshot is stored all the same */
+	if (svc_pick(v, doc.doc_id, &pk, st) == 0 && pk.found)
+		out->fig = pk.fig;
+	memset(st, 0, sizeof(*st));
 	ret = 0;
 out:
 	eng_kv_free(kv);

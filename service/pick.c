@@ -1,7 +1,8 @@
 /*
- * pick.c: the snapshot a document answers from: among its snapshots this
- * profile's, else (as the caller asks) one `shrink` cut to exactly this
- * profile's budget, or the document's only snapshot.
+ * pick.c: the one rule for the snapshot a document answers from, shared by
+ * kvsnapd and `kvsnap --local`: among its snapshots this profile's, else
+ * one `shrink` cut to exactly this profile's budget; nothing else.  The
+ * others are listed for the advice a mismatch gives (advice.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,54 +11,59 @@
 
 struct pick {
 	const struct svc *v;
-	int found, other, shrunk;
-	uint8_t shrunk_id[SNAP_ID_BYTES]; /* a snapshot shrink cut to this profile */
-	uint8_t last_id[SNAP_ID_BYTES];   /* the last one seen (the only one if other == 1) */
+	struct svc_picked *pk;
+	int shrunk;                      /* a shrink cut to this profile seen */
+	uint8_t shrunk_id[SNAP_ID_BYTES];
+	struct svc_snap_figures shrunk_fig;
 };
 
 static int
 pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
     const struct snap_header *h, const char *why, int64_t last_used_us)
 {
-	struct pick *pk = arg;
-	(void)bytes;
+	struct pick *p = arg;
+	struct svc_picked *pk = p->pk;
 	(void)why;
 	(void)last_used_us;
-	if (!memcmp(pid, pk->v->profile_id, SNAP_ID_BYTES)) {
+	if (!memcmp(pid, p->v->profile_id, SNAP_ID_BYTES)) {
 		pk->found = 1;
+		memcpy(pk->profile_id, pid, SNAP_ID_BYTES);
+		if (h)
+			svc_snap_figures(h, bytes, &pk->fig);
 		return 0;
 	}
-	pk->other++;
-	memcpy(pk->last_id, pid, SNAP_ID_BYTES);
-	if (h && !pk->shrunk && svc_profile_is_shrunk(h->profile, pk->v->profile)) {
-		memcpy(pk->shrunk_id, pid, SNAP_ID_BYTES);
-		pk->shrunk = 1;
+	if (h && !p->shrunk && svc_profile_is_shrunk(h->profile, p->v->profile)) {
+		memcpy(p->shrunk_id, pid, SNAP_ID_BYTES);
+		svc_snap_figures(h, bytes, &p->shrunk_fig);
+		p->shrunk = 1;
+		return 0;
 	}
+	pk->n_other++;
+	if (pk->n_listed < SVC_PICK_LISTED)
+		snprintf(pk->other[pk->n_listed++], sizeof(pk->other[0]), "%s",
+		    h ? h->profile : "(an unreadable snapshot)");
 	return 0;
 }
 
 int
-svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], int flags,
-    uint8_t profile_id[SNAP_ID_BYTES], int *n_other, struct svc_status *st)
+svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_picked *pk,
+    struct svc_status *st)
 {
-	struct pick pk;
+	struct pick p;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
-	memset(&pk, 0, sizeof(pk));
-	pk.v = v;
-	*n_other = 0;
-	rc = snap_profiles(v->s, doc_id, pick_cb, &pk, st->why, sizeof(st->why));
+	memset(pk, 0, sizeof(*pk));
+	memset(&p, 0, sizeof(p));
+	p.v = v;
+	p.pk = pk;
+	rc = snap_profiles(v->s, doc_id, pick_cb, &p, st->why, sizeof(st->why));
 	if (rc && rc != STORE_ERR_NOT_FOUND)
 		return svc_fail(st, SVC_AT_LOOKUP, rc);
-	*n_other = pk.other;
-	if (pk.found)
-		memcpy(profile_id, v->profile_id, SNAP_ID_BYTES);
-	else if ((flags & SVC_PICK_SHRUNK) && pk.shrunk)
-		memcpy(profile_id, pk.shrunk_id, SNAP_ID_BYTES);
-	else if ((flags & SVC_PICK_ONLY) && pk.other == 1)
-		memcpy(profile_id, pk.last_id, SNAP_ID_BYTES);
-	else
-		return 0;
-	return 1;
+	if (!pk->found && p.shrunk) {
+		pk->found = 1;
+		memcpy(pk->profile_id, p.shrunk_id, SNAP_ID_BYTES);
+		pk->fig = p.shrunk_fig;
+	}
+	return 0;
 }

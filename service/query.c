@@ -1,6 +1,6 @@
 /*
  * query.c: a question answered from a stored snapshot: pick the snapshot
- * (this profile's, or a fallback the caller allows), load it into a fresh
+ * (pick.c's one rule), load it into a fresh
  * pool, prefill only the question suffix (the rest of the user turn and
  * the assistant header) over it at positions n, n+1, ..., and decode
  * (greedily unless the request sets a temperature), handing each token's text to the caller; then mark the
@@ -102,10 +102,12 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	memset(&h, 0, sizeof(h));
 	memset(&em, 0, sizeof(em));
 	em.t0 = eng_now();
-	if ((rc = svc_pick(v, r->doc_id, r->pick, out->profile_id, &out->n_other, st)) < 0)
+	if (svc_pick(v, r->doc_id, &out->pick, st) < 0)
 		return -1;
-	if (rc == 0)
+	out->n_other = out->pick.n_other;
+	if (!out->pick.found)
 		return svc_fail(st, SVC_AT_PICK, 0);
+	memcpy(out->profile_id, out->pick.profile_id, SNAP_ID_BYTES);
 	n_q = eng_chat_question_ids(v->tok, r->question, r->question_len, &qids);
 	if (n_q < 0) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n_q));

@@ -126,15 +126,56 @@ int svc_resolve_as(struct store *s, const char *ref, const struct svc_who *w,
 /* The units (kept positions over every layer and KV head) of a snapshot. */
 int64_t svc_snapshot_units(const struct snap_header *h);
 
-/* Which snapshot a document answers from (flags, or'd). */
-#define SVC_PICK_SHRUNK 1 /* else one shrink cut to exactly this profile */
-#define SVC_PICK_ONLY 2   /* else the document's only snapshot */
+/* The size in bytes of the full fp16 KV cache of n_tokens tokens (K and V
+ * of every layer and KV head): what a snapshot is compared against. */
+uint64_t svc_full_cache_bytes(int64_t n_tokens, int n_layer, int n_head_kv, int head_dim);
 
-/* The profile's snapshot of doc_id (with flags, a fallback): 1 with
- * profile_id set, 0 none, -1 with st (SVC_AT_LOOKUP).  *n_other: the
- * snapshots of other profiles.  A document with no snapshots has none. */
-int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], int flags,
-    uint8_t profile_id[SNAP_ID_BYTES], int *n_other, struct svc_status *st);
+/* The figures of one stored snapshot. */
+struct svc_snap_figures {
+	uint64_t bytes;          /* as stored */
+	int64_t tokens;          /* the document's tokens */
+	int64_t units;           /* kept positions over every layer and KV head */
+	int64_t full_units;      /* tokens x layers x KV heads */
+	uint64_t full_bytes;     /* svc_full_cache_bytes */
+};
+/* A snapshot's figures from its decoded header and stored size. */
+void svc_snap_figures(const struct snap_header *h, uint64_t bytes, struct svc_snap_figures *f);
+
+#define SVC_PICK_LISTED 4 /* other profiles kept for the advice */
+
+/* What svc_pick found among a document's snapshots. */
+struct svc_picked {
+	int found;               /* a snapshot to answer from */
+	uint8_t profile_id[SNAP_ID_BYTES]; /* it, when found */
+	struct svc_snap_figures fig; /* its figures, when found */
+	int n_other;             /* snapshots of other profiles (not answerable) */
+	int n_listed;            /* of them, the profiles kept in `other` */
+	char other[SVC_PICK_LISTED][SNAP_MAX_PROFILE];
+};
+
+/* The one rule for the snapshot a document answers from, for kvsnapd and
+ * `kvsnap --local` alike: this profile's, else one `shrink` cut to exactly
+ * this profile's budget; nothing else.  0 with pk filled (pk->found 0: no
+ * such snapshot), -1 with st (SVC_AT_LOOKUP). */
+int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_picked *pk,
+    struct svc_status *st);
+
+/* A stored profile in words: "kvzip ratio 0.25, chunk 512, fp16" (the
+ * policy, its ratio or budget, a shrink's source, chunk, quantization;
+ * "another model" when its fingerprint is not v's). */
+void svc_profile_words(const struct svc *v, const char *profile, char *out, size_t cap);
+/* The flags of `kvsnap --local` that select a stored profile:
+ * "--policy kvzip --budget 64 --chunk 128 --quant fp16 [--opts K=V,...]"
+ * (the options that differ from the policy's defaults; file options,
+ * stored by fingerprint, are left to their defaults). */
+void svc_profile_flags(const char *profile, char *out, size_t cap);
+/* What to say when pk found nothing but snapshots of other profiles: the
+ * stored profiles in words and the exact command that re-ingests d for
+ * v's profile (`kvsnap ingest --force PATH`, with --local and the
+ * profile's flags when local; FILE when d's source path is unknown), and
+ * for local also the flags that answer from a stored snapshot. */
+void svc_pick_advice(const struct svc *v, const struct svc_picked *pk, const struct store_doc *d,
+    int local, char *out, size_t cap);
 
 /* ------------------------------------------------------------------------ */
 /* Ingest and query                                                          */
@@ -173,6 +214,7 @@ struct svc_ingested {
 	int skipped;             /* already stored for this profile */
 	int64_t tokens, units;
 	double seconds;
+	struct svc_snap_figures fig; /* the stored snapshot (skipped too); bytes 0: unknown */
 };
 
 /* Hash, (skip), tokenize as the start of a user turn, chunked ingest with
@@ -182,7 +224,6 @@ int svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_re
 
 struct svc_query_req {
 	const uint8_t *doc_id;   /* resolved (svc_resolve) */
-	int pick;                /* SVC_PICK_ flags */
 	const char *question;
 	size_t question_len;
 	int64_t max_tokens;
@@ -203,6 +244,7 @@ const char *svc_stop_name(enum svc_stop stop);
 struct svc_answer {
 	uint8_t profile_id[SNAP_ID_BYTES]; /* the snapshot answered from */
 	int n_other;             /* SVC_AT_PICK: snapshots of other profiles */
+	struct svc_picked pick;  /* the pick in full (the two above are from it) */
 	int64_t prompt_tokens;   /* the question's tokens */
 	int64_t tokens;          /* token callbacks */
 	int64_t generated;       /* eng_generate's count */

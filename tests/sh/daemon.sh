@@ -93,7 +93,8 @@ cp "$T/out" "$T/answer.local"
 ok "daemon's answer equals --local's token for token" $?
 [ $? -eq 0 ] || { echo "#   daemon: $(head -c 200 "$T/answer.daemon")"; echo "#   local:  $(head -c 200 "$T/answer.local")"; }
 expect_rc "query --json streams token events" 0 "$K" query --json -n 4 gpl "$Q"
-grep -q '"done":true' "$T/out" && grep -q '"token"' "$T/out"; ok "--json: tokens then done" $?
+grep -q '"event":"token"' "$T/out" && tail -1 "$T/out" | grep -q '"event":"result".*"stop":"length"'
+ok "--json: token events, then the result with its stop reason" $?
 # sampling (issue 16): the stop reason, a seed that repeats, seeds that differ
 texts() { python3 -c 'import json,sys; print("".join(json.loads(l).get("text","") for l in sys.stdin if "\"token\"" in l))'; }
 proto '{"id":1,"op":"query","doc":"gpl","question":"Who wrote it?","max_tokens":4}' > "$T/o"
@@ -245,7 +246,7 @@ grep -q profile_mismatch "$T/err" && grep -q re-ingest "$T/err"; ok "profile_mis
 # first --json progress line), while most of the document is still ahead
 timeout 120 "$K" ingest --json "$T/long.txt" --name art > "$T/term.out" 2> "$T/term.err" &
 CPID=$!
-for i in $(seq 1 600); do grep -q '"progress":true' "$T/term.out" 2>/dev/null && break; sleep 0.1; done
+for i in $(seq 1 600); do grep -q '"event":"progress"' "$T/term.out" 2>/dev/null && break; sleep 0.1; done
 stop_daemon; ok "SIGTERM during an ingest: exit 0" $?
 wait "$CPID"; crc=$?
 [ "$crc" -ne 0 ] && grep -q "shutting_down\|closed" "$T/term.err"; ok "the ingesting client is told (exit $crc)" $?
@@ -262,7 +263,7 @@ stop_daemon; ok "SIGTERM when idle: exit 0" $?
 # ---- a corrupt snapshot: a flipped byte in a live record (lmdb-utils'
 # dump/load, as tests/sh/store_cli.sh does); the daemon refuses to answer
 if command -v mdb_dump >/dev/null && command -v mdb_load >/dev/null; then
-	GPL=$("$K" info --json gpl | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc_id"])')
+	GPL=$("$K" info --json gpl | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc"]["doc_id"])')
 	flip_record_byte "$KVSNAP_STATE" "$GPL"
 	start_daemon; ok "restart over a corrupt store" $?
 	expect_rc "query of a corrupt snapshot: exit 4" 4 "$K" query -n 4 gpl "$Q"

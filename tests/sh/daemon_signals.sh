@@ -32,7 +32,7 @@ wait_for() {
 # connection"
 ended_with_event() {
 	! grep -q "closed the connection\|lost the connection" "$2" &&
-		{ grep -q '"done":true\|"doc_id"' "$1" || grep -q '(shutting_down)\|shutting_down' "$2"; }
+		{ grep -q '"event":"result"\|"doc_id"' "$1" || grep -q '(shutting_down)\|shutting_down' "$2"; }
 }
 
 start_daemon; ok "daemon starts" $?

@@ -26,7 +26,7 @@ expect_rc "ingest with --policy kvzip --ratio 1/2" 0 "$K" ingest "${P[@]}" --rat
 $K info --json gpl > "$T/info.json" 2>&1
 read -r tokens units < <(python3 -c '
 import json, sys
-snaps = [json.loads(l) for l in open(sys.argv[1]) if "units" in l]
+snaps = json.loads(open(sys.argv[1]).readline())["snapshots"]
 print(snaps[0]["tokens"], snaps[0]["units"])' "$T/info.json")
 want=$(( (tokens + 1) / 2 * 30 * 3 ))
 [ "$units" -eq "$want" ]; ok "ratio 1/2 of $tokens tokens keeps ceil(n/2) units per head: $units (want $want)" $?

@@ -87,7 +87,7 @@ for doc in long huge; do
 	dt=$(elapsed "$t0" "$(now)")
 	grep -q "(too_long)\|too_long" "$T/err"; ok "daemon: $doc is too_long" $? ||
 		sed 's/^/#   /' "$T/err" | tail -3
-	! grep -q '"progress":true.*"done":[1-9]' "$T/out"; ok "daemon: no prefill progress for $doc" $?
+	! grep -q '"event":"progress".*"done":[1-9]' "$T/out"; ok "daemon: no prefill progress for $doc" $?
 	lt "$dt" "$quarter"; ok "daemon: $doc refused in $dt s" $?
 done
 kill -TERM "$DPID"; wait_exit; ok "daemon stops: exit 0" $?
