@@ -179,12 +179,12 @@ build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/da
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(COMMON_SRC) $(PKG_LIBS)
 # the HTTP request parser is the daemon's too
-build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c daemon/http_parse.c daemon/protocol.c daemon/http.h \
-		daemon/daemon.h $(COMMON_SRC)
+HTTP_FUZZ_SRC := daemon/http_parse.c daemon/http_reply.c daemon/protocol.c
+build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(HTTP_FUZZ_SRC) daemon/http.h daemon/daemon.h \
+		$(COMMON_SRC)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/http_parse.c daemon/protocol.c $(COMMON_SRC) \
-		$(PKG_LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(HTTP_FUZZ_SRC) $(COMMON_SRC) $(PKG_LIBS)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h)
 	@mkdir -p build-fuzz

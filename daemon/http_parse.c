@@ -492,6 +492,8 @@ http_doc_ingest(json_t *o, const char *query, const char *body, size_t len, stru
 		    (rc = http_bool(o, "stream", &r->stream, msg, msg_len)))
 			return rc;
 	} else {
+		if (len == 0)
+			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "the document is empty");
 		if (len > PROTO_TEXT_MAX)
 			return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "the document is %zu bytes, "
 			    "over the limit of %zu", len, PROTO_TEXT_MAX);
