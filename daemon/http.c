@@ -21,6 +21,8 @@
  * timer looks at the socket every second (POLLRDHUP).
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -550,6 +552,9 @@ http_admit(struct evhttp_request *req, int fd, uid_t *uid)
 	}
 	hc->evcon = evcon;
 	hc->uid = *uid;
+	/* a token is a small write: send it now, not after the last one's ACK
+	 * (Nagle); a Unix socket refuses this harmlessly */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	hc->next = hs.conns;
 	if (hs.conns)
 		hs.conns->prev = hc;
