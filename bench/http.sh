@@ -70,7 +70,7 @@ def ttft_http():
     r = c.getresponse()
     first = None
     while True:
-        line = r.fp.readline()
+        line = r.readline()  # de-chunked
         if not line:
             break
         if first is None and line.startswith(b"data: {") and b'"content"' in line:
