@@ -75,7 +75,7 @@ endif
 LIB         := $(BUILD)/libkvsnap.a
 
 # kvsnapd: the daemon (its own libraries: libevent, systemd)
-DAEMON_PKGS := libevent_core libevent_pthreads libsystemd
+DAEMON_PKGS := libevent_core libevent_extra libevent_pthreads libsystemd
 DAEMON_CFLAGS := $(shell pkg-config --cflags $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_LIBS := $(shell pkg-config --libs $(DAEMON_PKGS) 2>/dev/null)
 DAEMON_SRC  := $(wildcard daemon/*.c)
@@ -178,6 +178,13 @@ build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/da
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(COMMON_SRC) $(PKG_LIBS)
+# the HTTP request parser is the daemon's too
+HTTP_FUZZ_SRC := daemon/http_parse.c daemon/http_reply.c daemon/protocol.c
+build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(HTTP_FUZZ_SRC) daemon/http.h daemon/daemon.h \
+		$(COMMON_SRC)
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(HTTP_FUZZ_SRC) $(COMMON_SRC) $(PKG_LIBS)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h)
 	@mkdir -p build-fuzz

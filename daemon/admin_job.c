@@ -338,6 +338,7 @@ admin_job_run(struct worker *w, struct job *j)
 	case PROTO_OP_INGEST:
 	case PROTO_OP_QUERY:
 	case PROTO_OP_CANCEL:
+	case PROTO_OP_CHAT:
 		break;
 	}
 	job_error(j, PROTO_E_INTERNAL, "op %s reached the admin worker", proto_op_name(r->op));

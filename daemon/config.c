@@ -6,7 +6,7 @@
  * comment; blank lines are ignored; keys are the long flag names without
  * the dashes (socket, state, model, heads, policy, opts, budget, chunk,
  * quant, threads, backend, workers, max-connections, max-connections-per-user,
- * idle-timeout, request-timeout, max-jobs, log-level).  An
+ * idle-timeout, request-timeout, max-jobs, log-level, share, http).  An
  * unknown key or a bad value is a startup error naming the line.
  */
 #include <ctype.h>
@@ -19,6 +19,7 @@
 
 #include "common/paths.h"
 #include "daemon/daemon_internal.h"
+#include "daemon/http.h"
 
 #define DCFG_EXIT_USAGE 1
 
@@ -31,7 +32,7 @@ dcfg_usage(FILE *f)
 	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--backend cpu|cuda] [--workers N]\n"
 	    "               [--max-connections N] [--max-connections-per-user N] [--idle-timeout S]\n"
 	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--share yes|no]\n"
-	    "               [--foreground]\n"
+	    "               [--http unix:PATH|127.0.0.1:PORT|[::1]:PORT|localhost:PORT] [--foreground]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
 	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
 	    "                      $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock);\n"
@@ -59,6 +60,10 @@ dcfg_usage(FILE *f)
 	    "  --log-level L       error, warn, info (default), debug\n"
 	    "  --share yes|no      every ingest readable by every user of the socket (default\n"
 	    "                      no: a document is its owners', root's and this user's)\n"
+	    "  --http ADDR         also serve the OpenAI-compatible HTTP API (docs/HTTP.md) on\n"
+	    "                      unix:/PATH (mode 0660) or a loopback port (127.0.0.1:PORT,\n"
+	    "                      [::1]:PORT, localhost:PORT); other addresses are refused.\n"
+	    "                      Off by default\n"
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"
 	    "SIGTERM, SIGINT and SIGHUP stop it gracefully (no reload: restart to change\n"
 	    "settings): running queries finish, ingests are abandoned, exit 0\n");
@@ -135,6 +140,15 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 		else
 			return -1;
 		return 0;
+	}
+	if (!strcmp(key, "http")) {
+		struct http_addr a;
+		char msg[512];
+		if (http_addr_parse(v, &a, msg, sizeof(msg))) {
+			fprintf(stderr, "kvsnapd: %s\n", msg);
+			return -1;
+		}
+		return dcfg_set_str(&c->http, v);
 	}
 	if (!strcmp(key, "foreground")) return 0;
 	return -1;
@@ -261,6 +275,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "max-jobs", required_argument, NULL, 'J' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "share", required_argument, NULL, 'Z' },
+		{ "http", required_argument, NULL, 'W' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -315,6 +330,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'J': key = "max-jobs"; break;
 		case 'l': key = "log-level"; break;
 		case 'Z': key = "share"; break;
+		case 'W': key = "http"; break;
 		case 'f': c->foreground = 1; continue;
 		case 'h': dcfg_usage(stdout); return -1;
 		default: dcfg_usage(stderr); return DCFG_EXIT_USAGE;
@@ -361,4 +377,5 @@ dcfg_free(struct dcfg *c)
 	free(c->quant);
 	free(c->backend);
 	free(c->config);
+	free(c->http);
 }

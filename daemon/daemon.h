@@ -50,7 +50,9 @@ enum proto_op {
 	PROTO_OP_STATS = 8,
 	PROTO_OP_VERIFY = 9,
 	PROTO_OP_PRUNE = 10,
-	PROTO_OP_SHRINK = 11
+	PROTO_OP_SHRINK = 11,
+	PROTO_OP_CHAT = 12     /* the plain model (no document): HTTP only
+	                        * (docs/HTTP.md); refused on the socket */
 };
 const char *proto_op_name(enum proto_op op);
 
@@ -87,6 +89,13 @@ const char *proto_code_name(enum proto_code code);
 /* "client" or "server". */
 const char *proto_code_class(enum proto_code code);
 
+/* One message of a conversation (PROTO_OP_CHAT). */
+struct proto_msg {
+	char *role;            /* "system", "user" or "assistant" */
+	char *content;
+	size_t content_len;
+};
+
 /* A parsed request.  Strings are NUL-terminated copies owned by the
  * request (JSON strings holding \u0000 are refused, so none has a NUL
  * inside). */
@@ -114,6 +123,9 @@ struct proto_req {
 	int64_t keep;          /* prune: -1 = no count limit */
 	int dry_run;           /* prune */
 	double ratio;          /* shrink: share of the document's units kept, (0, 1] */
+	struct proto_msg *msgs; /* chat: the conversation, in order */
+	size_t n_msgs;
+	int raw;               /* chat: question is a raw prompt (no chat template) */
 };
 
 /* Parse one request line (without its newline).  Returns 0, or an error

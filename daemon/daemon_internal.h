@@ -42,6 +42,7 @@ struct dcfg {
 	double ratio; /* > 0: keep this share of each document (wins over budget) */
 	int log_level, foreground;
 	int share;    /* every ingest readable by every user (single-user installs) */
+	char *http;   /* --http ADDR: the OpenAI-compatible endpoint (http.c); NULL: off */
 };
 
 /* Fill c from defaults, the config file (--config or none) and argv.
@@ -82,9 +83,40 @@ int srv_run(struct daemon *d, int listen_fd);
 int srv_listen(const char *path);
 
 /* ------------------------------------------------------------------------ */
-/* Jobs (jobs.c; one file per kind: ingest_job.c, query_job.c, admin_job.c) */
+/* The HTTP front end (http.c; docs/HTTP.md), on the same loop.             */
+
+struct event_base;
+/* Listen on d->cfg.http (checked by http_addr_parse); -1 with a message
+ * logged. */
+int http_start(struct daemon *d, struct event_base *base);
+/* SIGTERM: stop accepting requests (loop thread). */
+void http_stop_accepting(void);
+/* Replies still being written (loop thread). */
+int http_pending(void);
+/* Close every connection and free the server (loop thread, loop ended). */
+void http_free(void);
+
+/* ------------------------------------------------------------------------ */
+/* Jobs (jobs.c; one file per kind: ingest_job.c, query_job.c, chat_job.c,  */
+/* admin_job.c)                                                             */
 
 enum job_kind { JOB_ADMIN = 0, JOB_QUERY = 1, JOB_INGEST = 2 };
+
+struct job;
+/* Where a job's replies go: the front end that submitted it (server.c:
+ * protocol lines on a socket connection; http.c: OpenAI-shaped HTTP
+ * replies).  Called on the job's worker thread, or on the loop thread for
+ * a job dropped before it ran.  A job reports only through these, so one
+ * job implementation serves both front ends. */
+struct job_sink {
+	/* "queued", "progress", "token" or "result" (the last); body is stolen
+	 * (may be NULL) */
+	void (*event)(struct job *j, const char *event, json_t *body);
+	/* the job failed: its last reply */
+	void (*error)(struct job *j, enum proto_code code, const char *msg);
+	/* the job is being freed: drop the front end's references */
+	void (*release)(struct job *j);
+};
 
 /* What a model worker owns: a service session (its engine scratch and
  * its own policy object: policies keep per-ingest state). */
@@ -95,7 +127,11 @@ struct worker {
 
 struct job {
 	enum job_kind kind;
-	struct conn *conn;         /* a reference */
+	const struct job_sink *sink;
+	void *owner;               /* the connection or HTTP request (a reference
+	                            * the sink's release drops): what
+	                            * jobs_cancel_owner matches */
+	char label[32];            /* "conn 12", "http 3": for the log */
 	struct proto_req req;
 	int fd;                    /* ingest or query by descriptor, else -1 */
 	struct svc_who who;        /* the peer (SO_PEERCRED uid); all: root, our user */
@@ -109,10 +145,11 @@ int jobs_init(struct daemon *d);
 /* Queue a job (takes ownership).  0, or PROTO_E_BUSY / _SHUTTING_DOWN (the
  * job is then still the caller's). */
 int jobs_submit(struct job *j);
-/* Cancel every job of a connection (queued ones are dropped). */
-void jobs_cancel_conn(struct conn *c);
-/* Cancel the job of connection c with request id `target`; 1 if found. */
-int jobs_cancel_id(struct conn *c, json_t *target);
+/* Cancel every job of an owner (a connection or an HTTP request; queued
+ * ones are dropped without a reply). */
+void jobs_cancel_owner(const void *owner);
+/* Cancel the job of owner c with request id `target`; 1 if found. */
+int jobs_cancel_id(const void *owner, json_t *target);
 /* Stop: drop queued jobs (error replies), cancel running ingests, let
  * running queries and admin jobs finish.  Returns immediately. */
 void jobs_stop(void);
@@ -120,7 +157,7 @@ void jobs_stop(void);
 int jobs_busy(void);
 /* Join the workers and free them (after jobs_stop and the loop ended). */
 void jobs_free(void);
-/* Job memory (closes the fd, drops the connection reference). */
+/* Job memory (closes the fd, releases the owner through the sink). */
 void job_free(struct job *j);
 
 /* Replies from a job. */
@@ -131,6 +168,7 @@ void job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 
 void ingest_job_run(struct worker *w, struct job *j);
 void query_job_run(struct worker *w, struct job *j);
+void chat_job_run(struct worker *w, struct job *j);
 void admin_job_run(struct worker *w, struct job *j);
 
 /* Resolve a DOC reference to an id with the protocol's error codes, as
@@ -140,6 +178,9 @@ int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
 /* Read a passed descriptor (a readable regular file, at most
  * PROTO_FILE_MAX): a malloc'd copy, or NULL with the error sent. */
 char *job_read_fd(struct job *j, int fd, size_t *len);
+/* The token hook of svc_query and svc_chat (arg: the job): a "token"
+ * event {text, token}. */
+void job_token(void *arg, int32_t id, const char *text, size_t len);
 /* A failed service lookup (SVC_AT_LOOKUP) as an error event. */
 void job_lookup_error(struct job *j, const struct svc_status *st);
 

@@ -151,8 +151,8 @@ ingest_job_run(struct worker *w, struct job *j)
 		    "snapshot_bytes", (json_int_t)res.fig.bytes, "full_bytes",
 		    (json_int_t)res.fig.full_bytes));
 	else {
-		dlog(DLOG_INFO, "conn %llu: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
-		    (unsigned long long)conn_serial(j->conn), res.hex, (long long)res.tokens,
+		dlog(DLOG_INFO, "%s: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
+		    j->label, res.hex, (long long)res.tokens,
 		    (long long)res.units, eng_now() - pg.t0);
 		job_result(j, json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "doc_id",
 		    res.hex, "skipped", 0, "bytes", (json_int_t)len, "tokens", (json_int_t)res.tokens,

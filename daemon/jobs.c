@@ -7,8 +7,9 @@
  * more than the ingests already running; the admin worker serves only
  * store operations, so ls/info/rm never wait for the model.  Each model
  * worker owns a service session (an eng_ctx and its own policy object);
- * the weights and the tokenizer are shared read-only.  Replies are posted
- * to the event loop (conn_post), which alone writes to connections.
+ * the weights and the tokenizer are shared read-only.  Replies go through
+ * the job's sink (struct job_sink: server.c's conn_post, http.c's post
+ * queue) to the event loop, which alone writes to connections.
  *
  * Cancellation is a flag per job, read by the running job between chunks
  * (ingest) or tokens (query).  Lock order: jobs_mu, then a connection's mu.
@@ -48,14 +49,9 @@ static struct {
 void
 job_event(struct job *j, const char *event, json_t *body)
 {
-	size_t n;
-	char *line = proto_event(j->req.id, event, body, &n);
 	if (!strcmp(event, "result"))
 		atomic_store(&j->replied, 1);
-	if (line) {
-		conn_post(j->conn, line, n);
-		free(line);
-	}
+	j->sink->event(j, event, body);
 }
 
 void
@@ -68,21 +64,15 @@ void
 job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 {
 	char msg[1024];
-	size_t n;
-	char *line;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	dlog(code == PROTO_E_CANCELLED ? DLOG_INFO : DLOG_WARN, "conn %llu: %s: %s: %s",
-	    (unsigned long long)conn_serial(j->conn), proto_op_name(j->req.op),
-	    proto_code_name(code), msg);
+	dlog(code == PROTO_E_CANCELLED ? DLOG_INFO : DLOG_WARN, "%s: %s: %s: %s", j->label,
+	    proto_op_name(j->req.op), proto_code_name(code), msg);
 	atomic_store(&j->replied, 1);
-	if ((line = proto_error(j->req.id, code, msg, &n))) {
-		conn_post(j->conn, line, n);
-		free(line);
-	}
+	j->sink->error(j, code, msg);
 }
 
 void
@@ -93,10 +83,8 @@ job_free(struct job *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	proto_req_free(&j->req);
-	if (j->conn) {
-		conn_job_done(j->conn);
-		conn_unref(j->conn);
-	}
+	if (j->owner)
+		j->sink->release(j);
 	free(j);
 }
 
@@ -222,6 +210,8 @@ jobs_worker(void *arg)
 			job_error(j, PROTO_E_CANCELLED, "cancelled before it started");
 		else if (j->kind == JOB_INGEST)
 			ingest_job_run(w, j);
+		else if (j->kind == JOB_QUERY && j->req.op == PROTO_OP_CHAT)
+			chat_job_run(w, j);
 		else if (j->kind == JOB_QUERY)
 			query_job_run(w, j);
 		else
@@ -242,28 +232,28 @@ jobs_worker(void *arg)
 /* Cancellation                                                              */
 
 static int
-jobs_of_conn(const struct job *j, const void *c)
+jobs_of_owner(const struct job *j, const void *owner)
 {
-	return j->conn == c;
+	return j->owner == owner;
 }
 
 void
-jobs_cancel_conn(struct conn *c)
+jobs_cancel_owner(const void *c)
 {
 	struct job *dropped = NULL, *j;
 	int k, i;
 
 	pthread_mutex_lock(&jobs.mu);
 	for (k = 0; k < JOBS_N_KINDS; k++)
-		while ((j = jobs_take_if(&jobs.q[k], jobs_of_conn, c))) {
+		while ((j = jobs_take_if(&jobs.q[k], jobs_of_owner, c))) {
 			j->next = dropped;
 			dropped = j;
 		}
 	for (i = 0; i <= jobs.n_workers; i++)
-		if (jobs.run[i] && jobs.run[i]->conn == c && !atomic_load(&jobs.run[i]->replied)) {
+		if (jobs.run[i] && jobs.run[i]->owner == c && !atomic_load(&jobs.run[i]->replied)) {
 			atomic_store(&jobs.run[i]->cancel, 1);
-			dlog(DLOG_INFO, "conn %llu: client left; cancelling its %s",
-			    (unsigned long long)conn_serial(c), proto_op_name(jobs.run[i]->req.op));
+			dlog(DLOG_INFO, "%s: client left; cancelling its %s", jobs.run[i]->label,
+			    proto_op_name(jobs.run[i]->req.op));
 		}
 	pthread_mutex_unlock(&jobs.mu);
 	while ((j = dropped)) {
@@ -273,7 +263,7 @@ jobs_cancel_conn(struct conn *c)
 }
 
 int
-jobs_cancel_id(struct conn *c, json_t *target)
+jobs_cancel_id(const void *c, json_t *target)
 {
 	int k, i, found = 0;
 	struct job *j;
@@ -281,12 +271,12 @@ jobs_cancel_id(struct conn *c, json_t *target)
 	pthread_mutex_lock(&jobs.mu);
 	for (k = 0; k < JOBS_N_KINDS; k++)
 		for (j = jobs.q[k].head; j; j = j->next)
-			if (j->conn == c && json_equal(j->req.id, target)) {
+			if (j->owner == c && json_equal(j->req.id, target)) {
 				atomic_store(&j->cancel, 1); /* answered when a worker takes it */
 				found = 1;
 			}
 	for (i = 0; i <= jobs.n_workers; i++)
-		if (jobs.run[i] && jobs.run[i]->conn == c &&
+		if (jobs.run[i] && jobs.run[i]->owner == c &&
 		    json_equal(jobs.run[i]->req.id, target)) {
 			atomic_store(&jobs.run[i]->cancel, 1);
 			found = 1;

@@ -27,6 +27,7 @@ static const char *const proto_ops[] = {
 	[PROTO_OP_VERIFY] = "verify",
 	[PROTO_OP_PRUNE] = "prune",
 	[PROTO_OP_SHRINK] = "shrink",
+	[PROTO_OP_CHAT] = "chat",
 };
 #define PROTO_N_OPS (sizeof(proto_ops) / sizeof(proto_ops[0]))
 
@@ -260,6 +261,9 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
 			    "prune needs at least one of older_than_s, max_bytes, keep");
 		return 0;
+	case PROTO_OP_CHAT:
+		return proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "the plain model is served over "
+		    "HTTP only (kvsnapd --http ADDR, POST /v1/chat/completions; docs/HTTP.md)");
 	}
 	return proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "unknown op");
 }
@@ -334,6 +338,11 @@ proto_req_free(struct proto_req *r)
 	free(r->source);
 	free(r->doc);
 	free(r->question);
+	for (size_t i = 0; i < r->n_msgs; i++) {
+		free(r->msgs[i].role);
+		free(r->msgs[i].content);
+	}
+	free(r->msgs);
 	memset(r, 0, sizeof(*r));
 }
 

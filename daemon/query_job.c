@@ -12,9 +12,9 @@
 
 #include "daemon/daemon_internal.h"
 
-/* One token event (with the token id). */
-static void
-query_token(void *arg, int32_t id, const char *text, size_t len)
+/* One token event (with the token id); the chat job's too. */
+void
+job_token(void *arg, int32_t id, const char *text, size_t len)
 {
 	json_t *s = json_stringn(text, len);
 	if (!s) /* not valid UTF-8: U+FFFD in its place */
@@ -86,7 +86,7 @@ void
 query_job_run(struct worker *w, struct job *j)
 {
 	const struct proto_req *r = &j->req;
-	struct svc_hooks hk = { NULL, query_token, j, &j->cancel };
+	struct svc_hooks hk = { NULL, job_token, j, &j->cancel };
 	struct svc_query_req qr;
 	struct svc_answer a;
 	struct svc_status st;

@@ -253,6 +253,39 @@ conn_job_done(struct conn *c)
 		conn_post(c, NULL, 0);
 }
 
+/* The socket front end's job sink: each reply as a protocol event line,
+ * posted to the loop. */
+static void
+conn_sink_event(struct job *j, const char *event, json_t *body)
+{
+	size_t n;
+	char *line = proto_event(j->req.id, event, body, &n);
+	if (line) {
+		conn_post(j->owner, line, n);
+		free(line);
+	}
+}
+
+static void
+conn_sink_error(struct job *j, enum proto_code code, const char *msg)
+{
+	size_t n;
+	char *line = proto_error(j->req.id, code, msg, &n);
+	if (line) {
+		conn_post(j->owner, line, n);
+		free(line);
+	}
+}
+
+static void
+conn_sink_release(struct job *j)
+{
+	conn_job_done(j->owner);
+	conn_unref(j->owner);
+}
+
+static const struct job_sink conn_sink = { conn_sink_event, conn_sink_error, conn_sink_release };
+
 /* Send an error event from the loop. */
 static void
 conn_send_error(struct conn *c, const json_t *id, enum proto_code code, const char *msg)
@@ -280,7 +313,7 @@ conn_close(struct conn *c, const char *why)
 	bev = c->bev;
 	c->bev = NULL;
 	pthread_mutex_unlock(&c->mu);
-	jobs_cancel_conn(c); /* a client that leaves cancels its jobs */
+	jobs_cancel_owner(c); /* a client that leaves cancels its jobs */
 	if (c->rev)
 		event_free(c->rev);
 	c->rev = NULL;
@@ -509,6 +542,7 @@ conn_kind(enum proto_op op)
 	switch (op) {
 	case PROTO_OP_INGEST: return JOB_INGEST;
 	case PROTO_OP_QUERY: return JOB_QUERY;
+	case PROTO_OP_CHAT: return JOB_QUERY; /* HTTP only: never parsed from a line */
 	case PROTO_OP_HELLO:
 	case PROTO_OP_CANCEL:
 	case PROTO_OP_HAS:
@@ -588,7 +622,9 @@ conn_line(struct conn *c, const char *line, size_t len)
 	memset(&r, 0, sizeof(r));
 	j->fd = fd;
 	fd = -1;
-	j->conn = c;
+	j->sink = &conn_sink;
+	j->owner = c;
+	snprintf(j->label, sizeof(j->label), "conn %llu", (unsigned long long)c->serial);
 	j->who.uid = (uint32_t)c->uid;
 	j->who.all = c->uid == 0 || c->uid == geteuid(); /* root and the service user */
 	conn_ref(c);
@@ -938,7 +974,7 @@ srv_stop_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (jobs_busy() || posts_pending())
+	if (jobs_busy() || posts_pending() || (srv.d->cfg.http && http_pending()))
 		return;
 	for (c = srv.conns; c; c = c->next)
 		if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)))
@@ -968,6 +1004,8 @@ srv_signal_cb(evutil_socket_t sig, short what, void *arg)
 		evconnlistener_free(srv.lis); /* closes the listening socket */
 		srv.lis = NULL;
 	}
+	if (srv.d->cfg.http)
+		http_stop_accepting();
 	jobs_stop();
 	srv.stop_timer = event_new(srv.base, -1, EV_PERSIST, srv_stop_tick, NULL);
 	if (srv.stop_timer)
@@ -1005,6 +1043,8 @@ srv_run(struct daemon *d, int listen_fd)
 		goto out;
 	}
 	evconnlistener_set_error_cb(srv.lis, srv_accept_error_cb);
+	if (d->cfg.http && http_start(d, srv.base))
+		goto out;
 	event_add(srv.sig_term, NULL);
 	event_add(srv.sig_int, NULL);
 	event_add(srv.sig_hup, NULL);
@@ -1014,6 +1054,8 @@ srv_run(struct daemon *d, int listen_fd)
 out:
 	while (srv.conns)
 		conn_close(srv.conns, "daemon stopping");
+	if (d->cfg.http)
+		http_free();
 	/* every connection is closed: what is still queued goes nowhere, and
 	 * workers still running post no more */
 	pthread_mutex_lock(&posts.mu);

@@ -258,6 +258,24 @@ struct svc_answer {
 int svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
     const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st);
 
+/* The plain model, no document (chat.c). */
+struct svc_chat_req {
+	const struct eng_chat_msg *msgs; /* the conversation (chat template), or NULL: */
+	size_t n_msgs;
+	const char *prompt;      /* a raw prompt (control tokens parsed, no template) */
+	size_t prompt_len;
+	int64_t max_tokens;      /* cut to what the model's window leaves (stop: length) */
+	int whole_utf8;
+	float temperature, top_p;
+	uint64_t seed;
+};
+/* Tokenize, prefill into a fresh cache, decode with the token hook.  0, or
+ * -1 with st: SVC_AT_TOKENIZE (ENG_ERR_CONTEXT: the prompt fills the
+ * window; ENG_ERR_ARG: it is empty), SVC_AT_ENGINE, SVC_AT_GENERATE.
+ * out: prompt_tokens, tokens, generated, stop, cancelled, ttft, seconds. */
+int svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
+    const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st);
+
 /* ------------------------------------------------------------------------ */
 /* Shrink                                                                    */
 

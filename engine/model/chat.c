@@ -6,7 +6,8 @@
  * message is not a system message, then every message as
  * "<|im_start|>{role}\n{content}<|im_end|>\n", then "<|im_start|>assistant\n"
  * for a generation prompt.  eng_chat_render() produces exactly that for one
- * optional system message and one user message, with snprintf semantics.
+ * optional system message and one user message, with snprintf semantics;
+ * eng_chat_messages_ids() tokenizes it for a whole conversation.
  */
 #include <stdlib.h> /* for realloc, free */
 #include <string.h> /* for strlen, memcpy */
@@ -123,4 +124,35 @@ eng_chat_question_ids(const struct eng_tok *t, const char *q, size_t len, int32_
 		return rc;
 	}
 	return n;
+}
+
+int64_t
+eng_chat_messages_ids(const struct eng_tok *t, const struct eng_chat_msg *msgs, size_t n,
+    int32_t **ids)
+{
+	static const char sys[] = "<|im_start|>system\n" ENG_CHAT_DEFAULT_SYSTEM "<|im_end|>\n";
+	static const char start[] = "<|im_start|>", end[] = "<|im_end|>\n",
+	    post[] = "<|im_start|>assistant\n";
+	int64_t k = 0;
+	size_t i;
+	int rc = 0;
+	*ids = NULL;
+	if (!n || strcmp(msgs[0].role, "system"))
+		rc = eng_chat_append(t, sys, sizeof(sys) - 1, 1, ids, &k);
+	for (i = 0; !rc && i < n; i++)
+		if ((rc = eng_chat_append(t, start, sizeof(start) - 1, 1, ids, &k)) ||
+		    (rc = eng_chat_append(t, msgs[i].role, strlen(msgs[i].role), 0, ids, &k)) ||
+		    (rc = eng_chat_append(t, "\n", 1, 0, ids, &k)) ||
+		    (rc = eng_chat_append(t, msgs[i].content, msgs[i].len, 0, ids, &k)))
+			break;
+		else
+			rc = eng_chat_append(t, end, sizeof(end) - 1, 1, ids, &k);
+	if (!rc)
+		rc = eng_chat_append(t, post, sizeof(post) - 1, 1, ids, &k);
+	if (rc) {
+		free(*ids);
+		*ids = NULL;
+		return rc;
+	}
+	return k;
 }

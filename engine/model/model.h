@@ -110,5 +110,16 @@ size_t eng_chat_render(const char *system, const char *user, int add_assistant,
 int64_t eng_chat_doc_ids(const struct eng_tok *t, const char *doc, size_t len, int32_t **ids);
 int64_t eng_chat_question_ids(const struct eng_tok *t, const char *q, size_t len,
     int32_t **ids);
+/* A whole conversation as the template renders it: the default system turn
+ * unless the first message is one, every message as a turn (specials parsed
+ * only in the template, never in content), then the assistant header.
+ * *ids is malloc'd; returns the count or a negative enum eng_err. */
+struct eng_chat_msg {
+	const char *role;        /* "system", "user", "assistant" */
+	const char *content;
+	size_t len;
+};
+int64_t eng_chat_messages_ids(const struct eng_tok *t, const struct eng_chat_msg *msgs,
+    size_t n, int32_t **ids);
 
 #endif /* ENGINE_MODEL_MODEL_H */

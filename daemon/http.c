@@ -1,0 +1,790 @@
+/*
+ * http.c: the OpenAI-compatible HTTP endpoint (kvsnapd --http ADDR;
+ * docs/HTTP.md), libevent's evhttp on the daemon's own event loop: the
+ * listener (a Unix socket made like the main one, or a loopback TCP port),
+ * the caller's uid per request (http_peer.c), limits, routing to the same
+ * jobs the socket protocol runs (http_parse.c makes their request), and
+ * the job sink that turns their events into OpenAI's replies
+ * (http_reply.c).
+ *
+ * Threads as in server.c: only the loop touches an evhttp_request.
+ * Workers post each reply piece (headers of a stream, a chunk, the end, or
+ * a whole reply) to one first-in-first-out queue and wake the loop
+ * (event_active), which sends them with evhttp_send_reply_start / _chunk /
+ * _end or evhttp_send_reply.  A request (struct hreq) is refcounted: the
+ * loop's reference until its reply ends or its client leaves, the job's,
+ * and one per queued piece; once it is gone, posts for it are dropped.
+ *
+ * A client that leaves cancels its job: evhttp tells us when a write
+ * fails or it reads end of stream (the connection's close callback); while
+ * a job runs without writing (a non-streamed answer, a queued job), a
+ * timer looks at the socket every second (POLLRDHUP).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "daemon/daemon_internal.h"
+#include "daemon/http.h"
+#include "storage/store.h"
+
+#define HTTP_HUP_CHECK_S 1     /* a running job's client still there? */
+#define HTTP_HEADERS_MAX 65536
+
+struct hreq;
+
+/* A connection that has sent a request (for the connection limits). */
+struct hconn {
+	struct evhttp_connection *evcon;
+	uid_t uid;
+	struct hreq *cur;          /* the request it waits on, or NULL */
+	struct hconn *prev, *next;
+};
+
+struct hreq {
+	pthread_mutex_t mu;
+	int refs;                  /* under mu */
+	int gone;                  /* under mu: answered or the client left */
+	/* the loop's */
+	struct evhttp_request *req;
+	struct hconn *hc;
+	struct event *tev;         /* the client-left check */
+	int fd;
+	uint64_t serial;
+	/* the job's (one job per request) */
+	enum http_route route;
+	int stream, include_usage, started;
+	struct http_shape shape;
+	char *text;                /* the answer so far (not streamed) */
+	size_t n_text, cap_text;
+};
+
+enum hpost_kind { HP_START, HP_CHUNK, HP_END, HP_REPLY };
+
+struct hpost {
+	struct hreq *h;            /* a reference */
+	struct hpost *next;
+	enum hpost_kind kind;
+	int status;
+	size_t len;
+	char data[];
+};
+
+static struct {
+	struct daemon *d;
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound;
+	char unix_path[108];       /* to unlink at the end; "" for TCP */
+	struct hconn *conns;
+	int n_conns, n_open;       /* connections; requests not yet answered */
+	uint64_t serial;
+	char model[128];
+	int64_t created;
+	pthread_mutex_t mu;        /* the post queue */
+	struct hpost *head, *tail;
+	struct event *post_ev;
+} hs = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* ------------------------------------------------------------------------ */
+/* Requests: references, posting (any thread)                                */
+
+static void
+hreq_unref(struct hreq *h)
+{
+	int last;
+	pthread_mutex_lock(&h->mu);
+	last = --h->refs == 0;
+	pthread_mutex_unlock(&h->mu);
+	if (last) {
+		pthread_mutex_destroy(&h->mu);
+		free(h->text);
+		free(h);
+	}
+}
+
+/* Queue a reply piece for the loop; dropped if the request is gone. */
+static void
+hpost(struct hreq *h, enum hpost_kind kind, int status, const char *data, size_t len)
+{
+	struct hpost *p = malloc(sizeof(*p) + len);
+	int queued = 0;
+	if (!p)
+		return;
+	p->h = h;
+	p->next = NULL;
+	p->kind = kind;
+	p->status = status;
+	p->len = len;
+	if (len)
+		memcpy(p->data, data, len);
+	pthread_mutex_lock(&h->mu);
+	if (!h->gone) {
+		h->refs++;
+		pthread_mutex_lock(&hs.mu);
+		if (hs.post_ev) {
+			if (hs.tail)
+				hs.tail->next = p;
+			else
+				hs.head = p;
+			hs.tail = p;
+			event_active(hs.post_ev, EV_READ, 0);
+			queued = 1;
+		}
+		pthread_mutex_unlock(&hs.mu);
+		if (!queued)
+			h->refs--;
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (!queued)
+		free(p);
+}
+
+/* A JSON value as a post: a whole reply, or an SSE chunk. */
+static void
+hpost_json(struct hreq *h, enum hpost_kind kind, int status, json_t *o)
+{
+	size_t n = 0;
+	char *s;
+	if (kind == HP_CHUNK)
+		s = http_sse(o, &n);
+	else {
+		s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(o);
+		n = s ? strlen(s) : 0;
+	}
+	if (s)
+		hpost(h, kind, status, s, n);
+	else if (kind == HP_REPLY) {
+		static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
+		    "\"server_error\",\"code\":\"internal\",\"param\":null}}";
+		hpost(h, kind, 500, oom, sizeof(oom) - 1);
+	}
+	free(s);
+}
+
+static void
+hpost_error(struct hreq *h, enum proto_code code, const char *msg)
+{
+	int status = http_status_of(code);
+	size_t n;
+	char *s = http_error_json(code, status, msg, &n);
+	if (!s)
+		return;
+	if (h->started) { /* mid-stream: an error event, then the end */
+		char *e = malloc(n + 9);
+		if (e) {
+			memcpy(e, "data: ", 6);
+			memcpy(e + 6, s, n);
+			memcpy(e + 6 + n, "\n\n", 2);
+			hpost(h, HP_CHUNK, 0, e, n + 8);
+			free(e);
+		}
+		hpost(h, HP_END, 0, NULL, 0);
+	} else {
+		hpost(h, HP_REPLY, status, s, n);
+	}
+	free(s);
+}
+
+/* The stream's headers, once. */
+static void
+hreq_start(struct hreq *h)
+{
+	if (!h->started) {
+		h->started = 1;
+		hpost(h, HP_START, 200, NULL, 0);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The job sink (the job's thread)                                           */
+
+static void
+http_sink_event(struct job *j, const char *event, json_t *body)
+{
+	struct hreq *h = j->owner;
+	const char *text;
+	size_t n;
+	int first;
+
+	if (!strcmp(event, "token") && (h->route == HTTP_R_CHAT || h->route == HTTP_R_COMPLETIONS)) {
+		text = json_string_value(json_object_get(body, "text"));
+		n = json_string_length(json_object_get(body, "text"));
+		if (!text || (!n && h->started))
+			goto out;
+		if (h->stream) {
+			first = !h->started;
+			hreq_start(h);
+			hpost_json(h, HP_CHUNK, 0, http_chunk(&h->shape, text, n, first, NULL, NULL));
+		} else if (n) {
+			if (h->n_text + n + 1 > h->cap_text) {
+				size_t cap = (h->n_text + n + 1) * 2;
+				char *nb = realloc(h->text, cap);
+				if (!nb)
+					goto out;
+				h->text = nb;
+				h->cap_text = cap;
+			}
+			memcpy(h->text + h->n_text, text, n);
+			h->n_text += n;
+		}
+	} else if (!strcmp(event, "progress") && h->stream) {
+		hreq_start(h);
+		json_object_set_new(body, "object", json_string("document.progress"));
+		hpost_json(h, HP_CHUNK, 0, json_incref(body));
+	} else if (!strcmp(event, "result")) {
+		if (h->route == HTTP_R_CHAT || h->route == HTTP_R_COMPLETIONS) {
+			const char *finish = http_finish_reason(json_string_value(json_object_get(body,
+			    "stop")));
+			json_int_t pt = json_integer_value(json_object_get(body, "prompt_tokens"));
+			json_int_t ct = json_integer_value(json_object_get(body, "tokens"));
+			if (h->stream) {
+				first = !h->started;
+				hreq_start(h);
+				hpost_json(h, HP_CHUNK, 0, http_chunk(&h->shape, first ? "" : NULL, 0,
+				    first, finish, NULL));
+				if (h->include_usage)
+					hpost_json(h, HP_CHUNK, 0, http_chunk(&h->shape, NULL, 0, 0, NULL,
+					    http_usage(pt, ct)));
+				hpost(h, HP_CHUNK, 0, "data: [DONE]\n\n", 14);
+				hpost(h, HP_END, 0, NULL, 0);
+			} else {
+				hpost_json(h, HP_REPLY, 200, http_completion(&h->shape, h->text, h->n_text,
+				    finish, http_usage(pt, ct)));
+			}
+		} else if (h->stream) {
+			hreq_start(h);
+			hpost_json(h, HP_CHUNK, 0, http_doc_reply(h->route, body));
+			hpost(h, HP_CHUNK, 0, "data: [DONE]\n\n", 14);
+			hpost(h, HP_END, 0, NULL, 0);
+		} else {
+			hpost_json(h, HP_REPLY, 200, http_doc_reply(h->route, body));
+		}
+	}
+	/* "queued": a streamed reply starts with the first token or progress */
+out:
+	json_decref(body);
+}
+
+static void
+http_sink_error(struct job *j, enum proto_code code, const char *msg)
+{
+	hpost_error(j->owner, code, msg);
+}
+
+static void
+http_sink_release(struct job *j)
+{
+	hreq_unref(j->owner);
+}
+
+static const struct job_sink http_sink = { http_sink_event, http_sink_error,
+	http_sink_release };
+
+/* ------------------------------------------------------------------------ */
+/* Sending (loop thread)                                                     */
+
+/* The request's end on our side: answered, or its client left. */
+static void
+hreq_detach(struct hreq *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->gone = 1;
+	pthread_mutex_unlock(&h->mu);
+	h->req = NULL;
+	if (h->hc)
+		h->hc->cur = NULL;
+	h->hc = NULL;
+	if (h->tev)
+		event_free(h->tev);
+	h->tev = NULL;
+	hs.n_open--;
+	hreq_unref(h); /* the loop's reference */
+}
+
+static void
+http_headers(struct evhttp_request *req, const char *ctype)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	evhttp_add_header(out, "Content-Type", ctype);
+	evhttp_add_header(out, "Cache-Control", "no-cache");
+	evhttp_add_header(out, "Server", "kvsnapd");
+}
+
+static const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 429: return "Too Many Requests";
+	case 503: return "Service Unavailable";
+	default: return status >= 500 ? "Internal Server Error" : "Error";
+	}
+}
+
+/* A whole JSON reply to a request no job holds (loop thread). */
+static void
+http_reply_now(struct evhttp_request *req, int status, const char *json, size_t len, int close)
+{
+	struct evbuffer *b = evbuffer_new();
+	http_headers(req, "application/json");
+	if (close)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	if (b)
+		evbuffer_add(b, json, len);
+	evhttp_send_reply(req, status, http_reason(status), b);
+	if (b)
+		evbuffer_free(b);
+}
+
+static void
+http_error_now(struct evhttp_request *req, enum proto_code code, int status, const char *msg,
+    int close)
+{
+	size_t n;
+	char *s = http_error_json(code, status, msg, &n);
+	dlog(DLOG_DEBUG, "http: %d %s: %s", status, proto_code_name(code), msg);
+	if (s)
+		http_reply_now(req, status, s, n, close);
+	else
+		evhttp_send_error(req, 500, NULL);
+	free(s);
+}
+
+static void
+hpost_send(struct hpost *p)
+{
+	struct hreq *h = p->h;
+	struct evhttp_request *req = h->req;
+	struct evbuffer *b;
+
+	if (!req)
+		return;
+	switch (p->kind) {
+	case HP_START:
+		http_headers(req, "text/event-stream");
+		evhttp_send_reply_start(req, 200, "OK");
+		return;
+	case HP_CHUNK:
+		if ((b = evbuffer_new())) {
+			evbuffer_add(b, p->data, p->len);
+			evhttp_send_reply_chunk(req, b);
+			evbuffer_free(b);
+		}
+		return;
+	case HP_END:
+		hreq_detach(h);
+		evhttp_send_reply_end(req);
+		return;
+	case HP_REPLY:
+		hreq_detach(h);
+		http_reply_now(req, p->status, p->data, p->len, 0);
+		return;
+	}
+}
+
+static struct hpost *
+hposts_take(void)
+{
+	struct hpost *p;
+	pthread_mutex_lock(&hs.mu);
+	p = hs.head;
+	hs.head = hs.tail = NULL;
+	pthread_mutex_unlock(&hs.mu);
+	return p;
+}
+
+static void
+hposts_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hpost *p = hposts_take(), *next;
+	(void)fd;
+	(void)what;
+	(void)arg;
+	for (; p; p = next) {
+		next = p->next;
+		hpost_send(p);
+		hreq_unref(p->h);
+		free(p);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clients leaving (loop thread)                                             */
+
+/* evhttp closes the connection (the client left, a write failed, or the
+ * reply said close): its request, if one waits, is gone. */
+static void
+hconn_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct hconn *hc = arg;
+	struct hreq *h = hc->cur;
+	(void)evcon;
+	if (h) {
+		dlog(DLOG_INFO, "http %llu: client left; cancelling its request",
+		    (unsigned long long)h->serial);
+		/* a request evhttp has let go of (end of stream while we held it)
+		 * is ours to free; one still on the connection goes with it */
+		if (h->req && !evhttp_request_get_connection(h->req))
+			evhttp_request_free(h->req);
+		h->req = NULL;
+		hreq_detach(h);
+		jobs_cancel_owner(h);
+	}
+	if (hc->prev)
+		hc->prev->next = hc->next;
+	else
+		hs.conns = hc->next;
+	if (hc->next)
+		hc->next->prev = hc->prev;
+	hs.n_conns--;
+	free(hc);
+}
+
+/* While a job runs: is its client still there? */
+static void
+hreq_check_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hreq *h = arg;
+	struct pollfd p = { .fd = h->fd, .events = POLLRDHUP };
+	(void)fd;
+	(void)what;
+	if (!h->req || !h->hc)
+		return;
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		evhttp_connection_free(h->hc->evcon); /* hconn_close_cb does the rest */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests (loop thread)                                                    */
+
+static struct hconn *
+hconn_find(struct evhttp_connection *evcon)
+{
+	struct hconn *c;
+	for (c = hs.conns; c; c = c->next)
+		if (c->evcon == evcon)
+			return c;
+	return NULL;
+}
+
+static enum job_kind
+http_kind(enum proto_op op)
+{
+	return op == PROTO_OP_INGEST ? JOB_INGEST :
+	    op == PROTO_OP_QUERY || op == PROTO_OP_CHAT ? JOB_QUERY : JOB_ADMIN;
+}
+
+static const char *
+http_method(struct evhttp_request *req)
+{
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET: return "GET";
+	case EVHTTP_REQ_POST: return "POST";
+	case EVHTTP_REQ_DELETE: return "DELETE";
+	case EVHTTP_REQ_HEAD: return "HEAD";
+	case EVHTTP_REQ_PUT: return "PUT";
+	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+	case EVHTTP_REQ_TRACE: return "TRACE";
+	case EVHTTP_REQ_CONNECT: return "CONNECT";
+	case EVHTTP_REQ_PATCH: return "PATCH";
+	}
+	return "?";
+}
+
+/* The connection's caller, and room for it (a new connection counts
+ * against --max-connections and --max-connections-per-user). */
+static struct hconn *
+http_admit(struct evhttp_request *req, int fd, uid_t *uid)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct hconn *hc = hconn_find(evcon), *c;
+	const struct dcfg *cfg = &hs.d->cfg;
+	char why[256], msg[400];
+	int mine = 0;
+
+	if (http_peer_uid(fd, uid, why, sizeof(why))) {
+		dlog(DLOG_WARN, "http: refused a request: cannot tell who sent it: %s", why);
+		snprintf(msg, sizeof(msg), "cannot tell which local user is calling (%s); "
+		    "nobody is served as an unknown user", why);
+		http_error_now(req, PROTO_E_DENIED, 403, msg, 1);
+		return NULL;
+	}
+	if (hc)
+		return hc;
+	for (c = hs.conns; c; c = c->next)
+		mine += c->uid == *uid;
+	if (hs.n_conns >= cfg->max_conns || mine >= cfg->max_conns_user) {
+		if (hs.n_conns >= cfg->max_conns)
+			snprintf(msg, sizeof(msg), "too many HTTP connections (%d open, "
+			    "--max-connections %ld)", hs.n_conns, cfg->max_conns);
+		else
+			snprintf(msg, sizeof(msg), "too many HTTP connections from uid %d (%d open, "
+			    "--max-connections-per-user %ld)", (int)*uid, mine, cfg->max_conns_user);
+		dlog(DLOG_WARN, "http: %s", msg);
+		http_error_now(req, PROTO_E_TOO_MANY_CONNS, 429, msg, 1);
+		return NULL;
+	}
+	if (!(hc = calloc(1, sizeof(*hc)))) {
+		http_error_now(req, PROTO_E_INTERNAL, 500, "out of memory", 1);
+		return NULL;
+	}
+	hc->evcon = evcon;
+	hc->uid = *uid;
+	/* a token is a small write: send it now, not after the last one's ACK
+	 * (Nagle); a Unix socket refuses this harmlessly */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	hc->next = hs.conns;
+	if (hs.conns)
+		hs.conns->prev = hc;
+	hs.conns = hc;
+	hs.n_conns++;
+	evhttp_connection_set_closecb(evcon, hconn_close_cb, hc);
+	return hc;
+}
+
+/* Hand the parsed request to a job. */
+static void
+http_submit(struct evhttp_request *req, struct hconn *hc, int fd, uid_t uid, struct http_req *r)
+{
+	struct hreq *h;
+	struct job *j;
+	struct timeval tv = { HTTP_HUP_CHECK_S, 0 };
+	int code;
+
+	if (!(h = calloc(1, sizeof(*h))) || !(j = calloc(1, sizeof(*j)))) {
+		free(h);
+		http_error_now(req, PROTO_E_INTERNAL, 500, "out of memory", 0);
+		return;
+	}
+	pthread_mutex_init(&h->mu, NULL);
+	h->refs = 2; /* the loop's and the job's */
+	h->req = req;
+	h->hc = hc;
+	h->fd = fd;
+	h->serial = ++hs.serial;
+	h->route = r->route;
+	h->stream = r->stream;
+	h->include_usage = r->include_usage;
+	h->shape.chat = r->route == HTTP_R_CHAT;
+	snprintf(h->shape.id, sizeof(h->shape.id), "%s-kvsnap-%llu",
+	    h->shape.chat ? "chatcmpl" : "cmpl", (unsigned long long)h->serial);
+	h->shape.created = (int64_t)time(NULL);
+	h->shape.model = hs.model;
+	hc->cur = h;
+	hs.n_open++;
+
+	j->kind = http_kind(r->pr.op);
+	j->req = r->pr; /* the job owns the request now */
+	memset(&r->pr, 0, sizeof(r->pr));
+	j->fd = -1;
+	j->sink = &http_sink;
+	j->owner = h;
+	snprintf(j->label, sizeof(j->label), "http %llu", (unsigned long long)h->serial);
+	j->who.uid = (uint32_t)uid;
+	j->who.all = uid == 0 || uid == geteuid(); /* root and the service user */
+	if ((h->tev = event_new(hs.base, -1, EV_PERSIST, hreq_check_cb, h)))
+		event_add(h->tev, &tv);
+	if ((code = jobs_submit(j))) {
+		hreq_detach(h);
+		http_error_now(req, (enum proto_code)code, http_status_of((enum proto_code)code),
+		    code == PROTO_E_BUSY ? "the job queue is full (--max-jobs); try again later" :
+		    "the daemon is stopping", 0);
+		job_free(j); /* drops the job's reference */
+	}
+}
+
+static void
+http_request_cb(struct evhttp_request *req, void *arg)
+{
+	struct evkeyvalq *in_h = evhttp_request_get_input_headers(req);
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct http_req r;
+	struct hconn *hc;
+	const char *method = http_method(req), *uri = evhttp_request_get_uri(req);
+	char msg[512], *body;
+	size_t len = evbuffer_get_length(in);
+	int fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)), status, code;
+	uid_t uid;
+	json_t *o;
+
+	(void)arg;
+	if (!(hc = http_admit(req, fd, &uid)))
+		return;
+	dlog(DLOG_INFO, "http: uid %d: %s %.200s", (int)uid, method, uri);
+	if (atomic_load(&hs.d->stopping)) {
+		http_error_now(req, PROTO_E_SHUTTING_DOWN, 503, "the daemon is stopping", 1);
+		return;
+	}
+	body = len ? (char *)evbuffer_pullup(in, -1) : NULL;
+	code = http_parse(method, uri, evhttp_find_header(in_h, "Content-Type"),
+	    evhttp_find_header(in_h, "Accept"), body, len, &r, &status, msg, sizeof(msg));
+	if (code) {
+		http_error_now(req, (enum proto_code)code, status, msg, 0);
+		goto out;
+	}
+	if (r.route == HTTP_R_MODELS || r.route == HTTP_R_MODEL) {
+		if (r.route == HTTP_R_MODEL && strcmp(r.model, hs.model)) {
+			snprintf(msg, sizeof(msg), "no model '%.200s': this daemon serves '%s'", r.model,
+			    hs.model);
+			http_error_now(req, PROTO_E_NOT_FOUND, 404, msg, 0);
+			goto out;
+		}
+		o = r.route == HTTP_R_MODELS ? http_models(hs.model, hs.created) :
+		    http_model(hs.model, hs.created);
+		if ((body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL))
+			http_reply_now(req, 200, body, strlen(body), 0);
+		else
+			http_error_now(req, PROTO_E_INTERNAL, 500, "out of memory", 0);
+		free(body);
+		json_decref(o);
+		goto out;
+	}
+	/* a bad name is refused now, not after the whole ingest */
+	if (r.pr.op == PROTO_OP_INGEST && r.pr.name &&
+	    store_name_check(r.pr.name, msg, sizeof(msg))) {
+		http_error_now(req, PROTO_E_BAD_REQUEST, 400, msg, 0);
+		goto out;
+	}
+	if (r.pr.op == PROTO_OP_INGEST && !r.pr.source && !(r.pr.source = strdup("(HTTP)"))) {
+		http_error_now(req, PROTO_E_INTERNAL, 500, "out of memory", 0);
+		goto out;
+	}
+	http_submit(req, hc, fd, uid, &r);
+out:
+	http_req_free(&r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start and stop (loop thread)                                              */
+
+/* The model's name, as users know it: the GGUF file's name up to its
+ * first dot ("SmolLM2-135M-Instruct"). */
+static void
+http_model_name(const struct daemon *d)
+{
+	const char *base = strrchr(d->cfg.model, '/');
+	size_t n;
+	base = base ? base + 1 : d->cfg.model;
+	n = strcspn(base, ".");
+	if (n >= sizeof(hs.model))
+		n = sizeof(hs.model) - 1;
+	memcpy(hs.model, base, n);
+	hs.model[n] = '\0';
+	if (!n)
+		snprintf(hs.model, sizeof(hs.model), "kvsnap");
+}
+
+int
+http_start(struct daemon *d, struct event_base *base)
+{
+	struct http_addr a;
+	char msg[512], ip[INET6_ADDRSTRLEN];
+	int fd;
+
+	hs.d = d;
+	hs.base = base;
+	hs.created = (int64_t)time(NULL);
+	if (http_addr_parse(d->cfg.http, &a, msg, sizeof(msg))) {
+		dlog(DLOG_ERROR, "%s", msg);
+		return -1;
+	}
+	http_model_name(d);
+	if (!(hs.http = evhttp_new(base)) ||
+	    !(hs.post_ev = event_new(base, -1, 0, hposts_drain_cb, NULL))) {
+		dlog(DLOG_ERROR, "cannot set up the HTTP server");
+		return -1;
+	}
+	evhttp_set_gencb(hs.http, http_request_cb, NULL);
+	evhttp_set_allowed_methods(hs.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+	evhttp_set_max_body_size(hs.http, (ev_ssize_t)PROTO_LINE_MAX);
+	evhttp_set_max_headers_size(hs.http, HTTP_HEADERS_MAX);
+	/* reading a request, and a connection kept alive with none */
+	evhttp_set_timeout(hs.http, d->cfg.request_timeout > 0 ? (int)d->cfg.request_timeout :
+	    d->cfg.idle_timeout > 0 ? (int)d->cfg.idle_timeout : 3600);
+	if (a.is_unix) {
+		if ((fd = srv_listen(a.path)) < 0)
+			return -1;
+		if (!(hs.bound = evhttp_accept_socket_with_handle(hs.http, fd))) {
+			close(fd);
+			dlog(DLOG_ERROR, "cannot serve HTTP on %s", a.path);
+			return -1;
+		}
+		snprintf(hs.unix_path, sizeof(hs.unix_path), "%s", a.path);
+	} else {
+		inet_ntop(a.family, a.ip, ip, sizeof(ip));
+		if (!(hs.bound = evhttp_bind_socket_with_handle(hs.http, ip, a.port))) {
+			dlog(DLOG_ERROR, "cannot listen for HTTP on %s port %u (in use?)", ip,
+			    (unsigned)a.port);
+			return -1;
+		}
+	}
+	dlog(DLOG_INFO, "HTTP (OpenAI-compatible) on %s, model \"%s\"", d->cfg.http, hs.model);
+	return 0;
+}
+
+void
+http_stop_accepting(void)
+{
+	if (hs.http && hs.bound)
+		evhttp_del_accept_socket(hs.http, hs.bound); /* closes it */
+	hs.bound = NULL;
+	if (hs.unix_path[0])
+		unlink(hs.unix_path);
+	hs.unix_path[0] = '\0';
+}
+
+int
+http_pending(void)
+{
+	struct hconn *c;
+	struct bufferevent *bev;
+	int n;
+	pthread_mutex_lock(&hs.mu);
+	n = hs.head != NULL;
+	pthread_mutex_unlock(&hs.mu);
+	if (n || hs.n_open)
+		return 1;
+	for (c = hs.conns; c; c = c->next)
+		if ((bev = evhttp_connection_get_bufferevent(c->evcon)) &&
+		    evbuffer_get_length(bufferevent_get_output(bev)))
+			return 1;
+	return 0;
+}
+
+void
+http_free(void)
+{
+	http_stop_accepting();
+	if (hs.http)
+		evhttp_free(hs.http); /* closes every connection: hconn_close_cb */
+	hs.http = NULL;
+	pthread_mutex_lock(&hs.mu);
+	if (hs.post_ev)
+		event_free(hs.post_ev);
+	hs.post_ev = NULL;
+	pthread_mutex_unlock(&hs.mu);
+	hposts_drain_cb(-1, 0, NULL);
+}

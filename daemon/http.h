@@ -1,0 +1,106 @@
+/*
+ * http.h: what kvsnapd's HTTP front end shares between its files (the
+ * OpenAI-compatible endpoint, docs/HTTP.md): routes and the request
+ * parser (http_parse.c, pure: the fuzz target drives it), the reply
+ * shapes (http_reply.c), the peer's uid (http_peer.c).  http.c is the
+ * server on the daemon's event loop.
+ */
+#ifndef DAEMON_HTTP_H
+#define DAEMON_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "daemon/daemon.h"
+
+enum http_route {
+	HTTP_R_MODELS = 0,   /* GET /v1/models */
+	HTTP_R_MODEL,        /* GET /v1/models/{id} */
+	HTTP_R_CHAT,         /* POST /v1/chat/completions */
+	HTTP_R_COMPLETIONS,  /* POST /v1/completions */
+	HTTP_R_DOC_INGEST,   /* POST /v1/documents */
+	HTTP_R_DOC_LIST,     /* GET /v1/documents */
+	HTTP_R_DOC_INFO,     /* GET /v1/documents/{ref} */
+	HTTP_R_DOC_RM        /* DELETE /v1/documents/{ref} */
+};
+
+/* A parsed HTTP request: the route, how to reply, and the job's request
+ * (op and fields, as the socket protocol's parser fills them). */
+struct http_req {
+	enum http_route route;
+	int stream;          /* server-sent events */
+	int include_usage;   /* stream_options.include_usage: a last chunk with usage */
+	char *model;         /* GET /v1/models/{id}: the id asked for */
+	struct proto_req pr;
+};
+
+/* Parse one request: method ("GET", ...), the URI's path and query
+ * ("/v1/documents?name=x"), the Content-Type and Accept headers (NULL when
+ * absent) and the body.  Returns 0, or a proto_code with a message in msg;
+ * *status is the HTTP status to answer with (200 when 0).  Call
+ * http_req_free either way.  No I/O, no global state. */
+int http_parse(const char *method, const char *uri, const char *ctype, const char *accept,
+    const char *body, size_t len, struct http_req *r, int *status, char *msg, size_t msg_len);
+void http_req_free(struct http_req *r);
+
+/* The HTTP status of a protocol error code, and OpenAI's error type for a
+ * status ("invalid_request_error", "not_found_error", ...). */
+int http_status_of(enum proto_code code);
+const char *http_error_type(int status);
+
+/* --http ADDR: unix:/path, 127.0.0.1:PORT (any 127/8), [::1]:PORT or
+ * localhost:PORT; anything else is refused (the endpoint has no
+ * authentication beyond the peer's uid, which only a local peer has). */
+struct http_addr {
+	int is_unix;
+	char path[108];      /* sun_path */
+	int family;          /* AF_INET or AF_INET6 */
+	uint8_t ip[16];      /* network order */
+	uint16_t port;
+};
+int http_addr_parse(const char *s, struct http_addr *a, char *msg, size_t msg_len);
+
+/* ------------------------------------------------------------------------ */
+/* Reply shapes (http_reply.c): OpenAI's objects, built from a job's events */
+
+struct http_shape {
+	int chat;            /* chat.completion(.chunk), else text_completion */
+	char id[48];         /* "chatcmpl-..." / "cmpl-..." */
+	int64_t created;     /* Unix seconds */
+	const char *model;
+};
+/* {"error":{"message","type","code","param":null}} as a malloc'd string. */
+char *http_error_json(enum proto_code code, int status, const char *msg, size_t *len);
+/* "data: JSON\n\n" (o stolen), malloc'd. */
+char *http_sse(json_t *o, size_t *len);
+/* OpenAI's finish_reason of a job's stop ("eos" -> "stop", "length"). */
+const char *http_finish_reason(const char *stop);
+/* A streamed chunk: the text so far (first: the chat's role too), or the
+ * finish_reason (text NULL), or only usage (finish NULL, text NULL,
+ * usage non-NULL: stolen). */
+json_t *http_chunk(const struct http_shape *s, const char *text, size_t n, int first,
+    const char *finish, json_t *usage);
+/* The whole answer (non-streamed). */
+json_t *http_completion(const struct http_shape *s, const char *text, size_t n,
+    const char *finish, json_t *usage);
+json_t *http_usage(int64_t prompt, int64_t completion);
+/* The document endpoints' replies from the admin and ingest jobs' results
+ * (body borrowed). */
+json_t *http_doc_reply(enum http_route route, const json_t *body);
+/* GET /v1/models: the one model. */
+json_t *http_models(const char *name, int64_t created);
+json_t *http_model(const char *name, int64_t created);
+
+/* ------------------------------------------------------------------------ */
+/* The peer (http_peer.c)                                                    */
+
+/* The uid of the process at the other end of connected socket fd: Unix
+ * sockets by SO_PEERCRED, loopback TCP by the kernel's socket table
+ * (NETLINK_SOCK_DIAG: the socket whose addresses are this one's reversed).
+ * 0 with *uid, or -1 with a reason. */
+int http_peer_uid(int fd, uid_t *uid, char *why, size_t why_len);
+
+#endif /* DAEMON_HTTP_H */

@@ -1,0 +1,90 @@
+/*
+ * chat.c: the plain model, no document: a conversation rendered with the
+ * chat template (or a raw prompt, its control tokens parsed as
+ * `kvsnap generate --raw` does), prefilled into a fresh cache and decoded
+ * with the token hook.  kvsnapd's HTTP endpoint answers requests that name
+ * no document with it, so the daemon never calls the engine itself.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/service_internal.h"
+
+/* The prompt's ids (malloc'd) or a negative eng_err. */
+static int64_t
+chat_prompt_ids(const struct svc *v, const struct svc_chat_req *r, int32_t **ids)
+{
+	int64_t cap, n;
+	if (r->msgs)
+		return eng_chat_messages_ids(v->tok, r->msgs, r->n_msgs, ids);
+	cap = (int64_t)r->prompt_len + 8;
+	if (!(*ids = malloc((size_t)cap * sizeof(**ids))))
+		return ENG_ERR_NOMEM;
+	n = eng_tok_encode(v->tok, r->prompt, r->prompt_len, 1, *ids, cap);
+	if (n < 0 || n > cap) {
+		free(*ids);
+		*ids = NULL;
+		return n < 0 ? n : ENG_ERR_TOKENIZER;
+	}
+	return n;
+}
+
+int
+svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
+    const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st)
+{
+	static const struct svc_hooks none;
+	struct svc_emit em;
+	struct eng_kv *kv = NULL;
+	struct eng_sampler smp;
+	int32_t *ids = NULL;
+	int64_t n, n_max, window = v->m->hp.n_ctx_train;
+	int rc, ret = -1;
+
+	if (!hk)
+		hk = &none;
+	memset(st, 0, sizeof(*st));
+	memset(out, 0, sizeof(*out));
+	svc_emit_init(&em, v, hk, r->whole_utf8);
+	if ((n = chat_prompt_ids(v, r, &ids)) < 0) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
+		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
+	}
+	out->prompt_tokens = n;
+	if (n == 0 || n >= window) {
+		snprintf(st->why, sizeof(st->why), n ? "the prompt is %lld tokens; the model's "
+		    "window is %lld" : "the prompt is empty", (long long)n, (long long)window);
+		free(ids);
+		return svc_fail(st, SVC_AT_TOKENIZE, n ? ENG_ERR_CONTEXT : ENG_ERR_ARG);
+	}
+	/* what the window leaves: the answer then stops as `length` */
+	n_max = r->max_tokens < window - n ? r->max_tokens : window - n;
+	if ((rc = eng_kv_init(&kv, v->m, n + n_max))) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+		svc_fail(st, SVC_AT_ENGINE, rc);
+		goto out;
+	}
+	eng_sampler_init(&smp, r->temperature, r->top_p > 0.0f ? r->top_p : 1.0f, r->seed);
+	rc = eng_generate(ss->ctx, kv, v->tok, ids, n, n_max, &smp, svc_emit_cb, &em,
+	    &out->generated);
+	out->tokens = em.n;
+	out->ttft = em.ttft;
+	if (rc) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+		svc_fail(st, SVC_AT_GENERATE, rc);
+		goto out;
+	}
+	svc_emit_flush(&em);
+	out->stop = out->generated >= n_max ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	if (svc_cancelled(hk)) {
+		out->cancelled = 1;
+		out->stop = SVC_STOP_CANCELLED;
+	}
+	out->seconds = eng_now() - em.t0;
+	ret = 0;
+out:
+	free(ids);
+	eng_kv_free(kv);
+	return ret;
+}

@@ -1,0 +1,72 @@
+/*
+ * emit.c: generated token ids to the caller's token hook as text (the
+ * query over a snapshot and the plain chat both decode through it).  With
+ * whole_utf8, the bytes of a character split across tokens wait for the
+ * token that completes it (the daemon's events are JSON strings, which
+ * must be valid UTF-8); the time to the first token is taken here.
+ */
+#include <string.h>
+
+#include "service/service_internal.h"
+
+#define EMIT_PIECE_MAX 256 /* bytes of one token's text */
+
+/* Length of the longest prefix of s[0..n) that does not end inside a
+ * UTF-8 sequence (invalid bytes count as complete: the caller replaces
+ * them). */
+static size_t
+emit_utf8_complete(const unsigned char *s, size_t n)
+{
+	size_t i = n, k;
+	int need;
+	for (k = 0; k < 4 && i > 0; k++) {
+		unsigned char c = s[--i];
+		if ((c & 0xC0) == 0x80)
+			continue;
+		need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+		return n - i < (size_t)need ? i : n;
+	}
+	return n;
+}
+
+void
+svc_emit_init(struct svc_emit *e, const struct svc *v, const struct svc_hooks *hk,
+    int whole_utf8)
+{
+	memset(e, 0, sizeof(*e));
+	e->v = v;
+	e->hk = hk;
+	e->whole_utf8 = whole_utf8;
+	e->t0 = eng_now();
+}
+
+int
+svc_emit_cb(void *arg, int32_t id)
+{
+	struct svc_emit *e = arg;
+	char buf[EMIT_PIECE_MAX + sizeof(e->pend)];
+	int n;
+	size_t have, ok;
+
+	if (e->n++ == 0)
+		e->ttft = eng_now() - e->t0;
+	memcpy(buf, e->pend, e->n_pend);
+	n = eng_tok_decode(e->v->tok, id, 0, buf + e->n_pend, EMIT_PIECE_MAX);
+	have = e->n_pend + (n > 0 ? (size_t)n : 0);
+	ok = e->whole_utf8 ? emit_utf8_complete((unsigned char *)buf, have) : have;
+	if (have - ok > sizeof(e->pend)) /* cannot happen with 4-byte sequences */
+		ok = have;
+	e->n_pend = have - ok;
+	memcpy(e->pend, buf + ok, e->n_pend);
+	if (e->hk->token)
+		e->hk->token(e->hk->arg, id, buf, ok);
+	return svc_cancelled(e->hk);
+}
+
+void
+svc_emit_flush(struct svc_emit *e)
+{
+	if (e->n_pend && e->hk->token)
+		e->hk->token(e->hk->arg, -1, e->pend, e->n_pend);
+	e->n_pend = 0;
+}

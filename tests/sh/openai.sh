@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The OpenAI-compatible HTTP endpoint (kvsnapd --http; docs/HTTP.md), driven
+# by the official `openai` Python package (pinned, installed into
+# $BUILD/openai-venv by scripts/openai-venv.sh) against a real daemon: on a
+# Unix socket, document Q&A giving kvsnap query's own answer, streaming,
+# sampling, finish reasons, errors as the package's exceptions, the
+# documents endpoints; on a loopback TCP port, models and ownership (a
+# second user, created here, cannot see root's document); a client leaving
+# mid-answer cancels its job; malformed requests with curl, the daemon
+# staying up; a non-loopback address refused at start.  Every wait is bounded.
+set -u
+. "$(dirname "$0")/lib.bash"
+daemon_scratch openai
+need command:curl
+scripts/openai-venv.sh "$BUILD" >"$T/venv.log" 2>&1 || { sed 's/^/# /' "$T/venv.log" | tail -3; }
+PY=$BUILD/openai-venv/bin/python
+need "$PY"
+CHECK=tests/sh/openai_check.py
+H=$T/h.sock
+EXPECT_TIMEOUT=300
+words=250
+is_san "$D" && words=80
+prose GPL-3 $words > "$T/doc.txt"
+Q="What is this document about?"
+
+# TAP lines of the Python checks, counted here
+tap() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "${line#ok - }" 0 ;;
+		"not ok - "*) ok "${line#not ok - }" 1 ;;
+		*) echo "$line" ;;
+		esac
+	done
+}
+start() { # http address
+	"$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --http "$1" --budget 64 --chunk 64 \
+		-t 2 --workers 2 --request-timeout 5 --log-level debug 2>>"$T/daemon.log" &
+	DPID=$!
+}
+models() { curl -sf --max-time 10 "${CURL[@]}" "$BASE/v1/models"; }
+
+# ---- start-up: only loopback or a Unix socket
+expect_rc "--http 0.0.0.0:8080 is refused at start" 1 "$D" --state "$KVSNAP_STATE" \
+	--socket "$KVSNAP_SOCKET" --http 0.0.0.0:8080
+grep -q "only a Unix socket or a loopback address" "$T/err"; ok "  naming what is allowed" $?
+expect_rc "--http example.com:80 too" 1 "$D" --http example.com:80 --state "$KVSNAP_STATE"
+
+# ---- on a Unix socket
+start "unix:$H"
+CURL=(--unix-socket "$H") BASE=http://localhost
+wait_ready models; ok "daemon serving HTTP on unix:$H" $?
+[ "$(stat -c %a "$H")" = 660 ]; ok "  the HTTP socket is mode 0660" $? || stat -c %a "$H"
+# kvsnap query's own answer over the snapshot of the same bytes, to compare
+expect_rc "kvsnap ingest --name gpl (socket protocol)" 0 "$K" ingest --name gpl "$T/doc.txt"
+expect_rc "kvsnap query -n 24 gpl (greedy)" 0 "$K" query -n 24 gpl "$Q"
+printf %s "$(cat "$T/out")" > "$T/expected"
+[ -s "$T/expected" ]; ok "  an answer to compare with" $?
+expect_rc "kvsnap rm gpl" 0 "$K" rm gpl
+timeout 300 "$PY" "$CHECK" unix "$H" main "$T/doc.txt" "$T/expected" "$Q" > "$T/py.out" 2>&1
+tap < "$T/py.out"
+
+# ---- malformed requests (curl), the daemon stays up
+code() { # expected-status json-code curl-args...: the status and the error's code
+	local want=$1 wcode=$2 got; shift 2
+	got=$(curl -s --max-time 30 "${CURL[@]}" -o "$T/body" -w '%{http_code}' "$@")
+	[ "$got" = "$want" ] && { [ -z "$wcode" ] || grep -q "\"code\":\"$wcode\"" "$T/body"; }
+}
+code 400 bad_json -d '{"messages": [' "$BASE/v1/chat/completions"; ok "bad JSON: 400 bad_json" $?
+code 400 bad_json -d '[1,2]' "$BASE/v1/chat/completions"; ok "a JSON array: 400 bad_json" $?
+code 400 bad_request -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":"x"}' \
+	"$BASE/v1/chat/completions"; ok "max_tokens a string: 400 bad_request" $?
+grep -q 'max_tokens' "$T/body"; ok "  naming the field" $?
+code 400 bad_request -d '{"messages":"hi"}' "$BASE/v1/chat/completions"; ok "messages a string: 400" $?
+code 400 bad_request -d '{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}' \
+	"$BASE/v1/chat/completions"; ok "an image part: 400" $?
+code 400 bad_request -d '{"prompt":[1,2,3]}' "$BASE/v1/completions"; ok "a token-array prompt: 400" $?
+code 404 not_found "$BASE/v1/nothing"; ok "unknown endpoint: 404" $?
+code 405 bad_request -X DELETE "$BASE/v1/models"; ok "DELETE /v1/models: 405" $?
+head -c $((600 * 1024)) /dev/zero | tr '\0' 'a' > "$T/600k"
+code 413 too_large -H 'Content-Type: text/plain' --data-binary @"$T/600k" "$BASE/v1/documents"
+ok "a 600 KiB document: 413 too_large" $?
+head -c $((3 * 1024 * 1024)) /dev/zero | tr '\0' 'a' > "$T/3m"
+code 413 "" -H 'Content-Type: text/plain' --data-binary @"$T/3m" "$BASE/v1/documents"
+ok "a 3 MiB body: 413" $?
+code 400 bad_request -d '{"text":"x","name":"abcd"}' -H 'Content-Type: application/json' \
+	"$BASE/v1/documents"; ok "a hex-only name: 400 before any work" $?
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"mess' \
+	| timeout 20 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
+s.settimeout(15); print(len(s.recv(100)))' "$H" > "$T/slow" 2>&1
+ok "a body that never completes is dropped (--request-timeout)" $?
+models > /dev/null; ok "the daemon still answers" $?
+
+# ---- leaving mid-answer cancels the job
+n0=$(log_count "client left; cancelling")
+timeout 120 "$PY" "$CHECK" unix "$H" hangup stream 2>&1 | tap
+wait_log "client left; cancelling" $((n0 + 1)); ok "  the daemon saw it leave" $?
+wait_log "chat: cancelled: chat cancelled" 1; ok "  and cancelled the answer" $?
+timeout 120 "$PY" "$CHECK" unix "$H" hangup whole 2>&1 | tap
+wait_log "client left; cancelling" $((n0 + 2)); ok "  a non-streamed one too (seen within seconds)" $?
+wait_log "chat: cancelled: chat cancelled" 2; ok "  and cancelled" $?
+models > /dev/null; ok "the daemon still answers" $?
+kill -TERM "$DPID"; wait_exit; ok "SIGTERM: exit 0" $?
+[ ! -e "$H" ]; ok "  the HTTP socket is removed" $?
+
+# ---- on a loopback TCP port, with a second user
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start "127.0.0.1:$port"
+CURL=() BASE=http://127.0.0.1:$port
+wait_ready models; ok "daemon serving HTTP on 127.0.0.1:$port" $?
+timeout 120 "$PY" "$CHECK" tcp "$BASE" tcp "$(prose Apache-2.0 120)" 2>&1 | tap
+if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
+	UB=kvsnap-http made=
+	id "$UB" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$UB" && made=1; }
+	chmod 755 "$T"
+	cp -r "$BUILD/openai-venv" "$T/venv" && cp "$CHECK" "$T/check.py" # where the user can read
+	chmod -R a+rX "$T/venv" "$T/check.py"
+	timeout 120 runuser -u "$UB" -- "$T/venv/bin/python" "$T/check.py" tcp "$BASE" private \
+		private-doc > "$T/py.out" 2>&1
+	[ "$(grep -c '^ok - ' "$T/py.out")" -eq 3 ]; ok "three checks as $UB" $? || cat "$T/py.out"
+	tap < "$T/py.out"
+	grep -q "http: uid $(id -u "$UB"): GET /v1/documents" "$T/daemon.log"
+	ok "  the daemon knew $UB's uid from the TCP connection (sock_diag)" $?
+	[ -n "$made" ] && userdel "$UB"
+else
+	echo "# SKIP: the second-user checks need root (useradd, runuser)"
+fi
+kill -TERM "$DPID"; wait_exit; ok "SIGTERM: exit 0" $?
+finish

@@ -1,0 +1,210 @@
+# openai_check.py: kvsnapd's HTTP endpoint driven by the official `openai`
+# package (tests/sh/openai.sh runs it; not a test by itself).  Prints TAP
+# lines ("ok - ..." / "not ok - ..."), one per check.
+#
+#   python openai_check.py unix SOCKET|tcp URL  CHECKS  [ARGS...]
+# CHECKS: "main" (document Q&A vs kvsnap query, streaming, sampling, errors,
+# documents), "tcp" (models over TCP), "private DOC" (this user cannot see
+# DOC), "hangup stream|whole" (leave mid-answer).
+import json, sys, time
+
+try:
+    import httpx2 as httpx  # what openai 3.x is built on
+except ImportError:
+    import httpx
+import openai
+
+
+def client(kind, where, timeout=120.0):
+    if kind == "unix":
+        hc = httpx.Client(transport=httpx.HTTPTransport(uds=where), timeout=timeout)
+        base = "http://localhost/v1"
+    else:
+        hc = httpx.Client(timeout=timeout)
+        base = where + "/v1"
+    return openai.OpenAI(base_url=base, api_key="x", http_client=hc, max_retries=0), hc, base
+
+
+def check(desc, cond, info=""):
+    print(("ok - " if cond else "not ok - ") + desc, flush=True)
+    if not cond and info:
+        print("#   " + str(info).replace("\n", "\n#   "), flush=True)
+    return cond
+
+
+def raises(desc, cls, fn):
+    try:
+        fn()
+    except cls as e:
+        return check(desc + " (" + cls.__name__ + ", code " + str(getattr(e, "code", "")) + ")", True)
+    except Exception as e:  # noqa: BLE001
+        return check(desc, False, "raised %r" % e)
+    return check(desc, False, "no exception")
+
+
+def sse(resp):
+    """The JSON objects of a server-sent event stream, and whether [DONE] ended it."""
+    out, done = [], False
+    for line in resp.iter_lines():
+        if line.startswith("data: "):
+            if line[6:] == "[DONE]":
+                done = True
+            else:
+                out.append(json.loads(line[6:]))
+    return out, done
+
+
+def main(c, hc, base, doc_text, expected, q):
+    ms = c.models.list().data
+    check("models.list: one model, SmolLM2-135M-Instruct, owned by kvsnap",
+          [m.id for m in ms] == ["SmolLM2-135M-Instruct"] and ms[0].owned_by == "kvsnap", ms)
+
+    # ingest with progress as server-sent events (the document as a raw body)
+    with hc.stream("POST", base + "/documents?name=gpl&stream=true", content=doc_text.encode(),
+                   headers={"Content-Type": "text/plain"}) as r:
+        evs, done = sse(r)
+    prog = [e for e in evs if e.get("object") == "document.progress"]
+    check("POST /v1/documents streams progress events", len(prog) >= 2 and
+          prog[-1]["done"] == prog[-1]["total"], evs[:3])
+    check("  then the document, then [DONE]", done and evs[-1].get("object") == "document" and
+          len(evs[-1].get("id", "")) == 64 and evs[-1]["skipped"] is False, evs[-1:])
+    r = hc.post(base + "/documents", json={"text": doc_text, "name": "gpl"})
+    check("the same document again as JSON: skipped", r.status_code == 200 and
+          r.json().get("skipped") is True, r.text)
+
+    # a question over the snapshot: the same text as `kvsnap query`
+    a = c.chat.completions.create(model="SmolLM2-135M-Instruct", max_tokens=24,
+                                  messages=[{"role": "user", "content": q}],
+                                  extra_body={"document": "gpl"})
+    ch = a.choices[0]
+    check("chat with extra_body document: the same answer as kvsnap query",
+          ch.message.content == expected, "%r vs %r" % (ch.message.content, expected))
+    check("  finish_reason length at max_tokens, usage filled", ch.finish_reason == "length" and
+          a.usage.completion_tokens == 24 and a.usage.total_tokens ==
+          a.usage.prompt_tokens + 24 and a.object == "chat.completion", a)
+    st = c.chat.completions.create(model="x", max_tokens=24, stream=True,
+                                   stream_options={"include_usage": True},
+                                   messages=[{"role": "user", "content": q}],
+                                   extra_body={"document": "gpl"})
+    chunks = list(st)
+    text = "".join(k.choices[0].delta.content or "" for k in chunks if k.choices)
+    fins = [k.choices[0].finish_reason for k in chunks if k.choices and k.choices[0].finish_reason]
+    check("streamed: the same text, chunk by chunk", text == expected and len(chunks) > 5,
+          "%r" % text)
+    check("  ends with finish_reason length and a usage chunk", fins == ["length"] and
+          chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 24, chunks[-2:])
+    cp = c.completions.create(model="x", prompt=q, max_tokens=24, extra_body={"document": "gpl"})
+    check("completions with a document: the prompt is the question", cp.choices[0].text ==
+          expected and cp.object == "text_completion", cp)
+
+    # the plain model (no document): stop vs length
+    a = c.chat.completions.create(model="x", max_tokens=200, messages=[
+        {"role": "system", "content": "Answer with one word."},
+        {"role": "user", "content": "Is water wet? Answer yes or no."}])
+    check("chat without a document: the model ends its turn (finish_reason stop)",
+          a.choices[0].finish_reason == "stop" and 0 < a.usage.completion_tokens < 200 and
+          a.choices[0].message.content, a)
+    a = c.chat.completions.create(model="x", max_tokens=3, messages=[
+        {"role": "user", "content": "Tell me a long story about a dragon."}])
+    check("  and length when cut at max_tokens", a.choices[0].finish_reason == "length" and
+          a.usage.completion_tokens == 3, a)
+    cp = c.completions.create(model="x", prompt="1, 2, 3, 4,", max_tokens=6)
+    check("raw completion without a document", cp.choices[0].finish_reason == "length" and
+          len(cp.choices[0].text) > 0 and cp.usage.completion_tokens == 6, cp)
+
+    # sampling: a seed repeats its answer
+    def sample(seed):
+        return c.chat.completions.create(model="x", max_tokens=16, temperature=1.0, top_p=0.95,
+                                         seed=seed, messages=[{"role": "user", "content": q}],
+                                         extra_body={"document": "gpl"}).choices[0].message.content
+    s7 = sample(7)
+    check("sampling: the same seed gives the same answer", s7 == sample(7), s7)
+    check("  and other seeds another", any(sample(s) != s7 for s in (8, 9, 10)), s7)
+
+    # errors as the package's exception classes
+    msgs = [{"role": "user", "content": q}]
+    raises("unknown document: NotFoundError", openai.NotFoundError,
+           lambda: c.chat.completions.create(model="x", messages=msgs, max_tokens=4,
+                                             extra_body={"document": "no-such-doc"}))
+    raises("n=2: BadRequestError", openai.BadRequestError,
+           lambda: c.chat.completions.create(model="x", messages=msgs, n=2, max_tokens=4))
+    raises("stop sequences: BadRequestError", openai.BadRequestError,
+           lambda: c.chat.completions.create(model="x", messages=msgs, stop=["\n"], max_tokens=4))
+    raises("max_tokens 0: BadRequestError", openai.BadRequestError,
+           lambda: c.chat.completions.create(model="x", messages=msgs, max_tokens=0))
+    raises("a tool message: BadRequestError", openai.BadRequestError,
+           lambda: c.chat.completions.create(model="x", max_tokens=4, messages=[
+               {"role": "tool", "content": "x", "tool_call_id": "1"}]))
+    raises("streamed, unknown document: NotFoundError before any chunk", openai.NotFoundError,
+           lambda: list(c.chat.completions.create(model="x", messages=msgs, max_tokens=4,
+                                                  stream=True, extra_body={"document": "zzzz"})))
+    try:
+        c.chat.completions.create(model="x", messages=msgs, max_tokens=4,
+                                  extra_body={"document": "zzzz"})
+    except openai.NotFoundError as e:
+        check("  the error object: message, type, code", e.body.get("code") == "not_found" and
+              e.body.get("type") == "not_found_error" and "zzzz" in e.body.get("message", ""),
+              e.body)
+
+    # documents: list, info, delete
+    r = hc.get(base + "/documents").json()
+    check("GET /v1/documents lists it", r["object"] == "list" and
+          [d.get("name") for d in r["data"]] == ["gpl"], r)
+    did = r["data"][0]["id"]
+    r = hc.get(base + "/documents/" + did[:8])
+    check("GET /v1/documents/{prefix}: info with its snapshots", r.status_code == 200 and
+          r.json()["id"] == did and len(r.json()["snapshots"]) == 1, r.text)
+    r = hc.delete(base + "/documents/gpl")
+    check("DELETE /v1/documents/gpl", r.status_code == 200 and r.json() ==
+          {"id": did, "object": "document.deleted", "deleted": True}, r.text)
+    r = hc.get(base + "/documents/gpl")
+    check("  then it is gone (404, not_found)", r.status_code == 404 and
+          r.json()["error"]["code"] == "not_found", r.text)
+
+
+def private(c, hc, base, doc):
+    r = hc.get(base + "/documents")
+    check("another user's list over TCP does not show it", r.status_code == 200 and
+          doc not in [d.get("name") for d in r.json()["data"]], r.text)
+    raises("another user asking over TCP: NotFoundError", openai.NotFoundError,
+           lambda: c.chat.completions.create(model="x", max_tokens=4, messages=[
+               {"role": "user", "content": "What is it?"}], extra_body={"document": doc}))
+    r = hc.delete(base + "/documents/" + doc)
+    check("  nor delete it (404)", r.status_code == 404, r.text)
+
+
+def hangup(c, hc, base, how):
+    msgs = [{"role": "user", "content": "Write a very long essay about the history of Rome."}]
+    if how == "stream":
+        st = c.chat.completions.create(model="x", max_tokens=4000, stream=True, messages=msgs)
+        n = 0
+        for k in st:
+            n += 1
+            if n == 3:
+                break
+        st.close()
+        hc.close()
+        check("left a stream after 3 chunks", n == 3)
+    else:
+        short, _, _ = client(sys.argv[1], sys.argv[2], timeout=2.0)
+        raises("left a whole answer after 2 s (timeout)", openai.APITimeoutError,
+               lambda: short.chat.completions.create(model="x", max_tokens=4000, messages=msgs))
+
+
+if __name__ == "__main__":
+    kind, where, what = sys.argv[1], sys.argv[2], sys.argv[3]
+    c, hc, base = client(kind, where)
+    if what == "main":
+        doc_text = open(sys.argv[4]).read()
+        expected = open(sys.argv[5]).read()
+        main(c, hc, base, doc_text, expected, sys.argv[6])
+    elif what == "tcp":
+        ms = c.models.list().data
+        check("models.list over loopback TCP", [m.id for m in ms] == ["SmolLM2-135M-Instruct"], ms)
+        r = hc.post(base + "/documents", json={"text": sys.argv[4], "name": "private-doc"})
+        check("ingest over TCP as this user", r.status_code == 200 and
+              r.json()["object"] == "document", r.text)
+    elif what == "private":
+        private(c, hc, base, sys.argv[4])
+    elif what == "hangup":
+        hangup(c, hc, base, sys.argv[4])
