@@ -86,6 +86,7 @@ struct cli_opts {
 	void (*usage)(FILE *f, const char *cmd);
 	const struct option *elsewhere; /* the other mode's options (or NULL) */
 	const char *hint;               /* said of them ("%s": the option) */
+	int backend_own;                /* the command uses --backend itself (selftest) */
 	/* cli_getopt's */
 	int started, budget_set, ratio_set;
 	struct cmdline cl;

@@ -209,7 +209,7 @@ cli_operands(struct cli_opts *o, int argc, char **argv, int min, int max)
 		    o->operands && *o->operands ? " " : "", o->operands ? o->operands : "");
 		return CLI_EXIT_USAGE;
 	}
-	if (o->globals & CLI_G_BACKEND) {
+	if ((o->globals & CLI_G_BACKEND) && !o->backend_own) {
 		/* in-process model work: --backend, else $KVSNAP_BACKEND, else cpu */
 		if (cli_g.backend && eng_use_backend(cli_g.backend, why, sizeof(why))) {
 			cli_err("backend %s: %s", cli_g.backend, why);

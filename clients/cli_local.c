@@ -118,7 +118,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		.globals = CLI_G_STATE | CLI_G_MODEL | CLI_G_JSON | (shrink ? 0 : CLI_G_BACKEND),
 		.operands = ingest ? "FILE|DIR..." : shrink ? "DOC" : "DOC QUESTION...",
 		.usage = local_usage, .elsewhere = shrink ? NULL : local_daemon_only,
-		.hint = "%s is for the daemon path (without --local)" };
+		.hint = "%s belongs to the daemon path, without --local" };
 	/* the QA bench's choice (bench/RESULTS.md): kvzip keeping a quarter */
 	struct svc_conf sc = { .policy = "kvzip", .opts = "", .budget = 1024, .ratio = 0.25,
 		.chunk = 512, .quant = SNAP_FP16 };
