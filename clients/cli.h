@@ -188,10 +188,6 @@ void cli_json_str(FILE *f, const char *s, size_t len);
  * "\\", so a name cannot move the cursor, recolour or reorder the line. */
 void cli_term_str(const char *s, char *out, size_t cap);
 
-/* Parse a non-negative integer / float option value; -1 on error. */
-int cli_parse_long(const char *s, long lo, long hi, long *out);
-int cli_parse_float(const char *s, double lo, double hi, double *out);
-
 /* Read a whole file of at most max bytes (malloc'd; *len its size); NULL
  * with a message on stderr when it cannot be read or is too large. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
