@@ -43,7 +43,7 @@ static const struct option cli_global_opts[] = {
 
 /* One global flag (val) with its value; 1 if val is not a global. */
 static int
-cli_global_set(int val, const char *arg, const char *help_cmd)
+cli_global_set(int val, const char *arg)
 {
 	switch (val) {
 	case 's': case CLI_V_SOCKET: cli_g.socket = arg; cli_g.given |= CLI_G_SOCKET; return 0;
@@ -56,7 +56,6 @@ cli_global_set(int val, const char *arg, const char *help_cmd)
 		svc_version(stdout, "kvsnap");
 		exit(CLI_EXIT_OK);
 	default:
-		(void)help_cmd;
 		return 1;
 	}
 }
@@ -70,7 +69,7 @@ cli_global_lead(int argc, char **argv)
 
 	memset(&cli_g, 0, sizeof(cli_g));
 	while ((c = cmdline_next(&cl, argc, argv)) != -1)
-		if (c == '?' || cli_global_set(c, optarg, "kvsnap -h"))
+		if (c == '?' || cli_global_set(c, optarg))
 			return -1;
 	return optind;
 }
@@ -120,7 +119,7 @@ cli_getopt(struct cli_opts *o, int argc, char **argv)
 			exit(CLI_EXIT_OK);
 		}
 		c = cmdline_next(&o->cl, argc, argv);
-		if (c == -1 || c == '?' || cli_global_set(c, optarg, o->help))
+		if (c == -1 || c == '?' || cli_global_set(c, optarg))
 			return c;
 	}
 }

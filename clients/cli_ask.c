@@ -115,7 +115,7 @@ cli_ask(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			break;
 		case 't':
-			if (cli_long(&o, optarg, 1, 64, &threads))
+			if (cli_long(&o, optarg, 0, 1024, &threads))
 				return CLI_EXIT_USAGE;
 			break;
 		default: return CLI_EXIT_USAGE; /* cli_getopt said why */

@@ -131,7 +131,7 @@ cli_generate(int argc, char **argv)
 			break;
 		case 'r': raw = 1; break;
 		case 't':
-			if (cli_long(&o, optarg, 1, 64, &threads))
+			if (cli_long(&o, optarg, 0, 1024, &threads))
 				return CLI_EXIT_USAGE;
 			break;
 		case 'v': verbose = 1; break;

@@ -90,6 +90,23 @@ cmd_find(const struct option *t, const char *name, size_t len)
 	return NULL;
 }
 
+/* The option "--name" names as getopt_long reads it: exactly, or as the
+ * unique option it abbreviates; NULL if none or several. */
+static const struct option *
+cmd_resolve(const struct option *t, const char *name, size_t len)
+{
+	const struct option *o = cmd_find(t, name, len), *hit = NULL;
+	if (o || !len)
+		return o;
+	for (o = t; o && o->name; o++)
+		if (!strncmp(o->name, name, len)) {
+			if (hit)
+				return NULL;
+			hit = o;
+		}
+	return hit;
+}
+
 /* An unknown, ambiguous or malformed long option: "--name[=value]". */
 static void
 cmd_bad_long(const struct cmdline *c, const char *arg)
@@ -101,7 +118,7 @@ cmd_bad_long(const struct cmdline *c, const char *arg)
 	const char *near;
 	int t;
 
-	if ((o = cmd_find(c->longopts, name, len))) {
+	if ((o = cmd_resolve(c->longopts, name, len))) {
 		if (o->has_arg == no_argument && name[len] == '=')
 			cmdline_err(c, "--%s takes no value, got '%s'", o->name, arg);
 		else
@@ -150,6 +167,7 @@ cmd_bad_long(const struct cmdline *c, const char *arg)
 int
 cmdline_next(struct cmdline *c, int argc, char **argv)
 {
+	const struct option *o;
 	const char *arg;
 	int r, li = -1;
 
@@ -172,13 +190,16 @@ cmdline_next(struct cmdline *c, int argc, char **argv)
 			snprintf(c->flag, sizeof(c->flag), "-%c", r);
 		return r;
 	}
+	/* a long option's trouble: optopt is 0 (unknown, ambiguous) or its
+	 * val (a value missing or not taken); else a short option's, whose
+	 * element may still be ahead of optind (a cluster such as -vx) */
 	arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
-	if (!strncmp(arg, "--", 2) && arg[2]) {
+	if (!strncmp(arg, "--", 2) && arg[2] && (optopt == 0 || ((o = cmd_resolve(c->longopts,
+	    arg + 2, strcspn(arg + 2, "="))) && o->val == optopt))) {
 		cmd_bad_long(c, arg);
 	} else if (r == ':') {
 		cmdline_err(c, "-%c needs a value", optopt);
 	} else {
-		const struct option *o;
 		for (o = c->elsewhere; o && o->name; o++)
 			if (!o->flag && o->val == optopt)
 				break;

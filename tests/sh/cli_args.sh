@@ -40,6 +40,10 @@ usage_err "query --budget without --local" \
 	"$K" query --budget 5 DOC Q
 usage_err "a missing value" "kvsnap query: -n needs a value" "$K" query DOC Q -n
 usage_err "a missing long value" "kvsnap ingest: --name needs a value" "$K" ingest f --name
+usage_err "an abbreviation missing its value" "kvsnap ingest: --name needs a value" \
+	"$K" ingest f --nam
+usage_err "an unknown letter in a cluster after a long flag" "kvsnap query: unknown option '-x'" \
+	"$K" query --json -vx DOC Q
 usage_err "a value to a flag that takes none" \
 	"kvsnap ls: --json takes no value, got '--json=yes'" "$K" ls --json=yes
 usage_err "an ambiguous abbreviation" \
