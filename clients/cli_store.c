@@ -44,7 +44,7 @@ st_usage(FILE *f, const char *cmd)
 		    "  --max-size BYTES   keep the store's snapshots under BYTES (K, M, G suffixes)\n"
 		    "  --keep N           keep at most N snapshots\n"
 		    "  --dry-run          only list what would be dropped\n"
-		    "Least recently used snapshots go first.\n");
+		    "Least recently used snapshots go first; give at least one limit.\n");
 }
 
 /* "90s", "30m", "12h", "7d" or plain seconds → µs; -1 on error. */
@@ -106,58 +106,65 @@ st_exit(int rc)
 	}
 }
 
-/* Parse the common options; returns the index of the first operand or -1. */
+/* Options and lo..hi operands; the index of the first operand, or -1 with
+ * a usage error printed. */
 static int
-st_parse(int argc, char **argv, struct st_opts *o)
+st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 {
-	static const struct option opts[] = {
-		{ "state", required_argument, NULL, 'S' },
-		{ "json", no_argument, NULL, 'j' },
+	static const struct option prune_opts[] = {
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 'b' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "dry-run", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int prune = !strcmp(argv[0], "prune"), c, bad = 0;
+	static const struct option no_opts[] = { { NULL, 0, NULL, 0 } };
+	int prune = !strcmp(argv[0], "prune"), c;
+	struct cli_opts co = { .longopts = prune ? prune_opts : no_opts,
+		.globals = CLI_G_STATE | CLI_G_JSON, .usage = st_usage,
+		.operands = !strcmp(argv[0], "info") || !strcmp(argv[0], "rm") ? "DOC" :
+		!strcmp(argv[0], "rename") ? "DOC NAME" : !strcmp(argv[0], "verify") ? "[DOC]" : "" };
 	long keep;
 
 	memset(o, 0, sizeof(*o));
 	o->keep = -1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (!prune && (c == 'o' || c == 'b' || c == 'k' || c == 'n'))
-			c = '?';
+	while ((c = cli_getopt(&co, argc, argv)) != -1) {
 		switch (c) {
-		case 'S': o->state = optarg; break;
-		case 'j': o->json = 1; break;
-		case 'o': bad |= (o->older_than_us = st_parse_age(optarg)) <= 0; break;
-		case 'b': o->max_bytes = st_parse_size(optarg, &bad); bad |= !o->max_bytes; break;
-		case 'k': bad |= cli_parse_long(optarg, 0, 1L << 40, &keep) != 0; o->keep = keep; break;
+		case 'o':
+			if ((o->older_than_us = st_parse_age(optarg)) <= 0) {
+				cli_usage_err(&co, "--older-than needs an age such as 90s, 30m, 12h or 7d, "
+				    "got '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'b': {
+			int bad = 0;
+			o->max_bytes = st_parse_size(optarg, &bad);
+			if (bad || !o->max_bytes) {
+				cli_usage_err(&co, "--max-size needs a size such as 500M or 2G, got '%s'",
+				    optarg);
+				return -1;
+			}
+			break;
+		}
+		case 'k':
+			if (cli_long(&co, optarg, 0, 1L << 40, &keep))
+				return -1;
+			o->keep = keep;
+			break;
 		case 'n': o->dry_run = 1; break;
-		case 'h': st_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
-		default: bad = 1;
+		default: return -1; /* cli_getopt said why */
 		}
 	}
-	if (bad) {
-		st_usage(stderr, argv[0]);
+	if (cli_operands(&co, argc, argv, lo, hi))
+		return -1;
+	if (prune && !o->older_than_us && !o->max_bytes && o->keep < 0) {
+		cli_usage_err(&co, "give at least one of --older-than AGE, --max-size BYTES, --keep N");
 		return -1;
 	}
+	o->state = cli_g.state;
+	o->json = cli_g.json;
 	return optind;
-}
-
-/* st_parse, then lo..hi operands; the index of the first, or -1 with the
- * usage printed. */
-static int
-st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
-{
-	int i = st_parse(argc, argv, o);
-	if (i >= 0 && (argc - i < lo || argc - i > hi)) {
-		st_usage(stderr, argv[0]);
-		return -1;
-	}
-	return i;
 }
 
 static int
@@ -789,10 +796,6 @@ cli_prune(int argc, char **argv)
 	int i = st_args(argc, argv, &o, 0, 0), rc;
 	if (i < 0)
 		return CLI_EXIT_USAGE;
-	if (!o.older_than_us && !o.max_bytes && o.keep < 0) {
-		cli_err("prune: give at least one of --older-than, --max-size, --keep");
-		return CLI_EXIT_USAGE;
-	}
 	if ((rc = st_open(&o, o.dry_run, &s)))
 		return rc;
 	/* the names first (prune's callback runs inside its write transaction) */

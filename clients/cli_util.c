@@ -113,36 +113,6 @@ cli_term_str(const char *s, char *out, size_t cap)
 	out[o] = 0;
 }
 
-int
-cli_parse_long(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int
-cli_parse_float(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v;
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !(v >= lo && v <= hi))
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* Why the last cli_default_model() found nothing (cli_model_missing). */
 static char cli_model_why[4096];
 

@@ -20,7 +20,9 @@
 
 #include <jansson.h> /* for json_t */
 
-#define PROTO_VERSION 1
+#include "common/version.h"
+
+#define PROTO_VERSION KVSNAP_PROTOCOL_VERSION
 
 /* Named limits (docs/PROTOCOL.md "Limits"). */
 #define PROTO_LINE_MAX ((size_t)1 << 20)        /* bytes of one request line */

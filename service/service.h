@@ -18,6 +18,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
@@ -82,6 +83,18 @@ struct svc {
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile_hex[2 * SNAP_ID_BYTES + 1];
 };
+
+/* The profile's settings by flag name without dashes (policy, opts,
+ * budget, ratio, chunk, quant; the same names in kvsnapd.conf): 0 with
+ * c's member set (policy and opts point at value: keep it alive; budget
+ * also sets ratio 0, the budget form), 1 when flag is none of them, -1
+ * with why = "needs ..., got 'VALUE'" (the caller names the flag). */
+#define SVC_BUDGET_MIN 1
+#define SVC_BUDGET_MAX (1L << 30)
+#define SVC_CHUNK_MIN 1
+#define SVC_CHUNK_MAX 65536
+int svc_profile_flag(struct svc_conf *c, const char *flag, const char *value, char *why,
+    size_t why_len);
 
 /* What one thread runs the model with. */
 struct svc_session {
@@ -301,5 +314,12 @@ int svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
  * to its policy: a snapshot svc_shrink cut to exactly that profile's
  * budget, which a reader of `want` may answer from. */
 int svc_profile_is_shrunk(const char *have, const char *want);
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+
+/* "PROG 0.2.0", the protocol and snapshot format versions and the compute
+ * backends this build has, one per line (--version of both programs). */
+void svc_version(FILE *f, const char *prog);
 
 #endif
