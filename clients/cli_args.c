@@ -127,12 +127,13 @@ cli_getopt(struct cli_opts *o, int argc, char **argv)
 void
 cli_usage_err(const struct cli_opts *o, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
-	fprintf(stderr, "%s: ", o->prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nrun '%s' for help\n", o->help);
+	fprintf(stderr, "%s: %s\nrun '%s' for help\n", o->prog, msg, o->help);
+	cli_json_note(msg); /* --json: the error event's message */
 }
 
 int

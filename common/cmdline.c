@@ -13,15 +13,24 @@
 
 #define CMD_NAME_MAX 64 /* longest option name compared for typos */
 
+/* The last usage error's text (the program is single-threaded while it
+ * parses its arguments). */
+static char cmdline_last[1024];
+
 void
 cmdline_err(const struct cmdline *c, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "%s: ", c->prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(cmdline_last, sizeof(cmdline_last), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nrun '%s' for help\n", c->help);
+	fprintf(stderr, "%s: %s\nrun '%s' for help\n", c->prog, cmdline_last, c->help);
+}
+
+const char *
+cmdline_last_error(void)
+{
+	return cmdline_last;
 }
 
 /* Edit distance with adjacent transpositions (optimal string alignment). */

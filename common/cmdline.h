@@ -36,6 +36,8 @@ int cmdline_next(struct cmdline *c, int argc, char **argv);
 /* "PROG: <message>\nrun 'HELP' for help\n" on stderr. */
 void cmdline_err(const struct cmdline *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The text of the last cmdline_err (without the program), "" if none. */
+const char *cmdline_last_error(void);
 
 /* Values: 0, or -1 with why = "needs a whole number from LO to HI, got 'V'"
  * (a number: "needs a number from LO to HI"; lo_open: "greater than LO and

@@ -21,8 +21,21 @@ usage_err() {
 	expect_rc "$d" 1 "$@"
 	help="run '${want%%:*} -h' for help" # "kvsnap query: ..." -> kvsnap query -h
 	[ "$(sed -n 1p "$T/err")" = "$want" ] && [ "$(sed -n 2p "$T/err")" = "$help" ] &&
-		[ "$(wc -l < "$T/err")" -eq 2 ] && [ ! -s "$T/out" ]
-	ok "  says: $want" $? || sed 's/^/#   got: /' "$T/err"
+		[ "$(wc -l < "$T/err")" -eq 2 ] && usage_out "${want#*: }" "$@"
+	ok "  says: $want" $? || sed 's/^/#   got: /' "$T/err" "$T/out"
+}
+# stdout: nothing, or with --json the same message as one error event (docs/JSON.md)
+usage_out() {
+	local msg=$1 a; shift
+	for a; do [ "$a" = -- ] && break; [ "$a" = --json ] || [ "${a#--json=}" != "$a" ] && {
+		python3 - "$T/out" "$msg" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+e = json.loads(lines[0]) if len(lines) == 1 else {}
+sys.exit(0 if e == {"event": "error", "code": "usage", "message": sys.argv[2], "exit": 1} else 1)
+PY
+		return; }; done
+	[ ! -s "$T/out" ]
 }
 
 # ---- usage errors name the argument and the fix (no model, no daemon)
