@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev
       libopenblas-dev liblmdb-dev lmdb-utils libzstd-dev libevent-dev libjansson-dev
       libsodium-dev libsystemd-dev systemd unicode-data unzip python3 python3-venv
-      fortunes fortunes-min wamerican python3-matplotlib)
+      fortunes fortunes-min wamerican python3-matplotlib
+      libpoppler-glib-dev libxml2-dev libcmark-dev)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
