@@ -98,7 +98,8 @@ int cli_parse_long(const char *s, long lo, long hi, long *out);
 int cli_parse_float(const char *s, double lo, double hi, double *out);
 
 /* Read a whole file of at most max bytes (malloc'd; *len its size); NULL
- * with a message on stderr when it cannot be read or is too large. */
+ * with a message on stderr when it cannot be read or is too large.  "-"
+ * reads stdin. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
 
 /* The entries of a directory not starting with '.', in name order

@@ -6,7 +6,8 @@
  * hidden names skipped, in name order), is opened here and passed to the
  * daemon as a descriptor, so the daemon reads only what this user can;
  * documents already stored for the daemon's profile are skipped by the
- * daemon (--force re-ingests).  On a terminal a progress bar with tokens/s
+ * daemon (--force re-ingests).  "-" is stdin, read here into a memfd
+ * that is passed like a file.  On a terminal a progress bar with tokens/s
  * and ETA goes to stderr; otherwise one plain line per document.
  * query: the answer's tokens are written to stdout as they arrive.
  */
@@ -16,6 +17,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include "storage/store.h"
 
 #define CLI_DAEMON_DEPTH_MAX 32 /* directory recursion */
+#define CLI_DAEMON_STDIN_MAX ((size_t)64 << 20) /* the daemon's limit on a document */
 
 int
 cli_has_flag(int argc, char **argv, const char *flag)
@@ -40,7 +43,7 @@ cli_has_flag(int argc, char **argv, const char *flag)
 }
 
 struct dmn {
-	const char *sock, *name, *file;
+	const char *sock, *name, *file, *encoding;
 	long n_max;
 	int json, force, share, tty, verbose;
 	int gone;               /* the daemon closed the connection */
@@ -54,11 +57,14 @@ dmn_usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "ingest"))
 		fprintf(f, "usage: kvsnap ingest [-s SOCK] [--name NAME] [--force] [--share] [--json] "
-		    "FILE|DIR...\n"
-		    "Compress documents into snapshots through kvsnapd (DIR: recursively).  Documents\n"
+		    "FILE|DIR|-...\n"
+		    "Compress documents into snapshots through kvsnapd (DIR: recursively; -: stdin).\n"
+		    "PDF, HTML, Markdown and plain text, told apart by their content.  Documents\n"
 		    "already stored for the daemon's profile are skipped.  A document is yours (and\n"
 		    "root's and the daemon's user's) unless shared.\n"
-		    "  --name NAME  name the document (one FILE only)\n"
+		    "  --name NAME  name the document (one FILE only; give one to stdin)\n"
+		    "  --encoding E the text's encoding (iconv's name, e.g. ISO-8859-15; default:\n"
+		    "               UTF-8, UTF-16/32 by their BOM, else Windows-1252)\n"
 		    "  --force      ingest again even if stored\n"
 		    "  --share      let every user of the daemon query it\n");
 	else
@@ -66,7 +72,8 @@ dmn_usage(FILE *f, const char *cmd)
 		    "Answer QUESTION from DOC's snapshot through kvsnapd; tokens stream to stdout.\n"
 		    "  -n N         at most N answer tokens (default 128)\n"
 		    "  --file PATH  pass PATH, your copy of the document: the daemon lets you read\n"
-		    "               another user's snapshot of the same bytes\n");
+		    "               another user's snapshot of the same text\n"
+		    "  --encoding E PATH's encoding, as it was ingested with\n");
 	fprintf(f, "  -s, --socket SOCK  kvsnapd's socket (default $KVSNAP_SOCKET, else\n"
 	    "               $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock)\n"
 	    "  --json       one JSON object per line\n"
@@ -85,6 +92,7 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 		{ "force", no_argument, NULL, 'F' },
 		{ "share", no_argument, NULL, 'A' },
 		{ "file", required_argument, NULL, 'f' },
+		{ "encoding", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -103,6 +111,7 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 		case 'F': D->force = 1; break;
 		case 'A': D->share = 1; break;
 		case 'f': D->file = optarg; break;
+		case 'E': D->encoding = optarg; break;
 		case 'j': D->json = 1; break;
 		case 'v': D->verbose = 1; break;
 		case 'n': bad |= cli_parse_long(optarg, 1, 4096, &D->n_max) != 0; break;
@@ -149,17 +158,61 @@ dmn_bar(const char *path, int64_t done, int64_t total, double elapsed)
 	fflush(stderr);
 }
 
-/* One file through the daemon. */
+/* stdin in a memfd (at most the daemon's limit), to pass as a file; -1
+ * with a message and *rc set. */
+static int
+dmn_stdin_fd(int *rc)
+{
+	size_t len, off = 0;
+	char *buf = cli_read_file("-", CLI_DAEMON_STDIN_MAX, &len);
+	int fd;
+
+	*rc = CLI_EXIT_USAGE;
+	if (!buf)
+		return -1;
+	if ((fd = memfd_create("kvsnap-stdin", MFD_CLOEXEC)) < 0) {
+		cli_err("cannot hold stdin: memfd_create: %s", strerror(errno));
+		free(buf);
+		*rc = CLI_EXIT_FAILURE;
+		return -1;
+	}
+	while (off < len) {
+		ssize_t w = write(fd, buf + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			cli_err("cannot hold stdin: %s", w < 0 ? strerror(errno) : "short write");
+			free(buf);
+			close(fd);
+			*rc = CLI_EXIT_FAILURE;
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	free(buf);
+	return fd;
+}
+
+/* One file through the daemon ("-": stdin). */
 static int
 dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 {
 	char real[PATH_MAX];
 	json_t *req, *ev, *src;
-	int fd, ret = CLI_EXIT_FAILURE;
+	int fd, ret = CLI_EXIT_FAILURE, in = !strcmp(path, "-");
 	int64_t id = ++D->next_id;
 
-	/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+	if (in) {
+		if ((fd = dmn_stdin_fd(&ret)) < 0) {
+			D->n_failed++;
+			return ret;
+		}
+		if (!name)
+			cli_err("note: stdin has no name; give it one with --name NAME, or refer to it "
+			    "by its doc_id");
+		path = "stdin";
+	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+		/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
 		cli_err("cannot open %s: %s", path, strerror(errno));
 		D->n_failed++;
 		return CLI_EXIT_NOT_FOUND;
@@ -167,13 +220,19 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 	req = json_pack("{s:i, s:I, s:s, s:b, s:b, s:b}", "v", 1, "id", (json_int_t)id, "op",
 	    "ingest", "fd", 1, "force", D->force, "share", D->share);
 	/* a path that is not UTF-8 cannot travel as JSON: the source stays unset */
-	src = json_string(realpath(path, real) ? real : path);
+	src = json_string(in ? "stdin" : realpath(path, real) ? real : path);
 	if (req)
 		json_object_set_new(req, "source", src ? src : json_null());
 	else
 		json_decref(src);
 	if (req && name && json_object_set_new(req, "name", json_string(name))) {
 		cli_err("--name must be UTF-8");
+		json_decref(req);
+		close(fd);
+		return CLI_EXIT_USAGE;
+	}
+	if (req && D->encoding && json_object_set_new(req, "encoding", json_string(D->encoding))) {
+		cli_err("--encoding must be UTF-8");
 		json_decref(req);
 		close(fd);
 		return CLI_EXIT_USAGE;
@@ -242,8 +301,10 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 			} else if (skipped) {
 				printf("%.12s  %s  already stored (skipped)\n", hex ? hex : "?", path);
 			} else {
-				printf("%.12s  %s  %lld tokens -> %lld units  %.1f s\n", hex ? hex : "?",
-				    path, (long long)json_integer_value(json_object_get(ev, "tokens")),
+				const char *fmt = json_string_value(json_object_get(ev, "format"));
+				printf("%.12s  %s  %s, %lld tokens -> %lld units  %.1f s\n",
+				    hex ? hex : "?", path, fmt ? fmt : "?",
+				    (long long)json_integer_value(json_object_get(ev, "tokens")),
 				    (long long)json_integer_value(json_object_get(ev, "units")),
 				    json_real_value(json_object_get(ev, "seconds")));
 			}
@@ -270,6 +331,8 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 	size_t n = 0, i;
 	int ret = CLI_EXIT_OK, r;
 
+	if (!strcmp(path, "-"))
+		return dmn_ingest_one(D, path, name);
 	if (stat(path, &sb)) {
 		cli_err("cannot open %s: %s", path, strerror(errno));
 		D->n_failed++;
@@ -377,8 +440,12 @@ cli_daemon_query(int argc, char **argv)
 	}
 	req = json_pack("{s:i, s:i, s:s, s:s, s:s, s:i, s:b}", "v", 1, "id", 1, "op", "query",
 	    "doc", argv[i], "question", argv[i + 1], "max_tokens", (int)D.n_max, "fd", fd >= 0);
+	if (req && D.encoding && json_object_set_new(req, "encoding", json_string(D.encoding))) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (!req) {
-		cli_err("the question is not valid UTF-8");
+		cli_err("the question (or --encoding) is not valid UTF-8");
 		cli_conn_close(&D.c);
 		if (fd >= 0)
 			close(fd);

@@ -4,7 +4,8 @@
  * (service/service.h), which runs the daemon's jobs in-process against the
  * store in the state directory.
  *
- * ingest: each file is read and handed to svc_ingest (always re-ingested).
+ * ingest: each file ("-": stdin) is read and handed to svc_ingest (always
+ * re-ingested), which reads its text by its format.
  * query: svc_query answers from the profile's snapshot or the document's
  * only snapshot, its tokens printed as they come.  A store this process
  * cannot write (a read-only mount, another user's files) is opened
@@ -28,7 +29,7 @@
 
 /* The profile and engine settings both commands share. */
 struct local {
-	const char *model_path, *policy, *opts, *state, *name, *quant_name;
+	const char *model_path, *policy, *opts, *state, *name, *quant_name, *encoding;
 	long budget, chunk, threads, n_max;
 	double ratio; /* > 0: --ratio, in place of the budget */
 	int budget_set;
@@ -41,8 +42,11 @@ static void
 local_usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "ingest"))
-		fprintf(f, "usage: kvsnap ingest --local [OPTIONS] FILE|DIR... [--name NAME]\n"
-		    "Compress documents into snapshots in the store (a DIR: its regular files).\n");
+		fprintf(f, "usage: kvsnap ingest --local [OPTIONS] FILE|DIR|-... [--name NAME]\n"
+		    "Compress documents into snapshots in the store (a DIR: its regular files;\n"
+		    "-: stdin).  PDF, HTML, Markdown and plain text, told apart by content.\n"
+		    "  --encoding E     the text's encoding (iconv's name; default: UTF-8, UTF-16/32\n"
+		    "                   by their BOM, else Windows-1252)\n");
 	else
 		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION [-n N]\n"
 		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.  A store\n"
@@ -77,6 +81,7 @@ local_parse(int argc, char **argv, struct local *L)
 		{ "quant", required_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "name", required_argument, NULL, 'N' },
+		{ "encoding", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -117,6 +122,7 @@ local_parse(int argc, char **argv, struct local *L)
 		case 't': bad |= cli_parse_long(optarg, 0, 1024, &L->threads) != 0; break;
 		case 'n': bad |= cli_parse_long(optarg, 1, 1L << 20, &L->n_max) != 0; break;
 		case 'N': L->name = optarg; break;
+		case 'E': L->encoding = optarg; break;
 		case 'j': L->json = 1; break;
 		case 'h': local_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
 		default: bad = 1;
@@ -245,6 +251,15 @@ local_exit_io(int rc)
 static int
 local_ingest_fail(const struct local *L, const char *path, const struct svc_status *st)
 {
+	if (st->step == SVC_AT_FORMAT) {
+		if (st->rc == FMT_ERR_ENCODING) {
+			cli_err("--encoding: %s", st->why);
+			return CLI_EXIT_USAGE;
+		}
+		cli_err("%s: %s", path, st->why);
+		return st->rc == FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
+		    st->rc == FMT_ERR_TOO_LARGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+	}
 	if (st->step == SVC_AT_TOKENIZE) {
 		cli_err("%s: cannot tokenize: %s", path, st->why);
 		return CLI_EXIT_FAILURE;
@@ -258,7 +273,7 @@ local_ingest_fail(const struct local *L, const char *path, const struct svc_stat
 	return cli_exit_for_engine(st->rc);
 }
 
-/* Compress and store one document. */
+/* Compress and store one document ("-": stdin). */
 static int
 local_ingest_one(struct local *L, const char *path, const char *name)
 {
@@ -272,11 +287,20 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	int rc;
 
 	if (!(text = cli_read_file(path, LOCAL_MAX_DOC, &len)))
-		return CLI_EXIT_NOT_FOUND;
-	snprintf(source, sizeof(source), "%.1023s", realpath(path, real) ? real : path);
+		return strcmp(path, "-") ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+	if (!strcmp(path, "-")) {
+		path = "stdin";
+		snprintf(source, sizeof(source), "stdin");
+		if (!name)
+			cli_err("note: stdin has no name; give it one with --name NAME, or refer to it "
+			    "by its doc_id");
+	} else {
+		snprintf(source, sizeof(source), "%.1023s", realpath(path, real) ? real : path);
+	}
 	memset(&ir, 0, sizeof(ir));
 	ir.text = text;
 	ir.len = len;
+	ir.encoding = L->encoding;
 	ir.name = name;
 	ir.source = source;
 	/* the running user owns what it stores (kvsnapd shows it to them) */
@@ -288,11 +312,13 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	if (L->json) {
 		printf("{\"doc_id\":\"%s\",\"source\":", res.hex);
 		cli_json_str(stdout, source, strlen(source));
+		printf(",\"format\":");
+		cli_json_str(stdout, res.format, strlen(res.format));
 		printf(",\"tokens\":%lld,\"units\":%lld,\"seconds\":%.3f}\n", (long long)res.tokens,
 		    (long long)res.units, eng_now() - t0);
 	} else {
-		printf("%.12s  %s  %lld tokens -> %lld units (%.1fx fewer)  %.1f s\n", res.hex, path,
-		    (long long)res.tokens, (long long)res.units, res.units ? (double)res.tokens *
+		printf("%.12s  %s  %s, %lld tokens -> %lld units (%.1fx fewer)  %.1f s\n", res.hex,
+		    path, res.format, (long long)res.tokens, (long long)res.units, res.units ? (double)res.tokens *
 		    m->hp.n_layer * m->hp.n_head_kv / (double)res.units : 0.0, eng_now() - t0);
 	}
 	fflush(stdout);
@@ -308,6 +334,8 @@ local_ingest_path(struct local *L, const char *path)
 	size_t n, i;
 	int ret = CLI_EXIT_OK, r;
 
+	if (!strcmp(path, "-"))
+		return local_ingest_one(L, path, L->name);
 	if (stat(path, &sb)) {
 		cli_err("cannot open %s", path);
 		return CLI_EXIT_NOT_FOUND;

@@ -223,6 +223,8 @@ st_print_doc(const struct store_doc *d, int json)
 	cli_json_str(stdout, d->name, strlen(d->name));
 	printf(",\"source\":");
 	cli_json_str(stdout, d->source, strlen(d->source));
+	printf(",\"format\":");
+	cli_json_str(stdout, d->format, strlen(d->format));
 	printf(",\"bytes\":%llu,\"tokens\":%llu,\"created\":\"%s\",\"last_used\":\"%s\","
 	    "\"snapshots\":%d,\"stored_bytes\":%llu,\"shared\":%s,\"owners\":[",
 	    (unsigned long long)d->bytes, (unsigned long long)d->tokens, c, u, d->n_profiles,
@@ -317,6 +319,11 @@ cli_info(int argc, char **argv)
 		goto out;
 	}
 	st_print_doc(&d, o.json);
+	if (!o.json) {
+		char fmt[6 * sizeof(d.format)];
+		cli_term_str(d.format[0] ? d.format : "-", fmt, sizeof(fmt));
+		printf("  format: %s\n", fmt);
+	}
 	in.json = o.json;
 	in.n = 0;
 	if ((rc = snap_profiles(s, id, st_profile_cb, &in, why, sizeof(why)))) {

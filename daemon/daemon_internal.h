@@ -140,6 +140,10 @@ int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
 /* Read a passed descriptor (a readable regular file, at most
  * PROTO_FILE_MAX): a malloc'd copy, or NULL with the error sent. */
 char *job_read_fd(struct job *j, int fd, size_t *len);
+/* A document svc_extract refused (SVC_AT_FORMAT) as the protocol's error:
+ * unsupported_format, bad_request (an unknown encoding), too_large;
+ * what ("the file") is put before the reason. */
+void job_format_error(struct job *j, const struct svc_status *st, const char *what);
 /* A failed service lookup (SVC_AT_LOOKUP) as an error event. */
 void job_lookup_error(struct job *j, const struct svc_status *st);
 
