@@ -256,7 +256,7 @@ local_ingest_fail(const struct local *L, const char *path, const struct svc_stat
 			cli_err("--encoding: %s", st->why);
 			return CLI_EXIT_USAGE;
 		}
-		cli_err("%s: %s", path, st->why);
+		cli_err("%s %s", path, st->why); /* "FILE looks like binary data ..." */
 		return st->rc == FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
 		    st->rc == FMT_ERR_TOO_LARGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}

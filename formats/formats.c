@@ -148,7 +148,8 @@ fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
 	} else {
 		enc = "WINDOWS-1252";
 	}
-	if (enc[0] && strcmp(enc, "UTF-8")) {
+	/* a named encoding always through iconv: a named UTF-8 is checked too */
+	if ((encoding && encoding[0]) || (enc[0] && strcmp(enc, "UTF-8"))) {
 		if ((rc = fmt_decode(t, tl, enc, max, &dec, why, why_len)))
 			goto out;
 		t = dec.p ? dec.p : "";

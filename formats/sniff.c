@@ -137,7 +137,7 @@ fmt_sniff_html(const char *p, size_t len)
 		if (!fs_word(p + i, len - i, tags[k]))
 			continue;
 		/* the tag's name ends there ("<p>", "<p class", not "<pre" for "p") */
-		if (!strcmp(tags[k], "!--") || i + n >= len || strchr(" \t\r\n>/", p[i + n]))
+		if (!strcmp(tags[k], "!--") || (i + n < len && strchr(" \t\r\n>/", p[i + n])))
 			return 1;
 	}
 	return 0;
