@@ -104,7 +104,7 @@ fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
 	struct fmt_buf dec, res;
 	const char *t = bytes, *enc = NULL, *what, *html_enc = "UTF-8";
 	size_t tl = len, bom;
-	int rc = 0;
+	int rc = 0, sniffed = 0;
 
 	memset(out, 0, sizeof(*out));
 	memset(&dec, 0, sizeof(dec));
@@ -136,7 +136,7 @@ fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
 			    "mark but is not valid UTF-8 (name its encoding with --encoding)");
 			goto out;
 		}
-	} else if ((what = fmt_sniff_binary(p, len))) {
+	} else if (sniffed = 1, (what = fmt_sniff_binary(p, len))) {
 		rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "looks like binary data (%s), not a "
 		    "document: " FX_KINDS, what);
 		goto out;
@@ -159,12 +159,13 @@ fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
 			    "valid UTF-8", enc);
 			goto out;
 		}
-		if ((what = fmt_sniff_binary((const unsigned char *)t, tl))) {
-			rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "decoded from %s, holds %s: "
-			    "binary data, not a document (name its encoding with --encoding if that "
-			    "is not %s)", enc, what, enc);
-			goto out;
-		}
+	}
+	/* what a BOM or a name said is checked as text too (NULs, controls) */
+	if (!sniffed && (what = fmt_sniff_binary((const unsigned char *)t, tl))) {
+		rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "read as %s, holds %s: binary data, "
+		    "not a document (name its encoding with --encoding if that is not %s)", enc,
+		    what, enc);
+		goto out;
 	}
 	snprintf(out->encoding, sizeof(out->encoding), "%s", enc);
 
