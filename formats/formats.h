@@ -83,8 +83,9 @@ const char *fmt_sniff_bom(const unsigned char *p, size_t len, size_t *bom_len);
 /* 1 if the text starts like HTML (after whitespace and a BOM: a doctype,
  * a comment or a common tag). */
 int fmt_sniff_html(const char *p, size_t len);
-/* 1 if UTF-8 text shows Markdown structure (headings, lists, links,
- * fences, emphasis, quotes: two kinds, or a link or a fence). */
+/* 1 if UTF-8 text shows Markdown structure: a link, a fenced block, or
+ * two kinds of markers of which one is an ATX heading, emphasis or inline
+ * code (lists, quotes and underlined titles alone are plain text's too). */
 int fmt_sniff_markdown(const char *p, size_t len);
 /* 1 if p[0..len) is valid UTF-8 (no overlongs, surrogates or > U+10FFFF). */
 int fmt_utf8_valid(const char *p, size_t len);

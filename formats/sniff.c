@@ -156,7 +156,7 @@ fs_md_line(const char *s, size_t n, const char *prev, size_t prev_n, int *seen)
 
 	while (i < n && i < 3 && s[i] == ' ')
 		i++;
-	if (i < n && s[i] == '#') {
+	if (i == 0 && n && s[0] == '#') { /* at the margin: " # cmd" is a shell prompt */
 		for (j = i; j < n && s[j] == '#'; j++)
 			;
 		if (j - i <= 6 && j < n && s[j] == ' ' && j + 1 < n && s[j + 1] != ' ')
@@ -227,9 +227,11 @@ fmt_sniff_markdown(const char *p, size_t len)
 	}
 	for (k = 0; k < MD_N; k++)
 		kinds += seen[k] > 0;
-	/* a link or a fence pair is Markdown by itself; other markers (a "- "
-	 * list, a "# " line) happen in plain text too: two kinds are needed */
-	return kinds >= 2 || seen[MD_LINK] > 0 || seen[MD_FENCE] >= 2;
+	/* a link or a fence pair is Markdown by itself; lists, quotes and
+	 * underlined titles are common in plain text (licenses, RFCs): they
+	 * count only beside a heading, emphasis or inline code */
+	return seen[MD_LINK] > 0 || seen[MD_FENCE] >= 2 ||
+	    (kinds >= 2 && (seen[MD_HEADING] || seen[MD_EMPH]));
 }
 
 int

@@ -215,25 +215,42 @@ t_markdown(void)
 	return TAP_PASS;
 }
 
-/* Markdown needs two kinds of markers, or a link or a fence: prose with a
- * list or a "#" line alone stays text, kept as it is. */
+/* Markdown needs a link, a fence, or two kinds of markers one of which is
+ * a heading, emphasis or code: prose with a list, quotes, an underlined
+ * title or a "#" line stays text, kept as it is; so do Debian's licenses. */
 static enum tap_result
 t_markdown_sniff(void)
 {
 	static const char *const yes[] = {
 		"# Title\n\nSome **bold** text.\n", "See [the docs](https://x.org/a) for more.\n",
-		"Intro\n\n```\ncode\n```\n", "Title\n=====\n\n- one\n- two\n",
-		"> quoted\n\n1. first\n2. second\n",
+		"Intro\n\n```\ncode\n```\n", "Title\n=====\n\nSome `code` here.\n",
+		"> quoted **text**\n\n1. first\n2. second\n",
 	};
 	static const char *const no[] = {
 		"Dear Ann,\n\nThe meeting is at 10. Bring the notes.\n",
 		"Shopping:\n- milk\n- bread\n", "# not a heading in a config file\nkey = value\n",
 		"a * b * c = d\n", "see [1] and (2)\n", "2 + 2 = 4\n3 * 3 = 9\n",
+		"1. Definitions\n--------------\n\n> quoted\n- a\n- b\n",
+		"Build\n-----\n\n # apt-get install x\n $ make\n",
 	};
+	static const char *const lic[] = { "GPL-3", "GPL-2", "LGPL-2.1", "Apache-2.0", "MPL-2.0",
+		"Artistic", "BSD", "GFDL-1.3" };
+	static char big[200000];
 	struct fmt_doc d;
 	size_t i;
 	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
 		TAP_CHECK(fmt_sniff_markdown(yes[i], strlen(yes[i])), "not Markdown: %s", yes[i]);
+	for (i = 0; i < sizeof(lic) / sizeof(lic[0]); i++) {
+		char path[128];
+		FILE *f;
+		size_t n;
+		snprintf(path, sizeof(path), "/usr/share/common-licenses/%s", lic[i]);
+		if (!(f = fopen(path, "rb")))
+			continue;
+		n = fread(big, 1, sizeof(big), f);
+		fclose(f);
+		TAP_CHECK(!fmt_sniff_markdown(big, n), "%s reads as Markdown", path);
+	}
 	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
 		TAP_CHECK(!fmt_sniff_markdown(no[i], strlen(no[i])), "Markdown: %s", no[i]);
 		TAP_CHECK(fmt_extract(no[i], strlen(no[i]), NULL, MAX, &d, g_why, sizeof(g_why)) == 0 &&
