@@ -85,6 +85,8 @@ expect_rc "a binary file through the daemon: exit 4" 4 "$K" ingest "$T/ls.bin"
 expect_rc "a binary file with --local: exit 4" 4 "$K" ingest "${L[@]}" "$T/ls.bin"
 grep -q "ls.bin looks like binary data (an ELF executable)" "$T/err"; ok "... FILE looks like binary data" $?
 expect_rc "a binary on stdin with --local: exit 4" 4 sh -c "'$K' ingest ${L[*]} - < '$T/ls.bin'"
+expect_rc "kvsnap ask on a binary: exit 4" 4 "$K" ask "$T/ls.bin" "What is this?"
+grep -q "ls.bin looks like binary data" "$T/err"; ok "... before loading the model" $?
 printf 'hello\0world' > "$T/nul.txt"
 expect_rc "text with a NUL byte: exit 4" 4 "$K" ingest "$T/nul.txt"
 grep -q "NUL bytes" "$T/err"; ok "... says NUL bytes" $?
