@@ -85,6 +85,22 @@ fx_clean(struct fmt_buf *b)
 	b->len = o;
 }
 
+/* UTF-16 without a BOM: in its first 4 KiB, a NUL in every other byte
+ * (the high byte of ASCII) and none in the others.  Only a hint: such text
+ * is refused, with the --encoding that reads it. */
+static const char *
+fx_utf16_guess(const unsigned char *p, size_t len)
+{
+	size_t i, z[2] = { 0, 0 }, n = len < 4096 ? len & ~(size_t)1 : 4096;
+	for (i = 0; i < n; i++)
+		z[i & 1] += p[i] == 0;
+	if (n >= 8 && z[1] * 10 >= n * 4 && z[0] == 0)
+		return "UTF-16LE";
+	if (n >= 8 && z[0] * 10 >= n * 4 && z[1] == 0)
+		return "UTF-16BE";
+	return NULL;
+}
+
 /* 1 if s holds anything but white space. */
 static int
 fx_has_text(const char *s, size_t n)
@@ -137,8 +153,13 @@ fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
 			goto out;
 		}
 	} else if (sniffed = 1, (what = fmt_sniff_binary(p, len))) {
-		rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "looks like binary data (%s), not a "
-		    "document: " FX_KINDS, what);
+		const char *u16 = fx_utf16_guess(p, len);
+		if (u16)
+			rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "looks like %s text without a "
+			    "byte order mark: name its encoding with --encoding %s", u16, u16);
+		else
+			rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "looks like binary data (%s), "
+			    "not a document: " FX_KINDS, what);
 		goto out;
 	} else if (fmt_utf8_valid(t, tl)) {
 		enc = "UTF-8";

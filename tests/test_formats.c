@@ -387,7 +387,17 @@ t_binary(void)
 	rc = fmt_extract("\x1b[31mred\x1b[0m log line\n", 22, NULL, MAX, &d, g_why, sizeof(g_why));
 	TAP_CHECK(rc == 0, "terminal colours: rc %d %s", rc, g_why);
 	fmt_doc_free(&d);
-	/* UTF-16 decoding to NULs is binary too */
+	/* UTF-16 without a BOM: refused, naming the --encoding that reads it */
+	rc = fmt_extract("H\0e\0l\0l\0o\0!\0", 12, NULL, MAX, &d, g_why, sizeof(g_why));
+	TAP_CHECK(rc == FMT_ERR_UNSUPPORTED && strstr(g_why, "--encoding UTF-16LE"), "rc %d %s", rc,
+	    g_why);
+	rc = fmt_extract("\0H\0e\0l\0l\0o\0!", 12, NULL, MAX, &d, g_why, sizeof(g_why));
+	TAP_CHECK(rc == FMT_ERR_UNSUPPORTED && strstr(g_why, "--encoding UTF-16BE"), "rc %d %s", rc,
+	    g_why);
+	rc = fmt_extract("H\0e\0l\0l\0o\0!\0", 12, "UTF-16LE", MAX, &d, g_why, sizeof(g_why));
+	TAP_CHECK(rc == 0 && !strcmp(d.text, "Hello!"), "named: rc %d %s", rc, g_why);
+	fmt_doc_free(&d);
+		/* UTF-16 decoding to NULs is binary too */
 	rc = fmt_extract("\xff\xfe\0\0\0\0", 6, NULL, MAX, &d, g_why, sizeof(g_why));
 	TAP_CHECK(rc == FMT_ERR_UNSUPPORTED, "UTF-32 NULs: rc %d %s", rc, g_why);
 	return TAP_PASS;
