@@ -112,6 +112,62 @@ fx_has_text(const char *s, size_t n)
 	return 0;
 }
 
+/* Plain text kept as it is (no trimming: the doc_id of a UTF-8 file is
+ * its bytes' hash), from the decoded buffer when there is one. */
+static int
+fx_plain(const char *t, size_t tl, struct fmt_buf *dec, struct fmt_buf *res, char *why,
+    size_t why_len)
+{
+	if (!fx_has_text(t, tl))
+		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "has no text (only white space)");
+	if (tl > res->max)
+		return kv_fail(why, why_len, FMT_ERR_TOO_LARGE, "is over %zu bytes as UTF-8 text",
+		    res->max);
+	if (t == dec->p) { /* decoded: take the buffer over */
+		free(res->p);
+		*res = *dec;
+		memset(dec, 0, sizeof(*dec));
+	} else {
+		fmt_buf_put(res, t, tl);
+	}
+	if (res->err || (!res->p && !(res->p = malloc(1))))
+		return kv_fail(why, why_len, FMT_ERR_NOMEM, "out of memory");
+	res->p[res->len] = '\0'; /* put keeps room for it */
+	return 0;
+}
+
+/* An extractor's output made final: safe UTF-8, trimmed, not empty. */
+static int
+fx_finish(struct fmt_buf *res, enum fmt_kind kind, char *why, size_t why_len)
+{
+	int rc;
+	fx_clean(res);
+	if ((rc = fmt_buf_finish(res)))
+		return kv_fail(why, why_len, rc, rc == FMT_ERR_NOMEM ? "out of memory" :
+		    "is over %zu bytes as text", res->max);
+	if (!res->len)
+		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is %s with no text in it",
+		    kind == FMT_HTML ? "an HTML page" : kind == FMT_MARKDOWN ? "Markdown" : "a PDF");
+	return 0;
+}
+
+/* The format's name, and the text handed over to out. */
+static void
+fx_done(struct fmt_doc *out, struct fmt_buf *res)
+{
+	if (out->kind == FMT_PDF)
+		snprintf(out->name, sizeof(out->name), "pdf (%d page%s)", out->pages,
+		    out->pages == 1 ? "" : "s");
+	else if (out->encoding[0] && strcmp(out->encoding, "UTF-8"))
+		snprintf(out->name, sizeof(out->name), "%s (%.32s)", fmt_kind_name(out->kind),
+		    out->encoding);
+	else
+		snprintf(out->name, sizeof(out->name), "%s", fmt_kind_name(out->kind));
+	out->text = res->p;
+	out->len = res->len;
+	res->p = NULL;
+}
+
 int
 fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
     struct fmt_doc *out, char *why, size_t why_len)
@@ -136,9 +192,10 @@ fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
 	/* 1. PDF */
 	if (!(encoding && encoding[0]) && len >= 5 && !memcmp(p, "%PDF-", 5)) {
 		out->kind = FMT_PDF;
-		if ((rc = fmt_pdf(bytes, len, &res, &out->pages, why, why_len)))
-			goto out;
-		goto done;
+		if (!(rc = fmt_pdf(bytes, len, &res, &out->pages, why, why_len)) &&
+		    !(rc = fx_finish(&res, out->kind, why, why_len)))
+			fx_done(out, &res);
+		goto out;
 	}
 
 	/* 2. the encoding */
@@ -199,56 +256,12 @@ fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
 		rc = fmt_markdown(t, tl, &res, why, why_len);
 	} else {
 		out->kind = FMT_TEXT;
-		if (!fx_has_text(t, tl)) {
-			rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "has no text (only white space)");
-			goto out;
-		}
-		if (tl > max) {
-			rc = kv_fail(why, why_len, FMT_ERR_TOO_LARGE, "is over %zu bytes as UTF-8 text",
-			    max);
-			goto out;
-		}
-		if (t == dec.p) { /* decoded: take the buffer over */
-			res = dec;
-			memset(&dec, 0, sizeof(dec));
-		} else {
-			fmt_buf_put(&res, t, tl);
-		}
-		if (!res.err && (res.p || (res.p = malloc(1))))
-			res.p[res.len] = '\0'; /* as it is: no trimming */
-		else
-			rc = kv_fail(why, why_len, FMT_ERR_NOMEM, "out of memory");
-		goto name;
+		rc = fx_plain(t, tl, &dec, &res, why, why_len);
 	}
-	if (rc)
-		goto out;
-done:
-	fx_clean(&res);
-	if ((rc = fmt_buf_finish(&res))) {
-		kv_fail(why, why_len, rc, rc == FMT_ERR_NOMEM ? "out of memory" :
-		    "is over %zu bytes as text", max);
-		goto out;
-	}
-	if (!res.len) {
-		rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is %s with no text in it",
-		    out->kind == FMT_HTML ? "an HTML page" : out->kind == FMT_MARKDOWN ?
-		    "Markdown" : "a PDF");
-		goto out;
-	}
-name:
-	if (rc)
-		goto out;
-	if (out->kind == FMT_PDF)
-		snprintf(out->name, sizeof(out->name), "pdf (%d page%s)", out->pages,
-		    out->pages == 1 ? "" : "s");
-	else if (out->encoding[0] && strcmp(out->encoding, "UTF-8"))
-		snprintf(out->name, sizeof(out->name), "%s (%.32s)", fmt_kind_name(out->kind),
-		    out->encoding);
-	else
-		snprintf(out->name, sizeof(out->name), "%s", fmt_kind_name(out->kind));
-	out->text = res.p;
-	out->len = res.len;
-	res.p = NULL;
+	if (!rc && out->kind != FMT_TEXT)
+		rc = fx_finish(&res, out->kind, why, why_len);
+	if (!rc)
+		fx_done(out, &res);
 out:
 	free(res.p);
 	free(dec.p);
