@@ -4,8 +4,8 @@
  * text with white space collapsed, block elements and <br> as line breaks
  * (headings and paragraphs as blank lines), <pre> kept as it is, and
  * <script>, <style>, <template>, <noscript>, <svg> and the rest of <head>
- * dropped.  Recursion is bounded by libxml2's own depth limit (256 without
- * XML_PARSE_HUGE); the walk here is iterative anyway.
+ * dropped.  The walk is iterative: nesting 100000 elements deep costs no
+ * stack (test_formats' deep case).
  */
 #include <stdio.h>
 #include <string.h>
