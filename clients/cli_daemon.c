@@ -79,8 +79,9 @@ dmn_usage(FILE *f, const char *cmd)
 	    "  --json       one JSON object per line\n"
 	    "  -v           query: time to first token and totals on stderr\n"
 	    "  --local      run in this process instead (kvsnap %s --local -h)\n"
-	    "exit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt data or\n"
-	    "snapshot of another profile (re-ingest), 5 other failure\n", cmd);
+	    "exit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt data,\n"
+	    "snapshot of another profile (re-ingest) or not a document (binary data), 5 other\n"
+	    "failure\n", cmd);
 }
 
 static int
