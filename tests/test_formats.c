@@ -179,6 +179,27 @@ t_html(void)
 	return TAP_PASS;
 }
 
+/* HTML in other encodings: its <meta charset> when not UTF-8, a BOM's. */
+static enum tap_result
+t_html_charset(void)
+{
+	static const char latin[] = "<html><head><meta charset=\"iso-8859-1\"><title>Caf\xe9"
+	    "</title></head><body><p>cr\xe8me br\xfbl\xe9" "e</p></body></html>";
+	static const char u16[] = "\xff\xfe<\0p\0>\0\xe9\0t\0\xe9\0<\0/\0p\0>\0";
+	struct fmt_doc d;
+	int rc = fmt_extract(latin, sizeof(latin) - 1, NULL, MAX, &d, g_why, sizeof(g_why));
+	TAP_CHECK(rc == 0 && d.kind == FMT_HTML && !strcmp(d.name, "html") &&
+	    !strcmp(d.text, "Caf\xc3\xa9\n\ncr\xc3\xa8me br\xc3\xbbl\xc3\xa9" "e"), "rc %d %s '%s'", rc,
+	    g_why, d.text ? d.text : "");
+	fmt_doc_free(&d);
+	rc = fmt_extract(u16, sizeof(u16) - 1, NULL, MAX, &d, g_why, sizeof(g_why));
+	TAP_CHECK(rc == 0 && d.kind == FMT_HTML && !strcmp(d.name, "html (UTF-16LE)") &&
+	    !strcmp(d.text, "\xc3\xa9t\xc3\xa9"), "rc %d %s '%s' '%s'", rc, g_why,
+	    d.text ? d.text : "", d.name);
+	fmt_doc_free(&d);
+	return TAP_PASS;
+}
+
 /* HTML by its start, whatever follows; not by a '<' somewhere. */
 static enum tap_result
 t_html_sniff(void)
@@ -523,6 +544,7 @@ main(int argc, char **argv)
 		{ "pdf_damaged", t_pdf_damaged },
 		{ "html", t_html },
 		{ "html_sniff", t_html_sniff },
+		{ "html_charset", t_html_charset },
 		{ "markdown", t_markdown },
 		{ "markdown_sniff", t_markdown_sniff },
 		{ "text_utf8", t_text_utf8 },
