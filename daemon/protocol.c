@@ -216,6 +216,9 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 			    "ingest needs exactly one of \"fd\":true and \"text\"");
 		if (r->text && r->text_len == 0)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"text\" is empty");
+		if (r->text && r->encoding)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"encoding\" is for a "
+			    "document passed by \"fd\" (inline \"text\" is JSON: UTF-8)");
 		return 0;
 	case PROTO_OP_QUERY:
 		r->max_tokens = PROTO_MAX_TOKENS_DEFAULT;

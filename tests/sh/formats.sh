@@ -136,6 +136,8 @@ expect_rc "--encoding ISO-8859-15 names the encoding" 0 "$K" ingest --json --enc
 [ "$(field doc_id < "$T/out")" = "$id16" ]; ok "... decoded to the same text" $?
 expect_rc "an unknown --encoding: exit 1" 1 "$K" ingest --encoding NO-SUCH "$T/ship8.txt"
 grep -q 'unknown encoding "NO-SUCH"' "$T/err"; ok "... names it" $?
+proto '{"v":1,"id":5,"op":"ingest","text":"caf\u00e9","encoding":"UTF-16LE"}' > "$T/o"
+grep -q '"code":"bad_request"' "$T/o" && ! grep -q progress "$T/o"; ok "encoding with inline text: bad_request" $?
 expect_rc "--local: an unknown --encoding: exit 1" 1 "$K" ingest "${L[@]}" --encoding NO-SUCH "$T/ship8.txt"
 
 # ---- query --file: the proof hashes the extracted text; a binary is refused
