@@ -47,6 +47,7 @@ struct dmn {
 	long n_max;
 	int json, force, share, tty, verbose;
 	int gone;               /* the daemon closed the connection */
+	int stdin_fd;           /* "-": stdin in a memfd, read before connecting */
 	struct cli_conn c;
 	int64_t next_id;
 	int n_done, n_skipped, n_failed;
@@ -103,6 +104,7 @@ dmn_parse(int argc, char **argv, struct dmn *D)
 
 	memset(D, 0, sizeof(*D));
 	D->c.fd = -1;
+	D->stdin_fd = -1;
 	D->n_max = 128;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:n:vh", opts, NULL)) != -1) {
@@ -204,10 +206,12 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 	int64_t id = ++D->next_id;
 
 	if (in) {
-		if ((fd = dmn_stdin_fd(&ret)) < 0) {
+		if ((fd = D->stdin_fd) < 0) {
+			cli_err("stdin (-) is read once");
 			D->n_failed++;
-			return ret;
+			return CLI_EXIT_USAGE;
 		}
+		D->stdin_fd = -1; /* ours now: closed once sent */
 		if (!name)
 			cli_err("note: stdin has no name; give it one with --name NAME, or refer to it "
 			    "by its doc_id");
@@ -380,7 +384,7 @@ int
 cli_daemon_ingest(int argc, char **argv)
 {
 	struct dmn D;
-	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_OK, r;
+	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_OK, r, rc;
 	char why[256];
 
 	if (i < 0)
@@ -398,14 +402,24 @@ cli_daemon_ingest(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	D.tty = isatty(STDERR_FILENO);
-	if (cli_conn_open(&D.c, cli_socket_path(D.sock)))
+	/* stdin first: a slow pipe must not keep an idle connection open
+	 * (the daemon's --idle-timeout) */
+	for (r = i; r < argc; r++)
+		if (!strcmp(argv[r], "-") && D.stdin_fd < 0 && (D.stdin_fd = dmn_stdin_fd(&rc)) < 0)
+			return rc;
+	if (cli_conn_open(&D.c, cli_socket_path(D.sock))) {
+		if (D.stdin_fd >= 0)
+			close(D.stdin_fd);
 		return CLI_EXIT_UNREACHABLE;
+	}
 	for (; i < argc; i++) {
 		if ((r = dmn_ingest_path(&D, argv[i], D.name, 0)))
 			ret = r;
 		if (D.gone)
 			break;
 	}
+	if (D.stdin_fd >= 0) /* not sent: the daemon went away first */
+		close(D.stdin_fd);
 	if (!D.json && D.n_done + D.n_skipped + D.n_failed > 1)
 		printf("%d ingested, %d already stored, %d failed\n", D.n_done, D.n_skipped,
 		    D.n_failed);

@@ -119,6 +119,16 @@ ok "the same text as a file and via stdin: the same doc_id ($id_stdin), skipped"
 expect_rc "stdin with --local" 0 sh -c "'$K' ingest ${L[*]} --json --name notes - < '$T/notes.md'"
 [ "$(field doc_id < "$T/out")" = "$id_stdin" ]; ok "--local from stdin: the same doc_id" $?
 grep -q "stdin has no name" "$T/err"; [ $? -ne 0 ]; ok "named stdin: no note about a name" $?
+# stdin is read before connecting: a pipe slower than the idle timeout is fine
+kill -TERM "$DPID"; wait_exit
+"$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" -t 2 --workers 1 \
+	--idle-timeout 1 --log-level info 2>>"$T/daemon.log" &
+DPID=$!
+wait_ready proto '{"v":1,"id":0,"op":"hello"}'; ok "daemon restarts with --idle-timeout 1" $?
+printf 'The harbour master was Ines Calloway.\n' > "$T/slow.txt"
+expect_rc "a pipe slower than the idle timeout" 0 sh -c "(sleep 2; cat '$T/slow.txt') | '$K' ingest --name slow -"
+expect_rc "- given twice: the second refused" 1 sh -c "'$K' ingest - - < '$T/slow.txt'"
+grep -q "read once" "$T/err"; ok "... stdin is read once" $?
 expect_rc "stdin without --name" 0 sh -c "'$K' ingest - < '$T/notes.md'"
 grep -q "give it one with --name" "$T/err"; ok "unnamed stdin: a note suggests --name" $?
 expect_rc "empty stdin: refused as an empty file is (bad_file)" 5 sh -c "'$K' ingest - < /dev/null"
