@@ -227,7 +227,8 @@ void cli_json_str(FILE *f, const char *s, size_t len);
 void cli_term_str(const char *s, char *out, size_t cap);
 
 /* Read a whole file of at most max bytes (malloc'd; *len its size); NULL
- * with a message on stderr when it cannot be read or is too large. */
+ * with a message on stderr when it cannot be read or is too large.  "-"
+ * reads stdin. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
 
 /* The entries of a directory not starting with '.', in name order

@@ -1,6 +1,7 @@
 /*
  * cli_ask.c: `kvsnap ask`: the whole kvsnap path in one process, no daemon:
- * compress a document with a policy (chunked ingest), then answer a question
+ * compress a document (its text by formats/: PDF, HTML, Markdown, text)
+ * with a policy (chunked ingest), then answer a question
  * from the compressed cache.  With --compare it also answers from a full
  * re-prefill and prints both times to first token.
  *
@@ -15,6 +16,7 @@
 #include "clients/cli.h"
 #include "engine/engine.h"
 #include "service/service.h"
+#include "formats/formats.h"
 
 #define ASK_MAX_DOC (64u << 20) /* bytes */
 
@@ -150,6 +152,18 @@ cli_ask(int argc, char **argv)
 	if (!doc) {
 		ret = CLI_EXIT_NOT_FOUND;
 		goto out;
+	}
+	{ /* its text, as ingest reads it (formats/), before the model loads */
+		struct fmt_doc fd;
+		if ((rc = fmt_extract(doc, doc_len, NULL, ASK_MAX_DOC, &fd, why, sizeof(why)))) {
+			cli_err("%s %s", argv[optind], why);
+			ret = rc == FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
+			    rc == FMT_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
+			goto out;
+		}
+		free(doc);
+		doc = fd.text;
+		doc_len = fd.len;
 	}
 	rc = eng_model_open(&m, model_path, why, sizeof(why));
 	if (rc) {

@@ -6,7 +6,8 @@
  * hidden names skipped, in name order), is opened here and passed to the
  * daemon as a descriptor, so the daemon reads only what this user can;
  * documents already stored for the daemon's profile are skipped by the
- * daemon (--force re-ingests).  On a terminal a progress bar with tokens/s
+ * daemon (--force re-ingests).  "-" is stdin, read here into a memfd
+ * that is passed like a file.  On a terminal a progress bar with tokens/s
  * and ETA goes to stderr; otherwise one plain line per document.
  * query: the answer's tokens are written to stdout as they arrive.
  */
@@ -16,6 +17,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include "storage/store.h"
 
 #define CLI_DAEMON_DEPTH_MAX 32 /* directory recursion */
+#define CLI_DAEMON_STDIN_MAX ((size_t)64 << 20) /* the daemon's limit on a document */
 
 int
 cli_has_flag(int argc, char **argv, const char *flag)
@@ -41,11 +44,12 @@ cli_has_flag(int argc, char **argv, const char *flag)
 }
 
 struct dmn {
-	const char *name, *file;
+	const char *name, *file, *encoding;
 	long n_max;
 	int json, force, share, tty, verbose;
 	int gone;               /* the daemon closed the connection */
 	struct cli_sample smp;  /* query: --temp, --top-p, --seed */
+	int stdin_fd;           /* "-": stdin in a memfd, read before connecting */
 	struct cli_conn c;
 	int64_t next_id;
 	int n_done, n_skipped, n_failed;
@@ -56,11 +60,14 @@ dmn_usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "ingest"))
 		fprintf(f, "usage: kvsnap ingest [-s SOCK] [--name NAME] [--force] [--share] [--json] "
-		    "FILE|DIR...\n"
-		    "Compress documents into snapshots through kvsnapd (DIR: recursively).  Documents\n"
+		    "FILE|DIR|-...\n"
+		    "Compress documents into snapshots through kvsnapd (DIR: recursively; -: stdin).\n"
+		    "PDF, HTML, Markdown and plain text, told apart by their content.  Documents\n"
 		    "already stored for the daemon's profile are skipped.  A document is yours (and\n"
 		    "root's and the daemon's user's) unless shared.\n"
-		    "  --name NAME  name the document (one FILE only)\n"
+		    "  --name NAME  name the document (one FILE only; give one to stdin)\n"
+		    "  --encoding E the text's encoding (iconv's name, e.g. ISO-8859-15; default:\n"
+		    "               UTF-8, UTF-16/32 by their BOM, else Windows-1252)\n"
 		    "  --force      ingest again even if stored\n"
 		    "  --share      let every user of the daemon query it\n");
 	else
@@ -73,7 +80,8 @@ dmn_usage(FILE *f, const char *cmd)
 		    "  --top-p P    nucleus sampling share in (0, 1] (default 1: off)\n"
 		    "  --seed S     sampling seed (default 0): the same seed gives the same answer\n"
 		    "  --file PATH  pass PATH, your copy of the document: the daemon lets you read\n"
-		    "               another user's snapshot of the same bytes\n"
+		    "               another user's snapshot of the same text\n"
+		    "  --encoding E PATH's encoding, as it was ingested with\n"
 		    "  -v, --verbose  time to first token and totals on stderr\n");
 	fprintf(f, "  -s, --socket SOCK  kvsnapd's socket (default $KVSNAP_SOCKET, else\n"
 	    "               $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock)\n"
@@ -81,8 +89,9 @@ dmn_usage(FILE *f, const char *cmd)
 	    "  --local      run in this process instead (kvsnap %s --local -h); engine\n"
 	    "               settings (--policy, --budget, ...) belong to kvsnapd or --local\n"
 	    "A kvsnapd whose model workers are busy queues the job and says so on stderr.\n"
-	    "exit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt data or\n"
-	    "snapshot of another profile (re-ingest), 5 other failure\n", cmd);
+	    "exit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt data,\n"
+	    "snapshot of another profile (re-ingest) or not a document (binary data), 5 other\n"
+	    "failure\n", cmd);
 }
 
 /* What the in-process path takes and the daemon path does not: named, when
@@ -102,10 +111,12 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 		{ "name", required_argument, NULL, 'N' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "share", no_argument, NULL, 'A' },
+		{ "encoding", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct option query_opts[] = {
 		{ "file", required_argument, NULL, 'f' },
+		{ "encoding", required_argument, NULL, 'E' },
 		{ "verbose", no_argument, NULL, 'v' },
 		CLI_SAMPLE_OPTIONS,
 		{ NULL, 0, NULL, 0 },
@@ -120,6 +131,7 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 
 	memset(D, 0, sizeof(*D));
 	D->c.fd = -1;
+	D->stdin_fd = -1;
 	D->n_max = 128;
 	D->smp.top_p = 1.0;
 	*rc = CLI_EXIT_USAGE;
@@ -129,6 +141,7 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 		case 'F': D->force = 1; break;
 		case 'A': D->share = 1; break;
 		case 'f': D->file = optarg; break;
+		case 'E': D->encoding = optarg; break;
 		case 'v': D->verbose = 1; break;
 		case 'n':
 			if (cli_long(&o, optarg, 1, 4096, &D->n_max))
@@ -210,17 +223,63 @@ dmn_bar(const char *path, int64_t done, int64_t total, double elapsed)
 	fflush(stderr);
 }
 
-/* One file through the daemon. */
+/* stdin in a memfd (at most the daemon's limit), to pass as a file; -1
+ * with a message and *rc set. */
+static int
+dmn_stdin_fd(int *rc)
+{
+	size_t len, off = 0;
+	char *buf = cli_read_file("-", CLI_DAEMON_STDIN_MAX, &len);
+	int fd;
+
+	*rc = CLI_EXIT_USAGE;
+	if (!buf)
+		return -1;
+	if ((fd = memfd_create("kvsnap-stdin", MFD_CLOEXEC)) < 0) {
+		cli_err("cannot hold stdin: memfd_create: %s", strerror(errno));
+		free(buf);
+		*rc = CLI_EXIT_FAILURE;
+		return -1;
+	}
+	while (off < len) {
+		ssize_t w = write(fd, buf + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			cli_err("cannot hold stdin: %s", w < 0 ? strerror(errno) : "short write");
+			free(buf);
+			close(fd);
+			*rc = CLI_EXIT_FAILURE;
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	free(buf);
+	return fd;
+}
+
+/* One file through the daemon ("-": stdin). */
 static int
 dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 {
 	char real[PATH_MAX];
 	json_t *req, *ev, *src;
-	int fd, ret = CLI_EXIT_FAILURE;
+	int fd, ret = CLI_EXIT_FAILURE, in = !strcmp(path, "-");
 	int64_t id = ++D->next_id;
 
-	/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+	if (in) {
+		if ((fd = D->stdin_fd) < 0) {
+			cli_err("stdin (-) is read once");
+			D->n_failed++;
+			return CLI_EXIT_USAGE;
+		}
+		D->stdin_fd = -1; /* ours now: closed once sent */
+		if (!name)
+			cli_err("note: stdin has no name; give it one with --name NAME, or refer to it "
+			    "by its doc_id");
+		path = "stdin";
+	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+		/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
 		cli_err("cannot open %s: %s", path, strerror(errno));
 		D->n_failed++;
 		return CLI_EXIT_NOT_FOUND;
@@ -228,13 +287,19 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 	req = json_pack("{s:i, s:I, s:s, s:b, s:b, s:b}", "v", 1, "id", (json_int_t)id, "op",
 	    "ingest", "fd", 1, "force", D->force, "share", D->share);
 	/* a path that is not UTF-8 cannot travel as JSON: the source stays unset */
-	src = json_string(realpath(path, real) ? real : path);
+	src = json_string(in ? "stdin" : realpath(path, real) ? real : path);
 	if (req)
 		json_object_set_new(req, "source", src ? src : json_null());
 	else
 		json_decref(src);
 	if (req && name && json_object_set_new(req, "name", json_string(name))) {
 		cli_err("--name must be UTF-8");
+		json_decref(req);
+		close(fd);
+		return CLI_EXIT_USAGE;
+	}
+	if (req && D->encoding && json_object_set_new(req, "encoding", json_string(D->encoding))) {
+		cli_err("--encoding must be UTF-8");
 		json_decref(req);
 		close(fd);
 		return CLI_EXIT_USAGE;
@@ -311,8 +376,10 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 					printf("%s (%.12s): already stored (skipped): %s\n", shown,
 					    hex ? hex : "?", line);
 				else
-					printf("%s (%.12s), %.1f s: %s\n", shown, hex ? hex : "?",
-					    json_real_value(json_object_get(ev, "seconds")), line);
+					printf("%s (%.12s), %.1f s: %s, %s\n", shown, hex ? hex : "?",
+					    json_real_value(json_object_get(ev, "seconds")),
+					    json_string_value(json_object_get(ev, "format")) ?
+					    json_string_value(json_object_get(ev, "format")) : "?", line);
 			}
 			fflush(stdout);
 			if (skipped)
@@ -337,6 +404,8 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 	size_t n = 0, i;
 	int ret = CLI_EXIT_OK, r;
 
+	if (!strcmp(path, "-"))
+		return dmn_ingest_one(D, path, name);
 	if (stat(path, &sb)) {
 		cli_err("cannot open %s: %s", path, strerror(errno));
 		D->n_failed++;
@@ -383,7 +452,7 @@ int
 cli_daemon_ingest(int argc, char **argv)
 {
 	struct dmn D;
-	int r, i = dmn_parse(argc, argv, &D, &r), ret = CLI_EXIT_OK;
+	int r, rc, i = dmn_parse(argc, argv, &D, &r), ret = CLI_EXIT_OK;
 	char why[256];
 
 	if (i < 0)
@@ -397,14 +466,24 @@ cli_daemon_ingest(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	D.tty = isatty(STDERR_FILENO);
-	if (cli_conn_open(&D.c, cli_socket_path(cli_g.socket)))
+	/* stdin first: a slow pipe must not keep an idle connection open
+	 * (the daemon's --idle-timeout) */
+	for (r = i; r < argc; r++)
+		if (!strcmp(argv[r], "-") && D.stdin_fd < 0 && (D.stdin_fd = dmn_stdin_fd(&rc)) < 0)
+			return rc;
+	if (cli_conn_open(&D.c, cli_socket_path(cli_g.socket))) {
+		if (D.stdin_fd >= 0)
+			close(D.stdin_fd);
 		return CLI_EXIT_UNREACHABLE;
+	}
 	for (; i < argc; i++) {
 		if ((r = dmn_ingest_path(&D, argv[i], D.name, 0)))
 			ret = r;
 		if (D.gone)
 			break;
 	}
+	if (D.stdin_fd >= 0) /* not sent: the daemon went away first */
+		close(D.stdin_fd);
 	if (!D.json && D.n_done + D.n_skipped + D.n_failed > 1)
 		printf("%d ingested, %d already stored, %d failed\n", D.n_done, D.n_skipped,
 		    D.n_failed);
@@ -442,8 +521,12 @@ cli_daemon_query(int argc, char **argv)
 	    question, "max_tokens", (int)D.n_max, "fd", fd >= 0, "temperature", D.smp.temp,
 	    "top_p", D.smp.top_p, "seed", (json_int_t)D.smp.seed);
 	free(question);
+	if (req && D.encoding && json_object_set_new(req, "encoding", json_string(D.encoding))) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (!req) {
-		cli_err("the question is not valid UTF-8");
+		cli_err("the question (or --encoding) is not valid UTF-8");
 		cli_conn_close(&D.c);
 		if (fd >= 0)
 			close(fd);

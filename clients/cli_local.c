@@ -4,7 +4,8 @@
  * (service/service.h), which runs the daemon's jobs in-process against the
  * store in the state directory.
  *
- * ingest: each file is read and handed to svc_ingest (always re-ingested).
+ * ingest: each file ("-": stdin) is read and handed to svc_ingest (always
+ * re-ingested), which reads its text by its format.
  * query: svc_query answers from the snapshot svc_pick's one rule picks
  * (the daemon's too; a mismatch names the stored profiles, the flags that
  * answer from one and the command that re-ingests), its tokens printed as
@@ -30,7 +31,7 @@
 
 /* The profile and engine settings both commands share. */
 struct local {
-	const char *model_path, *policy, *opts, *state, *name;
+	const char *model_path, *policy, *opts, *state, *name, *encoding;
 	long budget, chunk, threads, n_max;
 	double ratio; /* > 0: --ratio, in place of the budget */
 	int local, json, quant;
@@ -54,9 +55,12 @@ local_usage(FILE *f, const char *cmd)
 		return;
 	}
 	if (!strcmp(cmd, "ingest"))
-		fprintf(f, "usage: kvsnap ingest --local [OPTIONS] FILE|DIR... [--name NAME]\n"
-		    "Compress documents into snapshots in the store (a DIR: its regular files).\n"
-		    "  --name NAME      name the document (one FILE only)\n");
+		fprintf(f, "usage: kvsnap ingest --local [OPTIONS] FILE|DIR|-... [--name NAME]\n"
+		    "Compress documents into snapshots in the store (a DIR: its regular files;\n"
+		    "-: stdin).  PDF, HTML, Markdown and plain text, told apart by content.\n"
+		    "  --name NAME      name the document (one FILE only)\n"
+		    "  --encoding E     the text's encoding (iconv's name; default: UTF-8, UTF-16/32\n"
+		    "                   by their BOM, else Windows-1252)\n");
 	else
 		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION... [-n N]\n"
 		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.  A store\n"
@@ -101,6 +105,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		CLI_PROFILE_OPTIONS,
 		{ "threads", required_argument, NULL, 't' },
 		{ "name", required_argument, NULL, 'N' },
+		{ "encoding", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct option query_opts[] = {
@@ -145,6 +150,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 				return -1;
 			break;
 		case 'N': L->name = optarg; break;
+		case 'E': L->encoding = optarg; break;
 		default:
 			if (cli_sample_flag(&o, c, optarg, &L->smp))
 				return -1; /* '?' too: cli_getopt said why */
@@ -278,6 +284,15 @@ local_exit_io(int rc)
 static int
 local_ingest_fail(const struct local *L, const char *path, const struct svc_status *st)
 {
+	if (st->step == SVC_AT_FORMAT) {
+		if (st->rc == FMT_ERR_ENCODING) {
+			cli_err("--encoding: %s", st->why);
+			return CLI_EXIT_USAGE;
+		}
+		cli_err("%s %s", path, st->why); /* "FILE looks like binary data ..." */
+		return st->rc == FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
+		    st->rc == FMT_ERR_TOO_LARGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+	}
 	if (st->step == SVC_AT_TOKENIZE) {
 		cli_err("%s: cannot tokenize: %s", path, st->why);
 		return CLI_EXIT_FAILURE;
@@ -291,7 +306,7 @@ local_ingest_fail(const struct local *L, const char *path, const struct svc_stat
 	return cli_exit_for_engine(st->rc);
 }
 
-/* Compress and store one document. */
+/* Compress and store one document ("-": stdin). */
 static int
 local_ingest_one(struct local *L, const char *path, const char *name)
 {
@@ -304,11 +319,20 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	int rc;
 
 	if (!(text = cli_read_file(path, LOCAL_MAX_DOC, &len)))
-		return CLI_EXIT_NOT_FOUND;
-	snprintf(source, sizeof(source), "%.1023s", realpath(path, real) ? real : path);
+		return strcmp(path, "-") ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+	if (!strcmp(path, "-")) {
+		path = "stdin";
+		snprintf(source, sizeof(source), "stdin");
+		if (!name)
+			cli_err("note: stdin has no name; give it one with --name NAME, or refer to it "
+			    "by its doc_id");
+	} else {
+		snprintf(source, sizeof(source), "%.1023s", realpath(path, real) ? real : path);
+	}
 	memset(&ir, 0, sizeof(ir));
 	ir.text = text;
 	ir.len = len;
+	ir.encoding = L->encoding;
 	ir.name = name;
 	ir.source = source;
 	/* the running user owns what it stores (kvsnapd shows it to them) */
@@ -322,9 +346,10 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		return rc;
 	}
 	if (L->json) {
-		cli_json_line("result", json_pack("{s:o, s:s, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:I, "
-		    "s:f}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",
-		    cli_json_cstr(source), "skipped", 0, "bytes", (json_int_t)len, "tokens",
+		cli_json_line("result", json_pack("{s:o, s:s, s:o, s:o, s:b, s:I, s:I, s:I, s:I, s:I, "
+		    "s:I, s:f}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",
+		    cli_json_cstr(source), "format", cli_json_cstr(res.format), "skipped", 0, "bytes",
+		    (json_int_t)len, "tokens",
 		    (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
 		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
 		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - t0));
@@ -332,7 +357,8 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		cli_show_ingested(res.tokens, res.units, res.fig.full_units, res.fig.bytes,
 		    res.fig.full_bytes, line, sizeof(line));
 		cli_term_str(path, shown, sizeof(shown));
-		printf("%s (%.12s), %.1f s: %s\n", shown, res.hex, eng_now() - t0, line);
+		printf("%s (%.12s), %.1f s: %s, %s\n", shown, res.hex, eng_now() - t0, res.format,
+		    line);
 	}
 	fflush(stdout);
 	return CLI_EXIT_OK;
@@ -347,6 +373,8 @@ local_ingest_path(struct local *L, const char *path)
 	size_t n, i;
 	int ret = CLI_EXIT_OK, r;
 
+	if (!strcmp(path, "-"))
+		return local_ingest_one(L, path, L->name);
 	if (stat(path, &sb)) {
 		cli_err("cannot open %s", path);
 		return CLI_EXIT_NOT_FOUND;

@@ -328,8 +328,9 @@ st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
 	/* who kvsnapd shows it to (the store commands themselves see all) */
 	for (i = 0; i < d->n_owners; i++)
 		json_array_append_new(own, json_integer(d->owners[i]));
-	o = json_pack("{s:s, s:o, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:b, s:o}", "doc_id", hex,
-	    "name", cli_json_cstr(d->name), "source", cli_json_cstr(d->source),
+	o = json_pack("{s:s, s:o, s:o, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:b, s:o}", "doc_id",
+	    hex, "name", cli_json_cstr(d->name), "source", cli_json_cstr(d->source), "format",
+	    cli_json_cstr(d->format[0] ? d->format : "text"),
 	    "bytes", (json_int_t)d->bytes, "tokens", (json_int_t)d->tokens, "created", c,
 	    "last_used", u, "snapshots", d->n_profiles, "stored_bytes",
 	    (json_int_t)d->stored_bytes, "shared", d->shared, "owners", own);
@@ -510,7 +511,7 @@ static void
 st_info_head(const struct store_doc *d)
 {
 	char hex[2 * SNAP_ID_BYTES + 1], label[6 * 256], src[6 * 1024], size[32], stored[32],
-	    c[32], u[32];
+	    c[32], u[32], fmt[6 * sizeof(d->format)];
 	int i;
 	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
 	cli_show_label(d->name, d->source, hex, label, sizeof(label));
@@ -519,8 +520,9 @@ st_info_head(const struct store_doc *d)
 	cli_show_size(d->stored_bytes, stored, sizeof(stored));
 	cli_show_ago(d->created_us, c, sizeof(c));
 	cli_show_ago(d->last_used_us, u, sizeof(u));
-	printf("%s\n  id        %s\n  source    %s\n  document  %s, %llu tokens\n"
-	    "  created   %s; used %s\n  shared    %s; owners", label, hex, src, size,
+	cli_term_str(d->format[0] ? d->format : "text", fmt, sizeof(fmt));
+	printf("%s\n  id        %s\n  source    %s\n  format    %s\n  document  %s, %llu tokens\n"
+	    "  created   %s; used %s\n  shared    %s; owners", label, hex, src, fmt, size,
 	    (unsigned long long)d->tokens, c, u, d->shared ? "yes (every user)" : "no");
 	for (i = 0; i < d->n_owners; i++)
 		printf(" uid %u", (unsigned)d->owners[i]);

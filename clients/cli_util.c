@@ -134,7 +134,8 @@ cli_model_missing(void)
 char *
 cli_read_file(const char *path, size_t max, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	int in = !strcmp(path, "-");
+	FILE *f = in ? stdin : fopen(path, "rb");
 	char *buf;
 	size_t n = 0, cap = 1 << 16;
 
@@ -151,7 +152,7 @@ cli_read_file(const char *path, size_t max, size_t *len)
 		if (n == cap) {
 			char *nb;
 			if (cap >= max) {
-				cli_err("%s is larger than %zu MiB", path, max >> 20);
+				cli_err("%s is larger than %zu MiB", in ? "stdin" : path, max >> 20);
 				free(buf);
 				buf = NULL;
 				break;
@@ -166,7 +167,8 @@ cli_read_file(const char *path, size_t max, size_t *len)
 			cap *= 2;
 		}
 	}
-	fclose(f);
+	if (!in)
+		fclose(f);
 	*len = n;
 	return buf;
 }

@@ -256,8 +256,10 @@ st_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_
 	if (!d || !sn || !sn->header || !sn->header_len || sn->n_layer < 1 ||
 	    sn->n_layer >= (int)STORE_HEAD_RECORD || !sn->layer || !sn->layer_len)
 		return store_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
-	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)))
-		return store_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
+	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)) ||
+	    !memchr(d->format, 0, sizeof(d->format)))
+		return store_fail(why, why_len, STORE_ERR_ARG,
+		    "put: name, source or format not terminated");
 	if (d->name[0] && (rc = store_name_check(d->name, why, why_len)) != 0)
 		return rc;
 	*payload = sn->header_len;

@@ -32,6 +32,7 @@
 #define STORE_ID_BYTES 32         /* doc_id, profile_id */
 #define STORE_HEAD_RECORD 0xFFFFu /* index of a snapshot's head record */
 #define STORE_OWNERS_MAX 64       /* uids a document's owner set holds */
+#define STORE_FORMAT_MAX 47       /* bytes of a format description */
 
 enum store_err {
 	STORE_OK = 0,
@@ -68,6 +69,10 @@ struct store_doc {
 	uint8_t doc_id[STORE_ID_BYTES];
 	char name[256];      /* "" when unnamed */
 	char source[1024];   /* where it came from (path), free text */
+	char format[STORE_FORMAT_MAX + 1]; /* what it was read as ("pdf (3 pages)",
+	                      * "text (UTF-16LE)"; formats/); metadata before
+	                      * version 3 reads as "text"; a put with "" keeps
+	                      * the stored one */
 	uint64_t bytes;      /* document size */
 	uint64_t tokens;     /* document tokens */
 	int64_t created_us;  /* CLOCK_REALTIME µs */
