@@ -27,7 +27,7 @@ _kvsnap_flags() {
 	local engine="--policy --ratio --budget --chunk --opts --quant -t --threads"
 	case $1 in
 	ingest) echo "$global --name --encoding --force --share --local $engine" ;;
-	query) echo "$global -n --temp --top-p --seed --file --encoding -v --local $engine" ;;
+	query) echo "$global -n --temp --top-p --seed --file --encoding -v --verbose --local $engine" ;;
 	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run" ;;
 	generate) echo "$global -p --prompt -n --temp --top-p --seed --raw -t --threads -v --verbose" ;;
