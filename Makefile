@@ -34,7 +34,7 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 
-PKGS     := openblas jansson libsodium lmdb libzstd
+PKGS     := openblas jansson libsodium lmdb libzstd hiredis
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
