@@ -8,8 +8,15 @@
  * growing past RC_REPLY_MAX (a node announcing a huge bulk) fails the call
  * instead of growing the buffer without end; every reader gets the element
  * limit of rc_reader_limit.
+ *
+ * A write to a node that closed its end raises SIGPIPE, which would kill a
+ * process that keeps the default action (the CLI): writes run with SIGPIPE
+ * blocked in this thread and a SIGPIPE they raise is consumed (libpq's way),
+ * so the failure arrives as EPIPE and the caller's signal setup is left
+ * alone.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +40,38 @@ rc_sleep_ms(int64_t ms)
 	if (ms > 0)
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
+}
+
+struct rc_nopipe {
+	sigset_t old;
+	int pending; /* a SIGPIPE was pending before: not ours to consume */
+};
+
+static void
+rc_nopipe_begin(struct rc_nopipe *np)
+{
+	sigset_t pipe_set, pend;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigemptyset(&pend);
+	sigpending(&pend);
+	np->pending = sigismember(&pend, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &np->old);
+}
+
+static void
+rc_nopipe_end(struct rc_nopipe *np)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t pipe_set, pend;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigemptyset(&pend);
+	sigpending(&pend);
+	if (!np->pending && sigismember(&pend, SIGPIPE))
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &np->old, NULL);
 }
 
 void
@@ -155,7 +194,13 @@ rc_connect(struct rcluster *c, int i, char *why, size_t why_len)
 	}
 	rc_reader_limit(n->c->reader);
 	c->n_reconnect++;
-	if ((rc = rc_auth(c, i, why, why_len)) != 0)
+	{
+		struct rc_nopipe np;
+		rc_nopipe_begin(&np);
+		rc = rc_auth(c, i, why, why_len);
+		rc_nopipe_end(&np);
+	}
+	if (rc != 0)
 		rc_drop(c, i);
 	return rc;
 }
@@ -180,9 +225,16 @@ rc_run(struct rcluster *c, int i, int n, const struct rc_cmd *cmd, int asking, r
 		if (redisAppendCommandArgv(nd->c, cmd[k].argc, cmd[k].argv, cmd[k].len) != REDIS_OK)
 			goto broken;
 	}
-	while (!done)
-		if (redisBufferWrite(nd->c, &done) != REDIS_OK)
+	{
+		struct rc_nopipe np;
+		int wrc = REDIS_OK;
+		rc_nopipe_begin(&np);
+		while (!done && (wrc = redisBufferWrite(nd->c, &done)) == REDIS_OK)
+			;
+		rc_nopipe_end(&np);
+		if (wrc != REDIS_OK)
 			goto broken;
+	}
 	for (k = 0; k < n * (asking ? 2 : 1); k++) {
 		r = NULL;
 		if (redisGetReplyFromReader(nd->c, &r) != REDIS_OK)
@@ -559,7 +611,7 @@ rc_open(struct rcluster **out, const char *addrs, const char *user, const char *
 	snprintf(c->pass, sizeof(c->pass), "%s", pass ? pass : "");
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
 	c->budget_ms = budget_ms > 0 ? budget_ms : 15000;
-	do {
+	for (;;) {
 		comma = strchr(p, ',');
 		if (!comma)
 			comma = p + strlen(p);
@@ -571,8 +623,10 @@ rc_open(struct rcluster **out, const char *addrs, const char *user, const char *
 		}
 		if (rc_node_find(c, &a) < 0)
 			rc_node_add(c, &a);
-		p = *comma ? comma + 1 : comma;
-	} while (*p);
+		if (!*comma)
+			break;
+		p = comma + 1; /* "h:p," leaves "" for the next round: refused */
+	}
 	c->n_seed = c->n_node;
 	rc_lock(c);
 	rc = rc_refresh(c, why, why_len);

@@ -175,11 +175,8 @@ rs_meta_get(struct store_redis *s, const uint8_t *doc, struct st_meta *m, char *
 		rc = store_fail(why, why_len, STORE_ERR_NOT_FOUND, "no %s", what);
 	else if ((rc = st_meta_decode((const uint8_t *)r->str, r->len, m, w, sizeof(w))) != 0)
 		rc = store_fail(why, why_len, STORE_ERR_CORRUPT, "%s: metadata: %s", what, w);
-	else if (memcmp(m->d.doc_id, doc, STORE_ID_BYTES) != 0) {
-		st_meta_free(m);
-		rc = store_fail(why, why_len, STORE_ERR_CORRUPT, "%s: metadata of another document",
-		    what);
-	}
+	else
+		memcpy(m->d.doc_id, doc, STORE_ID_BYTES); /* the key holds it, not the value */
 	freeReplyObject(r);
 	return rc;
 }

@@ -177,6 +177,7 @@ rs_txn(struct store_redis *s, const uint8_t *doc, rs_edit_fn edit, void *arg, ch
 			store_fail(why, why_len, STORE_ERR_CORRUPT, "%s: metadata: %s", what, w);
 		} else {
 			found = 1;
+			memcpy(m.d.doc_id, doc, STORE_ID_BYTES);
 		}
 		rc_free(rep, 2);
 		rs_txn_reset(&t);
