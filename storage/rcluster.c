@@ -260,8 +260,16 @@ rc_run(struct rcluster *c, int i, int n, const struct rc_cmd *cmd, int asking, r
 	return 0;
 broken:
 	rc_free(rep, n);
-	rc = store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: %s", nd->a.host, nd->a.port,
-	    nd->c->errstr[0] ? nd->c->errstr : "connection lost");
+	if (nd->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
+		rc = store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: no reply within %d ms",
+		    nd->a.host, nd->a.port, c->timeout_ms);
+	else if (nd->c->err == REDIS_ERR_OOM)
+		rc = store_fail(why, why_len, STORE_ERR_IO,
+		    "node %s:%d: reply refused (an array over %d elements, or out of memory)",
+		    nd->a.host, nd->a.port, RC_ELEMENTS_MAX);
+	else
+		rc = store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: %s", nd->a.host, nd->a.port,
+		    nd->c->errstr[0] ? nd->c->errstr : "connection lost");
 	rc_drop(c, i);
 	return rc;
 }
@@ -351,11 +359,12 @@ rc_call(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd, redi
 					case RC_REDIR_ASK:
 						again = 1;
 						break;
-					case -1:
-						snprintf(last, sizeof(last), "node %s:%d: malformed redirect '%.80s'",
-						    c->node[i].a.host, c->node[i].a.port, rep[k]->str);
-						again = 2;
-						break;
+					case -1: /* no retry makes a garbage address usable */
+						rc = store_fail(why, why_len, STORE_ERR_IO,
+						    "node %s:%d: malformed redirect '%.80s'", c->node[i].a.host,
+						    c->node[i].a.port, rep[k]->str);
+						rc_free(rep, n);
+						return rc;
 					default:
 						if (rc_retryable(rep[k]->str, rep[k]->len)) {
 							snprintf(last, sizeof(last), "node %s:%d: %.120s",
