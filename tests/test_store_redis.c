@@ -823,32 +823,41 @@ race_reader(void *arg)
 	return NULL;
 }
 
+/* Two readers (one on its own handle, like another host; one sharing the
+ * writer's handle, like another daemon thread) while a writer replaces the
+ * snapshot 40 times with other seeds and layer counts. */
 static enum tap_result
 t_race(void)
 {
-	struct race x;
+	struct race x, y;
 	struct store *w = NULL;
 	struct store_doc d;
-	pthread_t th;
+	pthread_t th[2];
 	int ok = 1, i, started = 0;
 
 	SKIP_WITHOUT_CLUSTER();
 	memset(&x, 0, sizeof(x));
+	memset(&y, 0, sizeof(y));
 	TAP_CHECK(open_store(&w) == 0 && open_store(&x.s) == 0, "open: %s", g_why);
+	y.s = w;
 	doc_of("raced document", &d);
 	memcpy(x.doc, d.doc_id, STORE_ID_BYTES);
+	memcpy(y.doc, d.doc_id, STORE_ID_BYTES);
 	TAP_EXPECT(put_seed(w, &d, 40, 0x55) == 0, "put: %s", g_why);
-	TAP_EXPECT(pthread_create(&th, NULL, race_reader, &x) == 0, "thread");
+	TAP_EXPECT(pthread_create(&th[0], NULL, race_reader, &x) == 0, "thread");
 	started = 1;
+	TAP_EXPECT(pthread_create(&th[1], NULL, race_reader, &y) == 0, "thread");
+	started = 2;
 	for (i = 1; i <= 40; i++)
 		TAP_EXPECT(put_seed(w, &d, (uint32_t)(40 + i), 0x55) == 0, "replace %d: %s", i, g_why);
 out:
 	atomic_store(&x.stop, 1);
-	if (started)
-		pthread_join(th, NULL);
-	tap_diag("%d reads during 40 replaces: %d mixed, %d errors %s", x.reads, x.mixed, x.errors,
-	    x.why);
-	if (ok && (x.mixed || x.errors || x.reads < 5))
+	atomic_store(&y.stop, 1);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	tap_diag("%d + %d reads (own handle + the writer's) during 40 replaces: %d mixed, "
+	    "%d errors %s%s", x.reads, y.reads, x.mixed + y.mixed, x.errors + y.errors, x.why, y.why);
+	if (ok && (x.mixed || x.errors || x.reads < 5 || y.mixed || y.errors || y.reads < 5))
 		ok = 0;
 	if (w)
 		store_rm(w, d.doc_id, NULL, 0);
