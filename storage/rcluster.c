@@ -285,7 +285,7 @@ rc_refresh(struct rcluster *c, char *why, size_t why_len)
 	struct rc_map *m;
 	redisReply *r = NULL;
 	int k, i, j, rc = STORE_ERR_IO, n_try;
-	static unsigned start; /* spreads refreshes over the nodes (a hint only) */
+	unsigned start = c->refresh_start++; /* spreads refreshes over the nodes */
 
 	if (!(m = malloc(sizeof(*m))))
 		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
@@ -307,7 +307,6 @@ rc_refresh(struct rcluster *c, char *why, size_t why_len)
 		if (rc == 0)
 			break;
 	}
-	start++;
 	if (rc == 0) {
 		uint16_t idx[RC_NODES_MAX];
 		for (j = 0; j < m->n; j++)
@@ -333,6 +332,8 @@ rc_call(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd, redi
 	int i, k, rc, hops = 0, asking = 0, ask_node = -1, again;
 
 	slot &= RC_SLOTS - 1;
+	if (pinned && (c->last_asking || c->last_node < 0 || c->slot[slot] - 1 != c->last_node))
+		return RC_AGAIN; /* the WATCH went elsewhere (a migration, a new map) */
 	for (;;) {
 		i = asking ? ask_node : c->slot[slot] - 1;
 		if (i < 0) {
@@ -374,8 +375,11 @@ rc_call(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd, redi
 						break;
 					}
 				}
-				if (!again)
+				if (!again) {
+					c->last_node = i;
+					c->last_asking = asking;
 					return 0;
+				}
 				k--;
 				if (pinned) {
 					rc_free(rep, n);
@@ -619,6 +623,7 @@ rc_open(struct rcluster **out, const char *addrs, const char *user, const char *
 	snprintf(c->user, sizeof(c->user), "%s", user ? user : "");
 	snprintf(c->pass, sizeof(c->pass), "%s", pass ? pass : "");
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
+	c->last_node = -1;
 	c->budget_ms = budget_ms > 0 ? budget_ms : 15000;
 	for (;;) {
 		comma = strchr(p, ',');

@@ -90,6 +90,8 @@ struct rcluster {
 	char user[128], pass[256];
 	int timeout_ms;        /* each connect and each command */
 	int budget_ms;         /* a whole call, retries and backoff included */
+	unsigned refresh_start; /* the node a refresh asks first, rotating */
+	int last_node, last_asking; /* where the last rc_exec ran (rc_exec_txn follows it) */
 	/* counters (tests and logs read them under the lock) */
 	uint64_t n_moved, n_ask, n_refresh, n_reconnect;
 };
@@ -120,10 +122,11 @@ struct rc_cmd {
 int rc_exec(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd, redisReply **rep,
     char *why, size_t why_len);
 /* The second half of a WATCH transaction (MULTI .. EXEC after a WATCH
- * sent by rc_exec on the same slot): no redirect is followed and no
- * connection remade, since the WATCH lives on the first connection; any of
- * those returns RC_AGAIN and the caller starts over from its WATCH.  A
- * nil EXEC (a watched key changed) is the caller's to see. */
+ * sent by rc_exec on the same slot): it runs on the connection the last
+ * rc_exec used, and follows no redirect and remakes no connection, since
+ * the WATCH lives on that connection; any of those (or a WATCH that went
+ * through ASK) returns RC_AGAIN and the caller starts over from its WATCH.
+ * A nil EXEC (a watched key changed) is the caller's to see. */
 #define RC_AGAIN 1
 int rc_exec_txn(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd,
     redisReply **rep, char *why, size_t why_len);

@@ -198,8 +198,8 @@ rc_parse_slots(const redisReply *r, const char *asked_host, struct rc_map *m, ch
 /* ------------------------------------------------------------------------ */
 /* The reader's element limit                                                */
 
-/* hiredis keeps its default functions static: the first reader we see
- * lends us its table, and ours forwards to it. */
+/* hiredis keeps its default functions static: a throwaway reader lends us
+ * its table once, and ours forwards to it. */
 static redisReplyObjectFunctions rc_fn, *rc_base;
 static pthread_once_t rc_fn_once = PTHREAD_ONCE_INIT;
 
@@ -211,24 +211,25 @@ rc_create_array(const redisReadTask *task, int elements)
 	return rc_base->createArray(task, elements);
 }
 
-static redisReplyObjectFunctions *rc_fn_from;
-
 static void
 rc_fn_init(void)
 {
-	rc_base = rc_fn_from;
+	redisReader *r = redisReaderCreate();
+	if (!r || !r->fn) {
+		if (r)
+			redisReaderFree(r);
+		return;
+	}
+	rc_base = r->fn; /* hiredis's static defaultFunctions: outlives the reader */
 	rc_fn = *rc_base;
 	rc_fn.createArray = rc_create_array;
+	redisReaderFree(r);
 }
 
 void
 rc_reader_limit(redisReader *r)
 {
-	if (!r || !r->fn)
-		return;
-	if (r->fn == &rc_fn)
-		return;
-	rc_fn_from = r->fn;
 	pthread_once(&rc_fn_once, rc_fn_init);
-	r->fn = &rc_fn;
+	if (r && rc_base && r->fn == rc_base)
+		r->fn = &rc_fn;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "storage/store_redis.h"
 
@@ -192,6 +193,8 @@ rs_txn(struct store_redis *s, const uint8_t *doc, rs_edit_fn edit, void *arg, ch
 		st_meta_free(&m);
 		if (rc != RC_AGAIN)
 			break;
+		if (tries >= 4) /* contended or mid-migration: pause a little */
+			nanosleep(&(struct timespec){ 0, 10000000L * (tries - 3) }, NULL);
 	}
 	if (rc == RC_AGAIN)
 		rc = store_fail(why, why_len, STORE_ERR_BUSY,

@@ -43,39 +43,42 @@ rs_name_claim(struct store_redis *s, const char *name, const uint8_t *doc, char 
 	struct rc_cmd first[2] = { { 2, watch, wl }, { 2, get, gl } };
 	struct rc_cmd txn[3] = { { 1, multi, NULL }, { 3, set, sl }, { 1, exec, NULL } };
 	struct rc_cmd unw = { 1, unwatch, NULL };
-	redisReply *rep[3] = { NULL, NULL, NULL };
+	redisReply *rep[3] = { NULL, NULL, NULL }, *r;
 	uint8_t holder[STORE_ID_BYTES];
+	int tries, rc, held, same;
 	struct st_meta m;
-	int tries, rc, live;
 
 	for (tries = 0; tries < RS_TXN_TRIES; tries++) {
-		if ((rc = rc_exec(s->c, slot, 2, first, rep, why, why_len)) != 0)
+		/* who holds it, and does that document still carry the name?  (read
+		 * before the WATCH: the holder's metadata may live on another node) */
+		if ((rc = rs_get(s, nk, nklen, &r, why, why_len)) != 0)
 			return rc;
-		if (rep[1]->type == REDIS_REPLY_STRING && rep[1]->len == STORE_ID_BYTES) {
-			memcpy(holder, rep[1]->str, STORE_ID_BYTES);
-			rc_free(rep, 2);
-			live = 0;
-			if (memcmp(holder, doc, STORE_ID_BYTES) != 0 &&
-			    rs_meta_get(s, holder, &m, NULL, 0) == 0) {
-				live = strcmp(m.d.name, name) == 0;
-				st_meta_free(&m);
-			}
-			if (memcmp(holder, doc, STORE_ID_BYTES) == 0 || live) {
-				if (rc_exec(s->c, slot, 1, &unw, rep, NULL, 0) == 0)
-					rc_free(rep, 1);
-				if (!live)
-					return 0;
+		held = r->type == REDIS_REPLY_STRING && r->len == STORE_ID_BYTES;
+		if (held)
+			memcpy(holder, r->str, STORE_ID_BYTES);
+		freeReplyObject(r);
+		if (held && memcmp(holder, doc, STORE_ID_BYTES) == 0)
+			return 0;
+		if (held && rs_meta_get(s, holder, &m, NULL, 0) == 0) {
+			int live = strcmp(m.d.name, name) == 0;
+			st_meta_free(&m);
+			if (live) {
 				st_short(holder, other);
 				return store_fail(why, why_len, STORE_ERR_EXISTS,
 				    "name '%s' belongs to document %s", name, other);
 			}
-			/* stale: its document does not carry the name; take it over */
-		} else if (rep[1]->type == REDIS_REPLY_ERROR) {
-			rc = rc_err(rep[1], "look up name", why, why_len);
-			rc_free(rep, 2);
+		}
+		/* free or stale: take it, unless it changed since we looked */
+		if ((rc = rc_exec(s->c, slot, 2, first, rep, why, why_len)) != 0)
 			return rc;
-		} else {
-			rc_free(rep, 2);
+		same = held ? rep[1]->type == REDIS_REPLY_STRING && rep[1]->len == STORE_ID_BYTES &&
+		    memcmp(rep[1]->str, holder, STORE_ID_BYTES) == 0
+		            : rep[1]->type == REDIS_REPLY_NIL;
+		rc_free(rep, 2);
+		if (!same) {
+			if (rc_exec(s->c, slot, 1, &unw, rep, NULL, 0) == 0)
+				rc_free(rep, 1);
+			continue;
 		}
 		rc = rc_exec_txn(s->c, slot, 3, txn, rep, why, why_len);
 		if (rc == RC_AGAIN)
