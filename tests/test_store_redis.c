@@ -40,7 +40,8 @@
 
 static const char *g_addr, *g_dir;
 static int g_ports[6];
-static _Thread_local char g_why[512]; /* the reader thread of t_race has its own */
+static _Thread_local char g_why[512];
+static const uint8_t g_nodoc[STORE_ID_BYTES] = { 0xee, 0xee, 0xee, 0xee }; /* never stored */ /* the reader thread of t_race has its own */
 
 #define SKIP_WITHOUT_CLUSTER()                                                 \
 	do {                                                                   \
@@ -777,6 +778,18 @@ t_corrupt(void)
 	x = node_cmd(master_of(rc_slot(nk, strlen(nk))), "EXISTS %s", nk);
 	TAP_EXPECT(x && x->integer == 0, "the name key is gone");
 	freeReplyObject(x);
+	/* a put takes a stale name over */
+	x = node_cmd(master_of(rc_slot(nk, strlen(nk))), "SET %s %b", nk, g_nodoc,
+	    (size_t)STORE_ID_BYTES);
+	freeReplyObject(x);
+	snprintf(d.name, sizeof(d.name), "stale name");
+	TAP_EXPECT(put_seed(s, &d, 32, 0x44) == 0, "put over a stale name: %s", g_why);
+	TAP_EXPECT(store_resolve(s, "stale name", id, g_why, sizeof(g_why)) == 0 &&
+	    memcmp(id, d.doc_id, STORE_ID_BYTES) == 0, "the name is the put's: %s", g_why);
+	TAP_EXPECT(store_rm(s, d.doc_id, g_why, sizeof(g_why)) == 0, "rm");
+	x = node_cmd(master_of(rc_slot(nk, strlen(nk))), "EXISTS %s", nk);
+	TAP_EXPECT(x && x->integer == 0, "rm released the name");
+	freeReplyObject(x);
 	/* a manifest of garbage */
 	TAP_EXPECT(put_seed(s, &d, 31, 0x44) == 0, "put: %s", g_why);
 	rs_key_manifest(rs_of(s), key, d.doc_id, prof);
@@ -863,6 +876,72 @@ out:
 		store_rm(w, d.doc_id, NULL, 0);
 	store_close(w);
 	store_close(x.s);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+/* Two hosts writing different profiles of one document at once: WATCH
+ * makes the loser redo its metadata update, so neither profile is lost. */
+struct writer {
+	struct store *s;
+	const struct store_doc *d;
+	uint8_t prof;
+	int fails;
+	char why[400];
+};
+
+static void *
+writer_loop(void *arg)
+{
+	struct writer *w = arg;
+	int i;
+	for (i = 0; i < 15; i++)
+		if (put_seed(w->s, w->d, (uint32_t)(200 + i), w->prof) != 0) {
+			w->fails++;
+			snprintf(w->why, sizeof(w->why), "%.390s", g_why);
+		}
+	return NULL;
+}
+
+static enum tap_result
+t_two_writers(void)
+{
+	struct writer w[2];
+	struct store_doc d, got;
+	pthread_t th[2];
+	int ok = 1, i, n = 0;
+
+	SKIP_WITHOUT_CLUSTER();
+	memset(w, 0, sizeof(w));
+	doc_of("two writers", &d);
+	for (i = 0; i < 2; i++) {
+		TAP_EXPECT(open_store(&w[i].s) == 0, "open: %s", g_why);
+		w[i].d = &d;
+		w[i].prof = (uint8_t)(0xd0 + i);
+	}
+	store_rm(w[0].s, d.doc_id, NULL, 0);
+	for (i = 0; i < 2; i++, n++)
+		TAP_EXPECT(pthread_create(&th[i], NULL, writer_loop, &w[i]) == 0, "thread");
+out:
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	if (ok) {
+		if (w[0].fails || w[1].fails) {
+			printf("#   put failures: %d %d: %s %s\n", w[0].fails, w[1].fails, w[0].why, w[1].why);
+			ok = 0;
+		} else if (store_info(w[0].s, d.doc_id, &got, g_why, sizeof(g_why)) != 0 ||
+		    got.n_profiles != 2) {
+			printf("#   profiles after both writers: %d (%s)\n", got.n_profiles, g_why);
+			ok = 0;
+		} else if (read_check(w[0].s, d.doc_id, 0xd0, 214, NULL) != 0 ||
+		    read_check(w[1].s, d.doc_id, 0xd1, 214, NULL) != 0) {
+			printf("#   last puts: %s\n", g_why);
+			ok = 0;
+		}
+	}
+	if (w[0].s)
+		store_rm(w[0].s, d.doc_id, NULL, 0);
+	for (i = 0; i < 2; i++)
+		store_close(w[i].s);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
@@ -1228,6 +1307,7 @@ static const struct tap_test tests[] = {
 	{ "prune", t_prune },
 	{ "corrupt", t_corrupt },
 	{ "race", t_race },
+	{ "two_writers", t_two_writers },
 	{ "moved", t_moved },
 	{ "ask", t_ask },
 	{ "failover", t_failover },
