@@ -521,9 +521,10 @@ rs_verify_names(struct store_redis *s,
 		freeReplyObject(r);
 		if (live)
 			continue;
-		rs_name_release(s, name, doc);
-		snprintf(w, sizeof(w), "name '%s' leads to no document that carries it (removed)",
-		    name);
+		if (!s->read_only)
+			rs_name_release(s, name, doc);
+		snprintf(w, sizeof(w), "name '%s' leads to no document that carries it (%s)", name,
+		    s->read_only ? "not removed: the store is open read-only" : "removed");
 		*failed = 1;
 		fn(arg, doc, rs_zero, w);
 	}
@@ -576,9 +577,11 @@ srd_verify(struct store *fs, const uint8_t *doc, store_check_fn check, void *che
 			    memcmp(r->str, docs[i], STORE_ID_BYTES) == 0;
 			freeReplyObject(r);
 			if (!good) {
-				int fixed = rs_name_claim(s, m.d.name, docs[i], NULL, 0) == 0;
+				int fixed = !s->read_only &&
+				    rs_name_claim(s, m.d.name, docs[i], NULL, 0) == 0;
 				snprintf(w, sizeof(w), "name '%s' does not lead to the document (%s)",
-				    m.d.name, fixed ? "repaired" : "held by another");
+				    m.d.name, fixed ? "repaired" : s->read_only ?
+				    "not repaired: the store is open read-only" : "held by another");
 				failed = 1;
 				fn(arg, docs[i], rs_zero, w);
 			}

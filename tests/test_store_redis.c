@@ -569,6 +569,20 @@ t_roundtrip(void)
 	TAP_EXPECT(read_check(s, d.doc_id, 0xa1, 8, NULL) == STORE_ERR_NOT_FOUND, "no reader");
 	TAP_EXPECT(doc_keys(d.doc_id) == 0, "no key left: %d", doc_keys(d.doc_id));
 	TAP_EXPECT(store_rm(s, d.doc_id, g_why, sizeof(g_why)) == STORE_ERR_NOT_FOUND, "rm again");
+	/* read-only: reads work, writes are refused */
+	{
+		static const struct store_opts ro = { .read_only = 1 };
+		struct store *r = NULL;
+		TAP_EXPECT(put_seed(s, &d, 7, 0xa1) == 0, "put: %s", g_why);
+		TAP_EXPECT(open_opts(&r, g_addr, &ro) == 0, "open read-only: %s", g_why);
+		rc = read_check(r, d.doc_id, 0xa1, 7, NULL);
+		if (rc == 0)
+			rc = put_seed(r, &d, 8, 0xa1) == STORE_ERR_ARG &&
+			    store_rm(r, d.doc_id, g_why, sizeof(g_why)) == STORE_ERR_ARG ? 0 : -1;
+		store_close(r);
+		TAP_EXPECT(rc == 0, "read-only: reads yes, writes no: %d %s", rc, g_why);
+		TAP_EXPECT(store_rm(s, d.doc_id, g_why, sizeof(g_why)) == 0, "rm");
+	}
 out:
 	store_close(s);
 	return ok ? TAP_PASS : TAP_FAIL;
@@ -876,6 +890,45 @@ out:
 		store_rm(w, d.doc_id, NULL, 0);
 	store_close(w);
 	store_close(x.s);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+/* A cluster out of memory (maxmemory on every master, noeviction):
+ * STORE_ERR_FULL, and nothing of the snapshot stays. */
+static enum tap_result
+t_full(void)
+{
+	struct store *s = NULL;
+	struct store_doc d, got;
+	struct tsnap t;
+	int ok = 1, rc, i, set = 0;
+
+	SKIP_WITHOUT_CLUSTER();
+	TAP_CHECK(open_store(&s) == 0, "open: %s", g_why);
+	doc_of("too big for the cluster", &d);
+	for (i = 0; i < 6; i++) {
+		redisReply *r = port_alive(g_ports[i]) ? node_cmd(g_ports[i], "CONFIG SET maxmemory 3mb")
+		                                       : NULL;
+		if (r)
+			freeReplyObject(r);
+	}
+	set = 1;
+	tsnap_make(&t, 1, 0xf0, 600); /* ~10 MB of records */
+	rc = store_put(s, &d, &t.sn, g_why, sizeof(g_why));
+	tsnap_free(&t);
+	tap_diag("full: rc %d: %s", rc, g_why);
+	TAP_EXPECT(rc == STORE_ERR_FULL && strstr(g_why, "out of memory"), "rc %d: %s", rc, g_why);
+	TAP_EXPECT(store_info(s, d.doc_id, &got, g_why, sizeof(g_why)) == STORE_ERR_NOT_FOUND,
+	    "no document");
+	TAP_EXPECT(doc_keys(d.doc_id) == 0, "no record left: %d", doc_keys(d.doc_id));
+out:
+	for (i = 0; set && i < 6; i++) {
+		redisReply *r = port_alive(g_ports[i]) ? node_cmd(g_ports[i], "CONFIG SET maxmemory 0")
+		                                       : NULL;
+		if (r)
+			freeReplyObject(r);
+	}
+	store_close(s);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
@@ -1308,6 +1361,7 @@ static const struct tap_test tests[] = {
 	{ "corrupt", t_corrupt },
 	{ "race", t_race },
 	{ "two_writers", t_two_writers },
+	{ "full", t_full },
 	{ "moved", t_moved },
 	{ "ask", t_ask },
 	{ "failover", t_failover },
