@@ -309,6 +309,16 @@ rc_refresh(struct rcluster *c, char *why, size_t why_len)
 	}
 	if (rc == 0) {
 		uint16_t idx[RC_NODES_MAX];
+		int fresh = 0;
+		for (j = 0; j < m->n; j++)
+			fresh += rc_node_find(c, &m->node[j]) < 0;
+		if (c->n_node + fresh > RC_NODES_MAX) {
+			/* nodes come and go: forget every learned one, keep the seeds */
+			for (j = c->n_seed; j < c->n_node; j++)
+				rc_drop(c, j);
+			c->n_node = c->n_seed;
+			c->last_node = -1;
+		}
 		for (j = 0; j < m->n; j++)
 			idx[j] = (uint16_t)(rc_node_add(c, &m->node[j]) + 1);
 		for (j = 0; j < RC_SLOTS; j++)

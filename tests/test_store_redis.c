@@ -323,6 +323,23 @@ t_slot(void)
 	TAP_CHECK(rc_slot("foo", 3) == 12182, "foo -> %u", rc_slot("foo", 3));
 	TAP_CHECK(rc_slot("{}bar", 5) == 6479, "{}bar -> %u", rc_slot("{}bar", 5));
 	TAP_CHECK(rc_slot("a{b}c", 5) == rc_slot("b", 1), "the tag alone counts");
+	{
+		struct rc_addr a;
+		unsigned sl;
+		TAP_CHECK(rc_parse_redirect("MOVED 3999 127.0.0.1:6381", 25, &sl, &a) ==
+		    RC_REDIR_MOVED && sl == 3999 && strcmp(a.host, "127.0.0.1") == 0 && a.port == 6381,
+		    "MOVED");
+		TAP_CHECK(rc_parse_redirect("ASK 1 ::1:7001", 14, &sl, &a) == RC_REDIR_ASK &&
+		    strcmp(a.host, "::1") == 0 && a.port == 7001, "ASK to IPv6");
+		TAP_CHECK(rc_parse_redirect("MOVED 2 :7002", 13, &sl, &a) == RC_REDIR_MOVED &&
+		    a.host[0] == 0 && a.port == 7002, "MOVED to the same host");
+		TAP_CHECK(rc_parse_redirect("MOVED 16384 h:1", 15, &sl, &a) == -1, "slot range");
+		TAP_CHECK(rc_parse_redirect("MOVED 1 h:0", 11, &sl, &a) == -1, "port 0");
+		TAP_CHECK(rc_parse_redirect("MOVED 1 h h:1", 13, &sl, &a) == -1, "space in host");
+		TAP_CHECK(rc_parse_redirect("MOVEDX", 6, &sl, &a) == RC_REDIR_NONE, "not a redirect");
+		TAP_CHECK(rc_retryable("TRYAGAIN x", 10) && rc_retryable("CLUSTERDOWN", 11) &&
+		    !rc_retryable("ERR x", 5) && !rc_retryable("TRYAGAINX", 9), "retryable");
+	}
 	SKIP_WITHOUT_CLUSTER();
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		redisReply *r = node_cmd(g_ports[0], "CLUSTER KEYSLOT %s", keys[i]);
@@ -1171,6 +1188,7 @@ revive(int port)
 {
 	ctl("start %s %d", g_dir, port);
 	ctl("wait_ok %s", g_dir);
+	ctl("wait_synced %s %d", g_dir, port); /* a replica the next failover can use */
 }
 
 static enum tap_result

@@ -10,6 +10,7 @@
 #   bash tests/sh/redis_cluster.bash kill DIR PORT      # SIGKILL one node
 #   bash tests/sh/redis_cluster.bash start DIR PORT     # start it again
 #   bash tests/sh/redis_cluster.bash wait_ok DIR        # cluster_state:ok on every live node
+#   bash tests/sh/redis_cluster.bash wait_synced DIR PORT  # a restarted node's replica link up
 #   bash tests/sh/redis_cluster.bash cli DIR PORT ARGS  # redis-cli -p PORT ARGS
 #
 # Nodes: cluster-enabled, cluster-node-timeout 2000 ms, appendonly no,
@@ -96,6 +97,16 @@ rcl_wait_ok() { # DIR
 	return 1
 }
 
+# A restarted node is a replica again with its link up and synced (up to 30 s).
+rcl_wait_synced() { # DIR PORT
+	local i
+	for i in $(seq 1 300); do
+		redis-cli -p "$2" info replication 2>/dev/null | grep -q 'master_link_status:up' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 rcl_start() { # DIR
 	local d=$1 p hosts=()
 	mkdir -p "$d"
@@ -130,6 +141,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	kill) rcl_node_kill "$dir" "$1" ;;
 	start) rcl_node_start "$dir" "$1" ;;
 	wait_ok) rcl_wait_ok "$dir" ;;
+	wait_synced) rcl_wait_synced "$dir" "$1" ;;
 	cli) p=$1; shift; redis-cli -p "$p" "$@" ;;
 	*) echo "redis_cluster.bash: unknown command $cmd" >&2; exit 2 ;;
 	esac
