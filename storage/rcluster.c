@@ -217,6 +217,8 @@ rc_run(struct rcluster *c, int i, int n, const struct rc_cmd *cmd, int asking, r
 	int k, done = 0, rc;
 	void *r;
 
+	for (k = 0; k < n; k++)
+		rep[k] = NULL;
 	if ((rc = rc_connect(c, i, why, why_len)) != 0)
 		return rc;
 	for (k = 0; k < n; k++) {

@@ -168,6 +168,7 @@ sp_put_edit(struct store_redis *s, struct rs_txn *t, struct st_meta *m, int foun
 		m->d.n_owners = 0;
 		m->d.n_profiles = 0;
 		m->d.stored_bytes = 0;
+		m->d.last_used_us = 0; /* set from the stamp below */
 		m->d.created_us = d->created_us > 0 ? d->created_us : stamp;
 	} else {
 		if (d->source[0])
