@@ -13,6 +13,8 @@
 
 #include "storage/store_redis.h"
 
+#define RS_MOVING 3 /* the WATCH's connection is not the slot's master's any more */
+
 struct rs_txn {
 	int n, cap;
 	struct rc_cmd *cmd;
@@ -112,8 +114,11 @@ rs_txn_commit(struct store_redis *s, unsigned slot, const char *mk, size_t mklen
 	for (i = 0; i < t->n; i++)
 		cmd[2 + i] = t->cmd[i];
 	cmd[n - 1] = (struct rc_cmd){ 1, exec, NULL };
-	if ((rc = rc_exec_txn(s->c, slot, n, cmd, rep, why, why_len)) != 0)
+	if ((rc = rc_exec_txn(s->c, slot, n, cmd, rep, why, why_len)) != 0) {
+		if (rc == RC_AGAIN)
+			rc = RS_MOVING;
 		goto out;
+	}
 	if (rep[n - 1]->type == REDIS_REPLY_NIL) {
 		rc = RC_AGAIN;
 	} else if (rep[n - 1]->type != REDIS_REPLY_ARRAY) {
@@ -153,7 +158,7 @@ rs_txn(struct store_redis *s, const uint8_t *doc, rs_edit_fn edit, void *arg, ch
 	struct rs_txn t = { 0, 0, NULL, 0 };
 	redisReply *rep[2] = { NULL, NULL }, *ur = NULL;
 	struct st_meta m;
-	int tries, rc = 0, found;
+	int tries, rc = 0, found, moving = 0;
 
 	rs_what(what, sizeof(what), doc, NULL);
 	for (tries = 0; tries < RS_TXN_TRIES; tries++) {
@@ -191,12 +196,19 @@ rs_txn(struct store_redis *s, const uint8_t *doc, rs_edit_fn edit, void *arg, ch
 		}
 		rc = rs_txn_commit(s, slot, mk, mklen, &m, &t, why, why_len);
 		st_meta_free(&m);
+		moving = rc == RS_MOVING;
+		if (moving)
+			rc = RC_AGAIN;
 		if (rc != RC_AGAIN)
 			break;
 		if (tries >= 4) /* contended or mid-migration: pause a little */
 			nanosleep(&(struct timespec){ 0, 10000000L * (tries - 3) }, NULL);
 	}
-	if (rc == RC_AGAIN)
+	if (rc == RC_AGAIN && moving)
+		rc = store_fail(why, why_len, STORE_ERR_BUSY,
+		    "%s: its slot is moving between nodes (a resharding or a failover); "
+		    "try again when that is done", what);
+	else if (rc == RC_AGAIN)
 		rc = store_fail(why, why_len, STORE_ERR_BUSY,
 		    "%s: changed by other writers %d times in a row; try again", what, RS_TXN_TRIES);
 	rs_txn_reset(&t);
