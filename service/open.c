@@ -48,7 +48,7 @@ static int
 open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
     struct svc_status *st)
 {
-	struct store_opts so = { 0, 0, conf->read_only };
+	struct store_opts so = { .read_only = conf->read_only };
 	char *why = st->why;
 	size_t cap = sizeof(st->why);
 	int rc;

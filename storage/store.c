@@ -5,7 +5,8 @@
  * Also the helpers backends share: errors, ids, hex, time, prune's limits.
  *
  * A store address is a state directory (LMDB, the default), or
- * "NAME:rest" for the backend NAME ("lmdb:/var/lib/kvsnap").
+ * "NAME:rest" for the backend NAME ("lmdb:/var/lib/kvsnap",
+ * "redis-cluster:10.0.0.1:7000,10.0.0.2:7000", "redis://10.0.0.1:7000").
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,8 @@
 
 #include "storage/store_backend.h"
 
-static const struct store_ops *const st_backends[] = { &store_lmdb_ops };
+static const struct store_ops *const st_backends[] = { &store_lmdb_ops, &store_redis_ops,
+	&store_redis_url_ops };
 
 /* ------------------------------------------------------------------------ */
 /* Errors, ids, time                                                         */

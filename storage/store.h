@@ -54,12 +54,28 @@ struct store_opts {
 	size_t map_size;     /* LMDB: initial map size in bytes (0: 64 MiB) */
 	size_t max_map;      /* LMDB: growth limit (0: 1 TiB) */
 	int read_only;       /* open without write access (CLI ls/info/verify) */
+	/* redis-cluster: the ACL user (NULL or "": the default user) and
+	 * password (NULL or "": no AUTH), read with store_redis_auth_file, never
+	 * from argv; each connect's and command's timeout and a whole call's
+	 * budget, retries included, in ms (0: 2000 and 15000). */
+	const char *user, *password;
+	int timeout_ms, budget_ms;
 };
+
+/* Read redis-cluster credentials from path: lines "user = NAME" and
+ * "password = SECRET" (# comments, blank lines; user optional).  The file
+ * must be a regular file owned by the caller (effective uid) and not
+ * readable or writable by group or others: else STORE_ERR_ARG naming the
+ * problem and the fix (chmod 600 / chown).  user and pass are set ("" for
+ * an absent user). */
+int store_redis_auth_file(const char *path, char *user, size_t user_len, char *pass,
+    size_t pass_len, char *why, size_t why_len);
 
 /* Open (creating the directory and environment if needed, unless
  * read_only) the store in dir: a state directory (LMDB), or "NAME:rest"
- * for backend NAME ("lmdb:DIR").  Close only after every reader has
- * ended. */
+ * for backend NAME ("lmdb:DIR"; "redis-cluster:HOST:PORT[,HOST:PORT...]
+ * [/PREFIX]" or "redis://HOST:PORT[,...]" for a Redis Cluster, see
+ * docs/STORAGE.md).  Close only after every reader has ended. */
 int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len);
 void store_close(struct store *s);
