@@ -178,12 +178,13 @@ FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize
 	-D_GNU_SOURCE -I. $(PKG_CFLAGS)
 fuzz: $(FUZZ_BIN)
 # the protocol parser is the daemon's, not the library's
-build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/daemon.h $(COMMON_SRC)
+build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/json_fields.c \
+		daemon/daemon.h $(COMMON_SRC)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c $(COMMON_SRC) $(PKG_LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c daemon/json_fields.c $(COMMON_SRC) $(PKG_LIBS)
 # the HTTP request parser is the daemon's too
-HTTP_FUZZ_SRC := daemon/http_parse.c daemon/http_reply.c daemon/protocol.c
+HTTP_FUZZ_SRC := daemon/http_parse.c daemon/http_reply.c daemon/protocol.c daemon/json_fields.c
 build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(HTTP_FUZZ_SRC) daemon/http.h daemon/daemon.h \
 		$(COMMON_SRC)
 	@mkdir -p build-fuzz

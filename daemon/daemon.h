@@ -135,6 +135,20 @@ struct proto_req {
 	int raw;               /* chat: question is a raw prompt (no chat template) */
 };
 
+/* One member of a request object, checked (daemon/json_fields.c; both
+ * request parsers): 0, or a PROTO_E_ code with the reason in msg.  Absent
+ * or null leaves *out (a required string is bad_request).  A string over
+ * max bytes is code_long (too_large or bad_request); *out is freed and
+ * replaced. */
+int proto_json_str(json_t *o, const char *key, int required, size_t max, int code_long,
+    char **out, size_t *out_len, char *msg, size_t msg_len);
+int proto_json_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, char *msg,
+    size_t msg_len);
+/* A number in [lo, hi]; lo_open: lo itself refused. */
+int proto_json_num(json_t *o, const char *key, double lo, int lo_open, double hi, double *out,
+    char *msg, size_t msg_len);
+int proto_json_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_len);
+
 /* Parse one request line (without its newline).  Returns 0, or an error
  * code with a message in msg (and req->id set when the id could be read,
  * so the error reply can carry it).  Call proto_req_free either way. */

@@ -69,79 +69,6 @@ http_error_type(int status)
 	}
 }
 
-/* ------------------------------------------------------------------------ */
-/* Fields                                                                    */
-
-/* Member `key` as a string of at most max bytes, copied; absent or null
- * leaves *out. */
-static int
-http_str(json_t *o, const char *key, int required, size_t max, int code_long, char **out,
-    size_t *out_len, char *msg, size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	size_t n;
-	if (!v || json_is_null(v))
-		return required ? http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
-		    "\"%s\" is required", key) : 0;
-	if (!json_is_string(v))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be a string", key);
-	n = json_string_length(v);
-	if (n > max)
-		return http_fail(msg, msg_len, code_long, "\"%s\" is %zu bytes, over the limit of %zu",
-		    key, n, max);
-	free(*out);
-	if (!(*out = malloc(n + 1)))
-		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
-	memcpy(*out, json_string_value(v), n);
-	(*out)[n] = '\0';
-	if (out_len)
-		*out_len = n;
-	return 0;
-}
-
-static int
-http_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, char *msg,
-    size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
-		    "\"%s\" must be an integer in [%lld, %lld]", key, (long long)lo, (long long)hi);
-	*out = json_integer_value(v);
-	return 0;
-}
-
-static int
-http_num(json_t *o, const char *key, double lo, int lo_open, double hi, double *out,
-    char *msg, size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	double x;
-	if (!v || json_is_null(v))
-		return 0;
-	x = json_is_number(v) ? json_number_value(v) : lo - 1.0;
-	if (!(x >= lo && x <= hi) || (lo_open && x == lo))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
-		    "\"%s\" must be a number in %c%g, %g]", key, lo_open ? '(' : '[', lo, hi);
-	*out = x;
-	return 0;
-}
-
-static int
-http_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be true or false",
-		    key);
-	*out = json_is_true(v);
-	return 0;
-}
-
 /* The sampling fields and the limits every completion shares. */
 static int
 http_sampling(json_t *o, struct http_req *r, char *msg, size_t msg_len)
@@ -153,17 +80,17 @@ http_sampling(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 
 	p->max_tokens = PROTO_MAX_TOKENS_DEFAULT;
 	p->top_p = 1.0;
-	if ((rc = http_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &p->max_tokens, msg,
+	if ((rc = proto_json_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &p->max_tokens, msg,
 	    msg_len)) ||
-	    (rc = http_int(o, "max_completion_tokens", 1, PROTO_MAX_TOKENS_MAX, &p->max_tokens,
+	    (rc = proto_json_int(o, "max_completion_tokens", 1, PROTO_MAX_TOKENS_MAX, &p->max_tokens,
 	    msg, msg_len)) ||
-	    (rc = http_num(o, "temperature", 0.0, 0, PROTO_TEMPERATURE_MAX, &p->temperature, msg,
+	    (rc = proto_json_num(o, "temperature", 0.0, 0, PROTO_TEMPERATURE_MAX, &p->temperature, msg,
 	    msg_len)) ||
-	    (rc = http_num(o, "top_p", 0.0, 1, 1.0, &p->top_p, msg, msg_len)) ||
-	    (rc = http_int(o, "seed", 0, INT64_MAX, &p->seed, msg, msg_len)) ||
-	    (rc = http_int(o, "n", INT64_MIN, INT64_MAX, &n, msg, msg_len)) ||
-	    (rc = http_bool(o, "stream", &r->stream, msg, msg_len)) ||
-	    (rc = http_str(o, "document", 0, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &p->doc, NULL,
+	    (rc = proto_json_num(o, "top_p", 0.0, 1, 1.0, &p->top_p, msg, msg_len)) ||
+	    (rc = proto_json_int(o, "seed", 0, INT64_MAX, &p->seed, msg, msg_len)) ||
+	    (rc = proto_json_int(o, "n", INT64_MIN, INT64_MAX, &n, msg, msg_len)) ||
+	    (rc = proto_json_bool(o, "stream", &r->stream, msg, msg_len)) ||
+	    (rc = proto_json_str(o, "document", 0, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &p->doc, NULL,
 	    msg, msg_len)))
 		return rc;
 	if (n != 1)
@@ -178,7 +105,7 @@ http_sampling(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 		if (!json_is_object(v))
 			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
 			    "\"stream_options\" must be an object");
-		if ((rc = http_bool(v, "include_usage", &r->include_usage, msg, msg_len)))
+		if ((rc = proto_json_bool(v, "include_usage", &r->include_usage, msg, msg_len)))
 			return rc;
 	}
 	return 0;
@@ -482,15 +409,15 @@ http_doc_ingest(json_t *o, const char *query, const char *body, size_t len, stru
 	if ((rc = http_doc_query(query, r, msg, msg_len)))
 		return rc;
 	if (o) {
-		if ((rc = http_str(o, "text", 1, PROTO_TEXT_MAX, PROTO_E_TOO_LARGE, &p->text,
+		if ((rc = proto_json_str(o, "text", 1, PROTO_TEXT_MAX, PROTO_E_TOO_LARGE, &p->text,
 		    &p->text_len, msg, msg_len)) ||
-		    (rc = http_str(o, "name", 0, PROTO_NAME_MAX, PROTO_E_BAD_REQUEST, &p->name, NULL,
+		    (rc = proto_json_str(o, "name", 0, PROTO_NAME_MAX, PROTO_E_BAD_REQUEST, &p->name, NULL,
 		    msg, msg_len)) ||
-		    (rc = http_str(o, "source", 0, PROTO_SOURCE_MAX, PROTO_E_BAD_REQUEST, &p->source,
+		    (rc = proto_json_str(o, "source", 0, PROTO_SOURCE_MAX, PROTO_E_BAD_REQUEST, &p->source,
 		    NULL, msg, msg_len)) ||
-		    (rc = http_bool(o, "share", &p->share, msg, msg_len)) ||
-		    (rc = http_bool(o, "force", &p->force, msg, msg_len)) ||
-		    (rc = http_bool(o, "stream", &r->stream, msg, msg_len)))
+		    (rc = proto_json_bool(o, "share", &p->share, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "force", &p->force, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "stream", &r->stream, msg, msg_len)))
 			return rc;
 	} else {
 		if (len == 0)

@@ -88,64 +88,6 @@ proto_code_class(enum proto_code code)
 
 #define proto_fail kv_fail /* a reason into msg, the code returned */
 
-/* Member `key` as a string of at most max bytes, copied into *out; absent
- * is fine unless required.  0 or PROTO_E_*. */
-static int
-proto_get_str(json_t *o, const char *key, int required, size_t max, char **out, size_t *out_len,
-    int *code_too_large, char *msg, size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	size_t n;
-
-	if (!v || json_is_null(v)) {
-		if (required)
-			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" is required", key);
-		return 0;
-	}
-	if (!json_is_string(v))
-		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be a string", key);
-	n = json_string_length(v);
-	if (n > max)
-		return proto_fail(msg, msg_len, code_too_large ? *code_too_large : PROTO_E_BAD_REQUEST,
-		    "\"%s\" is %zu bytes, over the limit of %zu", key, n, max);
-	if (!(*out = malloc(n + 1)))
-		return proto_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
-	memcpy(*out, json_string_value(v), n);
-	(*out)[n] = '\0';
-	if (out_len)
-		*out_len = n;
-	return 0;
-}
-
-/* Member `key` as an integer in [lo, hi]; absent leaves *out. */
-static int
-proto_get_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out, char *msg,
-    size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
-		    "\"%s\" must be an integer in [%lld, %lld]", key, (long long)lo, (long long)hi);
-	*out = json_integer_value(v);
-	return 0;
-}
-
-/* Member `key` as a boolean; absent leaves *out. */
-static int
-proto_get_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be true or false",
-		    key);
-	*out = json_is_true(v);
-	return 0;
-}
-
 /* Member `key` as a share in (0, 1] (a JSON number); required. */
 static int
 proto_get_ratio(json_t *o, const char *key, double *out, char *msg, size_t msg_len)
@@ -162,24 +104,6 @@ proto_get_ratio(json_t *o, const char *key, double *out, char *msg, size_t msg_l
 	return 0;
 }
 
-/* Member `key` as a number in [lo, hi] (lo_open: lo itself refused);
- * absent leaves *out. */
-static int
-proto_get_num(json_t *o, const char *key, double lo, int lo_open, double hi, double *out,
-    char *msg, size_t msg_len)
-{
-	json_t *v = json_object_get(o, key);
-	double x;
-	if (!v || json_is_null(v))
-		return 0;
-	x = json_is_number(v) ? json_number_value(v) : lo - 1.0;
-	if (!(x >= lo && x <= hi) || (lo_open && x == lo))
-		return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
-		    "\"%s\" must be a number in %c%g, %g]", key, lo_open ? '(' : '[', lo, hi);
-	*out = x;
-	return 0;
-}
-
 /* An id is an integer or a short string. */
 static int
 proto_id_ok(const json_t *v)
@@ -191,7 +115,7 @@ proto_id_ok(const json_t *v)
 static int
 proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 {
-	int rc = 0, too_large = PROTO_E_TOO_LARGE;
+	int rc = 0;
 	json_t *t;
 
 	switch (r->op) {
@@ -200,17 +124,13 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 	case PROTO_OP_STATS:
 		return 0;
 	case PROTO_OP_INGEST:
-		if ((rc = proto_get_bool(o, "fd", &r->use_fd, msg, msg_len)) ||
-		    (rc = proto_get_str(o, "text", 0, PROTO_TEXT_MAX, &r->text, &r->text_len,
-		    &too_large, msg, msg_len)) ||
-		    (rc = proto_get_str(o, "name", 0, PROTO_NAME_MAX, &r->name, NULL, NULL, msg,
-		    msg_len)) ||
-		    (rc = proto_get_str(o, "source", 0, PROTO_SOURCE_MAX, &r->source, NULL, NULL, msg,
-		    msg_len)) ||
-		    (rc = proto_get_str(o, "encoding", 0, PROTO_ENCODING_MAX, &r->encoding, NULL,
-		    NULL, msg, msg_len)) ||
-		    (rc = proto_get_bool(o, "force", &r->force, msg, msg_len)) ||
-		    (rc = proto_get_bool(o, "share", &r->share, msg, msg_len)))
+		if ((rc = proto_json_bool(o, "fd", &r->use_fd, msg, msg_len)) ||
+		    (rc = proto_json_str(o, "text", 0, PROTO_TEXT_MAX, PROTO_E_TOO_LARGE, &r->text, &r->text_len, msg, msg_len)) ||
+		    (rc = proto_json_str(o, "name", 0, PROTO_NAME_MAX, PROTO_E_BAD_REQUEST, &r->name, NULL, msg, msg_len)) ||
+		    (rc = proto_json_str(o, "source", 0, PROTO_SOURCE_MAX, PROTO_E_BAD_REQUEST, &r->source, NULL, msg, msg_len)) ||
+		    (rc = proto_json_str(o, "encoding", 0, PROTO_ENCODING_MAX, PROTO_E_BAD_REQUEST, &r->encoding, NULL, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "force", &r->force, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "share", &r->share, msg, msg_len)))
 			return rc;
 		if (!r->use_fd == !r->text)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -224,32 +144,28 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 	case PROTO_OP_QUERY:
 		r->max_tokens = PROTO_MAX_TOKENS_DEFAULT;
 		r->top_p = 1.0;
-		if ((rc = proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg,
+		if ((rc = proto_json_str(o, "doc", 1, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len)) ||
+		    (rc = proto_json_str(o, "question", 1, PROTO_QUESTION_MAX, PROTO_E_TOO_LARGE, &r->question, &r->question_len, msg, msg_len)) ||
+		    (rc = proto_json_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &r->max_tokens, msg,
 		    msg_len)) ||
-		    (rc = proto_get_str(o, "question", 1, PROTO_QUESTION_MAX, &r->question,
-		    &r->question_len, &too_large, msg, msg_len)) ||
-		    (rc = proto_get_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &r->max_tokens, msg,
-		    msg_len)) ||
-		    (rc = proto_get_num(o, "temperature", 0.0, 0, PROTO_TEMPERATURE_MAX,
+		    (rc = proto_json_num(o, "temperature", 0.0, 0, PROTO_TEMPERATURE_MAX,
 		    &r->temperature, msg, msg_len)) ||
-		    (rc = proto_get_num(o, "top_p", 0.0, 1, 1.0, &r->top_p, msg, msg_len)) ||
-		    (rc = proto_get_int(o, "seed", 0, INT64_MAX, &r->seed, msg, msg_len)) ||
-		    (rc = proto_get_bool(o, "fd", &r->use_fd, msg, msg_len)) ||
-		    (rc = proto_get_str(o, "encoding", 0, PROTO_ENCODING_MAX, &r->encoding, NULL,
-		    NULL, msg, msg_len)))
+		    (rc = proto_json_num(o, "top_p", 0.0, 1, 1.0, &r->top_p, msg, msg_len)) ||
+		    (rc = proto_json_int(o, "seed", 0, INT64_MAX, &r->seed, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "fd", &r->use_fd, msg, msg_len)) ||
+		    (rc = proto_json_str(o, "encoding", 0, PROTO_ENCODING_MAX, PROTO_E_BAD_REQUEST, &r->encoding, NULL, msg, msg_len)))
 			return rc;
 		return 0;
 	case PROTO_OP_HAS:
 	case PROTO_OP_INFO:
 	case PROTO_OP_RM:
-		return proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg, msg_len);
+		return proto_json_str(o, "doc", 1, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len);
 	case PROTO_OP_SHRINK:
-		if ((rc = proto_get_str(o, "doc", 1, PROTO_REF_MAX, &r->doc, NULL, NULL, msg,
-		    msg_len)))
+		if ((rc = proto_json_str(o, "doc", 1, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len)))
 			return rc;
 		return proto_get_ratio(o, "ratio", &r->ratio, msg, msg_len);
 	case PROTO_OP_VERIFY:
-		return proto_get_str(o, "doc", 0, PROTO_REF_MAX, &r->doc, NULL, NULL, msg, msg_len);
+		return proto_json_str(o, "doc", 0, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len);
 	case PROTO_OP_CANCEL:
 		t = json_object_get(o, "target");
 		if (!t || !proto_id_ok(t))
@@ -259,11 +175,11 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		return r->target ? 0 : proto_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 	case PROTO_OP_PRUNE:
 		r->keep = -1;
-		if ((rc = proto_get_int(o, "older_than_s", 0, INT64_C(1) << 40, &r->older_than_s, msg,
+		if ((rc = proto_json_int(o, "older_than_s", 0, INT64_C(1) << 40, &r->older_than_s, msg,
 		    msg_len)) ||
-		    (rc = proto_get_int(o, "max_bytes", 0, INT64_MAX, &r->max_bytes, msg, msg_len)) ||
-		    (rc = proto_get_int(o, "keep", -1, INT64_C(1) << 40, &r->keep, msg, msg_len)) ||
-		    (rc = proto_get_bool(o, "dry_run", &r->dry_run, msg, msg_len)))
+		    (rc = proto_json_int(o, "max_bytes", 0, INT64_MAX, &r->max_bytes, msg, msg_len)) ||
+		    (rc = proto_json_int(o, "keep", -1, INT64_C(1) << 40, &r->keep, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "dry_run", &r->dry_run, msg, msg_len)))
 			return rc;
 		if (!r->older_than_s && !r->max_bytes && r->keep < 0)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
