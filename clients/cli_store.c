@@ -163,7 +163,7 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 static int
 st_open(const struct st_opts *o, int read_only, struct store **s)
 {
-	struct store_opts so = { 0, 0, read_only };
+	struct store_opts so = { .read_only = read_only };
 	char why[512] = "";
 	const char *dir = cli_state_dir(o->state);
 	int rc;

@@ -24,6 +24,7 @@ svc_close(struct svc *v)
 {
 	if (!v)
 		return;
+	tier_close(v->tier);
 	store_close(v->s);
 	eng_tok_free(v->tok);
 	eng_model_close(v->m);
@@ -48,7 +49,7 @@ static int
 open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
     struct svc_status *st)
 {
-	struct store_opts so = { 0, 0, conf->read_only };
+	struct store_opts so = { .read_only = conf->read_only };
 	char *why = st->why;
 	size_t cap = sizeof(st->why);
 	int rc;
@@ -71,7 +72,7 @@ open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
 		v->s = NULL;
 		return svc_fail(st, SVC_AT_STORE_OPEN, rc);
 	}
-	return 0;
+	return tier_open(v, conf, st);
 }
 
 int

@@ -53,6 +53,11 @@ struct store_opts {
 	size_t map_size;     /* LMDB: initial map size in bytes (0: 64 MiB) */
 	size_t max_map;      /* LMDB: growth limit (0: 1 TiB) */
 	int read_only;       /* open without write access (CLI ls/info/verify) */
+	/* Credentials of a networked backend (a Redis ACL user and password,
+	 * read from a file only its user may read); NULL: none.  LMDB ignores
+	 * them. */
+	const char *auth_user;
+	const char *auth_pass;
 };
 
 /* Open (creating the directory and environment if needed, unless

@@ -947,7 +947,7 @@ WITH_STORE(t_verify_clean, 0)
 static enum tap_result
 t_read_only_in(void)
 {
-	struct store_opts ro = { 0, 0, 1 };
+	struct store_opts ro = { .read_only = 1 };
 	struct store_doc a, b;
 	struct store *s2;
 	struct ids x = { 0 };
@@ -1392,7 +1392,7 @@ t_small_map_in(void)
 {
 	struct store_stats st;
 	struct store_doc failed;
-	struct store_opts big = { 8 << 20, 16 << 20, 0 };
+	struct store_opts big = { .map_size = 8 << 20, .max_map = 16 << 20 };
 	int n_ok, rc;
 
 	TAP_CHECK(fill(200, &n_ok, &rc, &failed) == STORE_ERR_FULL, "fill ended with %d: %s", rc,
@@ -1420,7 +1420,7 @@ static enum tap_result
 t_disk_full(void)
 {
 	const char *tmp = getenv("TMPDIR");
-	struct store_opts o = { 64 << 20, 0, 0 };
+	struct store_opts o = { .map_size = 64 << 20 };
 	struct store_doc failed;
 	char filler[600];
 	enum tap_result r = TAP_FAIL;
@@ -1807,7 +1807,7 @@ probe(const struct store_opts *o, off_t cut_to, const uint8_t (*docs)[SNAP_ID_BY
 static enum tap_result
 t_truncated_in(void)
 {
-	static const struct store_opts rw = { 0, 0, 0 }, ro = { 0, 0, 1 };
+	static const struct store_opts rw = { 0 }, ro = { .read_only = 1 };
 	const struct fx *const fx[3] = { FX_BIG_A, FX_BIG_B, FX_MED_A };
 	uint8_t docs[3][SNAP_ID_BYTES];
 	struct store_doc d[3];
