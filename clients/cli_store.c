@@ -3,7 +3,8 @@
  * ls, info DOC, rm DOC, rename DOC NAME, stats, verify [DOC], prune.
  * They open the LMDB store in the state directory directly (no model;
  * the lookups kvsnapd's admin jobs share are service/docs.c's); LMDB's
- * lock file lets them run next to a daemon too.  For people they name
+ * lock file lets them run next to a daemon too.  With --shared ADDR they
+ * act on a shared tier's store instead (kvsnapd --shared; any backend).  For people they name
  * documents (the short id beside), sizes and times as cli_show.c writes
  * them; --json lines go through cli_json.c (docs/JSON.md).
  */
@@ -11,7 +12,10 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "clients/cli.h"
@@ -21,6 +25,8 @@
 /* Options every store command takes. */
 struct st_opts {
 	const char *state;
+	const char *shared, *shared_auth; /* --shared ADDR: that store instead */
+	const char *socket;  /* stats: the kvsnapd asked for its shared-tier counters */
 	int json, dry_run;
 	int64_t older_than_us, keep;
 	uint64_t max_bytes;
@@ -29,7 +35,8 @@ struct st_opts {
 static void
 st_usage(FILE *f, const char *cmd)
 {
-	fprintf(f, "usage: kvsnap %s [--state DIR] [--json]%s\n", cmd,
+	fprintf(f, "usage: kvsnap %s [--state DIR | --shared ADDR [--shared-auth FILE]] [--json]%s\n",
+	    cmd,
 	    !strcmp(cmd, "info") || !strcmp(cmd, "rm") ? " DOC" :
 	    !strcmp(cmd, "rename") ? " DOC NAME" :
 	    !strcmp(cmd, "verify") ? " [DOC]" :
@@ -37,8 +44,14 @@ st_usage(FILE *f, const char *cmd)
 	    "");
 	fprintf(f, "  --state DIR   the store (default $KVSNAP_STATE, else $XDG_STATE_HOME/kvsnap,\n"
 	    "                else ~/.local/state/kvsnap)\n"
+	    "  --shared ADDR a shared tier's store instead (kvsnapd --shared: lmdb:DIR,\n"
+	    "                redis-cluster:HOST:PORT,...); --shared-auth FILE its credentials\n"
+	    "                (\"USER PASSWORD\", a file only you may read)\n"
 	    "  --json        one JSON object per line\n"
 	    "DOC is a full doc_id, a unique hex prefix (4+ digits) or a name.\n");
+	if (!strcmp(cmd, "stats"))
+		fprintf(f, "  -s, --socket PATH  the kvsnapd whose shared-tier counters are shown, when one\n"
+		    "                     answers there (default $KVSNAP_SOCKET, else the usual socket)\n");
 	if (!strcmp(cmd, "prune"))
 		fprintf(f, "  --older-than AGE   drop snapshots last used longer ago (e.g. 90s, 30m, 12h, 7d)\n"
 		    "  --max-size BYTES   keep the store's snapshots under BYTES (K, M, G suffixes)\n"
@@ -112,6 +125,9 @@ st_parse(int argc, char **argv, struct st_opts *o)
 {
 	static const struct option opts[] = {
 		{ "state", required_argument, NULL, 'S' },
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
+		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 'b' },
@@ -120,17 +136,20 @@ st_parse(int argc, char **argv, struct st_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int prune = !strcmp(argv[0], "prune"), c, bad = 0;
+	int prune = !strcmp(argv[0], "prune"), stats = !strcmp(argv[0], "stats"), c, bad = 0;
 	long keep;
 
 	memset(o, 0, sizeof(*o));
 	o->keep = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (!prune && (c == 'o' || c == 'b' || c == 'k' || c == 'n'))
+	while ((c = getopt_long(argc, argv, stats ? "hs:" : "h", opts, NULL)) != -1) {
+		if ((!prune && (c == 'o' || c == 'b' || c == 'k' || c == 'n')) || (!stats && c == 's'))
 			c = '?';
 		switch (c) {
 		case 'S': o->state = optarg; break;
+		case 'T': o->shared = optarg; break;
+		case 'A': o->shared_auth = optarg; break;
+		case 's': o->socket = optarg; break;
 		case 'j': o->json = 1; break;
 		case 'o': bad |= (o->older_than_us = st_parse_age(optarg)) <= 0; break;
 		case 'b': o->max_bytes = st_parse_size(optarg, &bad); bad |= !o->max_bytes; break;
@@ -139,6 +158,14 @@ st_parse(int argc, char **argv, struct st_opts *o)
 		case 'h': st_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
 		default: bad = 1;
 		}
+	}
+	if (!bad && o->shared_auth && !o->shared) {
+		cli_err("%s: --shared-auth needs --shared ADDR", argv[0]);
+		bad = 1;
+	}
+	if (!bad && o->shared && o->state) {
+		cli_err("%s: --state and --shared name two stores; give one", argv[0]);
+		bad = 1;
 	}
 	if (bad) {
 		st_usage(stderr, argv[0]);
@@ -160,6 +187,32 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 	return i;
 }
 
+/* The shared tier's store (--shared ADDR, --shared-auth FILE). */
+static int
+st_open_shared(const struct st_opts *o, int read_only, struct store **s)
+{
+	struct store_opts so = { .read_only = read_only };
+	char why[512] = "", *user = NULL, *pass = NULL;
+	int rc;
+	if (o->shared_auth && (rc = svc_auth_load(o->shared_auth, &user, &pass, why,
+	    sizeof(why)))) {
+		cli_err("%s", why);
+		return rc == STORE_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+	}
+	so.auth_user = user;
+	so.auth_pass = pass;
+	rc = store_open(s, o->shared, &so, why, sizeof(why));
+	free(user);
+	free(pass);
+	if (rc) {
+		cli_err("cannot open the shared tier %s: %s", o->shared, why);
+		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
+		    rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT :
+		    rc == STORE_ERR_IO ? CLI_EXIT_UNREACHABLE : CLI_EXIT_FAILURE;
+	}
+	return CLI_EXIT_OK;
+}
+
 static int
 st_open(const struct st_opts *o, int read_only, struct store **s)
 {
@@ -167,6 +220,8 @@ st_open(const struct st_opts *o, int read_only, struct store **s)
 	char why[512] = "";
 	const char *dir = cli_state_dir(o->state);
 	int rc;
+	if (o->shared)
+		return st_open_shared(o, read_only, s);
 	if (!dir) {
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
@@ -207,7 +262,7 @@ st_fresh(const struct st_opts *o)
 	const char *dir = cli_state_dir(o->state);
 	char path[4096];
 	struct stat sb;
-	if (!dir)
+	if (!dir || o->shared)
 		return 0;
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	return stat(path, &sb) != 0 && errno == ENOENT;
@@ -631,6 +686,72 @@ cli_rename(int argc, char **argv)
 	return rc;
 }
 
+/* The shared tier of the kvsnapd at the socket, as its stats op reports
+ * it, when one answers there and has one (NULL otherwise, quietly: stats
+ * is about the store, the daemon is a bonus). */
+static json_t *
+st_daemon_tier(const char *flag)
+{
+	const char *path = cli_socket_path(flag);
+	struct sockaddr_un sa;
+	struct cli_conn c;
+	json_t *req, *ev, *sh = NULL;
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return NULL;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* a probe first: no daemon there is no error for stats */
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	if (cli_conn_open(&c, path))
+		return NULL;
+	req = json_pack("{s:i, s:i, s:s}", "v", 1, "id", 1, "op", "stats");
+	if (!req || cli_conn_send(&c, req, -1)) {
+		json_decref(req);
+		cli_conn_close(&c);
+		return NULL;
+	}
+	json_decref(req);
+	/* the result's members (an error event has no "shared") */
+	if ((ev = cli_conn_recv(&c)) && (sh = json_object_get(ev, "shared")) &&
+	    json_is_object(sh))
+		json_incref(sh);
+	else
+		sh = NULL;
+	json_decref(ev);
+	cli_conn_close(&c);
+	return sh;
+}
+
+/* "shared tier ADDR (kvsnapd at SOCK): up, 3 hits, 1 miss, 0 errors, ..." */
+static void
+st_print_tier(const json_t *sh)
+{
+	const char *err = json_string_value(json_object_get(sh, "error"));
+	char addr[1024];
+	cli_term_str(json_string_value(json_object_get(sh, "addr")) ?
+	    json_string_value(json_object_get(sh, "addr")) : "?", addr, sizeof(addr));
+	printf("shared tier %s (via kvsnapd): %s%s%s, %lld hit%s, %lld miss%s, %lld error%s, "
+	    "%lld written, %lld failed writes\n", addr,
+	    json_is_true(json_object_get(sh, "up")) ? "up" : "DOWN", err ? ": " : "", err ? err : "",
+	    (long long)json_integer_value(json_object_get(sh, "hits")),
+	    json_integer_value(json_object_get(sh, "hits")) == 1 ? "" : "s",
+	    (long long)json_integer_value(json_object_get(sh, "misses")),
+	    json_integer_value(json_object_get(sh, "misses")) == 1 ? "" : "es",
+	    (long long)json_integer_value(json_object_get(sh, "errors")),
+	    json_integer_value(json_object_get(sh, "errors")) == 1 ? "" : "s",
+	    (long long)json_integer_value(json_object_get(sh, "writes")),
+	    (long long)json_integer_value(json_object_get(sh, "write_errors")));
+}
+
 int
 cli_stats(int argc, char **argv)
 {
@@ -638,6 +759,7 @@ cli_stats(int argc, char **argv)
 	struct store *s;
 	struct store_stats st;
 	char why[512] = "", stored[32], used[32], size[32];
+	json_t *sh;
 	int rc;
 	if (st_args(argc, argv, &o, 0, 0) < 0)
 		return CLI_EXIT_USAGE;
@@ -650,14 +772,18 @@ cli_stats(int argc, char **argv)
 	} else {
 		rc = store_stats(s, &st, why, sizeof(why));
 	}
+	sh = rc || o.shared ? NULL : st_daemon_tier(o.socket);
 	if (rc)
 		cli_err("stats: %s", why);
-	else if (o.json)
-		cli_json_line("result", json_pack("{s:I, s:I, s:I, s:I, s:I}", "documents",
+	else if (o.json) {
+		json_t *r = json_pack("{s:I, s:I, s:I, s:I, s:I}", "documents",
 		    (json_int_t)st.n_docs, "snapshots", (json_int_t)st.n_snapshots, "stored_bytes",
 		    (json_int_t)st.stored_bytes, "map_size", (json_int_t)st.map_size, "map_used",
-		    (json_int_t)st.map_used));
-	else {
+		    (json_int_t)st.map_used);
+		if (r && sh)
+			json_object_set(r, "shared", sh);
+		cli_json_line("result", r);
+	} else {
 		cli_show_size(st.stored_bytes, stored, sizeof(stored));
 		cli_show_size(st.map_used, used, sizeof(used));
 		cli_show_size(st.map_size, size, sizeof(size));
@@ -665,7 +791,10 @@ cli_stats(int argc, char **argv)
 		    "%s reserved\n", (unsigned long long)st.n_docs, st.n_docs == 1 ? "" : "s",
 		    (unsigned long long)st.n_snapshots, st.n_snapshots == 1 ? "" : "s", stored, used,
 		    size);
+		if (sh)
+			st_print_tier(sh);
 	}
+	json_decref(sh);
 	if (s)
 		store_close(s);
 	return st_exit(rc);

@@ -320,8 +320,9 @@ svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
 	struct svc_status st2;
 	int rc;
 
-	if (svc_resolve_as(v->s, ref, w, doc_id, st) == 0 || st->rc != STORE_ERR_NOT_FOUND ||
-	    !v->tier || !(c = tier_get(v->tier)))
+	if (svc_resolve_as(v->s, ref, w, doc_id, st) == 0)
+		return 0;
+	if (st->rc != STORE_ERR_NOT_FOUND || !v->tier || !(c = tier_get(v->tier)))
 		return -1;
 	rc = svc_resolve_as(c->s, ref, w, doc_id, &st2);
 	tier_put(v->tier, c, rc && tier_store_io(st2.rc), st2.why);
