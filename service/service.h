@@ -349,11 +349,10 @@ void svc_tier_stats(struct svc *v, struct svc_tier_stats *out);
 int svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
 
-/* A credentials file: "user password" on one line, or the user and the
- * password on two lines (one word alone: a password, no user).  It must be
- * a regular file of this user (or root) that group and others cannot
- * access (mode 0600 or 0400), else STORE_ERR_ARG with the fix.  *user and
- * *pass are malloc'd (user may be NULL); 0 or STORE_ERR_ with why. */
+/* The shared tier's credentials file (common/creds.h: "USER PASSWORD",
+ * readable by this user only): *user (may be NULL) and *pass malloc'd; 0,
+ * or STORE_ERR_ARG (the file will not do; the reason says how to fix it),
+ * _IO, _NOMEM. */
 int svc_auth_load(const char *path, char **user, char **pass, char *why, size_t why_len);
 
 #endif

@@ -14,26 +14,23 @@
  * The store handle is reference counted, so one thread may drop a broken
  * handle while others still hold it.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "common/creds.h"
 #include "service/service_internal.h"
 
 #define TIER_BACKOFF_MIN_S 0.5
 #define TIER_BACKOFF_MAX_S 8.0
-#define TIER_AUTH_MAX 4096 /* bytes of a credentials file */
 
 struct tier_conn {
 	struct store *s;
 	int refs;                /* the tier's own, and one per caller holding it */
+	int dropped;             /* no longer the tier's (an outage): closed at refs 0 */
 };
 
 struct svc_tier {
@@ -43,6 +40,9 @@ struct svc_tier {
 	void *log_arg;
 	pthread_mutex_t mu;      /* guards the members below it */
 	struct tier_conn *c;     /* NULL while down */
+	int draining;            /* dropped handles still held: no reopen before they
+	                          * close (LMDB forbids two opens of one store in a
+	                          * process) */
 	int warned;              /* this outage was warned about */
 	char error[256];
 	double retry_at, backoff;
@@ -84,10 +84,12 @@ tier_count(struct svc_tier *t, uint64_t *n)
 	pthread_mutex_unlock(&t->mu);
 }
 
+/* One reference less (mu held); the last closes the store. */
 static void
-tier_conn_drop(struct tier_conn *c)
+tier_conn_drop(struct svc_tier *t, struct tier_conn *c)
 {
 	if (c && --c->refs == 0) {
+		t->draining -= c->dropped;
 		store_close(c->s);
 		free(c);
 	}
@@ -100,7 +102,9 @@ tier_mark_down(struct svc_tier *t, const char *why)
 	double now = tier_now();
 	snprintf(t->error, sizeof(t->error), "%s", why);
 	if (t->c) {
-		tier_conn_drop(t->c);
+		t->c->dropped = 1;
+		t->draining++;
+		tier_conn_drop(t, t->c);
 		t->c = NULL;
 	}
 	t->backoff = t->backoff > 0 ? t->backoff * 2 : TIER_BACKOFF_MIN_S;
@@ -149,7 +153,7 @@ tier_get(struct svc_tier *t)
 {
 	struct tier_conn *c;
 	pthread_mutex_lock(&t->mu);
-	if (!t->c && tier_now() >= t->retry_at)
+	if (!t->c && !t->draining && tier_now() >= t->retry_at)
 		tier_connect(t);
 	if ((c = t->c))
 		c->refs++;
@@ -167,7 +171,7 @@ tier_put(struct svc_tier *t, struct tier_conn *c, int io, const char *why)
 	pthread_mutex_lock(&t->mu);
 	if (io && t->c == c)
 		tier_mark_down(t, why);
-	tier_conn_drop(c);
+	tier_conn_drop(t, c);
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -183,65 +187,9 @@ tier_store_io(int rc)
 int
 svc_auth_load(const char *path, char **user, char **pass, char *why, size_t why_len)
 {
-	char buf[TIER_AUTH_MAX + 1], *w[3], *save = NULL, *tok;
-	struct stat sb;
-	ssize_t n;
-	size_t got = 0;
-	int fd, nw = 0;
-
-	*user = *pass = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-		return kv_fail(why, why_len, STORE_ERR_ARG, "cannot open the credentials file %s: %s",
-		    path, strerror(errno));
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return kv_fail(why, why_len, STORE_ERR_ARG, "the credentials file %s is not a "
-		    "regular file", path);
-	}
-	if (sb.st_mode & 077) {
-		close(fd);
-		return kv_fail(why, why_len, STORE_ERR_ARG, "the credentials file %s is readable by "
-		    "others (mode %04o); make it the service user's alone: chmod 600 %s", path,
-		    (unsigned)(sb.st_mode & 07777), path);
-	}
-	if (sb.st_uid != geteuid() && sb.st_uid != 0) {
-		close(fd);
-		return kv_fail(why, why_len, STORE_ERR_ARG, "the credentials file %s belongs to uid "
-		    "%u, not to this user (uid %u) or root: chown it", path, (unsigned)sb.st_uid,
-		    (unsigned)geteuid());
-	}
-	while ((n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t)n;
-	close(fd);
-	if (n < 0)
-		return kv_fail(why, why_len, STORE_ERR_IO, "cannot read the credentials file %s: %s",
-		    path, strerror(errno));
-	if (got >= TIER_AUTH_MAX)
-		return kv_fail(why, why_len, STORE_ERR_ARG, "the credentials file %s is over %d bytes",
-		    path, TIER_AUTH_MAX);
-	buf[got] = '\0';
-	if (memchr(buf, '\0', got))
-		return kv_fail(why, why_len, STORE_ERR_ARG, "the credentials file %s holds a NUL byte",
-		    path);
-	for (tok = strtok_r(buf, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
-		if (nw == 2) {
-			nw++;
-			break;
-		}
-		w[nw++] = tok;
-	}
-	if (nw < 1 || nw > 2)
-		return kv_fail(why, why_len, STORE_ERR_ARG, "the credentials file %s must hold "
-		    "\"USER PASSWORD\" (one line, or one per line) or a password alone", path);
-	if (nw == 2 && !(*user = strdup(w[0])))
-		return kv_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
-	if (!(*pass = strdup(w[nw - 1]))) {
-		free(*user);
-		*user = NULL;
-		return kv_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
-	}
-	explicit_bzero(buf, sizeof(buf));
-	return 0;
+	int rc = kv_creds_load(path, user, pass, why, why_len);
+	return rc == KV_CREDS_IO ? STORE_ERR_IO : rc == KV_CREDS_NOMEM ? STORE_ERR_NOMEM :
+	    rc ? STORE_ERR_ARG : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -279,7 +227,7 @@ tier_close(struct svc_tier *t)
 {
 	if (!t)
 		return;
-	tier_conn_drop(t->c);
+	tier_conn_drop(t, t->c);
 	pthread_mutex_destroy(&t->mu);
 	if (t->pass)
 		explicit_bzero(t->pass, strlen(t->pass));
