@@ -205,6 +205,12 @@ stop a
 expect_rc "kvsnap ls --shared-auth with a 0600 file" 0 "$K" ls --shared "$SHARED" --shared-auth "$T/auth"
 chmod 640 "$T/auth"
 expect_rc "kvsnap ls --shared-auth with a 0640 file: usage error" 1 "$K" ls --shared "$SHARED" --shared-auth "$T/auth"
+grep -q "chmod 600" "$T/err"; ok "  ... naming the fix" $?
+printf 'kvsnap\npass with blanks\n' > "$T/auth2"; chmod 600 "$T/auth2"
+expect_rc "a two-line credentials file (blanks in the password) will do" 0 "$K" ls --shared "$SHARED" --shared-auth "$T/auth2"
+printf 'a b c\n' > "$T/auth3"; chmod 600 "$T/auth3"
+expect_rc "three words on a line: refused" 1 "$K" ls --shared "$SHARED" --shared-auth "$T/auth3"
+grep -q 'must hold "USER PASSWORD"' "$T/err"; ok "  ... saying what it must hold" $? || cat "$T/err"
 
 # ---- the CLI on the shared tier
 expect_rc "kvsnap info --shared doc1" 0 "$K" info --shared "$SHARED" doc1
