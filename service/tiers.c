@@ -43,6 +43,7 @@ struct svc_tier {
 	int draining;            /* dropped handles still held: no reopen before they
 	                          * close (LMDB forbids two opens of one store in a
 	                          * process) */
+	int connecting;          /* one thread is opening the store (unlocked) */
 	int warned;              /* this outage was warned about */
 	char error[256];
 	double retry_at, backoff;
@@ -119,21 +120,27 @@ tier_mark_down(struct svc_tier *t, const char *why)
 	}
 }
 
-/* Open the store (mu held). */
+/* Open the store: called with mu held, which it lets go during the open
+ * (a network backend may take up to its timeout; other threads meanwhile
+ * find the tier down), and holds again on return. */
 static void
 tier_connect(struct svc_tier *t)
 {
 	struct store_opts so = { .auth_user = t->user, .auth_pass = t->pass };
 	struct tier_conn *c;
 	char why[256] = "";
-	int rc;
+	int rc = STORE_ERR_NOMEM;
 
-	if (!(c = calloc(1, sizeof(*c)))) {
-		tier_mark_down(t, "out of memory");
-		return;
-	}
-	if ((rc = store_open(&c->s, t->addr, &so, why, sizeof(why)))) {
+	t->connecting = 1;
+	pthread_mutex_unlock(&t->mu);
+	if ((c = calloc(1, sizeof(*c))) && (rc = store_open(&c->s, t->addr, &so, why,
+	    sizeof(why)))) {
 		free(c);
+		c = NULL;
+	}
+	pthread_mutex_lock(&t->mu);
+	t->connecting = 0;
+	if (!c) {
 		tier_mark_down(t, why[0] ? why : store_strerror(rc));
 		return;
 	}
@@ -153,7 +160,7 @@ tier_get(struct svc_tier *t)
 {
 	struct tier_conn *c;
 	pthread_mutex_lock(&t->mu);
-	if (!t->c && !t->draining && tier_now() >= t->retry_at)
+	if (!t->c && !t->draining && !t->connecting && tier_now() >= t->retry_at)
 		tier_connect(t);
 	if ((c = t->c))
 		c->refs++;
