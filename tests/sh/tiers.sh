@@ -83,7 +83,12 @@ start() {
 	DPID=$!
 	wait_ready proto "$h" '{"id":0,"op":"hello"}'
 }
-stop() { kill -TERM "${PIDS[$1]}"; DPID=${PIDS[$1]}; wait_exit; unset "PIDS[$1]"; }
+# stop HOST: SIGTERM; it must exit 0 (under the sanitizers: no leak, no error)
+stop() {
+	local rc
+	kill -TERM "${PIDS[$1]}"; DPID=${PIDS[$1]}; wait_exit; rc=$?; unset "PIDS[$1]"
+	ok "host ${1^^} stops cleanly (exit $rc)" $rc
+}
 count() { grep -c "$2" "$T/$1.log"; }
 
 start a --shared "$SHARED"; ok "host A starts with a shared tier" $?
@@ -220,4 +225,5 @@ expect_rc "kvsnap rm --shared doc2" 0 "$K" rm --shared "$SHARED" doc2
 expect_rc "doc2 is gone from the shared tier" 2 "$K" info --shared "$SHARED" doc2
 expect_rc "doc2 is still in B's local tier" 0 "$K" info --state "$T/b" doc2
 expect_rc "--state and --shared together: usage" 1 "$K" ls --state "$T/b" --shared "$SHARED"
+! grep -q "Sanitizer\|runtime error" "$T/a.log" "$T/b.log"; ok "no sanitizer report in either log" $?
 finish
