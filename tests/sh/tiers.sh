@@ -126,6 +126,20 @@ proto b '{"id":3,"op":"stats"}' > "$T/sb"
 ok "B's stats: one shared-tier hit, no errors" $?
 expect_rc "kvsnap stats shows B's shared-tier counters" 0 "$K" stats --state "$T/b" -s "$T/b.sock"
 grep -q "shared tier.*1 hit" "$T/out"; ok "  ... 1 hit" $? || cat "$T/out"
+expect_rc "kvsnap stats --json through B" 0 "$K" stats --json --state "$T/b" -s "$T/b.sock"
+python3 - docs/JSON.md "$T/out" <<'PY'; ok "  ... its shared member as docs/JSON.md's shared_tier says" $?
+import json, re, sys
+md = open(sys.argv[1]).read().split("## Type `shared_tier`", 1)[1]
+spec = dict(re.findall(r"^\| (\w+) \| ([\w?]+) \|", md, re.M))
+spec.pop("member", None)
+o = json.loads(open(sys.argv[2]).read().splitlines()[-1])["shared"]
+py = {"string": str, "integer": int, "boolean": bool}
+assert set(o) <= set(spec), set(o) - set(spec)
+for k, t in spec.items():
+    assert k in o or t.endswith("?"), k
+    assert k not in o or type(o[k]) is py[t.rstrip("?")], k
+assert o["hits"] == 1 and o["up"] is True
+PY
 
 # ---- B ingests what A stored: skipped, copied in, no prefill
 ingest a "$T/doc2.txt" doc2 > /dev/null
