@@ -281,10 +281,15 @@ svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
 		return -1;
 	rc = svc_resolve_as(c->s, ref, w, doc_id, &st2);
 	tier_put(v->tier, c, rc && tier_store_io(st2.rc), st2.why);
+	if (rc && st2.rc == STORE_ERR_NOT_FOUND)
+		tier_count(v->tier, &v->tier->misses);
 	if (rc == 0)
 		memset(st, 0, sizeof(*st));
-	else if (st2.rc != STORE_ERR_NOT_FOUND && !tier_store_io(st2.rc))
+	else if (st2.rc != STORE_ERR_NOT_FOUND && !tier_store_io(st2.rc)) {
 		*st = st2; /* an ambiguity or corruption there: its words */
+		if (st2.rc != STORE_ERR_AMBIGUOUS)
+			tier_count(v->tier, &v->tier->errors);
+	}
 	return rc ? -1 : 0;
 }
 

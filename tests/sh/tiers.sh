@@ -163,6 +163,11 @@ ok "B's query of doc3: error corrupt, no token" $? || tail -1 "$T/q3"
 expect_rc "nothing of doc3 copied into B's local tier" 2 "$K" info --state "$T/b" "$DOC3"
 proto b '{"id":3,"op":"stats"}' > "$T/sb"
 [ "$(field "$T/sb" shared.errors)" -ge 1 ]; ok "B's stats count the error" $?
+misses=$(field "$T/sb" shared.misses)
+ask b no-such-doc > "$T/qn"
+proto b '{"id":3,"op":"stats"}' > "$T/sb"
+[ "$(field "$T/qn" code)" = not_found ] && [ "$(field "$T/sb" shared.misses)" -eq $((misses + 1)) ]
+ok "a document neither tier holds: not_found, one shared-tier miss more" $?
 ingest b "$T/doc3.txt" > "$T/i3b"
 [ "$(field "$T/i3b" skipped)" = false ] && [ "$(field "$T/i3b" shared)" = true ]
 ok "B's ingest of doc3 reads it again and replaces the corrupt shared copy" $?
