@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <time.h>
@@ -695,6 +696,7 @@ st_daemon_tier(const char *flag)
 	const char *path = cli_socket_path(flag);
 	struct sockaddr_un sa;
 	struct cli_conn c;
+	struct timeval tv = { 5, 0 };
 	json_t *req, *ev, *sh = NULL;
 	int fd;
 
@@ -713,6 +715,8 @@ st_daemon_tier(const char *flag)
 	close(fd);
 	if (cli_conn_open(&c, path))
 		return NULL;
+	/* a daemon that does not answer soon costs stats its line, not a hang */
+	(void)setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	req = json_pack("{s:i, s:i, s:s}", "v", 1, "id", 1, "op", "stats");
 	if (!req || cli_conn_send(&c, req, -1)) {
 		json_decref(req);
