@@ -11,10 +11,11 @@
 # read is refused at start, and `kvsnap ls/info/verify/prune/rm --shared`
 # act on the shared tier.
 #
-# The shared tier is a store address: SHARED (default: an LMDB store in the
-# scratch directory, which both daemons open like a network tier).  What
-# breaks and mends it depends on the backend: tier_flip, tier_break and
-# tier_mend below (LMDB here; a Redis Cluster run supplies its own).
+# The shared tier is a store address: SHARED ($KVSNAP_TEST_SHARED, default
+# an LMDB store in the scratch directory, which both daemons open like a
+# network tier; it must start empty).  What breaks and mends it depends on
+# the backend: tier_flip, tier_break and tier_mend below (LMDB here; a Redis
+# Cluster run supplies its own through $KVSNAP_TEST_TIER_HOOKS).
 set -u
 . "$(dirname "$0")/lib.bash"
 daemon_scratch tiers
@@ -31,10 +32,15 @@ prose MPL-2.0 120 > "$T/doc4.txt"
 prose GFDL-1.3 120 > "$T/doc5.txt"
 unset KVSNAP_STATE KVSNAP_SOCKET
 
-# the backend's faults (LMDB: the directory behind "lmdb:")
-tier_flip() { flip_record_byte "${SHARED#lmdb:}" "$1"; }         # DOC_ID
+# the backend's faults (LMDB: the directory behind "lmdb:"): tier_flip
+# DOC_ID flips a byte of one of its stored records; tier_break makes the
+# tier unreachable (the daemons are stopped then), tier_mend undoes it.
+# Another backend's run names a file defining its own three in
+# KVSNAP_TEST_TIER_HOOKS (sourced here, with SHARED and T set).
+tier_flip() { flip_record_byte "${SHARED#lmdb:}" "$1"; }
 tier_break() { mv "${SHARED#lmdb:}" "$T/shared.away" && : > "${SHARED#lmdb:}"; }
 tier_mend() { rm -f "${SHARED#lmdb:}" && mv "$T/shared.away" "${SHARED#lmdb:}"; }
+if [ -n "${KVSNAP_TEST_TIER_HOOKS:-}" ]; then . "$KVSNAP_TEST_TIER_HOOKS" || exit 1; fi
 
 # proto.py SOCK REQUEST...: one request per argument ("@fd:PATH" passes
 # PATH's descriptor with the next); prints every event line.
