@@ -34,7 +34,9 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 
-PKGS     := openblas jansson libsodium lmdb libzstd
+# formats/: PDF (poppler's glib API), HTML (libxml2), Markdown (cmark)
+FORMAT_PKGS := poppler-glib libxml-2.0 libcmark
+PKGS     := openblas jansson libsodium lmdb libzstd hiredis $(FORMAT_PKGS)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -49,7 +51,9 @@ ENGINE_SRC  := $(wildcard engine/*.c engine/*/*.c)
 STORAGE_SRC := $(wildcard storage/*.c)
 SNAPSHOT_SRC := $(wildcard snapshot/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
-LIB_SRC     := $(COMMON_SRC) $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SNAPSHOT_SRC) $(SERVICE_SRC)
+FORMATS_SRC := $(wildcard formats/*.c)
+LIB_SRC     := $(COMMON_SRC) $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SNAPSHOT_SRC) $(SERVICE_SRC) \
+	$(FORMATS_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA backend (kernels/cuda/): built whenever nvcc is found; without it
@@ -191,7 +195,8 @@ build-fuzz/fuzz_creds: tests/fuzz/fuzz_creds.c common/creds.h $(COMMON_SRC)
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(COMMON_SRC)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
-		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h)
+		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h \
+		formats/*.h)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) kernels/cuda_absent.c $(PKG_LIBS) -lm -pthread

@@ -57,7 +57,7 @@ bs_measure(struct eng_model *m, struct eng_kv *kv, struct eng_policy *p, int64_t
 	size_t *len;
 	struct snap_header h;
 	struct store *s = NULL;
-	struct store_opts so = { 0 };
+	struct store_opts so = { .read_only = 0 };
 	struct store_doc d;
 	struct eng_kv *back = NULL;
 	double t0;

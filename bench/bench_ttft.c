@@ -150,7 +150,7 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 	struct eng_ctx *c = NULL;
 	struct eng_kv *kv = NULL;
 	struct store *s = NULL;
-	struct store_opts so = { 0 };
+	struct store_opts so = { .read_only = 0 };
 	struct store_doc d;
 	struct snap_header h;
 	double t0, *rd = calloc((size_t)o->reps, sizeof(double)), *ld = calloc((size_t)o->reps,

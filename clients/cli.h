@@ -14,6 +14,8 @@
 
 #include <jansson.h> /* for json_t (the daemon protocol) */
 
+#include "common/cmdline.h"
+
 enum cli_exit {
 	CLI_EXIT_OK = 0,
 	CLI_EXIT_USAGE = 1,
@@ -30,6 +32,99 @@ struct cli_cmd {
 	const char *summary;
 	int (*run)(int argc, char **argv);
 };
+
+/* The command line (clients/cli_args.c).  Global flags, accepted before
+ * or after the command (before a "--"); a command they do not apply to
+ * refuses them with the reason. */
+#define CLI_G_SOCKET 1u  /* -s, --socket SOCK: kvsnapd's socket */
+#define CLI_G_JSON 2u    /* --json: one JSON object per line */
+#define CLI_G_STATE 4u   /* --state DIR: the store */
+#define CLI_G_MODEL 8u   /* -m, --model GGUF */
+#define CLI_G_BACKEND 16u /* --backend cpu|cuda: where in-process model work runs */
+struct cli_global {
+	const char *socket, *state, *model, *backend;
+	int json, help;
+	unsigned given;     /* CLI_G_ bits given on the command line */
+	const char *cmd;    /* the command's name */
+};
+extern struct cli_global cli_g;
+/* Parse the global flags before the command into cli_g (-h sets help;
+ * --version prints and exits 0): the index of the command, or -1 with a
+ * usage error printed. */
+int cli_global_lead(int argc, char **argv);
+
+/* Values of options several commands share (above any char). */
+#define CLI_O_TEMP 0x80
+#define CLI_O_TOP_P 0x81
+#define CLI_O_SEED 0x82
+#define CLI_O_PROFILE 0x83  /* every profile flag: cli_profile_flag */
+#define CLI_TEMP_MAX 2.0    /* as the protocol's temperature */
+#define CLI_SEED_MAX INT64_MAX
+#define CLI_SAMPLE_OPTIONS \
+	{ "temp", required_argument, NULL, CLI_O_TEMP }, \
+	{ "top-p", required_argument, NULL, CLI_O_TOP_P }, \
+	{ "seed", required_argument, NULL, CLI_O_SEED }
+#define CLI_PROFILE_OPTIONS \
+	{ "policy", required_argument, NULL, CLI_O_PROFILE }, \
+	{ "budget", required_argument, NULL, CLI_O_PROFILE }, \
+	{ "ratio", required_argument, NULL, CLI_O_PROFILE }, \
+	{ "chunk", required_argument, NULL, CLI_O_PROFILE }, \
+	{ "opts", required_argument, NULL, CLI_O_PROFILE }, \
+	{ "quant", required_argument, NULL, CLI_O_PROFILE }
+
+/* One command's parser: fill the first members, then
+ *   while ((c = cli_getopt(&o, argc, argv)) != -1) switch (c) {...;
+ *       default: return CLI_EXIT_USAGE; }   (cli_getopt said why)
+ *   if ((r = cli_operands(&o, argc, argv, MIN, MAX))) return r;
+ * and the operands are argv[optind..argc).  -h/--help prints usage to
+ * stdout and exits 0. */
+struct cli_opts {
+	const char *shortopts;          /* the command's own (no s, m, h) */
+	const struct option *longopts;  /* its own (no socket/json/state/model/backend/help) */
+	unsigned globals;               /* CLI_G_ bits that apply */
+	const char *operands;           /* "DOC QUESTION...", for messages */
+	void (*usage)(FILE *f, const char *cmd);
+	const struct option *elsewhere; /* the other mode's options (or NULL) */
+	const char *hint;               /* said of them ("%s": the option) */
+	int backend_own;                /* the command uses --backend itself (selftest) */
+	/* cli_getopt's */
+	int started, budget_set, ratio_set;
+	struct cmdline cl;
+	struct option all[64];
+	char shorts[64], prog[64], help[80];
+};
+int cli_getopt(struct cli_opts *o, int argc, char **argv);
+/* After the options: refuse a global flag that does not apply, check the
+ * operand count (max < 0: no limit), switch to the compute backend
+ * (commands with CLI_G_BACKEND).  0, or an exit code with the message. */
+int cli_operands(struct cli_opts *o, int argc, char **argv, int min, int max);
+/* "kvsnap CMD: <message>" and "run 'kvsnap CMD -h' for help" on stderr. */
+void cli_usage_err(const struct cli_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Option values with the usage error printed (the flag as typed); 0 / -1. */
+int cli_long(const struct cli_opts *o, const char *v, long lo, long hi, long *out);
+int cli_double(const struct cli_opts *o, const char *v, double lo, int lo_open, double hi,
+    double *out);
+/* The sampling flags (CLI_SAMPLE_OPTIONS; generate and query): 0 set, 1 c is
+ * not one, -1 a usage error printed. */
+struct cli_sample {
+	double temp, top_p;     /* 0 (greedy) .. 2; (0, 1] */
+	uint64_t seed;
+};
+int cli_sample_flag(const struct cli_opts *o, int c, const char *v, struct cli_sample *s);
+/* A profile flag (CLI_PROFILE_OPTIONS) into sc by the service's one parser
+ * (svc_profile_flag): 0, or -1 with the usage error printed.
+ * cli_profile_done: -1 (printed) when both --budget and --ratio came. */
+struct svc_conf;
+int cli_profile_flag(struct cli_opts *o, struct svc_conf *sc, const char *v);
+int cli_profile_done(const struct cli_opts *o);
+/* The model: -m/--model, else cli_default_model(). */
+const char *cli_model(void);
+/* words[0..n) joined by single spaces (malloc'd; NULL: out of memory). */
+char *cli_join(int n, char **words);
+/* The command nearest to a mistyped name, or NULL. */
+struct cli_cmd;
+const char *cli_nearest_cmd(const char *name, const struct cli_cmd *cmds, size_t n);
 
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
@@ -131,12 +226,9 @@ void cli_json_str(FILE *f, const char *s, size_t len);
  * "\\", so a name cannot move the cursor, recolour or reorder the line. */
 void cli_term_str(const char *s, char *out, size_t cap);
 
-/* Parse a non-negative integer / float option value; -1 on error. */
-int cli_parse_long(const char *s, long lo, long hi, long *out);
-int cli_parse_float(const char *s, double lo, double hi, double *out);
-
 /* Read a whole file of at most max bytes (malloc'd; *len its size); NULL
- * with a message on stderr when it cannot be read or is too large. */
+ * with a message on stderr when it cannot be read or is too large.  "-"
+ * reads stdin. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
 
 /* The entries of a directory not starting with '.', in name order

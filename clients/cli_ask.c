@@ -1,6 +1,7 @@
 /*
  * cli_ask.c: `kvsnap ask`: the whole kvsnap path in one process, no daemon:
- * compress a document with a policy (chunked ingest), then answer a question
+ * compress a document (its text by formats/: PDF, HTML, Markdown, text)
+ * with a policy (chunked ingest), then answer a question
  * from the compressed cache.  With --compare it also answers from a full
  * re-prefill and prints both times to first token.
  *
@@ -14,6 +15,8 @@
 
 #include "clients/cli.h"
 #include "engine/engine.h"
+#include "service/service.h"
+#include "formats/formats.h"
 
 #define ASK_MAX_DOC (64u << 20) /* bytes */
 
@@ -34,44 +37,59 @@ ask_emit(void *arg, int32_t id)
 }
 
 static void
-ask_usage(FILE *f)
+ask_usage(FILE *f, const char *cmd)
 {
+	(void)cmd;
 	fprintf(f,
 	    "usage: kvsnap ask [-m GGUF] [--policy NAME] [--budget N|--ratio R] [--chunk N] [--opts K=V,...]\n"
-	    "                  [-n N] [-t THREADS] [--compare] [-v] FILE QUESTION\n"
+	    "                  [-n N] [-t THREADS] [--compare] [-v] FILE QUESTION...\n"
 	    "Compress FILE with an eviction policy, then answer QUESTION from the compressed\n"
-	    "cache (in-process; no daemon).\n"
-	    "  --policy NAME   kvzip, snapkv, adakv, locret, ... (docs/POLICIES.md; default kvzip)\n"
-	    "  --ratio R       share of the document's units kept (default 1/4)\n"
-	    "  --budget N      units kept per KV head per layer instead of a ratio\n"
-	    "  --chunk N       ingest chunk size in tokens (default 512)\n"
-	    "  --opts K=V,...  policy options (docs/POLICIES.md)\n"
-	    "  -n N            answer tokens at most (default 128)\n"
-	    "  --compare       also answer from a full re-prefill and compare times\n"
-	    "  -v              statistics on stderr\n");
+	    "cache (in-process; no daemon).  The words of an unquoted QUESTION are joined by\n"
+	    "single spaces.\n"
+	    "  -m, --model GGUF  model file (default $KVSNAP_MODEL or the bundled model)\n"
+	    "  --backend NAME    cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
+	    "  --policy NAME     kvzip, snapkv, adakv, locret, ... (docs/POLICIES.md; default kvzip)\n"
+	    "  --ratio R         share of the document's units kept (default 1/4)\n"
+	    "  --budget N        units kept per KV head per layer instead of a ratio\n"
+	    "  --chunk N         ingest chunk size in tokens, 1 to 65536 (default 512)\n"
+	    "  --opts K=V,...    policy options (docs/POLICIES.md)\n"
+	    "  -n N              answer tokens at most (default 128)\n"
+	    "  -t, --threads N   threads (default: all cores)\n"
+	    "  --compare         also answer from a full re-prefill and compare times\n"
+	    "  -v, --verbose     statistics on stderr\n");
 }
+
+/* ask keeps no snapshot: --quant does not apply */
+static const struct option ask_elsewhere[] = {
+	{ "quant", required_argument, NULL, 'q' },
+	{ NULL, 0, NULL, 0 },
+};
 
 int
 cli_ask(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "model", required_argument, NULL, 'm' },
-		{ "policy", required_argument, NULL, 'P' },
-		{ "budget", required_argument, NULL, 'b' },
-		{ "ratio", required_argument, NULL, 'R' },
-		{ "chunk", required_argument, NULL, 'c' },
-		{ "opts", required_argument, NULL, 'o' },
+		{ "policy", required_argument, NULL, CLI_O_PROFILE },
+		{ "budget", required_argument, NULL, CLI_O_PROFILE },
+		{ "ratio", required_argument, NULL, CLI_O_PROFILE },
+		{ "chunk", required_argument, NULL, CLI_O_PROFILE },
+		{ "opts", required_argument, NULL, CLI_O_PROFILE },
 		{ "threads", required_argument, NULL, 't' },
 		{ "compare", no_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *model_path = cli_default_model(), *pname = "kvzip", *popts = "";
-	long budget = 1024, chunk = 512, n_max = 128, threads = 0;
-	int compare = 0, verbose = 0, budget_set = 0, c, rc, ret = CLI_EXIT_FAILURE;
-	double ratio = 0.25;
-	int ratio_set = 0;
+	struct cli_opts o = { .shortopts = "n:t:v", .longopts = opts,
+		.globals = CLI_G_MODEL | CLI_G_BACKEND, .operands = "FILE QUESTION...",
+		.usage = ask_usage, .elsewhere = ask_elsewhere,
+		.hint = "ask stores no snapshot; %s belongs to ingest" };
+	/* the QA bench's choice: kvzip keeping a quarter (as ingest) */
+	struct svc_conf sc = { .policy = "kvzip", .opts = "", .budget = 1024, .ratio = 0.25,
+		.chunk = 512 };
+	const char *model_path, *pname, *popts;
+	long budget, chunk, n_max = 128, threads = 0;
+	int compare = 0, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	double ratio;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
 	struct eng_policy *p = NULL;
@@ -82,65 +100,39 @@ cli_ask(int argc, char **argv)
 	int32_t *ids = NULL, *qids = NULL, *all, first;
 	int64_t n_doc, n_q, n_all = 0, n_gen = 0, kept = 0, l;
 	float *logits = NULL;
-	char *doc = NULL, why[256] = "";
+	char *doc = NULL, *question = NULL, why[256] = "";
 	size_t doc_len = 0;
 	double t0, t_ingest, t_ttft, t_full = 0.0;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:n:t:vh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
-		case 'm': model_path = optarg; break;
-		case 'P': pname = optarg; break;
-		case 'o': popts = optarg; break;
+		case CLI_O_PROFILE:
+			if (cli_profile_flag(&o, &sc, optarg))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'C': compare = 1; break;
 		case 'v': verbose = 1; break;
-		case 'b':
-			if (cli_parse_long(optarg, 1, 1L << 24, &budget)) {
-				cli_err("--budget needs a positive number, got '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			budget_set = 1;
-			break;
-		case 'R':
-			ratio_set = 1;
-			if (eng_parse_ratio(optarg, &ratio)) {
-				cli_err("--ratio needs a share in (0, 1] such as 0.25 or 1/4, got '%s'",
-				    optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'c':
-			if (cli_parse_long(optarg, 8, 8192, &chunk)) {
-				cli_err("--chunk needs a number in 8..8192, got '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
 		case 'n':
-			if (cli_parse_long(optarg, 1, 1 << 20, &n_max)) {
-				cli_err("-n needs a positive number, got '%s'", optarg);
+			if (cli_long(&o, optarg, 1, 1 << 20, &n_max))
 				return CLI_EXIT_USAGE;
-			}
 			break;
 		case 't':
-			if (cli_parse_long(optarg, 1, 64, &threads)) {
-				cli_err("--threads needs a number in 1..64, got '%s'", optarg);
+			if (cli_long(&o, optarg, 0, 1024, &threads))
 				return CLI_EXIT_USAGE;
-			}
 			break;
-		case 'h': ask_usage(stdout); return CLI_EXIT_OK;
-		default: ask_usage(stderr); return CLI_EXIT_USAGE;
+		default: return CLI_EXIT_USAGE; /* cli_getopt said why */
 		}
 	}
-	if (optind != argc - 2) {
-		ask_usage(stderr);
+	if (cli_profile_done(&o))
 		return CLI_EXIT_USAGE;
-	}
-	if (ratio_set && budget_set) {
-		cli_err("give --budget or --ratio, not both");
-		return CLI_EXIT_USAGE;
-	}
-	if (budget_set)
-		ratio = 0.0; /* the budget form replaces the default ratio */
+	if ((rc = cli_operands(&o, argc, argv, 2, -1)))
+		return rc;
+	model_path = cli_model();
+	pname = sc.policy;
+	popts = sc.opts;
+	budget = sc.budget;
+	ratio = sc.ratio;
+	chunk = sc.chunk;
 	if (!model_path)
 		return cli_model_missing();
 	{
@@ -154,10 +146,24 @@ cli_ask(int argc, char **argv)
 		cli_err("%s", why[0] ? why : eng_strerror(rc));
 		return CLI_EXIT_USAGE;
 	}
-	doc = cli_read_file(argv[optind], ASK_MAX_DOC, &doc_len);
+	/* an unquoted question's words, joined by single spaces */
+	question = cli_join(argc - optind - 1, argv + optind + 1);
+	doc = question ? cli_read_file(argv[optind], ASK_MAX_DOC, &doc_len) : NULL;
 	if (!doc) {
 		ret = CLI_EXIT_NOT_FOUND;
 		goto out;
+	}
+	{ /* its text, as ingest reads it (formats/), before the model loads */
+		struct fmt_doc fd;
+		if ((rc = fmt_extract(doc, doc_len, NULL, ASK_MAX_DOC, &fd, why, sizeof(why)))) {
+			cli_err("%s %s", argv[optind], why);
+			ret = rc == FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
+			    rc == FMT_ERR_NOMEM ? CLI_EXIT_FAILURE : CLI_EXIT_USAGE;
+			goto out;
+		}
+		free(doc);
+		doc = fd.text;
+		doc_len = fd.len;
 	}
 	rc = eng_model_open(&m, model_path, why, sizeof(why));
 	if (rc) {
@@ -177,8 +183,8 @@ cli_ask(int argc, char **argv)
 	}
 	/* the document, then the question that ends the user turn */
 	n_doc = eng_chat_doc_ids(tok, doc, doc_len, &ids);
-	n_q = n_doc < 0 ? n_doc : eng_chat_question_ids(tok, argv[optind + 1],
-	    strlen(argv[optind + 1]), &qids);
+	n_q = n_doc < 0 ? n_doc : eng_chat_question_ids(tok, question,
+	    strlen(question), &qids);
 	if (n_doc < 0 || n_q < 0) {
 		cli_err("cannot tokenize: %s", eng_strerror((int)(n_doc < 0 ? n_doc : n_q)));
 		goto out;
@@ -255,6 +261,7 @@ cli_ask(int argc, char **argv)
 	}
 	ret = CLI_EXIT_OK;
 out:
+	free(question);
 	free(doc);
 	free(ids);
 	free(qids);

@@ -6,7 +6,8 @@
  * hidden names skipped, in name order), is opened here and passed to the
  * daemon as a descriptor, so the daemon reads only what this user can;
  * documents already stored for the daemon's profile are skipped by the
- * daemon (--force re-ingests).  On a terminal a progress bar with tokens/s
+ * daemon (--force re-ingests).  "-" is stdin, read here into a memfd
+ * that is passed like a file.  On a terminal a progress bar with tokens/s
  * and ETA goes to stderr; otherwise one plain line per document.
  * query: the answer's tokens are written to stdout as they arrive.
  */
@@ -16,13 +17,16 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "clients/cli.h"
+#include "common/version.h"
 #include "storage/store.h"
 
 #define CLI_DAEMON_DEPTH_MAX 32 /* directory recursion */
+#define CLI_DAEMON_STDIN_MAX ((size_t)64 << 20) /* the daemon's limit on a document */
 
 int
 cli_has_flag(int argc, char **argv, const char *flag)
@@ -40,10 +44,12 @@ cli_has_flag(int argc, char **argv, const char *flag)
 }
 
 struct dmn {
-	const char *sock, *name, *file;
+	const char *name, *file, *encoding;
 	long n_max;
 	int json, force, share, tty, verbose;
 	int gone;               /* the daemon closed the connection */
+	struct cli_sample smp;  /* query: --temp, --top-p, --seed */
+	int stdin_fd;           /* "-": stdin in a memfd, read before connecting */
 	struct cli_conn c;
 	int64_t next_id;
 	int n_done, n_skipped, n_failed;
@@ -54,67 +60,101 @@ dmn_usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "ingest"))
 		fprintf(f, "usage: kvsnap ingest [-s SOCK] [--name NAME] [--force] [--share] [--json] "
-		    "FILE|DIR...\n"
-		    "Compress documents into snapshots through kvsnapd (DIR: recursively).  Documents\n"
+		    "FILE|DIR|-...\n"
+		    "Compress documents into snapshots through kvsnapd (DIR: recursively; -: stdin).\n"
+		    "PDF, HTML, Markdown and plain text, told apart by their content.  Documents\n"
 		    "already stored for the daemon's profile are skipped.  A document is yours (and\n"
 		    "root's and the daemon's user's) unless shared.\n"
-		    "  --name NAME  name the document (one FILE only)\n"
+		    "  --name NAME  name the document (one FILE only; give one to stdin)\n"
+		    "  --encoding E the text's encoding (iconv's name, e.g. ISO-8859-15; default:\n"
+		    "               UTF-8, UTF-16/32 by their BOM, else Windows-1252)\n"
 		    "  --force      ingest again even if stored\n"
 		    "  --share      let every user of the daemon query it\n");
 	else
-		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--file PATH] [--json] DOC QUESTION\n"
+		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--temp T] [--top-p P] [--seed S]\n"
+		    "                   [--file PATH] [-v] [--json] DOC QUESTION...\n"
 		    "Answer QUESTION from DOC's snapshot through kvsnapd; tokens stream to stdout.\n"
-		    "  -n N         at most N answer tokens (default 128)\n"
+		    "The words of an unquoted QUESTION are joined by single spaces.\n"
+		    "  -n N         at most N answer tokens, 1 to 4096 (default 128)\n"
+		    "  --temp T     temperature, 0 (greedy, the default) to 2\n"
+		    "  --top-p P    nucleus sampling share in (0, 1] (default 1: off)\n"
+		    "  --seed S     sampling seed (default 0): the same seed gives the same answer\n"
 		    "  --file PATH  pass PATH, your copy of the document: the daemon lets you read\n"
-		    "               another user's snapshot of the same bytes\n");
+		    "               another user's snapshot of the same text\n"
+		    "  --encoding E PATH's encoding, as it was ingested with\n"
+		    "  -v, --verbose  time to first token and totals on stderr\n");
 	fprintf(f, "  -s, --socket SOCK  kvsnapd's socket (default $KVSNAP_SOCKET, else\n"
 	    "               $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock)\n"
 	    "  --json       one JSON object per line\n"
-	    "  -v           query: time to first token and totals on stderr\n"
-	    "  --local      run in this process instead (kvsnap %s --local -h)\n"
-	    "exit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt data or\n"
-	    "snapshot of another profile (re-ingest), 5 other failure\n", cmd);
+	    "  --local      run in this process instead (kvsnap %s --local -h); engine\n"
+	    "               settings (--policy, --budget, ...) belong to kvsnapd or --local\n"
+	    "A kvsnapd whose model workers are busy queues the job and says so on stderr.\n"
+	    "exit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable, 4 corrupt data,\n"
+	    "snapshot of another profile (re-ingest) or not a document (binary data), 5 other\n"
+	    "failure\n", cmd);
 }
 
+/* What the in-process path takes and the daemon path does not: named, when
+ * given here, as belonging to kvsnapd or --local. */
+static const struct option dmn_local_only[] = {
+	CLI_PROFILE_OPTIONS,
+	{ "threads", required_argument, NULL, 't' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Options and operands; the index of the first operand, or -1 with an exit
+ * code in *rc (a usage error printed). */
 static int
-dmn_parse(int argc, char **argv, struct dmn *D)
+dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
+	static const struct option ingest_opts[] = {
 		{ "name", required_argument, NULL, 'N' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "share", no_argument, NULL, 'A' },
-		{ "file", required_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "encoding", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, bad = 0;
+	static const struct option query_opts[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ "encoding", required_argument, NULL, 'E' },
+		{ "verbose", no_argument, NULL, 'v' },
+		CLI_SAMPLE_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int ingest = !strcmp(argv[0], "ingest"), c;
+	struct cli_opts o = { .shortopts = ingest ? "" : "n:v",
+		.longopts = ingest ? ingest_opts : query_opts,
+		.globals = CLI_G_SOCKET | CLI_G_JSON,
+		.operands = ingest ? "FILE|DIR..." : "DOC QUESTION...", .usage = dmn_usage,
+		.elsewhere = dmn_local_only,
+		.hint = "engine settings such as %s belong to kvsnapd or --local" };
 
 	memset(D, 0, sizeof(*D));
 	D->c.fd = -1;
+	D->stdin_fd = -1;
 	D->n_max = 128;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:n:vh", opts, NULL)) != -1) {
+	D->smp.top_p = 1.0;
+	*rc = CLI_EXIT_USAGE;
+	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
-		case 's': D->sock = optarg; break;
 		case 'N': D->name = optarg; break;
 		case 'F': D->force = 1; break;
 		case 'A': D->share = 1; break;
 		case 'f': D->file = optarg; break;
-		case 'j': D->json = 1; break;
+		case 'E': D->encoding = optarg; break;
 		case 'v': D->verbose = 1; break;
-		case 'n': bad |= cli_parse_long(optarg, 1, 4096, &D->n_max) != 0; break;
-		case 'h': dmn_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
-		default: bad = 1;
+		case 'n':
+			if (cli_long(&o, optarg, 1, 4096, &D->n_max))
+				return -1;
+			break;
+		default:
+			if (cli_sample_flag(&o, c, optarg, &D->smp))
+				return -1; /* '?' too: cli_getopt said why */
 		}
 	}
-	if (bad) {
-		fprintf(stderr, "(engine settings such as --budget belong to kvsnapd, or use --local)\n");
-		dmn_usage(stderr, argv[0]);
+	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : 2, -1)))
 		return -1;
-	}
+	D->json = cli_g.json;
 	return optind;
 }
 
@@ -145,6 +185,23 @@ dmn_json_event(const char *kind, json_t *ev, json_t *extra)
 	cli_json_line(kind, o);
 }
 
+/* A "queued" event: the job waits for a model worker (docs/PROTOCOL.md
+ * "Scheduling").  One line on stderr; with --json the event as it came. */
+static void
+dmn_queued(const struct dmn *D, json_t *ev)
+{
+	long long ahead = json_integer_value(json_object_get(ev, "ahead"));
+	long long running = json_integer_value(json_object_get(ev, "running"));
+
+	if (D->json) {
+		dmn_json_event("queued", ev, NULL);
+		fflush(stdout);
+		return;
+	}
+	fprintf(stderr, "%skvsnap: waiting for kvsnapd: %lld job%s running, %lld queued before "
+	    "this one\n", D->tty ? "\r\033[K" : "", running, running == 1 ? "" : "s", ahead);
+}
+
 /* ------------------------------------------------------------------------ */
 /* ingest                                                                    */
 
@@ -166,17 +223,63 @@ dmn_bar(const char *path, int64_t done, int64_t total, double elapsed)
 	fflush(stderr);
 }
 
-/* One file through the daemon. */
+/* stdin in a memfd (at most the daemon's limit), to pass as a file; -1
+ * with a message and *rc set. */
+static int
+dmn_stdin_fd(int *rc)
+{
+	size_t len, off = 0;
+	char *buf = cli_read_file("-", CLI_DAEMON_STDIN_MAX, &len);
+	int fd;
+
+	*rc = CLI_EXIT_USAGE;
+	if (!buf)
+		return -1;
+	if ((fd = memfd_create("kvsnap-stdin", MFD_CLOEXEC)) < 0) {
+		cli_err("cannot hold stdin: memfd_create: %s", strerror(errno));
+		free(buf);
+		*rc = CLI_EXIT_FAILURE;
+		return -1;
+	}
+	while (off < len) {
+		ssize_t w = write(fd, buf + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			cli_err("cannot hold stdin: %s", w < 0 ? strerror(errno) : "short write");
+			free(buf);
+			close(fd);
+			*rc = CLI_EXIT_FAILURE;
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	free(buf);
+	return fd;
+}
+
+/* One file through the daemon ("-": stdin). */
 static int
 dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 {
 	char real[PATH_MAX];
 	json_t *req, *ev, *src;
-	int fd, ret = CLI_EXIT_FAILURE;
+	int fd, ret = CLI_EXIT_FAILURE, in = !strcmp(path, "-");
 	int64_t id = ++D->next_id;
 
-	/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+	if (in) {
+		if ((fd = D->stdin_fd) < 0) {
+			cli_err("stdin (-) is read once");
+			D->n_failed++;
+			return CLI_EXIT_USAGE;
+		}
+		D->stdin_fd = -1; /* ours now: closed once sent */
+		if (!name)
+			cli_err("note: stdin has no name; give it one with --name NAME, or refer to it "
+			    "by its doc_id");
+		path = "stdin";
+	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+		/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
 		cli_err("cannot open %s: %s", path, strerror(errno));
 		D->n_failed++;
 		return CLI_EXIT_NOT_FOUND;
@@ -184,13 +287,19 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 	req = json_pack("{s:i, s:I, s:s, s:b, s:b, s:b}", "v", 1, "id", (json_int_t)id, "op",
 	    "ingest", "fd", 1, "force", D->force, "share", D->share);
 	/* a path that is not UTF-8 cannot travel as JSON: the source stays unset */
-	src = json_string(realpath(path, real) ? real : path);
+	src = json_string(in ? "stdin" : realpath(path, real) ? real : path);
 	if (req)
 		json_object_set_new(req, "source", src ? src : json_null());
 	else
 		json_decref(src);
 	if (req && name && json_object_set_new(req, "name", json_string(name))) {
 		cli_err("--name must be UTF-8");
+		json_decref(req);
+		close(fd);
+		return CLI_EXIT_USAGE;
+	}
+	if (req && D->encoding && json_object_set_new(req, "encoding", json_string(D->encoding))) {
+		cli_err("--encoding must be UTF-8");
 		json_decref(req);
 		close(fd);
 		return CLI_EXIT_USAGE;
@@ -224,6 +333,14 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 			json_decref(ev);
 			continue;
 		}
+		if (!strcmp(kind, "queued")) {
+			if (D->json)
+				dmn_json_event("queued", ev, json_pack("{s:o}", "path", cli_json_cstr(path)));
+			else
+				dmn_queued(D, ev);
+			json_decref(ev);
+			continue;
+		}
 		if (!strcmp(kind, "progress")) {
 			if (D->tty && !D->json)
 				dmn_bar(path, json_integer_value(json_object_get(ev, "done")),
@@ -232,12 +349,6 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 			if (D->json) /* one line per progress event, for scripts */
 				dmn_json_event("progress", ev, json_pack("{s:o}", "path",
 				    cli_json_cstr(path)));
-			json_decref(ev);
-			continue;
-		}
-		if (!strcmp(kind, "queued")) {
-			if (D->json)
-				dmn_json_event("queued", ev, json_pack("{s:o}", "path", cli_json_cstr(path)));
 			json_decref(ev);
 			continue;
 		}
@@ -268,8 +379,10 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 					    hex ? hex : "?", tier && !strcmp(tier, "shared") ?
 					    " in the shared tier, copied here" : "", line);
 				else
-					printf("%s (%.12s), %.1f s: %s\n", shown, hex ? hex : "?",
-					    json_real_value(json_object_get(ev, "seconds")), line);
+					printf("%s (%.12s), %.1f s: %s, %s\n", shown, hex ? hex : "?",
+					    json_real_value(json_object_get(ev, "seconds")),
+					    json_string_value(json_object_get(ev, "format")) ?
+					    json_string_value(json_object_get(ev, "format")) : "?", line);
 				/* kvsnapd with a shared tier that did not take it: stored here only */
 				if (json_is_false(json_object_get(ev, "shared")))
 					fprintf(stderr, "kvsnap: warning: %s: stored by kvsnapd but not in its "
@@ -298,6 +411,8 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 	size_t n = 0, i;
 	int ret = CLI_EXIT_OK, r;
 
+	if (!strcmp(path, "-"))
+		return dmn_ingest_one(D, path, name);
 	if (stat(path, &sb)) {
 		cli_err("cannot open %s: %s", path, strerror(errno));
 		D->n_failed++;
@@ -344,15 +459,11 @@ int
 cli_daemon_ingest(int argc, char **argv)
 {
 	struct dmn D;
-	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_OK, r;
+	int r, rc, i = dmn_parse(argc, argv, &D, &r), ret = CLI_EXIT_OK;
 	char why[256];
 
 	if (i < 0)
-		return CLI_EXIT_USAGE;
-	if (i >= argc) {
-		dmn_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
+		return r;
 	if (D.name && argc - i != 1) {
 		cli_err("--name needs exactly one document");
 		return CLI_EXIT_USAGE;
@@ -362,14 +473,24 @@ cli_daemon_ingest(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	D.tty = isatty(STDERR_FILENO);
-	if (cli_conn_open(&D.c, cli_socket_path(D.sock)))
+	/* stdin first: a slow pipe must not keep an idle connection open
+	 * (the daemon's --idle-timeout) */
+	for (r = i; r < argc; r++)
+		if (!strcmp(argv[r], "-") && D.stdin_fd < 0 && (D.stdin_fd = dmn_stdin_fd(&rc)) < 0)
+			return rc;
+	if (cli_conn_open(&D.c, cli_socket_path(cli_g.socket))) {
+		if (D.stdin_fd >= 0)
+			close(D.stdin_fd);
 		return CLI_EXIT_UNREACHABLE;
+	}
 	for (; i < argc; i++) {
 		if ((r = dmn_ingest_path(&D, argv[i], D.name, 0)))
 			ret = r;
 		if (D.gone)
 			break;
 	}
+	if (D.stdin_fd >= 0) /* not sent: the daemon went away first */
+		close(D.stdin_fd);
 	if (!D.json && D.n_done + D.n_skipped + D.n_failed > 1)
 		printf("%d ingested, %d already stored, %d failed\n", D.n_done, D.n_skipped,
 		    D.n_failed);
@@ -385,28 +506,34 @@ cli_daemon_query(int argc, char **argv)
 {
 	struct dmn D;
 	json_t *req, *ev;
-	int i = dmn_parse(argc, argv, &D), ret = CLI_EXIT_UNREACHABLE, r, fd = -1;
+	char *question;
+	int r, i = dmn_parse(argc, argv, &D, &r), ret = CLI_EXIT_UNREACHABLE, fd = -1;
 
 	if (i < 0)
-		return CLI_EXIT_USAGE;
-	if (argc - i != 2) {
-		dmn_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
+		return r;
 	/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
 	if (D.file && (fd = open(D.file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
 		cli_err("cannot open %s: %s", D.file, strerror(errno));
 		return CLI_EXIT_NOT_FOUND;
 	}
-	if (cli_conn_open(&D.c, cli_socket_path(D.sock))) {
+	if (cli_conn_open(&D.c, cli_socket_path(cli_g.socket))) {
 		if (fd >= 0)
 			close(fd);
 		return CLI_EXIT_UNREACHABLE;
 	}
-	req = json_pack("{s:i, s:i, s:s, s:s, s:s, s:i, s:b}", "v", 1, "id", 1, "op", "query",
-	    "doc", argv[i], "question", argv[i + 1], "max_tokens", (int)D.n_max, "fd", fd >= 0);
+	/* an unquoted question's words, joined by single spaces */
+	question = cli_join(argc - i - 1, argv + i + 1);
+	req = !question ? NULL : json_pack("{s:i, s:i, s:s, s:s, s:s, s:i, s:b, s:f, s:f, s:I}",
+	    "v", KVSNAP_PROTOCOL_VERSION, "id", 1, "op", "query", "doc", argv[i], "question",
+	    question, "max_tokens", (int)D.n_max, "fd", fd >= 0, "temperature", D.smp.temp,
+	    "top_p", D.smp.top_p, "seed", (json_int_t)D.smp.seed);
+	free(question);
+	if (req && D.encoding && json_object_set_new(req, "encoding", json_string(D.encoding))) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (!req) {
-		cli_err("the question is not valid UTF-8");
+		cli_err("the question (or --encoding) is not valid UTF-8");
 		cli_conn_close(&D.c);
 		if (fd >= 0)
 			close(fd);
@@ -432,8 +559,7 @@ cli_daemon_query(int argc, char **argv)
 				fwrite(json_string_value(t), 1, json_string_length(t), stdout);
 			fflush(stdout);
 		} else if (kind && !strcmp(kind, "queued")) {
-			if (D.json)
-				dmn_json_event("queued", ev, NULL);
+			dmn_queued(&D, ev);
 		} else if (kind && !strcmp(kind, "result")) {
 			const char *stop = json_string_value(json_object_get(ev, "stop"));
 			if (D.json)

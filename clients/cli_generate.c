@@ -73,17 +73,19 @@ gen_tokenize_prompt(const struct eng_tok *tok, const char *text, int raw, int32_
 }
 
 static void
-gen_usage(FILE *f)
+gen_usage(FILE *f, const char *cmd)
 {
+	(void)cmd;
 	fprintf(f,
 	    "usage: kvsnap generate [-m GGUF] -p TEXT [-n N] [--temp T] [--top-p P] [--seed S]\n"
 	    "                       [--raw] [-t THREADS] [--json] [-v]\n"
 	    "Run the model in-process (no daemon) and stream the answer to stdout.\n"
 	    "  -m, --model GGUF   model file (default $KVSNAP_MODEL or the bundled model)\n"
+	    "  --backend NAME     cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
 	    "  -p, --prompt TEXT  the user's message (or the whole prompt with --raw)\n"
 	    "  -n N               tokens to generate at most (default 128)\n"
-	    "  --temp T           temperature, 0 = greedy (default 0)\n"
-	    "  --top-p P          nucleus sampling threshold (default 1 = off)\n"
+	    "  --temp T           temperature, 0 (greedy, the default) to 2\n"
+	    "  --top-p P          nucleus sampling share in (0, 1] (default 1 = off)\n"
 	    "  --seed S           sampling seed (default 0)\n"
 	    "  --raw              no chat template; control tokens in TEXT are parsed\n"
 	    "  -t, --threads N    threads (default: all cores)\n"
@@ -95,22 +97,19 @@ int
 cli_generate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "model", required_argument, NULL, 'm' },
 		{ "prompt", required_argument, NULL, 'p' },
-		{ "temp", required_argument, NULL, 'T' },
-		{ "top-p", required_argument, NULL, 'P' },
-		{ "seed", required_argument, NULL, 'S' },
+		CLI_SAMPLE_OPTIONS,
 		{ "raw", no_argument, NULL, 'r' },
 		{ "threads", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *model_path = cli_default_model(), *prompt = NULL;
-	long n_max = 128, seed = 0, threads = 0;
-	double temp = 0.0, top_p = 1.0;
-	int raw = 0, json = 0, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	struct cli_opts o = { .shortopts = "p:n:t:v", .longopts = opts,
+		.globals = CLI_G_MODEL | CLI_G_BACKEND | CLI_G_JSON, .usage = gen_usage };
+	struct cli_sample smp = { 0.0, 1.0, 0 };
+	const char *model_path, *prompt = NULL;
+	long n_max = 128, threads = 0;
+	int raw = 0, json, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
 	const char *stop;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
@@ -123,53 +122,32 @@ cli_generate(int argc, char **argv)
 	double t0, t1, t2;
 	char why[256] = "";
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:p:n:t:vh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
-		case 'm': model_path = optarg; break;
 		case 'p': prompt = optarg; break;
 		case 'n':
-			if (cli_parse_long(optarg, 0, 1 << 24, &n_max)) {
-				cli_err("-n needs a number of tokens, got '%s'", optarg);
+			if (cli_long(&o, optarg, 0, 1 << 24, &n_max))
 				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'T':
-			if (cli_parse_float(optarg, 0.0, 100.0, &temp)) {
-				cli_err("--temp needs a number in [0, 100], got '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'P':
-			if (cli_parse_float(optarg, 0.0, 1.0, &top_p) || top_p <= 0.0) {
-				cli_err("--top-p needs a number in (0, 1], got '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'S':
-			if (cli_parse_long(optarg, 0, 0x7fffffffL, &seed)) {
-				cli_err("--seed needs a non-negative integer, got '%s'", optarg);
-				return CLI_EXIT_USAGE;
-			}
 			break;
 		case 'r': raw = 1; break;
 		case 't':
-			if (cli_parse_long(optarg, 1, 64, &threads)) {
-				cli_err("--threads needs a number in 1..64, got '%s'", optarg);
+			if (cli_long(&o, optarg, 0, 1024, &threads))
 				return CLI_EXIT_USAGE;
-			}
 			break;
-		case 'j': json = 1; break;
 		case 'v': verbose = 1; break;
-		case 'h': gen_usage(stdout); return CLI_EXIT_OK;
-		default: gen_usage(stderr); return CLI_EXIT_USAGE;
+		default:
+			if (cli_sample_flag(&o, c, optarg, &smp))
+				return CLI_EXIT_USAGE; /* '?' too: cli_getopt said why */
 		}
 	}
-	if (!prompt || optind != argc) {
-		cli_err("generate needs -p TEXT and no other arguments");
-		gen_usage(stderr);
+	if ((rc = cli_operands(&o, argc, argv, 0, 0)))
+		return rc;
+	if (!prompt) {
+		cli_usage_err(&o, "missing -p TEXT (kvsnap generate -p TEXT)");
 		return CLI_EXIT_USAGE;
 	}
+	model_path = cli_model();
+	json = cli_g.json;
 
 	if (!model_path)
 		return cli_model_missing();
@@ -208,7 +186,7 @@ cli_generate(int argc, char **argv)
 		cli_err("cannot set up the engine: %s", eng_strerror(rc));
 		goto out;
 	}
-	eng_sampler_init(&s, (float)temp, (float)top_p, (uint64_t)seed);
+	eng_sampler_init(&s, (float)smp.temp, (float)smp.top_p, smp.seed);
 	out.tok = tok;
 	out.json = json;
 	t1 = eng_now();
@@ -241,52 +219,52 @@ out:
 }
 
 static void
-tok_usage(FILE *f)
+tok_usage(FILE *f, const char *cmd)
 {
+	(void)cmd;
 	fprintf(f,
-	    "usage: kvsnap tokenize [-m GGUF] [--no-special] [--json] TEXT\n"
+	    "usage: kvsnap tokenize [-m GGUF] [--no-special] [--json] TEXT...\n"
 	    "Print the token ids of TEXT, space-separated (control tokens written\n"
-	    "literally in TEXT are parsed unless --no-special).\n");
+	    "literally in TEXT are parsed unless --no-special; the words of an\n"
+	    "unquoted TEXT are joined by single spaces).\n");
 }
 
 int
 cli_tokenize(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "model", required_argument, NULL, 'm' },
 		{ "no-special", no_argument, NULL, 'N' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *model_path = cli_default_model(), *text;
-	int special = 1, json = 0, c, rc, ret = CLI_EXIT_FAILURE;
+	struct cli_opts o = { .longopts = opts, .globals = CLI_G_MODEL | CLI_G_JSON,
+		.operands = "TEXT...", .usage = tok_usage };
+	const char *model_path;
+	char *text = NULL;
+	int special = 1, json, c, rc, ret = CLI_EXIT_FAILURE;
 	struct eng_gguf *g = NULL;
 	struct eng_tok *tok = NULL;
 	int32_t *ids = NULL;
 	int64_t n, i, cap;
 	char why[256] = "";
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
-		case 'm': model_path = optarg; break;
 		case 'N': special = 0; break;
-		case 'j': json = 1; break;
-		case 'h': tok_usage(stdout); return CLI_EXIT_OK;
-		default: tok_usage(stderr); return CLI_EXIT_USAGE;
+		default: return CLI_EXIT_USAGE; /* cli_getopt said why */
 		}
 	}
-	if (optind != argc - 1) {
-		tok_usage(stderr);
-		return CLI_EXIT_USAGE;
-	}
-	text = argv[optind];
+	if ((rc = cli_operands(&o, argc, argv, 1, -1)))
+		return rc;
+	model_path = cli_model();
+	json = cli_g.json;
+	if (!(text = cli_join(argc - optind, argv + optind)))
+		return CLI_EXIT_FAILURE;
 	if (!model_path)
 		return cli_model_missing();
 	rc = eng_gguf_open(&g, model_path, why, sizeof(why));
 	if (rc) {
 		cli_err("cannot load model: %s", why);
+		free(text);
 		return cli_exit_for_engine(rc);
 	}
 	rc = eng_tok_init(&tok, g, why, sizeof(why));
@@ -311,6 +289,7 @@ cli_tokenize(int argc, char **argv)
 	printf(json ? "],\"count\":%lld}\n" : "\n", (long long)n);
 	ret = CLI_EXIT_OK;
 out:
+	free(text);
 	free(ids);
 	eng_tok_free(tok);
 	eng_gguf_close(g);

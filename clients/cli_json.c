@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "common/cmdline.h"
 
 int cli_json_mode;
 static int json_errors;        /* error events written */
@@ -109,7 +110,8 @@ int
 cli_json_finish(int rc)
 {
 	if (cli_json_mode && rc != CLI_EXIT_OK && !json_errors)
-		cli_json_error(NULL, rc, json_last_err[0] ? json_last_err : rc == CLI_EXIT_USAGE ?
+		cli_json_error(NULL, rc, json_last_err[0] ? json_last_err :
+		    cmdline_last_error()[0] ? cmdline_last_error() : rc == CLI_EXIT_USAGE ?
 		    "usage error: see the command's -h" : "failed", NULL);
 	return rc;
 }

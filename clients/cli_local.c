@@ -4,7 +4,8 @@
  * (service/service.h), which runs the daemon's jobs in-process against the
  * store in the state directory.
  *
- * ingest: each file is read and handed to svc_ingest (always re-ingested).
+ * ingest: each file ("-": stdin) is read and handed to svc_ingest (always
+ * re-ingested), which reads its text by its format.
  * query: svc_query answers from the snapshot svc_pick's one rule picks
  * (the daemon's too; a mismatch names the stored profiles, the flags that
  * answer from one and the command that re-ingests), its tokens printed as
@@ -30,11 +31,11 @@
 
 /* The profile and engine settings both commands share. */
 struct local {
-	const char *model_path, *policy, *opts, *state, *name, *quant_name;
+	const char *model_path, *policy, *opts, *state, *name, *encoding;
 	long budget, chunk, threads, n_max;
 	double ratio; /* > 0: --ratio, in place of the budget */
-	int budget_set;
 	int local, json, quant;
+	struct cli_sample smp; /* query: --temp, --top-p, --seed */
 	struct svc *v;
 	struct svc_session *ss;
 };
@@ -42,102 +43,136 @@ struct local {
 static void
 local_usage(FILE *f, const char *cmd)
 {
+	if (!strcmp(cmd, "shrink")) {
+		fprintf(f, "usage: kvsnap shrink [--state DIR] [-m GGUF] [--json] DOC --ratio R\n"
+		    "Derive a smaller snapshot of DOC from its largest kvzip snapshot by the\n"
+		    "stored scores (no model run), kept as share R of the document's units;\n"
+		    "filed under the kvzip profile with ratio=R and from=<the source's ratio>.\n"
+		    "  --ratio R        the share kept, such as 1/8 (required)\n"
+		    "  --state DIR      the store (default $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
+		    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
+		    "  --json           one JSON object per line\n");
+		return;
+	}
 	if (!strcmp(cmd, "ingest"))
-		fprintf(f, "usage: kvsnap ingest --local [OPTIONS] FILE|DIR... [--name NAME]\n"
-		    "Compress documents into snapshots in the store (a DIR: its regular files).\n");
+		fprintf(f, "usage: kvsnap ingest --local [OPTIONS] FILE|DIR|-... [--name NAME]\n"
+		    "Compress documents into snapshots in the store (a DIR: its regular files;\n"
+		    "-: stdin).  PDF, HTML, Markdown and plain text, told apart by content.\n"
+		    "  --name NAME      name the document (one FILE only)\n"
+		    "  --encoding E     the text's encoding (iconv's name; default: UTF-8, UTF-16/32\n"
+		    "                   by their BOM, else Windows-1252)\n");
 	else
-		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION [-n N]\n"
+		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION... [-n N]\n"
 		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.  A store\n"
-		    "this user cannot write is read read-only (its last-used stamp stays).\n");
+		    "this user cannot write is read read-only (its last-used stamp stays).\n"
+		    "The words of an unquoted QUESTION are joined by single spaces.\n"
+		    "  -n N             at most N answer tokens, 1 to 4096 (default 128)\n"
+		    "  --temp T         temperature, 0 (greedy, the default) to 2\n"
+		    "  --top-p P        nucleus sampling share in (0, 1] (default 1: off)\n"
+		    "  --seed S         sampling seed (default 0)\n");
 	fprintf(f,
 	    "  --local          run in this process (without it: through kvsnapd, see\n"
 	    "                   kvsnap %s -h)\n"
 	    "  --state DIR      the store (default $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
 	    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
+	    "  --backend NAME   cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
 	    "  --policy NAME    eviction policy (default kvzip; docs/POLICIES.md)\n"
 	    "  --ratio R        share of each document's units kept (default 1/4)\n"
 	    "  --budget N       units kept per KV head per layer instead of a ratio\n"
-	    "  --chunk N        ingest chunk size (default 512)\n"
+	    "  --chunk N        ingest chunk size, 1 to 65536 (default 512)\n"
 	    "  --opts K=V,...   policy options\n"
 	    "  --quant Q        fp16, q4 or q4kc (default fp16)\n"
-	    "  -t N             threads (default: all cores)\n"
+	    "  -t, --threads N  threads (default 0: all cores)\n"
 	    "  --json           one JSON object per line\n", cmd);
 }
 
+/* What only the daemon path takes: named when given with --local. */
+static const struct option local_daemon_only[] = {
+	{ "force", no_argument, NULL, 'F' },
+	{ "share", no_argument, NULL, 'A' },
+	{ "file", required_argument, NULL, 'f' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Options and operands (ingest: 1 or more, query: 2 or more, shrink: 1);
+ * the index of the first operand, or -1 with the exit code in *rc. */
 static int
-local_parse(int argc, char **argv, struct local *L)
+local_parse(int argc, char **argv, struct local *L, int *rc)
 {
-	static const struct option opts[] = {
+	static const struct option ingest_opts[] = {
 		{ "local", no_argument, NULL, 'L' },
-		{ "state", required_argument, NULL, 'S' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "policy", required_argument, NULL, 'P' },
-		{ "budget", required_argument, NULL, 'b' },
-		{ "ratio", required_argument, NULL, 'R' },
-		{ "chunk", required_argument, NULL, 'c' },
-		{ "opts", required_argument, NULL, 'o' },
-		{ "quant", required_argument, NULL, 'q' },
+		CLI_PROFILE_OPTIONS,
 		{ "threads", required_argument, NULL, 't' },
 		{ "name", required_argument, NULL, 'N' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "encoding", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, bad = 0, ratio_set = 0;
+	static const struct option query_opts[] = {
+		{ "local", no_argument, NULL, 'L' },
+		CLI_PROFILE_OPTIONS,
+		{ "threads", required_argument, NULL, 't' },
+		CLI_SAMPLE_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct option shrink_opts[] = {
+		{ "ratio", required_argument, NULL, CLI_O_PROFILE },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ingest = !strcmp(argv[0], "ingest"), shrink = !strcmp(argv[0], "shrink"), c;
+	struct cli_opts o = { .shortopts = ingest ? "t:" : shrink ? "" : "t:n:",
+		.longopts = ingest ? ingest_opts : shrink ? shrink_opts : query_opts,
+		.globals = CLI_G_STATE | CLI_G_MODEL | CLI_G_JSON | (shrink ? 0 : CLI_G_BACKEND),
+		.operands = ingest ? "FILE|DIR..." : shrink ? "DOC" : "DOC QUESTION...",
+		.usage = local_usage, .elsewhere = shrink ? NULL : local_daemon_only,
+		.hint = "%s belongs to the daemon path, without --local" };
+	/* the QA bench's choice (bench/RESULTS.md): kvzip keeping a quarter */
+	struct svc_conf sc = { .policy = "kvzip", .opts = "", .budget = 1024, .ratio = 0.25,
+		.chunk = 512, .quant = SNAP_FP16 };
 
 	memset(L, 0, sizeof(*L));
-	L->model_path = cli_default_model();
-	L->policy = "kvzip"; /* the QA bench's choice (bench/RESULTS.md) */
-	L->opts = "";
-	L->quant_name = "fp16";
-	L->budget = 1024;
-	L->ratio = 0.25;
-	L->chunk = 512;
 	L->n_max = 128;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:t:n:h", opts, NULL)) != -1) {
+	L->smp.top_p = 1.0;
+	*rc = CLI_EXIT_USAGE;
+	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
 		case 'L': L->local = 1; break;
-		case 'S': L->state = optarg; break;
-		case 'm': L->model_path = optarg; break;
-		case 'P': L->policy = optarg; break;
-		case 'b':
-			bad |= cli_parse_long(optarg, 1, 1L << 30, &L->budget) != 0;
-			L->budget_set = 1;
+		case CLI_O_PROFILE:
+			if (cli_profile_flag(&o, &sc, optarg))
+				return -1;
 			break;
-		case 'R':
-			ratio_set = 1;
-			if (eng_parse_ratio(optarg, &L->ratio)) {
-				cli_err("--ratio needs a share in (0, 1] such as 0.25 or 1/4, got '%s'",
-				    optarg);
-				bad = 1;
-			}
+		case 't':
+			if (cli_long(&o, optarg, 0, 1024, &L->threads))
+				return -1;
 			break;
-		case 'c': bad |= cli_parse_long(optarg, 1, 1L << 20, &L->chunk) != 0; break;
-		case 'o': L->opts = optarg; break;
-		case 'q': L->quant_name = optarg; break;
-		case 't': bad |= cli_parse_long(optarg, 0, 1024, &L->threads) != 0; break;
-		case 'n': bad |= cli_parse_long(optarg, 1, 1L << 20, &L->n_max) != 0; break;
+		case 'n':
+			if (cli_long(&o, optarg, 1, 4096, &L->n_max))
+				return -1;
+			break;
 		case 'N': L->name = optarg; break;
-		case 'j': L->json = 1; break;
-		case 'h': local_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
-		default: bad = 1;
+		case 'E': L->encoding = optarg; break;
+		default:
+			if (cli_sample_flag(&o, c, optarg, &L->smp))
+				return -1; /* '?' too: cli_getopt said why */
 		}
 	}
-	if (ratio_set && L->budget_set) {
-		cli_err("give --budget or --ratio, not both");
-		bad = 1;
-	}
-	if (L->budget_set)
-		L->ratio = 0.0; /* the budget form replaces the default ratio */
-	if ((L->quant = snap_quant_parse(L->quant_name)) < 0) {
-		cli_err("unknown --quant '%s' (fp16, q4, q4kc)", L->quant_name);
-		bad = 1;
-	}
-	if (bad) {
-		local_usage(stderr, argv[0]);
+	if (cli_profile_done(&o))
+		return -1;
+	if (shrink && !o.ratio_set) {
+		cli_usage_err(&o, "missing --ratio R (kvsnap shrink DOC --ratio R)");
 		return -1;
 	}
+	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : shrink ? 1 : 2, shrink ? 1 : -1)))
+		return -1;
+	L->model_path = cli_model();
+	L->state = cli_g.state;
+	L->json = cli_g.json;
+	L->policy = sc.policy;
+	L->opts = sc.opts;
+	L->budget = sc.budget;
+	L->ratio = sc.ratio;
+	L->chunk = sc.chunk;
+	L->quant = sc.quant;
 	return optind;
 }
 
@@ -249,6 +284,15 @@ local_exit_io(int rc)
 static int
 local_ingest_fail(const struct local *L, const char *path, const struct svc_status *st)
 {
+	if (st->step == SVC_AT_FORMAT) {
+		if (st->rc == FMT_ERR_ENCODING) {
+			cli_err("--encoding: %s", st->why);
+			return CLI_EXIT_USAGE;
+		}
+		cli_err("%s %s", path, st->why); /* "FILE looks like binary data ..." */
+		return st->rc == FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
+		    st->rc == FMT_ERR_TOO_LARGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+	}
 	if (st->step == SVC_AT_TOKENIZE) {
 		cli_err("%s: cannot tokenize: %s", path, st->why);
 		return CLI_EXIT_FAILURE;
@@ -262,7 +306,7 @@ local_ingest_fail(const struct local *L, const char *path, const struct svc_stat
 	return cli_exit_for_engine(st->rc);
 }
 
-/* Compress and store one document. */
+/* Compress and store one document ("-": stdin). */
 static int
 local_ingest_one(struct local *L, const char *path, const char *name)
 {
@@ -275,11 +319,20 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	int rc;
 
 	if (!(text = cli_read_file(path, LOCAL_MAX_DOC, &len)))
-		return CLI_EXIT_NOT_FOUND;
-	snprintf(source, sizeof(source), "%.1023s", realpath(path, real) ? real : path);
+		return strcmp(path, "-") ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+	if (!strcmp(path, "-")) {
+		path = "stdin";
+		snprintf(source, sizeof(source), "stdin");
+		if (!name)
+			cli_err("note: stdin has no name; give it one with --name NAME, or refer to it "
+			    "by its doc_id");
+	} else {
+		snprintf(source, sizeof(source), "%.1023s", realpath(path, real) ? real : path);
+	}
 	memset(&ir, 0, sizeof(ir));
 	ir.text = text;
 	ir.len = len;
+	ir.encoding = L->encoding;
 	ir.name = name;
 	ir.source = source;
 	/* the running user owns what it stores (kvsnapd shows it to them) */
@@ -293,9 +346,10 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		return rc;
 	}
 	if (L->json) {
-		cli_json_line("result", json_pack("{s:o, s:s, s:o, s:b, s:I, s:I, s:I, s:I, s:I, s:I, "
-		    "s:f}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",
-		    cli_json_cstr(source), "skipped", 0, "bytes", (json_int_t)len, "tokens",
+		cli_json_line("result", json_pack("{s:o, s:s, s:o, s:o, s:b, s:I, s:I, s:I, s:I, s:I, "
+		    "s:I, s:f}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",
+		    cli_json_cstr(source), "format", cli_json_cstr(res.format), "skipped", 0, "bytes",
+		    (json_int_t)len, "tokens",
 		    (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
 		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
 		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - t0));
@@ -303,7 +357,8 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		cli_show_ingested(res.tokens, res.units, res.fig.full_units, res.fig.bytes,
 		    res.fig.full_bytes, line, sizeof(line));
 		cli_term_str(path, shown, sizeof(shown));
-		printf("%s (%.12s), %.1f s: %s\n", shown, res.hex, eng_now() - t0, line);
+		printf("%s (%.12s), %.1f s: %s, %s\n", shown, res.hex, eng_now() - t0, res.format,
+		    line);
 	}
 	fflush(stdout);
 	return CLI_EXIT_OK;
@@ -318,6 +373,8 @@ local_ingest_path(struct local *L, const char *path)
 	size_t n, i;
 	int ret = CLI_EXIT_OK, r;
 
+	if (!strcmp(path, "-"))
+		return local_ingest_one(L, path, L->name);
 	if (stat(path, &sb)) {
 		cli_err("cannot open %s", path);
 		return CLI_EXIT_NOT_FOUND;
@@ -348,12 +405,8 @@ cli_ingest(int argc, char **argv)
 
 	if (!cli_has_flag(argc, argv, "--local"))
 		return cli_daemon_ingest(argc, argv);
-	if ((i = local_parse(argc, argv, &L)) < 0)
-		return CLI_EXIT_USAGE;
-	if (i >= argc) {
-		local_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
-	}
+	if ((i = local_parse(argc, argv, &L, &ret)) < 0)
+		return ret;
 	if (L.name && argc - i != 1) {
 		cli_err("--name needs exactly one document");
 		return CLI_EXIT_USAGE;
@@ -442,15 +495,17 @@ cli_query(int argc, char **argv)
 	struct svc_status st;
 	uint8_t doc[SNAP_ID_BYTES];
 	char hex[2 * SNAP_ID_BYTES + 1];
+	char *question;
 	int i, ret;
 
 	if (!cli_has_flag(argc, argv, "--local"))
 		return cli_daemon_query(argc, argv);
-	if ((i = local_parse(argc, argv, &L)) < 0)
-		return CLI_EXIT_USAGE;
-	if (argc - i != 2) {
-		local_usage(stderr, argv[0]);
-		return CLI_EXIT_USAGE;
+	if ((i = local_parse(argc, argv, &L, &ret)) < 0)
+		return ret;
+	/* an unquoted question's words, joined by single spaces */
+	if (!(question = cli_join(argc - i - 1, argv + i + 1))) {
+		cli_err("out of memory");
+		return CLI_EXIT_FAILURE;
 	}
 	if ((ret = local_open_doc(&L, -1, argv[i], doc)))
 		goto out;
@@ -458,9 +513,12 @@ cli_query(int argc, char **argv)
 	memset(&qr, 0, sizeof(qr));
 	qr.doc_id = doc;
 	qr.whole_utf8 = L.json; /* JSON strings hold whole characters */
-	qr.question = argv[i + 1];
-	qr.question_len = strlen(argv[i + 1]);
+	qr.question = question;
+	qr.question_len = strlen(question);
 	qr.max_tokens = L.n_max;
+	qr.temperature = (float)L.smp.temp;
+	qr.top_p = (float)L.smp.top_p;
+	qr.seed = L.smp.seed;
 	if (svc_query(L.v, L.ss, &qr, &hk, &a, &st)) {
 		ret = local_query_fail(&L, doc, &st, &a);
 		goto out;
@@ -474,6 +532,7 @@ cli_query(int argc, char **argv)
 		printf("\n");
 	ret = CLI_EXIT_OK;
 out:
+	free(question);
 	local_close(&L);
 	return ret;
 }
@@ -491,17 +550,8 @@ cli_shrink(int argc, char **argv)
 	double t0 = eng_now();
 	int i, ret, rc;
 
-	if ((i = local_parse(argc, argv, &L)) < 0)
-		return CLI_EXIT_USAGE;
-	if (argc - i != 1 || !cli_has_flag(argc, argv, "--ratio")) {
-		fprintf(stderr, "usage: kvsnap shrink [--state DIR] [-m GGUF] DOC --ratio R\n"
-		    "Derive a smaller snapshot of DOC from its largest kvzip snapshot by the\n"
-		    "stored scores (no model run), kept as share R of the document's units;\n"
-		    "filed under the kvzip profile with ratio=R and from=<the source's ratio>.\n");
-		return CLI_EXIT_USAGE;
-	}
-	if (!cli_has_flag(argc, argv, "--policy"))
-		L.policy = "kvzip";
+	if ((i = local_parse(argc, argv, &L, &ret)) < 0)
+		return ret;
 	if ((ret = local_open_doc(&L, 0, argv[i], doc)))
 		goto out;
 	if ((rc = svc_shrink(L.v, doc, L.ratio, &r, why, sizeof(why)))) {

@@ -151,8 +151,9 @@ pod_regroup(const char *in, double delta, double target, const char *out)
 }
 
 static void
-pod_usage(FILE *f)
+pod_usage(FILE *f, const char *cmd)
 {
+	(void)cmd;
 	fprintf(f,
 	    "usage: kvsnap pod-calibrate [-m GGUF] [--texts PATH] [-N N] [--tokens N] [-q N]\n"
 	    "                            [--delta D | --target-saving S] [-t THREADS] -o FILE\n"
@@ -174,18 +175,18 @@ int
 cli_pod_calibrate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "model", required_argument, NULL, 'm' },
 		{ "texts", required_argument, NULL, 'T' },
 		{ "tokens", required_argument, NULL, 'n' },
 		{ "delta", required_argument, NULL, 'd' },
-		{ "target-saving", required_argument, NULL, 's' },
+		{ "target-saving", required_argument, NULL, 'S' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "regroup", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *model_path = cli_default_model(), *texts = "/usr/share/common-licenses";
+	struct cli_opts co = { .shortopts = "N:q:t:o:", .longopts = opts,
+		.globals = CLI_G_MODEL | CLI_G_BACKEND, .usage = pod_usage };
+	const char *model_path, *texts = "/usr/share/common-licenses";
 	const char *out_path = NULL, *regroup = NULL;
 	long n_samples = 32, n_cal = 0, q = 16, threads = 0;
 	double delta = 0.5, target = -1.0;
@@ -199,25 +200,33 @@ cli_pod_calibrate(int argc, char **argv)
 	char why[256] = "";
 	int ret = CLI_EXIT_FAILURE, rc, opt, n_tx, i;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:N:q:t:o:h", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&co, argc, argv)) != -1) {
 		switch (opt) {
-		case 'm': model_path = optarg; break;
 		case 'T': texts = optarg; break;
-		case 'N': if (cli_parse_long(optarg, 1, 100000, &n_samples)) goto usage; break;
-		case 'n': if (cli_parse_long(optarg, 2, 1 << 20, &n_cal)) goto usage; break;
-		case 'q': if (cli_parse_long(optarg, 1, 4096, &q)) goto usage; break;
-		case 'd': if (cli_parse_float(optarg, -1e9, 1e9, &delta)) goto usage; break;
-		case 's': if (cli_parse_float(optarg, 0.0, 0.5, &target)) goto usage; break;
-		case 't': if (cli_parse_long(optarg, 0, 1024, &threads)) goto usage; break;
+		case 'N': if (cli_long(&co, optarg, 1, 100000, &n_samples)) return CLI_EXIT_USAGE; break;
+		case 'n': if (cli_long(&co, optarg, 2, 1 << 20, &n_cal)) return CLI_EXIT_USAGE; break;
+		case 'q': if (cli_long(&co, optarg, 1, 4096, &q)) return CLI_EXIT_USAGE; break;
+		case 'd':
+			if (cli_double(&co, optarg, -1e9, 0, 1e9, &delta))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'S':
+			if (cli_double(&co, optarg, 0.0, 0, 0.5, &target))
+				return CLI_EXIT_USAGE;
+			break;
+		case 't': if (cli_long(&co, optarg, 0, 1024, &threads)) return CLI_EXIT_USAGE; break;
 		case 'o': out_path = optarg; break;
 		case 'R': regroup = optarg; break;
-		case 'h': pod_usage(stdout); return CLI_EXIT_OK;
-		default: goto usage;
+		default: return CLI_EXIT_USAGE; /* cli_getopt said why */
 		}
 	}
-	if (optind != argc || !out_path)
-		goto usage;
+	if ((rc = cli_operands(&co, argc, argv, 0, 0)))
+		return rc;
+	if (!out_path) {
+		cli_usage_err(&co, "missing -o FILE, the block map to write");
+		return CLI_EXIT_USAGE;
+	}
+	model_path = cli_model();
 	if (regroup)
 		return pod_regroup(regroup, delta, target, out_path);
 	if (!model_path)
@@ -277,7 +286,4 @@ out:
 	eng_tok_free(tok);
 	eng_model_close(m);
 	return ret;
-usage:
-	pod_usage(stderr);
-	return CLI_EXIT_USAGE;
 }

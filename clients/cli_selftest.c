@@ -543,8 +543,9 @@ st_forward(struct st_run *r, const struct st_engine *e)
 /* ------------------------------------------------------------------------ */
 
 static void
-st_usage(FILE *f)
+st_usage(FILE *f, const char *cmd)
 {
+	(void)cmd;
 	fprintf(f, "usage: kvsnap selftest [--backend cpu|cuda] [-m GGUF] [--json]\n\n"
 	    "Compare a compute backend with the CPU table in exact mode on the bundled\n"
 	    "model: every op, a whole forward pass, an ingest with each policy and a\n"
@@ -559,17 +560,15 @@ st_usage(FILE *f)
 int
 cli_selftest(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	static const struct option opts[] = { { NULL, 0, NULL, 0 } };
+	struct cli_opts o = { .longopts = opts,
+		.globals = CLI_G_MODEL | CLI_G_BACKEND | CLI_G_JSON, .usage = st_usage,
+		.backend_own = 1 }; /* the backend under test: checked below, after the CPU */
 	struct st_run r;
 	struct st_engine e;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
-	const char *model_path = cli_default_model();
+	const char *model_path;
 	char why[512], *doc = NULL;
 	int32_t *ids = NULL, *qids = NULL;
 	int c, rc, ret = CLI_EXIT_FAILURE;
@@ -577,20 +576,13 @@ cli_selftest(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.backend = "cpu";
 	r.rng = 0x9e3779b97f4a7c15ull;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b': r.backend = optarg; break;
-		case 'j': r.json = 1; break;
-		case 'm': model_path = optarg; break;
-		case 'h': st_usage(stdout); return CLI_EXIT_OK;
-		default: st_usage(stderr); return CLI_EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		st_usage(stderr);
-		return CLI_EXIT_USAGE;
-	}
+	while ((c = cli_getopt(&o, argc, argv)) != -1)
+		return CLI_EXIT_USAGE; /* it has no options of its own: cli_getopt said why */
+	if ((rc = cli_operands(&o, argc, argv, 0, 0)))
+		return rc;
+	r.backend = cli_g.backend ? cli_g.backend : "cpu";
+	r.json = cli_g.json;
+	model_path = cli_model();
 	if (eng_use_backend(r.backend, why, sizeof(why))) {
 		cli_err("selftest: backend '%s' is not available: %s", r.backend, why);
 		return CLI_EXIT_NO_BACKEND;

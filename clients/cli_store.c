@@ -58,7 +58,7 @@ st_usage(FILE *f, const char *cmd)
 		    "  --max-size BYTES   keep the store's snapshots under BYTES (K, M, G suffixes)\n"
 		    "  --keep N           keep at most N snapshots\n"
 		    "  --dry-run          only list what would be dropped\n"
-		    "Least recently used snapshots go first.\n");
+		    "Least recently used snapshots go first; give at least one limit.\n");
 }
 
 /* "90s", "30m", "12h", "7d" or plain seconds → µs; -1 on error. */
@@ -120,72 +120,86 @@ st_exit(int rc)
 	}
 }
 
-/* Parse the common options; returns the index of the first operand or -1. */
+/* Options and lo..hi operands; the index of the first operand, or -1 with
+ * a usage error printed. */
 static int
-st_parse(int argc, char **argv, struct st_opts *o)
+st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 {
-	static const struct option opts[] = {
-		{ "state", required_argument, NULL, 'S' },
-		{ "shared", required_argument, NULL, 'T' },
-		{ "shared-auth", required_argument, NULL, 'A' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
+	static const struct option prune_opts[] = {
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 'b' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "dry-run", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int prune = !strcmp(argv[0], "prune"), stats = !strcmp(argv[0], "stats"), c, bad = 0;
+	static const struct option no_opts[] = { { NULL, 0, NULL, 0 } };
+	static const struct option shared_opts[] = {
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int prune = !strcmp(argv[0], "prune"), c;
+	/* rename acts on the local store only; the others on either tier */
+	int tiers = strcmp(argv[0], "rename") != 0;
+	struct cli_opts co = { .longopts = prune ? prune_opts : tiers ? shared_opts : no_opts,
+		.globals = CLI_G_STATE | CLI_G_JSON | (!strcmp(argv[0], "stats") ? CLI_G_SOCKET : 0),
+		.usage = st_usage,
+		.operands = !strcmp(argv[0], "info") || !strcmp(argv[0], "rm") ? "DOC" :
+		!strcmp(argv[0], "rename") ? "DOC NAME" : !strcmp(argv[0], "verify") ? "[DOC]" : "" };
 	long keep;
 
 	memset(o, 0, sizeof(*o));
 	o->keep = -1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, stats ? "hs:" : "h", opts, NULL)) != -1) {
-		if ((!prune && (c == 'o' || c == 'b' || c == 'k' || c == 'n')) || (!stats && c == 's'))
-			c = '?';
+	while ((c = cli_getopt(&co, argc, argv)) != -1) {
 		switch (c) {
-		case 'S': o->state = optarg; break;
+		case 'o':
+			if ((o->older_than_us = st_parse_age(optarg)) <= 0) {
+				cli_usage_err(&co, "--older-than needs an age such as 90s, 30m, 12h or 7d, "
+				    "got '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'b': {
+			int bad = 0;
+			o->max_bytes = st_parse_size(optarg, &bad);
+			if (bad || !o->max_bytes) {
+				cli_usage_err(&co, "--max-size needs a size such as 500M or 2G, got '%s'",
+				    optarg);
+				return -1;
+			}
+			break;
+		}
+		case 'k':
+			if (cli_long(&co, optarg, 0, 1L << 40, &keep))
+				return -1;
+			o->keep = keep;
+			break;
+		case 'n': o->dry_run = 1; break;
 		case 'T': o->shared = optarg; break;
 		case 'A': o->shared_auth = optarg; break;
-		case 's': o->socket = optarg; break;
-		case 'j': o->json = 1; break;
-		case 'o': bad |= (o->older_than_us = st_parse_age(optarg)) <= 0; break;
-		case 'b': o->max_bytes = st_parse_size(optarg, &bad); bad |= !o->max_bytes; break;
-		case 'k': bad |= cli_parse_long(optarg, 0, 1L << 40, &keep) != 0; o->keep = keep; break;
-		case 'n': o->dry_run = 1; break;
-		case 'h': st_usage(stdout, argv[0]); exit(CLI_EXIT_OK);
-		default: bad = 1;
+		default: return -1; /* cli_getopt said why */
 		}
 	}
-	if (!bad && o->shared_auth && !o->shared) {
-		cli_err("%s: --shared-auth needs --shared ADDR", argv[0]);
-		bad = 1;
-	}
-	if (!bad && o->shared && o->state) {
-		cli_err("%s: --state and --shared name two stores; give one", argv[0]);
-		bad = 1;
-	}
-	if (bad) {
-		st_usage(stderr, argv[0]);
+	if (cli_operands(&co, argc, argv, lo, hi))
+		return -1;
+	if (prune && !o->older_than_us && !o->max_bytes && o->keep < 0) {
+		cli_usage_err(&co, "give at least one of --older-than AGE, --max-size BYTES, --keep N");
 		return -1;
 	}
+	if (o->shared_auth && !o->shared) {
+		cli_usage_err(&co, "--shared-auth needs --shared ADDR");
+		return -1;
+	}
+	if (o->shared && (cli_g.given & CLI_G_STATE)) {
+		cli_usage_err(&co, "--state and --shared name two stores; give one");
+		return -1;
+	}
+	o->state = cli_g.state;
+	o->json = cli_g.json;
+	o->socket = cli_g.socket;
 	return optind;
-}
-
-/* st_parse, then lo..hi operands; the index of the first, or -1 with the
- * usage printed. */
-static int
-st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
-{
-	int i = st_parse(argc, argv, o);
-	if (i >= 0 && (argc - i < lo || argc - i > hi)) {
-		st_usage(stderr, argv[0]);
-		return -1;
-	}
-	return i;
 }
 
 /* The shared tier's store (--shared ADDR, --shared-auth FILE). */
@@ -200,8 +214,8 @@ st_open_shared(const struct st_opts *o, int read_only, struct store **s)
 		cli_err("%s", why);
 		return rc == STORE_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
-	so.auth_user = user;
-	so.auth_pass = pass;
+	so.auth_user = so.user = user;
+	so.auth_pass = so.password = pass;
 	rc = store_open(s, o->shared, &so, why, sizeof(why));
 	free(user);
 	free(pass);
@@ -377,8 +391,9 @@ st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
 	/* who kvsnapd shows it to (the store commands themselves see all) */
 	for (i = 0; i < d->n_owners; i++)
 		json_array_append_new(own, json_integer(d->owners[i]));
-	o = json_pack("{s:s, s:o, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:b, s:o}", "doc_id", hex,
-	    "name", cli_json_cstr(d->name), "source", cli_json_cstr(d->source),
+	o = json_pack("{s:s, s:o, s:o, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:b, s:o}", "doc_id",
+	    hex, "name", cli_json_cstr(d->name), "source", cli_json_cstr(d->source), "format",
+	    cli_json_cstr(d->format[0] ? d->format : "text"),
 	    "bytes", (json_int_t)d->bytes, "tokens", (json_int_t)d->tokens, "created", c,
 	    "last_used", u, "snapshots", d->n_profiles, "stored_bytes",
 	    (json_int_t)d->stored_bytes, "shared", d->shared, "owners", own);
@@ -559,7 +574,7 @@ static void
 st_info_head(const struct store_doc *d)
 {
 	char hex[2 * SNAP_ID_BYTES + 1], label[6 * 256], src[6 * 1024], size[32], stored[32],
-	    c[32], u[32];
+	    c[32], u[32], fmt[6 * sizeof(d->format)];
 	int i;
 	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
 	cli_show_label(d->name, d->source, hex, label, sizeof(label));
@@ -568,8 +583,9 @@ st_info_head(const struct store_doc *d)
 	cli_show_size(d->stored_bytes, stored, sizeof(stored));
 	cli_show_ago(d->created_us, c, sizeof(c));
 	cli_show_ago(d->last_used_us, u, sizeof(u));
-	printf("%s\n  id        %s\n  source    %s\n  document  %s, %llu tokens\n"
-	    "  created   %s; used %s\n  shared    %s; owners", label, hex, src, size,
+	cli_term_str(d->format[0] ? d->format : "text", fmt, sizeof(fmt));
+	printf("%s\n  id        %s\n  source    %s\n  format    %s\n  document  %s, %llu tokens\n"
+	    "  created   %s; used %s\n  shared    %s; owners", label, hex, src, fmt, size,
 	    (unsigned long long)d->tokens, c, u, d->shared ? "yes (every user)" : "no");
 	for (i = 0; i < d->n_owners; i++)
 		printf(" uid %u", (unsigned)d->owners[i]);
@@ -922,10 +938,6 @@ cli_prune(int argc, char **argv)
 	int i = st_args(argc, argv, &o, 0, 0), rc;
 	if (i < 0)
 		return CLI_EXIT_USAGE;
-	if (!o.older_than_us && !o.max_bytes && o.keep < 0) {
-		cli_err("prune: give at least one of --older-than, --max-size, --keep");
-		return CLI_EXIT_USAGE;
-	}
 	if ((rc = st_open(&o, o.dry_run, &s)))
 		return rc;
 	/* the names first (prune's callback runs inside its write transaction) */

@@ -61,8 +61,9 @@ train_cpu(void)
 }
 
 static void
-train_usage(FILE *f)
+train_usage(FILE *f, const char *cmd)
 {
+	(void)cmd;
 	fprintf(f,
 	    "usage: kvsnap train-heads [-m GGUF] [-o SIDECAR] [--examples N] [--d-r D] [--seed S]\n"
 	    "                          [--max-tokens T] [--min-tokens T] [--gen-max N]\n"
@@ -477,11 +478,10 @@ int
 cli_train_heads(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "model", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "examples", required_argument, NULL, 'N' },
 		{ "d-r", required_argument, NULL, 'd' },
-		{ "seed", required_argument, NULL, 's' },
+		{ "seed", required_argument, NULL, 'S' },
 		{ "max-tokens", required_argument, NULL, 'T' },
 		{ "min-tokens", required_argument, NULL, 'M' },
 		{ "gen-max", required_argument, NULL, 'g' },
@@ -489,7 +489,6 @@ cli_train_heads(int argc, char **argv)
 		{ "checkpoint-every", required_argument, NULL, 'k' },
 		{ "resume", no_argument, NULL, 'r' },
 		{ "eval-only", no_argument, NULL, 'O' },
-		{ "json", no_argument, NULL, 'j' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "fortunes", required_argument, NULL, 'F' },
 		{ "words", required_argument, NULL, 'W' },
@@ -498,7 +497,6 @@ cli_train_heads(int argc, char **argv)
 		{ "labels", required_argument, NULL, 'L' },
 		{ "label-cache", required_argument, NULL, 'C' },
 		{ "label-floor", required_argument, NULL, 'B' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct train_cfg cf;
@@ -506,12 +504,13 @@ cli_train_heads(int argc, char **argv)
 	struct eng_tok *tok = NULL;
 	struct td_corpus co;
 	char why[256] = "", out_buf[4096], ck_buf[4200], lc_buf[4200];
+	struct cli_opts o = { .shortopts = "o:t:", .longopts = opts,
+		.globals = CLI_G_MODEL | CLI_G_BACKEND | CLI_G_JSON, .usage = train_usage };
 	long seed = 0;
 	int opt, rc, ret;
 
 	memset(&cf, 0, sizeof(cf));
 	memset(&co, 0, sizeof(co));
-	cf.model = cli_default_model();
 	cf.fortunes = "/usr/share/games/fortunes";
 	cf.words = "/usr/share/dict/american-english";
 	cf.examples = 500;
@@ -519,34 +518,31 @@ cli_train_heads(int argc, char **argv)
 	cf.max_tok = 1536;
 	cf.gen_max = 48;
 	cf.every = 25;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:o:t:h", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&o, argc, argv)) != -1) {
 		switch (opt) {
-		case 'm': cf.model = optarg; break;
 		case 'o': cf.out = optarg; break;
-		case 'N': if (cli_parse_long(optarg, 1, 100000000, &cf.examples)) goto usage; break;
-		case 'd': if (cli_parse_long(optarg, 1, 65536, &cf.d_r)) goto usage; break;
-		case 's': if (cli_parse_long(optarg, 0, 1L << 62, &seed)) goto usage; break;
-		case 'T': if (cli_parse_long(optarg, 64, 1 << 20, &cf.max_tok)) goto usage; break;
-		case 'M': if (cli_parse_long(optarg, 32, 1 << 20, &cf.min_tok)) goto usage; break;
-		case 'g': if (cli_parse_long(optarg, 1, 4096, &cf.gen_max)) goto usage; break;
+		case 'N': if (cli_long(&o, optarg, 1, 100000000, &cf.examples)) return CLI_EXIT_USAGE; break;
+		case 'd': if (cli_long(&o, optarg, 1, 65536, &cf.d_r)) return CLI_EXIT_USAGE; break;
+		case 'S': if (cli_long(&o, optarg, 0, 1L << 62, &seed)) return CLI_EXIT_USAGE; break;
+		case 'T': if (cli_long(&o, optarg, 64, 1 << 20, &cf.max_tok)) return CLI_EXIT_USAGE; break;
+		case 'M': if (cli_long(&o, optarg, 32, 1 << 20, &cf.min_tok)) return CLI_EXIT_USAGE; break;
+		case 'g': if (cli_long(&o, optarg, 1, 4096, &cf.gen_max)) return CLI_EXIT_USAGE; break;
 		case 'c': cf.ckpt = optarg; break;
-		case 'k': if (cli_parse_long(optarg, 1, 100000000, &cf.every)) goto usage; break;
+		case 'k': if (cli_long(&o, optarg, 1, 100000000, &cf.every)) return CLI_EXIT_USAGE; break;
 		case 'r': cf.resume = 1; break;
 		case 'O': cf.eval_only = 1; break;
-		case 'j': cf.json = 1; break;
-		case 't': if (cli_parse_long(optarg, 0, 1024, &cf.threads)) goto usage; break;
+		case 't': if (cli_long(&o, optarg, 0, 1024, &cf.threads)) return CLI_EXIT_USAGE; break;
 		case 'F': cf.fortunes = optarg; break;
 		case 'W': cf.words = optarg; break;
 		case 'D': cf.dump = 1; break;
-		case 'E': if (cli_parse_long(optarg, 0, 100000, &cf.eval)) goto usage; break;
+		case 'E': if (cli_long(&o, optarg, 0, 100000, &cf.eval)) return CLI_EXIT_USAGE; break;
 		case 'L':
 			if (!strcmp(optarg, "cis"))
 				cf.labels = TRAIN_LABELS_CIS;
 			else if (!strcmp(optarg, "kvzip"))
 				cf.labels = TRAIN_LABELS_KVZIP;
 			else {
-				cli_err("--labels %s: cis or kvzip", optarg);
+				cli_usage_err(&o, "--labels needs cis or kvzip, got '%s'", optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -555,24 +551,29 @@ cli_train_heads(int argc, char **argv)
 			char *end;
 			cf.label_floor = strtod(optarg, &end);
 			if (*end || !(cf.label_floor > 0.0 && cf.label_floor < 1.0)) {
-				cli_err("--label-floor %s: a number in (0, 1)", optarg);
+				cli_usage_err(&o, "--label-floor needs a number between 0 and 1, "
+				    "got '%s'", optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;
 		}
-		case 'h': train_usage(stdout); return CLI_EXIT_OK;
-		default: goto usage;
+		default: return CLI_EXIT_USAGE; /* cli_getopt said why */
 		}
 	}
-	if (optind != argc)
-		goto usage;
+	if ((rc = cli_operands(&o, argc, argv, 0, 0)))
+		return rc;
+	cf.model = cli_model();
+	if (!cf.model)
+		return cli_model_missing();
+	cf.json = cli_g.json;
 	cf.seed = (unsigned long long)seed;
 	if (!cf.min_tok)
 		cf.min_tok = cf.max_tok / 4 > 32 ? cf.max_tok / 4 : 32;
-	if (cf.min_tok > cf.max_tok)
-		goto usage;
-	if (!cf.model)
-		return cli_model_missing();
+	if (cf.min_tok > cf.max_tok) {
+		cli_usage_err(&o, "--min-tokens %ld is above --max-tokens %ld", cf.min_tok,
+		    cf.max_tok);
+		return CLI_EXIT_USAGE;
+	}
 	if (!cf.out) {
 		const char *base = strrchr(cf.model, '/');
 		size_t len;
@@ -616,7 +617,4 @@ cli_train_heads(int argc, char **argv)
 	eng_tok_free(tok);
 	eng_model_close(m);
 	return ret;
-usage:
-	train_usage(stderr);
-	return CLI_EXIT_USAGE;
 }

@@ -113,36 +113,6 @@ cli_term_str(const char *s, char *out, size_t cap)
 	out[o] = 0;
 }
 
-int
-cli_parse_long(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int
-cli_parse_float(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v;
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !(v >= lo && v <= hi))
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* Why the last cli_default_model() found nothing (cli_model_missing). */
 static char cli_model_why[4096];
 
@@ -164,7 +134,8 @@ cli_model_missing(void)
 char *
 cli_read_file(const char *path, size_t max, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	int in = !strcmp(path, "-");
+	FILE *f = in ? stdin : fopen(path, "rb");
 	char *buf;
 	size_t n = 0, cap = 1 << 16;
 
@@ -181,7 +152,7 @@ cli_read_file(const char *path, size_t max, size_t *len)
 		if (n == cap) {
 			char *nb;
 			if (cap >= max) {
-				cli_err("%s is larger than %zu MiB", path, max >> 20);
+				cli_err("%s is larger than %zu MiB", in ? "stdin" : path, max >> 20);
 				free(buf);
 				buf = NULL;
 				break;
@@ -196,7 +167,8 @@ cli_read_file(const char *path, size_t max, size_t *len)
 			cap *= 2;
 		}
 	}
-	fclose(f);
+	if (!in)
+		fclose(f);
 	*len = n;
 	return buf;
 }

@@ -257,6 +257,7 @@ cli_exit_for_code(const char *code)
 		{ "too_long", CLI_EXIT_USAGE },
 		{ "profile_mismatch", CLI_EXIT_CORRUPT },
 		{ "corrupt", CLI_EXIT_CORRUPT },
+		{ "unsupported_format", CLI_EXIT_CORRUPT },
 		{ "too_many_connections", CLI_EXIT_UNREACHABLE },
 		{ "shutting_down", CLI_EXIT_UNREACHABLE },
 	};

@@ -34,8 +34,18 @@ static void
 cli_usage(FILE *f)
 {
 	size_t i;
-	fprintf(f, "usage: kvsnap [--backend cpu|cuda] COMMAND [OPTIONS]   (kvsnap COMMAND -h for help)\n"
-	    "\n--backend (or $KVSNAP_BACKEND): where the model runs in-process (default cpu)\n"
+	fprintf(f, "usage: kvsnap [GLOBAL FLAGS] COMMAND [OPTIONS] [ARGS]   (kvsnap COMMAND -h for help)\n"
+	    "\nglobal flags, before or after the command (a command they do not apply to says so):\n"
+	    "  -s, --socket SOCK  kvsnapd's socket (ingest, query; default $KVSNAP_SOCKET, else\n"
+	    "                     $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock)\n"
+	    "  --state DIR        the store (--local, shrink and the store commands; default\n"
+	    "                     $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
+	    "  -m, --model GGUF   the model of in-process commands (default $KVSNAP_MODEL, else\n"
+	    "                     the bundled one)\n"
+	    "  --backend cpu|cuda where in-process model work runs (default $KVSNAP_BACKEND, else cpu)\n"
+	    "  --json             one JSON object per line\n"
+	    "  -h, --help         help (of the command, after or before it)\n"
+	    "  --version          version, formats and compute backends\n"
 	    "\ncommands:\n");
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
 		fprintf(f, "  %-14s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
@@ -44,51 +54,42 @@ cli_usage(FILE *f)
 	    "            6 compute backend not available\n");
 }
 
-/* The compute backend for in-process model work: --backend NAME before the
- * command, else $KVSNAP_BACKEND, else the CPU. */
-static int
-cli_backend(int *argc, char ***argv)
-{
-	char why[512];
-
-	if (*argc >= 3 && !strcmp((*argv)[1], "--backend")) {
-		const char *name = (*argv)[2];
-		(*argv)[2] = (*argv)[0];
-		*argv += 2;
-		*argc -= 2;
-		if (eng_use_backend(name, why, sizeof(why))) {
-			cli_err("backend %s: %s", name, why);
-			return -1;
-		}
-		return 0;
-	}
-	if (eng_use_backend_env(why, sizeof(why))) {
-		cli_err("backend %s: %s", getenv("KVSNAP_BACKEND"), why);
-		return -1;
-	}
-	return 0;
-}
-
 int
 main(int argc, char **argv)
 {
-	size_t i;
+	size_t i, n = sizeof(cli_cmds) / sizeof(cli_cmds[0]);
+	const char *near;
+	int at = cli_global_lead(argc, argv);
 
-	if (cli_backend(&argc, &argv))
-		return CLI_EXIT_NO_BACKEND;
-	if (argc < 2) {
-		cli_usage(stderr);
+	if (at < 0)
+		return CLI_EXIT_USAGE;
+	if (at < argc && !strcmp(argv[at], "help")) { /* kvsnap help [COMMAND] */
+		if (at + 1 >= argc) {
+			cli_usage(stdout);
+			return CLI_EXIT_OK;
+		}
+		cli_g.help = 1;
+		at++;
+	}
+	if (at >= argc) {
+		if (cli_g.help) {
+			cli_usage(stdout);
+			return CLI_EXIT_OK;
+		}
+		fprintf(stderr, "kvsnap: missing COMMAND (kvsnap COMMAND [OPTIONS] [ARGS])\n"
+		    "run 'kvsnap -h' for help\n");
 		return CLI_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-		cli_usage(stdout);
-		return CLI_EXIT_OK;
-	}
-	/* --json: failures become error events too (clients/cli_json.c) */
-	cli_json_mode = cli_has_flag(argc - 1, argv + 1, "--json");
-	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
-		if (!strcmp(argv[1], cli_cmds[i].name))
-			return cli_json_finish(cli_cmds[i].run(argc - 1, argv + 1));
-	cli_err("unknown command '%s' (try kvsnap -h)", argv[1]);
+	/* the command sees argv[0] = its name; with --json (before or after
+	 * it), failures become error events too (clients/cli_json.c) */
+	cli_json_mode = cli_g.json || cli_has_flag(argc - at, argv + at, "--json");
+	for (i = 0; i < n; i++)
+		if (!strcmp(argv[at], cli_cmds[i].name))
+			return cli_json_finish(cli_cmds[i].run(argc - at, argv + at));
+	if ((near = cli_nearest_cmd(argv[at], cli_cmds, n)))
+		fprintf(stderr, "kvsnap: unknown command '%s' (did you mean %s?)\n", argv[at], near);
+	else
+		fprintf(stderr, "kvsnap: unknown command '%s'\n", argv[at]);
+	fprintf(stderr, "run 'kvsnap -h' for the commands\n");
 	return CLI_EXIT_USAGE;
 }

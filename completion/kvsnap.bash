@@ -26,8 +26,8 @@ _kvsnap_flags() {
 	local global="-s --socket --state -m --model --backend --json --version -h --help"
 	local engine="--policy --ratio --budget --chunk --opts --quant -t --threads"
 	case $1 in
-	ingest) echo "$global --name --force --share -v --local $engine" ;;
-	query) echo "$global -n --temp --top-p --seed --file -v --local $engine" ;;
+	ingest) echo "$global --name --encoding --force --share --local $engine" ;;
+	query) echo "$global -n --temp --top-p --seed --file --encoding -v --verbose --local $engine" ;;
 	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run --shared --shared-auth" ;;
 	ls|info|rm|rename|stats|verify) echo "$global --shared --shared-auth" ;;

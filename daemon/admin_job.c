@@ -110,6 +110,7 @@ admin_doc_json(const struct store_doc *dd, const struct svc_who *w)
 	if (o) {
 		json_object_set_new(o, "name", admin_str(dd->name));
 		json_object_set_new(o, "source", admin_str(dd->source));
+		json_object_set_new(o, "format", admin_str(dd->format));
 		json_object_set_new(o, "shared", json_boolean(dd->shared));
 		json_object_set_new(o, "mine", json_boolean(store_doc_owned(dd, w->uid)));
 	}

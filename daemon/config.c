@@ -14,10 +14,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cmdline.h"
 #include "common/paths.h"
 #include "daemon/daemon_internal.h"
 #include "daemon/http.h"
@@ -33,7 +35,8 @@ dcfg_usage(FILE *f)
 	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--backend cpu|cuda] [--workers N]\n"
 	    "               [--max-connections N] [--max-connections-per-user N] [--idle-timeout S]\n"
 	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--share yes|no]\n"
-	    "               [--http unix:PATH|127.0.0.1:PORT|[::1]:PORT|localhost:PORT] [--foreground]\n"
+	    "               [--http unix:PATH|127.0.0.1:PORT|[::1]:PORT|localhost:PORT]\n"
+	    "               [--foreground] [--version]\n"
 	    "               [--shared ADDR] [--shared-auth FILE]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
 	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
@@ -47,7 +50,7 @@ dcfg_usage(FILE *f)
 	    "  --ratio R           share of each document's units kept (default 1/4)\n"
 	    "  --budget N          units kept per KV head per layer instead of a ratio\n"
 	    "                      (the later of budget and ratio, file then flags, wins)\n"
-	    "  --chunk N           ingest chunk size (default 512)\n"
+	    "  --chunk N           ingest chunk size, 1 to 65536 (default 512)\n"
 	    "  --quant Q           fp16, q4 or q4kc (default fp16)\n"
 	    "  -t, --threads N     threads per model worker (default: all cores)\n"
 	    "  --backend NAME      cpu (default) or cuda: where the model runs\n"
@@ -75,6 +78,7 @@ dcfg_usage(FILE *f)
 	    "                      file only this user may read (mode 0600); never on the\n"
 	    "                      command line\n"
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"
+	    "  -h, --help          this help;  --version  version, formats and backends\n"
 	    "SIGTERM, SIGINT and SIGHUP stop it gracefully (no reload: restart to change\n"
 	    "settings): running queries finish, ingests are abandoned, exit 0\n");
 }
@@ -90,55 +94,62 @@ dcfg_set_str(char **dst, const char *v)
 	return 0;
 }
 
-static int
-dcfg_long(const char *v, long lo, long hi, long *out)
-{
-	char *end;
-	long x;
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno || end == v || *end || x < lo || x > hi)
-		return -1;
-	*out = x;
-	return 0;
-}
+/* The keys: the long flags that take a value (--config and --foreground
+ * aside), for a typo's nearest key. */
+static const char *const dcfg_keys[] = {
+	"socket", "state", "model", "heads", "policy", "opts", "budget", "ratio", "chunk", "quant",
+	"threads", "backend", "workers", "max-connections", "max-connections-per-user",
+	"idle-timeout", "request-timeout", "max-jobs", "log-level", "share", "http", "foreground",
+};
 
-/* One setting by its long name; -1 if the key or value is bad. */
+/* One setting by its long name: 0, 1 for an unknown key, -1 for a bad
+ * value with why ("needs ..., got 'V'"). */
 static int
-dcfg_set(struct dcfg *c, const char *key, const char *v)
+dcfg_set(struct dcfg *c, const char *key, const char *v, char *why, size_t why_len)
 {
-	int lvl;
+	static const struct { const char *key; long lo, hi; size_t off; } nums[] = {
+		{ "threads", 0, 1024, offsetof(struct dcfg, threads) },
+		{ "workers", 1, 64, offsetof(struct dcfg, workers) },
+		{ "max-connections", 1, 65536, offsetof(struct dcfg, max_conns) },
+		{ "max-connections-per-user", 1, 65536, offsetof(struct dcfg, max_conns_user) },
+		{ "idle-timeout", 0, 86400, offsetof(struct dcfg, idle_timeout) },
+		{ "request-timeout", 0, 86400, offsetof(struct dcfg, request_timeout) },
+		{ "max-jobs", 1, 1L << 20, offsetof(struct dcfg, max_jobs) },
+	};
+	/* the profile's settings: the service's one parser (as kvsnap --local) */
+	struct svc_conf pc = { .policy = c->policy, .opts = c->opts, .budget = c->budget,
+		.ratio = c->ratio, .chunk = c->chunk };
+	size_t i;
+	int lvl, r;
+
+	if ((r = svc_profile_flag(&pc, key, v, why, why_len)) <= 0) {
+		if (r < 0)
+			return -1;
+		c->budget = pc.budget;
+		c->ratio = pc.ratio;
+		c->chunk = pc.chunk;
+		if (!strcmp(key, "policy"))
+			return dcfg_set_str(&c->policy, v);
+		if (!strcmp(key, "opts"))
+			return dcfg_set_str(&c->opts, v);
+		if (!strcmp(key, "quant"))
+			return dcfg_set_str(&c->quant, v);
+		return 0;
+	}
 	if (!strcmp(key, "socket")) return dcfg_set_str(&c->socket, v);
 	if (!strcmp(key, "state")) return dcfg_set_str(&c->state, v);
 	if (!strcmp(key, "model")) return dcfg_set_str(&c->model, v);
 	if (!strcmp(key, "heads")) return dcfg_set_str(&c->heads, v);
-	if (!strcmp(key, "policy")) return dcfg_set_str(&c->policy, v);
-	if (!strcmp(key, "opts")) return dcfg_set_str(&c->opts, v);
-	if (!strcmp(key, "quant")) return dcfg_set_str(&c->quant, v);
 	if (!strcmp(key, "backend")) return dcfg_set_str(&c->backend, v);
-	if (!strcmp(key, "budget")) {
-		c->ratio = 0.0; /* the budget form replaces the ratio */
-		return dcfg_long(v, 1, 1L << 30, &c->budget);
-	}
-	if (!strcmp(key, "ratio")) {
-		if (!strcmp(v, "0")) {
-			c->ratio = 0.0;
-			return 0;
-		}
-		return eng_parse_ratio(v, &c->ratio) ? -1 : 0;
-	}
-	if (!strcmp(key, "chunk")) return dcfg_long(v, 1, 1L << 20, &c->chunk);
-	if (!strcmp(key, "threads")) return dcfg_long(v, 0, 1024, &c->threads);
-	if (!strcmp(key, "workers")) return dcfg_long(v, 1, 64, &c->workers);
-	if (!strcmp(key, "max-connections")) return dcfg_long(v, 1, 65536, &c->max_conns);
-	if (!strcmp(key, "max-connections-per-user"))
-		return dcfg_long(v, 1, 65536, &c->max_conns_user);
-	if (!strcmp(key, "idle-timeout")) return dcfg_long(v, 0, 86400, &c->idle_timeout);
-	if (!strcmp(key, "request-timeout")) return dcfg_long(v, 0, 86400, &c->request_timeout);
-	if (!strcmp(key, "max-jobs")) return dcfg_long(v, 1, 1L << 20, &c->max_jobs);
+	for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if (!strcmp(key, nums[i].key))
+			return cmdline_parse_long(v, nums[i].lo, nums[i].hi,
+			    (long *)(void *)((char *)c + nums[i].off), why, why_len);
 	if (!strcmp(key, "log-level")) {
-		if ((lvl = dlog_parse_level(v)) < 0)
+		if ((lvl = dlog_parse_level(v)) < 0) {
+			snprintf(why, why_len, "needs error, warn, info or debug, got '%s'", v);
 			return -1;
+		}
 		c->log_level = lvl;
 		return 0;
 	}
@@ -147,23 +158,22 @@ dcfg_set(struct dcfg *c, const char *key, const char *v)
 			c->share = 1;
 		else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
 			c->share = 0;
-		else
+		else {
+			snprintf(why, why_len, "needs yes or no, got '%s'", v);
 			return -1;
+		}
 		return 0;
 	}
 	if (!strcmp(key, "http")) {
 		struct http_addr a;
-		char msg[512];
-		if (http_addr_parse(v, &a, msg, sizeof(msg))) {
-			fprintf(stderr, "kvsnapd: %s\n", msg);
+		if (http_addr_parse(v, &a, why, why_len))
 			return -1;
-		}
 		return dcfg_set_str(&c->http, v);
 	}
 	if (!strcmp(key, "shared")) return dcfg_set_str(&c->shared, v);
 	if (!strcmp(key, "shared-auth")) return dcfg_set_str(&c->shared_auth, v);
 	if (!strcmp(key, "foreground")) return 0;
-	return -1;
+	return 1;
 }
 
 static char *
@@ -183,8 +193,8 @@ static int
 dcfg_file(struct dcfg *c, const char *path)
 {
 	FILE *f = fopen(path, "r");
-	char line[4096], *k, *v, *eq;
-	int n = 0, rc = 0;
+	char line[4096], *k, *v, *eq, why[256];
+	int n = 0, rc = 0, r;
 
 	if (!f) {
 		fprintf(stderr, "kvsnapd: cannot open config %s: %s\n", path, strerror(errno));
@@ -205,8 +215,17 @@ dcfg_file(struct dcfg *c, const char *path)
 		*eq = '\0';
 		k = dcfg_trim(k);
 		v = dcfg_trim(eq + 1);
-		if (dcfg_set(c, k, v)) {
-			fprintf(stderr, "kvsnapd: %s:%d: bad setting '%s'\n", path, n, k);
+		if ((r = dcfg_set(c, k, v, why, sizeof(why)))) {
+			const char *near = r > 0 ? cmdline_nearest(k, dcfg_keys,
+			    sizeof(dcfg_keys) / sizeof(dcfg_keys[0])) : NULL;
+			if (r < 0)
+				fprintf(stderr, "kvsnapd: %s:%d: %s %s\n", path, n, k, why);
+			else if (near)
+				fprintf(stderr, "kvsnapd: %s:%d: unknown setting '%s' (did you mean %s?)\n",
+				    path, n, k, near);
+			else
+				fprintf(stderr, "kvsnapd: %s:%d: unknown setting '%s' (the keys are "
+				    "kvsnapd's long flags: kvsnapd -h)\n", path, n, k);
 			rc = -1;
 			break;
 		}
@@ -292,8 +311,12 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "shared-auth", required_argument, NULL, 'A' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cmdline cl = { .prog = "kvsnapd", .help = "kvsnapd -h", .shortopts = "s:m:t:h",
+		.longopts = opts };
+	char why[256];
 	int ch, i;
 
 	memset(c, 0, sizeof(*c));
@@ -319,8 +342,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 	}
 	if (c->config && dcfg_file(c, c->config))
 		return DCFG_EXIT_USAGE;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "s:m:t:h", opts, NULL)) != -1) {
+	while ((ch = cmdline_next(&cl, argc, argv)) != -1) {
 		const char *key = NULL;
 		switch (ch) {
 		case 'C': continue;
@@ -349,16 +371,16 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'A': key = "shared-auth"; break;
 		case 'f': c->foreground = 1; continue;
 		case 'h': dcfg_usage(stdout); return -1;
-		default: dcfg_usage(stderr); return DCFG_EXIT_USAGE;
+		case 'V': svc_version(stdout, "kvsnapd"); return -1;
+		default: return DCFG_EXIT_USAGE; /* cmdline_next said why */
 		}
-		if (dcfg_set(c, key, optarg)) {
-			fprintf(stderr, "kvsnapd: bad value for --%s: '%s'\n", key, optarg);
+		if (dcfg_set(c, key, optarg, why, sizeof(why))) {
+			cmdline_err(&cl, "%s %s", cl.flag, why);
 			return DCFG_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "kvsnapd: unexpected argument '%s'\n", argv[optind]);
-		dcfg_usage(stderr);
+		cmdline_err(&cl, "unexpected argument '%s' (kvsnapd takes options only)", argv[optind]);
 		return DCFG_EXIT_USAGE;
 	}
 	if (!c->model && dcfg_default_model(c))

@@ -20,7 +20,9 @@
 
 #include <jansson.h> /* for json_t */
 
-#define PROTO_VERSION 1
+#include "common/version.h"
+
+#define PROTO_VERSION KVSNAP_PROTOCOL_VERSION
 
 /* Named limits (docs/PROTOCOL.md "Limits"). */
 #define PROTO_LINE_MAX ((size_t)1 << 20)        /* bytes of one request line */
@@ -30,6 +32,7 @@
 #define PROTO_NAME_MAX 255                      /* a document name */
 #define PROTO_SOURCE_MAX 1023                   /* a source description */
 #define PROTO_REF_MAX 255                       /* a DOC reference */
+#define PROTO_ENCODING_MAX 63                   /* an encoding's name (iconv's) */
 #define PROTO_ID_MAX 128                        /* bytes of a string id */
 #define PROTO_MAX_TOKENS_MAX 4096               /* max_tokens of a query */
 #define PROTO_TEMPERATURE_MAX 2.0               /* as OpenAI's API */
@@ -82,8 +85,10 @@ enum proto_code {
 	PROTO_E_TOO_LONG = 21,       /* client: more tokens than the policy can place */
 	PROTO_E_INTERNAL = 22,       /* server: out of memory, a bug */
 	PROTO_E_TIMEOUT = 23,        /* client: idle, or a request line too slow; then closed */
-	PROTO_E_DENIED = 24          /* client: only the owners (rm, shrink) or the service
+	PROTO_E_DENIED = 24,         /* client: only the owners (rm, shrink) or the service
 	                              * user and root (stats, verify all, prune) may */
+	PROTO_E_UNSUPPORTED = 25     /* client: not a document kvsnap reads (binary data, a
+	                              * PDF without text, bytes invalid in the encoding) */
 };
 const char *proto_code_name(enum proto_code code);
 /* "client" or "server". */
@@ -108,6 +113,8 @@ struct proto_req {
 	size_t text_len;
 	char *name;            /* ingest: optional name */
 	char *source;          /* ingest: optional source description */
+	char *encoding;        /* ingest, query with fd: the document's encoding (NULL:
+	                        * detected) */
 	int force;             /* ingest: re-ingest even if stored */
 	int share;             /* ingest: readable by every user of the socket */
 	char *doc;             /* query/has/info/rm/verify/shrink: DOC reference */

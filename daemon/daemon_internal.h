@@ -185,6 +185,10 @@ char *job_read_fd(struct job *j, int fd, size_t *len);
 /* The token hook of svc_query and svc_chat (arg: the job): a "token"
  * event {text, token}. */
 void job_token(void *arg, int32_t id, const char *text, size_t len);
+/* A document svc_extract refused (SVC_AT_FORMAT) as the protocol's error:
+ * unsupported_format, bad_request (an unknown encoding), too_large;
+ * what ("the file") is put before the reason. */
+void job_format_error(struct job *j, const struct svc_status *st, const char *what);
 /* A failed service lookup (SVC_AT_LOOKUP) as an error event. */
 void job_lookup_error(struct job *j, const struct svc_status *st);
 /* The shared tier as hello and stats show it ({addr, up, error when down}

@@ -82,12 +82,26 @@ ingest_progress(void *arg, const char *stage, int64_t done, int64_t total)
 	}
 }
 
+/* A document svc_extract refused as the protocol's error; what: "the
+ * file", "the text" (the reason goes on from there). */
+void
+job_format_error(struct job *j, const struct svc_status *st, const char *what)
+{
+	job_error(j, st->rc == FMT_ERR_UNSUPPORTED ? PROTO_E_UNSUPPORTED :
+	    st->rc == FMT_ERR_ENCODING ? PROTO_E_BAD_REQUEST :
+	    st->rc == FMT_ERR_TOO_LARGE ? PROTO_E_TOO_LARGE : PROTO_E_INTERNAL, "%s%s%s",
+	    st->rc == FMT_ERR_ENCODING ? "" : what, st->rc == FMT_ERR_ENCODING ? "" : " ",
+	    st->why);
+}
+
 /* A failed svc_ingest as the protocol's error. */
 static void
 ingest_fail(struct job *j, const struct svc_status *st, int named)
 {
 	int rc = st->rc;
-	if (st->step == SVC_AT_NAME)
+	if (st->step == SVC_AT_FORMAT)
+		job_format_error(j, st, j->req.use_fd ? "the file" : "the text");
+	else if (st->step == SVC_AT_NAME)
 		job_error(j, PROTO_E_NAME_TAKEN, "%s", st->why);
 	else if (st->step == SVC_AT_LOOKUP)
 		job_lookup_error(j, st);
@@ -153,6 +167,7 @@ ingest_job_run(struct worker *w, struct job *j)
 	ir.text = text;
 	ir.len = len;
 	ir.name = r->name;
+	ir.encoding = r->encoding;
 	ir.source = r->source ? r->source : r->use_fd ? "(descriptor)" : "(inline text)";
 	ir.skip_stored = !r->force;
 	ir.check_name = 1;
@@ -164,8 +179,9 @@ ingest_job_run(struct worker *w, struct job *j)
 		if (res.from_shared)
 			dlog(DLOG_INFO, "%s: skipped %.12s: a shared-tier hit, copied into the local "
 			    "tier (no model pass)", j->label, res.hex);
-		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "doc_id",
-		    res.hex, "skipped", 1, "bytes", (json_int_t)len, "reason",
+		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
+		    "doc_id", res.hex, "skipped", 1, "bytes", (json_int_t)len, "format", res.format,
+		    "reason",
 		    "already stored for this profile", "tokens", (json_int_t)res.tokens, "units",
 		    (json_int_t)res.units, "full_units", (json_int_t)res.fig.full_units,
 		    "snapshot_bytes", (json_int_t)res.fig.bytes, "full_bytes",
@@ -174,11 +190,10 @@ ingest_job_run(struct worker *w, struct job *j)
 		dlog(DLOG_INFO, "%s: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
 		    j->label, res.hex, (long long)res.tokens,
 		    (long long)res.units, eng_now() - pg.t0);
-		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
-		    "doc_id",
-		    res.hex, "skipped", 0, "bytes", (json_int_t)len, "tokens", (json_int_t)res.tokens,
-		    "units", (json_int_t)res.units, "full_units", (json_int_t)res.fig.full_units,
-		    "snapshot_bytes", (json_int_t)res.fig.bytes,
+		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
+		    "doc_id", res.hex, "skipped", 0, "bytes", (json_int_t)len, "format", res.format,
+		    "tokens", (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
+		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
 		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - pg.t0),
 		    &res));
 	}

@@ -65,6 +65,7 @@ static const struct {
 	[PROTO_E_INTERNAL] = { "internal", 1 },
 	[PROTO_E_TIMEOUT] = { "timeout", 0 },
 	[PROTO_E_DENIED] = { "denied", 0 },
+	[PROTO_E_UNSUPPORTED] = { "unsupported_format", 0 },
 };
 #define PROTO_N_CODES (sizeof(proto_codes) / sizeof(proto_codes[0]))
 
@@ -206,6 +207,8 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    msg_len)) ||
 		    (rc = proto_get_str(o, "source", 0, PROTO_SOURCE_MAX, &r->source, NULL, NULL, msg,
 		    msg_len)) ||
+		    (rc = proto_get_str(o, "encoding", 0, PROTO_ENCODING_MAX, &r->encoding, NULL,
+		    NULL, msg, msg_len)) ||
 		    (rc = proto_get_bool(o, "force", &r->force, msg, msg_len)) ||
 		    (rc = proto_get_bool(o, "share", &r->share, msg, msg_len)))
 			return rc;
@@ -214,6 +217,9 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 			    "ingest needs exactly one of \"fd\":true and \"text\"");
 		if (r->text && r->text_len == 0)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"text\" is empty");
+		if (r->text && r->encoding)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"encoding\" is for a "
+			    "document passed by \"fd\" (inline \"text\" is JSON: UTF-8)");
 		return 0;
 	case PROTO_OP_QUERY:
 		r->max_tokens = PROTO_MAX_TOKENS_DEFAULT;
@@ -228,7 +234,9 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    &r->temperature, msg, msg_len)) ||
 		    (rc = proto_get_num(o, "top_p", 0.0, 1, 1.0, &r->top_p, msg, msg_len)) ||
 		    (rc = proto_get_int(o, "seed", 0, INT64_MAX, &r->seed, msg, msg_len)) ||
-		    (rc = proto_get_bool(o, "fd", &r->use_fd, msg, msg_len)))
+		    (rc = proto_get_bool(o, "fd", &r->use_fd, msg, msg_len)) ||
+		    (rc = proto_get_str(o, "encoding", 0, PROTO_ENCODING_MAX, &r->encoding, NULL,
+		    NULL, msg, msg_len)))
 			return rc;
 		return 0;
 	case PROTO_OP_HAS:
@@ -336,6 +344,7 @@ proto_req_free(struct proto_req *r)
 	free(r->text);
 	free(r->name);
 	free(r->source);
+	free(r->encoding);
 	free(r->doc);
 	free(r->question);
 	for (size_t i = 0; i < r->n_msgs; i++) {

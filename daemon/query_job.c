@@ -61,9 +61,10 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
 }
 
 /* DOC as the peer may read it: theirs, shared, or proved by a passed
- * descriptor whose content hashes to the doc_id (the same bytes: the peer
- * could open the document; this proof is for this query only).  A failed
- * proof answers as a missing document. */
+ * descriptor whose content hashes to the doc_id (its extracted text, as
+ * the ingest hashed it: the peer could open the document; this proof is
+ * for this query only).  A failed proof answers as a missing document; a
+ * file that is no document kvsnap reads is refused as such. */
 static int
 query_resolve(struct job *j, uint8_t doc[SNAP_ID_BYTES])
 {
@@ -71,16 +72,21 @@ query_resolve(struct job *j, uint8_t doc[SNAP_ID_BYTES])
 	struct svc_status st;
 	size_t len;
 	char *text;
+	int rc;
 
 	if (j->fd < 0)
 		return job_resolve_tiers(j, j->req.doc, doc);
 	/* the file first: a bad one is refused alike whatever DOC names */
 	if (!(text = job_read_fd(j, j->fd, &len)))
 		return PROTO_E_BAD_FILE;
-	store_doc_id(text, len, held);
+	rc = svc_doc_id(text, len, j->req.encoding, held, &st);
 	free(text);
 	close(j->fd);
 	j->fd = -1;
+	if (rc) {
+		job_format_error(j, &st, "the file");
+		return PROTO_E_UNSUPPORTED;
+	}
 	if (svc_tier_resolve_as(daemon_g->v, j->req.doc, NULL, doc, &st) == 0 &&
 	    !memcmp(held, doc, SNAP_ID_BYTES))
 		return 0;

@@ -525,7 +525,7 @@ conn_hello(struct conn *c, const struct proto_req *r)
 	size_t n;
 	char *line;
 	json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:s, s:i}",
-	    "protocol", PROTO_VERSION, "server", "kvsnapd 0.1", "model",
+	    "protocol", PROTO_VERSION, "server", "kvsnapd " KVSNAP_VERSION, "model",
 	    eng_model_fingerprint(d->v->m), "profile", d->v->profile, "profile_id",
 	    d->v->profile_hex, "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget,
 	    "ratio", d->cfg.ratio, "chunk", (json_int_t)d->cfg.chunk, "quant",

@@ -72,6 +72,21 @@ ask "Does this license let me sell copies of the program?" "sell"
 echo
 echo "== $right of 2 questions answered right from the snapshot"
 
+
+# formats (issue 16): a PDF and an HTML page, read by content; a binary refused
+echo
+echo "== a PDF and an HTML page (tests/fixtures/docs/, scripts/make-doc-fixtures.py)"
+for f in ship.pdf ship.html; do
+	$K ingest -s "$SOCK" --name "${f%.*}-${f#*.}" "tests/fixtures/docs/$f"
+done
+for d in ship-pdf ship-html; do
+	echo "   $d: $($K info --state "$STATE" "$d" | sed -n 's/^ *format  *//p'); Q: What is the name of the ship?"
+	$K query -s "$SOCK" -n 24 "$d" "What is the name of the ship?" | fold -s -w 76 | sed 's/^/     | /'
+done
+echo "== head -c 3000 /bin/ls | kvsnap ingest -   (refused before any model work)"
+rc=0; head -c 3000 /bin/ls | $K ingest -s "$SOCK" --name ls - || rc=$?
+echo "   exit $rc"
+
 echo
 echo "== store"
 $K ls --state "$STATE"

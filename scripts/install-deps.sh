@@ -6,8 +6,9 @@ PKGS=(build-essential pkg-config clang libclang-rt-14-dev
       libopenblas-dev liblmdb-dev lmdb-utils libzstd-dev libevent-dev libjansson-dev
       libsodium-dev libsystemd-dev systemd unicode-data unzip python3 python3-venv
       fortunes fortunes-min wamerican python3-matplotlib
-      groff-base mandoc zsh
-      faketime)  # tests/sh/cli_output.sh: relative times (yesterday, a date)
+      groff-base mandoc zsh libpoppler-glib-dev libxml2-dev libcmark-dev
+      faketime   # tests/sh/cli_output.sh: relative times (yesterday, a date)
+      redis-server redis-tools libhiredis-dev)  # the redis-cluster backend and its tests
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

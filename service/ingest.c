@@ -1,5 +1,7 @@
 /*
- * ingest.c: a document into a snapshot: hash it, skip it if this
+ * ingest.c: a document into a snapshot: extract its text (formats/: a
+ * file that is not a document kvsnap reads is refused here, before any
+ * model work), hash the text, skip it if this
  * profile's snapshot is already stored (when asked), tokenize it as the
  * start of a user turn, compress it by chunked ingest with the session's
  * policy (reporting progress after every chunk, which may cancel), and
@@ -68,6 +70,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 {
 	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
 	struct store_doc doc, had;
+	struct fmt_doc fd;
 	struct eng_kv *kv = NULL;
 	int32_t *ids = NULL;
 	uint8_t other[SNAP_ID_BYTES];
@@ -83,7 +86,11 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	memset(out, 0, sizeof(*out));
 	memset(&doc, 0, sizeof(doc));
 	out->shared = v->tier ? 0 : -1;
-	store_doc_id(r->text, r->len, doc.doc_id);
+	if (svc_extract(r->text, r->len, r->encoding, &fd, st))
+		return -1;
+	snprintf(doc.format, sizeof(doc.format), "%s", fd.name);
+	snprintf(out->format, sizeof(out->format), "%s", fd.name);
+	store_doc_id(fd.text, fd.len, doc.doc_id);
 	memcpy(out->doc_id, doc.doc_id, SNAP_ID_BYTES);
 	store_hex(doc.doc_id, SNAP_ID_BYTES, out->hex);
 	if (r->check_name && r->name && r->name[0] &&
@@ -91,7 +98,8 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	    memcmp(other, doc.doc_id, SNAP_ID_BYTES)) {
 		snprintf(st->why, sizeof(st->why), "the name \"%s\" belongs to another document",
 		    r->name);
-		return svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
+		svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
+		goto out;
 	}
 	if (r->who)
 		(void)store_doc_add_owner(&doc, r->who->uid); /* the first of an empty set */
@@ -99,7 +107,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	seen = ingest_seen(v->s, doc.doc_id, r->who, &had);
 	if (r->skip_stored) {
 		if (svc_pick(v, doc.doc_id, &pk, st) < 0)
-			return -1;
+			goto out;
 		/* Skipped only when it would change nothing: the caller may read
 		 * it and asks for no sharing it lacks.  Another user's private
 		 * copy is ingested again (adding the caller as an owner: the bytes
@@ -111,7 +119,8 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 			out->units = pk.fig.units;
 			/* stored while the shared tier was away: it gets it now */
 			tier_push(v, doc.doc_id, pk.profile_id, 1, out);
-			return 0;
+			ret = 0;
+			goto out;
 		}
 		/* the shared tier holds it: copied in, no model pass (the same
 		 * rule for who may skip, over the tier's metadata) */
@@ -121,19 +130,23 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 			out->fig = pk.fig;
 			out->tokens = pk.fig.tokens;
 			out->units = pk.fig.units;
-			return 0;
+			ret = 0;
+			goto out;
 		}
 		memset(st, 0, sizeof(*st));
 	}
 	/* a document that cannot fit by its bytes alone is refused before
 	 * tokenizing (a 50 MB file took 1.8 s) */
 	max = eng_policy_max_doc(ss->p, v->m);
-	if ((n = eng_tok_min_tokens(v->tok, r->text, r->len)) > max)
-		return ingest_too_long(st, n, max, 1);
-	n = eng_chat_doc_ids(v->tok, r->text, r->len, &ids);
+	if ((n = eng_tok_min_tokens(v->tok, fd.text, fd.len)) > max) {
+		ingest_too_long(st, n, max, 1);
+		goto out;
+	}
+	n = eng_chat_doc_ids(v->tok, fd.text, fd.len, &ids);
 	if (n < 0) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
-		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
+		svc_fail(st, SVC_AT_TOKENIZE, (int)n);
+		goto out;
 	}
 	out->tokens = n;
 	if (hooks.progress)
@@ -162,7 +175,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	snprintf(doc.name, sizeof(doc.name), "%s",
 	    r->name && !(seen == 0 && had.name[0]) ? r->name : "");
 	snprintf(doc.source, sizeof(doc.source), "%.1023s", r->source ? r->source : "");
-	doc.bytes = r->len;
+	doc.bytes = r->len; /* the file's bytes, not its text's */
 	doc.tokens = (uint64_t)n;
 	/* created_us = 0: the store stamps a new document itself (and the last use) */
 	rc = snap_save(v->s, &doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m), v->profile,
@@ -185,5 +198,6 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 out:
 	eng_kv_free(kv);
 	free(ids);
+	fmt_doc_free(&fd);
 	return ret;
 }

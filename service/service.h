@@ -18,8 +18,10 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/engine.h"
+#include "formats/formats.h"
 #include "snapshot/snapshot_io.h"
 #include "storage/store.h"
 
@@ -38,6 +40,8 @@ enum svc_step {
 	SVC_AT_ENGINE,      /* an engine context for a session (eng_err) */
 	SVC_AT_RESOLVE,     /* a DOC reference (STORE_ERR_) */
 	SVC_AT_NAME,        /* ingest: the name belongs to another document */
+	SVC_AT_FORMAT,      /* reading the document's text (enum fmt_err): not a
+	                     * document kvsnap reads, an unknown encoding */
 	SVC_AT_LOOKUP,      /* reading a document's snapshots (STORE_ERR_) */
 	SVC_AT_PICK,        /* query: no snapshot to answer from (see n_other) */
 	SVC_AT_TOKENIZE,    /* tokenizing the document or question (eng_err) */
@@ -93,6 +97,18 @@ struct svc {
 	char profile_hex[2 * SNAP_ID_BYTES + 1];
 	struct svc_tier *tier;   /* the shared tier, or NULL (tiers.c) */
 };
+
+/* The profile's settings by flag name without dashes (policy, opts,
+ * budget, ratio, chunk, quant; the same names in kvsnapd.conf): 0 with
+ * c's member set (policy and opts point at value: keep it alive; budget
+ * also sets ratio 0, the budget form), 1 when flag is none of them, -1
+ * with why = "needs ..., got 'VALUE'" (the caller names the flag). */
+#define SVC_BUDGET_MIN 1
+#define SVC_BUDGET_MAX (1L << 30)
+#define SVC_CHUNK_MIN 1
+#define SVC_CHUNK_MAX 65536
+int svc_profile_flag(struct svc_conf *c, const char *flag, const char *value, char *why,
+    size_t why_len);
 
 /* What one thread runs the model with. */
 struct svc_session {
@@ -210,8 +226,9 @@ struct svc_hooks {
 };
 
 struct svc_ingest_req {
-	const char *text;        /* the document's bytes */
+	const char *text;        /* the document's bytes (any format formats/ reads) */
 	size_t len;
+	const char *encoding;    /* NULL: detected; else its encoding (iconv's name) */
 	const char *name;        /* "" or NULL: none */
 	const char *source;      /* a description of where it came from */
 	int skip_stored;         /* skip a document this profile already holds */
@@ -226,6 +243,7 @@ struct svc_ingested {
 	uint8_t doc_id[SNAP_ID_BYTES];
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int skipped;             /* already stored for this profile */
+	char format[STORE_FORMAT_MAX + 1]; /* what it was read as ("pdf (3 pages)") */
 	int64_t tokens, units;
 	double seconds;
 	struct svc_snap_figures fig; /* the stored snapshot (skipped too); bytes 0: unknown */
@@ -235,8 +253,24 @@ struct svc_ingested {
 	char shared_why[256];
 };
 
-/* Hash, (skip), tokenize as the start of a user turn, chunked ingest with
- * the session's policy, one store transaction.  0, or -1 with st. */
+/* The most bytes of text a document may extract to (the daemon's and the
+ * CLI's limit on a document's bytes). */
+#define SVC_DOC_MAX ((size_t)64 << 20)
+
+/* A document's text (formats/: the format by content; encoding NULL to
+ * detect) into *out (fmt_doc_free).  0, or -1 with st (SVC_AT_FORMAT, an
+ * enum fmt_err, the reason without the document's name). */
+int svc_extract(const void *bytes, size_t len, const char *encoding, struct fmt_doc *out,
+    struct svc_status *st);
+/* The doc_id of a document's bytes: the hash of its extracted text (what
+ * svc_ingest files it under).  0, or -1 with st as svc_extract. */
+int svc_doc_id(const void *bytes, size_t len, const char *encoding,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+
+/* Extract the text (refused before any model work when it is not a
+ * document kvsnap reads), hash it, (skip), tokenize as the start of a user
+ * turn, chunked ingest with the session's policy, one store transaction.
+ * 0, or -1 with st. */
 int svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
     const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st);
 
@@ -354,5 +388,12 @@ int svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
  * or STORE_ERR_ARG (the file will not do; the reason says how to fix it),
  * _IO, _NOMEM. */
 int svc_auth_load(const char *path, char **user, char **pass, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+
+/* "PROG 0.2.0", the protocol and snapshot format versions and the compute
+ * backends this build has, one per line (--version of both programs). */
+void svc_version(FILE *f, const char *prog);
 
 #endif

@@ -126,7 +126,8 @@ tier_mark_down(struct svc_tier *t, const char *why)
 static void
 tier_connect(struct svc_tier *t)
 {
-	struct store_opts so = { .auth_user = t->user, .auth_pass = t->pass };
+	struct store_opts so = { .auth_user = t->user, .auth_pass = t->pass, .user = t->user,
+		.password = t->pass };
 	struct tier_conn *c;
 	char why[256] = "";
 	int rc = STORE_ERR_NOMEM;

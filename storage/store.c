@@ -5,7 +5,8 @@
  * Also the helpers backends share: errors, ids, hex, time, prune's limits.
  *
  * A store address is a state directory (LMDB, the default), or
- * "NAME:rest" for the backend NAME ("lmdb:/var/lib/kvsnap").
+ * "NAME:rest" for the backend NAME ("lmdb:/var/lib/kvsnap",
+ * "redis-cluster:10.0.0.1:7000,10.0.0.2:7000", "redis://10.0.0.1:7000").
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,8 @@
 
 #include "storage/store_backend.h"
 
-static const struct store_ops *const st_backends[] = { &store_lmdb_ops };
+static const struct store_ops *const st_backends[] = { &store_lmdb_ops, &store_redis_ops,
+	&store_redis_url_ops };
 
 /* ------------------------------------------------------------------------ */
 /* Errors, ids, time                                                         */
@@ -256,8 +258,10 @@ st_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_
 	if (!d || !sn || !sn->header || !sn->header_len || sn->n_layer < 1 ||
 	    sn->n_layer >= (int)STORE_HEAD_RECORD || !sn->layer || !sn->layer_len)
 		return store_fail(why, why_len, STORE_ERR_ARG, "put: missing or empty snapshot");
-	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)))
-		return store_fail(why, why_len, STORE_ERR_ARG, "put: name or source not terminated");
+	if (!memchr(d->name, 0, sizeof(d->name)) || !memchr(d->source, 0, sizeof(d->source)) ||
+	    !memchr(d->format, 0, sizeof(d->format)))
+		return store_fail(why, why_len, STORE_ERR_ARG,
+		    "put: name, source or format not terminated");
 	if (d->name[0] && (rc = store_name_check(d->name, why, why_len)) != 0)
 		return rc;
 	*payload = sn->header_len;

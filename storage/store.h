@@ -32,6 +32,7 @@
 #define STORE_ID_BYTES 32         /* doc_id, profile_id */
 #define STORE_HEAD_RECORD 0xFFFFu /* index of a snapshot's head record */
 #define STORE_OWNERS_MAX 64       /* uids a document's owner set holds */
+#define STORE_FORMAT_MAX 47       /* bytes of a format description */
 
 enum store_err {
 	STORE_OK = 0,
@@ -53,17 +54,31 @@ struct store_opts {
 	size_t map_size;     /* LMDB: initial map size in bytes (0: 64 MiB) */
 	size_t max_map;      /* LMDB: growth limit (0: 1 TiB) */
 	int read_only;       /* open without write access (CLI ls/info/verify) */
-	/* Credentials of a networked backend (a Redis ACL user and password,
-	 * read from a file only its user may read); NULL: none.  LMDB ignores
-	 * them. */
+	/* redis-cluster: the ACL user (NULL or "": the default user) and
+	 * password (NULL or "": no AUTH), read with store_redis_auth_file, never
+	 * from argv; each connect's and command's timeout and a whole call's
+	 * budget, retries included, in ms (0: 2000 and 15000). */
+	const char *user, *password;
+	int timeout_ms, budget_ms;
+	/* (the tier's own pair, replaced in the next commit) */
 	const char *auth_user;
 	const char *auth_pass;
 };
 
+/* Read redis-cluster credentials from path: lines "user = NAME" and
+ * "password = SECRET" (# comments, blank lines; user optional).  The file
+ * must be a regular file owned by the caller (effective uid) and not
+ * readable or writable by group or others: else STORE_ERR_ARG naming the
+ * problem and the fix (chmod 600 / chown).  user and pass are set ("" for
+ * an absent user). */
+int store_redis_auth_file(const char *path, char *user, size_t user_len, char *pass,
+    size_t pass_len, char *why, size_t why_len);
+
 /* Open (creating the directory and environment if needed, unless
  * read_only) the store in dir: a state directory (LMDB), or "NAME:rest"
- * for backend NAME ("lmdb:DIR").  Close only after every reader has
- * ended. */
+ * for backend NAME ("lmdb:DIR"; "redis-cluster:HOST:PORT[,HOST:PORT...]
+ * [/PREFIX]" or "redis://HOST:PORT[,...]" for a Redis Cluster, see
+ * docs/STORAGE.md).  Close only after every reader has ended. */
 int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len);
 void store_close(struct store *s);
@@ -73,6 +88,10 @@ struct store_doc {
 	uint8_t doc_id[STORE_ID_BYTES];
 	char name[256];      /* "" when unnamed */
 	char source[1024];   /* where it came from (path), free text */
+	char format[STORE_FORMAT_MAX + 1]; /* what it was read as ("pdf (3 pages)",
+	                      * "text (UTF-16LE)"; formats/); metadata before
+	                      * version 3 reads as "text"; a put with "" keeps
+	                      * the stored one */
 	uint64_t bytes;      /* document size */
 	uint64_t tokens;     /* document tokens */
 	int64_t created_us;  /* CLOCK_REALTIME µs */

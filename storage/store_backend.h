@@ -113,6 +113,8 @@ struct store_reader {
 
 /* The backends (one file or file group each). */
 extern const struct store_ops store_lmdb_ops;
+extern const struct store_ops store_redis_ops;     /* "redis-cluster:" (store_redis*.c) */
+extern const struct store_ops store_redis_url_ops; /* "redis://": the same */
 
 /* Prune's victims, collected by a backend's walk, reported by the front
  * end after the commit. */

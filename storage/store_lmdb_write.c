@@ -211,6 +211,8 @@ sw_put_meta(struct store_lmdb *s, MDB_txn *t, const struct store_doc *d, int64_t
 		return 0;
 	if (d->source[0])
 		memcpy(m->d.source, d->source, sizeof(m->d.source));
+	if (d->format[0])
+		memcpy(m->d.format, d->format, sizeof(m->d.format));
 	if (d->bytes)
 		m->d.bytes = d->bytes;
 	if (d->tokens)

@@ -2,11 +2,11 @@
  * store_meta.c: the document metadata codec: the bytes a backend keeps as
  * a document's value (LMDB: its `docs` record).
  *
- * Layout, version 2, every integer little-endian:
+ * Layout, version 3, every integer little-endian:
  *
  *   off  size  field
  *    0    4    magic "KSdm"
- *    4    2    version (2; 1 is read too)
+ *    4    2    version (3; 1 and 2 are read too)
  *    6    2    name_len    (0..255; 0: unnamed)
  *    8    2    source_len  (0..1023)
  *   10    2    n_profiles  (1..65535; a document without snapshots is removed)
@@ -21,11 +21,16 @@
  *                id[32], last_used_us (i64; its lru key), bytes (u64; its
  *                records as stored)
  *    …   4×n   owners: uids (u32), strictly ascending
+ *    …   1     format_len (0..STORE_FORMAT_MAX)
+ *    …   f     format bytes: what the document was read as ("pdf (3
+ *              pages)", "html", "text (UTF-16LE)"; no NUL inside)
  *    …   16    BLAKE2b-128 of every byte before it
  *
  * Version 1 (before owners) had 4 reserved zero bytes at 12 and no owner
  * table: it reads as no owners, not shared (the safe reading: only the
- * daemon's own user and root see such a document).  Writes are version 2.
+ * daemon's own user and root see such a document).  Version 2 (before
+ * formats) had no format_len and format: it reads as "text", which is all
+ * kvsnap read then.  Writes are version 3.
  *
  * The value is exactly that long.  The table is what makes a snapshot's lru
  * key and size findable without scanning: touch, replace and prune rebuild
@@ -42,7 +47,7 @@
 #include "storage/store_backend.h"
 
 #define SM_MAGIC "KSdm"
-#define SM_VERSION 2
+#define SM_VERSION 3
 #define SM_FLAG_SHARED 1u
 #define SM_FIXED 48
 #define SM_PROF 48
@@ -103,7 +108,7 @@ size_t
 st_meta_size(const struct st_meta *m)
 {
 	return SM_FIXED + strlen(m->d.name) + strlen(m->d.source) + (size_t)m->n * SM_PROF +
-	    (size_t)m->d.n_owners * 4 + SM_SUM;
+	    (size_t)m->d.n_owners * 4 + 1 + strlen(m->d.format) + SM_SUM;
 }
 
 /* out has st_meta_size(m) bytes; m was checked by the writer (name and
@@ -111,7 +116,8 @@ st_meta_size(const struct st_meta *m)
 void
 st_meta_encode(const struct st_meta *m, uint8_t *out)
 {
-	size_t nl = strlen(m->d.name), sl = strlen(m->d.source), off = SM_FIXED;
+	size_t nl = strlen(m->d.name), sl = strlen(m->d.source), fl = strlen(m->d.format);
+	size_t off = SM_FIXED;
 	int i;
 
 	memcpy(out, SM_MAGIC, 4);
@@ -136,13 +142,17 @@ st_meta_encode(const struct st_meta *m, uint8_t *out)
 	}
 	for (i = 0; i < m->d.n_owners; i++, off += 4)
 		sm_put32(out + off, m->d.owners[i]);
+	out[off++] = (uint8_t)fl;
+	memcpy(out + off, m->d.format, fl);
+	off += fl;
 	sm_sum(out, off, out + off);
 }
 
-/* The fixed part: magic, version, lengths; *n_prof and *n_own set. */
+/* The fixed part: magic, version, lengths; *n_prof, *n_own and *fmt_at
+ * (the offset of format_len; 0 before version 3) set. */
 static int
-sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, int *n_own, char *why,
-    size_t why_len)
+sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, int *n_own, size_t *fmt_at,
+    char *why, size_t why_len)
 {
 	unsigned ver;
 	size_t want;
@@ -151,9 +161,9 @@ sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, int *n_own, char *wh
 	if (memcmp(buf, SM_MAGIC, 4) != 0)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "bad magic");
 	ver = sm_get16(buf + 4);
-	if (ver != 1 && ver != SM_VERSION)
+	if (ver < 1 || ver > SM_VERSION)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT,
-		    "metadata version %u (this build reads 1 and %d)", ver, SM_VERSION);
+		    "metadata version %u (this build reads 1 to %d)", ver, SM_VERSION);
 	*n_own = ver == 1 ? 0 : (int)sm_get16(buf + 14);
 	if (ver == 1 ? sm_get32(buf + 12) != 0 :
 	    (sm_get16(buf + 12) & ~SM_FLAG_SHARED) != 0 || *n_own > STORE_OWNERS_MAX)
@@ -166,6 +176,15 @@ sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, int *n_own, char *wh
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "no profiles");
 	want = SM_FIXED + sm_get16(buf + 6) + sm_get16(buf + 8) + (size_t)*n_prof * SM_PROF +
 	    (size_t)*n_own * 4 + SM_SUM;
+	*fmt_at = 0;
+	if (ver >= 3) {
+		*fmt_at = want - SM_SUM;
+		if (len < want + 1)
+			return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, too short", len);
+		if (buf[*fmt_at] > STORE_FORMAT_MAX)
+			return store_fail(why, why_len, STORE_ERR_CORRUPT, "format length out of range");
+		want += 1 + buf[*fmt_at];
+	}
 	if (len != want)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, layout says %zu", len, want);
 	return 0;
@@ -223,11 +242,11 @@ int
 st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, size_t why_len)
 {
 	uint8_t sum[SM_SUM];
-	size_t nl, sl;
+	size_t nl, sl, fmt_at = 0;
 	int rc, n, n_own;
 
 	memset(m, 0, sizeof(*m));
-	if ((rc = sm_check_fixed(buf, len, &n, &n_own, why, why_len)) != 0)
+	if ((rc = sm_check_fixed(buf, len, &n, &n_own, &fmt_at, why, why_len)) != 0)
 		return rc;
 	sm_sum(buf, len - SM_SUM, sum);
 	if (memcmp(sum, buf + len - SM_SUM, SM_SUM) != 0)
@@ -240,6 +259,10 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 	m->d.last_used_us = (int64_t)sm_get64(buf + 40);
 	if (sm_text(m->d.name, buf + SM_FIXED, nl) || sm_text(m->d.source, buf + SM_FIXED + nl, sl))
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "NUL inside name or source");
+	if (!fmt_at) /* before version 3: plain text was all there was */
+		snprintf(m->d.format, sizeof(m->d.format), "text");
+	else if (sm_text(m->d.format, buf + fmt_at + 1, buf[fmt_at]))
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "NUL inside the format");
 	if (!(m->p = calloc((size_t)n, sizeof(*m->p))))
 		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	m->n = m->d.n_profiles = n;

@@ -1290,40 +1290,71 @@ WITH_STORE(t_fault_meta, 0)
 /* Owners and the shared flag (issue 15, defect 7): kept with the
  * metadata's checksum, merged by every put (owners added, shared never
  * turned off), and metadata written before them (version 1) still reads,
- * as owned by no one and not shared. */
+ * as owned by no one and not shared.  The format (issue 16, version 3):
+ * kept, replaced by a put that names one, and metadata before it
+ * (versions 1 and 2) reads as "text". */
 static enum tap_result
 t_owners_in(void)
 {
 	struct store_doc a, b, got;
 	struct meta_fuzz f = { 0 };
 	struct ids x;
-	size_t len;
+	size_t len, fl;
+	uint8_t *v2 = NULL;
 	int rc;
 
 	doc_make(&a, "owned text", "owned");
+	snprintf(a.format, sizeof(a.format), "pdf (3 pages)");
 	TAP_CHECK(store_doc_add_owner(&a, 5) == 0 && store_doc_add_owner(&a, 3) == 0 &&
 	    store_doc_add_owner(&a, 5) == 0 && a.n_owners == 2 && a.owners[0] == 3,
 	    "owner set kept ascending, once each");
 	TAP_CHECK(put(&a, FX_SMALL_A) == 0, "put: %s", g_why);
 	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 2 &&
 	    got.owners[0] == 3 && got.owners[1] == 5 && !got.shared, "owners 3 and 5, private");
+	TAP_CHECK(!strcmp(got.format, "pdf (3 pages)"), "format kept: '%s'", got.format);
 	b = a;
 	b.n_owners = 0;
+	b.format[0] = '\0'; /* names none: the stored one stays */
 	TAP_CHECK(store_doc_add_owner(&b, 7) == 0, "owner 7");
 	b.shared = 1;
 	TAP_CHECK(put(&b, FX_SMALL_B) == 0, "second put: %s", g_why);
+	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 &&
+	    !strcmp(got.format, "pdf (3 pages)"), "a put without a format keeps it: '%s'",
+	    got.format);
 	b.n_owners = 0;
 	b.shared = 0;
+	snprintf(b.format, sizeof(b.format), "html");
 	TAP_CHECK(put(&b, FX_SMALL_A) == 0, "third put: %s", g_why);
 	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 3 &&
 	    got.owners[2] == 7 && got.shared && store_doc_owned(&got, 3) && !store_doc_owned(&got, 4),
 	    "owners merged (3, 5, 7), shared stays on");
+	TAP_CHECK(!strcmp(got.format, "html"), "a put with a format replaces it: '%s'", got.format);
 	TAP_CHECK(verify_all(&x) == 0, "verify: %s", g_why);
 
-	/* Rewrite it as version 1: no flags, no owner table, its own checksum. */
+	/* Version 3's tail: owners (3 x 4), format_len, "html", the checksum. */
 	f.doc = a.doc_id;
 	raw_edit(meta_get_fn, &f); /* aborts on purpose */
-	TAP_CHECK(f.val && f.len > 48 + 16 + 12, "metadata read");
+	fl = strlen("html");
+	TAP_CHECK(f.val && f.len > 48 + 16 + 12 + 1 + fl, "metadata read");
+	TAP_CHECK(f.val[4] == 3 && f.val[f.len - 16 - 1 - fl] == fl &&
+	    !memcmp(f.val + f.len - 16 - fl, "html", fl), "written as version 3 with its format");
+
+	/* As version 2: the same without format_len and format. */
+	len = f.len - 16 - 1 - fl;
+	TAP_CHECK((v2 = malloc(len + 16)) != NULL, "oom");
+	memcpy(v2, f.val, len);
+	v2[4] = 2;
+	crypto_generichash(v2 + len, 16, v2, len, NULL, 0);
+	free(f.val);
+	f.val = v2;
+	f.len = len + 16;
+	rc = raw_edit(meta_set_fn, &f);
+	TAP_CHECK(rc == 0, "raw write: %s", g_why);
+	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 3 &&
+	    got.shared && !strcmp(got.format, "text") && !strcmp(got.name, "owned"),
+	    "version 2 reads: its owners, format \"text\" ('%s', %s)", got.format, g_why);
+
+	/* Rewrite it as version 1: no flags, no owner table, its own checksum. */
 	len = f.len - 16 - 3 * 4;
 	f.val[4] = 1;
 	f.val[5] = 0;
@@ -1334,13 +1365,16 @@ t_owners_in(void)
 	free(f.val);
 	TAP_CHECK(rc == 0, "raw write: %s", g_why);
 	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 0 &&
-	    !got.shared && got.n_profiles == 2 && !strcmp(got.name, "owned"),
-	    "version 1 reads: no owners, not shared (%s)", g_why);
+	    !got.shared && got.n_profiles == 2 && !strcmp(got.name, "owned") &&
+	    !strcmp(got.format, "text"),
+	    "version 1 reads: no owners, not shared, format text (%s)", g_why);
 	TAP_CHECK(verify_all(&x) == 0, "version 1 verifies: %s", g_why);
 	b.n_owners = 0;
+	b.format[0] = '\0';
 	TAP_CHECK(store_doc_add_owner(&b, 9) == 0 && put(&b, FX_SMALL_A) == 0, "put: %s", g_why);
 	TAP_CHECK(store_info(g_s, a.doc_id, &got, g_why, sizeof(g_why)) == 0 && got.n_owners == 1 &&
-	    got.owners[0] == 9, "written again as version 2 with its owner");
+	    got.owners[0] == 9 && !strcmp(got.format, "text"),
+	    "written again as version 3 with its owner, the format read stays");
 	return TAP_PASS;
 }
 WITH_STORE(t_owners, 0)
@@ -1807,7 +1841,7 @@ probe(const struct store_opts *o, off_t cut_to, const uint8_t (*docs)[SNAP_ID_BY
 static enum tap_result
 t_truncated_in(void)
 {
-	static const struct store_opts rw = { 0 }, ro = { .read_only = 1 };
+	static const struct store_opts rw = { .read_only = 0 }, ro = { .read_only = 1 };
 	const struct fx *const fx[3] = { FX_BIG_A, FX_BIG_B, FX_MED_A };
 	uint8_t docs[3][SNAP_ID_BYTES];
 	struct store_doc d[3];

@@ -54,6 +54,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(!r.text || (r.text_len <= PROTO_TEXT_MAX && strlen(r.text) == r.text_len));
 		assert(!r.question || r.question_len <= PROTO_QUESTION_MAX);
 		assert(!r.name || strlen(r.name) <= PROTO_NAME_MAX);
+		assert(!r.encoding || strlen(r.encoding) <= PROTO_ENCODING_MAX);
 		assert(r.op != PROTO_OP_QUERY ||
 		    (r.max_tokens >= 1 && r.max_tokens <= PROTO_MAX_TOKENS_MAX && r.doc));
 		assert(r.op != PROTO_OP_INGEST || (!r.use_fd != !r.text));

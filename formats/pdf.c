@@ -1,0 +1,84 @@
+/*
+ * pdf.c: a PDF's text with poppler's glib API: every page's text in page
+ * order, a blank line between pages.  Refused with a reason: a file
+ * poppler cannot open (damaged, truncated), one encrypted with a password,
+ * one with more than FMT_PDF_PAGES_MAX pages, and one with no text layer
+ * at all (scanned pages: images, which need OCR first).
+ *
+ * poppler prints what it repairs in a damaged file ("Syntax Error: ...")
+ * on stderr; its glib API has no switch for that.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <poppler.h>
+
+#include "common/fail.h"
+#include "formats/formats.h"
+
+/* 1 if s holds anything but white space. */
+static int
+pdf_has_text(const char *s)
+{
+	for (; *s; s++)
+		if (!strchr(" \t\r\n\f\v", *s))
+			return 1;
+	return 0;
+}
+
+int
+fmt_pdf(const void *p, size_t len, struct fmt_buf *out, int *pages, char *why, size_t why_len)
+{
+	PopplerDocument *doc;
+	GBytes *bytes;
+	GError *err = NULL;
+	int n, i, rc = 0, any = 0;
+
+	*pages = 0;
+	bytes = g_bytes_new_static(p, len); /* no copy: p outlives the document */
+	doc = poppler_document_new_from_bytes(bytes, NULL, &err);
+	g_bytes_unref(bytes);
+	if (!doc) {
+		int enc = err && err->domain == POPPLER_ERROR && err->code == POPPLER_ERROR_ENCRYPTED;
+		rc = kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, enc ?
+		    "is an encrypted PDF: it needs a password (save a decrypted copy, e.g. "
+		    "`qpdf --decrypt --password=PW in.pdf out.pdf`)" :
+		    "is a PDF that cannot be read (%s): damaged or truncated",
+		    err && err->message ? err->message : "no details");
+		g_clear_error(&err);
+		return rc;
+	}
+	n = poppler_document_get_n_pages(doc);
+	if (n > FMT_PDF_PAGES_MAX) {
+		g_object_unref(doc);
+		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED,
+		    "is a PDF of %d pages, over the limit of %d (split it)", n, FMT_PDF_PAGES_MAX);
+	}
+	for (i = 0; i < n && !out->err; i++) {
+		PopplerPage *pg = poppler_document_get_page(doc, i);
+		char *t;
+		if (!pg)
+			continue;
+		if ((t = poppler_page_get_text(pg))) {
+			if (pdf_has_text(t)) {
+				any = 1;
+				fmt_buf_break(out, 1);
+				fmt_buf_put(out, t, strlen(t));
+			}
+			g_free(t);
+		}
+		g_object_unref(pg);
+	}
+	g_object_unref(doc);
+	*pages = n;
+	if (out->err == FMT_ERR_TOO_LARGE)
+		return kv_fail(why, why_len, out->err, "is a PDF with over %zu bytes of text",
+		    out->max);
+	if (out->err)
+		return kv_fail(why, why_len, out->err, "out of memory");
+	if (!any)
+		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is a PDF of %d page%s with no "
+		    "text layer (scanned pages are images: make it searchable first, e.g. "
+		    "`ocrmypdf in.pdf out.pdf`)", n, n == 1 ? "" : "s");
+	return 0;
+}

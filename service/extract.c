@@ -1,0 +1,32 @@
+/*
+ * extract.c: a document's bytes as the service reads them: its text by
+ * formats/ (the format by content, binaries refused), and the doc_id, the
+ * hash of that text, which every caller that names a document by its
+ * bytes uses (ingest; the daemon's query --file proof).
+ */
+#include <string.h>
+
+#include "service/service_internal.h"
+
+int
+svc_extract(const void *bytes, size_t len, const char *encoding, struct fmt_doc *out,
+    struct svc_status *st)
+{
+	int rc;
+	memset(st, 0, sizeof(*st));
+	if ((rc = fmt_extract(bytes, len, encoding, SVC_DOC_MAX, out, st->why, sizeof(st->why))))
+		return svc_fail(st, SVC_AT_FORMAT, rc);
+	return 0;
+}
+
+int
+svc_doc_id(const void *bytes, size_t len, const char *encoding,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st)
+{
+	struct fmt_doc d;
+	if (svc_extract(bytes, len, encoding, &d, st))
+		return -1;
+	store_doc_id(d.text, d.len, doc_id);
+	fmt_doc_free(&d);
+	return 0;
+}
