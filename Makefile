@@ -189,11 +189,6 @@ build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(HTTP_FUZZ_SRC) daemon/http.h daem
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(HTTP_FUZZ_SRC) $(COMMON_SRC) $(PKG_LIBS)
-# the credentials file parser is common/'s alone
-build-fuzz/fuzz_creds: tests/fuzz/fuzz_creds.c common/creds.h $(COMMON_SRC)
-	@mkdir -p build-fuzz
-	@$(if $(Q),echo "  FUZZ $@")
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(COMMON_SRC)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h \
 		formats/*.h)

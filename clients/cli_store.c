@@ -47,7 +47,7 @@ st_usage(FILE *f, const char *cmd)
 	    "                else ~/.local/state/kvsnap)\n"
 	    "  --shared ADDR a shared tier's store instead (kvsnapd --shared: lmdb:DIR,\n"
 	    "                redis-cluster:HOST:PORT,...); --shared-auth FILE its credentials\n"
-	    "                (\"USER PASSWORD\", a file only you may read)\n"
+	    "                (\"user = NAME\", \"password = SECRET\"; a file only you may read)\n"
 	    "  --json        one JSON object per line\n"
 	    "DOC is a full doc_id, a unique hex prefix (4+ digits) or a name.\n");
 	if (!strcmp(cmd, "stats"))
@@ -207,18 +207,19 @@ static int
 st_open_shared(const struct st_opts *o, int read_only, struct store **s)
 {
 	struct store_opts so = { .read_only = read_only };
-	char why[512] = "", *user = NULL, *pass = NULL;
+	char why[512] = "", user[256], pass[1024];
 	int rc;
-	if (o->shared_auth && (rc = svc_auth_load(o->shared_auth, &user, &pass, why,
-	    sizeof(why)))) {
+	if (o->shared_auth && (rc = store_redis_auth_file(o->shared_auth, user, sizeof(user), pass,
+	    sizeof(pass), why, sizeof(why)))) {
 		cli_err("%s", why);
 		return rc == STORE_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
-	so.auth_user = so.user = user;
-	so.auth_pass = so.password = pass;
+	if (o->shared_auth) {
+		so.user = user;
+		so.password = pass;
+	}
 	rc = store_open(s, o->shared, &so, why, sizeof(why));
-	free(user);
-	free(pass);
+	explicit_bzero(pass, sizeof(pass));
 	if (rc) {
 		cli_err("cannot open the shared tier %s: %s", o->shared, why);
 		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :

@@ -74,7 +74,7 @@ dcfg_usage(FILE *f)
 	    "                      skip what it holds and copy what they store there; a local\n"
 	    "                      miss is answered from its copy.  Unreachable: a warning,\n"
 	    "                      the local store answers, retried later\n"
-	    "  --shared-auth FILE  its credentials: \"USER PASSWORD\" (or one per line) in a\n"
+	    "  --shared-auth FILE  its credentials: lines \"user = NAME\", \"password = SECRET\" in a\n"
 	    "                      file only this user may read (mode 0600); never on the\n"
 	    "                      command line\n"
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"

@@ -383,12 +383,6 @@ void svc_tier_stats(struct svc *v, struct svc_tier_stats *out);
 int svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
 
-/* The shared tier's credentials file (common/creds.h: "USER PASSWORD",
- * readable by this user only): *user (may be NULL) and *pass malloc'd; 0,
- * or STORE_ERR_ARG (the file will not do; the reason says how to fix it),
- * _IO, _NOMEM. */
-int svc_auth_load(const char *path, char **user, char **pass, char *why, size_t why_len);
-
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */
 

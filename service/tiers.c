@@ -21,7 +21,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/creds.h"
 #include "service/service_internal.h"
 
 #define TIER_BACKOFF_MIN_S 0.5
@@ -35,7 +34,7 @@ struct tier_conn {
 
 struct svc_tier {
 	char *addr;
-	char *user, *pass;       /* credentials (the store gets them at every open) */
+	char user[256], pass[1024]; /* credentials (the store gets them at every open) */
 	void (*log)(void *arg, int warn, const char *msg);
 	void *log_arg;
 	pthread_mutex_t mu;      /* guards the members below it */
@@ -126,8 +125,7 @@ tier_mark_down(struct svc_tier *t, const char *why)
 static void
 tier_connect(struct svc_tier *t)
 {
-	struct store_opts so = { .auth_user = t->user, .auth_pass = t->pass, .user = t->user,
-		.password = t->pass };
+	struct store_opts so = { .user = t->user, .password = t->pass };
 	struct tier_conn *c;
 	char why[256] = "";
 	int rc = STORE_ERR_NOMEM;
@@ -190,17 +188,6 @@ tier_store_io(int rc)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Credentials                                                               */
-
-int
-svc_auth_load(const char *path, char **user, char **pass, char *why, size_t why_len)
-{
-	int rc = kv_creds_load(path, user, pass, why, why_len);
-	return rc == KV_CREDS_IO ? STORE_ERR_IO : rc == KV_CREDS_NOMEM ? STORE_ERR_NOMEM :
-	    rc ? STORE_ERR_ARG : 0;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Open, close, figures                                                      */
 
 int
@@ -220,8 +207,8 @@ tier_open(struct svc *v, const struct svc_conf *conf, struct svc_status *st)
 	t->log = conf->log;
 	t->log_arg = conf->log_arg;
 	v->tier = t;
-	if (conf->shared_auth && (rc = svc_auth_load(conf->shared_auth, &t->user, &t->pass,
-	    st->why, sizeof(st->why))))
+	if (conf->shared_auth && (rc = store_redis_auth_file(conf->shared_auth, t->user,
+	    sizeof(t->user), t->pass, sizeof(t->pass), st->why, sizeof(st->why))))
 		return svc_fail(st, SVC_AT_SHARED_AUTH, rc);
 	/* unreachable now is no reason not to start: warned, retried later */
 	pthread_mutex_lock(&t->mu);
@@ -237,10 +224,7 @@ tier_close(struct svc_tier *t)
 		return;
 	tier_conn_drop(t, t->c);
 	pthread_mutex_destroy(&t->mu);
-	if (t->pass)
-		explicit_bzero(t->pass, strlen(t->pass));
-	free(t->user);
-	free(t->pass);
+	explicit_bzero(t->pass, sizeof(t->pass));
 	free(t->addr);
 	free(t);
 }

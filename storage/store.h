@@ -60,9 +60,6 @@ struct store_opts {
 	 * budget, retries included, in ms (0: 2000 and 15000). */
 	const char *user, *password;
 	int timeout_ms, budget_ms;
-	/* (the tier's own pair, replaced in the next commit) */
-	const char *auth_user;
-	const char *auth_pass;
 };
 
 /* Read redis-cluster credentials from path: lines "user = NAME" and
@@ -72,6 +69,10 @@ struct store_opts {
  * problem and the fix (chmod 600 / chown).  user and pass are set ("" for
  * an absent user). */
 int store_redis_auth_file(const char *path, char *user, size_t user_len, char *pass,
+    size_t pass_len, char *why, size_t why_len);
+/* The same file's content alone, buf[0..len) (at most 4096 bytes): 0, or
+ * STORE_ERR_ARG with the line at fault (user and pass then ""). */
+int store_redis_auth_parse(const char *buf, size_t len, char *user, size_t user_len, char *pass,
     size_t pass_len, char *why, size_t why_len);
 
 /* Open (creating the directory and environment if needed, unless

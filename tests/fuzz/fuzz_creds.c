@@ -1,39 +1,41 @@
 /*
  * fuzz_creds.c: libFuzzer target for the credentials file parser
- * (common/creds.c): any bytes up to the file's limit are refused with a
- * reason or give a user (or none) and a non-empty password without a blank
- * at either end, never an overread (ASan) or a leak (LSan).
+ * (store_redis_auth_parse in storage/store.h, what store_redis_auth_file
+ * runs over the file's bytes): any bytes are refused with a reason and
+ * nothing set, or give a non-empty password and a user (maybe "") without
+ * a blank at either end or a newline, never an overread (ASan).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/creds.h"
+#include "storage/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int
+ragged(const char *s)
+{
+	size_t n = strlen(s);
+	return n && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t' ||
+	    strchr(s, '\n'));
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *buf, *user = NULL, *pass = NULL, why[256];
-	size_t n;
+	char *buf, user[64], pass[128], why[256] = "";
 
-	if (size >= KV_CREDS_MAX)
-		return 0;
-	if (!(buf = malloc(size + 1))) /* room for the NUL the parser writes, no more */
+	if (!(buf = malloc(size ? size : 1))) /* exactly the input: no NUL after it */
 		return 0;
 	memcpy(buf, data, size);
-	if (kv_creds_parse(buf, size, &user, &pass, why, sizeof(why)) == 0) {
-		n = strlen(pass);
-		if (!n || pass[0] == ' ' || pass[0] == '\t' || pass[n - 1] == ' ' ||
-		    pass[n - 1] == '\t' || strchr(pass, '\n') || (user && (!*user ||
-		    strpbrk(user, " \t\n"))))
+	if (store_redis_auth_parse(buf, size, user, sizeof(user), pass, sizeof(pass), why,
+	    sizeof(why)) == 0) {
+		if (!pass[0] || ragged(pass) || ragged(user))
 			abort();
-	} else if (!why[0] || user || pass) {
+	} else if (!why[0] || user[0] || pass[0]) {
 		abort();
 	}
-	free(user);
-	free(pass);
 	free(buf);
 	return 0;
 }
