@@ -271,14 +271,16 @@ st_resolve(struct store *s, const char *ref, uint8_t id[SNAP_ID_BYTES])
 }
 
 /* A fresh machine: no store in the state directory yet (no data.mdb).
- * ls and stats answer it as an empty store and create nothing. */
+ * ls and stats answer it as an empty store and create nothing.  Only an
+ * LMDB directory can be fresh: another backend's address (a network
+ * store, by --state or --shared) is opened and asked. */
 static int
 st_fresh(const struct st_opts *o)
 {
 	const char *dir = cli_state_dir(o->state);
 	char path[4096];
 	struct stat sb;
-	if (!dir || o->shared)
+	if (!dir || o->shared || !(dir = store_lmdb_dir(dir)))
 		return 0;
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	return stat(path, &sb) != 0 && errno == ENOENT;

@@ -80,6 +80,11 @@ int store_redis_auth_parse(const char *buf, size_t len, char *user, size_t user_
  * for backend NAME ("lmdb:DIR"; "redis-cluster:HOST:PORT[,HOST:PORT...]
  * [/PREFIX]" or "redis://HOST:PORT[,...]" for a Redis Cluster, see
  * docs/STORAGE.md).  Close only after every reader has ended. */
+/* The directory an address names when it names LMDB (a plain directory
+ * or "lmdb:DIR"); NULL for another backend's address (no local files to
+ * look at: open it to learn what it holds). */
+const char *store_lmdb_dir(const char *where);
+
 int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len);
 void store_close(struct store *s);

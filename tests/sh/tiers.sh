@@ -250,5 +250,14 @@ expect_rc "kvsnap rm --shared doc2" 0 "$K" rm --shared "$SHARED" doc2
 expect_rc "doc2 is gone from the shared tier" 2 "$K" info --shared "$SHARED" doc2
 expect_rc "doc2 is still in B's local tier" 0 "$K" info --state "$T/b" doc2
 expect_rc "--state and --shared together: usage" 1 "$K" ls --state "$T/b" --shared "$SHARED"
+# only an LMDB directory can be a fresh, empty store; a network address is asked
+expect_rc "ls --state lmdb:DIR of a fresh directory: empty" 0 "$K" ls --state "lmdb:$T/fresh"
+grep -q "no documents" "$T/out" && [ ! -e "$T/fresh" ]; ok "  ... and nothing created" $?
+expect_rc "ls --state redis-cluster:ADDR unreachable: an error, not an empty store" 5 \
+	"$K" ls --state redis-cluster:127.0.0.1:1
+grep -q "no documents" "$T/out"; [ $? -ne 0 ] && grep -q "cannot open the store" "$T/err"
+ok "  ... saying it cannot open it" $? || cat "$T/out" "$T/err"
+expect_rc "stats --state redis-cluster:ADDR unreachable: an error" 5 \
+	"$K" stats --state redis-cluster:127.0.0.1:1
 ! grep -q "Sanitizer\|runtime error" "$T/a.log" "$T/b.log"; ok "no sanitizer report in either log" $?
 finish
