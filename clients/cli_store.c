@@ -134,16 +134,13 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 		{ "shared-auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const struct option no_opts[] = { { NULL, 0, NULL, 0 } };
 	static const struct option shared_opts[] = {
 		{ "shared", required_argument, NULL, 'T' },
 		{ "shared-auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int prune = !strcmp(argv[0], "prune"), c;
-	/* rename acts on the local store only; the others on either tier */
-	int tiers = strcmp(argv[0], "rename") != 0;
-	struct cli_opts co = { .longopts = prune ? prune_opts : tiers ? shared_opts : no_opts,
+	struct cli_opts co = { .longopts = prune ? prune_opts : shared_opts,
 		.globals = CLI_G_STATE | CLI_G_JSON | (!strcmp(argv[0], "stats") ? CLI_G_SOCKET : 0),
 		.usage = st_usage,
 		.operands = !strcmp(argv[0], "info") || !strcmp(argv[0], "rm") ? "DOC" :
