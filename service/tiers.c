@@ -75,6 +75,18 @@ tier_say(const struct svc_tier *t, int warn, const char *fmt, ...)
 		fprintf(stderr, "kvsnap: %s%s\n", warn ? "warning: " : "", msg);
 }
 
+/* A copy's size and time in the daemon's log (info; bench/shared_tier.sh
+ * reads the rates from it), checks of every record included. */
+static void
+tier_timed(const struct svc_tier *t, const char *way, const char *hex, uint64_t bytes, double t0)
+{
+	double s = tier_now() - t0;
+	if (t->log)
+		tier_say(t, 0, "shared tier: copied the snapshot of %.12s %s (%llu bytes in %.1f ms, "
+		    "%.1f MB/s)", hex, way, (unsigned long long)bytes, s * 1e3,
+		    s > 0 ? (double)bytes / s / 1e6 : 0.0);
+}
+
 /* A counter, under the lock. */
 static void
 tier_count(struct svc_tier *t, uint64_t *n)
@@ -288,6 +300,7 @@ tier_copy_in(struct svc *v, struct tier_conn *c, const uint8_t *doc, const uint8
 	struct store_doc d;
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int rc, at_write = 0;
+	double t0 = tier_now();
 
 	if ((rc = store_info(c->s, doc, &d, why, why_len)))
 		rc = snapio_from_store(rc);
@@ -296,9 +309,10 @@ tier_copy_in(struct svc *v, struct tier_conn *c, const uint8_t *doc, const uint8
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	/* an outage while reading there takes the tier down (warned once) */
 	tier_put(t, c, rc == SNAPIO_ERR_IO && !at_write, why);
-	if (rc == 0)
+	if (rc == 0) {
 		tier_count(t, &t->hits);
-	else if (rc != SNAPIO_ERR_IO || at_write) {
+		tier_timed(t, "in", hex, d.stored_bytes, t0);
+	} else if (rc != SNAPIO_ERR_IO || at_write) {
 		tier_count(t, &t->errors);
 		tier_say(t, 1, "shared tier %s: cannot copy the snapshot of %.12s in: %s%s", t->addr,
 		    hex, rc == SNAPIO_ERR_CORRUPT && !at_write ? "corrupt there: " : "", why);
@@ -391,6 +405,7 @@ tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SN
 	struct store_doc d;
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int rc, at_write = 0;
+	double t0 = tier_now();
 
 	out->shared = -1;
 	if (!t)
@@ -418,6 +433,7 @@ tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SN
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	if (rc == 0) {
 		tier_count(t, &t->writes);
+		tier_timed(t, "out", hex, d.stored_bytes, t0);
 		out->shared = 1;
 		out->shared_why[0] = '\0';
 		return;

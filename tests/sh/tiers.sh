@@ -124,6 +124,9 @@ ok "B's answer equals A's token for token" $? || { tail -2 "$T/qa"; tail -2 "$T/
 [ "$(count b "shared-tier hit")" -ge 1 ] && [ "$(count b "ingested")" -eq 0 ] &&
 	! grep -q '"prefill"' "$T/qb"
 ok "B's log shows a shared-tier hit and no model pass over the document" $?
+grep -q "copied the snapshot of ${DOC1:0:12} out ([1-9][0-9]* bytes in .* MB/s)" "$T/a.log" &&
+	grep -q "copied the snapshot of ${DOC1:0:12} in ([1-9][0-9]* bytes in .* MB/s)" "$T/b.log"
+ok "the copies' sizes and rates in the logs (A's out, B's in)" $?
 ttft_b=$(field "$T/qb" ttft_s)
 python3 -c "import sys; sys.exit(0 if $ttft_b < 0.5 * $read_s else 1)"
 ok "B's time to first token ($ttft_b s) is a snapshot load, well under A's read of doc1 ($read_s s)" $?
