@@ -4,9 +4,9 @@
  * They open the LMDB store in the state directory directly (no model;
  * the lookups kvsnapd's admin jobs share are service/docs.c's); LMDB's
  * lock file lets them run next to a daemon too.  With --shared ADDR they
- * act on a shared tier's store instead (kvsnapd --shared; any backend).  For people they name
- * documents (the short id beside), sizes and times as cli_show.c writes
- * them; --json lines go through cli_json.c (docs/JSON.md).
+ * act on a shared tier's store instead (kvsnapd --shared; any backend).
+ * For people they name documents (the short id beside), sizes and times as
+ * cli_show.c writes them; --json lines go through cli_json.c (docs/JSON.md).
  */
 #include <errno.h>
 #include <getopt.h>
