@@ -372,14 +372,21 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 				    (uint64_t)json_integer_value(json_object_get(ev, "full_bytes")), line,
 				    sizeof(line));
 				cli_term_str(path, shown, sizeof(shown));
+				const char *tier = json_string_value(json_object_get(ev, "tier"));
+				const char *serr = json_string_value(json_object_get(ev, "shared_error"));
 				if (skipped)
-					printf("%s (%.12s): already stored (skipped): %s\n", shown,
-					    hex ? hex : "?", line);
+					printf("%s (%.12s): already stored%s (skipped): %s\n", shown,
+					    hex ? hex : "?", tier && !strcmp(tier, "shared") ?
+					    " in the shared tier, copied here" : "", line);
 				else
 					printf("%s (%.12s), %.1f s: %s, %s\n", shown, hex ? hex : "?",
 					    json_real_value(json_object_get(ev, "seconds")),
 					    json_string_value(json_object_get(ev, "format")) ?
 					    json_string_value(json_object_get(ev, "format")) : "?", line);
+				/* kvsnapd with a shared tier that did not take it: stored here only */
+				if (json_is_false(json_object_get(ev, "shared")))
+					fprintf(stderr, "kvsnap: warning: %s: stored by kvsnapd but not in its "
+					    "shared tier: %s\n", shown, serr ? serr : "unknown reason");
 			}
 			fflush(stdout);
 			if (skipped)
@@ -562,9 +569,12 @@ cli_daemon_query(int argc, char **argv)
 			/* the answer's line is ended and out before the statistics */
 			fflush(stdout);
 			if (D.verbose)
-				fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot "
+				fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot%s "
 				    "(%lld question tokens), %lld answer tokens in %.2f s, stop: %s\n",
 				    json_real_value(json_object_get(ev, "ttft_s")),
+				    json_string_value(json_object_get(ev, "tier")) &&
+				    !strcmp(json_string_value(json_object_get(ev, "tier")), "shared") ?
+				    " (fetched from the shared tier)" : "",
 				    (long long)json_integer_value(json_object_get(ev, "prompt_tokens")),
 				    (long long)json_integer_value(json_object_get(ev, "tokens")),
 				    json_real_value(json_object_get(ev, "seconds")), stop ? stop : "?");

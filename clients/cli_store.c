@@ -3,15 +3,20 @@
  * ls, info DOC, rm DOC, rename DOC NAME, stats, verify [DOC], prune.
  * They open the LMDB store in the state directory directly (no model;
  * the lookups kvsnapd's admin jobs share are service/docs.c's); LMDB's
- * lock file lets them run next to a daemon too.  For people they name
- * documents (the short id beside), sizes and times as cli_show.c writes
- * them; --json lines go through cli_json.c (docs/JSON.md).
+ * lock file lets them run next to a daemon too.  With --shared ADDR they
+ * act on a shared tier's store instead (kvsnapd --shared; any backend).
+ * For people they name documents (the short id beside), sizes and times as
+ * cli_show.c writes them; --json lines go through cli_json.c (docs/JSON.md).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "clients/cli.h"
@@ -21,6 +26,8 @@
 /* Options every store command takes. */
 struct st_opts {
 	const char *state;
+	const char *shared, *shared_auth; /* --shared ADDR: that store instead */
+	const char *socket;  /* stats: the kvsnapd asked for its shared-tier counters */
 	int json, dry_run;
 	int64_t older_than_us, keep;
 	uint64_t max_bytes;
@@ -29,7 +36,8 @@ struct st_opts {
 static void
 st_usage(FILE *f, const char *cmd)
 {
-	fprintf(f, "usage: kvsnap %s [--state DIR] [--json]%s\n", cmd,
+	fprintf(f, "usage: kvsnap %s [--state DIR | --shared ADDR [--shared-auth FILE]] [--json]%s\n",
+	    cmd,
 	    !strcmp(cmd, "info") || !strcmp(cmd, "rm") ? " DOC" :
 	    !strcmp(cmd, "rename") ? " DOC NAME" :
 	    !strcmp(cmd, "verify") ? " [DOC]" :
@@ -37,8 +45,14 @@ st_usage(FILE *f, const char *cmd)
 	    "");
 	fprintf(f, "  --state DIR   the store (default $KVSNAP_STATE, else $XDG_STATE_HOME/kvsnap,\n"
 	    "                else ~/.local/state/kvsnap)\n"
+	    "  --shared ADDR a shared tier's store instead (kvsnapd --shared: lmdb:DIR,\n"
+	    "                redis-cluster:HOST:PORT,...); --shared-auth FILE its credentials\n"
+	    "                (\"user = NAME\", \"password = SECRET\"; a file only you may read)\n"
 	    "  --json        one JSON object per line\n"
 	    "DOC is a full doc_id, a unique hex prefix (4+ digits) or a name.\n");
+	if (!strcmp(cmd, "stats"))
+		fprintf(f, "  -s, --socket PATH  the kvsnapd whose shared-tier counters are shown, when one\n"
+		    "                     answers there (default $KVSNAP_SOCKET, else the usual socket)\n");
 	if (!strcmp(cmd, "prune"))
 		fprintf(f, "  --older-than AGE   drop snapshots last used longer ago (e.g. 90s, 30m, 12h, 7d)\n"
 		    "  --max-size BYTES   keep the store's snapshots under BYTES (K, M, G suffixes)\n"
@@ -116,12 +130,19 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 		{ "max-size", required_argument, NULL, 'b' },
 		{ "keep", required_argument, NULL, 'k' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const struct option no_opts[] = { { NULL, 0, NULL, 0 } };
+	static const struct option shared_opts[] = {
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int prune = !strcmp(argv[0], "prune"), c;
-	struct cli_opts co = { .longopts = prune ? prune_opts : no_opts,
-		.globals = CLI_G_STATE | CLI_G_JSON, .usage = st_usage,
+	struct cli_opts co = { .longopts = prune ? prune_opts : shared_opts,
+		.globals = CLI_G_STATE | CLI_G_JSON | (!strcmp(argv[0], "stats") ? CLI_G_SOCKET : 0),
+		.usage = st_usage,
 		.operands = !strcmp(argv[0], "info") || !strcmp(argv[0], "rm") ? "DOC" :
 		!strcmp(argv[0], "rename") ? "DOC NAME" : !strcmp(argv[0], "verify") ? "[DOC]" : "" };
 	long keep;
@@ -153,6 +174,8 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 			o->keep = keep;
 			break;
 		case 'n': o->dry_run = 1; break;
+		case 'T': o->shared = optarg; break;
+		case 'A': o->shared_auth = optarg; break;
 		default: return -1; /* cli_getopt said why */
 		}
 	}
@@ -162,9 +185,45 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 		cli_usage_err(&co, "give at least one of --older-than AGE, --max-size BYTES, --keep N");
 		return -1;
 	}
+	if (o->shared_auth && !o->shared) {
+		cli_usage_err(&co, "--shared-auth needs --shared ADDR");
+		return -1;
+	}
+	if (o->shared && (cli_g.given & CLI_G_STATE)) {
+		cli_usage_err(&co, "--state and --shared name two stores; give one");
+		return -1;
+	}
 	o->state = cli_g.state;
 	o->json = cli_g.json;
+	o->socket = cli_g.socket;
 	return optind;
+}
+
+/* The shared tier's store (--shared ADDR, --shared-auth FILE). */
+static int
+st_open_shared(const struct st_opts *o, int read_only, struct store **s)
+{
+	struct store_opts so = { .read_only = read_only };
+	char why[512] = "", user[256], pass[1024];
+	int rc;
+	if (o->shared_auth && (rc = store_redis_auth_file(o->shared_auth, user, sizeof(user), pass,
+	    sizeof(pass), why, sizeof(why)))) {
+		cli_err("%s", why);
+		return rc == STORE_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+	}
+	if (o->shared_auth) {
+		so.user = user;
+		so.password = pass;
+	}
+	rc = store_open(s, o->shared, &so, why, sizeof(why));
+	explicit_bzero(pass, sizeof(pass));
+	if (rc) {
+		cli_err("cannot open the shared tier %s: %s", o->shared, why);
+		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
+		    rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT :
+		    rc == STORE_ERR_IO ? CLI_EXIT_UNREACHABLE : CLI_EXIT_FAILURE;
+	}
+	return CLI_EXIT_OK;
 }
 
 static int
@@ -174,6 +233,8 @@ st_open(const struct st_opts *o, int read_only, struct store **s)
 	char why[512] = "";
 	const char *dir = cli_state_dir(o->state);
 	int rc;
+	if (o->shared)
+		return st_open_shared(o, read_only, s);
 	if (!dir) {
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
@@ -207,14 +268,16 @@ st_resolve(struct store *s, const char *ref, uint8_t id[SNAP_ID_BYTES])
 }
 
 /* A fresh machine: no store in the state directory yet (no data.mdb).
- * ls and stats answer it as an empty store and create nothing. */
+ * ls and stats answer it as an empty store and create nothing.  Only an
+ * LMDB directory can be fresh: another backend's address (a network
+ * store, by --state or --shared) is opened and asked. */
 static int
 st_fresh(const struct st_opts *o)
 {
 	const char *dir = cli_state_dir(o->state);
 	char path[4096];
 	struct stat sb;
-	if (!dir)
+	if (!dir || o->shared || !(dir = store_lmdb_dir(dir)))
 		return 0;
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	return stat(path, &sb) != 0 && errno == ENOENT;
@@ -640,6 +703,75 @@ cli_rename(int argc, char **argv)
 	return rc;
 }
 
+/* The shared tier of the kvsnapd at the socket, as its stats op reports
+ * it, when one answers there and has one (NULL otherwise, quietly: stats
+ * is about the store, the daemon is a bonus). */
+static json_t *
+st_daemon_tier(const char *flag)
+{
+	const char *path = cli_socket_path(flag);
+	struct sockaddr_un sa;
+	struct cli_conn c;
+	struct timeval tv = { 5, 0 };
+	json_t *req, *ev, *sh = NULL;
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return NULL;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* a probe first: no daemon there is no error for stats */
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	if (cli_conn_open(&c, path))
+		return NULL;
+	/* a daemon that does not answer soon costs stats its line, not a hang */
+	(void)setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	req = json_pack("{s:i, s:i, s:s}", "v", 1, "id", 1, "op", "stats");
+	if (!req || cli_conn_send(&c, req, -1)) {
+		json_decref(req);
+		cli_conn_close(&c);
+		return NULL;
+	}
+	json_decref(req);
+	/* the result's members (an error event has no "shared") */
+	if ((ev = cli_conn_recv(&c)) && (sh = json_object_get(ev, "shared")) &&
+	    json_is_object(sh))
+		json_incref(sh);
+	else
+		sh = NULL;
+	json_decref(ev);
+	cli_conn_close(&c);
+	return sh;
+}
+
+/* "shared tier ADDR (kvsnapd at SOCK): up, 3 hits, 1 miss, 0 errors, ..." */
+static void
+st_print_tier(const json_t *sh)
+{
+	const char *err = json_string_value(json_object_get(sh, "error"));
+	char addr[1024];
+	cli_term_str(json_string_value(json_object_get(sh, "addr")) ?
+	    json_string_value(json_object_get(sh, "addr")) : "?", addr, sizeof(addr));
+	printf("shared tier %s (via kvsnapd): %s%s%s, %lld hit%s, %lld miss%s, %lld error%s, "
+	    "%lld written, %lld failed writes\n", addr,
+	    json_is_true(json_object_get(sh, "up")) ? "up" : "DOWN", err ? ": " : "", err ? err : "",
+	    (long long)json_integer_value(json_object_get(sh, "hits")),
+	    json_integer_value(json_object_get(sh, "hits")) == 1 ? "" : "s",
+	    (long long)json_integer_value(json_object_get(sh, "misses")),
+	    json_integer_value(json_object_get(sh, "misses")) == 1 ? "" : "es",
+	    (long long)json_integer_value(json_object_get(sh, "errors")),
+	    json_integer_value(json_object_get(sh, "errors")) == 1 ? "" : "s",
+	    (long long)json_integer_value(json_object_get(sh, "writes")),
+	    (long long)json_integer_value(json_object_get(sh, "write_errors")));
+}
+
 int
 cli_stats(int argc, char **argv)
 {
@@ -647,6 +779,7 @@ cli_stats(int argc, char **argv)
 	struct store *s;
 	struct store_stats st;
 	char why[512] = "", stored[32], used[32], size[32];
+	json_t *sh;
 	int rc;
 	if (st_args(argc, argv, &o, 0, 0) < 0)
 		return CLI_EXIT_USAGE;
@@ -659,14 +792,18 @@ cli_stats(int argc, char **argv)
 	} else {
 		rc = store_stats(s, &st, why, sizeof(why));
 	}
+	sh = rc || o.shared ? NULL : st_daemon_tier(o.socket);
 	if (rc)
 		cli_err("stats: %s", why);
-	else if (o.json)
-		cli_json_line("result", json_pack("{s:I, s:I, s:I, s:I, s:I}", "documents",
+	else if (o.json) {
+		json_t *r = json_pack("{s:I, s:I, s:I, s:I, s:I}", "documents",
 		    (json_int_t)st.n_docs, "snapshots", (json_int_t)st.n_snapshots, "stored_bytes",
 		    (json_int_t)st.stored_bytes, "map_size", (json_int_t)st.map_size, "map_used",
-		    (json_int_t)st.map_used));
-	else {
+		    (json_int_t)st.map_used);
+		if (r && sh)
+			json_object_set(r, "shared", sh);
+		cli_json_line("result", r);
+	} else {
 		cli_show_size(st.stored_bytes, stored, sizeof(stored));
 		cli_show_size(st.map_used, used, sizeof(used));
 		cli_show_size(st.map_size, size, sizeof(size));
@@ -674,7 +811,10 @@ cli_stats(int argc, char **argv)
 		    "%s reserved\n", (unsigned long long)st.n_docs, st.n_docs == 1 ? "" : "s",
 		    (unsigned long long)st.n_snapshots, st.n_snapshots == 1 ? "" : "s", stored, used,
 		    size);
+		if (sh)
+			st_print_tier(sh);
 	}
+	json_decref(sh);
 	if (s)
 		store_close(s);
 	return st_exit(rc);

@@ -16,7 +16,7 @@ _kvsnap_takes_value() {
 	--max-size|--keep|-p|--prompt|--texts|-N|--tokens|-q|--delta|--target-saving|\
 	--regroup|-o|--output|--examples|--d-r|--max-tokens|--min-tokens|--gen-max|\
 	--checkpoint|--checkpoint-every|--eval|--fortunes|--words|--labels|--label-cache|\
-	--label-floor) return 0 ;;
+	--label-floor|--shared|--shared-auth) return 0 ;;
 	esac
 	return 1
 }
@@ -29,7 +29,8 @@ _kvsnap_flags() {
 	ingest) echo "$global --name --encoding --force --share --local $engine" ;;
 	query) echo "$global -n --temp --top-p --seed --file --encoding -v --verbose --local $engine" ;;
 	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
-	prune) echo "$global --older-than --max-size --keep --dry-run" ;;
+	prune) echo "$global --older-than --max-size --keep --dry-run --shared --shared-auth" ;;
+	ls|info|rm|rename|stats|verify) echo "$global --shared --shared-auth" ;;
 	generate) echo "$global -p --prompt -n --temp --top-p --seed --raw -t --threads -v --verbose" ;;
 	tokenize) echo "$global --no-special" ;;
 	ask) echo "$global --policy --ratio --budget --chunk --opts -n -t --threads --compare -v --verbose" ;;
@@ -104,6 +105,7 @@ _kvsnap() {
 	--quant) _kvsnap_words "fp16 q4 q4kc"; return 0 ;;
 	--labels) _kvsnap_words "cis kvzip"; return 0 ;;
 	--state|--fortunes|--label-cache) _kvsnap_paths -d; return 0 ;;
+	--shared-auth) _kvsnap_paths -f; return 0 ;;
 	-m|--model) _kvsnap_paths -f -X '!*.gguf'; return 0 ;;
 	-s|--socket|--file|--texts|--regroup|-o|--output|--checkpoint|--words)
 		_kvsnap_paths -f; return 0 ;;

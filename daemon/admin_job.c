@@ -35,6 +35,15 @@ job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 	return job_resolve_fail(j, &st);
 }
 
+int
+job_resolve_tiers(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
+{
+	struct svc_status st;
+	if (!svc_tier_resolve_as(daemon_g->v, ref, &j->who, doc_id, &st))
+		return 0;
+	return job_resolve_fail(j, &st);
+}
+
 /* Resolve a document the peer is to change (rm, shrink): its owners, root
  * and the service user may; another reader of a shared one is denied. */
 static int
@@ -184,6 +193,27 @@ admin_prune_cb(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
 	return 0;
 }
 
+json_t *
+job_tier_json(int counters)
+{
+	struct svc_tier_stats ts;
+	json_t *o;
+	svc_tier_stats(daemon_g->v, &ts);
+	if (!ts.configured)
+		return NULL;
+	o = json_pack("{s:s, s:b}", "addr", ts.addr, "up", ts.up);
+	if (o && !ts.up)
+		json_object_set_new(o, "error", admin_str(ts.error));
+	if (o && counters) {
+		json_object_set_new(o, "hits", json_integer((json_int_t)ts.hits));
+		json_object_set_new(o, "misses", json_integer((json_int_t)ts.misses));
+		json_object_set_new(o, "errors", json_integer((json_int_t)ts.errors));
+		json_object_set_new(o, "writes", json_integer((json_int_t)ts.writes));
+		json_object_set_new(o, "write_errors", json_integer((json_int_t)ts.write_errors));
+	}
+	return o;
+}
+
 /* A store failure as an error event. */
 static void
 admin_fail(struct job *j, int rc, const char *why)
@@ -204,7 +234,7 @@ admin_job_run(struct worker *w, struct job *j)
 	struct store_doc dd;
 	struct store_stats st;
 	struct svc_status sst;
-	json_t *arr;
+	json_t *arr, *o;
 	int rc;
 	struct svc_picked pk;
 
@@ -265,10 +295,13 @@ admin_job_run(struct worker *w, struct job *j)
 			admin_fail(j, rc, why);
 			return;
 		}
-		job_result(j, json_pack("{s:I, s:I, s:I, s:I, s:I}", "docs", (json_int_t)st.n_docs,
+		o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "docs", (json_int_t)st.n_docs,
 		    "snapshots", (json_int_t)st.n_snapshots, "stored_bytes",
 		    (json_int_t)st.stored_bytes, "map_size", (json_int_t)st.map_size, "map_used",
-		    (json_int_t)st.map_used));
+		    (json_int_t)st.map_used);
+		if (o && daemon_g->v->tier) /* the shared tier's state and counters */
+			json_object_set_new(o, "shared", job_tier_json(1));
+		job_result(j, o);
 		return;
 	case PROTO_OP_VERIFY: {
 		struct admin_verify v = { json_array(), 0 };

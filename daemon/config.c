@@ -6,7 +6,8 @@
  * comment; blank lines are ignored; keys are the long flag names without
  * the dashes (socket, state, model, heads, policy, opts, budget, chunk,
  * quant, threads, backend, workers, max-connections, max-connections-per-user,
- * idle-timeout, request-timeout, max-jobs, log-level, share, http).  An
+ * idle-timeout, request-timeout, max-jobs, log-level, share, http, shared,
+ * shared-auth).  An
  * unknown key or a bad value is a startup error naming the line.
  */
 #include <ctype.h>
@@ -36,6 +37,7 @@ dcfg_usage(FILE *f)
 	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--share yes|no]\n"
 	    "               [--http unix:PATH|127.0.0.1:PORT|[::1]:PORT|localhost:PORT]\n"
 	    "               [--foreground] [--version]\n"
+	    "               [--shared ADDR] [--shared-auth FILE]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
 	    "  --socket PATH       Unix socket (default $KVSNAP_SOCKET, else\n"
 	    "                      $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock);\n"
@@ -67,6 +69,14 @@ dcfg_usage(FILE *f)
 	    "                      unix:/PATH (mode 0660) or a loopback port (127.0.0.1:PORT,\n"
 	    "                      [::1]:PORT, localhost:PORT); other addresses are refused.\n"
 	    "                      Off by default\n"
+	    "  --shared ADDR       a shared snapshot tier behind the local store, shared by\n"
+	    "                      every host (lmdb:DIR, redis-cluster:HOST:PORT,...): ingests\n"
+	    "                      skip what it holds and copy what they store there; a local\n"
+	    "                      miss is answered from its copy.  Unreachable: a warning,\n"
+	    "                      the local store answers, retried later\n"
+	    "  --shared-auth FILE  its credentials: lines \"user = NAME\", \"password = SECRET\" in a\n"
+	    "                      file only this user may read (mode 0600); never on the\n"
+	    "                      command line\n"
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"
 	    "  -h, --help          this help;  --version  version, formats and backends\n"
 	    "SIGTERM, SIGINT and SIGHUP stop it gracefully (no reload: restart to change\n"
@@ -160,6 +170,8 @@ dcfg_set(struct dcfg *c, const char *key, const char *v, char *why, size_t why_l
 			return -1;
 		return dcfg_set_str(&c->http, v);
 	}
+	if (!strcmp(key, "shared")) return dcfg_set_str(&c->shared, v);
+	if (!strcmp(key, "shared-auth")) return dcfg_set_str(&c->shared_auth, v);
 	if (!strcmp(key, "foreground")) return 0;
 	return 1;
 }
@@ -295,6 +307,8 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "share", required_argument, NULL, 'Z' },
 		{ "http", required_argument, NULL, 'W' },
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -353,6 +367,8 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'l': key = "log-level"; break;
 		case 'Z': key = "share"; break;
 		case 'W': key = "http"; break;
+		case 'T': key = "shared"; break;
+		case 'A': key = "shared-auth"; break;
 		case 'f': c->foreground = 1; continue;
 		case 'h': dcfg_usage(stdout); return -1;
 		case 'V': svc_version(stdout, "kvsnapd"); return -1;
@@ -400,4 +416,6 @@ dcfg_free(struct dcfg *c)
 	free(c->backend);
 	free(c->config);
 	free(c->http);
+	free(c->shared);
+	free(c->shared_auth);
 }

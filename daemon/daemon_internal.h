@@ -43,6 +43,8 @@ struct dcfg {
 	int log_level, foreground;
 	int share;    /* every ingest readable by every user (single-user installs) */
 	char *http;   /* --http ADDR: the OpenAI-compatible endpoint (http.c); NULL: off */
+	char *shared;      /* --shared ADDR: the shared snapshot tier's store; NULL: none */
+	char *shared_auth; /* --shared-auth FILE: its credentials file */
 };
 
 /* Fill c from defaults, the config file (--config or none) and argv.
@@ -175,6 +177,8 @@ void admin_job_run(struct worker *w, struct job *j);
  * the job's peer sees the store (a document they may not read is
  * not_found); 0 or a proto_code (the error already sent). */
 int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
+/* job_resolve over the local tier, then the shared one (a query). */
+int job_resolve_tiers(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
 /* Read a passed descriptor (a readable regular file, at most
  * PROTO_FILE_MAX): a malloc'd copy, or NULL with the error sent. */
 char *job_read_fd(struct job *j, int fd, size_t *len);
@@ -187,5 +191,9 @@ void job_token(void *arg, int32_t id, const char *text, size_t len);
 void job_format_error(struct job *j, const struct svc_status *st, const char *what);
 /* A failed service lookup (SVC_AT_LOOKUP) as an error event. */
 void job_lookup_error(struct job *j, const struct svc_status *st);
+/* The shared tier as hello and stats show it ({addr, up, error when down}
+ * and, with counters, hits, misses, errors, writes, write_errors); NULL
+ * without a shared tier. */
+json_t *job_tier_json(int counters);
 
 #endif /* DAEMON_INTERNAL_H */

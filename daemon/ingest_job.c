@@ -123,6 +123,23 @@ ingest_fail(struct job *j, const struct svc_status *st, int named)
 		    PROTO_E_STORE, "cannot store the snapshot: %s", st->why);
 }
 
+/* The shared tier's part of an ingest result: where a skipped snapshot
+ * came from, and whether the shared tier holds it now (with the reason
+ * when it does not: a warning, the local snapshot stays). */
+static json_t *
+ingest_tier(json_t *o, const struct svc_ingested *res)
+{
+	if (!o || res->shared < 0)
+		return o;
+	json_object_set_new(o, "shared", json_boolean(res->shared));
+	if (!res->shared)
+		json_object_set_new(o, "shared_error", json_string(res->shared_why[0] ?
+		    res->shared_why : "the shared tier's copy failed"));
+	if (res->skipped)
+		json_object_set_new(o, "tier", json_string(res->from_shared ? "shared" : "local"));
+	return o;
+}
+
 void
 ingest_job_run(struct worker *w, struct job *j)
 {
@@ -158,22 +175,27 @@ ingest_job_run(struct worker *w, struct job *j)
 	ir.share = r->share || daemon_g->cfg.share;
 	if (svc_ingest(daemon_g->v, w->ss, &ir, &hk, &res, &st))
 		ingest_fail(j, &st, r->name != NULL);
-	else if (res.skipped)
-		job_result(j, json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "doc_id",
-		    res.hex, "skipped", 1, "bytes", (json_int_t)len, "format", res.format, "reason",
+	else if (res.skipped) {
+		if (res.from_shared)
+			dlog(DLOG_INFO, "%s: skipped %.12s: a shared-tier hit, copied into the local "
+			    "tier (no model pass)", j->label, res.hex);
+		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
+		    "doc_id", res.hex, "skipped", 1, "bytes", (json_int_t)len, "format", res.format,
+		    "reason",
 		    "already stored for this profile", "tokens", (json_int_t)res.tokens, "units",
 		    (json_int_t)res.units, "full_units", (json_int_t)res.fig.full_units,
 		    "snapshot_bytes", (json_int_t)res.fig.bytes, "full_bytes",
-		    (json_int_t)res.fig.full_bytes));
-	else {
+		    (json_int_t)res.fig.full_bytes), &res));
+	} else {
 		dlog(DLOG_INFO, "%s: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
 		    j->label, res.hex, (long long)res.tokens,
 		    (long long)res.units, eng_now() - pg.t0);
-		job_result(j, json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}", "doc_id",
-		    res.hex, "skipped", 0, "bytes", (json_int_t)len, "format", res.format, "tokens",
-		    (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
+		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
+		    "doc_id", res.hex, "skipped", 0, "bytes", (json_int_t)len, "format", res.format,
+		    "tokens", (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
 		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
-		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - pg.t0));
+		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - pg.t0),
+		    &res));
 	}
 	if (text != r->text)
 		free(text);

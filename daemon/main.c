@@ -44,6 +44,14 @@ main_activated_socket(void)
 	return SD_LISTEN_FDS_START;
 }
 
+/* The service's news about the shared tier (an outage, once; its return). */
+static void
+main_tier_log(void *arg, int warn, const char *msg)
+{
+	(void)arg;
+	dlog(warn ? DLOG_WARN : DLOG_INFO, "%s", msg);
+}
+
 static int
 main_open(struct daemon *d)
 {
@@ -61,7 +69,8 @@ main_open(struct daemon *d)
 	}
 	sc = (struct svc_conf){ .model = d->cfg.model, .state = d->cfg.state,
 		.policy = d->cfg.policy, .opts = d->cfg.opts, .budget = d->cfg.budget,
-		.ratio = d->cfg.ratio, .chunk = d->cfg.chunk, .quant = quant };
+		.ratio = d->cfg.ratio, .chunk = d->cfg.chunk, .quant = quant,
+		.shared = d->cfg.shared, .shared_auth = d->cfg.shared_auth, .log = main_tier_log };
 	if (svc_open(&d->v, &sc, &st)) {
 		if (st.step == SVC_AT_MODEL)
 			dlog(DLOG_ERROR, "cannot load the model %s: %s", d->cfg.model, st.why);
@@ -69,6 +78,8 @@ main_open(struct daemon *d)
 			dlog(DLOG_ERROR, "cannot load the tokenizer: %s", st.why);
 		else if (st.step == SVC_AT_STORE_OPEN)
 			dlog(DLOG_ERROR, "cannot open the store in %s: %s", d->cfg.state, st.why);
+		else if (st.step == SVC_AT_SHARED_AUTH)
+			dlog(DLOG_ERROR, "shared tier %s: %s", d->cfg.shared, st.why);
 		else if (st.step == SVC_AT_PROFILE)
 			dlog(DLOG_ERROR, "%s", st.why);
 		else
@@ -78,6 +89,9 @@ main_open(struct daemon *d)
 	dlog(DLOG_INFO, "model %s (%.12s), store %s", d->cfg.model,
 	    eng_model_fingerprint(d->v->m), d->cfg.state);
 	dlog(DLOG_INFO, "profile %.12s: %s", d->v->profile_hex, d->v->profile);
+	if (d->cfg.shared)
+		dlog(DLOG_INFO, "shared tier %s%s", d->cfg.shared, d->cfg.shared_auth ?
+		    " (with credentials)" : "");
 	return 0;
 }
 

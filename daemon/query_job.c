@@ -1,6 +1,7 @@
 /*
  * query_job.c: the query job, the protocol around svc_query (the same
- * steps as `kvsnap query --local`): resolve DOC, answer from the snapshot
+ * steps as `kvsnap query --local`): resolve DOC (in the local tier, then
+ * the shared one), answer from the snapshot
  * svc_pick's one rule picks (on a mismatch, its advice), streaming each
  * token as a "token" event (whole UTF-8 characters: the service holds back
  * the bytes of a character split across tokens), and map the outcome to
@@ -49,6 +50,12 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
 		    rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE,
 		    "cannot load the snapshot of %.12s: %s%s", hex, st->why,
 		    rc == SNAPIO_ERR_MISMATCH ? " (re-ingest the document)" : "");
+	else if (st->step == SVC_AT_SHARED)
+		job_error(j, rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+		    rc == SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
+		    rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE,
+		    "the shared tier's snapshot of %.12s %s: %s; nothing was copied", hex,
+		    rc == SNAPIO_ERR_CORRUPT ? "is corrupt" : "could not be copied in", st->why);
 	else /* SVC_AT_GENERATE */
 		job_error(j, PROTO_E_ENGINE, "generation failed: %s", st->why);
 }
@@ -68,7 +75,7 @@ query_resolve(struct job *j, uint8_t doc[SNAP_ID_BYTES])
 	int rc;
 
 	if (j->fd < 0)
-		return job_resolve(j, j->req.doc, doc);
+		return job_resolve_tiers(j, j->req.doc, doc);
 	/* the file first: a bad one is refused alike whatever DOC names */
 	if (!(text = job_read_fd(j, j->fd, &len)))
 		return PROTO_E_BAD_FILE;
@@ -80,12 +87,12 @@ query_resolve(struct job *j, uint8_t doc[SNAP_ID_BYTES])
 		job_format_error(j, &st, "the file");
 		return PROTO_E_UNSUPPORTED;
 	}
-	if (svc_resolve(daemon_g->v->s, j->req.doc, doc, &st) == 0 &&
+	if (svc_tier_resolve_as(daemon_g->v, j->req.doc, NULL, doc, &st) == 0 &&
 	    !memcmp(held, doc, SNAP_ID_BYTES))
 		return 0;
 	/* else as the caller sees the store: theirs or shared, or not_found (an
 	 * ambiguity among others' documents is not shown either) */
-	return job_resolve(j, j->req.doc, doc);
+	return job_resolve_tiers(j, j->req.doc, doc);
 }
 
 void
@@ -116,8 +123,13 @@ query_job_run(struct worker *w, struct job *j)
 	else if (a.cancelled)
 		job_error(j, PROTO_E_CANCELLED, "query cancelled after %lld tokens",
 		    (long long)a.tokens);
-	else
-		job_result(j, json_pack("{s:s, s:I, s:I, s:s, s:f, s:f}", "doc_id", hex, "tokens",
-		    (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens, "stop",
-		    svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds));
+	else {
+		if (a.from_shared)
+			dlog(DLOG_INFO, "%s: query %.12s: a shared-tier hit, copied into the local tier "
+			    "(ttft %.3f s)", j->label, hex, a.ttft);
+		job_result(j, json_pack("{s:s, s:I, s:I, s:s, s:f, s:f, s:s}", "doc_id", hex,
+		    "tokens", (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens,
+		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds, "tier",
+		    a.from_shared ? "shared" : "local"));
+	}
 }

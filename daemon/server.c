@@ -530,6 +530,8 @@ conn_hello(struct conn *c, const struct proto_req *r)
 	    d->v->profile_hex, "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget,
 	    "ratio", d->cfg.ratio, "chunk", (json_int_t)d->cfg.chunk, "quant",
 	    snap_quant_name(d->v->quant), "workers", (int)d->cfg.workers);
+	if (b && d->v->tier) /* the shared tier: where, and whether it answers */
+		json_object_set_new(b, "shared", job_tier_json(0));
 	if ((line = proto_event(r->id, "result", b, &n))) {
 		conn_send(c, line, n);
 		free(line);

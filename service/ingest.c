@@ -5,8 +5,9 @@
  * profile's snapshot is already stored (when asked), tokenize it as the
  * start of a user turn, compress it by chunked ingest with the session's
  * policy (reporting progress after every chunk, which may cancel), and
- * store the snapshot in one transaction.  A document longer than the
- * model's window is refused before any prefill.  A cancelled ingest stores
+ * store the snapshot in one transaction (with a shared tier: skip what
+ * it holds, copying it in; copy what was stored there: tiers.c).  A
+ * document longer than the model's window is refused before any prefill.  A cancelled ingest stores
  * nothing.  Reading the document is the caller's (a descriptor, a file).
  */
 #include <stdio.h>
@@ -84,6 +85,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
 	memset(&doc, 0, sizeof(doc));
+	out->shared = v->tier ? 0 : -1;
 	if (svc_extract(r->text, r->len, r->encoding, &fd, st))
 		return -1;
 	snprintf(doc.format, sizeof(doc.format), "%s", fd.name);
@@ -115,9 +117,23 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 			out->fig = pk.fig;
 			out->tokens = pk.fig.tokens;
 			out->units = pk.fig.units;
+			/* stored while the shared tier was away: it gets it now */
+			tier_push(v, doc.doc_id, pk.profile_id, 1, out);
 			ret = 0;
 			goto out;
 		}
+		/* the shared tier holds it: copied in, no model pass (the same
+		 * rule for who may skip, over the tier's metadata) */
+		if (!pk.found && tier_skip(v, doc.doc_id, r->who, doc.shared) == 1 &&
+		    svc_pick(v, doc.doc_id, &pk, st) == 0 && pk.found) {
+			out->skipped = out->from_shared = out->shared = 1;
+			out->fig = pk.fig;
+			out->tokens = pk.fig.tokens;
+			out->units = pk.fig.units;
+			ret = 0;
+			goto out;
+		}
+		memset(st, 0, sizeof(*st));
 	}
 	/* a document that cannot fit by its bytes alone is refused before
 	 * tokenizing (a 50 MB file took 1.8 s) */
@@ -175,6 +191,9 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	if (svc_pick(v, doc.doc_id, &pk, st) == 0 && pk.found)
 		out->fig = pk.fig;
 	memset(st, 0, sizeof(*st));
+	/* then the shared tier: a failure there is a warning (out->shared 0
+	 * with the reason), the local snapshot stays */
+	tier_push(v, doc.doc_id, v->profile_id, 0, out);
 	ret = 0;
 out:
 	eng_kv_free(kv);

@@ -24,6 +24,7 @@ svc_close(struct svc *v)
 {
 	if (!v)
 		return;
+	tier_close(v->tier);
 	store_close(v->s);
 	eng_tok_free(v->tok);
 	eng_model_close(v->m);
@@ -71,7 +72,7 @@ open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
 		v->s = NULL;
 		return svc_fail(st, SVC_AT_STORE_OPEN, rc);
 	}
-	return 0;
+	return tier_open(v, conf, st);
 }
 
 int

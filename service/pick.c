@@ -49,6 +49,13 @@ int
 svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_picked *pk,
     struct svc_status *st)
 {
+	return svc_pick_in(v, v->s, doc_id, pk, st);
+}
+
+int
+svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    struct svc_picked *pk, struct svc_status *st)
+{
 	struct pick p;
 	int rc;
 
@@ -57,7 +64,7 @@ svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_picked *
 	memset(&p, 0, sizeof(p));
 	p.v = v;
 	p.pk = pk;
-	rc = snap_profiles(v->s, doc_id, pick_cb, &p, st->why, sizeof(st->why));
+	rc = snap_profiles(s, doc_id, pick_cb, &p, st->why, sizeof(st->why));
 	if (rc && rc != STORE_ERR_NOT_FOUND)
 		return svc_fail(st, SVC_AT_LOOKUP, rc);
 	if (!pk->found && p.shrunk) {

@@ -1,6 +1,7 @@
 /*
  * query.c: a question answered from a stored snapshot: pick the snapshot
- * (pick.c's one rule), load it into a fresh
+ * (pick.c's one rule; on a local miss, the shared tier's copy, copied
+ * into the local tier by tiers.c), load it into a fresh
  * pool, prefill only the question suffix (the rest of the user turn and
  * the assistant header) over it at positions n, n+1, ..., and decode
  * (greedily unless the request sets a temperature), handing each token's text to the caller; then mark the
@@ -49,6 +50,14 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	svc_emit_init(&em, v, hk, r->whole_utf8);
 	if (svc_pick(v, r->doc_id, &out->pick, st) < 0)
 		return -1;
+	/* a local miss: the shared tier's copy, copied in (verified) */
+	if (!out->pick.found && v->tier) {
+		if ((rc = tier_fetch(v, r->doc_id, st)) < 0)
+			return -1;
+		if (rc == 1 && svc_pick(v, r->doc_id, &out->pick, st) < 0)
+			return -1;
+		out->from_shared = rc == 1 && out->pick.found;
+	}
 	out->n_other = out->pick.n_other;
 	if (!out->pick.found)
 		return svc_fail(st, SVC_AT_PICK, 0);

@@ -49,7 +49,9 @@ enum svc_step {
 	SVC_AT_COMMIT,      /* cancelled after the ingest, before storing */
 	SVC_AT_SAVE,        /* storing the snapshot (SNAPIO_) */
 	SVC_AT_LOAD,        /* loading the snapshot (SNAPIO_) */
-	SVC_AT_GENERATE     /* decoding (eng_err) */
+	SVC_AT_GENERATE,    /* decoding (eng_err) */
+	SVC_AT_SHARED_AUTH, /* open: the shared tier's credentials file (STORE_ERR_) */
+	SVC_AT_SHARED       /* query: the shared tier's copy failed its checks (SNAPIO_) */
 };
 
 struct svc_status {
@@ -72,7 +74,15 @@ struct svc_conf {
 	double ratio;            /* > 0: the share of each document kept */
 	long chunk;              /* ingest chunk size */
 	int quant;               /* enum snap_quant */
+	const char *shared;      /* the shared tier's store address, or NULL (tiers.c) */
+	const char *shared_auth; /* its credentials file, or NULL */
+	/* where the shared tier's warnings go (NULL: stderr); warn: 1 for a
+	 * warning, 0 for news */
+	void (*log)(void *arg, int warn, const char *msg);
+	void *log_arg;
 };
+
+struct svc_tier;
 
 struct svc {
 	struct eng_model *m;     /* shared read-only */
@@ -85,6 +95,7 @@ struct svc {
 	char profile[SNAP_MAX_PROFILE];
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile_hex[2 * SNAP_ID_BYTES + 1];
+	struct svc_tier *tier;   /* the shared tier, or NULL (tiers.c) */
 };
 
 /* The profile's settings by flag name without dashes (policy, opts,
@@ -175,6 +186,9 @@ struct svc_picked {
  * such snapshot), -1 with st (SVC_AT_LOOKUP). */
 int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_picked *pk,
     struct svc_status *st);
+/* The same rule over another store (the shared tier's). */
+int svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    struct svc_picked *pk, struct svc_status *st);
 
 /* A stored profile in words: "kvzip ratio 0.25, chunk 512, fp16" (the
  * policy, its ratio or budget, a shrink's source, chunk, quantization;
@@ -233,6 +247,10 @@ struct svc_ingested {
 	int64_t tokens, units;
 	double seconds;
 	struct svc_snap_figures fig; /* the stored snapshot (skipped too); bytes 0: unknown */
+	int from_shared;         /* skipped: copied from the shared tier, no model pass */
+	int shared;              /* the shared tier holds the snapshot now: 1, it does not
+	                          * (shared_why says why): 0, no shared tier: -1 */
+	char shared_why[256];
 };
 
 /* The most bytes of text a document may extract to (the daemon's and the
@@ -285,6 +303,7 @@ struct svc_answer {
 	int cancelled;           /* the cancel flag was set when decoding ended */
 	enum svc_stop stop;      /* why decoding ended */
 	double ttft, seconds;
+	int from_shared;         /* the snapshot came from the shared tier (now local too) */
 };
 
 /* Pick the snapshot, load it, prefill the question over it, decode with
@@ -335,6 +354,34 @@ int svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
  * to its policy: a snapshot svc_shrink cut to exactly that profile's
  * budget, which a reader of `want` may answer from. */
 int svc_profile_is_shrunk(const char *have, const char *want);
+
+/* ------------------------------------------------------------------------ */
+/* The shared tier (tiers.c)                                                 */
+
+/* A second store behind the local one (svc_conf.shared), shared by every
+ * host: an ingest skips what it holds for this profile (copying it in),
+ * else stores locally and then copies the snapshot there; a query that
+ * misses locally copies it in (verified) and answers.  An unreachable tier
+ * is warned about once per outage and retried on later requests (backoff);
+ * the local tier goes on answering.  Corruption there is reported, never
+ * answered from, never copied. */
+struct svc_tier_stats {
+	int configured;          /* 0: no shared tier (the rest is zero) */
+	char addr[512];
+	int up;                  /* reachable at the last try */
+	char error[256];         /* the outage's reason when down */
+	uint64_t hits;           /* snapshots copied in (queries and skipped ingests) */
+	uint64_t misses;         /* looked for, not there */
+	uint64_t errors;         /* unreachable, corrupt, or a failed copy in */
+	uint64_t writes;         /* snapshots copied out */
+	uint64_t write_errors;   /* copies out that failed (the local one stays) */
+};
+void svc_tier_stats(struct svc *v, struct svc_tier_stats *out);
+
+/* svc_resolve_as over the local tier, then (when it finds nothing) the
+ * shared one. */
+int svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */

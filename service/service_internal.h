@@ -31,4 +31,21 @@ void svc_emit_init(struct svc_emit *e, const struct svc *v, const struct svc_hoo
 int svc_emit_cb(void *arg, int32_t id);
 void svc_emit_flush(struct svc_emit *e);
 
+/* The shared tier (tiers.c).  tier_open: nothing without conf->shared; a
+ * credentials file that will not do fails (SVC_AT_SHARED_AUTH), an
+ * unreachable tier does not (warned, retried).  tier_fetch (a query's
+ * local miss): 1 copied into the local tier, 0 not there or unreachable,
+ * -1 with st (SVC_AT_SHARED: corrupt there, or the local write failed).
+ * tier_skip (an ingest): 1 when the tier held it for this profile, readable
+ * by who, and it was copied in.  tier_push: the local snapshot (doc, prof)
+ * to the tier (only_if_missing: unless it holds it already); out->shared
+ * and shared_why say how it went (a failure is a warning). */
+int tier_open(struct svc *v, const struct svc_conf *conf, struct svc_status *st);
+void tier_close(struct svc_tier *t);
+int tier_fetch(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], struct svc_status *st);
+int tier_skip(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const struct svc_who *who,
+    int share);
+void tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SNAP_ID_BYTES],
+    int only_if_missing, struct svc_ingested *out);
+
 #endif /* SERVICE_INTERNAL_H */

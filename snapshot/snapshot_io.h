@@ -73,6 +73,15 @@ int snap_verify(struct store *s, const uint8_t *doc_id,
 int snap_verify_records(void *arg, const uint8_t profile_id[SNAP_ID_BYTES],
     const struct store_rec *rec, int n_rec, char *why, size_t why_len);
 
+/* Copy the snapshot (doc_id, profile_id) from store `from` to store `to` as
+ * stored, under document metadata d (a name that is another document's in
+ * `to` is dropped), verified first: every record is read and passes
+ * snap_verify_records, else nothing is written (snapshot_copy.c).
+ * *at_write: 0 when the read or the check failed, 1 when the put did. */
+int snap_copy(struct store *from, struct store *to, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], const struct store_doc *d, int *at_write,
+    char *why, size_t why_len);
+
 /* A pool through the codec and back, in memory (no store): what a query
  * of its snapshot would see.  For benches and tests. */
 int snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, int64_t n_extra,

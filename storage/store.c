@@ -205,6 +205,15 @@ st_pick(const char *where, const char **rest)
 	return &store_lmdb_ops;
 }
 
+const char *
+store_lmdb_dir(const char *where)
+{
+	const char *rest;
+	if (!where || st_pick(where, &rest) != &store_lmdb_ops)
+		return NULL;
+	return rest;
+}
+
 int
 store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len)

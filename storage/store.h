@@ -70,12 +70,21 @@ struct store_opts {
  * an absent user). */
 int store_redis_auth_file(const char *path, char *user, size_t user_len, char *pass,
     size_t pass_len, char *why, size_t why_len);
+/* The same file's content alone, buf[0..len) (at most 4096 bytes): 0, or
+ * STORE_ERR_ARG with the line at fault (user and pass then ""). */
+int store_redis_auth_parse(const char *buf, size_t len, char *user, size_t user_len, char *pass,
+    size_t pass_len, char *why, size_t why_len);
 
 /* Open (creating the directory and environment if needed, unless
  * read_only) the store in dir: a state directory (LMDB), or "NAME:rest"
  * for backend NAME ("lmdb:DIR"; "redis-cluster:HOST:PORT[,HOST:PORT...]
  * [/PREFIX]" or "redis://HOST:PORT[,...]" for a Redis Cluster, see
  * docs/STORAGE.md).  Close only after every reader has ended. */
+/* The directory an address names when it names LMDB (a plain directory
+ * or "lmdb:DIR"); NULL for another backend's address (no local files to
+ * look at: open it to learn what it holds). */
+const char *store_lmdb_dir(const char *where);
+
 int store_open(struct store **out, const char *dir, const struct store_opts *o, char *why,
     size_t why_len);
 void store_close(struct store *s);

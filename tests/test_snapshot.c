@@ -10,6 +10,8 @@
  * the bundled model when present, checked against the error bound their
  * scales give.  Then every way a record can be wrong: flipped bytes,
  * truncations, swapped layers, counts, zip bombs, versions, PoD fields.
+ * And snap_copy (snapshot_copy.c): a snapshot from one store to another,
+ * the same bytes, nothing copied when a record fails its checks.
  *
  * KVSNAP_WRITE_SEEDS=DIR build/tests/test_snapshot writes the fuzz seeds
  * (tests/fuzz/corpus/snapshot/) instead of running the tests.
@@ -27,6 +29,8 @@
 #include "engine/engine.h"
 #include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/snapshot_io.h"
+#include "storage/store.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -1448,6 +1452,134 @@ ts_write_seeds(const char *dir)
 }
 
 /* ------------------------------------------------------------------------ */
+/* snap_copy                                                                 */
+
+/* Put s into store st as document doc (named name). */
+static int
+tc_put(struct store *st, const struct ts_snap *s, const uint8_t *doc, const char *name)
+{
+	const uint8_t *layer[TS_MAX_L];
+	size_t len[TS_MAX_L];
+	struct store_snapshot sn;
+	struct store_doc d;
+	char why[256];
+	int l;
+
+	memset(&d, 0, sizeof(d));
+	memcpy(d.doc_id, doc, STORE_ID_BYTES);
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	snprintf(d.source, sizeof(d.source), "test");
+	d.tokens = 120;
+	for (l = 0; l < s->h.n_layer; l++) {
+		layer[l] = s->rec[l];
+		len[l] = s->len[l];
+	}
+	memset(&sn, 0, sizeof(sn));
+	memcpy(sn.profile_id, s->h.profile_id, STORE_ID_BYTES);
+	sn.header = s->hdr;
+	sn.header_len = s->hdr_len;
+	sn.layer = layer;
+	sn.layer_len = len;
+	sn.n_layer = s->h.n_layer;
+	return store_put(st, &d, &sn, why, sizeof(why));
+}
+
+static void
+tc_rmdir(const char *dir)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/data.mdb", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/lock.mdb", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+/* Copied as stored (every record the same bytes, the metadata along); a
+ * flipped byte in a source record, or a missing snapshot, copies nothing;
+ * a name taken in the destination is dropped, the snapshot copied. */
+static enum tap_result
+test_copy_between_stores(void)
+{
+	char da[] = "/tmp/kvsnap-copya-XXXXXX", db[] = "/tmp/kvsnap-copyb-XXXXXX", why[256];
+	static const uint8_t doc1[STORE_ID_BYTES] = { 1 }, doc2[STORE_ID_BYTES] = { 2 },
+	    doc3[STORE_ID_BYTES] = { 3 };
+	struct store_opts so = { 0 };
+	struct store *a = NULL, *b = NULL;
+	struct store_reader *r = NULL;
+	struct store_doc d;
+	struct ts_snap s;
+	const uint8_t *buf;
+	size_t len;
+	int l, at_write = -1, ok = 1;
+	enum tap_result res = TAP_FAIL;
+
+	memset(&s, 0, sizeof(s));
+	if (ts_small(&s, 11) || !mkdtemp(da) || !mkdtemp(db) ||
+	    store_open(&a, da, &so, why, sizeof(why)) || store_open(&b, db, &so, why, sizeof(why)) ||
+	    tc_put(a, &s, doc1, "one")) {
+		tap_diag("setup failed");
+		goto out;
+	}
+	memset(&d, 0, sizeof(d));
+	if (store_info(a, doc1, &d, why, sizeof(why)) ||
+	    snap_copy(a, b, doc1, s.h.profile_id, &d, &at_write, why, sizeof(why))) {
+		tap_diag("copy: %s", why);
+		goto out;
+	}
+	if (store_read_begin(b, doc1, s.h.profile_id, &r, why, sizeof(why))) {
+		tap_diag("read the copy: %s", why);
+		goto out;
+	}
+	ok = store_read_layer(r, STORE_HEAD_RECORD, &buf, &len, why, sizeof(why)) == 0 &&
+	    len == s.hdr_len && !memcmp(buf, s.hdr, len);
+	for (l = 0; ok && l < s.h.n_layer; l++)
+		ok = store_read_layer(r, (unsigned)l, &buf, &len, why, sizeof(why)) == 0 &&
+		    len == s.len[l] && !memcmp(buf, s.rec[l], len);
+	store_read_end(r);
+	if (!ok || store_info(b, doc1, &d, why, sizeof(why)) || strcmp(d.name, "one") ||
+	    d.tokens != 120) {
+		tap_diag("the copy differs (record %d, name '%s')", l - 1, d.name);
+		goto out;
+	}
+	/* a flipped byte in layer 1 of the source: corrupt, nothing written */
+	s.rec[1][s.len[1] / 2] ^= 0x55;
+	if (tc_put(a, &s, doc2, "") || store_info(a, doc2, &d, why, sizeof(why)) ||
+	    snap_copy(a, b, doc2, s.h.profile_id, &d, &at_write, why, sizeof(why)) !=
+	    SNAPIO_ERR_CORRUPT || at_write != 0 || !strstr(why, "layer 1") ||
+	    store_info(b, doc2, &d, why, sizeof(why)) != STORE_ERR_NOT_FOUND) {
+		tap_diag("a corrupt source was copied, or not reported (%s)", why);
+		goto out;
+	}
+	s.rec[1][s.len[1] / 2] ^= 0x55;
+	/* no such snapshot: not found, nothing written */
+	if (snap_copy(a, b, doc3, s.h.profile_id, &d, &at_write, why, sizeof(why)) !=
+	    SNAPIO_ERR_NOT_FOUND || at_write != 0) {
+		tap_diag("a missing snapshot: %s", why);
+		goto out;
+	}
+	/* "one" is doc1's in b: doc3 arrives there unnamed */
+	if (tc_put(a, &s, doc3, "") || store_info(a, doc3, &d, why, sizeof(why))) {
+		tap_diag("setup doc3");
+		goto out;
+	}
+	snprintf(d.name, sizeof(d.name), "one");
+	if (snap_copy(a, b, doc3, s.h.profile_id, &d, &at_write, why, sizeof(why)) ||
+	    store_info(b, doc3, &d, why, sizeof(why)) || d.name[0]) {
+		tap_diag("a taken name: %s (name '%s')", why, d.name);
+		goto out;
+	}
+	res = TAP_PASS;
+out:
+	store_close(a);
+	store_close(b);
+	tc_rmdir(da);
+	tc_rmdir(db);
+	ts_snap_free(&s);
+	return res;
+}
+
+/* ------------------------------------------------------------------------ */
 
 static const struct tap_test tests[] = {
 	{ "quant_names", test_quant_names },
@@ -1467,6 +1599,7 @@ static const struct tap_test tests[] = {
 	{ "forged_positions", test_forged_positions },
 	{ "encode_refusals", test_encode_refusals },
 	{ "bundled_model", test_bundled_model },
+	{ "copy_between_stores", test_copy_between_stores },
 };
 
 static int

@@ -1,0 +1,444 @@
+/*
+ * tiers.c: the shared snapshot tier behind the local one (issue 17): a
+ * second store (any backend: "lmdb:DIR", "redis-cluster:..."), shared by
+ * every host.  An ingest skips a document the shared tier holds for this
+ * profile (copying it into the local tier, no model pass), else stores it
+ * locally and then copies it there; a query that misses locally copies it
+ * in and answers from the local copy.  Every copy is snap_copy's: the same
+ * record bytes, each record checked before anything is written, so a
+ * corrupt shared copy is reported and never lands locally.
+ *
+ * The tier may be unreachable at start or later: the service then runs on
+ * its local tier, warns once per outage (and says it is back when it is),
+ * and tries again on later requests, no more often than a backoff allows.
+ * The store handle is reference counted, so one thread may drop a broken
+ * handle while others still hold it.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "service/service_internal.h"
+
+#define TIER_BACKOFF_MIN_S 0.5
+#define TIER_BACKOFF_MAX_S 8.0
+
+struct tier_conn {
+	struct store *s;
+	int refs;                /* the tier's own, and one per caller holding it */
+	int dropped;             /* no longer the tier's (an outage): closed at refs 0 */
+};
+
+struct svc_tier {
+	char *addr;
+	char user[256], pass[1024]; /* credentials (the store gets them at every open) */
+	void (*log)(void *arg, int warn, const char *msg);
+	void *log_arg;
+	pthread_mutex_t mu;      /* guards the members below it */
+	struct tier_conn *c;     /* NULL while down */
+	int draining;            /* dropped handles still held: no reopen before they
+	                          * close (LMDB forbids two opens of one store in a
+	                          * process) */
+	int connecting;          /* one thread is opening the store (unlocked) */
+	int warned;              /* this outage was warned about */
+	char error[256];
+	double retry_at, backoff;
+	uint64_t hits, misses, errors, writes, write_errors;
+};
+
+static double
+tier_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void
+tier_say(const struct svc_tier *t, int warn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+tier_say(const struct svc_tier *t, int warn, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (t->log)
+		t->log(t->log_arg, warn, msg);
+	else
+		fprintf(stderr, "kvsnap: %s%s\n", warn ? "warning: " : "", msg);
+}
+
+/* A copy's size and time in the daemon's log (info; bench/shared_tier.sh
+ * reads the rates from it), checks of every record included. */
+static void
+tier_timed(const struct svc_tier *t, const char *way, const char *hex, uint64_t bytes, double t0)
+{
+	double s = tier_now() - t0;
+	if (t->log)
+		tier_say(t, 0, "shared tier: copied the snapshot of %.12s %s (%llu bytes in %.1f ms, "
+		    "%.1f MB/s)", hex, way, (unsigned long long)bytes, s * 1e3,
+		    s > 0 ? (double)bytes / s / 1e6 : 0.0);
+}
+
+/* A counter, under the lock. */
+static void
+tier_count(struct svc_tier *t, uint64_t *n)
+{
+	pthread_mutex_lock(&t->mu);
+	(*n)++;
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* One reference less (mu held); the last closes the store. */
+static void
+tier_conn_drop(struct svc_tier *t, struct tier_conn *c)
+{
+	if (c && --c->refs == 0) {
+		t->draining -= c->dropped;
+		store_close(c->s);
+		free(c);
+	}
+}
+
+/* The tier is down (mu held): drop the handle, warn once per outage. */
+static void
+tier_mark_down(struct svc_tier *t, const char *why)
+{
+	double now = tier_now();
+	snprintf(t->error, sizeof(t->error), "%s", why);
+	if (t->c) {
+		t->c->dropped = 1;
+		t->draining++;
+		tier_conn_drop(t, t->c);
+		t->c = NULL;
+	}
+	t->backoff = t->backoff > 0 ? t->backoff * 2 : TIER_BACKOFF_MIN_S;
+	if (t->backoff > TIER_BACKOFF_MAX_S)
+		t->backoff = TIER_BACKOFF_MAX_S;
+	t->retry_at = now + t->backoff;
+	if (!t->warned) {
+		t->warned = 1;
+		tier_say(t, 1, "shared tier %s unreachable: %s; answering from the local tier only "
+		    "(ingests are stored locally) until it is back; retrying on later requests",
+		    t->addr, why);
+	}
+}
+
+/* Open the store: called with mu held, which it lets go during the open
+ * (a network backend may take up to its timeout; other threads meanwhile
+ * find the tier down), and holds again on return. */
+static void
+tier_connect(struct svc_tier *t)
+{
+	struct store_opts so = { .user = t->user, .password = t->pass };
+	struct tier_conn *c;
+	char why[256] = "";
+	int rc = STORE_ERR_NOMEM;
+
+	t->connecting = 1;
+	pthread_mutex_unlock(&t->mu);
+	if ((c = calloc(1, sizeof(*c))) && (rc = store_open(&c->s, t->addr, &so, why,
+	    sizeof(why)))) {
+		free(c);
+		c = NULL;
+	}
+	pthread_mutex_lock(&t->mu);
+	t->connecting = 0;
+	if (!c) {
+		tier_mark_down(t, why[0] ? why : store_strerror(rc));
+		return;
+	}
+	c->refs = 1;
+	t->c = c;
+	t->backoff = 0;
+	if (t->warned)
+		tier_say(t, 0, "shared tier %s reachable again", t->addr);
+	t->warned = 0;
+	t->error[0] = '\0';
+}
+
+/* The tier's store for one use (reconnecting when due), or NULL while it
+ * is down.  Give it back with tier_put. */
+static struct tier_conn *
+tier_get(struct svc_tier *t)
+{
+	struct tier_conn *c;
+	pthread_mutex_lock(&t->mu);
+	if (!t->c && !t->draining && !t->connecting && tier_now() >= t->retry_at)
+		tier_connect(t);
+	if ((c = t->c))
+		c->refs++;
+	else
+		t->errors++; /* a request the tier could not serve */
+	pthread_mutex_unlock(&t->mu);
+	return c;
+}
+
+/* Done with c; an outage (STORE_ERR_IO, _BUSY, or SNAPIO_ERR_IO) seen
+ * while using it (io != 0) takes the tier down. */
+static void
+tier_put(struct svc_tier *t, struct tier_conn *c, int io, const char *why)
+{
+	pthread_mutex_lock(&t->mu);
+	if (io && t->c == c)
+		tier_mark_down(t, why);
+	tier_conn_drop(t, c);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static int
+tier_store_io(int rc)
+{
+	return rc == STORE_ERR_IO || rc == STORE_ERR_BUSY;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open, close, figures                                                      */
+
+int
+tier_open(struct svc *v, const struct svc_conf *conf, struct svc_status *st)
+{
+	struct svc_tier *t;
+	int rc;
+
+	if (!conf->shared || !conf->shared[0])
+		return 0;
+	if (!(t = calloc(1, sizeof(*t))) || !(t->addr = strdup(conf->shared))) {
+		free(t);
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		return svc_fail(st, SVC_AT_SHARED_AUTH, STORE_ERR_NOMEM);
+	}
+	pthread_mutex_init(&t->mu, NULL);
+	t->log = conf->log;
+	t->log_arg = conf->log_arg;
+	v->tier = t;
+	if (conf->shared_auth && (rc = store_redis_auth_file(conf->shared_auth, t->user,
+	    sizeof(t->user), t->pass, sizeof(t->pass), st->why, sizeof(st->why))))
+		return svc_fail(st, SVC_AT_SHARED_AUTH, rc);
+	/* unreachable now is no reason not to start: warned, retried later */
+	pthread_mutex_lock(&t->mu);
+	tier_connect(t);
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
+void
+tier_close(struct svc_tier *t)
+{
+	if (!t)
+		return;
+	tier_conn_drop(t, t->c);
+	pthread_mutex_destroy(&t->mu);
+	explicit_bzero(t->pass, sizeof(t->pass));
+	free(t->addr);
+	free(t);
+}
+
+void
+svc_tier_stats(struct svc *v, struct svc_tier_stats *out)
+{
+	struct svc_tier *t = v->tier;
+	memset(out, 0, sizeof(*out));
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->mu);
+	out->configured = 1;
+	snprintf(out->addr, sizeof(out->addr), "%s", t->addr);
+	out->up = t->c != NULL;
+	snprintf(out->error, sizeof(out->error), "%s", t->c ? "" : t->error);
+	out->hits = t->hits;
+	out->misses = t->misses;
+	out->errors = t->errors;
+	out->writes = t->writes;
+	out->write_errors = t->write_errors;
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lookups and copies                                                        */
+
+int
+svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st)
+{
+	struct tier_conn *c;
+	struct svc_status st2;
+	int rc;
+
+	if (svc_resolve_as(v->s, ref, w, doc_id, st) == 0)
+		return 0;
+	if (st->rc != STORE_ERR_NOT_FOUND || !v->tier || !(c = tier_get(v->tier)))
+		return -1;
+	rc = svc_resolve_as(c->s, ref, w, doc_id, &st2);
+	tier_put(v->tier, c, rc && tier_store_io(st2.rc), st2.why);
+	if (rc && st2.rc == STORE_ERR_NOT_FOUND)
+		tier_count(v->tier, &v->tier->misses);
+	if (rc == 0)
+		memset(st, 0, sizeof(*st));
+	else if (st2.rc != STORE_ERR_NOT_FOUND && !tier_store_io(st2.rc)) {
+		*st = st2; /* an ambiguity or corruption there: its words */
+		if (st2.rc != STORE_ERR_AMBIGUOUS)
+			tier_count(v->tier, &v->tier->errors);
+	}
+	return rc ? -1 : 0;
+}
+
+/* Copy (doc, prof) from the tier into the local one, with the tier's
+ * metadata.  SNAPIO_ codes with why; the tier's outages are handled. */
+static int
+tier_copy_in(struct svc *v, struct tier_conn *c, const uint8_t *doc, const uint8_t *prof,
+    char *why, size_t why_len)
+{
+	struct svc_tier *t = v->tier;
+	struct store_doc d;
+	char hex[2 * SNAP_ID_BYTES + 1];
+	int rc, at_write = 0;
+	double t0 = tier_now();
+
+	if ((rc = store_info(c->s, doc, &d, why, why_len)))
+		rc = snapio_from_store(rc);
+	else
+		rc = snap_copy(c->s, v->s, doc, prof, &d, &at_write, why, why_len);
+	store_hex(doc, SNAP_ID_BYTES, hex);
+	/* an outage while reading there takes the tier down (warned once) */
+	tier_put(t, c, rc == SNAPIO_ERR_IO && !at_write, why);
+	if (rc == 0) {
+		tier_count(t, &t->hits);
+		tier_timed(t, "in", hex, d.stored_bytes, t0);
+	} else if (rc != SNAPIO_ERR_IO || at_write) {
+		tier_count(t, &t->errors);
+		tier_say(t, 1, "shared tier %s: cannot copy the snapshot of %.12s in: %s%s", t->addr,
+		    hex, rc == SNAPIO_ERR_CORRUPT && !at_write ? "corrupt there: " : "", why);
+	}
+	return rc;
+}
+
+int
+tier_fetch(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], struct svc_status *st)
+{
+	struct svc_tier *t = v->tier;
+	struct tier_conn *c;
+	struct svc_picked pk;
+	struct svc_status ps;
+	int rc;
+
+	if (!t || !(c = tier_get(t)))
+		return 0;
+	if (svc_pick_in(v, c->s, doc, &pk, &ps) < 0) {
+		if (tier_store_io(ps.rc))
+			tier_put(t, c, 1, ps.why);
+		else {
+			tier_put(t, c, 0, NULL);
+			tier_count(t, &t->errors);
+			if (ps.rc == STORE_ERR_CORRUPT) {
+				*st = ps;
+				st->step = SVC_AT_SHARED;
+				st->rc = SNAPIO_ERR_CORRUPT;
+				return -1;
+			}
+		}
+		return 0;
+	}
+	if (!pk.found) {
+		tier_put(t, c, 0, NULL);
+		tier_count(t, &t->misses);
+		return 0;
+	}
+	/* tier_copy_in gives c back */
+	if ((rc = tier_copy_in(v, c, doc, pk.profile_id, st->why, sizeof(st->why))) == 0)
+		return 1;
+	if (rc == SNAPIO_ERR_IO)
+		return 0; /* the tier went away: the local tier answers as it can */
+	return svc_fail(st, SVC_AT_SHARED, rc);
+}
+
+int
+tier_skip(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const struct svc_who *who,
+    int share)
+{
+	struct svc_tier *t = v->tier;
+	struct tier_conn *c;
+	struct svc_picked pk;
+	struct svc_status ps;
+	struct store_doc had;
+	char why[256];
+
+	if (!t || !(c = tier_get(t)))
+		return 0;
+	if (svc_pick_in(v, c->s, doc, &pk, &ps) < 0) {
+		/* unreachable: down; unreadable there: an error, the ingest runs */
+		tier_put(t, c, tier_store_io(ps.rc), ps.why);
+		if (!tier_store_io(ps.rc))
+			tier_count(t, &t->errors);
+		return 0;
+	}
+	if (!pk.found) {
+		tier_put(t, c, 0, NULL);
+		tier_count(t, &t->misses);
+		return 0;
+	}
+	/* as a local skip: only when the caller may read it and asks for no
+	 * sharing it lacks (else the ingest runs, as for a local copy) */
+	if (store_info(c->s, doc, &had, why, sizeof(why)) || !svc_may_read(&had, who) ||
+	    (share && !had.shared)) {
+		tier_put(t, c, 0, NULL);
+		return 0;
+	}
+	return tier_copy_in(v, c, doc, pk.profile_id, why, sizeof(why)) == 0;
+}
+
+void
+tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SNAP_ID_BYTES],
+    int only_if_missing, struct svc_ingested *out)
+{
+	struct svc_tier *t = v->tier;
+	struct tier_conn *c;
+	struct svc_picked pk;
+	struct svc_status ps;
+	struct store_doc d;
+	char hex[2 * SNAP_ID_BYTES + 1];
+	int rc, at_write = 0;
+	double t0 = tier_now();
+
+	out->shared = -1;
+	if (!t)
+		return;
+	out->shared = 0;
+	if (!(c = tier_get(t))) {
+		pthread_mutex_lock(&t->mu);
+		snprintf(out->shared_why, sizeof(out->shared_why), "shared tier unreachable: %.200s",
+		    t->error);
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
+	if (only_if_missing && svc_pick_in(v, c->s, doc, &pk, &ps) == 0 && pk.found &&
+	    !memcmp(pk.profile_id, prof, SNAP_ID_BYTES)) {
+		tier_put(t, c, 0, NULL);
+		out->shared = 1;
+		return;
+	}
+	if ((rc = store_info(v->s, doc, &d, out->shared_why, sizeof(out->shared_why))) == 0)
+		rc = snap_copy(v->s, c->s, doc, prof, &d, &at_write, out->shared_why,
+		    sizeof(out->shared_why));
+	else
+		rc = snapio_from_store(rc);
+	tier_put(t, c, rc == SNAPIO_ERR_IO && at_write, out->shared_why);
+	store_hex(doc, SNAP_ID_BYTES, hex);
+	if (rc == 0) {
+		tier_count(t, &t->writes);
+		tier_timed(t, "out", hex, d.stored_bytes, t0);
+		out->shared = 1;
+		out->shared_why[0] = '\0';
+		return;
+	}
+	tier_count(t, &t->write_errors);
+	tier_say(t, 1, "shared tier %s: cannot store the snapshot of %.12s there (kept locally): "
+	    "%s", t->addr, hex, out->shared_why);
+}
