@@ -257,10 +257,10 @@ cli_tokenize(int argc, char **argv)
 		return rc;
 	model_path = cli_model();
 	json = cli_g.json;
-	if (!(text = cli_join(argc - optind, argv + optind)))
-		return CLI_EXIT_FAILURE;
 	if (!model_path)
 		return cli_model_missing();
+	if (!(text = cli_join(argc - optind, argv + optind)))
+		return CLI_EXIT_FAILURE;
 	rc = eng_gguf_open(&g, model_path, why, sizeof(why));
 	if (rc) {
 		cli_err("cannot load model: %s", why);
