@@ -44,6 +44,7 @@
 
 #include <sodium.h>
 
+#include "common/le.h"
 #include "storage/store_backend.h"
 
 #define SM_MAGIC "KSdm"
@@ -58,14 +59,6 @@ sm_put16(uint8_t *p, unsigned v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
-}
-
-static void
-sm_put64(uint8_t *p, uint64_t v)
-{
-	int i;
-	for (i = 0; i < 8; i++, v >>= 8)
-		p[i] = (uint8_t)v;
 }
 
 static void
@@ -86,16 +79,6 @@ static unsigned
 sm_get16(const uint8_t *p)
 {
 	return (unsigned)p[0] | (unsigned)p[1] << 8;
-}
-
-static uint64_t
-sm_get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	int i;
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 static void
@@ -127,18 +110,18 @@ st_meta_encode(const struct st_meta *m, uint8_t *out)
 	sm_put16(out + 10, (unsigned)m->n);
 	sm_put16(out + 12, m->d.shared ? SM_FLAG_SHARED : 0);
 	sm_put16(out + 14, (unsigned)m->d.n_owners);
-	sm_put64(out + 16, m->d.bytes);
-	sm_put64(out + 24, m->d.tokens);
-	sm_put64(out + 32, (uint64_t)m->d.created_us);
-	sm_put64(out + 40, (uint64_t)m->d.last_used_us);
+	kv_le_put64(out + 16, m->d.bytes);
+	kv_le_put64(out + 24, m->d.tokens);
+	kv_le_put64(out + 32, (uint64_t)m->d.created_us);
+	kv_le_put64(out + 40, (uint64_t)m->d.last_used_us);
 	memcpy(out + off, m->d.name, nl);
 	off += nl;
 	memcpy(out + off, m->d.source, sl);
 	off += sl;
 	for (i = 0; i < m->n; i++, off += SM_PROF) {
 		memcpy(out + off, m->p[i].id, STORE_ID_BYTES);
-		sm_put64(out + off + 32, (uint64_t)m->p[i].last_used_us);
-		sm_put64(out + off + 40, m->p[i].bytes);
+		kv_le_put64(out + off + 32, (uint64_t)m->p[i].last_used_us);
+		kv_le_put64(out + off + 40, m->p[i].bytes);
 	}
 	for (i = 0; i < m->d.n_owners; i++, off += 4)
 		sm_put32(out + off, m->d.owners[i]);
@@ -208,8 +191,8 @@ sm_table(struct st_meta *m, const uint8_t *p, char *why, size_t why_len)
 	int i;
 	for (i = 0; i < m->n; i++, p += SM_PROF) {
 		memcpy(m->p[i].id, p, STORE_ID_BYTES);
-		m->p[i].last_used_us = (int64_t)sm_get64(p + 32);
-		m->p[i].bytes = sm_get64(p + 40);
+		m->p[i].last_used_us = (int64_t)kv_le_get64(p + 32);
+		m->p[i].bytes = kv_le_get64(p + 40);
 		if (m->p[i].last_used_us < 0)
 			return store_fail(why, why_len, STORE_ERR_CORRUPT, "profile %d: negative time", i);
 		if (i > 0 && memcmp(m->p[i - 1].id, m->p[i].id, STORE_ID_BYTES) >= 0)
@@ -253,10 +236,10 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "checksum mismatch");
 	nl = sm_get16(buf + 6);
 	sl = sm_get16(buf + 8);
-	m->d.bytes = sm_get64(buf + 16);
-	m->d.tokens = sm_get64(buf + 24);
-	m->d.created_us = (int64_t)sm_get64(buf + 32);
-	m->d.last_used_us = (int64_t)sm_get64(buf + 40);
+	m->d.bytes = kv_le_get64(buf + 16);
+	m->d.tokens = kv_le_get64(buf + 24);
+	m->d.created_us = (int64_t)kv_le_get64(buf + 32);
+	m->d.last_used_us = (int64_t)kv_le_get64(buf + 40);
 	if (sm_text(m->d.name, buf + SM_FIXED, nl) || sm_text(m->d.source, buf + SM_FIXED + nl, sl))
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "NUL inside name or source");
 	if (!fmt_at) /* before version 3: plain text was all there was */

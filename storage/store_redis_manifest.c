@@ -21,29 +21,12 @@
 
 #include <sodium.h>
 
+#include "common/le.h"
 #include "storage/store_redis.h"
 
 #define RM_MAGIC "KSrm"
 #define RM_FIXED 24
 #define RM_ENTRY (8 + RS_SUM)
-
-static uint64_t
-rm_get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	int i;
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void
-rm_put64(uint8_t *p, uint64_t v)
-{
-	int i;
-	for (i = 0; i < 8; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
 void
 rs_sum(const uint8_t *buf, size_t len, uint8_t out[RS_SUM])
@@ -68,10 +51,10 @@ rs_manifest_encode(const struct rs_manifest *m, uint8_t *out)
 	out[5] = 0;
 	out[6] = (uint8_t)m->n;
 	out[7] = (uint8_t)(m->n >> 8);
-	rm_put64(out + 8, m->gen);
-	rm_put64(out + 16, (uint64_t)m->stamp);
+	kv_le_put64(out + 8, m->gen);
+	kv_le_put64(out + 16, (uint64_t)m->stamp);
 	for (k = 0; k < m->n; k++) {
-		rm_put64(out + RM_FIXED + (size_t)k * RM_ENTRY, m->len[k]);
+		kv_le_put64(out + RM_FIXED + (size_t)k * RM_ENTRY, m->len[k]);
 		memcpy(out + RM_FIXED + (size_t)k * RM_ENTRY + 8, m->sum[k], RS_SUM);
 	}
 	rs_sum(out, size - RS_SUM, out + size - RS_SUM);
@@ -97,8 +80,8 @@ rs_manifest_decode(const uint8_t *buf, size_t len, struct rs_manifest *m, char *
 	rs_sum(buf, len - RS_SUM, sum);
 	if (sodium_memcmp(sum, buf + len - RS_SUM, RS_SUM) != 0)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "manifest checksum mismatch");
-	m->gen = rm_get64(buf + 8);
-	m->stamp = (int64_t)rm_get64(buf + 16);
+	m->gen = kv_le_get64(buf + 8);
+	m->stamp = (int64_t)kv_le_get64(buf + 16);
 	m->n = n;
 	m->len = malloc((size_t)n * sizeof(*m->len));
 	m->sum = malloc((size_t)n * sizeof(*m->sum));
@@ -107,7 +90,7 @@ rs_manifest_decode(const uint8_t *buf, size_t len, struct rs_manifest *m, char *
 		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	}
 	for (k = 0; k < n; k++) {
-		m->len[k] = rm_get64(buf + RM_FIXED + (size_t)k * RM_ENTRY);
+		m->len[k] = kv_le_get64(buf + RM_FIXED + (size_t)k * RM_ENTRY);
 		memcpy(m->sum[k], buf + RM_FIXED + (size_t)k * RM_ENTRY + 8, RS_SUM);
 	}
 	return 0;
