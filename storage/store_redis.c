@@ -109,6 +109,44 @@ rs_key_record(const struct store_redis *s, char *k, const uint8_t *doc, const ui
 	    (unsigned long long)gen, index);
 }
 
+int
+rs_records_cmd(const struct store_redis *s, const char *verb, const uint8_t *doc,
+    const uint8_t *prof, const struct rs_manifest *mf, struct rs_records_cmd *rc)
+{
+	int k;
+
+	rc->argv = calloc((size_t)mf->n + 1, sizeof(*rc->argv));
+	rc->len = calloc((size_t)mf->n + 1, sizeof(*rc->len));
+	rc->keys = malloc((size_t)mf->n * RS_KEY_MAX + 1);
+	if (!rc->argv || !rc->len || !rc->keys) {
+		rs_records_cmd_free(rc);
+		return -1;
+	}
+	rc->argv[0] = verb;
+	rc->len[0] = strlen(verb);
+	for (k = 0; k < mf->n; k++) {
+		char *key = rc->keys + (size_t)k * RS_KEY_MAX;
+		rc->argv[k + 1] = key;
+		rc->len[k + 1] = rs_key_record(s, key, doc, prof, mf->gen,
+		    k == 0 ? STORE_HEAD_RECORD : (unsigned)k - 1);
+	}
+	rc->cmd.argc = mf->n + 1;
+	rc->cmd.argv = rc->argv;
+	rc->cmd.len = rc->len;
+	return 0;
+}
+
+void
+rs_records_cmd_free(struct rs_records_cmd *rc)
+{
+	free(rc->argv);
+	free(rc->len);
+	free(rc->keys);
+	rc->argv = NULL;
+	rc->len = NULL;
+	rc->keys = NULL;
+}
+
 size_t
 rs_key_name(const struct store_redis *s, char *k, const char *name)
 {
@@ -205,33 +243,12 @@ void
 rs_records_unlink(struct store_redis *s, const uint8_t *doc, const uint8_t *prof,
     const struct rs_manifest *mf)
 {
-	const char **argv;
-	size_t *len;
-	char *keys;
+	struct rs_records_cmd rc;
 	redisReply *r = NULL;
-	struct rc_cmd cmd;
-	int k;
 
-	if (mf->n < 1)
+	if (mf->n < 1 || rs_records_cmd(s, "UNLINK", doc, prof, mf, &rc))
 		return;
-	argv = calloc((size_t)mf->n + 1, sizeof(*argv));
-	len = calloc((size_t)mf->n + 1, sizeof(*len));
-	keys = malloc((size_t)mf->n * RS_KEY_MAX);
-	if (argv && len && keys) {
-		argv[0] = "UNLINK";
-		len[0] = 6;
-		for (k = 0; k < mf->n; k++) {
-			argv[k + 1] = keys + (size_t)k * RS_KEY_MAX;
-			len[k + 1] = rs_key_record(s, keys + (size_t)k * RS_KEY_MAX, doc, prof, mf->gen,
-			    k == 0 ? STORE_HEAD_RECORD : (unsigned)k - 1);
-		}
-		cmd.argc = mf->n + 1;
-		cmd.argv = argv;
-		cmd.len = len;
-		if (rc_exec(s->c, rs_doc_slot(s, doc), 1, &cmd, &r, NULL, 0) == 0)
-			freeReplyObject(r);
-	}
-	free(argv);
-	free(len);
-	free(keys);
+	if (rc_exec(s->c, rs_doc_slot(s, doc), 1, &rc.cmd, &r, NULL, 0) == 0)
+		freeReplyObject(r);
+	rs_records_cmd_free(&rc);
 }

@@ -63,6 +63,18 @@ size_t rs_key_manifest(const struct store_redis *s, char *k, const uint8_t *doc,
 size_t rs_key_record(const struct store_redis *s, char *k, const uint8_t *doc,
     const uint8_t *prof, uint64_t gen, unsigned index);
 size_t rs_key_name(const struct store_redis *s, char *k, const char *name);
+/* VERB followed by every record key of mf's generation (one slot: doc's),
+ * ready for rc_exec; rs_records_cmd_free releases it.  0, or -1 out of
+ * memory (nothing held). */
+struct rs_records_cmd {
+	struct rc_cmd cmd;
+	const char **argv;
+	size_t *len;
+	char *keys;
+};
+int rs_records_cmd(const struct store_redis *s, const char *verb, const uint8_t *doc,
+    const uint8_t *prof, const struct rs_manifest *mf, struct rs_records_cmd *rc);
+void rs_records_cmd_free(struct rs_records_cmd *rc);
 unsigned rs_doc_slot(const struct store_redis *s, const uint8_t *doc);
 /* "what DOCSHORT/PROFSHORT" for messages. */
 void rs_what(char *out, size_t n, const uint8_t *doc, const uint8_t *prof);

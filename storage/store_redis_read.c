@@ -184,28 +184,13 @@ static int
 rs_mget(struct store_redis *s, const uint8_t *doc, const uint8_t *prof,
     const struct rs_manifest *mf, redisReply **r, char *why, size_t why_len)
 {
-	const char **argv = calloc((size_t)mf->n + 1, sizeof(*argv));
-	size_t *len = calloc((size_t)mf->n + 1, sizeof(*len));
-	char *keys = malloc((size_t)mf->n * RS_KEY_MAX);
-	struct rc_cmd cmd;
-	int k, rc;
+	struct rs_records_cmd rcmd;
+	int rc;
 
 	*r = NULL;
-	if (!argv || !len || !keys) {
-		rc = store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	argv[0] = "MGET";
-	len[0] = 4;
-	for (k = 0; k < mf->n; k++) {
-		argv[k + 1] = keys + (size_t)k * RS_KEY_MAX;
-		len[k + 1] = rs_key_record(s, keys + (size_t)k * RS_KEY_MAX, doc, prof, mf->gen,
-		    k == 0 ? STORE_HEAD_RECORD : (unsigned)k - 1);
-	}
-	cmd.argc = mf->n + 1;
-	cmd.argv = argv;
-	cmd.len = len;
-	if ((rc = rc_exec(s->c, rs_doc_slot(s, doc), 1, &cmd, r, why, why_len)) != 0)
+	if (rs_records_cmd(s, "MGET", doc, prof, mf, &rcmd))
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+	if ((rc = rc_exec(s->c, rs_doc_slot(s, doc), 1, &rcmd.cmd, r, why, why_len)) != 0)
 		goto out;
 	if ((*r)->type != REDIS_REPLY_ARRAY || (*r)->elements != (size_t)mf->n) {
 		rc = (*r)->type == REDIS_REPLY_ERROR ? rc_err(*r, "MGET", why, why_len)
@@ -214,9 +199,7 @@ rs_mget(struct store_redis *s, const uint8_t *doc, const uint8_t *prof,
 		*r = NULL;
 	}
 out:
-	free(argv);
-	free(len);
-	free(keys);
+	rs_records_cmd_free(&rcmd);
 	return rc;
 }
 
