@@ -1045,7 +1045,7 @@ srv_run(struct daemon *d, int listen_fd)
 		goto out;
 	}
 	evconnlistener_set_error_cb(srv.lis, srv_accept_error_cb);
-	if (d->cfg.http && http_start(d, srv.base))
+	if (d->cfg.http && http_start(d, srv.base, listen_fd))
 		goto out;
 	event_add(srv.sig_term, NULL);
 	event_add(srv.sig_int, NULL);
