@@ -613,6 +613,28 @@ http_refuse(struct evhttp_connection *evcon, int fd, struct dlog_limit *lim, int
 	evhttp_connection_free(evcon);
 }
 
+static void
+http_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (hs.bound)
+		evconnlistener_enable(evhttp_bound_socket_get_listener(hs.bound));
+}
+
+/* Stop accepting for a moment: the next connections wait in the listen
+ * backlog instead of costing an accept and a refusal each. */
+static void
+http_accept_pause(void)
+{
+	struct timeval tv = { 0, HTTP_ACCEPT_PAUSE_MS * 1000 };
+	if (hs.bound) {
+		evconnlistener_disable(evhttp_bound_socket_get_listener(hs.bound));
+		evtimer_add(hs.resume_ev, &tv);
+	}
+}
+
 /* Who is calling, may they, and is there room: the connection is an
  * hconn from now on, or refused. */
 static void
@@ -630,6 +652,7 @@ http_admit(struct evhttp_connection *evcon, int fd)
 		    "protocol and the store); try again later", fd, hs.fd_limit - hs.fd_room,
 		    hs.fd_limit);
 		http_refuse(evcon, fd, &hs.lim_fds, 429, PROTO_E_TOO_MANY_CONNS, msg);
+		http_accept_pause();
 		return;
 	}
 	if (http_peer_uid(fd, &uid, why, sizeof(why))) {
@@ -722,16 +745,6 @@ http_admit_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void
-http_accept_resume(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	if (hs.bound)
-		evconnlistener_enable(evhttp_bound_socket_get_listener(hs.bound));
-}
-
 /* accept() failed.  Out of descriptors or memory, the listening socket
  * stays readable: pause instead of spinning on it (and logging each
  * failure, gigabytes a minute), as memcached does. */
@@ -739,13 +752,12 @@ static void
 http_accept_error_cb(struct evconnlistener *lis, void *arg)
 {
 	int e = EVUTIL_SOCKET_ERROR();
-	struct timeval tv = { 0, HTTP_ACCEPT_PAUSE_MS * 1000 };
 	(void)arg;
+	(void)lis;
 	dlog_limited(&hs.lim_accept, DLOG_WARN, "http: cannot accept a connection: %s; not "
 	    "accepting for %d ms (%d HTTP connections open)", strerror(e), HTTP_ACCEPT_PAUSE_MS,
 	    hs.n_conns);
-	evconnlistener_disable(lis);
-	evtimer_add(hs.resume_ev, &tv);
+	http_accept_pause();
 }
 
 /* Hand the parsed request to a job. */
