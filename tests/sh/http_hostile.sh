@@ -162,11 +162,12 @@ ok "  without root's private document" $?
 # 20 plain closes, 5 resets, and 5 sent while the daemon's loop is held
 # (SIGSTOP: a busy daemon), so that they are surely closed before it reads
 spoof() { # host
-	local linger
+	local linger how
 	for linger in 0 1; do
+		how="plain close"; [ $linger = 1 ] && how="SO_LINGER 0: reset"
 		as "$UM" python3 "$T/h.py" spoof "$1" "$port" /v1/documents/root-private \
 			$((linger ? 5 : 20)) $linger
-		ok "$UM sent $((linger ? 5 : 20)) DELETEs of root's document to $1, closing at once ($([ $linger = 1 ] && echo "SO_LINGER 0: reset" || echo "plain close"))" $?
+		ok "$UM sent $((linger ? 5 : 20)) DELETEs of root's document to $1, closing at once ($how)" $?
 	done
 	kill -STOP "$DPID"
 	as "$UM" python3 "$T/h.py" spoof "$1" "$port" /v1/documents/root-private 5 0
@@ -188,7 +189,8 @@ ok "  naming the problem, the bytes escaped" $? || cat "$T/body"
 # 5: what clients choose does not reach the log raw
 code root "$BASE/v1/documents/x%0Akvsnapd%5B1%5D%20error%3A%20forged%1B%5B2J%E2%80%AE" >/dev/null
 as "$UM" env KVSNAP_SOCKET="$KVSNAP_SOCKET" "$K" info "$(printf 'y\nkvsnapd[1] error: forged too\033[2J')" >/dev/null 2>&1
-python3 "$T/h.py" raw 127.0.0.1 "$port" > "$T/raw"; ok "a raw request line with ESC and \\xff: $(cat "$T/raw")" $?
+python3 "$T/h.py" raw 127.0.0.1 "$port" > "$T/raw"; rc=$?; raw=$(cat "$T/raw")
+ok "a raw request line with ESC and \\xff: $raw" $rc
 sleep 0.5
 grep -qF 'x\nkvsnapd[1] error: forged\x1b[2J\u{202e}' "$T/daemon.log"; ok "  the reference is logged escaped" $?
 python3 - "$T/daemon.log" <<'PY'
@@ -222,6 +224,13 @@ port=$(free_port 6) BASE="http://[::1]:$port"
 start "[::1]:$port"; ok "daemon serving HTTP on [::1]:$port" $?
 spoof ::1
 stop; ok "SIGTERM: exit 0" $?
+# ---- http-allow: only $UX (not the socket's group)
+port=$(free_port 4) BASE=http://127.0.0.1:$port
+start "127.0.0.1:$port" --http-allow "$UX"; ok "daemon with --http-allow $UX" $?
+[ "$(code "$UX" "$BASE/v1/models")" = 200 ]; ok "  $UX served" $?
+[ "$(code "$UM" "$BASE/v1/models")" = 403 ]; ok "  $UM (in the socket's group, not listed) refused" $?
+[ "$(code root "$BASE/v1/models")" = 200 ]; ok "  root served" $?
+stop; ok "SIGTERM: exit 0" $?
 printf 'http-allow = @no-such-group-here\n' > "$T/bad.conf"
 expect_rc "http-allow naming a missing group: refused at start" 1 "$D" --config "$T/bad.conf" \
 	--state "$KVSNAP_STATE"
@@ -232,10 +241,9 @@ port=$(free_port 4) BASE=http://127.0.0.1:$port
 : > "$T/daemon.log"
 (ulimit -n 128; exec "$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --http "127.0.0.1:$port" \
 	--max-connections 1000 --max-connections-per-user 1000 --request-timeout 30 -t 2 \
-	--http-allow "socket-group $UX" 2>>"$T/daemon.log") &
+	2>>"$T/daemon.log") &
 DPID=$!
 wait_ready curl -sf --max-time 5 "$BASE/v1/models"; ok "daemon with ulimit -n 128" $?
-[ "$(code "$UX" "$BASE/v1/models")" = 200 ]; ok "  --http-allow 'socket-group $UX': $UX served" $?
 t0=$(date +%s.%N); "$K" ls >/dev/null 2>&1
 echo "# kvsnap ls before the flood: $(python3 -c "import sys,time; print('%.2f' % (time.time() - float(sys.argv[1])))" "$t0") s (a busy shared machine)"
 python3 "$T/h.py" flood 127.0.0.1 "$port" 12 > "$T/flood" &
@@ -255,8 +263,8 @@ wait "$fl"
 # busy shared machine; the old busy loop took 8.6 s
 python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 3 else 1)' "$worst"
 ok "kvsnap ls during the flood: slowest of 3 ${worst}s (< 3 s)" $?
-lines=$(wc -l < "$T/daemon.log") bytes=$(wc -c < "$T/daemon.log")
-[ "$bytes" -lt 20000 ]; ok "the log stays small: $lines lines, $bytes bytes (< 20 kB; flood: $(cat "$T/flood"))" $? \
+lines=$(wc -l < "$T/daemon.log") bytes=$(wc -c < "$T/daemon.log") flood=$(cat "$T/flood")
+[ "$bytes" -lt 20000 ]; ok "the log stays small: $lines lines, $bytes bytes (< 20 kB; flood held, refused: $flood)" $? \
 	|| sort "$T/daemon.log" | sed 's/kvsnapd\[[0-9]*\]//' | uniq -c | sort -rn | head -5 | sed 's/^/#   /'
 curl -sf --max-time 10 "$BASE/v1/models" >/dev/null; ok "HTTP answers after the flood" $?
 stop; ok "SIGTERM: exit 0" $?
