@@ -7,8 +7,8 @@
 #     never taken for root (a closed client's time-wait socket reads uid 0):
 #     the document stays, 25 tries, on 127.0.0.1 and on [::1];
 #  4. a user outside the main socket's group is refused (403), a member is
-#     served; http-allow widens it (a user by name), a bad entry is refused
-#     at start;
+#     served; http-allow names who instead (a user: then the group no
+#     longer counts), a bad entry is refused at start;
 #  5. control bytes, ESC and bytes that are not UTF-8 in a request path or
 #     a document reference do not reach the log raw: every line of it is
 #     one line of printable UTF-8 with kvsnapd's prefix;
@@ -259,10 +259,12 @@ for i in 1 2 3; do
 	sleep 1
 done
 wait "$fl"
-# a tolerance, not a benchmark: kvsnap ls takes ~0.1 s here; 3 s allows a
-# busy shared machine; the old busy loop took 8.6 s
-python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 3 else 1)' "$worst"
-ok "kvsnap ls during the flood: slowest of 3 ${worst}s (< 3 s)" $?
+# a tolerance, not a benchmark: kvsnap ls takes 0.1-0.8 s here; 3 s allows
+# a busy shared machine (10 s under AddressSanitizer, ~10x slower); the old
+# busy loop took 8.6 s
+lim=3; is_san "$D" && lim=10
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$worst" "$lim"
+ok "kvsnap ls during the flood: slowest of 3 ${worst}s (< $lim s)" $?
 lines=$(wc -l < "$T/daemon.log") bytes=$(wc -c < "$T/daemon.log") flood=$(cat "$T/flood")
 [ "$bytes" -lt 20000 ]; ok "the log stays small: $lines lines, $bytes bytes (< 20 kB; flood held, refused: $flood)" $? \
 	|| sort "$T/daemon.log" | sed 's/kvsnapd\[[0-9]*\]//' | uniq -c | sort -rn | head -5 | sed 's/^/#   /'
