@@ -6,8 +6,8 @@
  * comment; blank lines are ignored; keys are the long flag names without
  * the dashes (socket, state, model, heads, policy, opts, budget, chunk,
  * quant, threads, backend, workers, max-connections, max-connections-per-user,
- * idle-timeout, request-timeout, max-jobs, log-level, share, http, shared,
- * shared-auth).  An
+ * idle-timeout, request-timeout, max-jobs, log-level, share, http, http-allow,
+ * shared, shared-auth).  An
  * unknown key or a bad value is a startup error naming the line.
  */
 #include <ctype.h>
@@ -36,6 +36,7 @@ dcfg_usage(FILE *f)
 	    "               [--max-connections N] [--max-connections-per-user N] [--idle-timeout S]\n"
 	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--share yes|no]\n"
 	    "               [--http unix:PATH|127.0.0.1:PORT|[::1]:PORT|localhost:PORT]\n"
+	    "               [--http-allow LIST]\n"
 	    "               [--foreground] [--version]\n"
 	    "               [--shared ADDR] [--shared-auth FILE]\n"
 	    "  --config FILE       key = value settings (keys: the long flags); flags override\n"
@@ -61,7 +62,8 @@ dcfg_usage(FILE *f)
 	    "  --idle-timeout S    close a connection with no request and no job in flight\n"
 	    "                      for S seconds (default 60; 0: never); error code timeout\n"
 	    "  --request-timeout S close a connection whose request line takes over S seconds\n"
-	    "                      to arrive (default 10; 0: never); error code timeout\n"
+	    "                      to arrive (default 10; 0: never); error code timeout; on\n"
+	    "                      HTTP a whole request (headers and body)\n"
 	    "  --log-level L       error, warn, info (default), debug\n"
 	    "  --share yes|no      every ingest readable by every user of the socket (default\n"
 	    "                      no: a document is its owners', root's and this user's)\n"
@@ -69,6 +71,10 @@ dcfg_usage(FILE *f)
 	    "                      unix:/PATH (mode 0660) or a loopback port (127.0.0.1:PORT,\n"
 	    "                      [::1]:PORT, localhost:PORT); other addresses are refused.\n"
 	    "                      Off by default\n"
+	    "  --http-allow LIST   who may use it besides root and this daemon's user: socket-group\n"
+	    "                      (default: the members of the main socket's group, as the\n"
+	    "                      socket's mode allows), any (every local user), users (NAME,\n"
+	    "                      UID) and groups (@NAME, @GID), separated by commas\n"
 	    "  --shared ADDR       a shared snapshot tier behind the local store, shared by\n"
 	    "                      every host (lmdb:DIR, redis-cluster:HOST:PORT,...): ingests\n"
 	    "                      skip what it holds and copy what they store there; a local\n"
@@ -99,7 +105,8 @@ dcfg_set_str(char **dst, const char *v)
 static const char *const dcfg_keys[] = {
 	"socket", "state", "model", "heads", "policy", "opts", "budget", "ratio", "chunk", "quant",
 	"threads", "backend", "workers", "max-connections", "max-connections-per-user",
-	"idle-timeout", "request-timeout", "max-jobs", "log-level", "share", "http", "foreground",
+	"idle-timeout", "request-timeout", "max-jobs", "log-level", "share", "http", "http-allow",
+	"foreground",
 };
 
 /* One setting by its long name: 0, 1 for an unknown key, -1 for a bad
@@ -169,6 +176,12 @@ dcfg_set(struct dcfg *c, const char *key, const char *v, char *why, size_t why_l
 		if (http_addr_parse(v, &a, why, why_len))
 			return -1;
 		return dcfg_set_str(&c->http, v);
+	}
+	if (!strcmp(key, "http-allow")) {
+		struct http_allow a;
+		if (http_allow_parse(v, &a, why, why_len))
+			return -1;
+		return dcfg_set_str(&c->http_allow, v);
 	}
 	if (!strcmp(key, "shared")) return dcfg_set_str(&c->shared, v);
 	if (!strcmp(key, "shared-auth")) return dcfg_set_str(&c->shared_auth, v);
@@ -307,6 +320,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "share", required_argument, NULL, 'Z' },
 		{ "http", required_argument, NULL, 'W' },
+		{ "http-allow", required_argument, NULL, 'L' },
 		{ "shared", required_argument, NULL, 'T' },
 		{ "shared-auth", required_argument, NULL, 'A' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -367,6 +381,7 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 		case 'l': key = "log-level"; break;
 		case 'Z': key = "share"; break;
 		case 'W': key = "http"; break;
+		case 'L': key = "http-allow"; break;
 		case 'T': key = "shared"; break;
 		case 'A': key = "shared-auth"; break;
 		case 'f': c->foreground = 1; continue;
@@ -416,6 +431,7 @@ dcfg_free(struct dcfg *c)
 	free(c->backend);
 	free(c->config);
 	free(c->http);
+	free(c->http_allow);
 	free(c->shared);
 	free(c->shared_auth);
 }

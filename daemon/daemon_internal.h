@@ -27,6 +27,17 @@
 enum dlog_level { DLOG_ERROR = 0, DLOG_WARN = 1, DLOG_INFO = 2, DLOG_DEBUG = 3 };
 extern int dlog_level;
 void dlog(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A message that a flood could repeat (refused connections, accept errors):
+ * logged at most once per DLOG_LIMIT_S seconds per struct dlog_limit, the
+ * lines held back counted in the next one.  One thread per limit. */
+#define DLOG_LIMIT_S 10.0
+struct dlog_limit {
+	int logged;
+	double last;
+	long held;
+};
+void dlog_limited(struct dlog_limit *l, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Parse "error", "warn", "info", "debug" (or 0..3); -1 if unknown. */
 int dlog_parse_level(const char *s);
 
@@ -43,6 +54,7 @@ struct dcfg {
 	int log_level, foreground;
 	int share;    /* every ingest readable by every user (single-user installs) */
 	char *http;   /* --http ADDR: the OpenAI-compatible endpoint (http.c); NULL: off */
+	char *http_allow; /* --http-allow LIST: who may use it (http_peer.c); NULL: socket-group */
 	char *shared;      /* --shared ADDR: the shared snapshot tier's store; NULL: none */
 	char *shared_auth; /* --shared-auth FILE: its credentials file */
 };
@@ -89,8 +101,9 @@ int srv_listen(const char *path);
 
 struct event_base;
 /* Listen on d->cfg.http (checked by http_addr_parse); -1 with a message
- * logged. */
-int http_start(struct daemon *d, struct event_base *base);
+ * logged.  listen_fd: the main socket, whose group http-allow's default
+ * lets in. */
+int http_start(struct daemon *d, struct event_base *base, int listen_fd);
 /* SIGTERM: stop accepting requests (loop thread). */
 void http_stop_accepting(void);
 /* Replies still being written (loop thread). */

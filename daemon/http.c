@@ -19,15 +19,35 @@
  * fails or it reads end of stream (the connection's close callback); while
  * a job runs without writing (a non-streamed answer, a queued job), a
  * timer looks at the socket every second (POLLRDHUP).
+ *
+ * A connection is admitted when it is accepted, before a byte of its
+ * request is read (issue 26): evhttp makes each connection's bufferevent
+ * through our callback (http_bev_cb), which queues it for http_admit_cb,
+ * run by the loop right after the accept.  There the caller is identified
+ * while its socket is certainly live (http_peer.c), checked against
+ * http-allow, and counted against --max-connections and
+ * --max-connections-per-user, so a connection that never completes a
+ * request holds a slot; refusals get a short reply and are closed at
+ * once.  An admitted connection has until its deadline (--request-timeout
+ * from its accept, and again from the end of each reply) to deliver a
+ * whole request, headers and body, however slowly its bytes trickle in;
+ * then it is closed.  Out of descriptors (EMFILE), accepting pauses for a
+ * moment instead of spinning, and HTTP leaves the last file descriptors
+ * below the limit to the socket protocol and the store.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +56,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
 #include "daemon/daemon_internal.h"
 #include "daemon/http.h"
@@ -43,14 +64,21 @@
 
 #define HTTP_HUP_CHECK_S 1     /* a running job's client still there? */
 #define HTTP_HEADERS_MAX 65536
+#define HTTP_ACCEPT_PAUSE_MS 250 /* out of descriptors: accept again after */
+/* Descriptors below the limit HTTP leaves to the rest of the daemon (the
+ * socket protocol's connections, the store, passed files): the larger of
+ * this and an eighth of the limit. */
+#define HTTP_FD_RESERVE 32
 
 struct hreq;
 
-/* A connection that has sent a request (for the connection limits). */
+/* An admitted connection (counted against the connection limits from
+ * its accept on). */
 struct hconn {
 	struct evhttp_connection *evcon;
 	uid_t uid;
 	struct hreq *cur;          /* the request it waits on, or NULL */
+	struct event *tev;         /* the deadline for a whole request */
 	struct hconn *prev, *next;
 };
 
@@ -97,6 +125,14 @@ static struct {
 	pthread_mutex_t mu;        /* the post queue */
 	struct hpost *head, *tail;
 	struct event *post_ev;
+	/* admission (loop thread) */
+	struct http_allow allow;
+	gid_t sock_gid;            /* the main socket's group */
+	struct bufferevent **fresh; /* accepted, not yet admitted (a reference each) */
+	size_t n_fresh, cap_fresh;
+	struct event *admit_ev, *resume_ev;
+	int fd_room, fd_limit;     /* a connection's fd must be below fd_room */
+	struct dlog_limit lim_ident, lim_allow, lim_caps, lim_fds, lim_accept, lim_slow;
 } hs = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* ------------------------------------------------------------------------ */
@@ -298,6 +334,16 @@ static const struct job_sink http_sink = { http_sink_event, http_sink_error,
 /* ------------------------------------------------------------------------ */
 /* Sending (loop thread)                                                     */
 
+/* The connection's deadline for its next whole request: --request-timeout
+ * from now (its accept, or the end of its last reply). */
+static void
+hconn_arm(struct hconn *hc)
+{
+	struct timeval tv = { hs.d->cfg.request_timeout, 0 };
+	if (hc->tev && hs.d->cfg.request_timeout > 0)
+		evtimer_add(hc->tev, &tv);
+}
+
 /* The request's end on our side: answered, or its client left. */
 static void
 hreq_detach(struct hreq *h)
@@ -306,8 +352,10 @@ hreq_detach(struct hreq *h)
 	h->gone = 1;
 	pthread_mutex_unlock(&h->mu);
 	h->req = NULL;
-	if (h->hc)
+	if (h->hc) {
 		h->hc->cur = NULL;
+		hconn_arm(h->hc); /* for its next request */
+	}
 	h->hc = NULL;
 	if (h->tev)
 		event_free(h->tev);
@@ -459,7 +507,28 @@ hconn_close_cb(struct evhttp_connection *evcon, void *arg)
 	if (hc->next)
 		hc->next->prev = hc->prev;
 	hs.n_conns--;
+	if (hc->tev)
+		event_free(hc->tev);
 	free(hc);
+}
+
+/* The deadline: no whole request since the accept or the last reply. */
+static void
+hconn_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct hconn *hc = arg;
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(hc->evcon);
+	(void)fd;
+	(void)what;
+	if (hc->cur)
+		return; /* a request is being answered (not armed then) */
+	if (bev && evbuffer_get_length(bufferevent_get_output(bev))) {
+		hconn_arm(hc); /* its last reply is still being written */
+		return;
+	}
+	dlog_limited(&hs.lim_slow, DLOG_INFO, "http: uid %d: no whole request within %ld s "
+	    "(--request-timeout); connection closed", (int)hc->uid, hs.d->cfg.request_timeout);
+	evhttp_connection_free(hc->evcon); /* hconn_close_cb frees hc */
 }
 
 /* While a job runs: is its client still there? */
@@ -513,45 +582,109 @@ http_method(struct evhttp_request *req)
 	return "?";
 }
 
-/* The connection's caller, and room for it (a new connection counts
- * against --max-connections and --max-connections-per-user). */
-static struct hconn *
-http_admit(struct evhttp_request *req, int fd, uid_t *uid)
+/* ------------------------------------------------------------------------ */
+/* Admission, when a connection is accepted (loop thread)                    */
+
+/* Refuse a connection before any request: a short reply written straight
+ * to the socket (evhttp writes nothing yet), what the client already sent
+ * read off (so that closing does not reset the reply away), then closed. */
+static void
+http_refuse(struct evhttp_connection *evcon, int fd, struct dlog_limit *lim, int status,
+    enum proto_code code, const char *msg)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct hconn *hc = hconn_find(evcon), *c;
+	char head[256], sink[4096];
+	size_t n = 0, got = 0;
+	char *body = http_error_json(code, status, msg, &n);
+	ssize_t r;
+	int hn;
+
+	dlog_limited(lim, DLOG_WARN, "http: refused a connection: %s", msg);
+	hn = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\nServer: kvsnapd\r\n\r\n", status,
+	    http_reason(status), body ? n : 0);
+	if (send(fd, head, (size_t)hn, MSG_DONTWAIT | MSG_NOSIGNAL) == hn && body &&
+	    send(fd, body, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* best effort: the client may be gone already */
+	}
+	free(body);
+	shutdown(fd, SHUT_WR);
+	while (got < 65536 && (r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+		got += (size_t)r;
+	evhttp_connection_free(evcon);
+}
+
+static void
+http_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (hs.bound)
+		evconnlistener_enable(evhttp_bound_socket_get_listener(hs.bound));
+}
+
+/* Stop accepting for a moment: the next connections wait in the listen
+ * backlog instead of costing an accept and a refusal each. */
+static void
+http_accept_pause(void)
+{
+	struct timeval tv = { 0, HTTP_ACCEPT_PAUSE_MS * 1000 };
+	if (hs.bound) {
+		evconnlistener_disable(evhttp_bound_socket_get_listener(hs.bound));
+		evtimer_add(hs.resume_ev, &tv);
+	}
+}
+
+/* Who is calling, may they, and is there room: the connection is an
+ * hconn from now on, or refused. */
+static void
+http_admit(struct evhttp_connection *evcon, int fd)
+{
 	const struct dcfg *cfg = &hs.d->cfg;
-	char why[256], msg[400];
+	struct hconn *hc, *c;
+	char why[400], msg[512];
+	uid_t uid;
 	int mine = 0;
 
-	if (http_peer_uid(fd, uid, why, sizeof(why))) {
-		dlog(DLOG_WARN, "http: refused a request: cannot tell who sent it: %s", why);
-		snprintf(msg, sizeof(msg), "cannot tell which local user is calling (%s); "
-		    "nobody is served as an unknown user", why);
-		http_error_now(req, PROTO_E_DENIED, 403, msg, 1);
-		return NULL;
+	if (fd >= hs.fd_room) {
+		snprintf(msg, sizeof(msg), "too many connections: the daemon is near its limit of "
+		    "open files (descriptor %d; HTTP leaves the last %d of %d to the socket "
+		    "protocol and the store); try again later", fd, hs.fd_limit - hs.fd_room,
+		    hs.fd_limit);
+		http_refuse(evcon, fd, &hs.lim_fds, 429, PROTO_E_TOO_MANY_CONNS, msg);
+		http_accept_pause();
+		return;
 	}
-	if (hc)
-		return hc;
+	if (http_peer_uid(fd, &uid, why, sizeof(why))) {
+		snprintf(msg, sizeof(msg), "cannot identify the caller (%s); nobody is served as "
+		    "an unknown user", why);
+		http_refuse(evcon, fd, &hs.lim_ident, 403, PROTO_E_DENIED, msg);
+		return;
+	}
+	if (http_allow_check(&hs.allow, hs.sock_gid, uid, msg, sizeof(msg))) {
+		http_refuse(evcon, fd, &hs.lim_allow, 403, PROTO_E_DENIED, msg);
+		return;
+	}
 	for (c = hs.conns; c; c = c->next)
-		mine += c->uid == *uid;
+		mine += c->uid == uid;
 	if (hs.n_conns >= cfg->max_conns || mine >= cfg->max_conns_user) {
 		if (hs.n_conns >= cfg->max_conns)
 			snprintf(msg, sizeof(msg), "too many HTTP connections (%d open, "
 			    "--max-connections %ld)", hs.n_conns, cfg->max_conns);
 		else
 			snprintf(msg, sizeof(msg), "too many HTTP connections from uid %d (%d open, "
-			    "--max-connections-per-user %ld)", (int)*uid, mine, cfg->max_conns_user);
-		dlog(DLOG_WARN, "http: %s", msg);
-		http_error_now(req, PROTO_E_TOO_MANY_CONNS, 429, msg, 1);
-		return NULL;
+			    "--max-connections-per-user %ld)", (int)uid, mine, cfg->max_conns_user);
+		http_refuse(evcon, fd, &hs.lim_caps, 429, PROTO_E_TOO_MANY_CONNS, msg);
+		return;
 	}
-	if (!(hc = calloc(1, sizeof(*hc)))) {
-		http_error_now(req, PROTO_E_INTERNAL, 500, "out of memory", 1);
-		return NULL;
+	if (!(hc = calloc(1, sizeof(*hc))) ||
+	    !(hc->tev = evtimer_new(hs.base, hconn_deadline_cb, hc))) {
+		free(hc);
+		http_refuse(evcon, fd, &hs.lim_caps, 500, PROTO_E_INTERNAL, "out of memory");
+		return;
 	}
 	hc->evcon = evcon;
-	hc->uid = *uid;
+	hc->uid = uid;
 	/* a token is a small write: send it now, not after the last one's ACK
 	 * (Nagle); a Unix socket refuses this harmlessly */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
@@ -561,7 +694,70 @@ http_admit(struct evhttp_request *req, int fd, uid_t *uid)
 	hs.conns = hc;
 	hs.n_conns++;
 	evhttp_connection_set_closecb(evcon, hconn_close_cb, hc);
-	return hc;
+	hconn_arm(hc);
+	dlog(DLOG_DEBUG, "http: uid %d connected (%d HTTP connections)", (int)uid, hs.n_conns);
+}
+
+/* evhttp makes an accepted connection's bufferevent: note it for
+ * admission, which runs as soon as this accept is done, before the loop
+ * polls again (so before any of the request is read).  Our reference keeps
+ * it valid until then even if evhttp drops the connection. */
+static struct bufferevent *
+http_bev_cb(struct event_base *base, void *arg)
+{
+	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	(void)arg;
+	if (!bev)
+		return NULL; /* evhttp makes one itself; never admitted, refused at its request */
+	if (hs.n_fresh == hs.cap_fresh) {
+		size_t cap = hs.cap_fresh ? hs.cap_fresh * 2 : 16;
+		struct bufferevent **nf = realloc(hs.fresh, cap * sizeof(*nf));
+		if (!nf)
+			return bev;
+		hs.fresh = nf;
+		hs.cap_fresh = cap;
+	}
+	bufferevent_incref(bev);
+	hs.fresh[hs.n_fresh++] = bev;
+	event_active(hs.admit_ev, EV_READ, 0);
+	return bev;
+}
+
+/* The connections just accepted.  evhttp's connection is the argument of
+ * its bufferevent's callbacks (libevent 2.1: evhttp sets them so); a
+ * connection it already freed has none. */
+static void
+http_admit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	size_t i, n = hs.n_fresh;
+	void *cbarg;
+	(void)fd;
+	(void)what;
+	(void)arg;
+	hs.n_fresh = 0;
+	for (i = 0; i < n; i++) {
+		struct bufferevent *bev = hs.fresh[i];
+		cbarg = NULL;
+		bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
+		if (cbarg && evhttp_connection_get_bufferevent(cbarg) == bev)
+			http_admit(cbarg, bufferevent_getfd(bev));
+		bufferevent_decref(bev);
+	}
+}
+
+/* accept() failed.  Out of descriptors or memory, the listening socket
+ * stays readable: pause instead of spinning on it (and logging each
+ * failure, gigabytes a minute), as memcached does. */
+static void
+http_accept_error_cb(struct evconnlistener *lis, void *arg)
+{
+	int e = EVUTIL_SOCKET_ERROR();
+	(void)arg;
+	(void)lis;
+	dlog_limited(&hs.lim_accept, DLOG_WARN, "http: cannot accept a connection: %s; not "
+	    "accepting for %d ms (%d HTTP connections open)", strerror(e), HTTP_ACCEPT_PAUSE_MS,
+	    hs.n_conns);
+	http_accept_pause();
 }
 
 /* Hand the parsed request to a job. */
@@ -622,7 +818,7 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct http_req r;
-	struct hconn *hc;
+	struct hconn *hc = hconn_find(evcon);
 	const char *method = http_method(req), *uri = evhttp_request_get_uri(req);
 	char msg[512], *body;
 	size_t len = evbuffer_get_length(in);
@@ -631,12 +827,18 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	json_t *o;
 
 	(void)arg;
-	if (!(hc = http_admit(req, fd, &uid)))
+	memset(&r, 0, sizeof(r));
+	if (!hc) { /* not admitted (out of memory when it came) */
+		http_error_now(req, PROTO_E_DENIED, 403, "cannot identify the caller: the "
+		    "connection was not admitted", 1);
 		return;
+	}
+	evtimer_del(hc->tev); /* the request is whole */
+	uid = hc->uid;
 	dlog(DLOG_INFO, "http: uid %d: %s %.200s", (int)uid, method, uri);
 	if (atomic_load(&hs.d->stopping)) {
 		http_error_now(req, PROTO_E_SHUTTING_DOWN, 503, "the daemon is stopping", 1);
-		return;
+		goto out;
 	}
 	body = len ? (char *)evbuffer_pullup(in, -1) : NULL;
 	code = http_parse(method, uri, evhttp_find_header(in_h, "Content-Type"),
@@ -674,6 +876,8 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	}
 	http_submit(req, hc, fd, uid, &r);
 out:
+	if (!hc->cur)
+		hconn_arm(hc); /* answered now: the next request's deadline */
 	http_req_free(&r);
 }
 
@@ -697,8 +901,53 @@ http_model_name(const struct daemon *d)
 		snprintf(hs.model, sizeof(hs.model), "kvsnap");
 }
 
+/* Who may call, in the log: the main socket's group (what socket-group
+ * means) and the limit on descriptors. */
+static int
+http_start_admission(struct daemon *d, int listen_fd)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sizeof(sa);
+	struct stat sb;
+	struct rlimit rl;
+	struct group *g;
+	char msg[512];
+
+	if (http_allow_parse(d->cfg.http_allow ? d->cfg.http_allow : "socket-group", &hs.allow,
+	    msg, sizeof(msg))) {
+		dlog(DLOG_ERROR, "http-allow: %s", msg);
+		return -1;
+	}
+	/* the group the socket's mode 0660 lets in; the daemon's own group
+	 * when the socket has no path to look at */
+	hs.sock_gid = getegid();
+	memset(&sa, 0, sizeof(sa));
+	if (!getsockname(listen_fd, (struct sockaddr *)&sa, &sl) && sa.sun_family == AF_UNIX &&
+	    sa.sun_path[0] && !stat(sa.sun_path, &sb))
+		hs.sock_gid = sb.st_gid;
+	g = getgrgid(hs.sock_gid);
+	if (hs.allow.any)
+		dlog(DLOG_WARN, "HTTP callers: every local user (http-allow = any)");
+	else
+		dlog(DLOG_INFO, "HTTP callers: root, uid %d (this daemon)%s%s%s%s", (int)geteuid(),
+		    hs.allow.socket_group ? ", members of group " : "",
+		    hs.allow.socket_group ? (g ? g->gr_name : "?") : "",
+		    hs.allow.socket_group ? " (the socket's group)" : "",
+		    hs.allow.n_uids || hs.allow.n_gids ? ", and http-allow's users and groups" : "");
+	hs.fd_limit = !getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)(1 << 30) ?
+	    (int)rl.rlim_cur : 1 << 30;
+	hs.fd_room = hs.fd_limit - (hs.fd_limit / 8 > HTTP_FD_RESERVE ? hs.fd_limit / 8 :
+	    HTTP_FD_RESERVE);
+	if (!(hs.admit_ev = event_new(hs.base, -1, 0, http_admit_cb, NULL)) ||
+	    !(hs.resume_ev = evtimer_new(hs.base, http_accept_resume, NULL))) {
+		dlog(DLOG_ERROR, "cannot set up the HTTP server");
+		return -1;
+	}
+	return 0;
+}
+
 int
-http_start(struct daemon *d, struct event_base *base)
+http_start(struct daemon *d, struct event_base *base, int listen_fd)
 {
 	struct http_addr a;
 	char msg[512], ip[INET6_ADDRSTRLEN];
@@ -717,6 +966,9 @@ http_start(struct daemon *d, struct event_base *base)
 		dlog(DLOG_ERROR, "cannot set up the HTTP server");
 		return -1;
 	}
+	if (http_start_admission(d, listen_fd))
+		return -1;
+	evhttp_set_bevcb(hs.http, http_bev_cb, NULL);
 	evhttp_set_gencb(hs.http, http_request_cb, NULL);
 	evhttp_set_allowed_methods(hs.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_max_body_size(hs.http, (ev_ssize_t)PROTO_LINE_MAX);
@@ -741,6 +993,8 @@ http_start(struct daemon *d, struct event_base *base)
 			return -1;
 		}
 	}
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(hs.bound),
+	    http_accept_error_cb);
 	dlog(DLOG_INFO, "HTTP (OpenAI-compatible) on %s, model \"%s\"", d->cfg.http, hs.model);
 	return 0;
 }
@@ -751,6 +1005,8 @@ http_stop_accepting(void)
 	if (hs.http && hs.bound)
 		evhttp_del_accept_socket(hs.http, hs.bound); /* closes it */
 	hs.bound = NULL;
+	if (hs.resume_ev)
+		evtimer_del(hs.resume_ev);
 	if (hs.unix_path[0])
 		unlink(hs.unix_path);
 	hs.unix_path[0] = '\0';
@@ -781,6 +1037,15 @@ http_free(void)
 	if (hs.http)
 		evhttp_free(hs.http); /* closes every connection: hconn_close_cb */
 	hs.http = NULL;
+	http_admit_cb(-1, 0, NULL); /* drops the references of any not yet admitted */
+	if (hs.admit_ev)
+		event_free(hs.admit_ev);
+	if (hs.resume_ev)
+		event_free(hs.resume_ev);
+	hs.admit_ev = hs.resume_ev = NULL;
+	free(hs.fresh);
+	hs.fresh = NULL;
+	hs.n_fresh = hs.cap_fresh = 0;
 	pthread_mutex_lock(&hs.mu);
 	if (hs.post_ev)
 		event_free(hs.post_ev);

@@ -103,4 +103,22 @@ json_t *http_model(const char *name, int64_t created);
  * 0 with *uid, or -1 with a reason. */
 int http_peer_uid(int fd, uid_t *uid, char *why, size_t why_len);
 
+/* http-allow: who besides root and the daemon's own user may use the HTTP
+ * listener: "socket-group" (the default: the members of the main
+ * socket's group), "any" (every local user), users (NAME or UID) and
+ * groups (@NAME or @GID), separated by commas or spaces.  Membership is
+ * the user database's (primary group or getgrouplist). */
+#define HTTP_ALLOW_MAX 64
+struct http_allow {
+	int any, socket_group;
+	uid_t uids[HTTP_ALLOW_MAX];
+	gid_t gids[HTTP_ALLOW_MAX];
+	int n_uids, n_gids;
+};
+/* Parse (names resolved now); 0, or -1 with a message. */
+int http_allow_parse(const char *s, struct http_allow *a, char *msg, size_t msg_len);
+/* 0 if uid may call (sock_gid: the main socket's group), else -1 with why. */
+int http_allow_check(const struct http_allow *a, gid_t sock_gid, uid_t uid, char *why,
+    size_t why_len);
+
 #endif /* DAEMON_HTTP_H */

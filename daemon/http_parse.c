@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "common/escape.h"
 #include "common/fail.h"
 #include "daemon/http.h"
 
@@ -525,7 +526,13 @@ http_parse(const char *method, const char *uri, const char *ctype, const char *a
 				rc = http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "the document reference "
 				    "in the path must be a name, doc_id or hex prefix of 1-%d bytes, "
 				    "%%-escaped", PROTO_REF_MAX);
-			else {
+			else if (!kv_utf8_valid(ref, strlen(ref))) {
+				char esc[4 * PROTO_REF_MAX + 8];
+				kv_escape(esc, sizeof(esc), ref, strlen(ref));
+				rc = http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "document reference is "
+				    "not valid UTF-8: '%s' (a name is UTF-8 text; a doc_id or prefix, hex "
+				    "digits)", esc);
+			} else {
 				r->pr.doc = ref;
 				ref = NULL;
 			}

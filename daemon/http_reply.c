@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/escape.h"
 #include "daemon/http.h"
 
 char *
@@ -16,9 +17,16 @@ http_error_json(enum proto_code code, int status, const char *msg, size_t *len)
 	json_t *o = json_pack("{s:{s:s, s:s, s:s, s:n}}", "error", "message", msg ? msg : "",
 	    "type", http_error_type(status), "code", proto_code_name(code), "param");
 	char *s;
-	if (!o) /* a message that is not UTF-8 */
-		o = json_pack("{s:{s:s, s:s, s:s, s:n}}", "error", "message", "(unprintable message)",
-		    "type", http_error_type(status), "code", proto_code_name(code), "param");
+	if (!o && msg) { /* a message that is not UTF-8: its bytes escaped */
+		size_t n = strlen(msg), cap = 4 * n + 1;
+		char *esc = malloc(cap);
+		if (esc) {
+			kv_escape(esc, cap, msg, n);
+			o = json_pack("{s:{s:s, s:s, s:s, s:n}}", "error", "message", esc, "type",
+			    http_error_type(status), "code", proto_code_name(code), "param");
+			free(esc);
+		}
+	}
 	s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
 	if (s)

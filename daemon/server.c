@@ -890,9 +890,10 @@ srv_accept_resume(evutil_socket_t fd, short what, void *arg)
 static void
 srv_accept_error_cb(struct evconnlistener *lis, void *arg)
 {
+	static struct dlog_limit lim; /* a line per 10 s, not one per pause */
 	int e = EVUTIL_SOCKET_ERROR();
 	(void)arg;
-	dlog(DLOG_WARN, "accept: %s", evutil_socket_error_to_string(e));
+	dlog_limited(&lim, DLOG_WARN, "accept: %s", evutil_socket_error_to_string(e));
 	if (e == EMFILE || e == ENFILE) {
 		/* out of descriptors: pause accepting for a moment */
 		struct timeval tv = { 1, 0 };
@@ -1045,7 +1046,7 @@ srv_run(struct daemon *d, int listen_fd)
 		goto out;
 	}
 	evconnlistener_set_error_cb(srv.lis, srv_accept_error_cb);
-	if (d->cfg.http && http_start(d, srv.base))
+	if (d->cfg.http && http_start(d, srv.base, listen_fd))
 		goto out;
 	event_add(srv.sig_term, NULL);
 	event_add(srv.sig_int, NULL);

@@ -4,14 +4,18 @@
  * choosing the method and the Content-Type/Accept headers, the URI up to
  * the first newline, then the body.  Any input must parse or fail with a
  * known error code and an HTTP status, never crash or leak; a parsed
- * request must respect the protocol's limits for its op; the error object
- * and the reply shapes built from it must be valid JSON.
+ * request must respect the protocol's limits for its op (a document
+ * reference valid UTF-8); the error object and the reply shapes built from
+ * it must be valid JSON, its message never "(unprintable message)"; the
+ * log's escaper (common/escape.c) makes every input one line of printable
+ * UTF-8.
  */
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/escape.h"
 #include "daemon/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,6 +26,7 @@ fuzz_json(char *s, size_t n)
 	json_error_t e;
 	json_t *o;
 	assert(s && strlen(s) == n);
+	assert(!strstr(s, "\"message\":\"(unprintable message)\""));
 	o = json_loads(s, 0, &e);
 	assert(o && json_is_object(o));
 	json_decref(o);
@@ -58,6 +63,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1 || size > PROTO_LINE_MAX + 16)
 		return 0;
+	/* the escaper: printable UTF-8 on one line, whatever comes in */
+	if (size <= 4096) {
+		char esc[4 * 4096 + 1];
+		size_t k = kv_escape(esc, sizeof(esc), (const char *)data, size), i;
+		assert(k == strlen(esc) && kv_utf8_valid(esc, k));
+		for (i = 0; i < k; i++)
+			assert((unsigned char)esc[i] >= 0x20 && esc[i] != 0x7f);
+		assert(!strstr(esc, "\xe2\x80\xa8") && !strstr(esc, "\xc2\x85"));
+	}
 	nl = memchr(data + 1, '\n', size - 1);
 	ulen = nl ? (size_t)(nl - data - 1) : size - 1;
 	if (!(uri = malloc(ulen + 1)))
@@ -102,6 +116,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case HTTP_R_DOC_INFO:
 		case HTTP_R_DOC_RM:
 			assert(p->doc && *p->doc && strlen(p->doc) <= PROTO_REF_MAX);
+			assert(kv_utf8_valid(p->doc, strlen(p->doc)));
 			break;
 		case HTTP_R_DOC_LIST:
 			assert(p->op == PROTO_OP_LS);

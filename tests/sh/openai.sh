@@ -34,9 +34,10 @@ tap() {
 		esac
 	done
 }
-start() { # http address
-	"$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --http "$1" --budget 64 --chunk 64 \
-		-t 2 --workers 2 --request-timeout 5 --log-level debug 2>>"$T/daemon.log" &
+start() { # http address, more flags
+	local a=$1; shift
+	"$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --http "$a" --budget 64 --chunk 64 \
+		-t 2 --workers 2 --request-timeout 5 --log-level debug "$@" 2>>"$T/daemon.log" &
 	DPID=$!
 }
 models() { curl -sf --max-time 10 "${CURL[@]}" "$BASE/v1/models"; }
@@ -106,9 +107,11 @@ models > /dev/null; ok "the daemon still answers" $?
 kill -TERM "$DPID"; wait_exit; ok "SIGTERM: exit 0" $?
 [ ! -e "$H" ]; ok "  the HTTP socket is removed" $?
 
-# ---- on a loopback TCP port, with a second user
+# ---- on a loopback TCP port, with a second user (outside the socket's
+# group: let in by --http-allow any; tests/sh/http_hostile.sh checks the
+# default, the socket's group)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-start "127.0.0.1:$port"
+start "127.0.0.1:$port" --http-allow any
 CURL=() BASE=http://127.0.0.1:$port
 wait_ready models; ok "daemon serving HTTP on 127.0.0.1:$port" $?
 timeout 120 "$PY" "$CHECK" tcp "$BASE" tcp "$(prose Apache-2.0 120)" 2>&1 | tap
