@@ -17,7 +17,7 @@ chat_prompt_ids(const struct svc *v, const struct svc_chat_req *r, int32_t **ids
 {
 	int64_t cap, n;
 	if (r->msgs)
-		return eng_chat_messages_ids(v->tok, r->msgs, r->n_msgs, ids);
+		return eng_chat_messages_ids(v->chat, r->msgs, r->n_msgs, ids);
 	cap = (int64_t)r->prompt_len + 8;
 	if (!(*ids = malloc((size_t)cap * sizeof(**ids))))
 		return ENG_ERR_NOMEM;

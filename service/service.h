@@ -87,6 +87,7 @@ struct svc_tier;
 struct svc {
 	struct eng_model *m;     /* shared read-only */
 	struct eng_tok *tok;     /* encode/decode are read-only after init */
+	struct eng_chat *chat;   /* the model's chat template (borrows tok) */
 	struct store *s;         /* thread-safe */
 	char *policy, *opts;     /* the policy and its effective options */
 	long budget, chunk;
