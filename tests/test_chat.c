@@ -354,6 +354,64 @@ test_halves_every_family(void)
 	return TAP_PASS;
 }
 
+/* The halves against one-call tokenization with each family's own
+ * vocabulary: llama.cpp's vocab-only GGUFs (KVSNAP_VOCAB_DIR, the sdist's
+ * vendor/llama.cpp/models; see ../shared/models/README.md) with a fixture's
+ * template.  Skipped without the directory; a vocabulary the GGUF reader
+ * or the tokenizer does not load yet is skipped with the reason. */
+static enum tap_result
+test_halves_real_vocab(void)
+{
+	static const char *const pairs[][2] = {
+		{ "ggml-vocab-qwen2.gguf", "qwen2.5-instruct.txt" },
+		{ "ggml-vocab-qwen2.gguf", "qwen2-vocab.txt" },
+		{ "ggml-vocab-llama-bpe.gguf", "llama3.1-instruct.txt" },
+		{ "ggml-vocab-llama-bpe.gguf", "llama3.0-instruct.txt" },
+		{ "ggml-vocab-phi-3.gguf", "phi3-vocab.txt" },
+		{ "ggml-vocab-llama-spm.gguf", "mistral-instruct.txt" },
+	};
+	const char *dir = getenv("KVSNAP_VOCAB_DIR");
+	char path[1024], why[512];
+	size_t i;
+	int bad = 0, checked = 0;
+
+	if (!dir) {
+		tap_diag("KVSNAP_VOCAB_DIR not set: no vocab-only GGUFs to check against");
+		return TAP_SKIP;
+	}
+	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		struct eng_gguf *g = NULL;
+		struct eng_tok *t = NULL;
+		struct eng_chat *c = NULL;
+		struct fixture f;
+		snprintf(path, sizeof(path), "%s/%s", dir, pairs[i][0]);
+		if (eng_gguf_open(&g, path, why, sizeof(why))) { /* vocab-only: issue 27 item 3 */
+			tap_diag("%s: skipped, not opened: %s", pairs[i][0], why);
+			continue;
+		}
+		if (eng_tok_init(&t, g, why, sizeof(why))) {
+			tap_diag("%s: skipped, the tokenizer does not load it: %s", pairs[i][0], why);
+			eng_gguf_close(g);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", CHAT_FIXTURES, pairs[i][1]);
+		if (fixture_read(path, &f) ||
+		    eng_chat_init_text(&c, f.tpl, f.tpl_len, NULL, NULL, t, why, sizeof(why)))
+			bad++, tap_diag("%s: %s", pairs[i][1], why);
+		else {
+			bad += !check_halves(pairs[i][1], c, t, 1);
+			checked++;
+		}
+		fixture_free(&f);
+		eng_chat_free(c);
+		eng_tok_free(t);
+		eng_gguf_close(g);
+	}
+	TAP_CHECK(bad == 0, "%d of %zu pairs failed", bad, sizeof(pairs) / sizeof(pairs[0]));
+	tap_diag("%d vocabularies checked", checked);
+	return checked ? TAP_PASS : TAP_SKIP;
+}
+
 /* ------------------------------------------------------------------------ */
 /* SmolLM2: the template from its GGUF, today's prompts unchanged            */
 
@@ -501,6 +559,7 @@ test_render_truncation(void)
 static const struct tap_test tests[] = {
 	{ "jinja_fixtures", test_jinja_fixtures },
 	{ "halves_every_family", test_halves_every_family },
+	{ "halves_real_vocab", test_halves_real_vocab },
 	{ "smollm2_unchanged", test_smollm2_unchanged },
 	{ "question_one_run", test_question_one_run },
 	{ "content_not_parsed", test_content_not_parsed },
