@@ -317,6 +317,43 @@ out:
 	return ok;
 }
 
+/* A conversation about the document: doc half ++ eng_chat_followup_ids of
+ * [user U1, assistant A1, user U2] == the ids of [user: DOC "\n\n" U1,
+ * assistant A1, user U2]; a system message among them is refused. */
+static int
+check_followup(const char *name, const struct eng_chat *c)
+{
+	static const char u1[] = "Who kept the log?", a1[] = " The lighthouse keeper.\n",
+			  u2[] = "And the bell?  ";
+	char first[sizeof(chat_doc) + sizeof(u1) + 2];
+	struct eng_chat_msg f[3] = { { "user", u1, sizeof(u1) - 1 },
+		{ "assistant", a1, sizeof(a1) - 1 }, { "user", u2, sizeof(u2) - 1 } };
+	struct eng_chat_msg w[3] = { { "user", first, 0 }, f[1], f[2] };
+	struct eng_chat_msg s[2] = { { "user", u1, sizeof(u1) - 1 }, { "system", "x", 1 } };
+	int32_t *d = NULL, *q = NULL, *all = NULL, *x = NULL;
+	int64_t nd, nq, nw;
+	int ok = 1;
+
+	snprintf(first, sizeof(first), "%s\n\n%s", chat_doc, u1);
+	w[0].len = strlen(first);
+	nd = eng_chat_doc_ids(c, chat_doc, sizeof(chat_doc) - 1, &d);
+	nq = eng_chat_followup_ids(c, f, 3, &q);
+	nw = eng_chat_messages_ids(c, w, 3, &all);
+	TAP_EXPECT(nd > 0 && nq > 0 && nw > 0, "%s: %lld %lld %lld", name, (long long)nd,
+	    (long long)nq, (long long)nw);
+	TAP_EXPECT(nd + nq == nw && !memcmp(d, all, (size_t)nd * sizeof(*d)) &&
+	    !memcmp(q, all + nd, (size_t)nq * sizeof(*q)), "%s: document + follow-up (%lld + "
+	    "%lld ids) is not the whole conversation (%lld)", name, (long long)nd,
+	    (long long)nq, (long long)nw);
+	TAP_EXPECT(eng_chat_followup_ids(c, s, 2, &x) == ENG_ERR_ARG && !x,
+	    "%s: a system message after the document taken", name);
+out:
+	free(d);
+	free(q);
+	free(all);
+	return ok;
+}
+
 /* Every family's halves, through SmolLM2's tokenizer (the split is the
  * template's; any byte-level vocabulary shows a misplaced piece). */
 static enum tap_result
@@ -344,6 +381,7 @@ test_halves_every_family(void)
 			bad++, tap_diag("%s: %s", names[i], why);
 		else {
 			bad += !check_halves(names[i], c, t, !strcmp(names[i], "smollm2.txt"));
+			bad += !check_followup(names[i], c);
 			checked++;
 		}
 		eng_chat_free(c);

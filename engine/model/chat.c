@@ -36,6 +36,7 @@ struct chat_pieces {
 	struct chat_piece *v;
 	size_t n, cap;
 	int rc;
+	int cont; /* 1: message 0's content continues a document (no leading trim) */
 };
 
 static void
@@ -110,7 +111,7 @@ content(struct chat_pieces *ps, const struct eng_chat_msg *m, int i, int trimmed
 	const char *p = m->content ? m->content : "";
 	size_t len = m->content ? m->len : 0;
 	if (trimmed)
-		trim(&p, &len, 1, 1);
+		trim(&p, &len, !(ps->cont && i == 0), 1);
 	put(ps, p, len, i);
 }
 
@@ -264,8 +265,9 @@ render(const struct eng_chat *c, const struct eng_chat_msg *m, size_t n, int gen
     struct chat_pieces *ps)
 {
 	size_t i;
-	int rc;
+	int rc, cont = ps->cont;
 	memset(ps, 0, sizeof(*ps));
+	ps->cont = cont;
 	if (!c || (!m && n))
 		return ENG_ERR_ARG;
 	if (!n)
@@ -295,7 +297,7 @@ int64_t
 eng_chat_render(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n, int gen,
     char *buf, size_t cap)
 {
-	struct chat_pieces ps;
+	struct chat_pieces ps = { 0 };
 	size_t i, k = 0, take;
 	int rc = render(c, msgs, n, gen, &ps);
 	if (rc)
@@ -375,7 +377,7 @@ int64_t
 eng_chat_messages_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n,
     int32_t **ids)
 {
-	struct chat_pieces ps;
+	struct chat_pieces ps = { 0 };
 	int64_t k = 0;
 	int rc;
 	*ids = NULL;
@@ -396,6 +398,7 @@ kvsnap_frame(const struct eng_chat *c, struct chat_pieces *ps, size_t *at)
 	struct eng_chat_msg u = { "user", &mark, 1 };
 	size_t i;
 	int rc;
+	memset(ps, 0, sizeof(*ps));
 	if ((rc = render(c, &u, 1, 1, ps)))
 		return rc;
 	for (i = 0; i < ps->n && ps->v[i].msg != 0; i++)
@@ -438,31 +441,47 @@ eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len, int32_t 
 }
 
 int64_t
-eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len, int32_t **ids)
+eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n,
+    int32_t **ids)
 {
-	struct chat_pieces ps;
-	size_t at;
+	struct chat_pieces ps = { .cont = 1 };
+	struct eng_chat_msg *m;
+	size_t i;
 	int64_t k = 0;
-	char *text;
+	char *first;
 	int rc;
 	*ids = NULL;
-	if (trims(c))
-		trim(&q, &len, 0, 1);
-	if (!(text = malloc(len + 2)))
+	if (!c || !msgs || !n || strcmp(msgs[0].role, "user"))
+		return ENG_ERR_ARG;
+	for (i = 0; i < n; i++)
+		if (!strcmp(msgs[i].role, "system")) /* the snapshot's system turn is fixed */
+			return ENG_ERR_ARG;
+	if (!(m = malloc(n * sizeof(*m))) || !(first = malloc(msgs[0].len + 2))) {
+		free(m);
 		return ENG_ERR_NOMEM;
-	memcpy(text, "\n\n", 2);
-	if (len)
-		memcpy(text + 2, q, len);
-	if ((rc = kvsnap_frame(c, &ps, &at))) {
-		free(text);
-		return rc;
 	}
-	rc = append(c->tok, text, len + 2, 0, ids, &k);
+	memcpy(m, msgs, n * sizeof(*m));
+	memcpy(first, "\n\n", 2);
+	if (msgs[0].len)
+		memcpy(first + 2, msgs[0].content, msgs[0].len);
+	m[0].content = first;
+	m[0].len += 2;
+	rc = render(c, m, n, 1, &ps);
+	for (i = 0; !rc && i < ps.n && ps.v[i].msg != 0; i++)
+		;
 	if (!rc)
-		rc = append_pieces(c->tok, &ps, at, ps.n, ids, &k);
-	free(text);
+		rc = i < ps.n ? append_pieces(c->tok, &ps, i, ps.n, ids, &k) : ENG_ERR_ARG;
 	free(ps.v);
+	free(first);
+	free(m);
 	return done(rc, ids, k);
+}
+
+int64_t
+eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len, int32_t **ids)
+{
+	struct eng_chat_msg u = { "user", q, len };
+	return eng_chat_followup_ids(c, &u, 1, ids);
 }
 
 int64_t

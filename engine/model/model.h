@@ -139,6 +139,13 @@ int64_t eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len,
     int32_t **ids);
 int64_t eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len,
     int32_t **ids);
+/* The question half of a conversation about the document: msgs[0] is the
+ * user's first question (it continues the document's turn after "\n\n"),
+ * then assistant and user turns as the template renders them, then the
+ * generation prompt; eng_chat_question_ids is it for one question.  A
+ * system message is ENG_ERR_ARG (the snapshot's system turn is fixed). */
+int64_t eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
+    size_t n, int32_t **ids);
 /* What follows the user's content: the end of the turn and the generation
  * prompt (kvzip's reconstruction request ends with it). */
 int64_t eng_chat_turn_end_ids(const struct eng_chat *c, int32_t **ids);
