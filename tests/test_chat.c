@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
+#include "snapshot/snapshot_io.h"
 #include "tests/tap.h"
 
 #define CHAT_FIXTURES "tests/fixtures/chat"
@@ -518,6 +520,69 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
+/* A snapshot made under one template is never answered under another: the
+ * same GGUF with one byte of its template changed (SmolLM2's default system
+ * prompt) renders another prompt and gets another profile id, because the
+ * profile names the model by the hash of the whole file. */
+static enum tap_result
+test_profile_covers_template(void)
+{
+	static const char needle[] = "named SmolLM, trained by Hugging Face<|im_end|>";
+	char path[] = "/tmp/kvsnap-test-chat-XXXXXX", why[512], pa[512], pb[512];
+	uint8_t ia[SNAP_ID_BYTES], ib[SNAP_ID_BYTES];
+	struct eng_model *m2 = NULL;
+	struct eng_tok *t2 = NULL;
+	struct eng_chat *c1 = NULL, *c2 = NULL;
+	struct eng_policy *p = NULL;
+	int32_t *d1 = NULL, *d2 = NULL;
+	int64_t n1, n2;
+	char *bytes = NULL, *hit;
+	size_t size = 0;
+	FILE *f;
+	int fd = -1, ok = 1;
+
+	TAP_CHECK(smol_tok(), "no model");
+	TAP_EXPECT((f = fopen(tap_model_path(), "rb")), "open");
+	fseek(f, 0, SEEK_END);
+	size = (size_t)ftell(f);
+	rewind(f);
+	bytes = malloc(size);
+	TAP_EXPECT(bytes && fread(bytes, 1, size, f) == size, "read");
+	fclose(f);
+	TAP_EXPECT((hit = memmem(bytes, size, needle, sizeof(needle) - 1)), "template not found");
+	hit[sizeof("named SmolL") - 1] = 'X'; /* "SmolLX" */
+	TAP_EXPECT((fd = mkstemp(path)) >= 0 && write(fd, bytes, size) == (ssize_t)size,
+	    "write %s", path);
+	TAP_EXPECT(eng_model_open(&m2, path, why, sizeof(why)) == 0 &&
+	    eng_tok_init(&t2, m2->gguf, why, sizeof(why)) == 0, "%s", why);
+	TAP_EXPECT(eng_chat_init(&c1, g_m->gguf, g_tok, why, sizeof(why)) == 0 &&
+	    eng_chat_init(&c2, m2->gguf, t2, why, sizeof(why)) == 0, "%s", why);
+	n1 = eng_chat_doc_ids(c1, "", 0, &d1);
+	n2 = eng_chat_doc_ids(c2, "", 0, &d2);
+	TAP_EXPECT(n1 > 0 && n2 > 0 && (n1 != n2 || memcmp(d1, d2, (size_t)n1 * sizeof(*d1))),
+	    "the changed template renders the same prompt");
+	TAP_EXPECT(eng_policy_create(&p, "full", "", 0, why, sizeof(why)) == 0, "%s", why);
+	TAP_EXPECT(snap_profile(pa, sizeof(pa), ia, eng_model_fingerprint(g_m), p, 512, 0) == 0 &&
+	    snap_profile(pb, sizeof(pb), ib, eng_model_fingerprint(m2), p, 512, 0) == 0,
+	    "profiles");
+	TAP_EXPECT(strcmp(pa, pb) && memcmp(ia, ib, SNAP_ID_BYTES),
+	    "one profile for both templates: %s", pa);
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	free(bytes);
+	free(d1);
+	free(d2);
+	eng_policy_free(p);
+	eng_chat_free(c1);
+	eng_chat_free(c2);
+	eng_tok_free(t2);
+	eng_model_close(m2);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
 /* Content never becomes a control token; the template's do. */
 static enum tap_result
 test_content_not_parsed(void)
@@ -600,6 +665,7 @@ static const struct tap_test tests[] = {
 	{ "halves_real_vocab", test_halves_real_vocab },
 	{ "smollm2_unchanged", test_smollm2_unchanged },
 	{ "question_one_run", test_question_one_run },
+	{ "profile_covers_template", test_profile_covers_template },
 	{ "content_not_parsed", test_content_not_parsed },
 	{ "refusals", test_refusals },
 	{ "render_truncation", test_render_truncation },
