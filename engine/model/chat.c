@@ -321,17 +321,22 @@ append(const struct eng_tok *t, const char *text, size_t len, int special, int32
     int64_t *n)
 {
 	int64_t cap = *n + (int64_t)len + 8, r;
-	int32_t *nb = realloc(*ids, (size_t)cap * sizeof(int32_t));
-	if (!nb)
-		return ENG_ERR_NOMEM;
-	*ids = nb;
-	r = eng_tok_encode(t, text, len, special, *ids + *n, cap - *n);
-	if (r < 0)
-		return (int)r;
-	if (r > cap - *n)
-		return ENG_ERR_TOKENIZER; /* byte-level BPE never yields more ids than bytes */
-	*n += r;
-	return 0;
+	int32_t *nb;
+	int tries;
+	for (tries = 0; tries < 2; tries++) { /* a second time when the ids outgrow the bytes */
+		if (!(nb = realloc(*ids, (size_t)cap * sizeof(int32_t))))
+			return ENG_ERR_NOMEM;
+		*ids = nb;
+		r = eng_tok_encode(t, text, len, special, *ids + *n, cap - *n);
+		if (r < 0)
+			return (int)r;
+		if (r <= cap - *n) {
+			*n += r;
+			return 0;
+		}
+		cap = *n + r;
+	}
+	return ENG_ERR_TOKENIZER;
 }
 
 /* Tokenize pieces [from, to): each run of one kind (template or content)
