@@ -444,7 +444,7 @@ qa_select(const struct qa_opts *o, struct qa_set *set, char *why, size_t why_len
 
 /* Read and tokenize every document and question. */
 static int
-qa_tokenize(const struct qa_opts *o, struct qa_set *set, const struct eng_tok *tok, char *why,
+qa_tokenize(const struct qa_opts *o, struct qa_set *set, const struct eng_chat *chat, char *why,
     size_t why_len)
 {
 	char path[4096];
@@ -463,14 +463,14 @@ qa_tokenize(const struct qa_opts *o, struct qa_set *set, const struct eng_tok *t
 			free(text);
 			return eng_fail(why, why_len, ENG_ERR_FORMAT, "%s: empty document", path);
 		}
-		n = eng_chat_doc_ids(tok, text, len, &d->ids);
+		n = eng_chat_doc_ids(chat, text, len, &d->ids);
 		free(text);
 		if (n < 0)
 			return eng_fail(why, why_len, (int)n, "%s: tokenizer: %s", path, eng_strerror((int)n));
 		d->n = n;
 		for (k = 0; k < d->n_q; k++) {
 			struct qa_q *q = &d->q[k];
-			n = eng_chat_question_ids(tok, q->question, strlen(q->question), &q->ids);
+			n = eng_chat_question_ids(chat, q->question, strlen(q->question), &q->ids);
 			if (n < 0)
 				return eng_fail(why, why_len, (int)n, "%s: question %d: %s", d->file, q->num,
 				    eng_strerror((int)n));
@@ -618,6 +618,7 @@ struct qa_bench {
 	const struct qa_opts *o;
 	struct eng_model *m;
 	struct eng_tok *tok;
+	struct eng_chat *chat;
 	struct eng_ctx *ctx;
 	int64_t ctx_chunk, n_extra;
 	int64_t *len0, *len1; /* (n_layer * n_head_kv) scratch */
@@ -1372,12 +1373,13 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (eng_model_open(&b.m, o.model, b.why, sizeof(b.why)) ||
-	    eng_tok_init(&b.tok, b.m->gguf, b.why, sizeof(b.why))) {
+	    eng_tok_init(&b.tok, b.m->gguf, b.why, sizeof(b.why)) ||
+	    eng_chat_init(&b.chat, b.m->gguf, b.tok, b.why, sizeof(b.why))) {
 		fprintf(stderr, "bench_qa: %s: %s\n", o.model, b.why);
 		status = 1;
 		goto out;
 	}
-	if (qa_tokenize(&o, &set, b.tok, b.why, sizeof(b.why))) {
+	if (qa_tokenize(&o, &set, b.chat, b.why, sizeof(b.why))) {
 		fprintf(stderr, "bench_qa: %s\n", b.why);
 		status = 1;
 		goto out;
@@ -1522,6 +1524,7 @@ out:
 	free(b.len1);
 	qa_set_free(&set);
 	eng_ctx_free(b.ctx);
+	eng_chat_free(b.chat);
 	eng_tok_free(b.tok);
 	eng_model_close(b.m);
 	return status;

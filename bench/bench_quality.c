@@ -324,6 +324,7 @@ struct qual_bench {
 	struct qual_opts *o;
 	struct eng_model *m;
 	struct eng_tok *tok;
+	struct eng_chat *chat;
 	struct eng_ctx *ctx;
 	int64_t ctx_chunk;
 	int32_t n_vocab;
@@ -988,23 +989,14 @@ qual_texts(struct qual_bench *b, int64_t max_len)
 	size_t need, len = 0, i, n_files;
 	int rc;
 
-	/* the template up to the user's content: render an empty user turn and
-	 * drop its "<|im_end|>\n" */
-	need = eng_chat_render(NULL, "", 0, NULL, 0);
-	if (!(s = malloc(need + 1)))
-		return ENG_ERR_NOMEM;
-	eng_chat_render(NULL, "", 0, s, need + 1);
-	if (need < 11 || strcmp(s + need - 11, "<|im_end|>\n")) {
-		free(s);
-		snprintf(b->why, sizeof(b->why), "unexpected chat template");
-		return ENG_ERR_ARG;
+	/* the template up to the user's content (the questions in
+	 * quality_data.h are ChatML's: this bench runs ChatML models) */
+	{
+		int64_t n = eng_chat_doc_ids(b->chat, "", 0, &b->pre.v);
+		if (n < 0)
+			return (int)n;
+		b->pre.n = b->pre.cap = n;
 	}
-	s[need - 11] = 0;
-	rc = qual_encode(b->tok, s, &b->pre);
-	free(s);
-	s = NULL;
-	if (rc)
-		return rc;
 	/* noise: enough repetitions for the longest document (~22 tokens each) */
 	need = (size_t)(max_len / 16 + 8) * strlen(QUAL_NOISE);
 	if (!(s = malloc(need + 1)))
@@ -1096,7 +1088,8 @@ main(int argc, char **argv)
 	memset(&ql, 0, sizeof(ql));
 	b.o = &o;
 	if (eng_model_open(&b.m, o.model, b.why, sizeof(b.why)) ||
-	    eng_tok_init(&b.tok, b.m->gguf, b.why, sizeof(b.why))) {
+	    eng_tok_init(&b.tok, b.m->gguf, b.why, sizeof(b.why)) ||
+	    eng_chat_init(&b.chat, b.m->gguf, b.tok, b.why, sizeof(b.why))) {
 		fprintf(stderr, "bench_quality: %s: %s\n", o.model, b.why);
 		return 1;
 	}
@@ -1208,6 +1201,7 @@ main(int argc, char **argv)
 	free(b.prose_sent);
 	free(b.logits);
 	eng_ctx_free(b.ctx);
+	eng_chat_free(b.chat);
 	eng_tok_free(b.tok);
 	eng_model_close(b.m);
 	return status;

@@ -69,14 +69,14 @@ bt_median(double *v, int n)
 /* Document ids of at most n tokens, as many as the prose allows: the
  * longest character cut (bisected) whose templated document fits. */
 static int64_t
-bt_document(const struct eng_tok *tok, const char *prose, size_t len, int64_t n, int32_t **ids)
+bt_document(const struct eng_chat *chat, const char *prose, size_t len, int64_t n, int32_t **ids)
 {
 	size_t lo = 1, hi = len < (size_t)n * 6 ? len : (size_t)n * 6, cut;
 	int64_t got;
 	while (lo < hi) { /* largest cut in [lo, hi] with got <= n */
 		int32_t *t = NULL;
 		cut = lo + (hi - lo + 1) / 2;
-		got = eng_chat_doc_ids(tok, prose, cut, &t);
+		got = eng_chat_doc_ids(chat, prose, cut, &t);
 		free(t);
 		if (got < 0)
 			return got;
@@ -87,7 +87,7 @@ bt_document(const struct eng_tok *tok, const char *prose, size_t len, int64_t n,
 	}
 	free(*ids);
 	*ids = NULL;
-	return eng_chat_doc_ids(tok, prose, lo, ids);
+	return eng_chat_doc_ids(chat, prose, lo, ids);
 }
 
 static volatile unsigned bt_sink;
@@ -139,7 +139,7 @@ bt_first(struct eng_ctx *c, struct eng_kv *kv, const struct eng_model *m, const 
 }
 
 static int
-bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_tok *tok,
+bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_chat *chat,
     const char *prose, size_t prose_len, int64_t want, struct bt_row *row)
 {
 	char dir[] = "/tmp/kvsnap-bench-ttft-XXXXXX", why[512] = "", prof[SNAP_MAX_PROFILE];
@@ -171,8 +171,8 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_t
 	 * model's window */
 	if (want > m->hp.n_ctx_train - 64)
 		want = m->hp.n_ctx_train - 64;
-	n = bt_document(tok, prose, prose_len, want, &doc);
-	n_q = eng_chat_question_ids(tok, BT_QUESTION, strlen(BT_QUESTION), &q);
+	n = bt_document(chat, prose, prose_len, want, &doc);
+	n_q = eng_chat_question_ids(chat, BT_QUESTION, strlen(BT_QUESTION), &q);
 	if (n <= 0 || n_q <= 0 || !(all = malloc((size_t)(n + n_q) * sizeof(int32_t)))) {
 		snprintf(why, sizeof(why), "cannot tokenize: %s", n <= 0 || n_q <= 0 ?
 		    eng_strerror((int)(n <= 0 ? n : n_q)) : "out of memory");
@@ -424,6 +424,7 @@ main(int argc, char **argv)
 	struct bt_opts o;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
+	struct eng_chat *chat = NULL;
 	char why[512], pname[64], *prose;
 	size_t prose_len;
 	int i, rc = 0;
@@ -440,13 +441,16 @@ main(int argc, char **argv)
 	}
 	why[0] = 0;
 	if (eng_model_open(&m, o.model, why, sizeof(why)) ||
-	    eng_tok_init(&tok, m->gguf, why, sizeof(why))) {
+	    eng_tok_init(&tok, m->gguf, why, sizeof(why)) ||
+	    eng_chat_init(&chat, m->gguf, tok, why, sizeof(why))) {
 		fprintf(stderr, "bench_ttft: %s\n", why);
+		eng_tok_free(tok);
 		eng_model_close(m);
 		return 1;
 	}
 	if (!(prose = bench_prose(&prose_len)) || !prose_len) {
 		fprintf(stderr, "bench_ttft: no prose in /usr/share/common-licenses\n");
+		eng_chat_free(chat);
 		eng_tok_free(tok);
 		eng_model_close(m);
 		return 1;
@@ -455,11 +459,12 @@ main(int argc, char **argv)
 		bt_header(&o);
 	for (i = 0; i < o.n_lengths && !rc; i++) {
 		struct bt_row r;
-		if ((rc = bt_length(&o, m, tok, prose, prose_len, o.lengths[i], &r)))
+		if ((rc = bt_length(&o, m, chat, prose, prose_len, o.lengths[i], &r)))
 			break;
 		bt_print(&o, &r);
 	}
 	free(prose);
+	eng_chat_free(chat);
 	eng_tok_free(tok);
 	eng_model_close(m);
 	return rc ? 1 : 0;

@@ -50,8 +50,7 @@ llm = Llama(model_path=model, n_ctx=n + 64, n_batch=512, n_ubatch=512, n_threads
 pre = llm.tokenize(b"<|im_start|>system\n" + SYSTEM + b"<|im_end|>\n<|im_start|>user\n",
                    add_bos=False, special=True)
 ids = pre + llm.tokenize(text, add_bos=False, special=False)[:max(0, n - len(pre))]
-q = (llm.tokenize(b"\n\n", add_bos=False, special=False)
-     + llm.tokenize(QUESTION, add_bos=False, special=False)
+q = (llm.tokenize(b"\n\n" + QUESTION, add_bos=False, special=False)  # one run, as kvsnap
      + llm.tokenize(b"<|im_end|>\n<|im_start|>assistant\n", add_bos=False, special=True))
 t0 = time.perf_counter()
 llm.eval(ids)

@@ -92,6 +92,7 @@ cli_ask(int argc, char **argv)
 	double ratio;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
+	struct eng_chat *chat = NULL;
 	struct eng_policy *p = NULL;
 	struct eng_ctx *ctx = NULL;
 	struct eng_kv *kv = NULL;
@@ -171,7 +172,8 @@ cli_ask(int argc, char **argv)
 		ret = cli_exit_for_engine(rc);
 		goto out;
 	}
-	if ((rc = eng_tok_init(&tok, m->gguf, why, sizeof(why)))) {
+	if ((rc = eng_tok_init(&tok, m->gguf, why, sizeof(why))) ||
+	    (rc = eng_chat_init(&chat, m->gguf, tok, why, sizeof(why)))) {
 		cli_err("cannot load the tokenizer: %s", why);
 		ret = cli_exit_for_engine(rc);
 		goto out;
@@ -182,8 +184,8 @@ cli_ask(int argc, char **argv)
 		goto out;
 	}
 	/* the document, then the question that ends the user turn */
-	n_doc = eng_chat_doc_ids(tok, doc, doc_len, &ids);
-	n_q = n_doc < 0 ? n_doc : eng_chat_question_ids(tok, question,
+	n_doc = eng_chat_doc_ids(chat, doc, doc_len, &ids);
+	n_q = n_doc < 0 ? n_doc : eng_chat_question_ids(chat, question,
 	    strlen(question), &qids);
 	if (n_doc < 0 || n_q < 0) {
 		cli_err("cannot tokenize: %s", eng_strerror((int)(n_doc < 0 ? n_doc : n_q)));
@@ -269,6 +271,7 @@ out:
 	eng_kv_free(kv);
 	eng_ctx_free(ctx);
 	eng_policy_free(p);
+	eng_chat_free(chat);
 	eng_tok_free(tok);
 	eng_model_close(m);
 	return ret;

@@ -33,37 +33,25 @@ gen_emit(void *arg, int32_t id)
 	return 0;
 }
 
-/* Tokenize the prompt: the chat template's own pieces with specials parsed,
- * the user's text without (so text cannot forge control tokens); --raw
- * parses specials in the text as llama.cpp's tools do. */
+/* Tokenize the prompt: the user's text as one user turn in the model's
+ * chat template (the template's pieces with specials parsed, the text
+ * without, so text cannot forge control tokens); --raw parses specials in
+ * the text as llama.cpp's tools do. */
 static int64_t
-gen_tokenize_prompt(const struct eng_tok *tok, const char *text, int raw, int32_t **out)
+gen_tokenize_prompt(const struct eng_tok *tok, const struct eng_chat *chat, const char *text,
+    int raw, int32_t **out)
 {
-	size_t cap = strlen(text) + 64;
-	int32_t *ids = malloc(cap * sizeof(*ids));
-	int64_t n = 0, r;
-	static const char *pre =
-	    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-	    "Face<|im_end|>\n<|im_start|>user\n";
-	static const char *post = "<|im_end|>\n<|im_start|>assistant\n";
+	struct eng_chat_msg u = { "user", text, strlen(text) };
+	size_t cap = strlen(text) + 8;
+	int32_t *ids;
+	int64_t n;
 
 	*out = NULL;
-	if (!ids)
+	if (!raw)
+		return eng_chat_messages_ids(chat, &u, 1, out);
+	if (!(ids = malloc(cap * sizeof(*ids))))
 		return ENG_ERR_NOMEM;
-	if (raw) {
-		n = eng_tok_encode(tok, text, strlen(text), 1, ids, (int64_t)cap);
-	} else {
-		r = eng_tok_encode(tok, pre, strlen(pre), 1, ids, (int64_t)cap);
-		if (r >= 0) {
-			n = r;
-			r = eng_tok_encode(tok, text, strlen(text), 0, ids + n, (int64_t)cap - n);
-		}
-		if (r >= 0) {
-			n += r;
-			r = eng_tok_encode(tok, post, strlen(post), 1, ids + n, (int64_t)cap - n);
-		}
-		n = r < 0 ? r : n + r;
-	}
+	n = eng_tok_encode(tok, text, strlen(text), 1, ids, (int64_t)cap);
 	if (n < 0 || n > (int64_t)cap) {
 		free(ids);
 		return n < 0 ? n : ENG_ERR_NOMEM;
@@ -113,6 +101,7 @@ cli_generate(int argc, char **argv)
 	const char *stop;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
+	struct eng_chat *chat = NULL;
 	struct eng_ctx *ctx = NULL;
 	struct eng_kv *kv = NULL;
 	struct eng_sampler s;
@@ -163,7 +152,12 @@ cli_generate(int argc, char **argv)
 		ret = cli_exit_for_engine(rc);
 		goto out;
 	}
-	n_prompt = gen_tokenize_prompt(tok, prompt, raw, &ids);
+	if (!raw && (rc = eng_chat_init(&chat, m->gguf, tok, why, sizeof(why)))) {
+		cli_err("%s: %s", model_path, why);
+		ret = cli_exit_for_engine(rc);
+		goto out;
+	}
+	n_prompt = gen_tokenize_prompt(tok, chat, prompt, raw, &ids);
 	if (n_prompt < 0) {
 		cli_err("cannot tokenize the prompt: %s", eng_strerror((int)n_prompt));
 		goto out;
@@ -213,6 +207,7 @@ out:
 	free(ids);
 	eng_kv_free(kv);
 	eng_ctx_free(ctx);
+	eng_chat_free(chat);
 	eng_tok_free(tok);
 	eng_model_close(m);
 	return ret;

@@ -568,6 +568,7 @@ cli_selftest(int argc, char **argv)
 	struct st_engine e;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
+	struct eng_chat *chat = NULL;
 	const char *model_path;
 	char why[512], *doc = NULL;
 	int32_t *ids = NULL, *qids = NULL;
@@ -591,7 +592,8 @@ cli_selftest(int argc, char **argv)
 		return cli_model_missing();
 	eng_use_backend("cpu", NULL, 0);
 	if ((rc = eng_model_open(&m, model_path, why, sizeof(why))) ||
-	    (rc = eng_tok_init(&tok, m->gguf, why, sizeof(why)))) {
+	    (rc = eng_tok_init(&tok, m->gguf, why, sizeof(why))) ||
+	    (rc = eng_chat_init(&chat, m->gguf, tok, why, sizeof(why)))) {
 		cli_err("%s", why);
 		ret = cli_exit_for_engine(rc);
 		goto out;
@@ -618,9 +620,9 @@ cli_selftest(int argc, char **argv)
 	memset(&e, 0, sizeof(e));
 	e.m = m;
 	doc = st_document(160);
-	e.n_doc = doc ? eng_chat_doc_ids(tok, doc, strlen(doc), &ids) : -1;
+	e.n_doc = doc ? eng_chat_doc_ids(chat, doc, strlen(doc), &ids) : -1;
 	e.n_q = e.n_doc < 0 ? -1 :
-	    eng_chat_question_ids(tok, "What is the pass key?", 21, &qids);
+	    eng_chat_question_ids(chat, "What is the pass key?", 21, &qids);
 	if (e.n_doc < 0 || e.n_q < 0) {
 		cli_err("selftest: cannot tokenize the test document");
 		goto out;
@@ -642,6 +644,7 @@ out:
 	free(doc);
 	free(ids);
 	free(qids);
+	eng_chat_free(chat);
 	eng_tok_free(tok);
 	eng_model_close(m);
 	return ret;

@@ -43,6 +43,7 @@ struct train_env {
 	struct eng_ctx *c;
 	const struct eng_model *m;
 	const struct eng_tok *tok;
+	const struct eng_chat *chat;
 	const struct td_corpus *co;
 	int32_t im_end;
 	struct eng_policy *kz; /* --labels kvzip: the scorer, bound, ratio 1 */
@@ -104,8 +105,8 @@ train_usage(FILE *f, const char *cmd)
  * shrinking the document until the prompt fits max_tok; the first *n_doc
  * are the document's (what an ingest reads). */
 static int
-train_prompt(const struct train_cfg *cf, const struct td_corpus *co, const struct eng_tok *tok,
-    int64_t i, struct td_example *ex, int32_t **ids, int64_t *n, int64_t *n_doc)
+train_prompt(const struct train_cfg *cf, const struct td_corpus *co,
+    const struct eng_chat *chat, int64_t i, struct td_example *ex, int32_t **ids, int64_t *n, int64_t *n_doc)
 {
 	uint64_t s = (cf->seed + 1) * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)i * 0x632BE59BD9B4E019u;
 	long target = cf->min_tok + (long)((s >> 17) % (uint64_t)(cf->max_tok - cf->min_tok + 1));
@@ -117,8 +118,8 @@ train_prompt(const struct train_cfg *cf, const struct td_corpus *co, const struc
 		int64_t nd, nq;
 		if (td_make(co, cf->seed, i, (size_t)chars, ex))
 			return CLI_EXIT_FAILURE;
-		nd = eng_chat_doc_ids(tok, ex->doc, strlen(ex->doc), &d);
-		nq = nd < 0 ? nd : eng_chat_question_ids(tok, ex->question, strlen(ex->question), &q);
+		nd = eng_chat_doc_ids(chat, ex->doc, strlen(ex->doc), &d);
+		nq = nd < 0 ? nd : eng_chat_question_ids(chat, ex->question, strlen(ex->question), &q);
 		if (nd < 0 || nq < 0) {
 			free(d);
 			free(q);
@@ -200,7 +201,7 @@ train_example(const struct train_cfg *cf, struct train_env *env, int64_t i, int 
 	int rc = 0, ret;
 
 	*te = NULL;
-	if ((ret = train_prompt(cf, env->co, env->tok, i, &ex, &p, &n_all, &n_doc)))
+	if ((ret = train_prompt(cf, env->co, env->chat, i, &ex, &p, &n_all, &n_doc)))
 		return ret;
 	*kind = ex.kind;
 	if (cf->labels == TRAIN_LABELS_KVZIP) {
@@ -278,7 +279,7 @@ train_eval(const struct train_cfg *cf, struct eng_train *tr, struct train_env *e
 
 static int
 train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
-    const struct td_corpus *co)
+    const struct eng_chat *chat, const struct td_corpus *co)
 {
 	struct eng_train *tr = NULL;
 	struct eng_ctx *c = NULL;
@@ -293,6 +294,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 	memset(&env, 0, sizeof(env));
 	env.m = m;
 	env.tok = tok;
+	env.chat = chat;
 	env.co = co;
 	{
 		int32_t t[4];
@@ -455,14 +457,14 @@ out:
 
 /* --dump: the examples' texts and prompt lengths, no training. */
 static int
-train_dump(const struct train_cfg *cf, const struct eng_tok *tok, const struct td_corpus *co)
+train_dump(const struct train_cfg *cf, const struct eng_chat *chat, const struct td_corpus *co)
 {
 	int64_t i;
 	for (i = 0; i < cf->examples; i++) {
 		struct td_example ex;
 		int32_t *p = NULL;
 		int64_t n_p = 0, n_doc = 0;
-		int ret = train_prompt(cf, co, tok, i, &ex, &p, &n_p, &n_doc);
+		int ret = train_prompt(cf, co, chat, i, &ex, &p, &n_p, &n_doc);
 		if (ret)
 			return ret;
 		printf("=== example %lld (%s, %lld prompt tokens)\n%s\n--- question: %s\n--- answer: %s\n",
@@ -502,6 +504,7 @@ cli_train_heads(int argc, char **argv)
 	struct train_cfg cf;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
+	struct eng_chat *chat = NULL;
 	struct td_corpus co;
 	char why[256] = "", out_buf[4096], ck_buf[4200], lc_buf[4200];
 	struct cli_opts o = { .shortopts = "o:t:", .longopts = opts,
@@ -603,17 +606,20 @@ cli_train_heads(int argc, char **argv)
 		eng_model_close(m);
 		return CLI_EXIT_USAGE;
 	}
-	if ((rc = eng_tok_init(&tok, m->gguf, why, sizeof(why)))) {
+	if ((rc = eng_tok_init(&tok, m->gguf, why, sizeof(why))) ||
+	    (rc = eng_chat_init(&chat, m->gguf, tok, why, sizeof(why)))) {
 		cli_err("cannot load the tokenizer: %s", why);
+		eng_tok_free(tok);
 		eng_model_close(m);
 		return cli_exit_for_engine(rc);
 	}
 	if (td_corpus_load(&co, cf.fortunes, cf.words)) {
 		ret = CLI_EXIT_NOT_FOUND;
 	} else {
-		ret = cf.dump ? train_dump(&cf, tok, &co) : train_run(&cf, m, tok, &co);
+		ret = cf.dump ? train_dump(&cf, chat, &co) : train_run(&cf, m, tok, chat, &co);
 		td_corpus_free(&co);
 	}
+	eng_chat_free(chat);
 	eng_tok_free(tok);
 	eng_model_close(m);
 	return ret;

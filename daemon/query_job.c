@@ -101,6 +101,7 @@ query_job_run(struct worker *w, struct job *j)
 	const struct proto_req *r = &j->req;
 	struct svc_hooks hk = { NULL, job_token, j, &j->cancel };
 	struct svc_query_req qr;
+	struct eng_chat_msg *msgs = NULL;
 	struct svc_answer a;
 	struct svc_status st;
 	uint8_t doc[SNAP_ID_BYTES];
@@ -113,6 +114,12 @@ query_job_run(struct worker *w, struct job *j)
 	qr.doc_id = doc;
 	qr.question = r->question;
 	qr.question_len = r->question_len;
+	if (r->n_msgs > 1 && (msgs = calloc(r->n_msgs, sizeof(*msgs)))) { /* HTTP's turns */
+		for (qr.n_msgs = 0; qr.n_msgs < r->n_msgs; qr.n_msgs++)
+			msgs[qr.n_msgs] = (struct eng_chat_msg){ r->msgs[qr.n_msgs].role,
+				r->msgs[qr.n_msgs].content, r->msgs[qr.n_msgs].content_len };
+		qr.msgs = msgs;
+	}
 	qr.max_tokens = r->max_tokens;
 	qr.whole_utf8 = 1;
 	qr.temperature = (float)r->temperature;
@@ -132,4 +139,5 @@ query_job_run(struct worker *w, struct job *j)
 		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds, "tier",
 		    a.from_shared ? "shared" : "local"));
 	}
+	free(msgs);
 }

@@ -17,7 +17,7 @@ chat_prompt_ids(const struct svc *v, const struct svc_chat_req *r, int32_t **ids
 {
 	int64_t cap, n;
 	if (r->msgs)
-		return eng_chat_messages_ids(v->tok, r->msgs, r->n_msgs, ids);
+		return eng_chat_messages_ids(v->chat, r->msgs, r->n_msgs, ids);
 	cap = (int64_t)r->prompt_len + 8;
 	if (!(*ids = malloc((size_t)cap * sizeof(**ids))))
 		return ENG_ERR_NOMEM;
@@ -48,7 +48,12 @@ svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
 	memset(out, 0, sizeof(*out));
 	svc_emit_init(&em, v, hk, r->whole_utf8);
 	if ((n = chat_prompt_ids(v, r, &ids)) < 0) {
-		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
+		if (n == ENG_ERR_ARG && r->msgs) /* the template raises on it */
+			snprintf(st->why, sizeof(st->why), "the model's chat template (%s) does "
+			    "not take this conversation: a system message it has no turn for, or "
+			    "user and assistant turns that do not alternate", eng_chat_name(v->chat));
+		else
+			snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
 		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
 	}
 	out->prompt_tokens = n;

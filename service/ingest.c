@@ -142,7 +142,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 		ingest_too_long(st, n, max, 1);
 		goto out;
 	}
-	n = eng_chat_doc_ids(v->tok, fd.text, fd.len, &ids);
+	n = eng_chat_doc_ids(v->chat, fd.text, fd.len, &ids);
 	if (n < 0) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
 		svc_fail(st, SVC_AT_TOKENIZE, (int)n);

@@ -26,6 +26,7 @@ svc_close(struct svc *v)
 		return;
 	tier_close(v->tier);
 	store_close(v->s);
+	eng_chat_free(v->chat);
 	eng_tok_free(v->tok);
 	eng_model_close(v->m);
 	free(v->policy);
@@ -59,6 +60,8 @@ open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
 	if ((rc = eng_model_open(&v->m, conf->model, why, cap)))
 		return svc_fail(st, SVC_AT_MODEL, rc);
 	if ((rc = eng_tok_init(&v->tok, v->m->gguf, why, cap)))
+		return svc_fail(st, SVC_AT_TOKENIZER, rc);
+	if ((rc = eng_chat_init(&v->chat, v->m->gguf, v->tok, why, cap)))
 		return svc_fail(st, SVC_AT_TOKENIZER, rc);
 	if ((rc = eng_policy_bind(*p, v->m, why, cap)))
 		return svc_fail(st, SVC_AT_BIND, rc);

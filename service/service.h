@@ -87,6 +87,7 @@ struct svc_tier;
 struct svc {
 	struct eng_model *m;     /* shared read-only */
 	struct eng_tok *tok;     /* encode/decode are read-only after init */
+	struct eng_chat *chat;   /* the model's chat template (borrows tok) */
 	struct store *s;         /* thread-safe */
 	char *policy, *opts;     /* the policy and its effective options */
 	long budget, chunk;
@@ -278,6 +279,13 @@ struct svc_query_req {
 	const uint8_t *doc_id;   /* resolved (svc_resolve) */
 	const char *question;
 	size_t question_len;
+	/* optional: the question as a conversation (the first message a user's,
+	 * then assistant and user turns, rendered as turns by the chat template
+	 * after the document); the question above (its flattened form) is used
+	 * when there is none or the template does not take it as turns (a
+	 * system message: the snapshot's system turn is fixed) */
+	const struct eng_chat_msg *msgs;
+	size_t n_msgs;
 	int64_t max_tokens;
 	int whole_utf8;          /* token texts end on whole UTF-8 characters */
 	float temperature;       /* 0 (the default when zeroed): greedy */

@@ -56,6 +56,7 @@ static const char g_text[] =
 
 static struct eng_model *g_m;
 static struct eng_tok *g_tok;
+static struct eng_chat *g_chat;
 
 static int
 open_model(void)
@@ -64,7 +65,8 @@ open_model(void)
 	if (g_m)
 		return 0;
 	if (eng_model_open(&g_m, tap_model_path(), why, sizeof(why)) ||
-	    eng_tok_init(&g_tok, g_m->gguf, why, sizeof(why))) {
+	    eng_tok_init(&g_tok, g_m->gguf, why, sizeof(why)) ||
+	    eng_chat_init(&g_chat, g_m->gguf, g_tok, why, sizeof(why))) {
 		tap_diag("cannot open the model: %s", why);
 		return -1;
 	}
@@ -75,7 +77,7 @@ open_model(void)
 static int64_t
 doc_ids(int32_t **ids)
 {
-	return eng_chat_doc_ids(g_tok, g_text, sizeof(g_text) - 1, ids);
+	return eng_chat_doc_ids(g_chat, g_text, sizeof(g_text) - 1, ids);
 }
 
 static enum tap_result
@@ -220,7 +222,7 @@ test_scores_by_hand(void)
 	TAP_CHECK(!open_model(), "model");
 	hp = &g_m->hp;
 	n = doc_ids(&ids);
-	n_tpl = eng_chat_doc_ids(g_tok, "", 0, &tpl);
+	n_tpl = eng_chat_doc_ids(g_chat, "", 0, &tpl);
 	TAP_CHECK(n_tpl > 0 && n - lo >= 64 && n - lo < 128 + 64,
 	    "the document must make two segments of seg=128: %lld tokens", (long long)n);
 	TAP_CHECK(!eng_policy_create_ratio(&p, "kvzip", "seg=128", 1.0, why, sizeof(why)), "%s",
@@ -541,7 +543,7 @@ test_train_labels(void)
 
 	TAP_CHECK(!open_model(), "model");
 	n = doc_ids(&ids);
-	n_pre = eng_chat_doc_ids(g_tok, "", 0, &pre); /* the template prefix: kvzip's sinks */
+	n_pre = eng_chat_doc_ids(g_chat, "", 0, &pre); /* the template prefix: kvzip's sinks */
 	TAP_CHECK(n > 0 && n_pre > 0 && n_pre < n, "ids");
 	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
 	TAP_CHECK(!eng_policy_create_ratio(&p1, "kvzip", "", 1.0, why, sizeof(why)) &&
@@ -616,6 +618,7 @@ int
 main(int argc, char **argv)
 {
 	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	eng_chat_free(g_chat);
 	eng_tok_free(g_tok);
 	eng_model_close(g_m);
 	return rc;

@@ -1,17 +1,17 @@
 /*
- * test_tokenizer.c: engine/model/tokenizer.c and engine/model/chat.c.
+ * test_tokenizer.c: engine/model/tokenizer.c.
  *
  * The reference is llama.cpp.  On the bundled model (tap_model_path()) we
- * check the example tokenizations of spec/model.md section 7.3, the 37-token
- * chat prompt of section 6.2, and every case of tests/fixtures/tokens.txt
+ * check the example tokenizations of spec/model.md section 7.3 and every
+ * case of tests/fixtures/tokens.txt
  * (written by scripts/make-token-fixtures.py with llama-cpp-python from the
  * inputs of scripts/tokenizer-cases.py); all must be identical.  A missing
  * model or fixture file is a failure, not a skip.
  *
  * Without the model: a synthetic vocabulary built in memory checks merge
  * order, byte fallback, digit splitting, special-token matching and EOG;
- * malformed tokenizer metadata must be rejected with ENG_ERR_TOKENIZER; and
- * eng_chat_render's exact output and truncation are checked.
+ * malformed tokenizer metadata must be rejected with ENG_ERR_TOKENIZER.
+ * (The chat template's prompts: tests/test_chat.c.)
  *
  * Hostile input (every lone byte, invalid UTF-8 including what makes
  * llama.cpp abort, 100k whitespace runs, 1 MiB strings) must not crash and
@@ -289,24 +289,6 @@ test_spec_examples(void)
 	for (i = 0; i < sizeof(ex) / sizeof(ex[0]); i++)
 		bad += !tok_expect(t, ex[i].text, 1, ex[i].ids, ex[i].n);
 	TAP_CHECK(bad == 0, "%d of %zu examples differ", bad, sizeof(ex) / sizeof(ex[0]));
-	return TAP_PASS;
-}
-
-/* The rendered default chat prompt is the 37 ids of spec section 6.2. */
-static enum tap_result
-test_chat_prompt_ids(void)
-{
-	static const int32_t want[37] = { 1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365,
-		3511, 308, 34519, 28, 7018, 411, 407, 19712, 8182, 2, 198, 1, 4093, 198, 1780, 314,
-		260, 3575, 282, 4649, 47, 2, 198, 1, 520, 9531, 198 };
-	const struct eng_tok *t;
-	char buf[512];
-	size_t n;
-
-	TOK_REQUIRE_MODEL(t);
-	n = eng_chat_render(NULL, "What is the capital of France?", 1, buf, sizeof(buf));
-	TAP_CHECK(n < sizeof(buf), "render length %zu", n);
-	TAP_CHECK(tok_expect(t, buf, 1, want, 37), "chat prompt ids differ");
 	return TAP_PASS;
 }
 
@@ -961,50 +943,10 @@ test_init_rejects(void)
 /* Chat rendering                                                            */
 
 /* Exact ChatML strings and snprintf-style truncation. */
-static enum tap_result
-test_chat_render(void)
-{
-	static const char want[] =
-	    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-	    "Face<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n"
-	    "<|im_start|>assistant\n";
-	static const char want_sys[] =
-	    "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n";
-	const size_t wl = sizeof(want) - 1;
-	char buf[512];
-	size_t n, cap;
-
-	n = eng_chat_render(NULL, "What is the capital of France?", 1, buf, sizeof(buf));
-	TAP_CHECK(n == wl && strcmp(buf, want) == 0, "default render: %zu \"%s\"", n, buf);
-	n = eng_chat_render("Be brief.", "hi", 0, buf, sizeof(buf));
-	TAP_CHECK(n == sizeof(want_sys) - 1 && strcmp(buf, want_sys) == 0, "system render: %s",
-	    buf);
-	n = eng_chat_render("", NULL, 0, buf, sizeof(buf));
-	TAP_CHECK(strcmp(buf, "<|im_start|>system\n<|im_end|>\n<|im_start|>user\n<|im_end|>\n") ==
-	    0, "empty render: %s", buf);
-
-	/* snprintf semantics: length needed, NUL-terminated prefix */
-	TAP_CHECK(eng_chat_render(NULL, "What is the capital of France?", 1, NULL, 0) == wl,
-	    "size query");
-	for (cap = 1; cap <= wl + 1; cap++) {
-		memset(buf, 'X', sizeof(buf));
-		n = eng_chat_render(NULL, "What is the capital of France?", 1, buf, cap);
-		TAP_CHECK(n == wl, "cap %zu returned %zu", cap, n);
-		TAP_CHECK(strlen(buf) == cap - 1 && memcmp(buf, want, cap - 1) == 0,
-		    "cap %zu prefix", cap);
-		TAP_CHECK(buf[cap] == 'X', "cap %zu wrote past the buffer", cap);
-	}
-	memset(buf, 'X', sizeof(buf));
-	n = eng_chat_render(NULL, "x", 1, buf, 0);
-	TAP_CHECK(buf[0] == 'X' && n > 0, "cap 0 wrote");
-	return TAP_PASS;
-}
-
 /* ------------------------------------------------------------------------ */
 
 static const struct tap_test tests[] = {
 	{ "spec_examples", test_spec_examples },
-	{ "chat_prompt_ids", test_chat_prompt_ids },
 	{ "specials", test_specials },
 	{ "fixtures", test_fixtures },
 	{ "roundtrip", test_roundtrip },
@@ -1013,7 +955,6 @@ static const struct tap_test tests[] = {
 	{ "min_tokens", test_min_tokens },
 	{ "synthetic_bpe", test_synthetic_bpe },
 	{ "init_rejects", test_init_rejects },
-	{ "chat_render", test_chat_render },
 };
 
 /* Run the tests, then release the shared model tokenizer. */

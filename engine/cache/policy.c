@@ -263,11 +263,17 @@ eng_doc_template_ids(const struct eng_model *m, int32_t **ids, int64_t *n, char 
     size_t why_len)
 {
 	struct eng_tok *tok = NULL;
+	struct eng_chat *chat = NULL;
 	int64_t r;
 	int rc;
 	if ((rc = eng_tok_init(&tok, m->gguf, why, why_len)))
 		return rc;
-	r = eng_chat_doc_ids(tok, "", 0, ids);
+	if ((rc = eng_chat_init(&chat, m->gguf, tok, why, why_len))) {
+		eng_tok_free(tok);
+		return rc;
+	}
+	r = eng_chat_doc_ids(chat, "", 0, ids);
+	eng_chat_free(chat);
 	eng_tok_free(tok);
 	if (r < 0)
 		return eng_fail(why, why_len, (int)r, "cannot tokenize the chat template");

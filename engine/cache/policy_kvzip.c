@@ -31,7 +31,6 @@ extern const struct eng_policy_ops eng_policy_kvzip; /* defined at the end */
 static const char kvzip_first_text[] = "\n\nRepeat the previous context exactly.";
 static const char kvzip_pre_text[] =
     "\n\nRepeat the part of the previous context exactly, starting with ";
-static const char kvzip_post_text[] = "<|im_end|>\n<|im_start|>assistant\n";
 
 static void
 kvzip_prompt_free(struct kvzip_prompt *pr)
@@ -190,12 +189,28 @@ kvzip_encode(const struct eng_tok *t, const char *text, int special, int32_t **i
 	return 0;
 }
 
-/* Tokenize the reconstruction prompt with the model's own tokenizer. */
+/* The end of the user's turn and the assistant header, in the model's chat
+ * template: what follows the reconstruction request. */
+static int
+kvzip_turn_end(const struct eng_chat *chat, struct kvzip_prompt *pr)
+{
+	int64_t n = eng_chat_turn_end_ids(chat, &pr->post);
+	if (n < 0)
+		return (int)n;
+	if (n > KVZIP_PROMPT_MAX)
+		return ENG_ERR_TOKENIZER;
+	pr->n_post = n;
+	return 0;
+}
+
+/* Tokenize the reconstruction prompt with the model's own tokenizer and
+ * chat template. */
 static int
 kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t why_len)
 {
 	struct kvzip_prompt *pr;
 	struct eng_tok *tok = NULL;
+	struct eng_chat *chat = NULL;
 	int32_t *a = NULL, *b = NULL;
 	int64_t na = 0, nb = 0;
 	int rc;
@@ -204,14 +219,19 @@ kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t wh
 		return 0;
 	if ((rc = eng_tok_init(&tok, m->gguf, why, why_len)))
 		return rc;
+	if ((rc = eng_chat_init(&chat, m->gguf, tok, why, why_len))) {
+		eng_tok_free(tok);
+		return rc;
+	}
 	pr = calloc(1, sizeof(*pr));
 	if (!pr) {
+		eng_chat_free(chat);
 		eng_tok_free(tok);
 		return ENG_ERR_NOMEM;
 	}
 	rc = kvzip_encode(tok, kvzip_pre_text, 0, &pr->pre, &pr->n_pre);
 	if (!rc)
-		rc = kvzip_encode(tok, kvzip_post_text, 1, &pr->post, &pr->n_post);
+		rc = kvzip_turn_end(chat, pr);
 	if (!rc)
 		rc = kvzip_encode(tok, kvzip_first_text, 0, &a, &na);
 	if (!rc && !(pr->first = malloc((size_t)(na + pr->n_post) * sizeof(int32_t))))
@@ -220,7 +240,7 @@ kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t wh
 		memcpy(pr->first, a, (size_t)na * sizeof(int32_t));
 		memcpy(pr->first + na, pr->post, (size_t)pr->n_post * sizeof(int32_t));
 		pr->n_first = na + pr->n_post;
-		nb = eng_chat_doc_ids(tok, "", 0, &b);
+		nb = eng_chat_doc_ids(chat, "", 0, &b);
 		if (nb < 0)
 			rc = (int)nb;
 		else {
@@ -229,6 +249,7 @@ kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t wh
 		}
 	}
 	free(a);
+	eng_chat_free(chat);
 	eng_tok_free(tok);
 	if (rc) {
 		kvzip_prompt_free(pr);

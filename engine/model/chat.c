@@ -1,158 +1,576 @@
 /*
- * chat.c: the ChatML prompt SmolLM2-Instruct's chat template renders
- * (spec/model.md section 6.2).
+ * chat.c: every prompt kvsnap gives a model, rendered in its GGUF's chat
+ * template (tokenizer.chat_template; chat_template.c says which family it
+ * is).  One renderer per family turns a conversation into pieces, each
+ * template text (its control tokens parsed) or a message's content (never
+ * parsed: a document or a question cannot forge a turn); everything else
+ * is built from those pieces:
  *
- * The GGUF's Jinja template emits a default system turn when the first
- * message is not a system message, then every message as
- * "<|im_start|>{role}\n{content}<|im_end|>\n", then "<|im_start|>assistant\n"
- * for a generation prompt.  eng_chat_render() produces exactly that for one
- * optional system message and one user message, with snprintf semantics;
- * eng_chat_messages_ids() tokenizes it for a whole conversation.
+ *   eng_chat_render       the text (tests compare it with jinja2's);
+ *   eng_chat_messages_ids a whole conversation's ids (kvsnapd's HTTP chat);
+ *   eng_chat_doc_ids /    kvsnap's prompt in two halves: the conversation
+ *   eng_chat_question_ids [user: DOC "\n\n" QUESTION] split where the
+ *                         document ends, so the snapshot holds the first and
+ *                         a query adds the second;
+ *   eng_chat_turn_end_ids the pieces after the user's content (kvzip's
+ *                         reconstruction prompt ends its turn with them).
+ *
+ * Runs of pieces of one kind are tokenized together.  The question half
+ * is one content run ("\n\n" and the question) so that, where the
+ * document ends on a pre-token boundary, the halves' ids are those of the
+ * whole conversation (tests/test_chat.c checks it per family).
  */
 #include <stdlib.h> /* for realloc, free */
 #include <string.h> /* for strlen, memcpy */
 
-#include "engine/engine.h"
+#include "engine/engine_internal.h"
+#include "engine/model/chat_internal.h"
 
-#define ENG_CHAT_DEFAULT_SYSTEM \
-	"You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-
-/* Output cursor: writes what fits, counts everything. */
-struct eng_chat_out {
-	char *buf;
-	size_t cap, n;
+struct chat_piece {
+	const char *p;
+	size_t len;
+	int msg; /* the message whose content this is, or -1: template text */
 };
 
-/* Append s[0..len) (truncating to leave room for the NUL). */
+struct chat_pieces {
+	struct chat_piece *v;
+	size_t n, cap;
+	int rc;
+	int cont; /* 1: message 0's content continues a document (no leading trim) */
+};
+
 static void
-eng_chat_put(struct eng_chat_out *o, const char *s, size_t len)
+put(struct chat_pieces *ps, const char *p, size_t len, int msg)
 {
-	if (o->n < o->cap) {
-		size_t room = o->cap - 1 - o->n;
-		memcpy(o->buf + o->n, s, len < room ? len : room);
+	struct chat_piece *nv;
+	if (ps->rc || !len)
+		return;
+	if (ps->n == ps->cap) {
+		ps->cap = ps->cap ? 2 * ps->cap : 32;
+		if (!(nv = realloc(ps->v, ps->cap * sizeof(*nv)))) {
+			ps->rc = ENG_ERR_NOMEM;
+			return;
+		}
+		ps->v = nv;
 	}
-	o->n += len;
+	ps->v[ps->n++] = (struct chat_piece){ p, len, msg };
 }
 
-/* Append a NUL-terminated string. */
 static void
-eng_chat_puts(struct eng_chat_out *o, const char *s)
+tpl(struct chat_pieces *ps, const char *s)
 {
-	eng_chat_put(o, s, strlen(s));
+	put(ps, s, strlen(s), -1);
 }
 
-/* One turn: <|im_start|>role\ncontent<|im_end|>\n */
+/* Python's str.isspace() for the UTF-8 character at s[0..n) (Jinja's trim
+ * is str.strip()): its length, 0 when not white space. */
+static size_t
+space_at(const unsigned char *s, size_t n)
+{
+	if (*s == ' ' || (*s >= 0x09 && *s <= 0x0d) || (*s >= 0x1c && *s <= 0x1f))
+		return 1;
+	if (n >= 2 && s[0] == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0))
+		return 2;
+	if (n < 3)
+		return 0;
+	if ((s[0] == 0xe1 && s[1] == 0x9a && s[2] == 0x80) ||
+	    (s[0] == 0xe2 && s[1] == 0x80 && (s[2] <= 0x8a || s[2] == 0xa8 || s[2] == 0xa9 ||
+	    s[2] == 0xaf)) ||
+	    (s[0] == 0xe2 && s[1] == 0x81 && s[2] == 0x9f) ||
+	    (s[0] == 0xe3 && s[1] == 0x80 && s[2] == 0x80))
+		return 3;
+	return 0;
+}
+
+/* Jinja's trim: leading (lead) and trailing (trail) white space off. */
 static void
-eng_chat_turn(struct eng_chat_out *o, const char *role, const char *content)
+trim(const char **p, size_t *len, int lead, int trail)
 {
-	eng_chat_puts(o, "<|im_start|>");
-	eng_chat_puts(o, role);
-	eng_chat_puts(o, "\n");
-	eng_chat_puts(o, content);
-	eng_chat_puts(o, "<|im_end|>\n");
+	const unsigned char *s = (const unsigned char *)*p;
+	size_t n = *len, k, b;
+	while (lead && n && (k = space_at(s, n))) {
+		s += k;
+		n -= k;
+	}
+	while (trail && n) {
+		for (b = 1; b <= 3 && b <= n; b++)
+			if (space_at(s + n - b, b) == b)
+				break;
+		if (b > 3 || b > n)
+			break;
+		n -= b;
+	}
+	*p = (const char *)s;
+	*len = n;
 }
 
-/* Render system (default when NULL) + user (+ assistant header) as ChatML. */
-size_t
-eng_chat_render(const char *system, const char *user, int add_assistant, char *buf,
-    size_t cap)
+/* A message's content, trimmed when the template trims it. */
+static void
+content(struct chat_pieces *ps, const struct eng_chat_msg *m, int i, int trimmed)
 {
-	struct eng_chat_out o;
+	const char *p = m->content ? m->content : "";
+	size_t len = m->content ? m->len : 0;
+	if (trimmed)
+		trim(&p, &len, !(ps->cont && i == 0), 1);
+	put(ps, p, len, i);
+}
 
-	o.buf = buf;
-	o.cap = buf ? cap : 0;
-	o.n = 0;
-	eng_chat_turn(&o, "system", system ? system : ENG_CHAT_DEFAULT_SYSTEM);
-	eng_chat_turn(&o, "user", user ? user : "");
-	if (add_assistant)
-		eng_chat_puts(&o, "<|im_start|>assistant\n");
-	if (o.cap)
-		o.buf[o.n < o.cap ? o.n : o.cap - 1] = '\0';
-	return o.n;
+static int
+is_role(const struct eng_chat_msg *m, const char *role)
+{
+	return !strcmp(m->role, role);
+}
+
+/* user/assistant alternate from msgs[from], as the templates that raise
+ * "Conversation roles must alternate" demand. */
+static int
+check_alternate(const struct eng_chat *c, const struct eng_chat_msg *m, size_t n, size_t from)
+{
+	size_t i;
+	for (i = from; c->alternate && i < n; i++)
+		if (is_role(&m[i], "user") != ((i - from) % 2 == 0))
+			return ENG_ERR_ARG;
+	return 0;
+}
+
+static int
+render_chatml(const struct eng_chat *c, struct chat_pieces *ps, const struct eng_chat_msg *m,
+    size_t n, int gen)
+{
+	size_t i;
+	if (c->sys && !is_role(&m[0], "system")) {
+		tpl(ps, "<|im_start|>system\n");
+		tpl(ps, c->sys);
+		tpl(ps, "<|im_end|>\n");
+	}
+	for (i = 0; i < n; i++) {
+		tpl(ps, "<|im_start|>");
+		tpl(ps, m[i].role);
+		tpl(ps, "\n");
+		content(ps, &m[i], (int)i, 0);
+		tpl(ps, "<|im_end|>\n");
+	}
+	if (gen)
+		tpl(ps, "<|im_start|>assistant\n");
+	return 0;
+}
+
+static int
+render_llama3(const struct eng_chat *c, struct chat_pieces *ps, const struct eng_chat_msg *m,
+    size_t n, int gen)
+{
+	size_t i = 0;
+	tpl(ps, c->bos);
+	if (c->head) { /* 3.1+: always a system turn, the message's trimmed */
+		tpl(ps, "<|start_header_id|>system<|end_header_id|>\n\n");
+		tpl(ps, c->head);
+		if (is_role(&m[0], "system"))
+			content(ps, &m[i++], 0, 1);
+		tpl(ps, "<|eot_id|>");
+	}
+	for (; i < n; i++) {
+		tpl(ps, "<|start_header_id|>");
+		tpl(ps, m[i].role);
+		tpl(ps, "<|end_header_id|>\n\n");
+		content(ps, &m[i], (int)i, 1);
+		tpl(ps, "<|eot_id|>");
+	}
+	if (gen)
+		tpl(ps, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	return 0;
+}
+
+static int
+render_gemma(const struct eng_chat *c, struct chat_pieces *ps, const struct eng_chat_msg *m,
+    size_t n, int gen)
+{
+	size_t i;
+	if (is_role(&m[0], "system") || check_alternate(c, m, n, 0))
+		return ENG_ERR_ARG;
+	tpl(ps, c->bos);
+	for (i = 0; i < n; i++) {
+		tpl(ps, "<start_of_turn>");
+		tpl(ps, is_role(&m[i], "assistant") ? "model" : m[i].role);
+		tpl(ps, "\n");
+		content(ps, &m[i], (int)i, 1);
+		tpl(ps, "<end_of_turn>\n");
+	}
+	if (gen)
+		tpl(ps, "<start_of_turn>model\n");
+	return 0;
+}
+
+static int
+render_phi3(const struct eng_chat *c, struct chat_pieces *ps, const struct eng_chat_msg *m,
+    size_t n, int gen)
+{
+	size_t i;
+	if (!c->variant) { /* Phi-3 mini: no system turn, the assistant header always */
+		tpl(ps, c->bos);
+		for (i = 0; i < n; i++)
+			if (is_role(&m[i], "user")) {
+				tpl(ps, "<|user|>\n");
+				content(ps, &m[i], (int)i, 0);
+				tpl(ps, "<|end|>\n<|assistant|>\n");
+			} else if (is_role(&m[i], "assistant")) {
+				content(ps, &m[i], (int)i, 0);
+				tpl(ps, "<|end|>\n");
+			}
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (is_role(&m[i], "system") && !(m[i].content && m[i].len))
+			continue;
+		tpl(ps, is_role(&m[i], "system") ? "<|system|>\n" : is_role(&m[i], "user") ?
+		    "<|user|>\n" : "<|assistant|>\n");
+		content(ps, &m[i], (int)i, 0);
+		tpl(ps, "<|end|>\n");
+	}
+	tpl(ps, gen ? "<|assistant|>\n" : c->eos);
+	return 0;
+}
+
+static int
+render_inst(const struct eng_chat *c, struct chat_pieces *ps, const struct eng_chat_msg *m,
+    size_t n, int gen)
+{
+	size_t i, from = is_role(&m[0], "system") ? 1 : 0;
+	(void)gen; /* these templates have no generation prompt */
+	if ((from && c->no_system) || check_alternate(c, m, n, from))
+		return ENG_ERR_ARG;
+	tpl(ps, c->bos);
+	for (i = from; i < n; i++) {
+		if (is_role(&m[i], "user")) {
+			tpl(ps, c->variant == 2 ? "[INST]" : "[INST] ");
+			if (from && i == n - 1) { /* Nemo: the system message opens the last */
+				content(ps, &m[0], 0, 0);
+				tpl(ps, "\n\n");
+			}
+			content(ps, &m[i], (int)i, 0);
+			tpl(ps, c->variant == 2 ? "[/INST]" : " [/INST]");
+		} else if (is_role(&m[i], "assistant")) {
+			content(ps, &m[i], (int)i, 0);
+			tpl(ps, c->eos);
+			if (c->variant == 1)
+				tpl(ps, " ");
+		} else
+			return ENG_ERR_ARG;
+	}
+	return 0;
+}
+
+/* The pieces of msgs[0..n) (+ the generation prompt when gen). */
+static int
+render(const struct eng_chat *c, const struct eng_chat_msg *m, size_t n, int gen,
+    struct chat_pieces *ps)
+{
+	size_t i;
+	int rc, cont = ps->cont;
+	memset(ps, 0, sizeof(*ps));
+	ps->cont = cont;
+	if (!c || (!m && n))
+		return ENG_ERR_ARG;
+	if (!n)
+		return ENG_ERR_ARG;
+	for (i = 0; i < n; i++)
+		if (!m[i].role || (!is_role(&m[i], "system") && !is_role(&m[i], "user") &&
+		    !is_role(&m[i], "assistant")))
+			return ENG_ERR_ARG;
+	switch (c->fam) {
+	case ENG_CHAT_CHATML: rc = render_chatml(c, ps, m, n, gen); break;
+	case ENG_CHAT_LLAMA3: rc = render_llama3(c, ps, m, n, gen); break;
+	case ENG_CHAT_GEMMA: rc = render_gemma(c, ps, m, n, gen); break;
+	case ENG_CHAT_PHI3: rc = render_phi3(c, ps, m, n, gen); break;
+	case ENG_CHAT_INST: rc = render_inst(c, ps, m, n, gen); break;
+	default: rc = ENG_ERR_ARG; break;
+	}
+	if (!rc)
+		rc = ps->rc;
+	if (rc) {
+		free(ps->v);
+		ps->v = NULL;
+	}
+	return rc;
+}
+
+int64_t
+eng_chat_render(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n, int gen,
+    char *buf, size_t cap)
+{
+	struct chat_pieces ps = { 0 };
+	size_t i, k = 0, take;
+	int rc = render(c, msgs, n, gen, &ps);
+	if (rc)
+		return rc;
+	for (i = 0; i < ps.n; i++) {
+		if (buf && k + 1 < cap) {
+			take = cap - 1 - k < ps.v[i].len ? cap - 1 - k : ps.v[i].len;
+			memcpy(buf + k, ps.v[i].p, take);
+		}
+		k += ps.v[i].len;
+	}
+	if (buf && cap)
+		buf[k < cap ? k : cap - 1] = '\0';
+	free(ps.v);
+	return (int64_t)k;
 }
 
 /* Append the ids of text[0..len) to a malloc'd array (grown as needed). */
 static int
-eng_chat_append(const struct eng_tok *t, const char *text, size_t len, int special,
-    int32_t **ids, int64_t *n)
+append(const struct eng_tok *t, const char *text, size_t len, int special, int32_t **ids,
+    int64_t *n)
 {
 	int64_t cap = *n + (int64_t)len + 8, r;
-	int32_t *nb = realloc(*ids, (size_t)cap * sizeof(int32_t));
-	if (!nb)
-		return ENG_ERR_NOMEM;
-	*ids = nb;
-	r = eng_tok_encode(t, text, len, special, *ids + *n, cap - *n);
-	if (r < 0)
-		return (int)r;
-	if (r > cap - *n)
-		return ENG_ERR_TOKENIZER; /* byte-level BPE never yields more ids than bytes */
-	*n += r;
-	return 0;
-}
-
-/* The document sits at the start of the user turn (DESIGN.md §1), so a
- * question can follow it later at positions n, n+1, … */
-int64_t
-eng_chat_doc_ids(const struct eng_tok *t, const char *doc, size_t len, int32_t **ids)
-{
-	static const char pre[] = "<|im_start|>system\n" ENG_CHAT_DEFAULT_SYSTEM
-	    "<|im_end|>\n<|im_start|>user\n";
-	int64_t n = 0;
-	int rc;
-	*ids = NULL;
-	if ((rc = eng_chat_append(t, pre, sizeof(pre) - 1, 1, ids, &n)) ||
-	    (rc = eng_chat_append(t, doc, len, 0, ids, &n))) {
-		free(*ids);
-		*ids = NULL;
-		return rc;
+	int32_t *nb;
+	int tries;
+	for (tries = 0; tries < 2; tries++) { /* a second time when the ids outgrow the bytes */
+		if (!(nb = realloc(*ids, (size_t)cap * sizeof(int32_t))))
+			return ENG_ERR_NOMEM;
+		*ids = nb;
+		r = eng_tok_encode(t, text, len, special, *ids + *n, cap - *n);
+		if (r < 0)
+			return (int)r;
+		if (r <= cap - *n) {
+			*n += r;
+			return 0;
+		}
+		cap = *n + r;
 	}
-	return n;
+	return ENG_ERR_TOKENIZER;
 }
 
-int64_t
-eng_chat_question_ids(const struct eng_tok *t, const char *q, size_t len, int32_t **ids)
+/* Tokenize pieces [from, to): each run of one kind (template or content)
+ * as one text. */
+static int
+append_pieces(const struct eng_tok *t, const struct chat_pieces *ps, size_t from, size_t to,
+    int32_t **ids, int64_t *n)
 {
-	static const char post[] = "<|im_end|>\n<|im_start|>assistant\n";
-	int64_t n = 0;
-	int rc;
-	*ids = NULL;
-	if ((rc = eng_chat_append(t, "\n\n", 2, 0, ids, &n)) ||
-	    (rc = eng_chat_append(t, q, len, 0, ids, &n)) ||
-	    (rc = eng_chat_append(t, post, sizeof(post) - 1, 1, ids, &n))) {
-		free(*ids);
-		*ids = NULL;
-		return rc;
-	}
-	return n;
-}
-
-int64_t
-eng_chat_messages_ids(const struct eng_tok *t, const struct eng_chat_msg *msgs, size_t n,
-    int32_t **ids)
-{
-	static const char sys[] = "<|im_start|>system\n" ENG_CHAT_DEFAULT_SYSTEM "<|im_end|>\n";
-	static const char start[] = "<|im_start|>", end[] = "<|im_end|>\n",
-	    post[] = "<|im_start|>assistant\n";
-	int64_t k = 0;
-	size_t i;
-	int rc = 0;
-	*ids = NULL;
-	if (!n || strcmp(msgs[0].role, "system"))
-		rc = eng_chat_append(t, sys, sizeof(sys) - 1, 1, ids, &k);
-	for (i = 0; !rc && i < n; i++)
-		if ((rc = eng_chat_append(t, start, sizeof(start) - 1, 1, ids, &k)) ||
-		    (rc = eng_chat_append(t, msgs[i].role, strlen(msgs[i].role), 0, ids, &k)) ||
-		    (rc = eng_chat_append(t, "\n", 1, 0, ids, &k)) ||
-		    (rc = eng_chat_append(t, msgs[i].content, msgs[i].len, 0, ids, &k)))
+	char *run = NULL, *nr;
+	size_t i, j, len;
+	int rc = 0, kind;
+	for (i = from; !rc && i < to; i = j) {
+		kind = ps->v[i].msg < 0;
+		for (j = i, len = 0; j < to && (ps->v[j].msg < 0) == kind; j++)
+			len += ps->v[j].len;
+		if (!(nr = realloc(run, len + 1))) {
+			rc = ENG_ERR_NOMEM;
 			break;
-		else
-			rc = eng_chat_append(t, end, sizeof(end) - 1, 1, ids, &k);
-	if (!rc)
-		rc = eng_chat_append(t, post, sizeof(post) - 1, 1, ids, &k);
+		}
+		run = nr;
+		for (len = 0; i < j; i++) {
+			memcpy(run + len, ps->v[i].p, ps->v[i].len);
+			len += ps->v[i].len;
+		}
+		rc = append(t, run, len, kind, ids, n);
+	}
+	free(run);
+	return rc;
+}
+
+static int64_t
+done(int rc, int32_t **ids, int64_t n)
+{
 	if (rc) {
 		free(*ids);
 		*ids = NULL;
 		return rc;
 	}
-	return k;
+	return n;
+}
+
+int64_t
+eng_chat_messages_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n,
+    int32_t **ids)
+{
+	struct chat_pieces ps = { 0 };
+	int64_t k = 0;
+	int rc;
+	*ids = NULL;
+	if ((rc = render(c, msgs, n, 1, &ps)))
+		return rc;
+	rc = append_pieces(c->tok, &ps, 0, ps.n, ids, &k);
+	free(ps.v);
+	return done(rc, ids, k);
+}
+
+/* kvsnap's conversation, [user: CONTENT] with the generation prompt: the
+ * pieces and where the user's content sits among them (*at; the content
+ * itself is empty, so not a piece: pieces [0, at) come before it). */
+static int
+kvsnap_frame(const struct eng_chat *c, struct chat_pieces *ps, size_t *at)
+{
+	static const char mark = '\0';
+	struct eng_chat_msg u = { "user", &mark, 1 };
+	size_t i;
+	int rc;
+	memset(ps, 0, sizeof(*ps));
+	if ((rc = render(c, &u, 1, 1, ps)))
+		return rc;
+	for (i = 0; i < ps->n && ps->v[i].msg != 0; i++)
+		;
+	if (i == ps->n) { /* every family renders the user's content */
+		free(ps->v);
+		ps->v = NULL;
+		return ENG_ERR_ARG;
+	}
+	*at = i;
+	memmove(ps->v + i, ps->v + i + 1, (ps->n - i - 1) * sizeof(*ps->v));
+	ps->n--;
+	return 0;
+}
+
+/* The content trims of the family (Llama 3, Gemma trim a message). */
+static int
+trims(const struct eng_chat *c)
+{
+	return c->fam == ENG_CHAT_LLAMA3 || c->fam == ENG_CHAT_GEMMA;
+}
+
+int64_t
+eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len, int32_t **ids)
+{
+	struct chat_pieces ps;
+	size_t at;
+	int64_t k = 0;
+	int rc;
+	*ids = NULL;
+	if ((rc = kvsnap_frame(c, &ps, &at)))
+		return rc;
+	rc = append_pieces(c->tok, &ps, 0, at, ids, &k);
+	free(ps.v);
+	if (trims(c))
+		trim(&doc, &len, 1, 0);
+	if (!rc && len)
+		rc = append(c->tok, doc, len, 0, ids, &k);
+	return done(rc, ids, k);
+}
+
+int64_t
+eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n,
+    int32_t **ids)
+{
+	struct chat_pieces ps = { .cont = 1 };
+	struct eng_chat_msg *m;
+	size_t i;
+	int64_t k = 0;
+	char *first;
+	int rc;
+	*ids = NULL;
+	if (!c || !msgs || !n || strcmp(msgs[0].role, "user"))
+		return ENG_ERR_ARG;
+	for (i = 0; i < n; i++)
+		if (!strcmp(msgs[i].role, "system")) /* the snapshot's system turn is fixed */
+			return ENG_ERR_ARG;
+	if (!(m = malloc(n * sizeof(*m))) || !(first = malloc(msgs[0].len + 2))) {
+		free(m);
+		return ENG_ERR_NOMEM;
+	}
+	memcpy(m, msgs, n * sizeof(*m));
+	memcpy(first, "\n\n", 2);
+	if (msgs[0].len)
+		memcpy(first + 2, msgs[0].content, msgs[0].len);
+	m[0].content = first;
+	m[0].len += 2;
+	rc = render(c, m, n, 1, &ps);
+	for (i = 0; !rc && i < ps.n && ps.v[i].msg != 0; i++)
+		;
+	if (!rc)
+		rc = i < ps.n ? append_pieces(c->tok, &ps, i, ps.n, ids, &k) : ENG_ERR_ARG;
+	free(ps.v);
+	free(first);
+	free(m);
+	return done(rc, ids, k);
+}
+
+int64_t
+eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len, int32_t **ids)
+{
+	struct eng_chat_msg u = { "user", q, len };
+	return eng_chat_followup_ids(c, &u, 1, ids);
+}
+
+int64_t
+eng_chat_turn_end_ids(const struct eng_chat *c, int32_t **ids)
+{
+	struct chat_pieces ps;
+	size_t at;
+	int64_t k = 0;
+	int rc;
+	*ids = NULL;
+	if ((rc = kvsnap_frame(c, &ps, &at)))
+		return rc;
+	rc = append_pieces(c->tok, &ps, at, ps.n, ids, &k);
+	free(ps.v);
+	return done(rc, ids, k);
+}
+
+static char *
+dup_piece(const struct eng_tok *t, int32_t id)
+{
+	size_t len = 0;
+	const char *p = t && id >= 0 ? eng_tok_piece(t, id, 1, &len) : NULL;
+	char *s = malloc(len + 1);
+	if (s) {
+		if (p)
+			memcpy(s, p, len);
+		s[p ? len : 0] = '\0';
+	}
+	return s;
+}
+
+int
+eng_chat_init_text(struct eng_chat **out, const char *tpl_text, size_t len, const char *bos,
+    const char *eos, const struct eng_tok *t, char *why, size_t why_len)
+{
+	struct eng_chat *c;
+	int rc;
+	*out = NULL;
+	if (!(c = calloc(1, sizeof(*c))))
+		return ENG_ERR_NOMEM;
+	c->tok = t;
+	c->bos = bos ? strdup(bos) : dup_piece(t, t ? eng_tok_bos(t) : -1);
+	c->eos = eos ? strdup(eos) : dup_piece(t, t ? eng_tok_eos(t) : -1);
+	if (!c->bos || !c->eos) {
+		eng_chat_free(c);
+		return ENG_ERR_NOMEM;
+	}
+	if ((rc = eng_chat_recognize(c, tpl_text, len, why, why_len))) {
+		eng_chat_free(c);
+		return rc == ENG_ERR_NOMEM ? eng_fail(why, why_len, rc, "out of memory") : rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int
+eng_chat_init(struct eng_chat **out, const struct eng_gguf *g, const struct eng_tok *t,
+    char *why, size_t why_len)
+{
+	struct eng_gguf_str s;
+	int rc = eng_gguf_get_str(g, "tokenizer.chat_template", &s);
+	if (rc == ENG_ERR_NOT_FOUND)
+		return eng_chat_init_text(out, NULL, 0, NULL, NULL, t, why, why_len);
+	if (rc)
+		return eng_fail(why, why_len, ENG_ERR_FORMAT, "tokenizer.chat_template is not a "
+		    "string");
+	return eng_chat_init_text(out, s.ptr, s.len, NULL, NULL, t, why, why_len);
+}
+
+void
+eng_chat_free(struct eng_chat *c)
+{
+	if (!c)
+		return;
+	free(c->sys);
+	free(c->head);
+	free(c->bos);
+	free(c->eos);
+	free(c);
+}
+
+const char *
+eng_chat_name(const struct eng_chat *c)
+{
+	static const char *const names[] = { "chatml", "llama3", "mistral", "gemma", "phi3" };
+	return c ? names[c->fam] : "none";
 }

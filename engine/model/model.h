@@ -97,29 +97,57 @@ int32_t eng_tok_eos(const struct eng_tok *t);
 /* 1 if id ends generation (EOS, end-of-text, or another EOG token). */
 int eng_tok_is_eog(const struct eng_tok *t, int32_t id);
 
-/* ChatML rendering of one user turn, as the model's template does it (with
- * the default system turn when system == NULL).  Writes a NUL-terminated
- * string into buf; returns its length, or the length needed if >= cap. */
-size_t eng_chat_render(const char *system, const char *user, int add_assistant,
-    char *buf, size_t cap);
-/* kvsnap's prompt, in two parts: the document as the start of the user
- * turn (default system turn before it; specials parsed only in the
- * template), and later the question that ends the turn ("\n\n" QUESTION,
- * end of turn, assistant header).  *ids is malloc'd; returns the count or a
- * negative enum eng_err. */
-int64_t eng_chat_doc_ids(const struct eng_tok *t, const char *doc, size_t len, int32_t **ids);
-int64_t eng_chat_question_ids(const struct eng_tok *t, const char *q, size_t len,
-    int32_t **ids);
-/* A whole conversation as the template renders it: the default system turn
- * unless the first message is one, every message as a turn (specials parsed
- * only in the template, never in content), then the assistant header.
- * *ids is malloc'd; returns the count or a negative enum eng_err. */
+/* The chat template (engine/model/chat.c, chat_template.c): the GGUF's
+ * tokenizer.chat_template, recognized as one of the families kvsnap renders
+ * (ChatML/Qwen, Llama 3, Mistral [INST], Gemma, Phi-3; none: ChatML with no
+ * system turn) or refused with ENG_ERR_ARG and the reason.  The object
+ * borrows t, which must outlive it. */
+struct eng_chat;
+int eng_chat_init(struct eng_chat **out, const struct eng_gguf *g, const struct eng_tok *t,
+    char *why, size_t why_len);
+/* The same from template text (NULL: none), with the texts bos_token and
+ * eos_token render (NULL: t's BOS and EOS, empty without t); t may be NULL
+ * for rendering text only. */
+int eng_chat_init_text(struct eng_chat **out, const char *tpl, size_t len, const char *bos,
+    const char *eos, const struct eng_tok *t, char *why, size_t why_len);
+void eng_chat_free(struct eng_chat *c);
+/* The family's name: "chatml", "llama3", "mistral", "gemma", "phi3". */
+const char *eng_chat_name(const struct eng_chat *c);
+
 struct eng_chat_msg {
 	const char *role;        /* "system", "user", "assistant" */
 	const char *content;
 	size_t len;
 };
-int64_t eng_chat_messages_ids(const struct eng_tok *t, const struct eng_chat_msg *msgs,
+/* msgs[0..n) as the template renders them, with the generation prompt when
+ * gen: a NUL-terminated string into buf, snprintf semantics (the length
+ * needed); a negative enum eng_err when the template refuses the
+ * conversation (a role it does not take, roles that do not alternate). */
+int64_t eng_chat_render(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n,
+    int gen, char *buf, size_t cap);
+/* A whole conversation's ids with the generation prompt (control tokens
+ * parsed only in the template, never in content).  *ids is malloc'd;
+ * returns the count or a negative enum eng_err. */
+int64_t eng_chat_messages_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
     size_t n, int32_t **ids);
+/* kvsnap's prompt, the conversation [user: DOC "\n\n" QUESTION] in two
+ * halves: the document as the start of the user turn (with the template's
+ * default system turn before it), and later "\n\n" QUESTION, the end of the
+ * turn and the generation prompt.  *ids is malloc'd; returns the count or
+ * a negative enum eng_err. */
+int64_t eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len,
+    int32_t **ids);
+int64_t eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len,
+    int32_t **ids);
+/* The question half of a conversation about the document: msgs[0] is the
+ * user's first question (it continues the document's turn after "\n\n"),
+ * then assistant and user turns as the template renders them, then the
+ * generation prompt; eng_chat_question_ids is it for one question.  A
+ * system message is ENG_ERR_ARG (the snapshot's system turn is fixed). */
+int64_t eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
+    size_t n, int32_t **ids);
+/* What follows the user's content: the end of the turn and the generation
+ * prompt (kvzip's reconstruction request ends with it). */
+int64_t eng_chat_turn_end_ids(const struct eng_chat *c, int32_t **ids);
 
 #endif /* ENGINE_MODEL_MODEL_H */

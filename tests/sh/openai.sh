@@ -95,6 +95,24 @@ s.settimeout(15); print(len(s.recv(100)))' "$H" > "$T/slow" 2>&1
 ok "a body that never completes is dropped (--request-timeout)" $?
 models > /dev/null; ok "the daemon still answers" $?
 
+# ---- a conversation about a document: turns in the model's chat template
+# after the document (usage.prompt_tokens is the ids of exactly that text;
+# the flattened "User: …" question this replaced gives another count)
+expect_rc "kvsnap ingest --name mt" 0 "$K" ingest --name mt "$T/doc.txt"
+curl -s --max-time 300 "${CURL[@]}" -o "$T/mt.json" -d '{"document":"mt","max_tokens":1,
+	"messages":[{"role":"user","content":"Who wrote it?"},{"role":"assistant",
+	"content":"The FSF."},{"role":"user","content":"When?"}]}' "$BASE/v1/chat/completions"
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["usage"]["prompt_tokens"])' \
+	"$T/mt.json" 2>/dev/null)
+want=$("$K" tokenize "$(printf '\n\nWho wrote it?<|im_end|>\n<|im_start|>assistant\nThe FSF.<|im_end|>\n<|im_start|>user\nWhen?<|im_end|>\n<|im_start|>assistant\n_')" | wc -w)
+[ -n "$got" ] && [ "$got" = $((want - 1)) ]
+ok "a document chat's earlier messages are turns ($got prompt tokens, want $((want - 1)))" $? || cat "$T/mt.json"
+curl -s --max-time 300 "${CURL[@]}" -o "$T/mt.json" -d '{"document":"mt","max_tokens":1,
+	"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"When?"}]}' \
+	"$BASE/v1/chat/completions"
+grep -q '"prompt_tokens"' "$T/mt.json"; ok "  with a system message: answered (as one question)" $?
+expect_rc "kvsnap rm mt" 0 "$K" rm mt
+
 # ---- leaving mid-answer cancels the job
 n0=$(log_count "client left; cancelling")
 timeout 120 "$PY" "$CHECK" unix "$H" hangup stream 2>&1 | tap
