@@ -17,6 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon/daemon_internal.h"
+#include "formats/formats.h"
 
 struct daemon *daemon_g;
 
@@ -101,6 +102,7 @@ main(int argc, char **argv)
 	static struct daemon d;
 	int rc, fd, own_socket = 0, status = EXIT_FAILURE;
 
+	fmt_child_main(argc, argv); /* a document's extraction (formats/isolate.c) */
 	if ((rc = dcfg_load(&d.cfg, argc, argv))) {
 		dcfg_free(&d.cfg);
 		return rc < 0 ? EXIT_SUCCESS : rc;
