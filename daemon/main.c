@@ -96,6 +96,14 @@ main_open(struct daemon *d)
 	return 0;
 }
 
+void
+main_stop_now(void)
+{
+	if (daemon_g && daemon_g->own_socket)
+		unlink(daemon_g->own_socket);
+	_exit(EXIT_SUCCESS);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -123,6 +131,7 @@ main(int argc, char **argv)
 		if ((fd = srv_listen(d.cfg.socket)) < 0)
 			goto out;
 		own_socket = 1;
+		d.own_socket = d.cfg.socket;
 		dlog(DLOG_INFO, "listening on %s", d.cfg.socket);
 	} else {
 		evutil_make_socket_nonblocking(fd);

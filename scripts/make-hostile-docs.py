@@ -7,6 +7,7 @@ committed (tests/sh/formats_hostile.sh; fuzz seeds with --seeds).
                      inflates to ~SCALE*200 MB of text-showing operators
   pdf-pages.pdf      a page tree whose /Count says 2^31-1
   pdf-deep.pdf       a content stream nested 100000 arrays deep, then text
+  pdf-slow.pdf       a page that takes seconds to read (~SCALE*40M operators)
   html-attrs.html    one element with SCALE*100000 attributes
   html-elements.html SCALE*3M elements (`<p>x`, 4 bytes each)
   html-deep.html     elements nested 100000 deep, with text inside and after
@@ -90,9 +91,11 @@ def main():
     # 13: a page tree that claims 2^31-1 pages
     write(os.path.join(out, "pdf-pages.pdf"), one_page([text], count=2**31 - 1))
     # 13: text after arrays nested deeper than poppler's parser goes
-    deep = 100000
-    write(os.path.join(out, "pdf-deep.pdf"),
-          one_page([b"[" * deep, b"]" * deep, b" pop\n", text]))
+    write(os.path.join(out, "pdf-deep.pdf"), one_page([b"[" * 100000, b"\n", text]))
+    # slow, within every budget: ~SCALE*40M path operators text extraction
+    # skips one by one (seconds of CPU, little memory), then text
+    write(os.path.join(out, "pdf-slow.pdf"),
+          one_page(list(chunks(b"0 0 m\n", int(scale * 240e6))) + [text]))
     write(os.path.join(out, "ok.pdf"), one_page([text]))
 
     # 8: one element, many attributes (libxml2 checks duplicates in
