@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """make-hostile-docs.py OUTDIR [SCALE]: hostile documents for the parser
 budgets (issue 26, defects 7, 8, 13), generated at test time and never
-committed (tests/sh/formats_hostile.sh; fuzz seeds with --seeds).
+committed (tests/sh/formats_hostile.sh).
+make-hostile-docs.py --seeds DIR: small variants (under the fuzzer's 64 KiB
+-max_len) as seeds for fuzz_formats (tests/run.sh writes them into its
+working corpus).
 
   pdf-bomb.pdf       a Flate bomb: one small page whose content stream
                      inflates to ~SCALE*200 MB of text-showing operators
@@ -75,9 +78,26 @@ def write(path, data):
         f.write(data)
 
 
+def seeds(out):
+    os.makedirs(out, exist_ok=True)
+    text = b"BT /F1 12 Tf 72 700 Td (Hostile) Tj ET\n"
+    write(os.path.join(out, "hostile-pdf-pages.pdf"), one_page([text], count=2**31 - 1))
+    write(os.path.join(out, "hostile-pdf-deep.pdf"), one_page([b"[" * 20000, b"\n", text]))
+    write(os.path.join(out, "hostile-pdf-array.pdf"),
+          one_page([b"BT ["] + list(chunks(b"0 ", 2000000)) + [b"] TJ ET\n"]))
+    write(os.path.join(out, "hostile-html-attrs.html"),
+          b"<html><body><p " + b" ".join(b"a%d=1" % i for i in range(1001)) + b">x</p>")
+    write(os.path.join(out, "hostile-html-deep.html"),
+          b"<html><body>" + b"<div>" * 300 + b"deep" + b"</div>" * 300 + b"<p>after</p>")
+    write(os.path.join(out, "hostile-md-deep.md"), b"# Deep\n\n" + b">" * 30000 + b" *q*\n")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if sys.argv[1] == "--seeds" and len(sys.argv) == 3:
+        seeds(sys.argv[2])
+        return
     out = sys.argv[1]
     scale = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
     os.makedirs(out, exist_ok=True)
