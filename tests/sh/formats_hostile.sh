@@ -52,13 +52,13 @@ hwm() { awk '/^VmHWM/ { print int($2 / 1024) }' "/proc/$DPID/status"; } # MiB
 # children: the daemon's child processes (the extraction)
 children() { pgrep -P "$DPID"; }
 wait_child() { # up to $1 s for a child to appear
-	local i
-	for i in $(seq 1 $(($1 * 10))); do children >/dev/null && return 0; sleep 0.1; done
+	local _
+	for _ in $(seq 1 $(($1 * 10))); do children >/dev/null && return 0; sleep 0.1; done
 	return 1
 }
 wait_no_child() { # up to $1 s for every child to be gone
-	local i
-	for i in $(seq 1 $(($1 * 10))); do children >/dev/null || return 0; sleep 0.1; done
+	local _
+	for _ in $(seq 1 $(($1 * 10))); do children >/dev/null || return 0; sleep 0.1; done
 	return 1
 }
 start_daemon; ok "daemon starts" $?
@@ -96,17 +96,21 @@ kill -TERM "$DPID"
 sleep 1
 kill -0 "$DPID" 2>/dev/null; ok "after one SIGTERM the daemon waits for the query" $?
 kill -TERM "$DPID"
-t0=$SECONDS
-for i in $(seq 1 50); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 50); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$DPID" 2>/dev/null; ok "a second SIGTERM: the daemon exits at once" $?
 [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null && kill -9 "$DPID"
 wait "$DPID"; rc=$?
 DPID=
 [ "$rc" -eq 0 ]; ok "exit status 0 (got $rc)" $?
 [ ! -e "$KVSNAP_SOCKET" ]; ok "socket removed" $?
-gone=1
-for i in $(seq 1 30); do [ -n "$child" ] && kill -0 "$child" 2>/dev/null || { gone=0; break; }; sleep 0.1; done
-[ -n "$child" ] && [ "$gone" -eq 0 ]; ok "the extraction died with the daemon" $?
+gone=1 # 0 once the child seen before the signals is gone (PR_SET_PDEATHSIG)
+if [ -n "$child" ]; then
+	for _ in $(seq 1 30); do
+		kill -0 "$child" 2>/dev/null || { gone=0; break; }
+		sleep 0.1
+	done
+fi
+[ "$gone" -eq 0 ]; ok "the extraction died with the daemon" $?
 kill "$qpid" 2>/dev/null
 wait "$qpid" 2>/dev/null
 grep -q "stopping now" "$T/daemon.log"; ok "the log says stopping now" $?
