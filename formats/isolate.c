@@ -54,7 +54,8 @@ struct iso_head {
 #define ISO_ERR_KEEP 4096 /* bytes of the child's stderr kept and read */
 
 /* AddressSanitizer reserves terabytes of shadow memory: a data limit would
- * stop its runtime from starting (SAN=1 builds run without one). */
+ * stop its runtime from starting, so SAN=1 builds give the child ASan's
+ * own limit on its resident memory instead (iso_env). */
 #if defined(__SANITIZE_ADDRESS__)
 #define ISO_ASAN 1
 #elif defined(__has_feature)
@@ -166,7 +167,42 @@ iso_out_of_memory(int errfd)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	return strstr(buf, "alloc") || strstr(buf, "memory") || strstr(buf, "Memory");
+	return strstr(buf, "alloc") || strstr(buf, "memory") || strstr(buf, "Memory") ||
+	    strstr(buf, "rss limit");
+}
+
+/* The child's environment: ours, and under ASan its RSS limit added to
+ * ASAN_OPTIONS (later options win).  NULL: out of memory. */
+static char **
+iso_env(char **opt)
+{
+	size_t n = 0, i, o = 0;
+	char **env;
+	const char *old = NULL;
+
+	*opt = NULL;
+	while (environ[n])
+		n++;
+	if (!(env = calloc(n + 2, sizeof(*env))))
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (ISO_ASAN && !strncmp(environ[i], "ASAN_OPTIONS=", 13))
+			old = environ[i] + 13;
+		else
+			env[o++] = environ[i];
+	}
+	if (ISO_ASAN) {
+		size_t len = (old ? strlen(old) : 0) + 64;
+		if (!(*opt = malloc(len))) {
+			free(env);
+			return NULL;
+		}
+		snprintf(*opt, len, "ASAN_OPTIONS=%s%shard_rss_limit_mb=%zu", old ? old : "",
+		    old && old[0] ? ":" : "", FMT_MEM_MAX >> 20);
+		env[o++] = *opt;
+	}
+	env[o] = NULL;
+	return env;
 }
 
 /* Start the child: its pid, or -1 with the reason. */
@@ -179,7 +215,7 @@ iso_spawn(int docfd, int outfd, int errfd, const char *encoding, size_t max, cha
 	sigset_t none, def;
 	char smax[32], sppid[32], name[] = "kvsnap-extract", flag[] = FMT_CHILD_ARG,
 	    enc[FMT_ENCODING_MAX + 1];
-	char *argv[6];
+	char *argv[6], **env, *opt;
 	pid_t pid = -1;
 	int rc;
 
@@ -210,7 +246,10 @@ iso_spawn(int docfd, int outfd, int errfd, const char *encoding, size_t max, cha
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &def);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, environ);
+	env = iso_env(&opt);
+	rc = env ? posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, env) : ENOMEM;
+	free(env);
+	free(opt);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc) {
@@ -348,7 +387,8 @@ fmt_extract_isolated(const void *bytes, size_t len, const char *encoding, size_t
 	    (WTERMSIG(status) == SIGKILL && cpu >= FMT_SECONDS_MAX)))
 		rc = kv_fail(why, why_len, FMT_ERR_TOO_LARGE, "takes over %d s of CPU to read, the "
 		    "limit for one document", FMT_SECONDS_MAX);
-	else if (WIFSIGNALED(status) && (iso_out_of_memory(errfd) || WTERMSIG(status) == SIGKILL))
+	else if ((WIFSIGNALED(status) || WEXITSTATUS(status)) &&
+	    (iso_out_of_memory(errfd) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)))
 		rc = kv_fail(why, why_len, FMT_ERR_TOO_LARGE, "needs over %zu MiB of memory to read, "
 		    "the limit for one document (a decompression bomb?)", FMT_MEM_MAX >> 20);
 	else if (WIFSIGNALED(status))
