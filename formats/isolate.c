@@ -285,7 +285,8 @@ iso_result(char *buf, size_t n, size_t max, struct fmt_doc *out, char *why, size
 	memcpy(&h, buf, sizeof(h));
 	h.why[sizeof(h.why) - 1] = h.name[sizeof(h.name) - 1] = '\0';
 	h.encoding[sizeof(h.encoding) - 1] = '\0';
-	if (memcmp(h.magic, ISO_MAGIC, sizeof(h.magic)) || h.len > max ||
+	if (memcmp(h.magic, ISO_MAGIC, sizeof(h.magic)) || h.len > max || h.rc < 0 ||
+	    h.rc > FMT_ERR_CANCELLED || h.kind < 0 || h.kind > FMT_PDF ||
 	    (!h.rc && h.len != n - sizeof(h)))
 		return kv_fail(why, why_len, FMT_ERR_NOMEM, "the extraction process's result is "
 		    "malformed");
@@ -315,6 +316,7 @@ fmt_extract_isolated(const void *bytes, size_t len, const char *encoding, size_t
 	pid_t pid;
 
 	memset(out, 0, sizeof(*out));
+	memset(&ru, 0, sizeof(ru));
 	if (encoding && strlen(encoding) > FMT_ENCODING_MAX)
 		return kv_fail(why, why_len, FMT_ERR_ENCODING, "the encoding's name is over %d bytes",
 		    FMT_ENCODING_MAX);
@@ -381,8 +383,8 @@ fmt_extract_isolated(const void *bytes, size_t len, const char *encoding, size_t
 		rc = kv_fail(why, why_len, FMT_ERR_TOO_LARGE, "takes over %d s to read, the limit "
 		    "for one document", 2 * FMT_SECONDS_MAX);
 	else if (killed)
-		rc = kv_fail(why, why_len, FMT_ERR_NOMEM, "the extraction process's result is %s",
-		    killed == 3 ? "too long" : "out of memory");
+		rc = kv_fail(why, why_len, FMT_ERR_NOMEM, killed == 3 ? "the extraction process's "
+		    "result is too long" : "out of memory for the extracted text");
 	else if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU ||
 	    (WTERMSIG(status) == SIGKILL && cpu >= FMT_SECONDS_MAX)))
 		rc = kv_fail(why, why_len, FMT_ERR_TOO_LARGE, "takes over %d s of CPU to read, the "
