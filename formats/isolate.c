@@ -86,12 +86,28 @@ iso_write_all(int fd, const void *p, size_t n)
 /* ------------------------------------------------------------------------ */
 /* The child                                                                 */
 
+/* Lower a limit to cur (soft) and max (hard), never above what it is
+ * already (raising a hard limit needs privilege; lowering never does). */
+static int
+iso_limit(int res, rlim_t cur, rlim_t max)
+{
+	struct rlimit rl;
+	if (getrlimit(res, &rl) != 0)
+		return -1;
+	if (rl.rlim_max != RLIM_INFINITY && max > rl.rlim_max)
+		max = rl.rlim_max;
+	if (cur > max)
+		cur = max;
+	rl.rlim_cur = cur;
+	rl.rlim_max = max;
+	return setrlimit(res, &rl);
+}
+
 void
 fmt_child_main(int argc, char **argv)
 {
 	struct iso_head h;
 	struct fmt_doc d;
-	struct rlimit rl;
 	struct stat st;
 	const char *enc;
 	void *p = NULL;
@@ -108,28 +124,25 @@ fmt_child_main(int argc, char **argv)
 		_exit(2);
 	enc = argv[2];
 	max = (size_t)strtoull(argv[3], NULL, 10);
-	rl.rlim_cur = rl.rlim_max = 0;
-	setrlimit(RLIMIT_CORE, &rl); /* no core file of a bomb */
-	rl.rlim_cur = FMT_SECONDS_MAX;
-	rl.rlim_max = FMT_SECONDS_MAX + 5; /* SIGXCPU at the soft limit, SIGKILL at the hard */
-	setrlimit(RLIMIT_CPU, &rl);
-	rl.rlim_cur = rl.rlim_max = ISO_ERR_KEEP * 16; /* stderr, a memfd */
-	setrlimit(RLIMIT_FSIZE, &rl);
-	signal(SIGXFSZ, SIG_IGN); /* a full stderr: writes fail, that is all */
-	if (!ISO_ASAN) {
-		rl.rlim_cur = rl.rlim_max = FMT_MEM_MAX;
-		setrlimit(RLIMIT_DATA, &rl);
-	}
-	if (fstat(0, &st) != 0)
-		_exit(3);
-	if (st.st_size > 0 && (p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, 0, 0)) ==
-	    MAP_FAILED)
-		_exit(3);
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, ISO_MAGIC, sizeof(h.magic));
-	rc = fmt_extract(p ? p : "", (size_t)st.st_size, enc[0] ? enc : NULL, max, &d, h.why,
-	    sizeof(h.why));
-	if (rc == FMT_ERR_NOMEM) /* malloc said no: the data limit */
+	iso_limit(RLIMIT_CORE, 0, 0); /* no core file of a bomb */
+	iso_limit(RLIMIT_FSIZE, ISO_ERR_KEEP * 16, ISO_ERR_KEEP * 16); /* stderr, a memfd */
+	signal(SIGXFSZ, SIG_IGN); /* a full stderr: writes fail, that is all */
+	/* SIGXCPU at the soft limit, SIGKILL at the hard; unlimited, nothing is read */
+	rc = iso_limit(RLIMIT_CPU, FMT_SECONDS_MAX, FMT_SECONDS_MAX + 5);
+	if (!rc && !ISO_ASAN)
+		rc = iso_limit(RLIMIT_DATA, FMT_MEM_MAX, FMT_MEM_MAX);
+	if (rc)
+		rc = kv_fail(h.why, sizeof(h.why), FMT_ERR_NOMEM, "cannot limit the extraction "
+		    "process: %s", strerror(errno));
+	else if (fstat(0, &st) != 0)
+		_exit(3);
+	else if (st.st_size > 0 && (p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, 0,
+	    0)) == MAP_FAILED)
+		_exit(3);
+	else if ((rc = fmt_extract(p ? p : "", (size_t)st.st_size, enc[0] ? enc : NULL, max, &d,
+	    h.why, sizeof(h.why))) == FMT_ERR_NOMEM) /* malloc said no: the data limit */
 		rc = kv_fail(h.why, sizeof(h.why), FMT_ERR_TOO_LARGE, "needs over %zu MiB of memory "
 		    "to read, the limit for one document", FMT_MEM_MAX >> 20);
 	h.rc = rc;
