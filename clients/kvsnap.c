@@ -7,6 +7,7 @@
 
 #include "clients/cli.h"
 #include "engine/engine.h"
+#include "formats/formats.h"
 
 static const struct cli_cmd cli_cmds[] = {
 	{ "ingest", "compress documents into snapshots (--local: in-process)", cli_ingest },
@@ -59,9 +60,10 @@ main(int argc, char **argv)
 {
 	size_t i, n = sizeof(cli_cmds) / sizeof(cli_cmds[0]);
 	const char *near;
-	int at = cli_global_lead(argc, argv);
+	int at;
 
-	if (at < 0)
+	fmt_child_main(argc, argv); /* a document's extraction (formats/isolate.c) */
+	if ((at = cli_global_lead(argc, argv)) < 0)
 		return CLI_EXIT_USAGE;
 	if (at < argc && !strcmp(argv[at], "help")) { /* kvsnap help [COMMAND] */
 		if (at + 1 >= argc) {

@@ -72,8 +72,13 @@ struct daemon {
 	struct dcfg cfg;
 	struct svc *v;              /* model, tokenizer, store, profile: shared */
 	atomic_int stopping;        /* SIGTERM seen */
+	const char *own_socket;     /* the socket file we made (removed on exit), or NULL */
 };
 extern struct daemon *daemon_g;
+/* A second stop signal (main.c): the socket file removed, exit 0 at once,
+ * whatever the workers are doing (an extraction's child dies with us, an
+ * ingest's transaction is never committed). */
+void main_stop_now(void) __attribute__((noreturn));
 
 /* ------------------------------------------------------------------------ */
 /* Connections (server.c), as jobs see them.                                */

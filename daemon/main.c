@@ -17,6 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon/daemon_internal.h"
+#include "formats/formats.h"
 
 struct daemon *daemon_g;
 
@@ -95,12 +96,21 @@ main_open(struct daemon *d)
 	return 0;
 }
 
+void
+main_stop_now(void)
+{
+	if (daemon_g && daemon_g->own_socket)
+		unlink(daemon_g->own_socket);
+	_exit(EXIT_SUCCESS);
+}
+
 int
 main(int argc, char **argv)
 {
 	static struct daemon d;
 	int rc, fd, own_socket = 0, status = EXIT_FAILURE;
 
+	fmt_child_main(argc, argv); /* a document's extraction (formats/isolate.c) */
 	if ((rc = dcfg_load(&d.cfg, argc, argv))) {
 		dcfg_free(&d.cfg);
 		return rc < 0 ? EXIT_SUCCESS : rc;
@@ -121,6 +131,7 @@ main(int argc, char **argv)
 		if ((fd = srv_listen(d.cfg.socket)) < 0)
 			goto out;
 		own_socket = 1;
+		d.own_socket = d.cfg.socket;
 		dlog(DLOG_INFO, "listening on %s", d.cfg.socket);
 	} else {
 		evutil_make_socket_nonblocking(fd);

@@ -996,8 +996,7 @@ srv_signal_cb(evutil_socket_t sig, short what, void *arg)
 	(void)arg;
 	if (atomic_load(&srv.d->stopping)) {
 		dlog(DLOG_WARN, "signal %d again: stopping now", (int)sig);
-		event_base_loopexit(srv.base, NULL);
-		return;
+		main_stop_now(); /* not the loop's exit: main would join busy workers */
 	}
 	dlog(DLOG_INFO, "signal %d: no new connections; abandoning ingests, finishing queries",
 	    (int)sig);

@@ -9,7 +9,11 @@
  * when the caller names it.  Anything else (executables, archives, images,
  * NUL bytes, many control bytes) is refused with a reason that says what
  * it looks like.  Hostile input is bounded: the output at `max` bytes, a
- * PDF at FMT_PDF_PAGES_MAX pages.
+ * PDF at FMT_PDF_PAGES_MAX pages, an HTML page's elements, attributes and
+ * nesting by a scan before libxml2 sees it (html_scan.c).  What libraries
+ * cannot bound from inside (a PDF's inflated streams, libxml2's tree, any
+ * parse's time) is bounded by fmt_extract_isolated: the parse in a child
+ * process under memory and CPU limits, killed on cancel or deadline.
  *
  * Depends on common/ and the libraries only; safe to call from several
  * threads at once (fmt_init, or the first call, sets libxml2 up once).
@@ -17,6 +21,7 @@
 #ifndef KVSNAP_FORMATS_H
 #define KVSNAP_FORMATS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* What went wrong (fmt_extract's return; the reason says it in words). */
@@ -26,8 +31,10 @@ enum fmt_err {
 	                       * that is damaged, encrypted or has no text layer,
 	                       * bytes invalid in the named encoding, no text */
 	FMT_ERR_ENCODING,     /* the caller named an encoding iconv does not know */
-	FMT_ERR_TOO_LARGE,    /* the text would be over `max` bytes */
-	FMT_ERR_NOMEM
+	FMT_ERR_TOO_LARGE,    /* the text would be over `max` bytes, or reading
+	                       * it over a budget (memory, time, elements...) */
+	FMT_ERR_NOMEM,
+	FMT_ERR_CANCELLED     /* fmt_extract_isolated: the cancel flag was set */
 };
 
 /* The formats, by the name `info` shows. */
@@ -41,6 +48,18 @@ enum fmt_kind {
 #define FMT_NAME_MAX 48          /* the format's description, NUL included */
 #define FMT_ENCODING_MAX 63      /* an encoding's name */
 #define FMT_PDF_PAGES_MAX 5000   /* a PDF with more pages is refused */
+/* An HTML page is refused before libxml2 parses it with more elements, or
+ * one element with more attributes (libxml2 checks them for duplicates in
+ * quadratic time); nested deeper than FMT_HTML_DEPTH_MAX, libxml2 stops
+ * reading (its own limit), and the page is refused saying so. */
+#define FMT_HTML_ELEMENTS_MAX 1000000
+#define FMT_HTML_ATTRS_MAX 1000
+#define FMT_HTML_DEPTH_MAX 256
+/* fmt_extract_isolated's child: its data segment (heap and anonymous
+ * maps: a PDF's inflated streams, libxml2's tree) and its CPU time; the
+ * parent's wall-clock deadline is twice the CPU time (a busy machine). */
+#define FMT_MEM_MAX ((size_t)1 << 30)
+#define FMT_SECONDS_MAX 60
 
 /* The extracted document. */
 struct fmt_doc {
@@ -68,6 +87,22 @@ void fmt_init(void);
 int fmt_extract(const void *bytes, size_t len, const char *encoding, size_t max,
     struct fmt_doc *out, char *why, size_t why_len);
 void fmt_doc_free(struct fmt_doc *d);
+
+/* fmt_extract in a child process: the binary running now (/proc/self/exe)
+ * started with posix_spawn as FMT_CHILD_ARG (its main hands it to
+ * fmt_child_main before anything else), the bytes passed in a memfd, the
+ * result read from a pipe.  The child runs under FMT_MEM_MAX of data and
+ * FMT_SECONDS_MAX of CPU, dies with its parent (PR_SET_PDEATHSIG), and is
+ * killed when *cancel (may be NULL) is set or 2 * FMT_SECONDS_MAX pass:
+ * whatever it allocated is returned by its exit.  A child that ran out of
+ * memory or time: FMT_ERR_TOO_LARGE naming the limit; cancelled:
+ * FMT_ERR_CANCELLED.  Same arguments and results as fmt_extract. */
+int fmt_extract_isolated(const void *bytes, size_t len, const char *encoding, size_t max,
+    atomic_int *cancel, struct fmt_doc *out, char *why, size_t why_len);
+#define FMT_CHILD_ARG "--kvsnap-extract-child"
+/* A program's main calls this first: when argv is a child's (argv[1] is
+ * FMT_CHILD_ARG), it extracts and exits; else it returns. */
+void fmt_child_main(int argc, char **argv);
 
 /* The name of a kind: "text", "markdown", "html", "pdf". */
 const char *fmt_kind_name(enum fmt_kind k);
@@ -112,6 +147,9 @@ int fmt_decode(const char *p, size_t len, const char *from, size_t max, struct f
 /* The extractors (formats/pdf.c, html.c, markdown.c): text into out. */
 int fmt_pdf(const void *p, size_t len, struct fmt_buf *out, int *pages, char *why,
     size_t why_len);
+/* The HTML budgets, counted by a scan of the bytes: 0, or FMT_ERR_TOO_LARGE
+ * naming the limit (formats/html_scan.c). */
+int fmt_html_scan(const char *p, size_t len, char *why, size_t why_len);
 /* encoding: "UTF-8" for decoded text; NULL: libxml2 decides (meta charset). */
 int fmt_html(const char *p, size_t len, const char *encoding, struct fmt_buf *out,
     char *why, size_t why_len);

@@ -5,7 +5,10 @@
  * (headings and paragraphs as blank lines), <pre> kept as it is, and
  * <script>, <style>, <template>, <noscript>, <svg> and the rest of <head>
  * dropped.  The walk is iterative: nesting 100000 elements deep costs no
- * stack (test_formats' deep case).
+ * stack (test_formats' deep case).  The page's elements and attributes are
+ * counted first (html_scan.c); a page libxml2 stops reading part way (it
+ * halts nested deeper than FMT_HTML_DEPTH_MAX) is refused saying so, never
+ * read in part or called empty.
  */
 #include <stdio.h>
 #include <string.h>
@@ -129,13 +132,38 @@ int
 fmt_html(const char *p, size_t len, const char *encoding, struct fmt_buf *out, char *why,
     size_t why_len)
 {
+	htmlParserCtxtPtr ctx;
 	htmlDocPtr doc;
 	xmlNode *root;
+	int rc, halted;
 
 	if (len > (size_t)INT32_MAX)
 		return kv_fail(why, why_len, FMT_ERR_TOO_LARGE, "is too large for the HTML parser");
-	doc = htmlReadMemory(p, (int)len, NULL, encoding, HTML_PARSE_NOERROR |
+	if ((rc = fmt_html_scan(p, len, why, why_len)))
+		return rc;
+	if (!(ctx = htmlNewParserCtxt()))
+		return kv_fail(why, why_len, FMT_ERR_NOMEM, "out of memory");
+	doc = htmlCtxtReadMemory(ctx, p, (int)len, NULL, encoding, HTML_PARSE_NOERROR |
 	    HTML_PARSE_NOWARNING | HTML_PARSE_NONET | HTML_PARSE_RECOVER | HTML_PARSE_NOBLANKS);
+	/* recovering from bad markup goes on; a halt (the depth limit, a fatal
+	 * error) drops the rest of the page */
+	halted = ctx->instate == XML_PARSER_EOF && ctx->disableSAX;
+	if (halted) {
+		const xmlError *e = xmlCtxtGetLastError(ctx);
+		int depth = e && e->message && strstr(e->message, "depth");
+		char msg[128];
+		snprintf(msg, sizeof(msg), "%s", e && e->message ? e->message : "no details");
+		msg[strcspn(msg, "\r\n")] = '\0';
+		if (doc)
+			xmlFreeDoc(doc);
+		htmlFreeParserCtxt(ctx);
+		if (depth)
+			return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is an HTML page nested over "
+			    "%d elements deep, the limit: libxml2 reads no deeper", FMT_HTML_DEPTH_MAX);
+		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is an HTML page libxml2 stopped "
+		    "reading part way (%s)", msg);
+	}
+	htmlFreeParserCtxt(ctx);
 	if (!doc || !(root = xmlDocGetRootElement(doc))) {
 		if (doc)
 			xmlFreeDoc(doc);

@@ -2,8 +2,12 @@
  * pdf.c: a PDF's text with poppler's glib API: every page's text in page
  * order, a blank line between pages.  Refused with a reason: a file
  * poppler cannot open (damaged, truncated), one encrypted with a password,
- * one with more than FMT_PDF_PAGES_MAX pages, and one with no text layer
- * at all (scanned pages: images, which need OCR first).
+ * one with more than FMT_PDF_PAGES_MAX pages, one with no text layer at all
+ * (scanned pages: images, which need OCR first), and, each saying what is
+ * really wrong, one whose page tree poppler cannot read (a /Count of 2^31-1
+ * reads as 0 pages) and one with neither text nor images poppler can read
+ * (content damaged or nested deeper than poppler's parser goes): never
+ * "scanned" unless a page holds an image.
  *
  * poppler prints what it repairs in a damaged file ("Syntax Error: ...")
  * on stderr; its glib API has no switch for that.
@@ -24,6 +28,44 @@ pdf_has_text(const char *s)
 		if (!strchr(" \t\r\n\f\v", *s))
 			return 1;
 	return 0;
+}
+
+/* The largest "/Count N" in the bytes as they are (a page tree's claim;
+ * one inside a compressed object stream is not seen): -1 if none. */
+static long long
+pdf_claimed_pages(const char *p, size_t len)
+{
+	long long best = -1, v;
+	const char *c, *e = p + len;
+	while ((c = memmem(p, (size_t)(e - p), "/Count", 6))) {
+		p = c + 6;
+		while (p < e && (*p == ' ' || *p == '\r' || *p == '\n' || *p == '\t'))
+			p++;
+		for (v = 0; p < e && *p >= '0' && *p <= '9' && v < (1LL << 40); p++)
+			v = v * 10 + (*p - '0');
+		if (p > c + 6 && p[-1] >= '0' && p[-1] <= '9' && v > best)
+			best = v;
+	}
+	return best;
+}
+
+/* 1 if any page of doc holds an image. */
+static int
+pdf_has_images(PopplerDocument *doc, int n)
+{
+	int i, any = 0;
+	for (i = 0; i < n && !any; i++) {
+		PopplerPage *pg = poppler_document_get_page(doc, i);
+		GList *l;
+		if (!pg)
+			continue;
+		if ((l = poppler_page_get_image_mapping(pg))) {
+			any = 1;
+			poppler_page_free_image_mapping(l);
+		}
+		g_object_unref(pg);
+	}
+	return any;
 }
 
 int
@@ -49,6 +91,16 @@ fmt_pdf(const void *p, size_t len, struct fmt_buf *out, int *pages, char *why, s
 		return rc;
 	}
 	n = poppler_document_get_n_pages(doc);
+	if (n <= 0) {
+		long long claim = pdf_claimed_pages(p, len);
+		g_object_unref(doc);
+		if (claim > FMT_PDF_PAGES_MAX)
+			return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is a PDF whose page tree "
+			    "claims %lld pages, over the limit of %d, and poppler finds none it can "
+			    "read: damaged", claim, FMT_PDF_PAGES_MAX);
+		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is a PDF whose page tree poppler "
+		    "cannot read (no pages found): damaged or truncated");
+	}
 	if (n > FMT_PDF_PAGES_MAX) {
 		g_object_unref(doc);
 		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED,
@@ -68,6 +120,13 @@ fmt_pdf(const void *p, size_t len, struct fmt_buf *out, int *pages, char *why, s
 			g_free(t);
 		}
 		g_object_unref(pg);
+	}
+	if (!any && !out->err && !pdf_has_images(doc, n)) {
+		g_object_unref(doc);
+		*pages = n;
+		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is a PDF of %d page%s with "
+		    "neither text nor images poppler can read: its content is empty, damaged or "
+		    "nested deeper than poppler's parser goes", n, n == 1 ? "" : "s");
 	}
 	g_object_unref(doc);
 	*pages = n;

@@ -86,7 +86,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 	memset(out, 0, sizeof(*out));
 	memset(&doc, 0, sizeof(doc));
 	out->shared = v->tier ? 0 : -1;
-	if (svc_extract(r->text, r->len, r->encoding, &fd, st))
+	if (svc_extract(r->text, r->len, r->encoding, hooks.cancel, &fd, st))
 		return -1;
 	snprintf(doc.format, sizeof(doc.format), "%s", fd.name);
 	snprintf(out->format, sizeof(out->format), "%s", fd.name);

@@ -259,10 +259,14 @@ struct svc_ingested {
 #define SVC_DOC_MAX ((size_t)64 << 20)
 
 /* A document's text (formats/: the format by content; encoding NULL to
- * detect) into *out (fmt_doc_free).  0, or -1 with st (SVC_AT_FORMAT, an
- * enum fmt_err, the reason without the document's name). */
-int svc_extract(const void *bytes, size_t len, const char *encoding, struct fmt_doc *out,
-    struct svc_status *st);
+ * detect) into *out (fmt_doc_free), read in a child process under the
+ * parser budgets (fmt_extract_isolated: memory, CPU and wall time; killed
+ * when *cancel, which may be NULL, is set).  0, or -1 with st
+ * (SVC_AT_FORMAT, an enum fmt_err, the reason without the document's name;
+ * cancelled: SVC_AT_INGEST, ENG_ERR_CANCELLED, as an ingest cancelled
+ * later). */
+int svc_extract(const void *bytes, size_t len, const char *encoding, atomic_int *cancel,
+    struct fmt_doc *out, struct svc_status *st);
 /* The doc_id of a document's bytes: the hash of its extracted text (what
  * svc_ingest files it under).  0, or -1 with st as svc_extract. */
 int svc_doc_id(const void *bytes, size_t len, const char *encoding,

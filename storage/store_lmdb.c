@@ -330,6 +330,38 @@ st_dir(const char *dir, int read_only, char *why, size_t why_len)
 	return 0;
 }
 
+/* lock.mdb and data.mdb, where they exist, must be plain files of their
+ * own: LMDB opens them by name and writes its lock header into lock.mdb
+ * even for a read-only open, so a link planted by whoever owns the state
+ * directory would make root's `kvsnap ls --state DIR` overwrite the link's
+ * target.  Symbolic links, hard links (a second name for another file),
+ * FIFOs, devices and directories are refused before LMDB sees them. */
+static int
+st_files_check(const char *dir, char *why, size_t why_len)
+{
+	static const char *const names[2] = { "lock.mdb", "data.mdb" };
+	struct stat st;
+	char path[600];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (lstat(path, &st) != 0) {
+			if (errno == ENOENT)
+				continue;
+			return store_fail(why, why_len, STORE_ERR_IO, "state directory %s: %s: %s", dir,
+			    names[i], strerror(errno));
+		}
+		if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode) || st.st_nlink > 1)
+			return store_fail(why, why_len, STORE_ERR_IO, "state directory %s: %s is %s, "
+			    "not a plain file: refused (a store's files are never links; remove it if "
+			    "you did not put it there)", dir, names[i], S_ISLNK(st.st_mode) ?
+			    "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory" :
+			    S_ISREG(st.st_mode) ? "a hard link (it has other names)" : "a special file");
+	}
+	return 0;
+}
+
 /* The map: as large as the opts ask, or as the file says another process
  * grew it to, whichever is larger. */
 static int
@@ -376,7 +408,8 @@ st_env_open(struct store_lmdb *s, size_t initial, char *why, size_t why_len)
 
 	/* A data.mdb shorter than LMDB's record of it: corrupt, before LMDB
 	 * maps it (store_lmdb_size.c). */
-	if ((rc = st_file_check_path(s->dir, why, why_len)) != 0)
+	if ((rc = st_files_check(s->dir, why, why_len)) != 0 ||
+	    (rc = st_file_check_path(s->dir, why, why_len)) != 0)
 		return rc;
 	if ((rc = mdb_env_create(&s->env)) != 0)
 		return st_mdb(rc, "create environment", why, why_len);

@@ -494,6 +494,88 @@ t_deep(void)
 	return TAP_PASS;
 }
 
+/* The HTML budgets (issue 26): attributes counted as HTML tokenizes them
+ * (quoted '>' and '<' in values, comments and scripts not counted), the
+ * limits exact, the depth halt of libxml2 named. */
+static enum tap_result
+t_html_budgets(void)
+{
+	size_t cap = (FMT_HTML_ATTRS_MAX + 10) * 12 + 256, n, i; /* " a1000=\"1\"": 11 */
+	char *b = malloc(cap);
+	struct fmt_doc d;
+	int rc;
+	static const char fine[] = "<p title=\"a > b\" data-x='<q z=1 y=2>' hidden>text</p>"
+	    "<!-- <p a b c d> --><script>if (a<b) x = '<p q r s>';</script>";
+	TAP_CHECK(b, "oom");
+	TAP_CHECK(fmt_html_scan(fine, sizeof(fine) - 1, g_why, sizeof(g_why)) == 0, "%s", g_why);
+	for (int k = 0; k < 2; k++) { /* the limit, then one over */
+		n = (size_t)sprintf(b, "<html><body><p");
+		for (i = 0; i < (size_t)FMT_HTML_ATTRS_MAX + (size_t)k; i++)
+			n += (size_t)sprintf(b + n, " a%zu=\"1\"", i);
+		n += (size_t)sprintf(b + n, ">attributes</p></body></html>");
+		rc = fmt_extract(b, n, NULL, MAX, &d, g_why, sizeof(g_why));
+		TAP_CHECK(k ? rc == FMT_ERR_TOO_LARGE && strstr(g_why, "attributes") :
+		    rc == 0 && has(&d, "attributes"), "%d attributes: rc %d %s",
+		    FMT_HTML_ATTRS_MAX + k, rc, g_why);
+		fmt_doc_free(&d);
+		/* the same element in a comment or a script: not an element */
+		memmove(b + 12 + 4, b + 12, n - 12);
+		memcpy(b + 12, "<!--", 4);
+		memcpy(b + n + 4, "-->", 4);
+		TAP_CHECK(fmt_html_scan(b, n + 7, g_why, sizeof(g_why)) == 0, "comment: %s", g_why);
+	}
+	free(b);
+	for (int deep = 200; deep <= 300; deep += 100) { /* libxml2 stops at 256 */
+		b = malloc((size_t)deep * 11 + 128);
+		TAP_CHECK(b, "oom");
+		n = (size_t)sprintf(b, "<html><body>");
+		for (i = 0; i < (size_t)deep; i++)
+			n += (size_t)sprintf(b + n, "<div>");
+		n += (size_t)sprintf(b + n, "deep");
+		for (i = 0; i < (size_t)deep; i++)
+			n += (size_t)sprintf(b + n, "</div>");
+		n += (size_t)sprintf(b + n, "<p>after</p></body></html>");
+		rc = fmt_extract(b, n, NULL, MAX, &d, g_why, sizeof(g_why));
+		free(b);
+		TAP_CHECK(deep < 256 ? rc == 0 && has(&d, "after") : rc == FMT_ERR_UNSUPPORTED &&
+		    strstr(g_why, "nested over 256"), "%d deep: rc %d %s", deep, rc, g_why);
+		fmt_doc_free(&d);
+	}
+	return TAP_PASS;
+}
+
+/* fmt_extract_isolated (this binary is its own child: main calls
+ * fmt_child_main): the same result as in-process, a refusal's reason
+ * carried over, and a set cancel flag kills the child. */
+static enum tap_result
+t_isolated(void)
+{
+	struct fmt_doc a, b;
+	atomic_int cancel = 0;
+	size_t len;
+	char *pdf = slurp("ship.pdf", &len);
+	int rc;
+	TAP_CHECK(pdf, "fixture");
+	rc = fmt_extract(pdf, len, NULL, MAX, &a, g_why, sizeof(g_why));
+	TAP_CHECK(rc == 0, "in-process: %s", g_why);
+	rc = fmt_extract_isolated(pdf, len, NULL, MAX, &cancel, &b, g_why, sizeof(g_why));
+	TAP_CHECK(rc == 0 && b.len == a.len && !memcmp(a.text, b.text, a.len) &&
+	    !strcmp(a.name, b.name) && b.kind == FMT_PDF && b.pages == a.pages,
+	    "isolated: rc %d %s", rc, g_why);
+	fmt_doc_free(&b);
+	rc = fmt_extract_isolated(pdf, len / 2, NULL, MAX, NULL, &b, g_why, sizeof(g_why));
+	TAP_CHECK(rc == FMT_ERR_UNSUPPORTED && strstr(g_why, "cannot be read") && !b.text,
+	    "truncated: rc %d %s", rc, g_why);
+	rc = fmt_extract_isolated(pdf, len, NULL, a.len / 2, NULL, &b, g_why, sizeof(g_why));
+	TAP_CHECK(rc == FMT_ERR_TOO_LARGE && !b.text, "over max: rc %d %s", rc, g_why);
+	atomic_store(&cancel, 1);
+	rc = fmt_extract_isolated(pdf, len, NULL, MAX, &cancel, &b, g_why, sizeof(g_why));
+	TAP_CHECK(rc == FMT_ERR_CANCELLED && !b.text, "cancelled: rc %d %s", rc, g_why);
+	fmt_doc_free(&a);
+	free(pdf);
+	return TAP_PASS;
+}
+
 /* Several threads at once, each format: the same text every time. */
 static void *
 worker(void *arg)
@@ -553,7 +635,10 @@ main(int argc, char **argv)
 		{ "binary", t_binary },
 		{ "limits", t_limits },
 		{ "deep", t_deep },
+		{ "html_budgets", t_html_budgets },
+		{ "isolated", t_isolated },
 		{ "threads", t_threads },
 	};
+	fmt_child_main(argc, argv); /* t_isolated's child */
 	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
