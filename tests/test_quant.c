@@ -164,6 +164,26 @@ kq_put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)(v >> 8);
 }
 
+/* What kq_rand_block makes: ordinary blocks, blocks whose every f16 scale
+ * is ±65504 (the largest f16) or ±2^-24 (the smallest subnormal), or
+ * all-zero blocks (rows that are all zero). */
+enum kq_mode { KQ_NORMAL, KQ_HUGE, KQ_TINY, KQ_ZERO };
+static enum kq_mode kq_mode = KQ_NORMAL;
+
+/* A random f16 scale in [lo, hi), or the mode's extreme of the same sign. */
+static uint16_t
+kq_scale(float lo, float hi)
+{
+	uint16_t h = kq_rand_f16(lo, hi);
+	uint16_t sign = h & 0x8000;
+
+	if (kq_mode == KQ_HUGE)
+		return (uint16_t)(sign | 0x7bff);
+	if (kq_mode == KQ_TINY)
+		return (uint16_t)(sign | 0x0001);
+	return h;
+}
+
 /* One random block of type t at p (valid scales, random quants).  Q8_0
  * quants avoid −128, which ggml's quantizers never emit (see vec_dot.c). */
 static void
@@ -173,6 +193,10 @@ kq_rand_block(enum kern_type t, uint8_t *p)
 	int j;
 
 	kq_rand_bytes(p, bb);
+	if (kq_mode == KQ_ZERO) {
+		memset(p, 0, bb);
+		return;
+	}
 	switch (t) {
 	case KERN_TYPE_F32: {
 		float f = kq_uniform(-1.0f, 1.0f);
@@ -186,24 +210,34 @@ kq_rand_block(enum kern_type t, uint8_t *p)
 		kq_put16(p, (uint16_t)(kq_f32_bits(kq_uniform(-1.0f, 1.0f)) >> 16));
 		break;
 	case KERN_TYPE_Q4_0:
-		kq_put16(p, kq_rand_f16(-0.1f, 0.1f));
+	case KERN_TYPE_Q5_0:
+		kq_put16(p, kq_scale(-0.1f, 0.1f));
 		break;
 	case KERN_TYPE_Q4_1:
-		kq_put16(p, kq_rand_f16(0.001f, 0.05f));
-		kq_put16(p + 2, kq_rand_f16(-0.4f, 0.0f));
+	case KERN_TYPE_Q5_1:
+		kq_put16(p, kq_scale(0.001f, 0.05f));
+		kq_put16(p + 2, kq_scale(-0.4f, 0.0f));
 		break;
 	case KERN_TYPE_Q8_0:
-		kq_put16(p, kq_rand_f16(-0.01f, 0.01f));
+		kq_put16(p, kq_scale(-0.01f, 0.01f));
 		for (j = 0; j < 32; j++)
 			if (p[2 + j] == 0x80)
 				p[2 + j] = 0x81;
 		break;
+	case KERN_TYPE_Q2_K:
+		kq_put16(p + 80, kq_scale(0.0f, 0.01f));
+		kq_put16(p + 82, kq_scale(0.0f, 0.01f));
+		break;
+	case KERN_TYPE_Q3_K:
+		kq_put16(p + 108, kq_scale(-0.01f, 0.01f));
+		break;
 	case KERN_TYPE_Q4_K:
-		kq_put16(p, kq_rand_f16(0.0f, 0.01f));
-		kq_put16(p + 2, kq_rand_f16(0.0f, 0.01f));
+	case KERN_TYPE_Q5_K:
+		kq_put16(p, kq_scale(0.0f, 0.01f));
+		kq_put16(p + 2, kq_scale(0.0f, 0.01f));
 		break;
 	case KERN_TYPE_Q6_K:
-		kq_put16(p + 208, kq_rand_f16(-0.01f, 0.01f));
+		kq_put16(p + 208, kq_scale(-0.01f, 0.01f));
 		break;
 	case KERN_TYPE_Q8_1:
 	case KERN_TYPE_COUNT:
@@ -238,19 +272,29 @@ test_type_table(void)
 	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q6_K) == 210, "q6_K");
 	TAP_CHECK(kern_type_block_elems(KERN_TYPE_Q6_K) == 256, "q6_K elems");
 	TAP_CHECK(kern_type_block_elems(KERN_TYPE_BF16) == 1, "bf16 elems");
-	TAP_CHECK(kern_type_block_elems((enum kern_type)6) == 0, "q5_0 unsupported");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q5_0) == 22, "q5_0");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q5_1) == 24, "q5_1");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q2_K) == 84, "q2_K");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q3_K) == 110, "q3_K");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q5_K) == 176, "q5_K");
+	TAP_CHECK(kern_type_block_elems(KERN_TYPE_Q2_K) == 256, "q2_K elems");
+	TAP_CHECK(kern_type_block_elems(KERN_TYPE_Q5_1) == 32, "q5_1 elems");
+	TAP_CHECK(kern_type_block_elems((enum kern_type)16) == 0, "iq2_xxs unsupported");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_1, 576) == 360, "q4_1 row");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q8_0, 576) == 612, "q8_0 row");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_F16, 7) == 14, "f16 row");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_K, 576) == 0, "q4_K needs n %% 256");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_0, 33) == 0, "partial block");
-	TAP_CHECK(kern_type_row_bytes((enum kern_type)7, 32) == 0, "q5_1 unsupported");
+	TAP_CHECK(kern_type_row_bytes((enum kern_type)20, 32) == 0, "iq4_nl unsupported");
+	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q5_K, 1536) == 6 * 176, "q5_K row");
 	TAP_CHECK(strcmp(kern_type_name(KERN_TYPE_Q4_1), "q4_1") == 0, "name");
 	TAP_CHECK(strcmp(kern_type_name((enum kern_type)99), "unknown") == 0, "unknown name");
 	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q4_1) == KERN_TYPE_Q8_1, "act q4_1");
 	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q4_0) == KERN_TYPE_Q8_0, "act q4_0");
 	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q8_0) == KERN_TYPE_Q8_0, "act q8_0");
-	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q6_K) == KERN_TYPE_F32, "act q6_K");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q5_0) == KERN_TYPE_Q8_0, "act q5_0");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q5_1) == KERN_TYPE_Q8_1, "act q5_1");
+	TAP_CHECK(strcmp(kern_type_name(KERN_TYPE_Q3_K), "q3_K") == 0, "name q3_K");
 	tap_diag("simd level: %s", kern_simd_name());
 	return TAP_PASS;
 }
@@ -735,22 +779,26 @@ kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, d
 	int64_t i, ib;
 
 	kern_dequant_row(t, row, w, n);
-	if (t == KERN_TYPE_Q4_1) {
+	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1) {
 		const struct kern_block_q8_1 *y = act;
+		const int five = t == KERN_TYPE_Q5_1;
 		for (ib = 0; ib < n / 32; ib++) {
-			const uint8_t *b = row + 20 * ib;
+			const uint8_t *b = row + (five ? 24 : 20) * ib, *qs = b + (five ? 8 : 4);
 			double dw = kern_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
 			double mw = kern_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
 			double dy = kern_f16_to_f32(y[ib].d), sy = kern_f16_to_f32(y[ib].s);
 			long isum = 0;
 			for (i = 0; i < 32; i++) {
-				int qw = i < 16 ? b[4 + i] & 15 : b[4 + i - 16] >> 4;
+				int qw = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+				if (five) /* bit i of the little-endian qh at b + 4 */
+					qw |= ((b[4 + i / 8] >> (i % 8)) & 1) << 4;
 				isum += (long)qw * y[ib].qs[i];
 			}
 			s += dw * dy * (double)isum + mw * sy;
 			m += fabs(dw * dy * (double)isum) + fabs(mw * sy);
 		}
-	} else if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q8_0) {
+	} else if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q8_0) {
+		/* w = q·d_w exactly (dequantization of these types is exact) */
 		const struct kern_block_q8_0 *y = act;
 		for (i = 0; i < n; i++) {
 			double v = (double)w[i] * kern_f16_to_f32(y[i / 32].d) * y[i / 32].qs[i % 32];
@@ -929,8 +977,49 @@ test_vec_dot_q8_0(void)
 }
 
 static enum tap_result
+test_vec_dot_q5(void)
+{
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_0, 32), "q5_0 n=32");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_0, 576), "q5_0 n=576");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_0, 1536), "q5_0 n=1536");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_1, 32), "q5_1 n=32");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_1, 576), "q5_1 n=576");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_1, 1536), "q5_1 n=1536");
+	return TAP_PASS;
+}
+
+/* Every quantized type on rows with extreme scales (±65504, ±2^-24) and on
+ * all-zero rows (the dot must be exactly 0: the tolerance is 0 there). */
+static enum tap_result
+test_vec_dot_edges(void)
+{
+	static const enum kern_type ts[] = { KERN_TYPE_Q4_0, KERN_TYPE_Q4_1, KERN_TYPE_Q5_0,
+		KERN_TYPE_Q5_1, KERN_TYPE_Q8_0, KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_Q4_K,
+		KERN_TYPE_Q5_K, KERN_TYPE_Q6_K, KERN_TYPE_F16, KERN_TYPE_BF16 };
+	static const enum kq_mode modes[] = { KQ_HUGE, KQ_TINY, KQ_ZERO };
+	static const char *const names[] = { "huge scales", "tiny scales", "zero rows" };
+	size_t i, m;
+	int ok;
+
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+			kq_mode = modes[m];
+			ok = kq_check_type(ts[i], 512);
+			kq_mode = KQ_NORMAL;
+			TAP_CHECK(ok, "%s %s", kern_type_name(ts[i]), names[m]);
+		}
+	return TAP_PASS;
+}
+
+static enum tap_result
 test_vec_dot_kquants(void)
 {
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q2_K, 256), "q2_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q2_K, 1536), "q2_K n=1536");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q3_K, 256), "q3_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q3_K, 1536), "q3_K n=1536");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_K, 256), "q5_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_K, 1536), "q5_K n=1536");
 	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 256), "q4_K n=256");
 	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 512), "q4_K n=512");
 	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 1536), "q4_K n=1536");
@@ -1135,6 +1224,76 @@ test_softmax(void)
 	return TAP_PASS;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Dequantization against ggml's reference (committed fixture)               */
+
+#define KQ_GGML_FIXTURE "tests/fixtures/quant_dequant.bin"
+
+static uint32_t
+kq_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Every entry of the fixture (scripts/make-quant-fixtures.py: blocks and
+ * the values gguf-py's dequantize, ggml's reference, gives them) must
+ * dequantize bit for bit the same here, by the scalar code and by
+ * kern_cpu_dequant_rows at every SIMD level.  Values compare as bit
+ * patterns, so -0 and +0 count as different. */
+static enum tap_result
+test_dequant_ggml(void)
+{
+	static uint8_t buf[1 << 16];
+	float got[1024];
+	uint32_t want_bits, got_bits;
+	FILE *f = fopen(KQ_GGML_FIXTURE, "rb");
+	size_t len, off = 12;
+	uint32_t count, e, i;
+	int types_seen[KERN_TYPE_COUNT] = { 0 }, l, n_types = 0;
+
+	TAP_CHECK(f != NULL, "cannot open %s (scripts/make-quant-fixtures.sh)", KQ_GGML_FIXTURE);
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	TAP_CHECK(len >= 12 && len < sizeof(buf) && memcmp(buf, "KVQF", 4) == 0 &&
+	    kq_get32(buf + 4) == 1, "fixture header");
+	count = kq_get32(buf + 8);
+	for (e = 0; e < count; e++) {
+		enum kern_type t;
+		uint32_t n, nbytes;
+		TAP_CHECK(off + 12 <= len, "entry %u header", e);
+		t = (enum kern_type)kq_get32(buf + off);
+		n = kq_get32(buf + off + 4);
+		nbytes = kq_get32(buf + off + 8);
+		off += 12;
+		TAP_CHECK(n <= 1024 && off + nbytes + 4 * (size_t)n <= len, "entry %u size", e);
+		TAP_CHECK(kern_type_row_bytes(t, n) == nbytes, "entry %u: %s row of %u is %u bytes",
+		    e, kern_type_name(t), n, nbytes);
+		for (l = -1; l < kq_n_levels(); l++) {
+			if (l < 0) {
+				kern_dequant_row(t, buf + off, got, n);
+			} else {
+				kern_cpu_force_simd(l);
+				kern_cpu_dequant_rows(t, buf + off, nbytes, 1, n, got);
+				kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+			}
+			for (i = 0; i < n; i++) {
+				want_bits = kq_get32(buf + off + nbytes + 4 * i);
+				got_bits = kq_f32_bits(got[i]);
+				TAP_CHECK(want_bits == got_bits, "%s element %u (%s): got %.9g want %.9g",
+				    kern_type_name(t), i, l < 0 ? "kern_dequant_row" : kq_level_name(l),
+				    (double)got[i], (double)kq_bits_to_f32(want_bits));
+			}
+		}
+		if ((int)t < KERN_TYPE_COUNT && !types_seen[t]++)
+			n_types++;
+		off += nbytes + 4 * (size_t)n;
+	}
+	TAP_CHECK(off == len, "fixture has trailing bytes");
+	TAP_CHECK(n_types == 13, "fixture covers %d types, want 13", n_types);
+	tap_diag("ggml reference: %u rows of %d types bit-identical", count, n_types);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "softmax", test_softmax },
 	{ "type_table", test_type_table },
@@ -1146,13 +1305,16 @@ static const struct tap_test tests[] = {
 	{ "dequant_q4_k", test_dequant_q4_k },
 	{ "dequant_q6_k", test_dequant_q6_k },
 	{ "dequant_plain", test_dequant_plain },
+	{ "dequant_ggml", test_dequant_ggml },
 	{ "quant_q8", test_quant_q8 },
 	{ "levels", test_levels },
 	{ "dot_f32", test_dot_f32 },
 	{ "vec_dot_q4_1", test_vec_dot_q4_1 },
 	{ "vec_dot_q4_0", test_vec_dot_q4_0 },
 	{ "vec_dot_q8_0", test_vec_dot_q8_0 },
+	{ "vec_dot_q5", test_vec_dot_q5 },
 	{ "vec_dot_kquants", test_vec_dot_kquants },
+	{ "vec_dot_edges", test_vec_dot_edges },
 	{ "vec_dot_plain", test_vec_dot_plain },
 	{ "real_model", test_real_model },
 };

@@ -2,10 +2,11 @@
  * vec_dot.c: dot products of weight rows with activations, the f32 dot, and
  * block dequantization of whole rows; each in plain C plus x86 fast paths.
  *
- * Pairings (as llama.cpp's CPU backend): a Q4_0 or Q8_0 row meets Q8_0
- * activations, a Q4_1 row meets Q8_1 activations, and per block of 32
- *     Q4_0, Q8_0: d_w·d_x·Σ q_w·q_x
- *     Q4_1:       d_w·d_x·Σ q_w·q_x + m_w·s_x
+ * Pairings (as llama.cpp's CPU backend): a Q4_0, Q5_0 or Q8_0 row meets
+ * Q8_0 activations, a Q4_1 or Q5_1 row meets Q8_1 activations, and per
+ * block of 32
+ *     Q4_0, Q5_0, Q8_0: d_w·d_x·Σ q_w·q_x
+ *     Q4_1, Q5_1:       d_w·d_x·Σ q_w·q_x + m_w·s_x
  * with Σ exact in integers.  Every other type is dequantized 256 elements at
  * a time into a stack buffer and dotted in f32 with f32 activations.
  *
@@ -181,6 +182,37 @@ kern_scalar_q8_0(const uint8_t *x, const struct kern_block_q8_0 *y, int64_t nb)
 		for (j = 0; j < KERN_QK; j++)
 			isum += qs[j] * y[ib].qs[j];
 		sum += kern_f16_to_f32(kern_ld16(x)) * kern_f16_to_f32(y[ib].d) * (float)isum;
+	}
+	return sum;
+}
+
+/* One Q5_0 row · Q8_0 activations (has_min 0) or Q5_1 · Q8_1 (has_min 1):
+ * as Q4_0 / Q4_1 with the 5th bit of element j from bit j of qh. */
+static float
+kern_scalar_q5(const uint8_t *x, const void *act, int64_t nb, int has_min)
+{
+	const size_t bb = has_min ? sizeof(struct kern_block_q5_1) : sizeof(struct kern_block_q5_0);
+	const size_t yb = has_min ? sizeof(struct kern_block_q8_1) : sizeof(struct kern_block_q8_0);
+	const size_t qo = has_min ? 4 : 2; /* qh, then qs, after the f16 fields */
+	float sum = 0.0f;
+	int64_t ib;
+	int j;
+
+	for (ib = 0; ib < nb; ib++, x += bb) {
+		const uint8_t *y = (const uint8_t *)act + (size_t)ib * yb;
+		const int8_t *yq = (const int8_t *)(y + qo);
+		const uint8_t *qs = x + qo + 4;
+		const uint32_t qh = kern_ld32(x + qo);
+		const int off = has_min ? 0 : 16;
+		int isum = 0;
+		for (j = 0; j < KERN_QK / 2; j++) {
+			int q0 = ((qs[j] & 0xf) | (int)((qh >> j) & 1) << 4) - off;
+			int q1 = ((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4) - off;
+			isum += q0 * yq[j] + q1 * yq[j + 16];
+		}
+		sum += kern_f16_to_f32(kern_ld16(x)) * kern_f16_to_f32(kern_ld16(y)) * (float)isum;
+		if (has_min)
+			sum += kern_f16_to_f32(kern_ld16(x + 2)) * kern_f16_to_f32(kern_ld16(y + 2));
 	}
 	return sum;
 }
@@ -441,6 +473,55 @@ kern_avx2_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 KERN_X4_DRIVER(kern_avx2_q4_1_rows, kern_avx2_q4_1_x4, struct kern_block_q8_1, KERN_AVX2)
 KERN_X4_DRIVER(kern_avx2_q4_0_rows, kern_avx2_q4_0_x4, struct kern_block_q8_0, KERN_AVX2)
 KERN_X4_DRIVER(kern_avx2_q8_0_rows, kern_avx2_q8_0_x4, struct kern_block_q8_0, KERN_AVX2)
+
+/* 0xff in byte j where bit j of b is set, else 0. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_bits32(uint32_t b)
+{
+	const __m256i sel = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
+	    0x0303030303030303LL);
+	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), sel);
+	return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* One Q5_0 row · Q8_0 (has_min 0) or Q5_1 · Q8_1 (has_min 1).  The 32 five-
+ * bit quants u = nibble | 16·bit (unsigned, ≤ 31) go through vpmaddubsw with
+ * the activations (|pair| ≤ 2·31·128: no int16 saturation); Q5_0 takes
+ * 16·Σx off the pairs in int16 (u − 16 is its quant).  One row at a time:
+ * these types are rare in the files people run. */
+static KERN_AVX2 float
+kern_avx2_q5(const uint8_t *x, const void *act, int64_t nb, int has_min)
+{
+	const size_t bb = has_min ? sizeof(struct kern_block_q5_1) : sizeof(struct kern_block_q5_0);
+	const size_t yb = has_min ? sizeof(struct kern_block_q8_1) : sizeof(struct kern_block_q8_0);
+	const size_t qo = has_min ? 4 : 2;
+	const __m128i m4 = _mm_set1_epi8(0x0f);
+	const __m256i b4 = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1);
+	const __m256i sixteen = _mm256_set1_epi8(16);
+	__m256 acc = _mm256_setzero_ps();
+	float ms = 0.0f;
+	int64_t ib;
+
+	for (ib = 0; ib < nb; ib++, x += bb) {
+		const uint8_t *y = (const uint8_t *)act + (size_t)ib * yb;
+		const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(x + qo + 4));
+		const __m256i u = _mm256_or_si256(_mm256_set_m128i(
+		    _mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)),
+		    _mm256_and_si256(kern_avx2_bits32(kern_ld32(x + qo)), b4));
+		const __m256i yq = _mm256_loadu_si256((const __m256i *)(const void *)(y + qo));
+		__m256i p = _mm256_maddubs_epi16(u, yq);
+		const __m128 dx = kern_avx2_f16x2(x), dy = kern_avx2_f16x2(y);
+		if (!has_min)
+			p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(sixteen, yq));
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(_mm_cvtss_f32(dx) * _mm_cvtss_f32(dy)),
+		    _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones)), acc);
+		if (has_min)
+			ms += _mm_cvtss_f32(_mm_shuffle_ps(dx, dx, 1)) *
+			    _mm_cvtss_f32(_mm_shuffle_ps(dy, dy, 1));
+	}
+	return kern_avx2_hsum(acc) + ms;
+}
 
 /* f32 dot, 32 lanes in flight. */
 static KERN_AVX2 float
@@ -733,9 +814,9 @@ kern_dot_via_f32(int lvl, enum kern_type t, const uint8_t *row, const float *x, 
 enum kern_type
 kern_vec_dot_act_type(enum kern_type t)
 {
-	if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q8_0)
+	if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q8_0)
 		return KERN_TYPE_Q8_0;
-	if (t == KERN_TYPE_Q4_1)
+	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1)
 		return KERN_TYPE_Q8_1;
 	return KERN_TYPE_F32;
 }
@@ -799,6 +880,17 @@ kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes, int6
 #endif
 		for (r = 0; r < n_rows; r++)
 			out[r] = kern_scalar_q8_0(x + (size_t)r * row_bytes, y, nb);
+	} else if (t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q5_1) {
+		const int has_min = t == KERN_TYPE_Q5_1;
+		for (r = 0; r < n_rows; r++) {
+#if KERN_X86
+			if (lvl >= KERN_CPU_SIMD_AVX2) {
+				out[r] = kern_avx2_q5(x + (size_t)r * row_bytes, act, nb, has_min);
+				continue;
+			}
+#endif
+			out[r] = kern_scalar_q5(x + (size_t)r * row_bytes, act, nb, has_min);
+		}
 	} else {
 		for (r = 0; r < n_rows; r++)
 			out[r] = kern_dot_via_f32(lvl, t, x + (size_t)r * row_bytes, act, n);
