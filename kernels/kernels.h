@@ -37,6 +37,7 @@ enum kern_type {
 	KERN_TYPE_Q4_K = 12,
 	KERN_TYPE_Q5_K = 13,
 	KERN_TYPE_Q6_K = 14,
+	KERN_TYPE_Q8_K = 15, /* activations only */
 	KERN_TYPE_BF16 = 30,
 	KERN_TYPE_COUNT = 40 /* upper bound of ggml ids we know of */
 };
@@ -100,6 +101,13 @@ struct kern_block_q6_k {
 	int8_t scales[KERN_QK_K / 16];
 	uint16_t d;
 };
+/* The activations a K-quant row meets (ggml's block_q8_K): an f32 scale,
+ * and Σ qs per 16 for the sub-blocks' mins and offsets. */
+struct kern_block_q8_k {
+	float d;
+	int8_t qs[KERN_QK_K];
+	int16_t bsums[KERN_QK_K / 16];
+};
 
 /* Elements per block, bytes per block; 0 for a type we do not support. */
 int kern_type_block_elems(enum kern_type t);
@@ -107,6 +115,9 @@ size_t kern_type_block_bytes(enum kern_type t);
 /* Bytes of one row of n elements; 0 if n is not a whole number of blocks or
  * the type is unsupported. */
 size_t kern_type_row_bytes(enum kern_type t, int64_t n);
+/* Whether t can be a weight matrix's type (every type above except the
+ * activation-only Q8_1 and Q8_K). */
+int kern_type_is_weight(enum kern_type t);
 /* Human name ("q4_1"), or "unknown". */
 const char *kern_type_name(enum kern_type t);
 
@@ -123,12 +134,19 @@ void kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n);
  * ggml-cpu's x86 SIMD quantize_row_q8_* do (round half to even). */
 void kern_quant_row_q8_1(const float *x, struct kern_block_q8_1 *dst, int64_t n);
 void kern_quant_row_q8_0(const float *x, struct kern_block_q8_0 *dst, int64_t n);
+/* n floats (multiple of 256) to Q8_K exactly as ggml's quantize_row_q8_K
+ * (which on x86 is its scalar reference): per 256, iscale = -127/x_m for
+ * the element x_m of largest |x| (the first one), q = min(127,
+ * round-half-even(iscale·x)), d = 1/iscale; an all-zero block is d = 0. */
+void kern_quant_row_q8_k(const float *x, struct kern_block_q8_k *dst, int64_t n);
+/* Activations in type at (Q8_0, Q8_1, Q8_K; F32: a copy) from n floats. */
+void kern_quant_row_act(enum kern_type at, const float *x, void *dst, int64_t n);
 
 /* Dot product of one weight row of type t (n elements) with activations.
- * For Q4_0/Q5_0/Q8_0 rows `act` is Q8_0 blocks, for Q4_1/Q5_1 rows Q8_1
- * blocks (the activation rounding llama.cpp applies); for every other type
- * (F32, F16, BF16 and the K-quants) `act` is the f32 vector itself.
- * kern_vec_dot_act_type() tells which. */
+ * The activations are rounded the way llama.cpp's CPU backend rounds them
+ * (its vec_dot_type): Q8_0 blocks for Q4_0/Q5_0/Q8_0 rows, Q8_1 for
+ * Q4_1/Q5_1, Q8_K for Q2_K..Q6_K; for F32, F16 and BF16 rows `act` is the
+ * f32 vector itself.  kern_vec_dot_act_type() tells which. */
 enum kern_type kern_vec_dot_act_type(enum kern_type t);
 float kern_vec_dot(enum kern_type t, const void *row, const void *act, int64_t n);
 

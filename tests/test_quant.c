@@ -240,6 +240,7 @@ kq_rand_block(enum kern_type t, uint8_t *p)
 		kq_put16(p + 208, kq_scale(-0.01f, 0.01f));
 		break;
 	case KERN_TYPE_Q8_1:
+	case KERN_TYPE_Q8_K:
 	case KERN_TYPE_COUNT:
 		break;
 	}
@@ -766,6 +767,68 @@ test_quant_q8(void)
 	return TAP_PASS;
 }
 
+/* Q8_K by ggml's quantize_row_q8_K_ref as its text reads, written apart
+ * from quant.c (rintf for nearest_int: both round half to even). */
+static void
+kq_ref_quant_q8_k(const float *x, struct kern_block_q8_k *y)
+{
+	float amax = 0.0f, max = 0.0f, iscale;
+	int j;
+
+	memset(y, 0, sizeof(*y));
+	for (j = 0; j < 256; j++)
+		if (fabsf(x[j]) > amax) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	if (amax == 0.0f)
+		return;
+	iscale = -127.0f / max;
+	for (j = 0; j < 256; j++) {
+		float v = rintf(iscale * x[j]);
+		y->qs[j] = (int8_t)(v > 127.0f ? 127 : (int)v);
+		y->bsums[j / 16] = (int16_t)(y->bsums[j / 16] + y->qs[j]);
+	}
+	y->d = 1.0f / iscale;
+}
+
+/* Blocks of every kind kq_fill_block makes, a zero block, a block whose
+ * largest |x| is negative and one with ±max ties, and exact half-way
+ * products; the bytes must equal the reference's. */
+static enum tap_result
+test_quant_q8_k(void)
+{
+	float x[256];
+	struct kern_block_q8_k got, want;
+	int kind, j, rep, ties = 0;
+
+	for (kind = 0; kind < 12; kind++)
+		for (rep = 0; rep < 20; rep++) {
+			for (j = 0; j < 256; j += 32)
+				kq_fill_block(x + j, (kind + j / 32) % 8);
+			if (kind == 8)
+				memset(x, 0, sizeof(x));
+			if (kind == 9)
+				x[17] = -50.0f;
+			if (kind == 10) { /* ±127 ties: the first decides the sign */
+				x[3] = 127.0f;
+				x[200] = -127.0f;
+			}
+			if (kind == 11) { /* iscale = -1: x = k + 0.5 are exact ties */
+				for (j = 0; j < 256; j++)
+					x[j] = (float)((j % 254) - 127) + (j & 1 ? 0.5f : 0.0f);
+				x[0] = 127.0f;
+				x[255] = 0.0f;
+				ties += 128;
+			}
+			kern_quant_row_q8_k(x, &got, 256);
+			kq_ref_quant_q8_k(x, &want);
+			TAP_CHECK(memcmp(&got, &want, sizeof(got)) == 0, "kind %d rep %d", kind, rep);
+		}
+	tap_diag("q8_K: %d exact ties checked", ties);
+	return TAP_PASS;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Dot products                                                              */
 
@@ -805,6 +868,15 @@ kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, d
 			s += v;
 			m += fabs(v);
 		}
+	} else if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_K) {
+		/* Σ w·d_y·q_y with w as dequantized: exact but for Q6_K's
+		 * (d·sc)·q, which may round once (a relative 2^-24) */
+		const struct kern_block_q8_k *y = act;
+		for (i = 0; i < n; i++) {
+			double v = (double)w[i] * y[i / 256].d * y[i / 256].qs[i % 256];
+			s += v;
+			m += fabs(v);
+		}
 	} else {
 		const float *y = act;
 		for (i = 0; i < n; i++) {
@@ -820,13 +892,7 @@ kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, d
 static void
 kq_make_act(enum kern_type t, const float *x, int64_t n, void *act)
 {
-	enum kern_type at = kern_vec_dot_act_type(t);
-	if (at == KERN_TYPE_Q8_1)
-		kern_quant_row_q8_1(x, act, n);
-	else if (at == KERN_TYPE_Q8_0)
-		kern_quant_row_q8_0(x, act, n);
-	else
-		memcpy(act, x, (size_t)n * sizeof(float));
+	kern_quant_row_act(kern_vec_dot_act_type(t), x, act, n);
 }
 
 /* The rows copied to an exact-size heap buffer with no padding between
@@ -1307,6 +1373,7 @@ static const struct tap_test tests[] = {
 	{ "dequant_plain", test_dequant_plain },
 	{ "dequant_ggml", test_dequant_ggml },
 	{ "quant_q8", test_quant_q8 },
+	{ "quant_q8_k", test_quant_q8_k },
 	{ "levels", test_levels },
 	{ "dot_f32", test_dot_f32 },
 	{ "vec_dot_q4_1", test_vec_dot_q4_1 },

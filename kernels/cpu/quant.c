@@ -65,6 +65,7 @@ kern_type_block_elems(enum kern_type t)
 	case KERN_TYPE_Q4_K:
 	case KERN_TYPE_Q5_K:
 	case KERN_TYPE_Q6_K:
+	case KERN_TYPE_Q8_K:
 		return KERN_QK_K;
 	case KERN_TYPE_COUNT:
 		break;
@@ -103,6 +104,8 @@ kern_type_block_bytes(enum kern_type t)
 		return sizeof(struct kern_block_q5_k);
 	case KERN_TYPE_Q6_K:
 		return sizeof(struct kern_block_q6_k);
+	case KERN_TYPE_Q8_K:
+		return sizeof(struct kern_block_q8_k);
 	case KERN_TYPE_COUNT:
 		break;
 	}
@@ -121,6 +124,13 @@ _Static_assert(sizeof(struct kern_block_q3_k) == 110, "q3_k block size");
 _Static_assert(sizeof(struct kern_block_q4_k) == 144, "q4_k block size");
 _Static_assert(sizeof(struct kern_block_q5_k) == 176, "q5_k block size");
 _Static_assert(sizeof(struct kern_block_q6_k) == 210, "q6_k block size");
+_Static_assert(sizeof(struct kern_block_q8_k) == 292, "q8_k block size");
+
+int
+kern_type_is_weight(enum kern_type t)
+{
+	return kern_type_block_elems(t) > 0 && t != KERN_TYPE_Q8_1 && t != KERN_TYPE_Q8_K;
+}
 
 size_t
 kern_type_row_bytes(enum kern_type t, int64_t n)
@@ -165,6 +175,8 @@ kern_type_name(enum kern_type t)
 		return "q5_K";
 	case KERN_TYPE_Q6_K:
 		return "q6_K";
+	case KERN_TYPE_Q8_K:
+		return "q8_K";
 	case KERN_TYPE_BF16:
 		return "bf16";
 	case KERN_TYPE_COUNT:
@@ -274,8 +286,8 @@ kern_le16(const uint8_t *p)
 }
 
 /* The 6-bit scale and min of sub-block j of a Q4_K super-block. */
-static void
-kern_q4k_scale_min(int j, const uint8_t *s, int *sc, int *mn)
+void
+kern_cpu_q4k_scale_min(int j, const uint8_t *s, int *sc, int *mn)
 {
 	if (j < 4) {
 		*sc = s[j] & 63;
@@ -375,10 +387,10 @@ kern_dequant_q4_k(const uint8_t *src, float *dst, int64_t nb)
 		const uint8_t *scales = src + 4, *qs = src + 16;
 		for (g = 0; g < 4; g++, qs += 32) {
 			float d1, m1, d2, m2;
-			kern_q4k_scale_min(2 * g, scales, &sc, &mn);
+			kern_cpu_q4k_scale_min(2 * g, scales, &sc, &mn);
 			d1 = d * (float)sc;
 			m1 = dmin * (float)mn;
-			kern_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
+			kern_cpu_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
 			d2 = d * (float)sc;
 			m2 = dmin * (float)mn;
 			for (l = 0; l < 32; l++)
@@ -415,8 +427,8 @@ kern_dequant_q2_k(const uint8_t *src, float *dst, int64_t nb)
 /* The 16 6-bit scales of a Q3_K super-block, unpacked (before the -32):
  * the low 4 bits of scale s are the low nibble of byte s (s < 8) or the high
  * nibble of byte s - 8; its top 2 bits are bits 2(s / 4).. of byte 8 + s % 4. */
-static void
-kern_q3k_scales(const uint8_t *p, int sc[16])
+void
+kern_cpu_q3k_scales(const uint8_t *p, int sc[16])
 {
 	int s;
 
@@ -439,7 +451,7 @@ kern_dequant_q3_k(const uint8_t *src, float *dst, int64_t nb)
 	for (i = 0; i < nb; i++, src += sizeof(struct kern_block_q3_k)) {
 		const uint8_t *hm = src, *qs = src + 32;
 		const float d = kern_f16_to_f32(kern_le16(src + 108));
-		kern_q3k_scales(src + 96, sc);
+		kern_cpu_q3k_scales(src + 96, sc);
 		for (h = 0; h < 2; h++, qs += 32)
 			for (k = 0; k < 4; k++)
 				for (l = 0; l < 32; l++) {
@@ -465,10 +477,10 @@ kern_dequant_q5_k(const uint8_t *src, float *dst, int64_t nb)
 		const uint8_t *scales = src + 4, *qh = src + 16, *qs = src + 48;
 		for (g = 0; g < 4; g++, qs += 32) {
 			float d1, m1, d2, m2;
-			kern_q4k_scale_min(2 * g, scales, &sc, &mn);
+			kern_cpu_q4k_scale_min(2 * g, scales, &sc, &mn);
 			d1 = d * (float)sc;
 			m1 = dmin * (float)mn;
-			kern_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
+			kern_cpu_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
 			d2 = d * (float)sc;
 			m2 = dmin * (float)mn;
 			for (l = 0; l < 32; l++)
@@ -564,6 +576,15 @@ kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n)
 		break;
 	case KERN_TYPE_Q6_K:
 		kern_dequant_q6_k(p, dst, nb);
+		break;
+	case KERN_TYPE_Q8_K: /* d·q, d an f32 */
+		for (i = 0; i < nb; i++, p += sizeof(struct kern_block_q8_k)) {
+			float d;
+			int j;
+			memcpy(&d, p, sizeof(d));
+			for (j = 0; j < KERN_QK_K; j++)
+				dst[i * KERN_QK_K + j] = d * (float)(int8_t)p[4 + j];
+		}
 		break;
 	case KERN_TYPE_COUNT:
 		break;
@@ -696,4 +717,64 @@ kern_quant_row_q8_0(const float *x, struct kern_block_q8_0 *dst, int64_t n)
 		(void)kern_quant_block_8(x + i * KERN_QK, &d, dst[i].qs);
 		dst[i].d = kern_f32_to_f16(d);
 	}
+}
+
+/* ggml's nearest_int: the magic-number rounding (half to even in the
+ * default rounding mode), on the bits, so even NaN input is defined. */
+static int
+kern_nearest_int(float v)
+{
+	float t = v + 12582912.0f;
+	int32_t i;
+
+	memcpy(&i, &t, sizeof(i));
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+void
+kern_quant_row_q8_k(const float *x, struct kern_block_q8_k *dst, int64_t n)
+{
+	int64_t i;
+	int j, g;
+
+	for (i = 0; i < n / KERN_QK_K; i++, x += KERN_QK_K) {
+		struct kern_block_q8_k *y = &dst[i];
+		float amax = 0.0f, max = 0.0f, iscale;
+		for (j = 0; j < KERN_QK_K; j++) {
+			float a = fabsf(x[j]);
+			if (a > amax) {
+				amax = a;
+				max = x[j];
+			}
+		}
+		if (amax == 0.0f) {
+			memset(y, 0, sizeof(*y));
+			continue;
+		}
+		iscale = -127.0f / max;
+		for (j = 0; j < KERN_QK_K; j++) {
+			int v = kern_nearest_int(iscale * x[j]);
+			y->qs[j] = (int8_t)(v < 127 ? v : 127);
+		}
+		for (g = 0; g < KERN_QK_K / 16; g++) {
+			int sum = 0;
+			for (j = 0; j < 16; j++)
+				sum += y->qs[16 * g + j];
+			y->bsums[g] = (int16_t)sum;
+		}
+		y->d = 1.0f / iscale;
+	}
+}
+
+void
+kern_quant_row_act(enum kern_type at, const float *x, void *dst, int64_t n)
+{
+	if (at == KERN_TYPE_Q8_0)
+		kern_quant_row_q8_0(x, dst, n);
+	else if (at == KERN_TYPE_Q8_1)
+		kern_quant_row_q8_1(x, dst, n);
+	else if (at == KERN_TYPE_Q8_K)
+		kern_quant_row_q8_k(x, dst, n);
+	else
+		memcpy(dst, x, (size_t)n * sizeof(float));
 }

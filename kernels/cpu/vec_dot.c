@@ -7,8 +7,9 @@
  * block of 32
  *     Q4_0, Q5_0, Q8_0: d_w·d_x·Σ q_w·q_x
  *     Q4_1, Q5_1:       d_w·d_x·Σ q_w·q_x + m_w·s_x
- * with Σ exact in integers.  Every other type is dequantized 256 elements at
- * a time into a stack buffer and dotted in f32 with f32 activations.
+ * with Σ exact in integers.  K-quant rows meet Q8_K (vec_dot_k.c).  F16 and
+ * BF16 rows are dequantized 256 elements at a time into a stack buffer and
+ * dotted in f32 with f32 activations.
  *
  * Levels (chosen once from the running CPU, overridable for tests):
  *   scalar  the reference; sums blocks in order.
@@ -818,6 +819,9 @@ kern_vec_dot_act_type(enum kern_type t)
 		return KERN_TYPE_Q8_0;
 	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1)
 		return KERN_TYPE_Q8_1;
+	if (t == KERN_TYPE_Q2_K || t == KERN_TYPE_Q3_K || t == KERN_TYPE_Q4_K ||
+	    t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K)
+		return KERN_TYPE_Q8_K;
 	return KERN_TYPE_F32;
 }
 
@@ -880,6 +884,8 @@ kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes, int6
 #endif
 		for (r = 0; r < n_rows; r++)
 			out[r] = kern_scalar_q8_0(x + (size_t)r * row_bytes, y, nb);
+	} else if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_K) {
+		kern_cpu_kq_dot_rows(t, lvl, x, row_bytes, n_rows, act, n / KERN_QK_K, out);
 	} else if (t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q5_1) {
 		const int has_min = t == KERN_TYPE_Q5_1;
 		for (r = 0; r < n_rows; r++) {

@@ -1,0 +1,345 @@
+/*
+ * vec_dot_k.c: K-quant rows (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) · Q8_K
+ * activations, as llama.cpp's CPU backend pairs them.
+ *
+ * Every K-quant super-block of 256 is 16 sub-blocks of 16 with an integer
+ * scale sc_s (and for Q2_K/Q4_K/Q5_K an integer min mn_s), an f16 d (and
+ * dmin), and quants u_j stored unsigned with a type-wide offset o (Q3_K 4,
+ * Q6_K 32, else 0).  With Q8_K's f32 d_y, quants y_j and bsums b_s = Σ_s y:
+ *     row·x = d·d_y · Σ_s sc_s·(Σ_{j∈s} u_j·y_j − o·b_s)
+ *           − dmin·d_y · Σ_s mn_s·b_s
+ * where the sums are exact in int32 (|.| < 2^29 for every type).
+ *
+ * Levels:
+ *   scalar  the reference: unpacks a super-block (u, sc, mn) and sums.
+ *   avx2    Q4_K, Q5_K, Q6_K straight from the packed bits (u8·s8 pairs
+ *           with vpmaddubsw, then vpmaddwd by the sub-block scale, into
+ *           int32 lanes; one f32 FMA per super-block); Q2_K and Q3_K
+ *           unpack like scalar, then the same integer dot.  AVX-512 runs
+ *           these too.
+ * The levels differ from scalar only in the order of the f32 sums over
+ * super-blocks (see vec_dot.c for the bound the tests use).
+ */
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/cpu/cpu_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KERN_X86 1
+#else
+#define KERN_X86 0
+#endif
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+static inline uint16_t
+kern_ld16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+/* One super-block unpacked: quants (offset o added), per-16 scales, mins. */
+struct kern_kq {
+	uint8_t u[KERN_QK_K];
+	int sc[16], mn[16];
+	int off;
+	float d, dmin;
+};
+
+static void
+kern_kq_unpack(enum kern_type t, const uint8_t *b, struct kern_kq *k)
+{
+	int h, q, l, s, e;
+
+	memset(k->mn, 0, sizeof(k->mn));
+	k->off = 0;
+	k->dmin = 0.0f;
+	switch (t) {
+	case KERN_TYPE_Q2_K: /* 2 bits at 2q of qs[32h + l] for element 128h + 32q + l */
+		for (h = 0; h < 2; h++)
+			for (q = 0; q < 4; q++)
+				for (l = 0; l < 32; l++)
+					k->u[128 * h + 32 * q + l] = (uint8_t)((b[16 + 32 * h + l] >> (2 * q)) & 3);
+		for (s = 0; s < 16; s++) {
+			k->sc[s] = b[s] & 0xf;
+			k->mn[s] = b[s] >> 4;
+		}
+		k->d = kern_f16_to_f32(kern_ld16(b + 80));
+		k->dmin = kern_f16_to_f32(kern_ld16(b + 82));
+		break;
+	case KERN_TYPE_Q3_K: /* as Q2_K, plus bit 4h + q of hmask[l] (clear: −4) */
+		for (h = 0; h < 2; h++)
+			for (q = 0; q < 4; q++)
+				for (l = 0; l < 32; l++)
+					k->u[128 * h + 32 * q + l] = (uint8_t)(((b[32 + 32 * h + l] >> (2 * q)) & 3) |
+					    ((b[l] >> (4 * h + q)) & 1) << 2);
+		kern_cpu_q3k_scales(b + 96, k->sc);
+		for (s = 0; s < 16; s++)
+			k->sc[s] -= 32;
+		k->off = 4;
+		k->d = kern_f16_to_f32(kern_ld16(b + 108));
+		break;
+	case KERN_TYPE_Q4_K:
+	case KERN_TYPE_Q5_K: { /* nibbles of qs[32g + l]: elements 64g + l, 64g + 32 + l */
+		const int five = t == KERN_TYPE_Q5_K;
+		const uint8_t *qs = b + (five ? 48 : 16), *qh = b + 16;
+		for (e = 0; e < KERN_QK_K; e++) {
+			int g = e / 64, hi = (e / 32) & 1, byte = qs[32 * g + e % 32];
+			int v = hi ? byte >> 4 : byte & 0xf;
+			if (five)
+				v |= ((qh[e % 32] >> (2 * g + hi)) & 1) << 4;
+			k->u[e] = (uint8_t)v;
+		}
+		for (s = 0; s < 8; s++) {
+			int sc, mn;
+			kern_cpu_q4k_scale_min(s, b + 4, &sc, &mn);
+			k->sc[2 * s] = k->sc[2 * s + 1] = sc;
+			k->mn[2 * s] = k->mn[2 * s + 1] = mn;
+		}
+		k->d = kern_f16_to_f32(kern_ld16(b));
+		k->dmin = kern_f16_to_f32(kern_ld16(b + 2));
+		break;
+	}
+	case KERN_TYPE_Q6_K: /* low 4 bits in ql, high 2 in qh (see quant.c) */
+		for (e = 0; e < KERN_QK_K; e++) {
+			int hh = e / 128, qq = (e % 128) / 32, ll = e % 32;
+			int lo = b[64 * hh + ll + 32 * (qq & 1)];
+			lo = qq >= 2 ? lo >> 4 : lo & 0xf;
+			k->u[e] = (uint8_t)(lo | ((b[128 + 32 * hh + ll] >> (2 * qq)) & 3) << 4);
+		}
+		for (s = 0; s < 16; s++)
+			k->sc[s] = (int8_t)b[192 + s];
+		k->off = 32;
+		k->d = kern_f16_to_f32(kern_ld16(b + 208));
+		break;
+	case KERN_TYPE_F32: /* not K-quants: never called with these */
+	case KERN_TYPE_F16:
+	case KERN_TYPE_BF16:
+	case KERN_TYPE_Q4_0:
+	case KERN_TYPE_Q4_1:
+	case KERN_TYPE_Q5_0:
+	case KERN_TYPE_Q5_1:
+	case KERN_TYPE_Q8_0:
+	case KERN_TYPE_Q8_1:
+	case KERN_TYPE_Q8_K:
+	case KERN_TYPE_COUNT:
+		memset(k, 0, sizeof(*k));
+		break;
+	}
+}
+
+/* Σ_s sc_s·o·b_s and Σ_s mn_s·b_s of one super-block. */
+static void
+kern_kq_bias(const struct kern_kq *k, const struct kern_block_q8_k *y, int *off, int *mins)
+{
+	int s, o = 0, m = 0;
+
+	for (s = 0; s < 16; s++) {
+		o += k->sc[s] * k->off * y->bsums[s];
+		m += k->mn[s] * y->bsums[s];
+	}
+	*off = o;
+	*mins = m;
+}
+
+static float
+kern_scalar_kq(enum kern_type t, const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
+{
+	const size_t bb = kern_type_block_bytes(t);
+	struct kern_kq k;
+	float sum = 0.0f;
+	int64_t ib;
+	int s, j;
+
+	for (ib = 0; ib < nb; ib++) {
+		int sumi = 0, off, mins;
+		kern_kq_unpack(t, x + (size_t)ib * bb, &k);
+		for (s = 0; s < 16; s++) {
+			int dot = 0;
+			for (j = 0; j < 16; j++)
+				dot += k.u[16 * s + j] * y[ib].qs[16 * s + j];
+			sumi += k.sc[s] * dot;
+		}
+		kern_kq_bias(&k, &y[ib], &off, &mins);
+		sum += k.d * y[ib].d * (float)(sumi - off) - k.dmin * y[ib].d * (float)mins;
+	}
+	return sum;
+}
+
+#if KERN_X86
+#define KERN_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) float
+kern_kq_hsum(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+/* [a ×8 | b ×8] as int16 lanes: the scales of two sub-blocks of 16. */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) __m256i
+kern_kq_sc2(int a, int b)
+{
+	return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));
+}
+
+/* Q2_K, Q3_K: unpack, then 32 quants at a time by vpmaddubsw (u ≤ 7) and
+ * vpmaddwd with the two sub-blocks' scales. */
+static KERN_AVX2 float
+kern_avx2_kq_unpacked(enum kern_type t, const uint8_t *x, const struct kern_block_q8_k *y,
+    int64_t nb)
+{
+	const size_t bb = kern_type_block_bytes(t);
+	struct kern_kq k;
+	__m256 acc = _mm256_setzero_ps();
+	float accm = 0.0f;
+	int64_t ib;
+	int p, off, mins;
+
+	for (ib = 0; ib < nb; ib++) {
+		__m256i sumi = _mm256_setzero_si256();
+		kern_kq_unpack(t, x + (size_t)ib * bb, &k);
+		for (p = 0; p < 8; p++) {
+			const __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(k.u + 32 * p));
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(y[ib].qs + 32 * p));
+			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u, q),
+			    kern_kq_sc2(k.sc[2 * p], k.sc[2 * p + 1])));
+		}
+		kern_kq_bias(&k, &y[ib], &off, &mins);
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(k.d * y[ib].d), _mm256_cvtepi32_ps(sumi), acc);
+		accm += k.d * y[ib].d * (float)off + k.dmin * y[ib].d * (float)mins;
+	}
+	return kern_kq_hsum(acc) - accm;
+}
+
+/* Q4_K (five 0) or Q5_K (five 1) straight from the packed block: for each
+ * 64 quants, the low nibbles (sub-block 2g) and the high ones (2g + 1) of 32
+ * bytes, the 5th bits from qh by a compare; u ≤ 31 so no int16 saturation. */
+static KERN_AVX2 float
+kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
+{
+	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+	const __m256i m4 = _mm256_set1_epi8(0x0f), b16 = _mm256_set1_epi8(0x10);
+	__m256 acc = _mm256_setzero_ps();
+	float accm = 0.0f;
+	int64_t ib;
+	int g;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
+		const int8_t *q8 = y[ib].qs;
+		const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
+		    : _mm256_setzero_si256();
+		__m256i sumi = _mm256_setzero_si256();
+		int sc[8], mn[8], mins = 0;
+		for (g = 0; g < 8; g++) {
+			kern_cpu_q4k_scale_min(g, b + 4, &sc[g], &mn[g]);
+			mins += mn[g] * (y[ib].bsums[2 * g] + y[ib].bsums[2 * g + 1]);
+		}
+		for (g = 0; g < 4; g++) {
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
+			__m256i lo = _mm256_and_si256(q, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			if (five) {
+				const __m256i bl = _mm256_set1_epi8((char)(1 << (2 * g)));
+				const __m256i bh = _mm256_set1_epi8((char)(2 << (2 * g)));
+				lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(
+				    _mm256_and_si256(qh, bl), bl), b16));
+				hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(
+				    _mm256_and_si256(qh, bh), bh), b16));
+			}
+			lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo,
+			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g))),
+			    _mm256_set1_epi16((short)sc[2 * g]));
+			hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi,
+			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g + 32))),
+			    _mm256_set1_epi16((short)sc[2 * g + 1]));
+			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(lo, hi));
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_f16_to_f32(kern_ld16(b)) * y[ib].d),
+		    _mm256_cvtepi32_ps(sumi), acc);
+		accm += kern_f16_to_f32(kern_ld16(b + 2)) * y[ib].d * (float)mins;
+	}
+	return kern_kq_hsum(acc) - accm;
+}
+
+/* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants
+ * from ql (low nibbles / high nibbles of two 32-byte rows) and qh (2 bits
+ * at 0, 2, 4, 6); u ≤ 63, |y| ≤ 127, so the pair sums fit int16. */
+static KERN_AVX2 float
+kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+	__m256 acc = _mm256_setzero_ps();
+	float accm = 0.0f;
+	int64_t ib;
+	int h, k, s;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
+		const int8_t *sc = (const int8_t *)(b + 192);
+		const int8_t *q8 = y[ib].qs;
+		__m256i sumi = _mm256_setzero_si256();
+		int off = 0;
+		for (s = 0; s < 16; s++)
+			off += sc[s] * y[ib].bsums[s];
+		for (h = 0; h < 2; h++) {
+			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
+			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
+			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+			__m256i u[4];
+			u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+			u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+			u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+			u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+			for (k = 0; k < 4; k++) {
+				const __m256i q = _mm256_loadu_si256(
+				    (const __m256i *)(const void *)(q8 + 128 * h + 32 * k));
+				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], q),
+				    kern_kq_sc2(sc[8 * h + 2 * k], sc[8 * h + 2 * k + 1])));
+			}
+		}
+		{
+			const float dd = kern_f16_to_f32(kern_ld16(b + 208)) * y[ib].d;
+			acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
+			accm += dd * (float)(32 * off);
+		}
+	}
+	return kern_kq_hsum(acc) - accm;
+}
+#endif /* KERN_X86 */
+
+void
+kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes,
+    int64_t n_rows, const struct kern_block_q8_k *y, int64_t nb, float *out)
+{
+	int64_t r;
+
+	for (r = 0; r < n_rows; r++) {
+		const uint8_t *x = rows + (size_t)r * row_bytes;
+#if KERN_X86
+		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			if (t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K)
+				out[r] = kern_avx2_q45k(x, y, nb, t == KERN_TYPE_Q5_K);
+			else if (t == KERN_TYPE_Q6_K)
+				out[r] = kern_avx2_q6k(x, y, nb);
+			else
+				out[r] = kern_avx2_kq_unpacked(t, x, y, nb);
+			continue;
+		}
+#else
+		(void)lvl;
+#endif
+		out[r] = kern_scalar_kq(t, x, y, nb);
+	}
+}
