@@ -8,8 +8,9 @@
  * decode step reading the whole model does.  GB/s counts weight bytes read
  * (dequant: f32 bytes written).  Each cell reports the fastest pass over a
  * matrix, which is robust against other load on the machine; "mean" is the
- * average pass.  Usage: bench_quant [seconds per cell] [types]; "types":
- * vec_dot_rows of every weight type on Qwen2.5-1.5B's shapes instead.
+ * average pass.  Usage: bench_quant [seconds per cell] [types [TYPE]];
+ * "types": vec_dot_rows of every weight type (or only TYPE, e.g. q4_K) on
+ * Qwen2.5-1.5B's shapes instead.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -219,7 +220,7 @@ bq_quant(int64_t n, double secs)
 /* Every weight type on the shapes of Qwen2.5-1.5B's matrices: attn_q
  * (1536 x 1536, hot: it fits in L2) and ffn_down (1536 x 8960, streamed). */
 static void
-bq_all_types(double secs)
+bq_all_types(double secs, const char *only)
 {
 	static const enum kern_type ts[] = { KERN_TYPE_Q4_0, KERN_TYPE_Q4_1, KERN_TYPE_Q5_0,
 		KERN_TYPE_Q5_1, KERN_TYPE_Q8_0, KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_Q4_K,
@@ -227,6 +228,8 @@ bq_all_types(double secs)
 	size_t i;
 
 	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		if (only && strcmp(only, kern_type_name(ts[i])) != 0)
+			continue;
 		bq_vec_dot(ts[i], 1536, 1536, 0, secs);
 		bq_vec_dot(ts[i], 1536, 8960, 1, secs);
 	}
@@ -239,7 +242,7 @@ main(int argc, char **argv)
 
 	printf("kernel        type    rows x cols  data    simd     best time/matrix  throughput\n");
 	if (argc > 2 && strcmp(argv[2], "types") == 0) {
-		bq_all_types(secs);
+		bq_all_types(secs, argc > 3 ? argv[3] : NULL);
 		return 0;
 	}
 	bq_vec_dot(KERN_TYPE_Q4_1, 1536, 576, 0, secs);

@@ -182,6 +182,30 @@ kern_kq_hsum(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
+/* f16 → f32 with F16C. */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) float
+kern_kq_h2f(const uint8_t *p)
+{
+	return _cvtsh_ss(kern_ld16(p));
+}
+
+/* Q4_K/Q5_K's 8 six-bit scales (sc[0..7]) and mins (sc[8..15]) from the
+ * 12 packed bytes s, four at a time: j < 4 is the low 6 bits of byte j
+ * (mins: j + 4); j >= 4 is the low (mins: high) nibble of byte j + 4 with
+ * the top 2 bits of byte j - 4 (mins: j) above it. */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) void
+kern_kq_scales_k4(const uint8_t *s, uint8_t sc[16])
+{
+	uint32_t a[3], o[4];
+
+	memcpy(a, s, 12);
+	o[0] = a[0] & 0x3f3f3f3fu;
+	o[1] = (a[2] & 0x0f0f0f0fu) | ((a[0] >> 6) & 0x03030303u) << 4;
+	o[2] = a[1] & 0x3f3f3f3fu;
+	o[3] = ((a[2] >> 4) & 0x0f0f0f0fu) | ((a[1] >> 6) & 0x03030303u) << 4;
+	memcpy(sc, o, 16);
+}
+
 /* [a ×8 | b ×8] as int16 lanes: the scales of two sub-blocks of 16. */
 static inline __attribute__((target("avx2,fma,f16c"), always_inline)) __m256i
 kern_kq_sc2(int a, int b)
@@ -220,28 +244,39 @@ kern_avx2_kq_unpacked(enum kern_type t, const uint8_t *x, const struct kern_bloc
 
 /* Q4_K (five 0) or Q5_K (five 1) straight from the packed block: for each
  * 64 quants, the low nibbles (sub-block 2g) and the high ones (2g + 1) of 32
- * bytes, the 5th bits from qh by a compare; u ≤ 31 so no int16 saturation. */
+ * bytes, the 5th bits from qh by a compare; u ≤ 31 so no int16 saturation.
+ * The scales go to int16 lanes once per block and each sub-block's is
+ * spread by a byte shuffle; the mins meet the pairwise-summed bsums in one
+ * vpmaddwd and are accumulated as a vector, so nothing is summed across
+ * lanes until the end. */
 static KERN_AVX2 float
 kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	const __m256i m4 = _mm256_set1_epi8(0x0f), b16 = _mm256_set1_epi8(0x10);
+	__m256i spread[8]; /* int16 lane j of 8 into every lane */
 	__m256 acc = _mm256_setzero_ps();
-	float accm = 0.0f;
+	__m128 accm = _mm_setzero_ps();
 	int64_t ib;
 	int g;
 
+	for (g = 0; g < 8; g++)
+		spread[g] = _mm256_set1_epi16((short)(2 * g | (2 * g + 1) << 8));
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
 		const int8_t *q8 = y[ib].qs;
 		const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
 		    : _mm256_setzero_si256();
-		__m256i sumi = _mm256_setzero_si256();
-		int sc[8], mn[8], mins = 0;
-		for (g = 0; g < 8; g++) {
-			kern_cpu_q4k_scale_min(g, b + 4, &sc[g], &mn[g]);
-			mins += mn[g] * (y[ib].bsums[2 * g] + y[ib].bsums[2 * g + 1]);
-		}
+		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
+		__m256i sumi = _mm256_setzero_si256(), sm, scales;
+		uint8_t sc[16]; /* scales, then mins */
+		kern_kq_scales_k4(b + 4, sc);
+		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
+		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+		accm = _mm_fmadd_ps(_mm_set1_ps(kern_kq_h2f(b + 2) * y[ib].d),
+		    _mm_cvtepi32_ps(_mm_madd_epi16(_mm256_extracti128_si256(sm, 1),
+		    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)))),
+		    accm);
 		for (g = 0; g < 4; g++) {
 			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
 			__m256i lo = _mm256_and_si256(q, m4);
@@ -256,17 +291,18 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 			}
 			lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo,
 			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g))),
-			    _mm256_set1_epi16((short)sc[2 * g]));
+			    _mm256_shuffle_epi8(scales, spread[2 * g]));
 			hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi,
 			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g + 32))),
-			    _mm256_set1_epi16((short)sc[2 * g + 1]));
+			    _mm256_shuffle_epi8(scales, spread[2 * g + 1]));
 			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(lo, hi));
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_f16_to_f32(kern_ld16(b)) * y[ib].d),
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_kq_h2f(b) * y[ib].d),
 		    _mm256_cvtepi32_ps(sumi), acc);
-		accm += kern_f16_to_f32(kern_ld16(b + 2)) * y[ib].d * (float)mins;
 	}
-	return kern_kq_hsum(acc) - accm;
+	accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+	accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
+	return kern_kq_hsum(acc) - _mm_cvtss_f32(accm);
 }
 
 /* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants
@@ -310,7 +346,7 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 			}
 		}
 		{
-			const float dd = kern_f16_to_f32(kern_ld16(b + 208)) * y[ib].d;
+			const float dd = kern_kq_h2f(b + 208) * y[ib].d;
 			acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
 			accm += dd * (float)(32 * off);
 		}
