@@ -307,28 +307,36 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 
 /* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants
  * from ql (low nibbles / high nibbles of two 32-byte rows) and qh (2 bits
- * at 0, 2, 4, 6); u ≤ 63, |y| ≤ 127, so the pair sums fit int16. */
+ * at 0, 2, 4, 6); u ≤ 63, |y| ≤ 127, so the pair sums fit int16.  The 16
+ * int8 scales go to int16 lanes once per block; run k of half h takes
+ * [sc(8h+2k) ×8 | sc(8h+2k+1) ×8] by a byte shuffle of half h; the offset
+ * 32·Σ sc·bsums is one vpmaddwd, accumulated as a vector. */
 static KERN_AVX2 float
 kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
-	__m256 acc = _mm256_setzero_ps();
-	float accm = 0.0f;
+	__m256i pick[4];
+	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
 	int64_t ib;
-	int h, k, s;
+	int h, k;
 
+	for (k = 0; k < 4; k++)
+		pick[k] = _mm256_set_m128i(_mm_set1_epi16((short)((4 * k + 2) | (4 * k + 3) << 8)),
+		    _mm_set1_epi16((short)(4 * k | (4 * k + 1) << 8)));
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
-		const int8_t *sc = (const int8_t *)(b + 192);
 		const int8_t *q8 = y[ib].qs;
+		const __m256i sc16 = _mm256_cvtepi8_epi16(
+		    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
+		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
+		const float dd = kern_kq_h2f(b + 208) * y[ib].d;
 		__m256i sumi = _mm256_setzero_si256();
-		int off = 0;
-		for (s = 0; s < 16; s++)
-			off += sc[s] * y[ib].bsums[s];
 		for (h = 0; h < 2; h++) {
 			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
 			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
 			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 			__m256i u[4];
 			u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
 			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
@@ -342,16 +350,14 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 				const __m256i q = _mm256_loadu_si256(
 				    (const __m256i *)(const void *)(q8 + 128 * h + 32 * k));
 				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], q),
-				    kern_kq_sc2(sc[8 * h + 2 * k], sc[8 * h + 2 * k + 1])));
+				    _mm256_shuffle_epi8(sch, pick[k])));
 			}
 		}
-		{
-			const float dd = kern_kq_h2f(b + 208) * y[ib].d;
-			acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
-			accm += dd * (float)(32 * off);
-		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
+		acco = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
+		    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
 	}
-	return kern_kq_hsum(acc) - accm;
+	return kern_kq_hsum(acc) - kern_kq_hsum(acco);
 }
 #endif /* KERN_X86 */
 
