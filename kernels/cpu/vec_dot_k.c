@@ -12,11 +12,10 @@
  *
  * Levels:
  *   scalar  the reference: unpacks a super-block (u, sc, mn) and sums.
- *   avx2    Q4_K, Q5_K, Q6_K straight from the packed bits (u8·s8 pairs
- *           with vpmaddubsw, then vpmaddwd by the sub-block scale, into
- *           int32 lanes; one f32 FMA per super-block); Q2_K and Q3_K
- *           unpack like scalar, then the same integer dot.  AVX-512 runs
- *           these too.
+ *   avx2    every type straight from the packed bits (u8·s8 pairs with
+ *           vpmaddubsw, then vpmaddwd by the sub-block scale, into int32
+ *           lanes; one f32 FMA per super-block; mins and offsets by one
+ *           vpmaddwd against bsums).  AVX-512 runs these too.
  * The levels differ from scalar only in the order of the f32 sums over
  * super-blocks (see vec_dot.c for the bound the tests use).
  */
@@ -213,33 +212,89 @@ kern_kq_sc2(int a, int b)
 	return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));
 }
 
-/* Q2_K, Q3_K: unpack, then 32 quants at a time by vpmaddubsw (u ≤ 7) and
- * vpmaddwd with the two sub-blocks' scales. */
-static KERN_AVX2 float
-kern_avx2_kq_unpacked(enum kern_type t, const uint8_t *x, const struct kern_block_q8_k *y,
-    int64_t nb)
+/* The byte shuffles that put [sc(2k) ×8 | sc(2k+1) ×8] in int16 lanes from
+ * a vector holding 8 int16 scales in each 128-bit half. */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) void
+kern_kq_picks(__m256i pick[4])
 {
-	const size_t bb = kern_type_block_bytes(t);
-	struct kern_kq k;
-	__m256 acc = _mm256_setzero_ps();
-	float accm = 0.0f;
-	int64_t ib;
-	int p, off, mins;
+	int k;
 
+	for (k = 0; k < 4; k++)
+		pick[k] = _mm256_set_m128i(_mm_set1_epi16((short)((4 * k + 2) | (4 * k + 3) << 8)),
+		    _mm_set1_epi16((short)(4 * k | (4 * k + 1) << 8)));
+}
+
+/* Q3_K's 16 scales as bytes (before the -32), four at a time: the low
+ * nibbles of bytes 0..7, then their high nibbles, each with 2 bits of bytes
+ * 8..11 above (kern_cpu_q3k_scales one by one). */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) __m128i
+kern_kq_scales_k3(const uint8_t *p)
+{
+	uint32_t a[3], o[4];
+
+	memcpy(a, p, 12);
+	o[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
+	o[1] = (a[1] & 0x0f0f0f0fu) | ((a[2] >> 2) & 0x03030303u) << 4;
+	o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 4) & 0x03030303u) << 4;
+	o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 6) & 0x03030303u) << 4;
+	return _mm_loadu_si128((const __m128i *)(const void *)o);
+}
+
+/* Q2_K (three 0) or Q3_K (three 1) straight from the packed block: per half
+ * h, the 32 bytes of qs hold four runs of 32 two-bit quants (bits 2q), Q3_K
+ * adds bit 4h + q of hmask as the third (u ≤ 7; its quant is u − 4).  The
+ * per-16 scales (Q2_K: low nibbles, mins the high ones; Q3_K: six bits
+ * minus 32) go to int16 lanes once per block, spread as for Q6_K; mins and
+ * Q3_K's offset 4·Σ sc·bsums are one vpmaddwd each, kept as a vector. */
+static KERN_AVX2 float
+kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int three)
+{
+	const size_t bb = three ? sizeof(struct kern_block_q3_k) : sizeof(struct kern_block_q2_k);
+	const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+	const __m128i m4 = _mm_set1_epi8(0x0f);
+	__m256i pick[4];
+	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
+	int64_t ib;
+	int h, q;
+
+	kern_kq_picks(pick);
 	for (ib = 0; ib < nb; ib++) {
-		__m256i sumi = _mm256_setzero_si256();
-		kern_kq_unpack(t, x + (size_t)ib * bb, &k);
-		for (p = 0; p < 8; p++) {
-			const __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(k.u + 32 * p));
-			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(y[ib].qs + 32 * p));
-			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u, q),
-			    kern_kq_sc2(k.sc[2 * p], k.sc[2 * p + 1])));
+		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (three ? 32 : 16);
+		const int8_t *q8 = y[ib].qs;
+		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
+		const float d = kern_kq_h2f(b + (three ? 108 : 80)) * y[ib].d;
+		__m256i sc16, sumi = _mm256_setzero_si256();
+		if (three) {
+			sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_kq_scales_k3(b + 96),
+			    _mm_set1_epi8(32)));
+			acco = _mm256_fmadd_ps(_mm256_set1_ps(4.0f * d),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
+		} else {
+			const __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)b);
+			const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+			sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+			acco = _mm256_fmadd_ps(_mm256_set1_ps(kern_kq_h2f(b + 82) * y[ib].d),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(mn16, bs)), acco);
 		}
-		kern_kq_bias(&k, &y[ib], &off, &mins);
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(k.d * y[ib].d), _mm256_cvtepi32_ps(sumi), acc);
-		accm += k.d * y[ib].d * (float)off + k.dmin * y[ib].d * (float)mins;
+		for (h = 0; h < 2; h++) {
+			const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
+			const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)b)
+			    : _mm256_setzero_si256();
+			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+			for (q = 0; q < 4; q++) {
+				__m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * q), m3);
+				if (three)
+					u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(
+					    _mm256_srli_epi16(hm, 4 * h + q), one), 2));
+				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u,
+				    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 128 * h + 32 * q))),
+				    _mm256_shuffle_epi8(sch, pick[q])));
+			}
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
 	}
-	return kern_kq_hsum(acc) - accm;
+	return kern_kq_hsum(acc) - kern_kq_hsum(acco);
 }
 
 /* Q4_K (five 0) or Q5_K (five 1) straight from the packed block: for each
@@ -320,9 +375,7 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 	int64_t ib;
 	int h, k;
 
-	for (k = 0; k < 4; k++)
-		pick[k] = _mm256_set_m128i(_mm_set1_epi16((short)((4 * k + 2) | (4 * k + 3) << 8)),
-		    _mm_set1_epi16((short)(4 * k | (4 * k + 1) << 8)));
+	kern_kq_picks(pick);
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
 		const int8_t *q8 = y[ib].qs;
@@ -376,7 +429,7 @@ kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_
 			else if (t == KERN_TYPE_Q6_K)
 				out[r] = kern_avx2_q6k(x, y, nb);
 			else
-				out[r] = kern_avx2_kq_unpacked(t, x, y, nb);
+				out[r] = kern_avx2_q23k(x, y, nb, t == KERN_TYPE_Q3_K);
 			continue;
 		}
 #else
