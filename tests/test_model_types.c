@@ -343,8 +343,65 @@ test_recipes(void)
 	return res;
 }
 
+/* The Qwen2.5 GGUFs scripts/fetch-model.sh brings (skipped when absent):
+ * the loader takes every weight of the real files (Q4_K_M: Q4_K, Q6_K; the
+ * 0.5B: Q5_0, Q8_0, Q4_K, Q6_K), and eight tokens of prefill and two of
+ * decode give finite logits.  (Opened with disabled architectures allowed:
+ * whether qwen2 is enabled is another branch's business.) */
+static enum tap_result
+test_real_qwen(void)
+{
+	static const char *const files[] = { "models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
+		"models/Qwen2.5-Coder-0.5B-Instruct.gguf" };
+	static const int32_t ids[10] = { 785, 6722, 315, 9625, 374, 12095, 13, 576, 3974, 17 };
+	uint8_t want[10];
+	size_t f;
+	int found = 0;
+
+	memset(want, 1, sizeof(want));
+	for (f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct eng_model *m = NULL;
+		struct eng_ctx *c = NULL;
+		struct eng_kv *kv = NULL;
+		char why[256] = "";
+		float *logits;
+		int64_t i, nv;
+		int rc;
+		if (access(files[f], R_OK) != 0)
+			continue;
+		found++;
+		rc = eng_model_open_flags(&m, files[f], ENG_OPEN_DISABLED_ARCH, why, sizeof(why));
+		TAP_CHECK(rc == 0, "%s: %s", files[f], why);
+		nv = m->hp.n_vocab;
+		logits = malloc((size_t)(10 * nv) * sizeof(float));
+		TAP_CHECK(logits != NULL, "oom");
+		rc = eng_ctx_init(&c, m, 2, 16);
+		if (!rc)
+			rc = eng_kv_init(&kv, m, 16);
+		if (!rc)
+			rc = eng_forward(c, kv, ids, 8, want, logits);
+		for (i = 8; !rc && i < 10; i++)
+			rc = eng_forward(c, kv, ids + i, 1, want + i, logits + i * nv);
+		eng_kv_free(kv);
+		eng_ctx_free(c);
+		eng_model_close(m);
+		for (i = 0; !rc && i < 10 * nv; i++)
+			if (!isfinite(logits[i]))
+				rc = -1000;
+		free(logits);
+		TAP_CHECK(rc == 0, "%s: forward (%d)", files[f], rc);
+		tap_diag("%s: loads, 8 + 2 tokens of finite logits", files[f]);
+	}
+	if (!found) {
+		tap_diag("no Qwen2.5 GGUF in models/ (scripts/fetch-model.sh)");
+		return TAP_SKIP;
+	}
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "recipes", test_recipes },
+	{ "real_qwen", test_real_qwen },
 };
 
 int

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/rng.h"
 #include "engine/model/gguf.h"
@@ -837,10 +838,14 @@ test_quant_q8_k(void)
 static double
 kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, double *mag)
 {
-	float w[2048];
+	float *w = malloc((size_t)n * sizeof(float));
 	double s = 0.0, m = 0.0;
 	int64_t i, ib;
 
+	if (!w) {
+		*mag = 0.0;
+		return NAN;
+	}
 	kern_dequant_row(t, row, w, n);
 	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1) {
 		const struct kern_block_q8_1 *y = act;
@@ -884,6 +889,7 @@ kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, d
 			m += fabs((double)w[i] * y[i]);
 		}
 	}
+	free(w);
 	*mag = m;
 	return s;
 }
@@ -1176,6 +1182,14 @@ kq_check_tensor(const struct eng_gguf_tensor *w, int64_t n_rows)
 	kq_make_act(w->type, x, n, act);
 	kern_cpu_force_simd(KERN_CPU_SIMD_SCALAR);
 	kern_cpu_vec_dot_rows(w->type, w->data, rb, n_rows, act, n, ref);
+	for (r = 0; r < n_rows; r++) {
+		double mag, want = kq_exact_dot(w->type, (const uint8_t *)w->data + r * rb, act, n, &mag);
+		if (!(fabs(ref[r] - want) <= KQ_REL * mag)) {
+			printf("#   %.*s row %lld scalar %.9g exact %.9g\n", (int)w->name.len,
+			    w->name.ptr, (long long)r, (double)ref[r], want);
+			goto out;
+		}
+	}
 	for (l = 1; l < kq_n_levels(); l++) {
 		kern_cpu_force_simd(l);
 		kern_cpu_vec_dot_rows(w->type, w->data, rb, n_rows, act, n, got);
@@ -1242,6 +1256,46 @@ test_real_model(void)
 	TAP_CHECK(t && t->type == KERN_TYPE_Q4_1 && t->ne[0] == 576, "attn_q");
 	TAP_CHECK(kq_check_tensor(t, 576), "attn_q rows");
 	eng_gguf_close(g);
+	return TAP_PASS;
+}
+
+/* The Qwen2.5 GGUFs scripts/fetch-model.sh brings (skipped when absent):
+ * real blocks from llama.cpp's quantizers.  For each tensor type in the
+ * file, the first 2-D tensor of that type: scalar against the exact dot,
+ * every level against scalar, dequant_rows against dequant_row. */
+static enum tap_result
+test_real_qwen(void)
+{
+	static const char *const files[] = { "models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
+		"models/Qwen2.5-Coder-0.5B-Instruct.gguf" };
+	size_t f;
+	int64_t i;
+	int found = 0;
+
+	for (f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct eng_gguf *g = NULL;
+		char why[256] = "", types[128] = "";
+		int seen[KERN_TYPE_COUNT] = { 0 };
+		if (access(files[f], R_OK) != 0)
+			continue;
+		TAP_CHECK(eng_gguf_open(&g, files[f], why, sizeof(why)) == 0, "%s: %s", files[f], why);
+		found++;
+		for (i = 0; i < (int64_t)g->n_tensors; i++) {
+			const struct eng_gguf_tensor *t = &g->tensors[i];
+			if (t->n_dims != 2 || (int)t->type >= KERN_TYPE_COUNT || seen[t->type]++)
+				continue;
+			TAP_CHECK(kq_check_tensor(t, t->ne[1] < 64 ? t->ne[1] : 64), "%s: %.*s (%s)",
+			    files[f], (int)t->name.len, t->name.ptr, kern_type_name(t->type));
+			snprintf(types + strlen(types), sizeof(types) - strlen(types), " %s",
+			    kern_type_name(t->type));
+		}
+		tap_diag("%s: checked%s", files[f], types);
+		eng_gguf_close(g);
+	}
+	if (!found) {
+		tap_diag("no Qwen2.5 GGUF in models/ (scripts/fetch-model.sh)");
+		return TAP_SKIP;
+	}
 	return TAP_PASS;
 }
 
@@ -1384,6 +1438,7 @@ static const struct tap_test tests[] = {
 	{ "vec_dot_edges", test_vec_dot_edges },
 	{ "vec_dot_plain", test_vec_dot_plain },
 	{ "real_model", test_real_model },
+	{ "real_qwen", test_real_qwen },
 };
 
 int
