@@ -255,6 +255,8 @@ main(int argc, char **argv)
 	bq_dequant(KERN_TYPE_Q4_1, 1536, 576, secs);
 	bq_dequant(KERN_TYPE_Q8_0, 4096, 576, secs);
 	bq_dequant(KERN_TYPE_F16, 1536, 576, secs);
+	bq_dequant(KERN_TYPE_Q4_K, 1536, 1536, secs); /* the sgemm prefill path's */
+	bq_dequant(KERN_TYPE_Q6_K, 1536, 1536, secs);
 	bq_quant(1536, secs);
 	return 0;
 }

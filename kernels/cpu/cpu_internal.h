@@ -23,7 +23,7 @@ void kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes,
     int64_t n_rows, const void *act, int64_t n, float *out);
 
 /* dst(n_rows, n) = the rows dequantized; bit-identical to kern_dequant_row
- * on every row (SIMD for F16, BF16, Q4_0, Q4_1, Q8_0). */
+ * on every row (SIMD for F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K). */
 void kern_cpu_dequant_rows(enum kern_type t, const void *rows, size_t row_bytes,
     int64_t n_rows, int64_t n, float *dst);
 

@@ -1,6 +1,6 @@
 /*
  * quant.c: tensor types, f16/bf16 conversion, the scalar dequantizers and
- * the activation quantizers (Q8_1, Q8_0).
+ * the activation quantizers (Q8_1, Q8_0, Q8_K).
  *
  * Everything here is plain C with no SIMD: it is the reference the fast paths
  * in vec_dot.c are checked against.  Each dequantizer evaluates its formula
@@ -12,7 +12,8 @@
  *
  * The activation quantizers match the code llama.cpp actually runs on an x86
  * CPU with AVX or AVX2 (ggml-cpu arch/x86 quants.c, quantize_row_q8_0 and
- * quantize_row_q8_1), not ggml's scalar *_ref versions.  Per block of 32:
+ * quantize_row_q8_1), not ggml's scalar *_ref versions (Q8_K: x86 runs
+ * quantize_row_q8_K_ref itself, and so do we; see kernels.h).  Per block of 32:
  *     amax = max |x|
  *     d    = amax / 127          (stored as f16, round to nearest even)
  *     id   = amax ? 127 / amax : 0

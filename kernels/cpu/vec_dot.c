@@ -591,10 +591,101 @@ kern_avx2_st8m(float *dst, __m256i q, __m256 d, __m256 m)
 	_mm256_storeu_ps(dst, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m));
 }
 
+/* 32 bytes of nibbles (Q4_K's or Q5_K's qs for one pair of sub-blocks)
+ * plus, for Q5_K, the 5th bits at bit lb (low nibbles) and lb + 1 of qh:
+ * dst[0..32) = d1·lo − m1, dst[32..64) = d2·hi − m2, as quant.c: products
+ * exact, one rounding in the subtraction. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_deq_k45(const uint8_t *qs, const uint8_t *qh, int lb, float d1, float m1, float d2,
+    float m2, float *dst)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)qs);
+	__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+	__m128i parts[4];
+	int k;
+
+	if (qh) {
+		const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)qh);
+		const __m256i one = _mm256_set1_epi8(1);
+		lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, lb), one), 4));
+		hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, lb + 1), one), 4));
+	}
+	parts[0] = _mm256_castsi256_si128(lo);
+	parts[1] = _mm256_extracti128_si256(lo, 1);
+	parts[2] = _mm256_castsi256_si128(hi);
+	parts[3] = _mm256_extracti128_si256(hi, 1);
+	for (k = 0; k < 4; k++) {
+		const __m256 d = _mm256_set1_ps(k < 2 ? d1 : d2), m = _mm256_set1_ps(k < 2 ? m1 : m2);
+		_mm256_storeu_ps(dst + 16 * k, _mm256_sub_ps(_mm256_mul_ps(
+		    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[k])), d), m));
+		_mm256_storeu_ps(dst + 16 * k + 8, _mm256_sub_ps(_mm256_mul_ps(
+		    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(parts[k], 8))), d), m));
+	}
+}
+
 /* Dequantize nb blocks of one row; 0 if the type has no AVX2 code. */
 static KERN_AVX2 int
 kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
 {
+	if (t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K) {
+		const int five = t == KERN_TYPE_Q5_K;
+		const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+		int64_t i;
+		int g, sc, mn;
+		for (i = 0; i < n / KERN_QK_K; i++, x += bb) {
+			const float d = kern_f16_to_f32(kern_ld16(x)), dmin = kern_f16_to_f32(kern_ld16(x + 2));
+			const uint8_t *qs = x + (five ? 48 : 16);
+			for (g = 0; g < 4; g++, dst += 64) {
+				float d1, m1;
+				kern_cpu_q4k_scale_min(2 * g, x + 4, &sc, &mn);
+				d1 = d * (float)sc;
+				m1 = dmin * (float)mn;
+				kern_cpu_q4k_scale_min(2 * g + 1, x + 4, &sc, &mn);
+				kern_avx2_deq_k45(qs + 32 * g, five ? x + 16 : NULL, 2 * g, d1, m1,
+				    d * (float)sc, dmin * (float)mn, dst);
+			}
+		}
+		return 1;
+	}
+	if (t == KERN_TYPE_Q6_K) {
+		const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+		const __m256i c32 = _mm256_set1_epi8(32);
+		int64_t i;
+		int h, k, j;
+		for (i = 0; i < n / KERN_QK_K; i++, x += sizeof(struct kern_block_q6_k)) {
+			const float d = kern_f16_to_f32(kern_ld16(x + 208));
+			const int8_t *sc = (const int8_t *)(x + 192);
+			for (h = 0; h < 2; h++, dst += 128) {
+				const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 64 * h));
+				const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 64 * h + 32));
+				const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(x + 128 + 32 * h));
+				__m256i q[4];
+				q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+				    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+				q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+				q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+				q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+				for (k = 0; k < 4; k++) {
+					/* run k: elements 32k.., sub-blocks 8h + 2k (+1);
+					 * (d·sc)·q as quant.c, two roundings */
+					const __m256i v = _mm256_sub_epi8(q[k], c32);
+					for (j = 0; j < 4; j++) {
+						const __m128i b8 = j < 2 ? _mm256_castsi256_si128(v)
+						    : _mm256_extracti128_si256(v, 1);
+						const __m256 ds = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k + j / 2]);
+						_mm256_storeu_ps(dst + 32 * k + 8 * j, _mm256_mul_ps(ds,
+						    _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+						    (j & 1) ? _mm_srli_si128(b8, 8) : b8))));
+					}
+				}
+			}
+		}
+		return 1;
+	}
 	const __m128i m4 = _mm_set1_epi8(0x0f);
 	int64_t i, nb = n / KERN_QK;
 
