@@ -205,13 +205,6 @@ kern_kq_scales_k4(const uint8_t *s, uint8_t sc[16])
 	memcpy(sc, o, 16);
 }
 
-/* [a ×8 | b ×8] as int16 lanes: the scales of two sub-blocks of 16. */
-static inline __attribute__((target("avx2,fma,f16c"), always_inline)) __m256i
-kern_kq_sc2(int a, int b)
-{
-	return _mm256_set_m128i(_mm_set1_epi16((short)b), _mm_set1_epi16((short)a));
-}
-
 /* The byte shuffles that put [sc(2k) ×8 | sc(2k+1) ×8] in int16 lanes from
  * a vector holding 8 int16 scales in each 128-bit half. */
 static inline __attribute__((target("avx2,fma,f16c"), always_inline)) void
