@@ -3,11 +3,18 @@
  * quantization and every SIMD dot-product path of kernels/cpu.
  *
  * Expected values come from the formulas of spec/model.md §3 evaluated here,
- * independently of quant.c; SIMD paths are compared with the scalar level,
- * which is compared with a double-precision sum.  Tolerance for every f32
- * dot: |got − want| ≤ KQ_REL · Σ|terms| (KQ_REL = 1e-5, about 170 ulps of the
- * term magnitude: f32 sums of ≤ 64 block terms need ~n_blocks · 2^-24).
- * Dequantization by the SIMD paths must be bit-identical to the scalar one.
+ * independently of quant.c, and from ggml itself (tests/fixtures/
+ * quant_dequant.bin: gguf-py's reference dequantizers, bit for bit, every
+ * type); SIMD paths are compared with the scalar level, which is compared
+ * with a double-precision sum of the dequantized row times the (rounded)
+ * activations.  Tolerance for every f32 dot: |got − want| ≤ KQ_REL ·
+ * Σ|terms| (KQ_REL = 1e-5, about 170 ulps of the term magnitude: the f32
+ * sums over ≤ 64 blocks (the real models' rows: ≤ 28 blocks of 32 or 19
+ * super-blocks) need ~n_blocks · 2^-24; Q6_K's dequantized (d·sc)·q may
+ * itself round once, 2^-24 relative).  Random rows, rows with ±65504 and
+ * ±2^-24 scales, all-zero rows (exactly 0), rows of every length the plain
+ * types allow (1, 7, 37, ...).  Dequantization by the SIMD paths must be
+ * bit-identical to the scalar one.
  * Set KVSNAP_TEST_SLOW=1 to check f32→f16 on all 2^32 inputs against F16C.
  */
 #include <math.h>
