@@ -292,7 +292,8 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 
 /* Q4_K (five 0) or Q5_K (five 1) straight from the packed block: for each
  * 64 quants, the low nibbles (sub-block 2g) and the high ones (2g + 1) of 32
- * bytes, the 5th bits from qh by a compare; u ≤ 31 so no int16 saturation.
+ * bytes, the 5th bits from qh (shifted down 2 per pair); u ≤ 31 so no int16
+ * saturation.
  * The scales go to int16 lanes once per block and each sub-block's is
  * spread by a byte shuffle; the mins meet the pairwise-summed bsums in one
  * vpmaddwd and are accumulated as a vector, so nothing is summed across
@@ -301,7 +302,7 @@ static KERN_AVX2 float
 kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
-	const __m256i m4 = _mm256_set1_epi8(0x0f), b16 = _mm256_set1_epi8(0x10);
+	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
 	__m256i spread[8]; /* int16 lane j of 8 into every lane */
 	__m256 acc = _mm256_setzero_ps();
 	__m128 accm = _mm_setzero_ps();
@@ -313,7 +314,8 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
 		const int8_t *q8 = y[ib].qs;
-		const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
+		/* the 5th bits of pair g at bits 0 (low) and 1 (high) of each byte */
+		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
 		    : _mm256_setzero_si256();
 		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
 		__m256i sumi = _mm256_setzero_si256(), sm, scales;
@@ -330,12 +332,9 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 			__m256i lo = _mm256_and_si256(q, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 			if (five) {
-				const __m256i bl = _mm256_set1_epi8((char)(1 << (2 * g)));
-				const __m256i bh = _mm256_set1_epi8((char)(2 << (2 * g)));
-				lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(
-				    _mm256_and_si256(qh, bl), bl), b16));
-				hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(
-				    _mm256_and_si256(qh, bh), bh), b16));
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(qh, two), 3));
+				qh = _mm256_srli_epi16(qh, 2);
 			}
 			lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo,
 			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g))),
