@@ -475,54 +475,102 @@ KERN_X4_DRIVER(kern_avx2_q4_1_rows, kern_avx2_q4_1_x4, struct kern_block_q8_1, K
 KERN_X4_DRIVER(kern_avx2_q4_0_rows, kern_avx2_q4_0_x4, struct kern_block_q8_0, KERN_AVX2)
 KERN_X4_DRIVER(kern_avx2_q8_0_rows, kern_avx2_q8_0_x4, struct kern_block_q8_0, KERN_AVX2)
 
-/* 0xff in byte j where bit j of b is set, else 0. */
+/* Q5 blocks, four rows at a time in the Q4 layout above: byte j of each
+ * 128-bit half gets 0x10 where the row's qh has bit j (part 0: the low
+ * nibbles, elements 0..15) or bit 16 + j (part 1).  h holds the row pair's
+ * qh words as [a a a a | b b b b]. */
 static inline KERN_AVX2_INLINE __m256i
-kern_avx2_bits32(uint32_t b)
+kern_avx2_q5_hi(__m256i h, int part)
 {
-	const __m256i sel = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
-	    0x0303030303030303LL);
+	const __m256i sel = part ? _mm256_setr_epi64x(0x0202020202020202LL, 0x0303030303030303LL,
+	    0x0202020202020202LL, 0x0303030303030303LL)
+	    : _mm256_setr_epi64x(0, 0x0101010101010101LL, 0, 0x0101010101010101LL);
 	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), sel);
-	return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+	const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(h, sel), bit);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
 }
 
-/* One Q5_0 row · Q8_0 (has_min 0) or Q5_1 · Q8_1 (has_min 1).  The 32 five-
- * bit quants u = nibble | 16·bit (unsigned, ≤ 31) go through vpmaddubsw with
- * the activations (|pair| ≤ 2·31·128: no int16 saturation); Q5_0 takes
- * 16·Σx off the pairs in int16 (u − 16 is its quant).  One row at a time:
- * these types are rare in the files people run. */
-static KERN_AVX2 float
-kern_avx2_q5(const uint8_t *x, const void *act, int64_t nb, int has_min)
+/* The qh words at offset off of rows a and b as [a a a a | b b b b]. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q5_qh2(const uint8_t *a, const uint8_t *b, size_t off)
 {
-	const size_t bb = has_min ? sizeof(struct kern_block_q5_1) : sizeof(struct kern_block_q5_0);
-	const size_t yb = has_min ? sizeof(struct kern_block_q8_1) : sizeof(struct kern_block_q8_0);
-	const size_t qo = has_min ? 4 : 2;
-	const __m128i m4 = _mm_set1_epi8(0x0f);
-	const __m256i b4 = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1);
-	const __m256i sixteen = _mm256_set1_epi8(16);
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32((int)kern_ld32(a + off))),
+	    _mm_set1_epi32((int)kern_ld32(b + off)), 1);
+}
+
+/* Σ u·x per row pair as int16 pairs: u = nibble | 5th bit (≤ 31), the low
+ * nibbles against x[0..15], the high ones against x[16..31]; |each
+ * vpmaddubsw lane| ≤ 2·31·128, the two added ≤ 15872. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q5_pair(const uint8_t *qa, const uint8_t *qb, __m256i h, __m256i ylo, __m256i yhi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i v = kern_avx2_load2x128(qa, qb);
+	const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), kern_avx2_q5_hi(h, 0));
+	const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+	    kern_avx2_q5_hi(h, 1));
+	return _mm256_add_epi16(_mm256_maddubs_epi16(lo, ylo), _mm256_maddubs_epi16(hi, yhi));
+}
+
+/* Four Q5_0 rows · Q8_0: Σ (u − 16)·x = Σ u·x − 16·Σ x, the correction in
+ * int16 once per activation block (the difference stays within ±24064). */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi8(16);
+	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
-	float ms = 0.0f;
 	int64_t ib;
 
-	for (ib = 0; ib < nb; ib++, x += bb) {
-		const uint8_t *y = (const uint8_t *)act + (size_t)ib * yb;
-		const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(x + qo + 4));
-		const __m256i u = _mm256_or_si256(_mm256_set_m128i(
-		    _mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4)),
-		    _mm256_and_si256(kern_avx2_bits32(kern_ld32(x + qo)), b4));
-		const __m256i yq = _mm256_loadu_si256((const __m256i *)(const void *)(y + qo));
-		__m256i p = _mm256_maddubs_epi16(u, yq);
-		const __m128 dx = kern_avx2_f16x2(x), dy = kern_avx2_f16x2(y);
-		if (!has_min)
-			p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(sixteen, yq));
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(_mm_cvtss_f32(dx) * _mm_cvtss_f32(dy)),
-		    _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones)), acc);
-		if (has_min)
-			ms += _mm_cvtss_f32(_mm_shuffle_ps(dx, dx, 1)) *
-			    _mm_cvtss_f32(_mm_shuffle_ps(dy, dy, 1));
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_0);
+		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
+		const __m256i corr = _mm256_add_epi16(_mm256_maddubs_epi16(sixteen, ylo),
+		    _mm256_maddubs_epi16(sixteen, yhi));
+		const __m256i p01 = _mm256_madd_epi16(_mm256_sub_epi16(kern_avx2_q5_pair(x[0] + off + 6,
+		    x[1] + off + 6, kern_avx2_q5_qh2(x[0], x[1], off + 2), ylo, yhi), corr), ones);
+		const __m256i p23 = _mm256_madd_epi16(_mm256_sub_epi16(kern_avx2_q5_pair(x[2] + off + 6,
+		    x[3] + off + 6, kern_avx2_q5_qh2(x[2], x[3], off + 2), ylo, yhi), corr), ones);
+		const __m256 f = kern_avx2_f16x2x4(x, off,
+		    kern_avx2_bcast_pair(_mm_and_ps(kern_avx2_f16x2(yb), dmask)));
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
 	}
-	return kern_avx2_hsum(acc) + ms;
+	kern_avx2_unfold(acc, out);
 }
+
+/* Four Q5_1 rows · Q8_1: d_w·d_x·Σ u·x + m_w·s_x, as Q4_1. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q5_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
+	float m[8];
+	int64_t ib;
+	int r;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_1);
+		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
+		const __m256i p01 = _mm256_madd_epi16(kern_avx2_q5_pair(x[0] + off + 8, x[1] + off + 8,
+		    kern_avx2_q5_qh2(x[0], x[1], off + 4), ylo, yhi), ones);
+		const __m256i p23 = _mm256_madd_epi16(kern_avx2_q5_pair(x[2] + off + 8, x[3] + off + 8,
+		    kern_avx2_q5_qh2(x[2], x[3], off + 4), ylo, yhi), ones);
+		const __m256 f = kern_avx2_f16x2x4(x, off, kern_avx2_bcast_pair(kern_avx2_f16x2(yb)));
+		ms = _mm256_add_ps(ms, f);
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+	_mm256_storeu_ps(m, ms);
+	for (r = 0; r < 4; r++)
+		out[r] += m[2 * r + 1];
+}
+
+KERN_X4_DRIVER(kern_avx2_q5_0_rows, kern_avx2_q5_0_x4, struct kern_block_q8_0, KERN_AVX2)
+KERN_X4_DRIVER(kern_avx2_q5_1_rows, kern_avx2_q5_1_x4, struct kern_block_q8_1, KERN_AVX2)
 
 /* f32 dot, 32 lanes in flight. */
 static KERN_AVX2 float
@@ -1014,16 +1062,17 @@ kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes, int6
 	} else if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_K) {
 		kern_cpu_kq_dot_rows(t, lvl, x, row_bytes, n_rows, act, n / KERN_QK_K, out);
 	} else if (t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q5_1) {
-		const int has_min = t == KERN_TYPE_Q5_1;
-		for (r = 0; r < n_rows; r++) {
 #if KERN_X86
-			if (lvl >= KERN_CPU_SIMD_AVX2) {
-				out[r] = kern_avx2_q5(x + (size_t)r * row_bytes, act, nb, has_min);
-				continue;
-			}
-#endif
-			out[r] = kern_scalar_q5(x + (size_t)r * row_bytes, act, nb, has_min);
+		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			if (t == KERN_TYPE_Q5_0)
+				kern_avx2_q5_0_rows(x, row_bytes, n_rows, act, nb, out);
+			else
+				kern_avx2_q5_1_rows(x, row_bytes, n_rows, act, nb, out);
+			return;
 		}
+#endif
+		for (r = 0; r < n_rows; r++)
+			out[r] = kern_scalar_q5(x + (size_t)r * row_bytes, act, nb, t == KERN_TYPE_Q5_1);
 	} else {
 		for (r = 0; r < n_rows; r++)
 			out[r] = kern_dot_via_f32(lvl, t, x + (size_t)r * row_bytes, act, n);
