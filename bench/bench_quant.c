@@ -8,7 +8,9 @@
  * decode step reading the whole model does.  GB/s counts weight bytes read
  * (dequant: f32 bytes written).  Each cell reports the fastest pass over a
  * matrix, which is robust against other load on the machine; "mean" is the
- * average pass.  Usage: bench_quant [seconds per cell].
+ * average pass.  Usage: bench_quant [seconds per cell] [types [TYPE]];
+ * "types": vec_dot_rows of every weight type (or only TYPE, e.g. q4_K) on
+ * Qwen2.5-1.5B's shapes instead.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,23 +23,72 @@
 
 #define BQ_STREAM_BYTES (512u << 20)
 
-/* Random weight rows with sane f16 scales (block scale fields set to 1/64). */
+/* Byte offsets of the f16 scale fields of a block of type t (-1: none). */
+static void
+bq_scale_offsets(enum kern_type t, int off[2])
+{
+	off[0] = off[1] = -1;
+	switch (t) {
+	case KERN_TYPE_Q4_0:
+	case KERN_TYPE_Q5_0:
+	case KERN_TYPE_Q8_0:
+		off[0] = 0;
+		break;
+	case KERN_TYPE_Q4_1:
+	case KERN_TYPE_Q5_1:
+	case KERN_TYPE_Q4_K:
+	case KERN_TYPE_Q5_K:
+		off[0] = 0;
+		off[1] = 2;
+		break;
+	case KERN_TYPE_Q2_K:
+		off[0] = 80;
+		off[1] = 82;
+		break;
+	case KERN_TYPE_Q3_K:
+		off[0] = 108;
+		break;
+	case KERN_TYPE_Q6_K:
+		off[0] = 208;
+		break;
+	case KERN_TYPE_F32: /* random bits: keep the values finite and normal */
+	case KERN_TYPE_F16:
+	case KERN_TYPE_BF16:
+	case KERN_TYPE_Q8_1:
+	case KERN_TYPE_Q8_K:
+	case KERN_TYPE_COUNT:
+		break;
+	}
+}
+
+/* Random weight rows with sane values: block scale fields 1/64 (mins
+ * -1/64); F16/BF16/F32 elements with a moderate exponent. */
 static void
 bq_fill(enum kern_type t, uint8_t *p, size_t bytes)
 {
 	size_t bb = kern_type_block_bytes(t), i;
 	uint64_t s = 0x1234567;
+	int off[2];
 
 	for (i = 0; i < bytes; i++) {
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
 		p[i] = (uint8_t)(s >> 56);
 	}
+	bq_scale_offsets(t, off);
 	for (i = 0; i + bb <= bytes; i += bb) {
-		p[i] = 0x00; /* d = 2^-6 */
-		p[i + 1] = 0x24;
-		if (t == KERN_TYPE_Q4_1) {
-			p[i + 2] = 0x00;
-			p[i + 3] = 0xa4;
+		if (t == KERN_TYPE_F16)
+			p[i + 1] = (uint8_t)((p[i + 1] & 0x83) | 0x30); /* |x| in [0.125, 1) */
+		else if (t == KERN_TYPE_BF16)
+			p[i + 1] = (uint8_t)((p[i + 1] & 0x80) | 0x3e);
+		else if (t == KERN_TYPE_F32)
+			p[i + 3] = (uint8_t)((p[i + 3] & 0x80) | 0x3e);
+		if (off[0] >= 0) {
+			p[i + (size_t)off[0]] = 0x00; /* d = 2^-6 */
+			p[i + (size_t)off[0] + 1] = 0x24;
+		}
+		if (off[1] >= 0) {
+			p[i + (size_t)off[1]] = 0x00; /* -2^-6 */
+			p[i + (size_t)off[1] + 1] = 0xa4;
 		}
 	}
 }
@@ -62,10 +113,7 @@ bq_vec_dot(enum kern_type t, int64_t rows, int64_t cols, int stream, double secs
 	bq_fill(t, w, mat * n_mat);
 	for (i = 0; i < cols; i++)
 		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
-	if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_1)
-		kern_quant_row_q8_1(x, act, cols);
-	else
-		kern_quant_row_q8_0(x, act, cols);
+	kern_quant_row_act(kern_vec_dot_act_type(t), x, act, cols);
 	for (l = 0; l <= kern_cpu_simd_detect(); l++) {
 		kern_cpu_force_simd(l);
 		kern_cpu_vec_dot_rows(t, w, rb, rows, act, cols, out); /* warm up */
@@ -169,12 +217,34 @@ bq_quant(int64_t n, double secs)
 	free(b);
 }
 
+/* Every weight type on the shapes of Qwen2.5-1.5B's matrices: attn_q
+ * (1536 x 1536, hot: it fits in L2) and ffn_down (1536 x 8960, streamed). */
+static void
+bq_all_types(double secs, const char *only)
+{
+	static const enum kern_type ts[] = { KERN_TYPE_Q4_0, KERN_TYPE_Q4_1, KERN_TYPE_Q5_0,
+		KERN_TYPE_Q5_1, KERN_TYPE_Q8_0, KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_Q4_K,
+		KERN_TYPE_Q5_K, KERN_TYPE_Q6_K, KERN_TYPE_F16, KERN_TYPE_BF16, KERN_TYPE_F32 };
+	size_t i;
+
+	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		if (only && strcmp(only, kern_type_name(ts[i])) != 0)
+			continue;
+		bq_vec_dot(ts[i], 1536, 1536, 0, secs);
+		bq_vec_dot(ts[i], 1536, 8960, 1, secs);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
 
 	printf("kernel        type    rows x cols  data    simd     best time/matrix  throughput\n");
+	if (argc > 2 && strcmp(argv[2], "types") == 0) {
+		bq_all_types(secs, argc > 3 ? argv[3] : NULL);
+		return 0;
+	}
 	bq_vec_dot(KERN_TYPE_Q4_1, 1536, 576, 0, secs);
 	bq_vec_dot(KERN_TYPE_Q4_1, 576, 1536, 0, secs);
 	bq_vec_dot(KERN_TYPE_Q8_0, 1536, 576, 0, secs);
@@ -185,6 +255,8 @@ main(int argc, char **argv)
 	bq_dequant(KERN_TYPE_Q4_1, 1536, 576, secs);
 	bq_dequant(KERN_TYPE_Q8_0, 4096, 576, secs);
 	bq_dequant(KERN_TYPE_F16, 1536, 576, secs);
+	bq_dequant(KERN_TYPE_Q4_K, 1536, 1536, secs); /* the sgemm prefill path's */
+	bq_dequant(KERN_TYPE_Q6_K, 1536, 1536, secs);
 	bq_quant(1536, secs);
 	return 0;
 }

@@ -28,16 +28,22 @@ enum kern_type {
 	KERN_TYPE_F16 = 1,
 	KERN_TYPE_Q4_0 = 2,
 	KERN_TYPE_Q4_1 = 3,
+	KERN_TYPE_Q5_0 = 6,
+	KERN_TYPE_Q5_1 = 7,
 	KERN_TYPE_Q8_0 = 8,
 	KERN_TYPE_Q8_1 = 9, /* activations only */
+	KERN_TYPE_Q2_K = 10,
+	KERN_TYPE_Q3_K = 11,
 	KERN_TYPE_Q4_K = 12,
+	KERN_TYPE_Q5_K = 13,
 	KERN_TYPE_Q6_K = 14,
+	KERN_TYPE_Q8_K = 15, /* activations only */
 	KERN_TYPE_BF16 = 30,
 	KERN_TYPE_COUNT = 40 /* upper bound of ggml ids we know of */
 };
 
-#define KERN_QK 32    /* elements per block of Q4_0, Q4_1, Q8_0, Q8_1 */
-#define KERN_QK_K 256 /* elements per super-block of Q4_K, Q6_K */
+#define KERN_QK 32    /* elements per block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1 */
+#define KERN_QK_K 256 /* elements per super-block of Q2_K .. Q6_K */
 
 /* Packed block layouts (little-endian, no padding; see spec/model.md §3). */
 struct kern_block_q4_0 {
@@ -48,6 +54,16 @@ struct kern_block_q4_1 {
 	uint16_t d, m;         /* f16 scale and min */
 	uint8_t qs[KERN_QK / 2];
 };
+struct kern_block_q5_0 {
+	uint16_t d;
+	uint8_t qh[4];           /* bit j: the 5th bit of element j (little-endian u32) */
+	uint8_t qs[KERN_QK / 2]; /* low 4 bits, as Q4_0; value = q5 - 16 */
+};
+struct kern_block_q5_1 {
+	uint16_t d, m;
+	uint8_t qh[4];
+	uint8_t qs[KERN_QK / 2]; /* value = q5 * d + m */
+};
 struct kern_block_q8_0 {
 	uint16_t d;
 	int8_t qs[KERN_QK];
@@ -56,16 +72,41 @@ struct kern_block_q8_1 {
 	uint16_t d, s; /* s = f16(d * sum(qs)) */
 	int8_t qs[KERN_QK];
 };
+/* K-quants: super-blocks of 256 in sub-blocks of 16 or 32 (ggml's layouts). */
+struct kern_block_q2_k {
+	uint8_t scales[KERN_QK_K / 16]; /* low nibble: scale, high: min, per 16 */
+	uint8_t qs[KERN_QK_K / 4];      /* 2 bits each */
+	uint16_t d, dmin;
+};
+struct kern_block_q3_k {
+	uint8_t hmask[KERN_QK_K / 8];   /* 3rd bit; set means +0, clear means -4 */
+	uint8_t qs[KERN_QK_K / 4];      /* low 2 bits */
+	uint8_t scales[12];             /* 16 6-bit scales (offset 32), packed */
+	uint16_t d;
+};
 struct kern_block_q4_k {
 	uint16_t d, dmin;
 	uint8_t scales[12];
 	uint8_t qs[KERN_QK_K / 2];
+};
+struct kern_block_q5_k {
+	uint16_t d, dmin;
+	uint8_t scales[12];             /* as Q4_K */
+	uint8_t qh[KERN_QK_K / 8];      /* 5th bits */
+	uint8_t qs[KERN_QK_K / 2];      /* low 4 bits, as Q4_K */
 };
 struct kern_block_q6_k {
 	uint8_t ql[KERN_QK_K / 2];
 	uint8_t qh[KERN_QK_K / 4];
 	int8_t scales[KERN_QK_K / 16];
 	uint16_t d;
+};
+/* The activations a K-quant row meets (ggml's block_q8_K): an f32 scale,
+ * and Σ qs per 16 for the sub-blocks' mins and offsets. */
+struct kern_block_q8_k {
+	float d;
+	int8_t qs[KERN_QK_K];
+	int16_t bsums[KERN_QK_K / 16];
 };
 
 /* Elements per block, bytes per block; 0 for a type we do not support. */
@@ -74,6 +115,9 @@ size_t kern_type_block_bytes(enum kern_type t);
 /* Bytes of one row of n elements; 0 if n is not a whole number of blocks or
  * the type is unsupported. */
 size_t kern_type_row_bytes(enum kern_type t, int64_t n);
+/* Whether t can be a weight matrix's type (every type above except the
+ * activation-only Q8_1 and Q8_K). */
+int kern_type_is_weight(enum kern_type t);
 /* Human name ("q4_1"), or "unknown". */
 const char *kern_type_name(enum kern_type t);
 
@@ -90,10 +134,18 @@ void kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n);
  * ggml-cpu's x86 SIMD quantize_row_q8_* do (round half to even). */
 void kern_quant_row_q8_1(const float *x, struct kern_block_q8_1 *dst, int64_t n);
 void kern_quant_row_q8_0(const float *x, struct kern_block_q8_0 *dst, int64_t n);
+/* n floats (multiple of 256) to Q8_K exactly as ggml's quantize_row_q8_K
+ * (which on x86 is its scalar reference): per 256, iscale = -127/x_m for
+ * the element x_m of largest |x| (the first one), q = min(127,
+ * round-half-even(iscale·x)), d = 1/iscale; an all-zero block is d = 0. */
+void kern_quant_row_q8_k(const float *x, struct kern_block_q8_k *dst, int64_t n);
+/* Activations in type at (Q8_0, Q8_1, Q8_K; F32: a copy) from n floats. */
+void kern_quant_row_act(enum kern_type at, const float *x, void *dst, int64_t n);
 
 /* Dot product of one weight row of type t (n elements) with activations.
- * For Q4_0/Q8_0 rows `act` is Q8_0 blocks, for Q4_1 rows Q8_1 blocks (the
- * activation rounding llama.cpp applies); for every other type `act` is the
+ * The activations are rounded the way llama.cpp's CPU backend rounds them
+ * (its vec_dot_type): Q8_0 blocks for Q4_0/Q5_0/Q8_0 rows, Q8_1 for
+ * Q4_1/Q5_1, Q8_K for Q2_K..Q6_K; for F32, F16 and BF16 rows `act` is the
  * f32 vector itself.  kern_vec_dot_act_type() tells which. */
 enum kern_type kern_vec_dot_act_type(enum kern_type t);
 float kern_vec_dot(enum kern_type t, const void *row, const void *act, int64_t n);

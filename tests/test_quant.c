@@ -3,11 +3,18 @@
  * quantization and every SIMD dot-product path of kernels/cpu.
  *
  * Expected values come from the formulas of spec/model.md §3 evaluated here,
- * independently of quant.c; SIMD paths are compared with the scalar level,
- * which is compared with a double-precision sum.  Tolerance for every f32
- * dot: |got − want| ≤ KQ_REL · Σ|terms| (KQ_REL = 1e-5, about 170 ulps of the
- * term magnitude: f32 sums of ≤ 64 block terms need ~n_blocks · 2^-24).
- * Dequantization by the SIMD paths must be bit-identical to the scalar one.
+ * independently of quant.c, and from ggml itself (tests/fixtures/
+ * quant_dequant.bin: gguf-py's reference dequantizers, bit for bit, every
+ * type); SIMD paths are compared with the scalar level, which is compared
+ * with a double-precision sum of the dequantized row times the (rounded)
+ * activations.  Tolerance for every f32 dot: |got − want| ≤ KQ_REL ·
+ * Σ|terms| (KQ_REL = 1e-5, about 170 ulps of the term magnitude: the f32
+ * sums over ≤ 64 blocks (the real models' rows: ≤ 28 blocks of 32 or 19
+ * super-blocks) need ~n_blocks · 2^-24; Q6_K's dequantized (d·sc)·q may
+ * itself round once, 2^-24 relative).  Random rows, rows with ±65504 and
+ * ±2^-24 scales, all-zero rows (exactly 0), rows of every length the plain
+ * types allow (1, 7, 37, ...).  Dequantization by the SIMD paths must be
+ * bit-identical to the scalar one.
  * Set KVSNAP_TEST_SLOW=1 to check f32→f16 on all 2^32 inputs against F16C.
  */
 #include <math.h>
@@ -15,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/rng.h"
 #include "engine/model/gguf.h"
@@ -164,6 +172,26 @@ kq_put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)(v >> 8);
 }
 
+/* What kq_rand_block makes: ordinary blocks, blocks whose every f16 scale
+ * is ±65504 (the largest f16) or ±2^-24 (the smallest subnormal), or
+ * all-zero blocks (rows that are all zero). */
+enum kq_mode { KQ_NORMAL, KQ_HUGE, KQ_TINY, KQ_ZERO };
+static enum kq_mode kq_mode = KQ_NORMAL;
+
+/* A random f16 scale in [lo, hi), or the mode's extreme of the same sign. */
+static uint16_t
+kq_scale(float lo, float hi)
+{
+	uint16_t h = kq_rand_f16(lo, hi);
+	uint16_t sign = h & 0x8000;
+
+	if (kq_mode == KQ_HUGE)
+		return (uint16_t)(sign | 0x7bff);
+	if (kq_mode == KQ_TINY)
+		return (uint16_t)(sign | 0x0001);
+	return h;
+}
+
 /* One random block of type t at p (valid scales, random quants).  Q8_0
  * quants avoid −128, which ggml's quantizers never emit (see vec_dot.c). */
 static void
@@ -173,6 +201,10 @@ kq_rand_block(enum kern_type t, uint8_t *p)
 	int j;
 
 	kq_rand_bytes(p, bb);
+	if (kq_mode == KQ_ZERO) {
+		memset(p, 0, bb);
+		return;
+	}
 	switch (t) {
 	case KERN_TYPE_F32: {
 		float f = kq_uniform(-1.0f, 1.0f);
@@ -186,26 +218,37 @@ kq_rand_block(enum kern_type t, uint8_t *p)
 		kq_put16(p, (uint16_t)(kq_f32_bits(kq_uniform(-1.0f, 1.0f)) >> 16));
 		break;
 	case KERN_TYPE_Q4_0:
-		kq_put16(p, kq_rand_f16(-0.1f, 0.1f));
+	case KERN_TYPE_Q5_0:
+		kq_put16(p, kq_scale(-0.1f, 0.1f));
 		break;
 	case KERN_TYPE_Q4_1:
-		kq_put16(p, kq_rand_f16(0.001f, 0.05f));
-		kq_put16(p + 2, kq_rand_f16(-0.4f, 0.0f));
+	case KERN_TYPE_Q5_1:
+		kq_put16(p, kq_scale(0.001f, 0.05f));
+		kq_put16(p + 2, kq_scale(-0.4f, 0.0f));
 		break;
 	case KERN_TYPE_Q8_0:
-		kq_put16(p, kq_rand_f16(-0.01f, 0.01f));
+		kq_put16(p, kq_scale(-0.01f, 0.01f));
 		for (j = 0; j < 32; j++)
 			if (p[2 + j] == 0x80)
 				p[2 + j] = 0x81;
 		break;
+	case KERN_TYPE_Q2_K:
+		kq_put16(p + 80, kq_scale(0.0f, 0.01f));
+		kq_put16(p + 82, kq_scale(0.0f, 0.01f));
+		break;
+	case KERN_TYPE_Q3_K:
+		kq_put16(p + 108, kq_scale(-0.01f, 0.01f));
+		break;
 	case KERN_TYPE_Q4_K:
-		kq_put16(p, kq_rand_f16(0.0f, 0.01f));
-		kq_put16(p + 2, kq_rand_f16(0.0f, 0.01f));
+	case KERN_TYPE_Q5_K:
+		kq_put16(p, kq_scale(0.0f, 0.01f));
+		kq_put16(p + 2, kq_scale(0.0f, 0.01f));
 		break;
 	case KERN_TYPE_Q6_K:
-		kq_put16(p + 208, kq_rand_f16(-0.01f, 0.01f));
+		kq_put16(p + 208, kq_scale(-0.01f, 0.01f));
 		break;
 	case KERN_TYPE_Q8_1:
+	case KERN_TYPE_Q8_K:
 	case KERN_TYPE_COUNT:
 		break;
 	}
@@ -238,19 +281,29 @@ test_type_table(void)
 	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q6_K) == 210, "q6_K");
 	TAP_CHECK(kern_type_block_elems(KERN_TYPE_Q6_K) == 256, "q6_K elems");
 	TAP_CHECK(kern_type_block_elems(KERN_TYPE_BF16) == 1, "bf16 elems");
-	TAP_CHECK(kern_type_block_elems((enum kern_type)6) == 0, "q5_0 unsupported");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q5_0) == 22, "q5_0");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q5_1) == 24, "q5_1");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q2_K) == 84, "q2_K");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q3_K) == 110, "q3_K");
+	TAP_CHECK(kern_type_block_bytes(KERN_TYPE_Q5_K) == 176, "q5_K");
+	TAP_CHECK(kern_type_block_elems(KERN_TYPE_Q2_K) == 256, "q2_K elems");
+	TAP_CHECK(kern_type_block_elems(KERN_TYPE_Q5_1) == 32, "q5_1 elems");
+	TAP_CHECK(kern_type_block_elems((enum kern_type)16) == 0, "iq2_xxs unsupported");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_1, 576) == 360, "q4_1 row");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q8_0, 576) == 612, "q8_0 row");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_F16, 7) == 14, "f16 row");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_K, 576) == 0, "q4_K needs n %% 256");
 	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q4_0, 33) == 0, "partial block");
-	TAP_CHECK(kern_type_row_bytes((enum kern_type)7, 32) == 0, "q5_1 unsupported");
+	TAP_CHECK(kern_type_row_bytes((enum kern_type)20, 32) == 0, "iq4_nl unsupported");
+	TAP_CHECK(kern_type_row_bytes(KERN_TYPE_Q5_K, 1536) == 6 * 176, "q5_K row");
 	TAP_CHECK(strcmp(kern_type_name(KERN_TYPE_Q4_1), "q4_1") == 0, "name");
 	TAP_CHECK(strcmp(kern_type_name((enum kern_type)99), "unknown") == 0, "unknown name");
 	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q4_1) == KERN_TYPE_Q8_1, "act q4_1");
 	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q4_0) == KERN_TYPE_Q8_0, "act q4_0");
 	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q8_0) == KERN_TYPE_Q8_0, "act q8_0");
-	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q6_K) == KERN_TYPE_F32, "act q6_K");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q5_0) == KERN_TYPE_Q8_0, "act q5_0");
+	TAP_CHECK(kern_vec_dot_act_type(KERN_TYPE_Q5_1) == KERN_TYPE_Q8_1, "act q5_1");
+	TAP_CHECK(strcmp(kern_type_name(KERN_TYPE_Q3_K), "q3_K") == 0, "name q3_K");
 	tap_diag("simd level: %s", kern_simd_name());
 	return TAP_PASS;
 }
@@ -722,6 +775,68 @@ test_quant_q8(void)
 	return TAP_PASS;
 }
 
+/* Q8_K by ggml's quantize_row_q8_K_ref as its text reads, written apart
+ * from quant.c (rintf for nearest_int: both round half to even). */
+static void
+kq_ref_quant_q8_k(const float *x, struct kern_block_q8_k *y)
+{
+	float amax = 0.0f, max = 0.0f, iscale;
+	int j;
+
+	memset(y, 0, sizeof(*y));
+	for (j = 0; j < 256; j++)
+		if (fabsf(x[j]) > amax) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	if (amax == 0.0f)
+		return;
+	iscale = -127.0f / max;
+	for (j = 0; j < 256; j++) {
+		float v = rintf(iscale * x[j]);
+		y->qs[j] = (int8_t)(v > 127.0f ? 127 : (int)v);
+		y->bsums[j / 16] = (int16_t)(y->bsums[j / 16] + y->qs[j]);
+	}
+	y->d = 1.0f / iscale;
+}
+
+/* Blocks of every kind kq_fill_block makes, a zero block, a block whose
+ * largest |x| is negative and one with ±max ties, and exact half-way
+ * products; the bytes must equal the reference's. */
+static enum tap_result
+test_quant_q8_k(void)
+{
+	float x[256];
+	struct kern_block_q8_k got, want;
+	int kind, j, rep, ties = 0;
+
+	for (kind = 0; kind < 12; kind++)
+		for (rep = 0; rep < 20; rep++) {
+			for (j = 0; j < 256; j += 32)
+				kq_fill_block(x + j, (kind + j / 32) % 8);
+			if (kind == 8)
+				memset(x, 0, sizeof(x));
+			if (kind == 9)
+				x[17] = -50.0f;
+			if (kind == 10) { /* ±127 ties: the first decides the sign */
+				x[3] = 127.0f;
+				x[200] = -127.0f;
+			}
+			if (kind == 11) { /* iscale = -1: x = k + 0.5 are exact ties */
+				for (j = 0; j < 256; j++)
+					x[j] = (float)((j % 254) - 127) + (j & 1 ? 0.5f : 0.0f);
+				x[0] = 127.0f;
+				x[255] = 0.0f;
+				ties += 128;
+			}
+			kern_quant_row_q8_k(x, &got, 256);
+			kq_ref_quant_q8_k(x, &want);
+			TAP_CHECK(memcmp(&got, &want, sizeof(got)) == 0, "kind %d rep %d", kind, rep);
+		}
+	tap_diag("q8_K: %d exact ties checked", ties);
+	return TAP_PASS;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Dot products                                                              */
 
@@ -730,30 +845,47 @@ test_quant_q8(void)
 static double
 kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, double *mag)
 {
-	float w[2048];
+	float *w = malloc((size_t)n * sizeof(float));
 	double s = 0.0, m = 0.0;
 	int64_t i, ib;
 
+	if (!w) {
+		*mag = 0.0;
+		return NAN;
+	}
 	kern_dequant_row(t, row, w, n);
-	if (t == KERN_TYPE_Q4_1) {
+	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1) {
 		const struct kern_block_q8_1 *y = act;
+		const int five = t == KERN_TYPE_Q5_1;
 		for (ib = 0; ib < n / 32; ib++) {
-			const uint8_t *b = row + 20 * ib;
+			const uint8_t *b = row + (five ? 24 : 20) * ib, *qs = b + (five ? 8 : 4);
 			double dw = kern_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
 			double mw = kern_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
 			double dy = kern_f16_to_f32(y[ib].d), sy = kern_f16_to_f32(y[ib].s);
 			long isum = 0;
 			for (i = 0; i < 32; i++) {
-				int qw = i < 16 ? b[4 + i] & 15 : b[4 + i - 16] >> 4;
+				int qw = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+				if (five) /* bit i of the little-endian qh at b + 4 */
+					qw |= ((b[4 + i / 8] >> (i % 8)) & 1) << 4;
 				isum += (long)qw * y[ib].qs[i];
 			}
 			s += dw * dy * (double)isum + mw * sy;
 			m += fabs(dw * dy * (double)isum) + fabs(mw * sy);
 		}
-	} else if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q8_0) {
+	} else if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q8_0) {
+		/* w = q·d_w exactly (dequantization of these types is exact) */
 		const struct kern_block_q8_0 *y = act;
 		for (i = 0; i < n; i++) {
 			double v = (double)w[i] * kern_f16_to_f32(y[i / 32].d) * y[i / 32].qs[i % 32];
+			s += v;
+			m += fabs(v);
+		}
+	} else if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_K) {
+		/* Σ w·d_y·q_y with w as dequantized: exact but for Q6_K's
+		 * (d·sc)·q, which may round once (a relative 2^-24) */
+		const struct kern_block_q8_k *y = act;
+		for (i = 0; i < n; i++) {
+			double v = (double)w[i] * y[i / 256].d * y[i / 256].qs[i % 256];
 			s += v;
 			m += fabs(v);
 		}
@@ -764,6 +896,7 @@ kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, d
 			m += fabs((double)w[i] * y[i]);
 		}
 	}
+	free(w);
 	*mag = m;
 	return s;
 }
@@ -772,13 +905,7 @@ kq_exact_dot(enum kern_type t, const uint8_t *row, const void *act, int64_t n, d
 static void
 kq_make_act(enum kern_type t, const float *x, int64_t n, void *act)
 {
-	enum kern_type at = kern_vec_dot_act_type(t);
-	if (at == KERN_TYPE_Q8_1)
-		kern_quant_row_q8_1(x, act, n);
-	else if (at == KERN_TYPE_Q8_0)
-		kern_quant_row_q8_0(x, act, n);
-	else
-		memcpy(act, x, (size_t)n * sizeof(float));
+	kern_quant_row_act(kern_vec_dot_act_type(t), x, act, n);
 }
 
 /* The rows copied to an exact-size heap buffer with no padding between
@@ -929,8 +1056,49 @@ test_vec_dot_q8_0(void)
 }
 
 static enum tap_result
+test_vec_dot_q5(void)
+{
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_0, 32), "q5_0 n=32");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_0, 576), "q5_0 n=576");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_0, 1536), "q5_0 n=1536");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_1, 32), "q5_1 n=32");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_1, 576), "q5_1 n=576");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_1, 1536), "q5_1 n=1536");
+	return TAP_PASS;
+}
+
+/* Every quantized type on rows with extreme scales (±65504, ±2^-24) and on
+ * all-zero rows (the dot must be exactly 0: the tolerance is 0 there). */
+static enum tap_result
+test_vec_dot_edges(void)
+{
+	static const enum kern_type ts[] = { KERN_TYPE_Q4_0, KERN_TYPE_Q4_1, KERN_TYPE_Q5_0,
+		KERN_TYPE_Q5_1, KERN_TYPE_Q8_0, KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_Q4_K,
+		KERN_TYPE_Q5_K, KERN_TYPE_Q6_K, KERN_TYPE_F16, KERN_TYPE_BF16 };
+	static const enum kq_mode modes[] = { KQ_HUGE, KQ_TINY, KQ_ZERO };
+	static const char *const names[] = { "huge scales", "tiny scales", "zero rows" };
+	size_t i, m;
+	int ok;
+
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+			kq_mode = modes[m];
+			ok = kq_check_type(ts[i], 512);
+			kq_mode = KQ_NORMAL;
+			TAP_CHECK(ok, "%s %s", kern_type_name(ts[i]), names[m]);
+		}
+	return TAP_PASS;
+}
+
+static enum tap_result
 test_vec_dot_kquants(void)
 {
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q2_K, 256), "q2_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q2_K, 1536), "q2_K n=1536");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q3_K, 256), "q3_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q3_K, 1536), "q3_K n=1536");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_K, 256), "q5_K n=256");
+	TAP_CHECK(kq_check_type(KERN_TYPE_Q5_K, 1536), "q5_K n=1536");
 	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 256), "q4_K n=256");
 	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 512), "q4_K n=512");
 	TAP_CHECK(kq_check_type(KERN_TYPE_Q4_K, 1536), "q4_K n=1536");
@@ -1021,6 +1189,14 @@ kq_check_tensor(const struct eng_gguf_tensor *w, int64_t n_rows)
 	kq_make_act(w->type, x, n, act);
 	kern_cpu_force_simd(KERN_CPU_SIMD_SCALAR);
 	kern_cpu_vec_dot_rows(w->type, w->data, rb, n_rows, act, n, ref);
+	for (r = 0; r < n_rows; r++) {
+		double mag, want = kq_exact_dot(w->type, (const uint8_t *)w->data + r * rb, act, n, &mag);
+		if (!(fabs(ref[r] - want) <= KQ_REL * mag)) {
+			printf("#   %.*s row %lld scalar %.9g exact %.9g\n", (int)w->name.len,
+			    w->name.ptr, (long long)r, (double)ref[r], want);
+			goto out;
+		}
+	}
 	for (l = 1; l < kq_n_levels(); l++) {
 		kern_cpu_force_simd(l);
 		kern_cpu_vec_dot_rows(w->type, w->data, rb, n_rows, act, n, got);
@@ -1090,6 +1266,46 @@ test_real_model(void)
 	return TAP_PASS;
 }
 
+/* The Qwen2.5 GGUFs scripts/fetch-model.sh brings (skipped when absent):
+ * real blocks from llama.cpp's quantizers.  For each tensor type in the
+ * file, the first 2-D tensor of that type: scalar against the exact dot,
+ * every level against scalar, dequant_rows against dequant_row. */
+static enum tap_result
+test_real_qwen(void)
+{
+	static const char *const files[] = { "models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
+		"models/Qwen2.5-Coder-0.5B-Instruct.gguf" };
+	size_t f;
+	int64_t i;
+	int found = 0;
+
+	for (f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct eng_gguf *g = NULL;
+		char why[256] = "", types[128] = "";
+		int seen[KERN_TYPE_COUNT] = { 0 };
+		if (access(files[f], R_OK) != 0)
+			continue;
+		TAP_CHECK(eng_gguf_open(&g, files[f], why, sizeof(why)) == 0, "%s: %s", files[f], why);
+		found++;
+		for (i = 0; i < (int64_t)g->n_tensors; i++) {
+			const struct eng_gguf_tensor *t = &g->tensors[i];
+			if (t->n_dims != 2 || (int)t->type >= KERN_TYPE_COUNT || seen[t->type]++)
+				continue;
+			TAP_CHECK(kq_check_tensor(t, t->ne[1] < 64 ? t->ne[1] : 64), "%s: %.*s (%s)",
+			    files[f], (int)t->name.len, t->name.ptr, kern_type_name(t->type));
+			snprintf(types + strlen(types), sizeof(types) - strlen(types), " %s",
+			    kern_type_name(t->type));
+		}
+		tap_diag("%s: checked%s", files[f], types);
+		eng_gguf_close(g);
+	}
+	if (!found) {
+		tap_diag("no Qwen2.5 GGUF in models/ (scripts/fetch-model.sh)");
+		return TAP_SKIP;
+	}
+	return TAP_PASS;
+}
+
 /* The attention softmax at every SIMD level against exp in double: each
  * probability within |x|·2^-24 + 8·2^-24 relative (x = logit − max is
  * rounded to f32 before exp, which scales its error by |x|; the AVX2
@@ -1135,6 +1351,76 @@ test_softmax(void)
 	return TAP_PASS;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Dequantization against ggml's reference (committed fixture)               */
+
+#define KQ_GGML_FIXTURE "tests/fixtures/quant_dequant.bin"
+
+static uint32_t
+kq_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Every entry of the fixture (scripts/make-quant-fixtures.py: blocks and
+ * the values gguf-py's dequantize, ggml's reference, gives them) must
+ * dequantize bit for bit the same here, by the scalar code and by
+ * kern_cpu_dequant_rows at every SIMD level.  Values compare as bit
+ * patterns, so -0 and +0 count as different. */
+static enum tap_result
+test_dequant_ggml(void)
+{
+	static uint8_t buf[1 << 16];
+	float got[1024];
+	uint32_t want_bits, got_bits;
+	FILE *f = fopen(KQ_GGML_FIXTURE, "rb");
+	size_t len, off = 12;
+	uint32_t count, e, i;
+	int types_seen[KERN_TYPE_COUNT] = { 0 }, l, n_types = 0;
+
+	TAP_CHECK(f != NULL, "cannot open %s (scripts/make-quant-fixtures.sh)", KQ_GGML_FIXTURE);
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	TAP_CHECK(len >= 12 && len < sizeof(buf) && memcmp(buf, "KVQF", 4) == 0 &&
+	    kq_get32(buf + 4) == 1, "fixture header");
+	count = kq_get32(buf + 8);
+	for (e = 0; e < count; e++) {
+		enum kern_type t;
+		uint32_t n, nbytes;
+		TAP_CHECK(off + 12 <= len, "entry %u header", e);
+		t = (enum kern_type)kq_get32(buf + off);
+		n = kq_get32(buf + off + 4);
+		nbytes = kq_get32(buf + off + 8);
+		off += 12;
+		TAP_CHECK(n <= 1024 && off + nbytes + 4 * (size_t)n <= len, "entry %u size", e);
+		TAP_CHECK(kern_type_row_bytes(t, n) == nbytes, "entry %u: %s row of %u is %u bytes",
+		    e, kern_type_name(t), n, nbytes);
+		for (l = -1; l < kq_n_levels(); l++) {
+			if (l < 0) {
+				kern_dequant_row(t, buf + off, got, n);
+			} else {
+				kern_cpu_force_simd(l);
+				kern_cpu_dequant_rows(t, buf + off, nbytes, 1, n, got);
+				kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+			}
+			for (i = 0; i < n; i++) {
+				want_bits = kq_get32(buf + off + nbytes + 4 * i);
+				got_bits = kq_f32_bits(got[i]);
+				TAP_CHECK(want_bits == got_bits, "%s element %u (%s): got %.9g want %.9g",
+				    kern_type_name(t), i, l < 0 ? "kern_dequant_row" : kq_level_name(l),
+				    (double)got[i], (double)kq_bits_to_f32(want_bits));
+			}
+		}
+		if ((int)t < KERN_TYPE_COUNT && !types_seen[t]++)
+			n_types++;
+		off += nbytes + 4 * (size_t)n;
+	}
+	TAP_CHECK(off == len, "fixture has trailing bytes");
+	TAP_CHECK(n_types == 13, "fixture covers %d types, want 13", n_types);
+	tap_diag("ggml reference: %u rows of %d types bit-identical", count, n_types);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "softmax", test_softmax },
 	{ "type_table", test_type_table },
@@ -1146,15 +1432,20 @@ static const struct tap_test tests[] = {
 	{ "dequant_q4_k", test_dequant_q4_k },
 	{ "dequant_q6_k", test_dequant_q6_k },
 	{ "dequant_plain", test_dequant_plain },
+	{ "dequant_ggml", test_dequant_ggml },
 	{ "quant_q8", test_quant_q8 },
+	{ "quant_q8_k", test_quant_q8_k },
 	{ "levels", test_levels },
 	{ "dot_f32", test_dot_f32 },
 	{ "vec_dot_q4_1", test_vec_dot_q4_1 },
 	{ "vec_dot_q4_0", test_vec_dot_q4_0 },
 	{ "vec_dot_q8_0", test_vec_dot_q8_0 },
+	{ "vec_dot_q5", test_vec_dot_q5 },
 	{ "vec_dot_kquants", test_vec_dot_kquants },
+	{ "vec_dot_edges", test_vec_dot_edges },
 	{ "vec_dot_plain", test_vec_dot_plain },
 	{ "real_model", test_real_model },
+	{ "real_qwen", test_real_qwen },
 };
 
 int

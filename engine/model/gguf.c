@@ -266,7 +266,7 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 		int be = kern_type_block_elems(t->type);
 		size_t row;
 		uint64_t rows, bytes;
-		if (be <= 0 || (int)t->type == KERN_TYPE_Q8_1)
+		if (!kern_type_is_weight(t->type))
 			return eng_fail(why, why_len, ENG_ERR_TYPE,
 			    "tensor '%.*s' has unsupported type %d", (int)t->name.len,
 			    t->name.ptr, (int)t->type);

@@ -51,9 +51,8 @@ model_get_mat(const struct eng_gguf *g, const char *name, int64_t cols, int64_t 
 	const struct eng_gguf_tensor *t = eng_gguf_find_tensor(g, name);
 	if (!t)
 		return eng_fail(why, why_len, ENG_ERR_FORMAT, "model lacks tensor %s", name);
-	if (t->type != KERN_TYPE_F32 && t->type != KERN_TYPE_F16 && t->type != KERN_TYPE_BF16 &&
-	    t->type != KERN_TYPE_Q4_0 && t->type != KERN_TYPE_Q4_1 && t->type != KERN_TYPE_Q8_0 &&
-	    t->type != KERN_TYPE_Q4_K && t->type != KERN_TYPE_Q6_K)
+	/* every weight type of kernels/ (matmul and get_rows take them all) */
+	if (!kern_type_is_weight(t->type))
 		return eng_fail(why, why_len, ENG_ERR_TYPE,
 		    "tensor %s has type %s (%d), which kvsnap does not support", name,
 		    kern_type_name(t->type), (int)t->type);

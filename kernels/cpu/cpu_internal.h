@@ -23,7 +23,7 @@ void kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes,
     int64_t n_rows, const void *act, int64_t n, float *out);
 
 /* dst(n_rows, n) = the rows dequantized; bit-identical to kern_dequant_row
- * on every row (SIMD for F16, BF16, Q4_0, Q4_1, Q8_0). */
+ * on every row (SIMD for F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K). */
 void kern_cpu_dequant_rows(enum kern_type t, const void *rows, size_t row_bytes,
     int64_t n_rows, int64_t n, float *dst);
 
@@ -33,6 +33,17 @@ float kern_cpu_dot_f32(const float *a, const float *b, int64_t n);
 /* Softmax of s[0..n) in place: max-subtracted, sum in double (softmax.c;
  * AVX2 evaluates exp by polynomial, within 2 ulp of expf). */
 void kern_cpu_softmax_row(float *s, int64_t n);
+
+/* out[r] = row r (type Q2_K..Q6_K) · y, nb super-blocks, at SIMD level lvl
+ * (vec_dot_k.c; kern_cpu_vec_dot_rows calls it for those types). */
+void kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes,
+    int64_t n_rows, const struct kern_block_q8_k *y, int64_t nb, float *out);
+
+/* The packed sub-block scales of the K-quants (quant.c): Q4_K/Q5_K's 6-bit
+ * scale and min of sub-block j (of 8), and Q3_K's 16 6-bit scales (before
+ * the -32). */
+void kern_cpu_q4k_scale_min(int j, const uint8_t *s, int *sc, int *mn);
+void kern_cpu_q3k_scales(const uint8_t *p, int sc[16]);
 
 /* SIMD levels, best last. */
 enum kern_cpu_simd {

@@ -2,8 +2,9 @@
  * ops.c: the CPU op table (struct kern_ops) over the thread pool.
  *
  * matmul has two paths, both rounding the activations the way llama.cpp
- * does for quantized weights (Q8_1 for Q4_1, Q8_0 for Q4_0/Q8_0; spec/model.md
- * §5.1), so prefill and decode agree with each other and with llama.cpp.
+ * does for quantized weights (Q8_1 for Q4_1/Q5_1, Q8_0 for Q4_0/Q5_0/Q8_0,
+ * Q8_K for the K-quants; spec/model.md §5.1), so prefill and decode agree
+ * with each other and with llama.cpp.
  * Chunks of at least KERN_GEMM_MIN_TOK tokens round the activations
  * (quantize, dequantize), dequantize the weight matrix a block of rows at a
  * time into per-thread scratch and multiply with OpenBLAS sgemm.  Smaller
@@ -148,10 +149,7 @@ kern_round_worker(void *arg, int ith, int nth)
 		return;
 	}
 	for (t = lo; t < hi; t++) {
-		if (j->at == KERN_TYPE_Q8_1)
-			kern_quant_row_q8_1(j->x + t * j->cols, q, j->cols);
-		else
-			kern_quant_row_q8_0(j->x + t * j->cols, q, j->cols);
+		kern_quant_row_act(j->at, j->x + t * j->cols, q, j->cols);
 		kern_dequant_row(j->at, q, j->xr + t * j->cols, j->cols);
 	}
 }
@@ -164,13 +162,13 @@ kern_cpu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 	enum kern_type at;
 	int64_t t;
 
-	if (kern_type_block_elems(w->type) <= 0 || w->type == KERN_TYPE_Q8_1)
+	if (!kern_type_is_weight(w->type))
 		return KERN_ERR_TYPE;
 	if (w->cols % kern_type_block_elems(w->type) || n_tok <= 0)
 		return KERN_ERR_SHAPE;
 	at = kern_vec_dot_act_type(w->type);
 	if (n_tok >= KERN_GEMM_MIN_TOK || w->type == KERN_TYPE_F32 || ctx->exact) {
-		if ((at == KERN_TYPE_Q8_0 || at == KERN_TYPE_Q8_1) && !ctx->exact) {
+		if (at != KERN_TYPE_F32 && !ctx->exact) {
 			/* the rounded copy lives in the last scratch slot, which no
 			 * worker uses */
 			struct kern_round_job r = { x, NULL, n_tok, w->cols, at,
@@ -199,12 +197,7 @@ kern_cpu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 		for (t = 0; t < n_tok; t++) {
 			const float *xr = x + t * w->cols;
 			uint8_t *ar = act + (size_t)t * j.act_stride;
-			if (at == KERN_TYPE_Q8_1)
-				kern_quant_row_q8_1(xr, (struct kern_block_q8_1 *)(void *)ar, w->cols);
-			else if (at == KERN_TYPE_Q8_0)
-				kern_quant_row_q8_0(xr, (struct kern_block_q8_0 *)(void *)ar, w->cols);
-			else
-				memcpy(ar, xr, j.act_stride);
+			kern_quant_row_act(at, xr, ar, w->cols);
 		}
 		j.act = act;
 	}
@@ -221,7 +214,7 @@ kern_cpu_get_rows(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 {
 	int64_t i;
 	(void)ctx;
-	if (kern_type_block_elems(w->type) <= 0)
+	if (!kern_type_is_weight(w->type))
 		return KERN_ERR_TYPE;
 	for (i = 0; i < n; i++) {
 		if (ids[i] < 0 || ids[i] >= w->rows)

@@ -1,6 +1,6 @@
 /*
  * quant.c: tensor types, f16/bf16 conversion, the scalar dequantizers and
- * the activation quantizers (Q8_1, Q8_0).
+ * the activation quantizers (Q8_1, Q8_0, Q8_K).
  *
  * Everything here is plain C with no SIMD: it is the reference the fast paths
  * in vec_dot.c are checked against.  Each dequantizer evaluates its formula
@@ -12,7 +12,8 @@
  *
  * The activation quantizers match the code llama.cpp actually runs on an x86
  * CPU with AVX or AVX2 (ggml-cpu arch/x86 quants.c, quantize_row_q8_0 and
- * quantize_row_q8_1), not ggml's scalar *_ref versions.  Per block of 32:
+ * quantize_row_q8_1), not ggml's scalar *_ref versions (Q8_K: x86 runs
+ * quantize_row_q8_K_ref itself, and so do we; see kernels.h).  Per block of 32:
  *     amax = max |x|
  *     d    = amax / 127          (stored as f16, round to nearest even)
  *     id   = amax ? 127 / amax : 0
@@ -55,11 +56,17 @@ kern_type_block_elems(enum kern_type t)
 		return 1;
 	case KERN_TYPE_Q4_0:
 	case KERN_TYPE_Q4_1:
+	case KERN_TYPE_Q5_0:
+	case KERN_TYPE_Q5_1:
 	case KERN_TYPE_Q8_0:
 	case KERN_TYPE_Q8_1:
 		return KERN_QK;
+	case KERN_TYPE_Q2_K:
+	case KERN_TYPE_Q3_K:
 	case KERN_TYPE_Q4_K:
+	case KERN_TYPE_Q5_K:
 	case KERN_TYPE_Q6_K:
+	case KERN_TYPE_Q8_K:
 		return KERN_QK_K;
 	case KERN_TYPE_COUNT:
 		break;
@@ -80,14 +87,26 @@ kern_type_block_bytes(enum kern_type t)
 		return sizeof(struct kern_block_q4_0);
 	case KERN_TYPE_Q4_1:
 		return sizeof(struct kern_block_q4_1);
+	case KERN_TYPE_Q5_0:
+		return sizeof(struct kern_block_q5_0);
+	case KERN_TYPE_Q5_1:
+		return sizeof(struct kern_block_q5_1);
 	case KERN_TYPE_Q8_0:
 		return sizeof(struct kern_block_q8_0);
 	case KERN_TYPE_Q8_1:
 		return sizeof(struct kern_block_q8_1);
+	case KERN_TYPE_Q2_K:
+		return sizeof(struct kern_block_q2_k);
+	case KERN_TYPE_Q3_K:
+		return sizeof(struct kern_block_q3_k);
 	case KERN_TYPE_Q4_K:
 		return sizeof(struct kern_block_q4_k);
+	case KERN_TYPE_Q5_K:
+		return sizeof(struct kern_block_q5_k);
 	case KERN_TYPE_Q6_K:
 		return sizeof(struct kern_block_q6_k);
+	case KERN_TYPE_Q8_K:
+		return sizeof(struct kern_block_q8_k);
 	case KERN_TYPE_COUNT:
 		break;
 	}
@@ -97,10 +116,22 @@ kern_type_block_bytes(enum kern_type t)
 /* The packed layouts of kernels.h must have exactly ggml's sizes. */
 _Static_assert(sizeof(struct kern_block_q4_0) == 18, "q4_0 block size");
 _Static_assert(sizeof(struct kern_block_q4_1) == 20, "q4_1 block size");
+_Static_assert(sizeof(struct kern_block_q5_0) == 22, "q5_0 block size");
+_Static_assert(sizeof(struct kern_block_q5_1) == 24, "q5_1 block size");
 _Static_assert(sizeof(struct kern_block_q8_0) == 34, "q8_0 block size");
 _Static_assert(sizeof(struct kern_block_q8_1) == 36, "q8_1 block size");
+_Static_assert(sizeof(struct kern_block_q2_k) == 84, "q2_k block size");
+_Static_assert(sizeof(struct kern_block_q3_k) == 110, "q3_k block size");
 _Static_assert(sizeof(struct kern_block_q4_k) == 144, "q4_k block size");
+_Static_assert(sizeof(struct kern_block_q5_k) == 176, "q5_k block size");
 _Static_assert(sizeof(struct kern_block_q6_k) == 210, "q6_k block size");
+_Static_assert(sizeof(struct kern_block_q8_k) == 292, "q8_k block size");
+
+int
+kern_type_is_weight(enum kern_type t)
+{
+	return kern_type_block_elems(t) > 0 && t != KERN_TYPE_Q8_1 && t != KERN_TYPE_Q8_K;
+}
 
 size_t
 kern_type_row_bytes(enum kern_type t, int64_t n)
@@ -127,14 +158,26 @@ kern_type_name(enum kern_type t)
 		return "q4_0";
 	case KERN_TYPE_Q4_1:
 		return "q4_1";
+	case KERN_TYPE_Q5_0:
+		return "q5_0";
+	case KERN_TYPE_Q5_1:
+		return "q5_1";
 	case KERN_TYPE_Q8_0:
 		return "q8_0";
 	case KERN_TYPE_Q8_1:
 		return "q8_1";
+	case KERN_TYPE_Q2_K:
+		return "q2_K";
+	case KERN_TYPE_Q3_K:
+		return "q3_K";
 	case KERN_TYPE_Q4_K:
 		return "q4_K";
+	case KERN_TYPE_Q5_K:
+		return "q5_K";
 	case KERN_TYPE_Q6_K:
 		return "q6_K";
+	case KERN_TYPE_Q8_K:
+		return "q8_K";
 	case KERN_TYPE_BF16:
 		return "bf16";
 	case KERN_TYPE_COUNT:
@@ -244,8 +287,8 @@ kern_le16(const uint8_t *p)
 }
 
 /* The 6-bit scale and min of sub-block j of a Q4_K super-block. */
-static void
-kern_q4k_scale_min(int j, const uint8_t *s, int *sc, int *mn)
+void
+kern_cpu_q4k_scale_min(int j, const uint8_t *s, int *sc, int *mn)
 {
 	if (j < 4) {
 		*sc = s[j] & 63;
@@ -289,6 +332,36 @@ kern_dequant_q4_1(const uint8_t *src, float *dst, int64_t nb)
 	}
 }
 
+/* Q5_0 / Q5_1: the 5th bit of element j is bit j of qh (elements 0..15 are
+ * the low nibbles of qs, 16..31 the high ones).  With m == NULL (Q5_0) the
+ * value is (q - 16)·d, else q·d + m: ggml's expressions. */
+static void
+kern_dequant_q5(const uint8_t *src, float *dst, int64_t nb, int has_min)
+{
+	const size_t bb = has_min ? sizeof(struct kern_block_q5_1) : sizeof(struct kern_block_q5_0);
+	int64_t i;
+	int j;
+
+	for (i = 0; i < nb; i++, src += bb, dst += KERN_QK) {
+		const float d = kern_f16_to_f32(kern_le16(src));
+		const float m = has_min ? kern_f16_to_f32(kern_le16(src + 2)) : 0.0f;
+		const uint8_t *h = src + (has_min ? 4 : 2), *qs = h + 4;
+		const uint32_t qh = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+		    (uint32_t)h[3] << 24;
+		for (j = 0; j < KERN_QK / 2; j++) {
+			int q0 = (qs[j] & 0xf) | (int)((qh >> j) & 1) << 4;
+			int q1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+			if (has_min) {
+				dst[j] = (float)q0 * d + m;
+				dst[j + 16] = (float)q1 * d + m;
+			} else {
+				dst[j] = (float)(q0 - 16) * d;
+				dst[j + 16] = (float)(q1 - 16) * d;
+			}
+		}
+	}
+}
+
 static void
 kern_dequant_q8_0(const uint8_t *src, float *dst, int64_t nb)
 {
@@ -315,16 +388,106 @@ kern_dequant_q4_k(const uint8_t *src, float *dst, int64_t nb)
 		const uint8_t *scales = src + 4, *qs = src + 16;
 		for (g = 0; g < 4; g++, qs += 32) {
 			float d1, m1, d2, m2;
-			kern_q4k_scale_min(2 * g, scales, &sc, &mn);
+			kern_cpu_q4k_scale_min(2 * g, scales, &sc, &mn);
 			d1 = d * (float)sc;
 			m1 = dmin * (float)mn;
-			kern_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
+			kern_cpu_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
 			d2 = d * (float)sc;
 			m2 = dmin * (float)mn;
 			for (l = 0; l < 32; l++)
 				*dst++ = d1 * (float)(qs[l] & 0xf) - m1;
 			for (l = 0; l < 32; l++)
 				*dst++ = d2 * (float)(qs[l] >> 4) - m2;
+		}
+	}
+}
+
+/* Q2_K: 16 sub-blocks of 16; sub-block s has scale d·(sc & 15) and min
+ * dmin·(sc >> 4).  Element 128h + 32k + l (l < 32) is bits 2k..2k+1 of
+ * qs[32h + l]; its sub-block is 8h + 2k + l/16. */
+static void
+kern_dequant_q2_k(const uint8_t *src, float *dst, int64_t nb)
+{
+	int64_t i;
+	int h, k, l;
+
+	for (i = 0; i < nb; i++, src += sizeof(struct kern_block_q2_k)) {
+		const uint8_t *sc = src, *qs = src + 16;
+		const float d = kern_f16_to_f32(kern_le16(src + 80));
+		const float dmin = kern_f16_to_f32(kern_le16(src + 82));
+		for (h = 0; h < 2; h++, qs += 32)
+			for (k = 0; k < 4; k++)
+				for (l = 0; l < 32; l++) {
+					const int s = sc[8 * h + 2 * k + l / 16];
+					const float dl = d * (float)(s & 0xf), ml = dmin * (float)(s >> 4);
+					*dst++ = dl * (float)((qs[l] >> (2 * k)) & 3) - ml;
+				}
+	}
+}
+
+/* The 16 6-bit scales of a Q3_K super-block, unpacked (before the -32):
+ * the low 4 bits of scale s are the low nibble of byte s (s < 8) or the high
+ * nibble of byte s - 8; its top 2 bits are bits 2(s / 4).. of byte 8 + s % 4. */
+void
+kern_cpu_q3k_scales(const uint8_t *p, int sc[16])
+{
+	int s;
+
+	for (s = 0; s < 16; s++) {
+		int lo = s < 8 ? p[s] & 0xf : p[s - 8] >> 4;
+		int hi = (p[8 + s % 4] >> (2 * (s / 4))) & 3;
+		sc[s] = lo | hi << 4;
+	}
+}
+
+/* Q3_K: like Q2_K's bit layout for the low 2 bits; bit k + 4h of
+ * hmask[l] (l < 32) is the high bit of element 128h + 32k + l, and the
+ * value is (q2 - (high ? 0 : 4)) · d·(scale - 32). */
+static void
+kern_dequant_q3_k(const uint8_t *src, float *dst, int64_t nb)
+{
+	int64_t i;
+	int h, k, l, sc[16];
+
+	for (i = 0; i < nb; i++, src += sizeof(struct kern_block_q3_k)) {
+		const uint8_t *hm = src, *qs = src + 32;
+		const float d = kern_f16_to_f32(kern_le16(src + 108));
+		kern_cpu_q3k_scales(src + 96, sc);
+		for (h = 0; h < 2; h++, qs += 32)
+			for (k = 0; k < 4; k++)
+				for (l = 0; l < 32; l++) {
+					const float dl = d * (float)(sc[8 * h + 2 * k + l / 16] - 32);
+					const int q = ((qs[l] >> (2 * k)) & 3) -
+					    ((hm[l] >> (4 * h + k)) & 1 ? 0 : 4);
+					*dst++ = dl * (float)q;
+				}
+	}
+}
+
+/* Q5_K: Q4_K plus a 5th bit: bit 2g (low nibbles) or 2g + 1 (high nibbles)
+ * of qh[l] for sub-block pair g. */
+static void
+kern_dequant_q5_k(const uint8_t *src, float *dst, int64_t nb)
+{
+	int64_t i;
+	int g, l, sc, mn;
+
+	for (i = 0; i < nb; i++, src += sizeof(struct kern_block_q5_k)) {
+		const float d = kern_f16_to_f32(kern_le16(src));
+		const float dmin = kern_f16_to_f32(kern_le16(src + 2));
+		const uint8_t *scales = src + 4, *qh = src + 16, *qs = src + 48;
+		for (g = 0; g < 4; g++, qs += 32) {
+			float d1, m1, d2, m2;
+			kern_cpu_q4k_scale_min(2 * g, scales, &sc, &mn);
+			d1 = d * (float)sc;
+			m1 = dmin * (float)mn;
+			kern_cpu_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
+			d2 = d * (float)sc;
+			m2 = dmin * (float)mn;
+			for (l = 0; l < 32; l++)
+				*dst++ = d1 * (float)((qs[l] & 0xf) | ((qh[l] >> (2 * g)) & 1) << 4) - m1;
+			for (l = 0; l < 32; l++)
+				*dst++ = d2 * (float)((qs[l] >> 4) | ((qh[l] >> (2 * g + 1)) & 1) << 4) - m2;
 		}
 	}
 }
@@ -383,6 +546,12 @@ kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n)
 	case KERN_TYPE_Q4_1:
 		kern_dequant_q4_1(p, dst, nb);
 		break;
+	case KERN_TYPE_Q5_0:
+		kern_dequant_q5(p, dst, nb, 0);
+		break;
+	case KERN_TYPE_Q5_1:
+		kern_dequant_q5(p, dst, nb, 1);
+		break;
 	case KERN_TYPE_Q8_0:
 		kern_dequant_q8_0(p, dst, nb);
 		break;
@@ -394,11 +563,29 @@ kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n)
 				dst[i * KERN_QK + j] = (float)(int8_t)p[4 + j] * d;
 		}
 		break;
+	case KERN_TYPE_Q2_K:
+		kern_dequant_q2_k(p, dst, nb);
+		break;
+	case KERN_TYPE_Q3_K:
+		kern_dequant_q3_k(p, dst, nb);
+		break;
 	case KERN_TYPE_Q4_K:
 		kern_dequant_q4_k(p, dst, nb);
 		break;
+	case KERN_TYPE_Q5_K:
+		kern_dequant_q5_k(p, dst, nb);
+		break;
 	case KERN_TYPE_Q6_K:
 		kern_dequant_q6_k(p, dst, nb);
+		break;
+	case KERN_TYPE_Q8_K: /* d·q, d an f32 */
+		for (i = 0; i < nb; i++, p += sizeof(struct kern_block_q8_k)) {
+			float d;
+			int j;
+			memcpy(&d, p, sizeof(d));
+			for (j = 0; j < KERN_QK_K; j++)
+				dst[i * KERN_QK_K + j] = d * (float)(int8_t)p[4 + j];
+		}
 		break;
 	case KERN_TYPE_COUNT:
 		break;
@@ -531,4 +718,64 @@ kern_quant_row_q8_0(const float *x, struct kern_block_q8_0 *dst, int64_t n)
 		(void)kern_quant_block_8(x + i * KERN_QK, &d, dst[i].qs);
 		dst[i].d = kern_f32_to_f16(d);
 	}
+}
+
+/* ggml's nearest_int: the magic-number rounding (half to even in the
+ * default rounding mode), on the bits, so even NaN input is defined. */
+static int
+kern_nearest_int(float v)
+{
+	float t = v + 12582912.0f;
+	int32_t i;
+
+	memcpy(&i, &t, sizeof(i));
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+void
+kern_quant_row_q8_k(const float *x, struct kern_block_q8_k *dst, int64_t n)
+{
+	int64_t i;
+	int j, g;
+
+	for (i = 0; i < n / KERN_QK_K; i++, x += KERN_QK_K) {
+		struct kern_block_q8_k *y = &dst[i];
+		float amax = 0.0f, max = 0.0f, iscale;
+		for (j = 0; j < KERN_QK_K; j++) {
+			float a = fabsf(x[j]);
+			if (a > amax) {
+				amax = a;
+				max = x[j];
+			}
+		}
+		if (amax == 0.0f) {
+			memset(y, 0, sizeof(*y));
+			continue;
+		}
+		iscale = -127.0f / max;
+		for (j = 0; j < KERN_QK_K; j++) {
+			int v = kern_nearest_int(iscale * x[j]);
+			y->qs[j] = (int8_t)(v < 127 ? v : 127);
+		}
+		for (g = 0; g < KERN_QK_K / 16; g++) {
+			int sum = 0;
+			for (j = 0; j < 16; j++)
+				sum += y->qs[16 * g + j];
+			y->bsums[g] = (int16_t)sum;
+		}
+		y->d = 1.0f / iscale;
+	}
+}
+
+void
+kern_quant_row_act(enum kern_type at, const float *x, void *dst, int64_t n)
+{
+	if (at == KERN_TYPE_Q8_0)
+		kern_quant_row_q8_0(x, dst, n);
+	else if (at == KERN_TYPE_Q8_1)
+		kern_quant_row_q8_1(x, dst, n);
+	else if (at == KERN_TYPE_Q8_K)
+		kern_quant_row_q8_k(x, dst, n);
+	else
+		memcpy(dst, x, (size_t)n * sizeof(float));
 }

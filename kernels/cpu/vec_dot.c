@@ -2,12 +2,14 @@
  * vec_dot.c: dot products of weight rows with activations, the f32 dot, and
  * block dequantization of whole rows; each in plain C plus x86 fast paths.
  *
- * Pairings (as llama.cpp's CPU backend): a Q4_0 or Q8_0 row meets Q8_0
- * activations, a Q4_1 row meets Q8_1 activations, and per block of 32
- *     Q4_0, Q8_0: d_w·d_x·Σ q_w·q_x
- *     Q4_1:       d_w·d_x·Σ q_w·q_x + m_w·s_x
- * with Σ exact in integers.  Every other type is dequantized 256 elements at
- * a time into a stack buffer and dotted in f32 with f32 activations.
+ * Pairings (as llama.cpp's CPU backend): a Q4_0, Q5_0 or Q8_0 row meets
+ * Q8_0 activations, a Q4_1 or Q5_1 row meets Q8_1 activations, and per
+ * block of 32
+ *     Q4_0, Q5_0, Q8_0: d_w·d_x·Σ q_w·q_x
+ *     Q4_1, Q5_1:       d_w·d_x·Σ q_w·q_x + m_w·s_x
+ * with Σ exact in integers.  K-quant rows meet Q8_K (vec_dot_k.c).  F16 and
+ * BF16 rows meet f32 activations: widened 8 at a time into FMAs (AVX2), or
+ * dequantized 256 at a time into a stack buffer and dotted (scalar).
  *
  * Levels (chosen once from the running CPU, overridable for tests):
  *   scalar  the reference; sums blocks in order.
@@ -181,6 +183,37 @@ kern_scalar_q8_0(const uint8_t *x, const struct kern_block_q8_0 *y, int64_t nb)
 		for (j = 0; j < KERN_QK; j++)
 			isum += qs[j] * y[ib].qs[j];
 		sum += kern_f16_to_f32(kern_ld16(x)) * kern_f16_to_f32(y[ib].d) * (float)isum;
+	}
+	return sum;
+}
+
+/* One Q5_0 row · Q8_0 activations (has_min 0) or Q5_1 · Q8_1 (has_min 1):
+ * as Q4_0 / Q4_1 with the 5th bit of element j from bit j of qh. */
+static float
+kern_scalar_q5(const uint8_t *x, const void *act, int64_t nb, int has_min)
+{
+	const size_t bb = has_min ? sizeof(struct kern_block_q5_1) : sizeof(struct kern_block_q5_0);
+	const size_t yb = has_min ? sizeof(struct kern_block_q8_1) : sizeof(struct kern_block_q8_0);
+	const size_t qo = has_min ? 4 : 2; /* qh, then qs, after the f16 fields */
+	float sum = 0.0f;
+	int64_t ib;
+	int j;
+
+	for (ib = 0; ib < nb; ib++, x += bb) {
+		const uint8_t *y = (const uint8_t *)act + (size_t)ib * yb;
+		const int8_t *yq = (const int8_t *)(y + qo);
+		const uint8_t *qs = x + qo + 4;
+		const uint32_t qh = kern_ld32(x + qo);
+		const int off = has_min ? 0 : 16;
+		int isum = 0;
+		for (j = 0; j < KERN_QK / 2; j++) {
+			int q0 = ((qs[j] & 0xf) | (int)((qh >> j) & 1) << 4) - off;
+			int q1 = ((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4) - off;
+			isum += q0 * yq[j] + q1 * yq[j + 16];
+		}
+		sum += kern_f16_to_f32(kern_ld16(x)) * kern_f16_to_f32(kern_ld16(y)) * (float)isum;
+		if (has_min)
+			sum += kern_f16_to_f32(kern_ld16(x + 2)) * kern_f16_to_f32(kern_ld16(y + 2));
 	}
 	return sum;
 }
@@ -442,6 +475,103 @@ KERN_X4_DRIVER(kern_avx2_q4_1_rows, kern_avx2_q4_1_x4, struct kern_block_q8_1, K
 KERN_X4_DRIVER(kern_avx2_q4_0_rows, kern_avx2_q4_0_x4, struct kern_block_q8_0, KERN_AVX2)
 KERN_X4_DRIVER(kern_avx2_q8_0_rows, kern_avx2_q8_0_x4, struct kern_block_q8_0, KERN_AVX2)
 
+/* Q5 blocks, four rows at a time in the Q4 layout above: byte j of each
+ * 128-bit half gets 0x10 where the row's qh has bit j (part 0: the low
+ * nibbles, elements 0..15) or bit 16 + j (part 1).  h holds the row pair's
+ * qh words as [a a a a | b b b b]. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q5_hi(__m256i h, int part)
+{
+	const __m256i sel = part ? _mm256_setr_epi64x(0x0202020202020202LL, 0x0303030303030303LL,
+	    0x0202020202020202LL, 0x0303030303030303LL)
+	    : _mm256_setr_epi64x(0, 0x0101010101010101LL, 0, 0x0101010101010101LL);
+	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+	const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(h, sel), bit);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+
+/* The qh words at offset off of rows a and b as [a a a a | b b b b]. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q5_qh2(const uint8_t *a, const uint8_t *b, size_t off)
+{
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32((int)kern_ld32(a + off))),
+	    _mm_set1_epi32((int)kern_ld32(b + off)), 1);
+}
+
+/* Σ u·x per row pair as int16 pairs: u = nibble | 5th bit (≤ 31), the low
+ * nibbles against x[0..15], the high ones against x[16..31]; |each
+ * vpmaddubsw lane| ≤ 2·31·128, the two added ≤ 15872. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q5_pair(const uint8_t *qa, const uint8_t *qb, __m256i h, __m256i ylo, __m256i yhi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i v = kern_avx2_load2x128(qa, qb);
+	const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), kern_avx2_q5_hi(h, 0));
+	const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+	    kern_avx2_q5_hi(h, 1));
+	return _mm256_add_epi16(_mm256_maddubs_epi16(lo, ylo), _mm256_maddubs_epi16(hi, yhi));
+}
+
+/* Four Q5_0 rows · Q8_0: Σ (u − 16)·x = Σ u·x − 16·Σ x, the correction in
+ * int16 once per activation block (the difference stays within ±24064). */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi8(16);
+	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
+	__m256 acc = _mm256_setzero_ps();
+	int64_t ib;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_0);
+		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
+		const __m256i corr = _mm256_add_epi16(_mm256_maddubs_epi16(sixteen, ylo),
+		    _mm256_maddubs_epi16(sixteen, yhi));
+		const __m256i p01 = _mm256_madd_epi16(_mm256_sub_epi16(kern_avx2_q5_pair(x[0] + off + 6,
+		    x[1] + off + 6, kern_avx2_q5_qh2(x[0], x[1], off + 2), ylo, yhi), corr), ones);
+		const __m256i p23 = _mm256_madd_epi16(_mm256_sub_epi16(kern_avx2_q5_pair(x[2] + off + 6,
+		    x[3] + off + 6, kern_avx2_q5_qh2(x[2], x[3], off + 2), ylo, yhi), corr), ones);
+		const __m256 f = kern_avx2_f16x2x4(x, off,
+		    kern_avx2_bcast_pair(_mm_and_ps(kern_avx2_f16x2(yb), dmask)));
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+}
+
+/* Four Q5_1 rows · Q8_1: d_w·d_x·Σ u·x + m_w·s_x, as Q4_1. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q5_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
+    float out[4])
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
+	float m[8];
+	int64_t ib;
+	int r;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *yb = (const uint8_t *)(y + ib);
+		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_1);
+		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
+		const __m256i p01 = _mm256_madd_epi16(kern_avx2_q5_pair(x[0] + off + 8, x[1] + off + 8,
+		    kern_avx2_q5_qh2(x[0], x[1], off + 4), ylo, yhi), ones);
+		const __m256i p23 = _mm256_madd_epi16(kern_avx2_q5_pair(x[2] + off + 8, x[3] + off + 8,
+		    kern_avx2_q5_qh2(x[2], x[3], off + 4), ylo, yhi), ones);
+		const __m256 f = kern_avx2_f16x2x4(x, off, kern_avx2_bcast_pair(kern_avx2_f16x2(yb)));
+		ms = _mm256_add_ps(ms, f);
+		acc = _mm256_fmadd_ps(kern_avx2_scale4(f), kern_avx2_fold2(p01, p23), acc);
+	}
+	kern_avx2_unfold(acc, out);
+	_mm256_storeu_ps(m, ms);
+	for (r = 0; r < 4; r++)
+		out[r] += m[2 * r + 1];
+}
+
+KERN_X4_DRIVER(kern_avx2_q5_0_rows, kern_avx2_q5_0_x4, struct kern_block_q8_0, KERN_AVX2)
+KERN_X4_DRIVER(kern_avx2_q5_1_rows, kern_avx2_q5_1_x4, struct kern_block_q8_1, KERN_AVX2)
+
 /* f32 dot, 32 lanes in flight. */
 static KERN_AVX2 float
 kern_avx2_dot_f32(const float *a, const float *b, int64_t n)
@@ -464,6 +594,38 @@ kern_avx2_dot_f32(const float *a, const float *b, int64_t n)
 	return sum;
 }
 
+/* An F16 (bf 0) or BF16 (bf 1) row · f32 x without a dequantized copy:
+ * 8 elements widened per step (vcvtph2ps, or a 16-bit shift), 32 in flight. */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_widen8(const uint8_t *p, int bf)
+{
+	const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+	return bf ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+	    : _mm256_cvtph_ps(h);
+}
+
+static KERN_AVX2 float
+kern_avx2_dot_half(const uint8_t *w, const float *x, int64_t n, int bf)
+{
+	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	int64_t i = 0;
+	float sum;
+
+	for (; i + 32 <= n; i += 32) {
+		s0 = _mm256_fmadd_ps(kern_avx2_widen8(w + 2 * i, bf), _mm256_loadu_ps(x + i), s0);
+		s1 = _mm256_fmadd_ps(kern_avx2_widen8(w + 2 * i + 16, bf), _mm256_loadu_ps(x + i + 8), s1);
+		s2 = _mm256_fmadd_ps(kern_avx2_widen8(w + 2 * i + 32, bf), _mm256_loadu_ps(x + i + 16), s2);
+		s3 = _mm256_fmadd_ps(kern_avx2_widen8(w + 2 * i + 48, bf), _mm256_loadu_ps(x + i + 24), s3);
+	}
+	for (; i + 8 <= n; i += 8)
+		s0 = _mm256_fmadd_ps(kern_avx2_widen8(w + 2 * i, bf), _mm256_loadu_ps(x + i), s0);
+	sum = kern_avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+	for (; i < n; i++)
+		sum += (bf ? kern_bf16_to_f32(kern_ld16(w + 2 * i)) : kern_f16_to_f32(kern_ld16(w + 2 * i))) *
+		    x[i];
+	return sum;
+}
+
 /* Store (float)q·d for 8 int32 q; with m: (float)q·d + m (mul, then add). */
 static inline KERN_AVX2_INLINE void
 kern_avx2_st8(float *dst, __m256i q, __m256 d)
@@ -477,10 +639,101 @@ kern_avx2_st8m(float *dst, __m256i q, __m256 d, __m256 m)
 	_mm256_storeu_ps(dst, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), m));
 }
 
+/* 32 bytes of nibbles (Q4_K's or Q5_K's qs for one pair of sub-blocks)
+ * plus, for Q5_K, the 5th bits at bit lb (low nibbles) and lb + 1 of qh:
+ * dst[0..32) = d1·lo − m1, dst[32..64) = d2·hi − m2, as quant.c: products
+ * exact, one rounding in the subtraction. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_deq_k45(const uint8_t *qs, const uint8_t *qh, int lb, float d1, float m1, float d2,
+    float m2, float *dst)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)qs);
+	__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+	__m128i parts[4];
+	int k;
+
+	if (qh) {
+		const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)qh);
+		const __m256i one = _mm256_set1_epi8(1);
+		lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, lb), one), 4));
+		hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, lb + 1), one), 4));
+	}
+	parts[0] = _mm256_castsi256_si128(lo);
+	parts[1] = _mm256_extracti128_si256(lo, 1);
+	parts[2] = _mm256_castsi256_si128(hi);
+	parts[3] = _mm256_extracti128_si256(hi, 1);
+	for (k = 0; k < 4; k++) {
+		const __m256 d = _mm256_set1_ps(k < 2 ? d1 : d2), m = _mm256_set1_ps(k < 2 ? m1 : m2);
+		_mm256_storeu_ps(dst + 16 * k, _mm256_sub_ps(_mm256_mul_ps(
+		    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[k])), d), m));
+		_mm256_storeu_ps(dst + 16 * k + 8, _mm256_sub_ps(_mm256_mul_ps(
+		    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(parts[k], 8))), d), m));
+	}
+}
+
 /* Dequantize nb blocks of one row; 0 if the type has no AVX2 code. */
 static KERN_AVX2 int
 kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
 {
+	if (t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K) {
+		const int five = t == KERN_TYPE_Q5_K;
+		const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+		int64_t i;
+		int g, sc, mn;
+		for (i = 0; i < n / KERN_QK_K; i++, x += bb) {
+			const float d = kern_f16_to_f32(kern_ld16(x)), dmin = kern_f16_to_f32(kern_ld16(x + 2));
+			const uint8_t *qs = x + (five ? 48 : 16);
+			for (g = 0; g < 4; g++, dst += 64) {
+				float d1, m1;
+				kern_cpu_q4k_scale_min(2 * g, x + 4, &sc, &mn);
+				d1 = d * (float)sc;
+				m1 = dmin * (float)mn;
+				kern_cpu_q4k_scale_min(2 * g + 1, x + 4, &sc, &mn);
+				kern_avx2_deq_k45(qs + 32 * g, five ? x + 16 : NULL, 2 * g, d1, m1,
+				    d * (float)sc, dmin * (float)mn, dst);
+			}
+		}
+		return 1;
+	}
+	if (t == KERN_TYPE_Q6_K) {
+		const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+		const __m256i c32 = _mm256_set1_epi8(32);
+		int64_t i;
+		int h, k, j;
+		for (i = 0; i < n / KERN_QK_K; i++, x += sizeof(struct kern_block_q6_k)) {
+			const float d = kern_f16_to_f32(kern_ld16(x + 208));
+			const int8_t *sc = (const int8_t *)(x + 192);
+			for (h = 0; h < 2; h++, dst += 128) {
+				const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 64 * h));
+				const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 64 * h + 32));
+				const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(x + 128 + 32 * h));
+				__m256i q[4];
+				q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+				    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+				q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+				q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+				q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+				for (k = 0; k < 4; k++) {
+					/* run k: elements 32k.., sub-blocks 8h + 2k (+1);
+					 * (d·sc)·q as quant.c, two roundings */
+					const __m256i v = _mm256_sub_epi8(q[k], c32);
+					for (j = 0; j < 4; j++) {
+						const __m128i b8 = j < 2 ? _mm256_castsi256_si128(v)
+						    : _mm256_extracti128_si256(v, 1);
+						const __m256 ds = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k + j / 2]);
+						_mm256_storeu_ps(dst + 32 * k + 8 * j, _mm256_mul_ps(ds,
+						    _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+						    (j & 1) ? _mm_srli_si128(b8, 8) : b8))));
+					}
+				}
+			}
+		}
+		return 1;
+	}
 	const __m128i m4 = _mm_set1_epi8(0x0f);
 	int64_t i, nb = n / KERN_QK;
 
@@ -722,6 +975,10 @@ kern_dot_via_f32(int lvl, enum kern_type t, const uint8_t *row, const float *x, 
 
 	if (t == KERN_TYPE_F32)
 		return kern_cpu_dot_f32((const float *)(const void *)row, x, n);
+#if KERN_X86
+	if (lvl >= KERN_CPU_SIMD_AVX2 && (t == KERN_TYPE_F16 || t == KERN_TYPE_BF16))
+		return kern_avx2_dot_half(row, x, n, t == KERN_TYPE_BF16);
+#endif
 	for (i = 0; i < n; i += KERN_DEQ_CHUNK) {
 		int64_t m = n - i < KERN_DEQ_CHUNK ? n - i : KERN_DEQ_CHUNK;
 		kern_dequant_one(lvl, t, row + (size_t)(i / be) * bb, m, buf);
@@ -733,10 +990,13 @@ kern_dot_via_f32(int lvl, enum kern_type t, const uint8_t *row, const float *x, 
 enum kern_type
 kern_vec_dot_act_type(enum kern_type t)
 {
-	if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q8_0)
+	if (t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q8_0)
 		return KERN_TYPE_Q8_0;
-	if (t == KERN_TYPE_Q4_1)
+	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1)
 		return KERN_TYPE_Q8_1;
+	if (t == KERN_TYPE_Q2_K || t == KERN_TYPE_Q3_K || t == KERN_TYPE_Q4_K ||
+	    t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K)
+		return KERN_TYPE_Q8_K;
 	return KERN_TYPE_F32;
 }
 
@@ -799,6 +1059,20 @@ kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes, int6
 #endif
 		for (r = 0; r < n_rows; r++)
 			out[r] = kern_scalar_q8_0(x + (size_t)r * row_bytes, y, nb);
+	} else if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_K) {
+		kern_cpu_kq_dot_rows(t, lvl, x, row_bytes, n_rows, act, n / KERN_QK_K, out);
+	} else if (t == KERN_TYPE_Q5_0 || t == KERN_TYPE_Q5_1) {
+#if KERN_X86
+		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			if (t == KERN_TYPE_Q5_0)
+				kern_avx2_q5_0_rows(x, row_bytes, n_rows, act, nb, out);
+			else
+				kern_avx2_q5_1_rows(x, row_bytes, n_rows, act, nb, out);
+			return;
+		}
+#endif
+		for (r = 0; r < n_rows; r++)
+			out[r] = kern_scalar_q5(x + (size_t)r * row_bytes, act, nb, t == KERN_TYPE_Q5_1);
 	} else {
 		for (r = 0; r < n_rows; r++)
 			out[r] = kern_dot_via_f32(lvl, t, x + (size_t)r * row_bytes, act, n);

@@ -579,7 +579,7 @@ kcu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w, const flo
 	int64_t be = kern_type_block_elems(w->type);
 	int rc, exact = kern_ctx_is_exact(ctx);
 
-	if (be <= 0 || w->type == KERN_TYPE_Q8_1)
+	if (!kern_type_is_weight(w->type))
 		return KERN_ERR_TYPE;
 	if (w->cols % be || n_tok <= 0)
 		return KERN_ERR_SHAPE;
@@ -636,7 +636,7 @@ kcu_get_rows(struct kern_ctx *ctx, float *dst, const struct kern_mat *w, const i
 	int64_t i;
 	int rc;
 
-	if (kern_type_block_elems(w->type) <= 0)
+	if (!kern_type_is_weight(w->type))
 		return KERN_ERR_TYPE;
 	for (i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= w->rows)

@@ -1,0 +1,432 @@
+/*
+ * vec_dot_k.c: K-quant rows (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) · Q8_K
+ * activations, as llama.cpp's CPU backend pairs them.
+ *
+ * Every K-quant super-block of 256 is 16 sub-blocks of 16 with an integer
+ * scale sc_s (and for Q2_K/Q4_K/Q5_K an integer min mn_s), an f16 d (and
+ * dmin), and quants u_j stored unsigned with a type-wide offset o (Q3_K 4,
+ * Q6_K 32, else 0).  With Q8_K's f32 d_y, quants y_j and bsums b_s = Σ_s y:
+ *     row·x = d·d_y · Σ_s sc_s·(Σ_{j∈s} u_j·y_j − o·b_s)
+ *           − dmin·d_y · Σ_s mn_s·b_s
+ * where the sums are exact in int32 (|.| < 2^29 for every type).
+ *
+ * Levels:
+ *   scalar  the reference: unpacks a super-block (u, sc, mn) and sums.
+ *   avx2    every type straight from the packed bits (u8·s8 pairs with
+ *           vpmaddubsw, then vpmaddwd by the sub-block scale, into int32
+ *           lanes; one f32 FMA per super-block; mins and offsets by one
+ *           vpmaddwd against bsums).  AVX-512 runs these too.
+ * The levels differ from scalar only in the order of the f32 sums over
+ * super-blocks (see vec_dot.c for the bound the tests use).
+ */
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/cpu/cpu_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KERN_X86 1
+#else
+#define KERN_X86 0
+#endif
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+static inline uint16_t
+kern_ld16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+/* One super-block unpacked: quants (offset o added), per-16 scales, mins. */
+struct kern_kq {
+	uint8_t u[KERN_QK_K];
+	int sc[16], mn[16];
+	int off;
+	float d, dmin;
+};
+
+static void
+kern_kq_unpack(enum kern_type t, const uint8_t *b, struct kern_kq *k)
+{
+	int h, q, l, s, e;
+
+	memset(k->mn, 0, sizeof(k->mn));
+	k->off = 0;
+	k->dmin = 0.0f;
+	switch (t) {
+	case KERN_TYPE_Q2_K: /* 2 bits at 2q of qs[32h + l] for element 128h + 32q + l */
+		for (h = 0; h < 2; h++)
+			for (q = 0; q < 4; q++)
+				for (l = 0; l < 32; l++)
+					k->u[128 * h + 32 * q + l] = (uint8_t)((b[16 + 32 * h + l] >> (2 * q)) & 3);
+		for (s = 0; s < 16; s++) {
+			k->sc[s] = b[s] & 0xf;
+			k->mn[s] = b[s] >> 4;
+		}
+		k->d = kern_f16_to_f32(kern_ld16(b + 80));
+		k->dmin = kern_f16_to_f32(kern_ld16(b + 82));
+		break;
+	case KERN_TYPE_Q3_K: /* as Q2_K, plus bit 4h + q of hmask[l] (clear: −4) */
+		for (h = 0; h < 2; h++)
+			for (q = 0; q < 4; q++)
+				for (l = 0; l < 32; l++)
+					k->u[128 * h + 32 * q + l] = (uint8_t)(((b[32 + 32 * h + l] >> (2 * q)) & 3) |
+					    ((b[l] >> (4 * h + q)) & 1) << 2);
+		kern_cpu_q3k_scales(b + 96, k->sc);
+		for (s = 0; s < 16; s++)
+			k->sc[s] -= 32;
+		k->off = 4;
+		k->d = kern_f16_to_f32(kern_ld16(b + 108));
+		break;
+	case KERN_TYPE_Q4_K:
+	case KERN_TYPE_Q5_K: { /* nibbles of qs[32g + l]: elements 64g + l, 64g + 32 + l */
+		const int five = t == KERN_TYPE_Q5_K;
+		const uint8_t *qs = b + (five ? 48 : 16), *qh = b + 16;
+		for (e = 0; e < KERN_QK_K; e++) {
+			int g = e / 64, hi = (e / 32) & 1, byte = qs[32 * g + e % 32];
+			int v = hi ? byte >> 4 : byte & 0xf;
+			if (five)
+				v |= ((qh[e % 32] >> (2 * g + hi)) & 1) << 4;
+			k->u[e] = (uint8_t)v;
+		}
+		for (s = 0; s < 8; s++) {
+			int sc, mn;
+			kern_cpu_q4k_scale_min(s, b + 4, &sc, &mn);
+			k->sc[2 * s] = k->sc[2 * s + 1] = sc;
+			k->mn[2 * s] = k->mn[2 * s + 1] = mn;
+		}
+		k->d = kern_f16_to_f32(kern_ld16(b));
+		k->dmin = kern_f16_to_f32(kern_ld16(b + 2));
+		break;
+	}
+	case KERN_TYPE_Q6_K: /* low 4 bits in ql, high 2 in qh (see quant.c) */
+		for (e = 0; e < KERN_QK_K; e++) {
+			int hh = e / 128, qq = (e % 128) / 32, ll = e % 32;
+			int lo = b[64 * hh + ll + 32 * (qq & 1)];
+			lo = qq >= 2 ? lo >> 4 : lo & 0xf;
+			k->u[e] = (uint8_t)(lo | ((b[128 + 32 * hh + ll] >> (2 * qq)) & 3) << 4);
+		}
+		for (s = 0; s < 16; s++)
+			k->sc[s] = (int8_t)b[192 + s];
+		k->off = 32;
+		k->d = kern_f16_to_f32(kern_ld16(b + 208));
+		break;
+	case KERN_TYPE_F32: /* not K-quants: never called with these */
+	case KERN_TYPE_F16:
+	case KERN_TYPE_BF16:
+	case KERN_TYPE_Q4_0:
+	case KERN_TYPE_Q4_1:
+	case KERN_TYPE_Q5_0:
+	case KERN_TYPE_Q5_1:
+	case KERN_TYPE_Q8_0:
+	case KERN_TYPE_Q8_1:
+	case KERN_TYPE_Q8_K:
+	case KERN_TYPE_COUNT:
+		memset(k, 0, sizeof(*k));
+		break;
+	}
+}
+
+/* Σ_s sc_s·o·b_s and Σ_s mn_s·b_s of one super-block. */
+static void
+kern_kq_bias(const struct kern_kq *k, const struct kern_block_q8_k *y, int *off, int *mins)
+{
+	int s, o = 0, m = 0;
+
+	for (s = 0; s < 16; s++) {
+		o += k->sc[s] * k->off * y->bsums[s];
+		m += k->mn[s] * y->bsums[s];
+	}
+	*off = o;
+	*mins = m;
+}
+
+static float
+kern_scalar_kq(enum kern_type t, const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
+{
+	const size_t bb = kern_type_block_bytes(t);
+	struct kern_kq k;
+	float sum = 0.0f;
+	int64_t ib;
+	int s, j;
+
+	for (ib = 0; ib < nb; ib++) {
+		int sumi = 0, off, mins;
+		kern_kq_unpack(t, x + (size_t)ib * bb, &k);
+		for (s = 0; s < 16; s++) {
+			int dot = 0;
+			for (j = 0; j < 16; j++)
+				dot += k.u[16 * s + j] * y[ib].qs[16 * s + j];
+			sumi += k.sc[s] * dot;
+		}
+		kern_kq_bias(&k, &y[ib], &off, &mins);
+		sum += k.d * y[ib].d * (float)(sumi - off) - k.dmin * y[ib].d * (float)mins;
+	}
+	return sum;
+}
+
+#if KERN_X86
+#define KERN_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) float
+kern_kq_hsum(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+/* f16 → f32 with F16C. */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) float
+kern_kq_h2f(const uint8_t *p)
+{
+	return _cvtsh_ss(kern_ld16(p));
+}
+
+/* Q4_K/Q5_K's 8 six-bit scales (sc[0..7]) and mins (sc[8..15]) from the
+ * 12 packed bytes s, four at a time: j < 4 is the low 6 bits of byte j
+ * (mins: j + 4); j >= 4 is the low (mins: high) nibble of byte j + 4 with
+ * the top 2 bits of byte j - 4 (mins: j) above it. */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) void
+kern_kq_scales_k4(const uint8_t *s, uint8_t sc[16])
+{
+	uint32_t a[3], o[4];
+
+	memcpy(a, s, 12);
+	o[0] = a[0] & 0x3f3f3f3fu;
+	o[1] = (a[2] & 0x0f0f0f0fu) | ((a[0] >> 6) & 0x03030303u) << 4;
+	o[2] = a[1] & 0x3f3f3f3fu;
+	o[3] = ((a[2] >> 4) & 0x0f0f0f0fu) | ((a[1] >> 6) & 0x03030303u) << 4;
+	memcpy(sc, o, 16);
+}
+
+/* The byte shuffles that put [sc(2k) ×8 | sc(2k+1) ×8] in int16 lanes from
+ * a vector holding 8 int16 scales in each 128-bit half. */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) void
+kern_kq_picks(__m256i pick[4])
+{
+	int k;
+
+	for (k = 0; k < 4; k++)
+		pick[k] = _mm256_set_m128i(_mm_set1_epi16((short)((4 * k + 2) | (4 * k + 3) << 8)),
+		    _mm_set1_epi16((short)(4 * k | (4 * k + 1) << 8)));
+}
+
+/* Q3_K's 16 scales as bytes (before the -32), four at a time: the low
+ * nibbles of bytes 0..7, then their high nibbles, each with 2 bits of bytes
+ * 8..11 above (kern_cpu_q3k_scales one by one). */
+static inline __attribute__((target("avx2,fma,f16c"), always_inline)) __m128i
+kern_kq_scales_k3(const uint8_t *p)
+{
+	uint32_t a[3], o[4];
+
+	memcpy(a, p, 12);
+	o[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
+	o[1] = (a[1] & 0x0f0f0f0fu) | ((a[2] >> 2) & 0x03030303u) << 4;
+	o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 4) & 0x03030303u) << 4;
+	o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 6) & 0x03030303u) << 4;
+	return _mm_loadu_si128((const __m128i *)(const void *)o);
+}
+
+/* Q2_K (three 0) or Q3_K (three 1) straight from the packed block: per half
+ * h, the 32 bytes of qs hold four runs of 32 two-bit quants (bits 2q), Q3_K
+ * adds bit 4h + q of hmask as the third (u ≤ 7; its quant is u − 4).  The
+ * per-16 scales (Q2_K: low nibbles, mins the high ones; Q3_K: six bits
+ * minus 32) go to int16 lanes once per block, spread as for Q6_K; mins and
+ * Q3_K's offset 4·Σ sc·bsums are one vpmaddwd each, kept as a vector. */
+static KERN_AVX2 float
+kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int three)
+{
+	const size_t bb = three ? sizeof(struct kern_block_q3_k) : sizeof(struct kern_block_q2_k);
+	const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+	const __m128i m4 = _mm_set1_epi8(0x0f);
+	__m256i pick[4];
+	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
+	int64_t ib;
+	int h, q;
+
+	kern_kq_picks(pick);
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (three ? 32 : 16);
+		const int8_t *q8 = y[ib].qs;
+		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
+		const float d = kern_kq_h2f(b + (three ? 108 : 80)) * y[ib].d;
+		__m256i sc16, sumi = _mm256_setzero_si256();
+		if (three) {
+			sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_kq_scales_k3(b + 96),
+			    _mm_set1_epi8(32)));
+			acco = _mm256_fmadd_ps(_mm256_set1_ps(4.0f * d),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
+		} else {
+			const __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)b);
+			const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+			sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+			acco = _mm256_fmadd_ps(_mm256_set1_ps(kern_kq_h2f(b + 82) * y[ib].d),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(mn16, bs)), acco);
+		}
+		for (h = 0; h < 2; h++) {
+			const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
+			const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)b)
+			    : _mm256_setzero_si256();
+			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+			for (q = 0; q < 4; q++) {
+				__m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * q), m3);
+				if (three)
+					u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(
+					    _mm256_srli_epi16(hm, 4 * h + q), one), 2));
+				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u,
+				    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 128 * h + 32 * q))),
+				    _mm256_shuffle_epi8(sch, pick[q])));
+			}
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+	}
+	return kern_kq_hsum(acc) - kern_kq_hsum(acco);
+}
+
+/* Q4_K (five 0) or Q5_K (five 1) straight from the packed block: for each
+ * 64 quants, the low nibbles (sub-block 2g) and the high ones (2g + 1) of 32
+ * bytes, the 5th bits from qh (shifted down 2 per pair); u ≤ 31 so no int16
+ * saturation.
+ * The scales go to int16 lanes once per block and each sub-block's is
+ * spread by a byte shuffle; the mins meet the pairwise-summed bsums in one
+ * vpmaddwd and are accumulated as a vector, so nothing is summed across
+ * lanes until the end. */
+static KERN_AVX2 float
+kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
+{
+	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
+	__m256i spread[8]; /* int16 lane j of 8 into every lane */
+	__m256 acc = _mm256_setzero_ps();
+	__m128 accm = _mm_setzero_ps();
+	int64_t ib;
+	int g;
+
+	for (g = 0; g < 8; g++)
+		spread[g] = _mm256_set1_epi16((short)(2 * g | (2 * g + 1) << 8));
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
+		const int8_t *q8 = y[ib].qs;
+		/* the 5th bits of pair g at bits 0 (low) and 1 (high) of each byte */
+		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
+		    : _mm256_setzero_si256();
+		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
+		__m256i sumi = _mm256_setzero_si256(), sm, scales;
+		uint8_t sc[16]; /* scales, then mins */
+		kern_kq_scales_k4(b + 4, sc);
+		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
+		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+		accm = _mm_fmadd_ps(_mm_set1_ps(kern_kq_h2f(b + 2) * y[ib].d),
+		    _mm_cvtepi32_ps(_mm_madd_epi16(_mm256_extracti128_si256(sm, 1),
+		    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)))),
+		    accm);
+		for (g = 0; g < 4; g++) {
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
+			__m256i lo = _mm256_and_si256(q, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			if (five) {
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(qh, two), 3));
+				qh = _mm256_srli_epi16(qh, 2);
+			}
+			lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo,
+			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g))),
+			    _mm256_shuffle_epi8(scales, spread[2 * g]));
+			hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi,
+			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g + 32))),
+			    _mm256_shuffle_epi8(scales, spread[2 * g + 1]));
+			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(lo, hi));
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_kq_h2f(b) * y[ib].d),
+		    _mm256_cvtepi32_ps(sumi), acc);
+	}
+	accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+	accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
+	return kern_kq_hsum(acc) - _mm_cvtss_f32(accm);
+}
+
+/* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants
+ * from ql (low nibbles / high nibbles of two 32-byte rows) and qh (2 bits
+ * at 0, 2, 4, 6); u ≤ 63, |y| ≤ 127, so the pair sums fit int16.  The 16
+ * int8 scales go to int16 lanes once per block; run k of half h takes
+ * [sc(8h+2k) ×8 | sc(8h+2k+1) ×8] by a byte shuffle of half h; the offset
+ * 32·Σ sc·bsums is one vpmaddwd, accumulated as a vector. */
+static KERN_AVX2 float
+kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+	__m256i pick[4];
+	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
+	int64_t ib;
+	int h, k;
+
+	kern_kq_picks(pick);
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
+		const int8_t *q8 = y[ib].qs;
+		const __m256i sc16 = _mm256_cvtepi8_epi16(
+		    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
+		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
+		const float dd = kern_kq_h2f(b + 208) * y[ib].d;
+		__m256i sumi = _mm256_setzero_si256();
+		for (h = 0; h < 2; h++) {
+			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
+			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
+			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+			__m256i u[4];
+			u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+			u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+			u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+			u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+			for (k = 0; k < 4; k++) {
+				const __m256i q = _mm256_loadu_si256(
+				    (const __m256i *)(const void *)(q8 + 128 * h + 32 * k));
+				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], q),
+				    _mm256_shuffle_epi8(sch, pick[k])));
+			}
+		}
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
+		acco = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
+		    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
+	}
+	return kern_kq_hsum(acc) - kern_kq_hsum(acco);
+}
+#endif /* KERN_X86 */
+
+void
+kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes,
+    int64_t n_rows, const struct kern_block_q8_k *y, int64_t nb, float *out)
+{
+	int64_t r;
+
+	for (r = 0; r < n_rows; r++) {
+		const uint8_t *x = rows + (size_t)r * row_bytes;
+#if KERN_X86
+		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			if (t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K)
+				out[r] = kern_avx2_q45k(x, y, nb, t == KERN_TYPE_Q5_K);
+			else if (t == KERN_TYPE_Q6_K)
+				out[r] = kern_avx2_q6k(x, y, nb);
+			else
+				out[r] = kern_avx2_q23k(x, y, nb, t == KERN_TYPE_Q3_K);
+			continue;
+		}
+#else
+		(void)lvl;
+#endif
+		out[r] = kern_scalar_kq(t, x, y, nb);
+	}
+}
