@@ -926,7 +926,7 @@ test_init_rejects(void)
 		{ { "llama", "smollm", 0, 0, NULL, 0, 0, 0 }, "'llama'" },
 		{ { NULL, "smollm", 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.model" },
 		{ { "gpt2", NULL, 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.pre" },
-		{ { "gpt2", "llama3", 0, 0, NULL, 0, 0, 0 }, "llama3" },
+		{ { "gpt2", "no-such-pre", 0, 0, NULL, 0, 0, 0 }, "'no-such-pre'" },
 		{ { "gpt2", "smollm", 1, 0, NULL, 0, 0, 0 }, "token_type" },
 		{ { "gpt2", "smollm", 0, 1, NULL, 0, 0, 0 }, "token_type" },
 		{ { "gpt2", "smollm", 0, 0, "ab", 0, 0, 0 }, "merges" },

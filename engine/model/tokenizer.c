@@ -54,7 +54,9 @@ enum eng_tok_type {
 /* Pre-tokenizer pipelines we implement. */
 enum eng_tok_pre {
 	ENG_TOK_PRE_DIGITS_GPT2 = 1, /* \p{N} split, then the GPT-2 regex */
-	ENG_TOK_PRE_GPT2 = 2         /* the GPT-2 regex alone */
+	ENG_TOK_PRE_GPT2 = 2,        /* the GPT-2 regex alone */
+	ENG_TOK_PRE_LLAMA3 = 3,      /* Llama 3's regex, numbers in threes; whole-word tokens */
+	ENG_TOK_PRE_QWEN2 = 4        /* Llama 3's regex with single-digit numbers */
 };
 
 #define ENG_TOK_MAX_VOCAB (1 << 26)        /* sanity bound on tokens and merges */
@@ -208,22 +210,47 @@ eng_tok_ht_size(size_t n)
 /* Loading                                                                   */
 
 
+/* tokenizer.ggml.pre names and their pipelines, as llama.cpp groups them
+ * (llama-vocab.cpp: names with the same regexes share a pipeline). */
+static const struct {
+	const char *name;
+	enum eng_tok_pre pre;
+} eng_tok_pre_names[] = {
+	{ "smollm", ENG_TOK_PRE_DIGITS_GPT2 }, { "starcoder", ENG_TOK_PRE_DIGITS_GPT2 },
+	{ "refact", ENG_TOK_PRE_DIGITS_GPT2 }, { "command-r", ENG_TOK_PRE_DIGITS_GPT2 },
+	{ "codeshell", ENG_TOK_PRE_DIGITS_GPT2 }, { "exaone", ENG_TOK_PRE_DIGITS_GPT2 },
+	{ "minerva-7b", ENG_TOK_PRE_DIGITS_GPT2 },
+	{ "gpt-2", ENG_TOK_PRE_GPT2 }, { "phi-2", ENG_TOK_PRE_GPT2 }, { "mpt", ENG_TOK_PRE_GPT2 },
+	{ "olmo", ENG_TOK_PRE_GPT2 }, { "jais", ENG_TOK_PRE_GPT2 },
+	{ "llama3", ENG_TOK_PRE_LLAMA3 }, { "llama-v3", ENG_TOK_PRE_LLAMA3 },
+	{ "llama-bpe", ENG_TOK_PRE_LLAMA3 }, { "falcon3", ENG_TOK_PRE_LLAMA3 },
+	{ "qwen2", ENG_TOK_PRE_QWEN2 }, { "deepseek-r1-qwen", ENG_TOK_PRE_QWEN2 },
+	{ "stablelm2", ENG_TOK_PRE_QWEN2 }, { "megrez", ENG_TOK_PRE_QWEN2 },
+};
+
 /* Map tokenizer.ggml.pre to a pipeline; 0 if unsupported. */
 static enum eng_tok_pre
 eng_tok_pre_from_name(struct eng_gguf_str s)
 {
-	static const char *const digits[] = { "smollm", "starcoder", "refact", "command-r",
-		"codeshell", "exaone", "minerva-7b" };
-	static const char *const gpt2[] = { "gpt-2", "phi-2", "mpt", "olmo", "jais" };
 	size_t i;
 
-	for (i = 0; i < sizeof(digits) / sizeof(digits[0]); i++)
-		if (eng_gguf_str_eq(s, digits[i]))
-			return ENG_TOK_PRE_DIGITS_GPT2;
-	for (i = 0; i < sizeof(gpt2) / sizeof(gpt2[0]); i++)
-		if (eng_gguf_str_eq(s, gpt2[i]))
-			return ENG_TOK_PRE_GPT2;
+	for (i = 0; i < sizeof(eng_tok_pre_names) / sizeof(eng_tok_pre_names[0]); i++)
+		if (eng_gguf_str_eq(s, eng_tok_pre_names[i].name))
+			return eng_tok_pre_names[i].pre;
 	return (enum eng_tok_pre)0;
+}
+
+/* Every supported pre name, comma-separated, into buf. */
+static const char *
+eng_tok_pre_list(char *buf, size_t cap)
+{
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(eng_tok_pre_names) / sizeof(eng_tok_pre_names[0]) && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "",
+		    eng_tok_pre_names[i].name);
+	return buf;
 }
 
 /* Texts llama.cpp recognises when the GGUF names no such token.  Each
@@ -649,10 +676,10 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 	}
 	t->pre = eng_tok_pre_from_name(s);
 	if (!t->pre) {
+		char list[512];
 		rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
-		    "tokenizer.ggml.pre '%.*s' is not supported (smollm, starcoder, refact, "
-		    "command-r, codeshell, exaone, minerva-7b, gpt-2, phi-2, mpt, olmo, jais are)",
-		    (int)(s.len > 64 ? 64 : s.len), s.ptr);
+		    "tokenizer.ggml.pre '%.*s' is not supported (supported: %s)",
+		    (int)(s.len > 64 ? 64 : s.len), s.ptr, eng_tok_pre_list(list, sizeof(list)));
 		goto fail;
 	}
 	if ((rc = eng_tok_load_vocab(t, g, why, why_len)) != 0)
@@ -861,6 +888,15 @@ eng_tok_bpe(struct eng_tok_enc *e, const uint32_t *cps, size_t n_cps)
 	}
 	sym[ns - 1].next = -1;
 
+	if (t->pre == ENG_TOK_PRE_LLAMA3) {
+		/* llama.cpp's ignore_merges: a word that is a token is that token */
+		int32_t whole = eng_tok_lookup(t, e->buf, nb);
+		if (whole >= 0) {
+			eng_tok_emit(e, whole);
+			return;
+		}
+	}
+
 	e->heap_n = 0;
 	for (i = 1; i < ns; i++)
 		eng_tok_bigram_push(e, i - 1, i);
@@ -961,6 +997,96 @@ eng_tok_split_gpt2(struct eng_tok_enc *e, size_t lo, size_t hi)
 	}
 }
 
+/* ASCII lower case (Llama 3's contractions are case-insensitive; no code
+ * point outside ASCII lowers to s, t, m, d, r, e, v or l). */
+#define ENG_TOK_LOWER(c) ((c) >= 'A' && (c) <= 'Z' ? (c) + 32 : (c))
+#define ENG_TOK_CR_LF(c) ((c) == '\r' || (c) == '\n')
+
+/* Llama 3's regex over cps[lo..hi), digits: 3 (Llama 3) or 1 (Qwen2):
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,digits}|
+ *   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * llama.cpp runs Llama 3's with a hand-written splitter and Qwen2's through
+ * std::regex over one byte per code point (its class); both amount to this. */
+static void
+eng_tok_split_llama3(struct eng_tok_enc *e, size_t lo, size_t hi, size_t digits)
+{
+	const uint32_t *cps = e->cps;
+	const uint8_t *cat = e->cat;
+	size_t pos = lo;
+
+	while (pos < hi) {
+		size_t start = pos, nws = 0, last_nl = 0;
+		uint32_t cp = cps[pos];
+		uint8_t f2;
+
+		if (cp == '\'' && pos + 1 < hi) {
+			uint32_t c1 = ENG_TOK_LOWER(cps[pos + 1]);
+			if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
+				eng_tok_bpe(e, cps + pos, 2);
+				pos += 2;
+				continue;
+			}
+			if (pos + 2 < hi) {
+				uint32_t c2 = ENG_TOK_LOWER(cps[pos + 2]);
+				if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') ||
+				    (c1 == 'l' && c2 == 'l')) {
+					eng_tok_bpe(e, cps + pos, 3);
+					pos += 3;
+					continue;
+				}
+			}
+		}
+
+		/* [^\r\n\p{L}\p{N}]?\p{L}+ */
+		if (!ENG_TOK_CR_LF(cp) && cat[pos] != ENG_UCAT_NUMBER &&
+		    (cat[pos] == ENG_UCAT_LETTER || ENG_TOK_CAT(pos + 1) == ENG_UCAT_LETTER)) {
+			pos++;
+			while (ENG_TOK_CAT(pos) == ENG_UCAT_LETTER)
+				pos++;
+			eng_tok_bpe(e, cps + start, pos - start);
+			continue;
+		}
+
+		/* \p{N}{1,digits} */
+		if (cat[pos] == ENG_UCAT_NUMBER) {
+			while (ENG_TOK_CAT(pos) == ENG_UCAT_NUMBER && pos - start < digits)
+				pos++;
+			eng_tok_bpe(e, cps + start, pos - start);
+			continue;
+		}
+
+		/* ' ?[^\s\p{L}\p{N}]+[\r\n]*' */
+		f2 = cp == ' ' ? ENG_TOK_CAT(pos + 1) : cat[pos];
+		if (f2 == ENG_UCAT_OTHER) {
+			pos += cp == ' ';
+			while (ENG_TOK_CAT(pos) == ENG_UCAT_OTHER)
+				pos++;
+			while (pos < hi && ENG_TOK_CR_LF(cps[pos]))
+				pos++;
+			eng_tok_bpe(e, cps + start, pos - start);
+			continue;
+		}
+
+		while (ENG_TOK_CAT(pos + nws) == ENG_UCAT_SPACE) {
+			if (ENG_TOK_CR_LF(cps[pos + nws]))
+				last_nl = nws + 1;
+			nws++;
+		}
+		if (last_nl) {
+			pos += last_nl; /* \s*[\r\n]+: up to the run's last CR or LF */
+		} else if (nws > 1 && pos + nws < hi) {
+			pos += nws - 1; /* \s+(?!\S) */
+		} else if (nws > 0) {
+			pos += nws; /* \s+ */
+		} else {
+			pos++; /* no match: one code point */
+		}
+		eng_tok_bpe(e, cps + start, pos - start);
+	}
+}
+
+#undef ENG_TOK_LOWER
+#undef ENG_TOK_CR_LF
 #undef ENG_TOK_CAT
 
 /* Decode, pre-tokenize and BPE one raw-text fragment. */
@@ -976,9 +1102,19 @@ eng_tok_encode_text(struct eng_tok_enc *e, const uint8_t *s, size_t len)
 		n++;
 		i += adv;
 	}
-	if (e->t->pre == ENG_TOK_PRE_GPT2) {
+	switch (e->t->pre) {
+	case ENG_TOK_PRE_GPT2:
 		eng_tok_split_gpt2(e, 0, n);
 		return;
+	case ENG_TOK_PRE_LLAMA3:
+		eng_tok_split_llama3(e, 0, n, 3);
+		return;
+	case ENG_TOK_PRE_QWEN2:
+		eng_tok_split_llama3(e, 0, n, 1);
+		return;
+	case ENG_TOK_PRE_DIGITS_GPT2:
+	default:
+		break;
 	}
 	/* \p{N}: every number code point is a piece; the text between too */
 	for (lo = 0; lo < n && !e->err;) {
