@@ -923,7 +923,7 @@ test_init_rejects(void)
 		struct tok_variant v;
 		const char *needle; /* must appear in why */
 	} cases[] = {
-		{ { "llama", "smollm", 0, 0, NULL, 0, 0, 0 }, "'llama'" },
+		{ { "rwkv", "smollm", 0, 0, NULL, 0, 0, 0 }, "'rwkv'" },
 		{ { NULL, "smollm", 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.model" },
 		{ { "gpt2", NULL, 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.pre" },
 		{ { "gpt2", "no-such-pre", 0, 0, NULL, 0, 0, 0 }, "'no-such-pre'" },

@@ -178,6 +178,11 @@ VOC_TEST(test_starcoder, "starcoder")
 VOC_TEST(test_refact, "refact")
 VOC_TEST(test_command_r, "command-r")
 VOC_TEST(test_mpt, "mpt")
+VOC_TEST(test_llama_spm, "llama-spm")
+VOC_TEST(test_phi3, "phi-3")
+VOC_TEST(test_deepseek_llm, "deepseek-llm")
+VOC_TEST(test_deepseek_coder, "deepseek-coder")
+VOC_TEST(test_falcon, "falcon")
 
 static const struct tap_test tests[] = {
 	{ "qwen2", test_qwen2 },
@@ -187,6 +192,11 @@ static const struct tap_test tests[] = {
 	{ "refact", test_refact },
 	{ "command_r", test_command_r },
 	{ "mpt", test_mpt },
+	{ "llama_spm", test_llama_spm },
+	{ "phi3", test_phi3 },
+	{ "deepseek_llm", test_deepseek_llm },
+	{ "deepseek_coder", test_deepseek_coder },
+	{ "falcon", test_falcon },
 };
 
 int
