@@ -330,7 +330,7 @@ eng_tok_pre_steps_run(struct eng_tok_enc *e, size_t n)
 {
 	const struct eng_tok *t = e->t;
 	size_t *cur = NULL, n_cur = 1, i, off;
-	int k;
+	int k, outer = e->collect;
 
 	cur = malloc(sizeof(*cur));
 	if (!cur) {
@@ -363,8 +363,9 @@ eng_tok_pre_steps_run(struct eng_tok_enc *e, size_t n)
 			e->n_bnd = 0;
 		}
 	}
+	e->collect = outer;
 	for (i = 0, off = 0; i < n_cur && !e->err; off += cur[i], i++)
-		eng_tok_bpe(e, e->cps + off, cur[i]);
+		eng_tok_word(e, off, cur[i]);
 	free(cur);
 }
 
