@@ -46,11 +46,13 @@ struct eng_rx_inst {
 	int32_t x, y, arg;
 };
 
-/* A class: sorted-free list of inclusive ranges, negated or not. */
+/* A class: inclusive ranges (sorted and merged once compiled, for a
+ * binary search) and a bitmap of its ASCII members; negated or not. */
 struct eng_rx_class {
 	uint32_t *lo, *hi;
 	int n, cap;
 	int neg;
+	uint64_t ascii[2];
 };
 
 struct eng_rx {
@@ -606,6 +608,38 @@ eng_rx_free(struct eng_rx *rx)
 	free(rx);
 }
 
+/* Sort and merge a class's ranges; fill its ASCII bitmap. */
+static void
+rx_class_finish(struct eng_rx_class *k)
+{
+	int i, j, m = 0;
+	uint32_t c;
+
+	for (i = 1; i < k->n; i++) /* insertion sort: classes are small */
+		for (j = i; j > 0 && k->lo[j] < k->lo[j - 1]; j--) {
+			uint32_t a = k->lo[j], b = k->hi[j];
+			k->lo[j] = k->lo[j - 1];
+			k->hi[j] = k->hi[j - 1];
+			k->lo[j - 1] = a;
+			k->hi[j - 1] = b;
+		}
+	for (i = 0; i < k->n; i++) {
+		if (m > 0 && k->lo[i] <= k->hi[m - 1] + 1) {
+			if (k->hi[i] > k->hi[m - 1])
+				k->hi[m - 1] = k->hi[i];
+			continue;
+		}
+		k->lo[m] = k->lo[i];
+		k->hi[m] = k->hi[i];
+		m++;
+	}
+	k->n = m;
+	k->ascii[0] = k->ascii[1] = 0;
+	for (i = 0; i < k->n; i++)
+		for (c = k->lo[i]; c <= k->hi[i] && c < 128; c++)
+			k->ascii[c >> 6] |= (uint64_t)1 << (c & 63);
+}
+
 /* Compile pattern (UTF-8). */
 int
 eng_rx_compile(const char *pattern, struct eng_rx **out, char *why, size_t why_len)
@@ -654,6 +688,8 @@ eng_rx_compile(const char *pattern, struct eng_rx **out, char *why, size_t why_l
 		return eng_fail(why, why_len, rc, "pre-tokenizer regex '%s': %s", pattern,
 		    ps.what ? ps.what : "invalid");
 	}
+	for (i = 0; i < (size_t)rx->n_cls; i++)
+		rx_class_finish(&rx->cls[i]);
 	*out = rx;
 	return 0;
 }
@@ -695,11 +731,19 @@ eng_rx_symbol(const struct eng_rx *rx, uint32_t cp)
 static int
 rx_in_class(const struct eng_rx_class *k, uint32_t s)
 {
-	int i;
+	int lo = 0, hi = k->n;
 
-	for (i = 0; i < k->n; i++)
-		if (s >= k->lo[i] && s <= k->hi[i])
+	if (s < 128)
+		return (int)((k->ascii[s >> 6] >> (s & 63)) & 1) != k->neg;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (s < k->lo[mid])
+			hi = mid;
+		else if (s > k->hi[mid])
+			lo = mid + 1;
+		else
 			return !k->neg;
+	}
 	return k->neg;
 }
 
