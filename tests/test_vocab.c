@@ -9,6 +9,8 @@
  * without parsing control tokens, exactly as test-tokenizer-0 does, and the
  * ids must equal the matching line of the .out.  Each vocabulary reports
  * "N of M cases equal"; a missing file is a failure (run `make vocabs`).
+ * Also per vocabulary: eng_tok_min_tokens never exceeds a case's count, and
+ * add_bos is llama.cpp's for that vocabulary.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -95,7 +97,7 @@ voc_fmt(const int32_t *ids, int64_t n)
 
 /* Run one vocabulary's cases; TAP_PASS when every case is equal. */
 static enum tap_result
-voc_run(const char *name)
+voc_run(const char *name, int add_bos)
 {
 	char path[1024], why[256];
 	char *inp = NULL, *out = NULL, *ip, *op;
@@ -136,6 +138,8 @@ voc_run(const char *name)
 		ng = eng_tok_encode(t, ip, tl, 0, got, 65536);
 		TAP_EXPECT(nw <= 65536 && ng >= 0 && ng <= 65536, "%s: case %lld: encode %lld",
 		    name, (long long)cases, (long long)ng);
+		TAP_EXPECT(eng_tok_min_tokens(t, ip, tl) <= ng, "%s: case %lld: min_tokens %lld > %lld",
+		    name, (long long)cases, (long long)eng_tok_min_tokens(t, ip, tl), (long long)ng);
 		cases++;
 		if (ng == nw && memcmp(got, want, (size_t)nw * sizeof(*got)) == 0) {
 			equal++;
@@ -150,9 +154,13 @@ voc_run(const char *name)
 			break;
 		ip = sep + strlen(VOC_SEP);
 	}
-	tap_diag("report: vocab %s: %lld of %lld cases equal", name, (long long)equal,
-	    (long long)cases);
+	tap_diag("report: vocab %s: %lld of %lld cases equal (add_bos %d)", name, (long long)equal,
+	    (long long)cases, eng_tok_add_bos(t));
 	TAP_EXPECT(cases > 0, "%s: no cases", name);
+	/* llama.cpp's add_bos: SentencePiece and Llama 3 on, BPE off, the GGUF's
+	 * tokenizer.ggml.add_bos_token decides when present */
+	TAP_EXPECT(eng_tok_add_bos(t) == add_bos, "%s: add_bos %d, llama.cpp's %d", name,
+	    eng_tok_add_bos(t), add_bos);
 	TAP_EXPECT(equal == cases, "%s: %lld of %lld cases differ", name,
 	    (long long)(cases - equal), (long long)cases);
 out:
@@ -165,24 +173,24 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
-#define VOC_TEST(fn, name)              \
-	static enum tap_result fn(void) \
-	{                               \
-		return voc_run(name);   \
+#define VOC_TEST(fn, name, bos)            \
+	static enum tap_result fn(void)    \
+	{                                  \
+		return voc_run(name, bos); \
 	}
 
-VOC_TEST(test_qwen2, "qwen2")
-VOC_TEST(test_llama_bpe, "llama-bpe")
-VOC_TEST(test_gpt2, "gpt-2")
-VOC_TEST(test_starcoder, "starcoder")
-VOC_TEST(test_refact, "refact")
-VOC_TEST(test_command_r, "command-r")
-VOC_TEST(test_mpt, "mpt")
-VOC_TEST(test_llama_spm, "llama-spm")
-VOC_TEST(test_phi3, "phi-3")
-VOC_TEST(test_deepseek_llm, "deepseek-llm")
-VOC_TEST(test_deepseek_coder, "deepseek-coder")
-VOC_TEST(test_falcon, "falcon")
+VOC_TEST(test_qwen2, "qwen2", 0)
+VOC_TEST(test_llama_bpe, "llama-bpe", 1)
+VOC_TEST(test_gpt2, "gpt-2", 0)
+VOC_TEST(test_starcoder, "starcoder", 0)
+VOC_TEST(test_refact, "refact", 0)
+VOC_TEST(test_command_r, "command-r", 1)
+VOC_TEST(test_mpt, "mpt", 0)
+VOC_TEST(test_llama_spm, "llama-spm", 1)
+VOC_TEST(test_phi3, "phi-3", 1)
+VOC_TEST(test_deepseek_llm, "deepseek-llm", 1)
+VOC_TEST(test_deepseek_coder, "deepseek-coder", 1)
+VOC_TEST(test_falcon, "falcon", 0)
 
 static const struct tap_test tests[] = {
 	{ "qwen2", test_qwen2 },

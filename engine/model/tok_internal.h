@@ -72,6 +72,7 @@ struct eng_tok {
 	struct eng_rx *steps[ENG_TOK_MAX_STEPS]; /* the pre's regexes (tok_pre.c) */
 	int n_steps;
 	int add_space_prefix; /* SentencePiece: ' ' before text at the start or after a special */
+	int add_bos;          /* a prompt starts with BOS (llama.cpp's add_bos) */
 
 	int32_t *spm_rank; /* SentencePiece: (n_vocab) dense rank of score, 0 = highest */
 

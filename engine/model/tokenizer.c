@@ -721,6 +721,9 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 	t->add_space_prefix = t->model == ENG_TOK_MODEL_SPM;
 	if (eng_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag) == 0)
 		t->add_space_prefix = flag != 0;
+	t->add_bos = t->model == ENG_TOK_MODEL_SPM || t->pre == ENG_TOK_PRE_LLAMA3;
+	if (eng_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag) == 0)
+		t->add_bos = flag != 0;
 	if ((rc = eng_tok_load_vocab(t, g, why, why_len)) != 0)
 		goto fail;
 	if (t->model == ENG_TOK_MODEL_BPE)
@@ -995,6 +998,13 @@ int32_t
 eng_tok_bos(const struct eng_tok *t)
 {
 	return t ? t->bos : -1;
+}
+
+/* 1 if a prompt starts with BOS (see model.h). */
+int
+eng_tok_add_bos(const struct eng_tok *t)
+{
+	return t ? t->add_bos : 0;
 }
 
 /* End-of-sequence id, or -1. */
