@@ -42,7 +42,8 @@ enum eng_tok_pre {
 	ENG_TOK_PRE_QWEN2 = 4,       /* Llama 3's regex with single-digit numbers */
 	ENG_TOK_PRE_DEEPSEEK_LLM = 5,
 	ENG_TOK_PRE_DEEPSEEK_CODER = 6,
-	ENG_TOK_PRE_FALCON = 7
+	ENG_TOK_PRE_FALCON = 7,
+	ENG_TOK_PRE_DEFAULT = 8 /* llama.cpp's "default" (also when the key is missing) */
 };
 
 /* Most regexes a pre-tokenizer runs in a row. */

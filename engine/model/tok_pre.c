@@ -34,7 +34,7 @@ static const struct {
 	{ "qwen2", ENG_TOK_PRE_QWEN2 }, { "deepseek-r1-qwen", ENG_TOK_PRE_QWEN2 },
 	{ "stablelm2", ENG_TOK_PRE_QWEN2 }, { "megrez", ENG_TOK_PRE_QWEN2 },
 	{ "deepseek-llm", ENG_TOK_PRE_DEEPSEEK_LLM }, { "deepseek-coder", ENG_TOK_PRE_DEEPSEEK_CODER },
-	{ "falcon", ENG_TOK_PRE_FALCON },
+	{ "falcon", ENG_TOK_PRE_FALCON }, { "default", ENG_TOK_PRE_DEFAULT },
 };
 
 /* The GPT-2 regex, run by the hand-written splitter wherever it is a step
@@ -77,6 +77,11 @@ static const struct {
 	{ ENG_TOK_PRE_FALCON, {
 		"[\\p{P}\\$\\+<=>\\^~\\|`]+",
 		ENG_TOK_GPT2_RE,
+		"[0-9][0-9][0-9]" } },
+	{ ENG_TOK_PRE_DEFAULT, {
+		"[\\p{P}\\$\\+<=>\\^~\\|]+",
+		ENG_TOK_GPT2_RE,
+		"\\p{N}+",
 		"[0-9][0-9][0-9]" } },
 };
 
@@ -408,6 +413,7 @@ eng_tok_pre_encode(struct eng_tok_enc *e, const uint8_t *s, size_t len)
 	case ENG_TOK_PRE_DEEPSEEK_LLM:
 	case ENG_TOK_PRE_DEEPSEEK_CODER:
 	case ENG_TOK_PRE_FALCON:
+	case ENG_TOK_PRE_DEFAULT:
 	case ENG_TOK_PRE_NONE:
 	default:
 		eng_tok_pre_steps_run(e, n);

@@ -699,10 +699,14 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 	if (t->model == ENG_TOK_MODEL_BPE) {
 		/* only BPE has pre-tokenizers (llama.cpp ignores the key otherwise) */
 		rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &s);
-		if (rc) {
+		if (rc == ENG_ERR_NOT_FOUND) {
+			/* llama.cpp: "default", with a warning that old conversions
+			 * lacking the key may tokenize worse than their model expects */
+			s.ptr = "default";
+			s.len = 7;
+		} else if (rc) {
 			rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
-			    "tokenizer.ggml.pre is %s; llama.cpp's 'default' pre-tokenizer is not "
-			    "supported", rc == ENG_ERR_NOT_FOUND ? "missing" : "not a string");
+			    "tokenizer.ggml.pre is not a string");
 			goto fail;
 		}
 		t->pre = eng_tok_pre_from_name(s);
