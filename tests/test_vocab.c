@@ -10,14 +10,18 @@
  * ids must equal the matching line of the .out.  Each vocabulary reports
  * "N of M cases equal"; a missing file is a failure (run `make vocabs`).
  * Also per vocabulary: eng_tok_min_tokens never exceeds a case's count, and
- * add_bos is llama.cpp's for that vocabulary.
+ * add_bos is llama.cpp's for that vocabulary.  For the SentencePiece ones:
+ * merging word by word (tok_spm.c) gives the ids of one heap over the whole
+ * text, on 3000 random texts.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "engine/engine.h"
+#include "engine/model/tok_internal.h"
 #include "tests/tap.h"
 
 #define VOC_SEP "\n__ggml_vocab_test__\n"
@@ -192,6 +196,61 @@ VOC_TEST(test_deepseek_llm, "deepseek-llm", 1)
 VOC_TEST(test_deepseek_coder, "deepseek-coder", 1)
 VOC_TEST(test_falcon, "falcon", 0)
 
+/* SentencePiece word by word == one merge heap, on random text. */
+static enum tap_result
+voc_spm_words(const char *name)
+{
+	static const char *const pool[] = { "a", "the", "Hello", " ", "  ", "   ", "\n", "\t",
+		"1", "2024", "'s", ".", "!", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\xff",
+		"\xe2\x96\x81", "\xe2\x96", "<s>", "</s>", "<|user|>", "\xc3" };
+	char path[1024], why[256], buf[1024];
+	struct eng_gguf *g = NULL;
+	struct eng_tok *t = NULL;
+	int32_t a[4096], b[4096];
+	uint64_t rng = 42;
+	int ok = 1, i, differ = 0;
+
+	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf", voc_dir(), name);
+	TAP_EXPECT(eng_gguf_open(&g, path, why, sizeof(why)) == 0, "%s: %s", path, why);
+	TAP_EXPECT(eng_tok_init(&t, g, why, sizeof(why)) == 0, "%s", why);
+	TAP_EXPECT(t->spm_words == 1, "%s: word-by-word merging not enabled", name);
+	for (i = 0; i < 3000; i++) {
+		size_t n = 0, k, parts = 1 + kv_xorshift64s(&rng) % 60;
+		int64_t na, nb;
+		int special = (int)(kv_xorshift64s(&rng) & 1);
+		for (k = 0; k < parts; k++) {
+			const char *p = pool[kv_xorshift64s(&rng) % (sizeof(pool) / sizeof(pool[0]))];
+			if (n + strlen(p) >= sizeof(buf))
+				break;
+			memcpy(buf + n, p, strlen(p));
+			n += strlen(p);
+		}
+		t->spm_words = 1;
+		na = eng_tok_encode(t, buf, n, special, a, 4096);
+		t->spm_words = 0;
+		nb = eng_tok_encode(t, buf, n, special, b, 4096);
+		if (na != nb || na < 0 || na > 4096 || memcmp(a, b, (size_t)na * sizeof(*a)) != 0)
+			differ++;
+	}
+	TAP_EXPECT(differ == 0, "%s: %d of 3000 texts differ", name, differ);
+out:
+	eng_tok_free(t);
+	eng_gguf_close(g);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+static enum tap_result
+test_spm_words_llama(void)
+{
+	return voc_spm_words("llama-spm");
+}
+
+static enum tap_result
+test_spm_words_phi3(void)
+{
+	return voc_spm_words("phi-3");
+}
+
 static const struct tap_test tests[] = {
 	{ "qwen2", test_qwen2 },
 	{ "llama_bpe", test_llama_bpe },
@@ -205,6 +264,8 @@ static const struct tap_test tests[] = {
 	{ "deepseek_llm", test_deepseek_llm },
 	{ "deepseek_coder", test_deepseek_coder },
 	{ "falcon", test_falcon },
+	{ "spm_words_llama", test_spm_words_llama },
+	{ "spm_words_phi3", test_spm_words_phi3 },
 };
 
 int

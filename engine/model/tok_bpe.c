@@ -118,17 +118,17 @@ eng_tok_reserve(struct eng_tok_enc *e, size_t n_bytes)
 	return 0;
 }
 
-/* Merge the symbols e->sym[0..ns) (ns >= 1, linked in order) until no
- * adjacent pair merges. */
+/* Merge the symbols e->sym[lo..hi) (hi > lo, linked in order, the ends'
+ * links -1) until no adjacent pair merges. */
 void
-eng_tok_merge(struct eng_tok_enc *e, int32_t ns)
+eng_tok_merge(struct eng_tok_enc *e, int32_t lo, int32_t hi)
 {
 	struct eng_tok_sym *sym = e->sym;
 	struct eng_tok_bigram b;
 	int32_t i;
 
 	e->heap_n = 0;
-	for (i = 1; i < ns; i++)
+	for (i = lo + 1; i < hi; i++)
 		eng_tok_bigram_push(e, i - 1, i);
 	while (e->heap_n > 0 && !e->err) {
 		struct eng_tok_sym *l, *r;
@@ -192,7 +192,7 @@ eng_tok_bpe(struct eng_tok_enc *e, const uint32_t *cps, size_t n_cps)
 		}
 	}
 
-	eng_tok_merge(e, ns);
+	eng_tok_merge(e, 0, ns);
 	if (e->err)
 		return;
 

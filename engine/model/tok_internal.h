@@ -76,6 +76,8 @@ struct eng_tok {
 	int add_bos;          /* a prompt starts with BOS (llama.cpp's add_bos) */
 
 	int32_t *spm_rank; /* SentencePiece: (n_vocab) dense rank of score, 0 = highest */
+	int spm_words;     /* SentencePiece: no token has U+2581 after another character
+	                    * (tok_spm.c merges word by word) */
 
 	char *text;        /* every token's text (byte-mapped form), back to back */
 	size_t *text_off;  /* (n_vocab + 1) */
@@ -165,14 +167,16 @@ void eng_tok_pre_encode(struct eng_tok_enc *e, const uint8_t *s, size_t len);
 
 /* tok_bpe.c: byte-map one pre-tokenized word, run BPE on it and emit its
  * ids; make room for a word of n bytes; run the merge loop over the symbols
- * e->sym[0..ns) (linked in order), ranked by merges (BPE) or scores (SPM). */
+ * e->sym[lo..hi) (linked in order), ranked by merges (BPE) or scores (SPM). */
 void eng_tok_bpe(struct eng_tok_enc *e, const uint32_t *cps, size_t n_cps);
 int eng_tok_reserve(struct eng_tok_enc *e, size_t n_bytes);
-void eng_tok_merge(struct eng_tok_enc *e, int32_t ns);
+void eng_tok_merge(struct eng_tok_enc *e, int32_t lo, int32_t hi);
 
 /* tok_spm.c: one raw-text fragment through SentencePiece (prefix: put a
  * space before it). */
 void eng_tok_spm_encode(struct eng_tok_enc *e, const char *s, size_t len, int prefix);
+/* tok_spm.c: 1 if the vocabulary lets SentencePiece merge word by word. */
+int eng_tok_spm_words(const struct eng_tok *t);
 
 /* tok_regex.c: a compiled pattern, with llama.cpp's std::regex semantics
  * (see there).  eng_rx_symbol: what the pattern sees for a code point;

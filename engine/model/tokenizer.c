@@ -741,6 +741,8 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 		goto fail;
 	eng_tok_load_attrs(t, g);
 	eng_tok_build_bound(t);
+	if (t->model == ENG_TOK_MODEL_SPM)
+		t->spm_words = eng_tok_spm_words(t);
 	*out = t;
 	return 0;
 fail:
