@@ -101,7 +101,7 @@ FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-.PHONY: all check test bench model fixtures fuzz install clean deps flags demo
+.PHONY: all check test bench model vocabs fixtures fuzz install clean deps flags demo
 all: flags $(CLI) $(DAEMON) $(TEST_BIN) $(BENCH_BIN)
 
 # Rebuild everything when the flags change (redis's .make-settings).
@@ -158,9 +158,14 @@ model: $(MODEL)
 $(MODEL):
 	scripts/fetch-model.sh
 
+# llama.cpp's tokenizer test vocabularies (tests/test_vocab.c), pinned, into build/vocab
+vocabs:
+	@scripts/fetch-vocabs.sh
+
 # The whole suite: unit and model tests, then a bounded fuzz run under ASan.
 check: deps
 	@$(MAKE) --no-print-directory model
+	@$(MAKE) --no-print-directory vocabs
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory fuzz
 	@BUILD=$(BUILD) tests/run.sh

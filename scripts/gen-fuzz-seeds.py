@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write the seed corpora of the libFuzzer targets (tests/fuzz/corpus/):
-small valid GGUF files (a tiny llama with a 40-token BPE vocabulary, and a
-bare file with every metadata type) and tokenizer inputs."""
+small valid GGUF files (a tiny llama with a 40-token BPE vocabulary, a bare
+file with every metadata type, and vocab-only files for SentencePiece and
+the qwen2 and deepseek-llm pre-tokenizers) and tokenizer inputs."""
 import os
 import struct
 
@@ -70,10 +71,40 @@ def all_types():
     return gguf(kvs, [("q8", [32, 2], 8, q8 * 2), ("f16", [4], 1, b"\0\x3c" * 4)])
 
 
+def vocab_only(model, pre, name):
+    """A tokenizer without weights: BPE with merges, or SentencePiece with
+    scores and <0xXX> byte tokens."""
+    i32 = lambda v: struct.pack("<i", v)
+    if model == "llama":
+        toks = ["<unk>", "<s>", "</s>", "<|user|>"] + ["<0x%02X>" % b for b in (0x0A, 0x20, 0xC3, 0xA9)]
+        toks += ["\u2581", "a", "b", "c", "\u2581a", "ab", "\u2581ab", "\u00e9", "1", "2"]
+        types = [2, 3, 3, 4] + [6] * 4 + [1] * (len(toks) - 8)
+        kvs = [kv("general.name", 8, s(name)),
+               kv("tokenizer.ggml.model", 8, s("llama")),
+               kv("tokenizer.ggml.tokens", 9, arr(8, toks, s)),
+               kv("tokenizer.ggml.scores", 9, arr(6, [-float(i) for i in range(len(toks))],
+                                                  lambda v: struct.pack("<f", v))),
+               kv("tokenizer.ggml.token_type", 9, arr(5, types, i32)),
+               kv("tokenizer.ggml.add_space_prefix", 7, b"\1")]
+    else:
+        toks = ["<|endoftext|>"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+        toks += ["\u0120", "\u010a", "ab", "\u0120a", "1", "2", "!", "\u00c3", "\u00a9"]
+        kvs = [kv("general.name", 8, s(name)),
+               kv("tokenizer.ggml.model", 8, s("gpt2")),
+               kv("tokenizer.ggml.pre", 8, s(pre)),
+               kv("tokenizer.ggml.tokens", 9, arr(8, toks, s)),
+               kv("tokenizer.ggml.token_type", 9, arr(5, [3] + [1] * (len(toks) - 1), i32)),
+               kv("tokenizer.ggml.merges", 9, arr(8, ["a b", "\u0120 a"], s))]
+    return gguf(kvs, [])
+
+
 def main():
     os.makedirs(os.path.join(OUT, "gguf"), exist_ok=True)
     os.makedirs(os.path.join(OUT, "tokenizer"), exist_ok=True)
-    for name, blob in (("tiny_llama.seed", tiny_llama()), ("all_types.seed", all_types())):
+    for name, blob in (("tiny_llama.seed", tiny_llama()), ("all_types.seed", all_types()),
+                       ("vocab_spm.seed", vocab_only("llama", None, "Phi-3 mini")),
+                       ("vocab_qwen2.seed", vocab_only("gpt2", "qwen2", "qwen")),
+                       ("vocab_deepseek_llm.seed", vocab_only("gpt2", "deepseek-llm", "ds"))):
         with open(os.path.join(OUT, "gguf", name), "wb") as f:
             f.write(blob)
     texts = ["Hello world 2024!", "<|im_start|>user\nhi<|im_end|>\n", "  \t\n\n   x", "caf\u00e9 \u65e5\u672c\u8a9e \U0001F600",

@@ -894,6 +894,16 @@ test_synthetic_bpe(void)
 	eng_gguf_close(g);
 	free(b.p);
 	TAP_CHECK(ok, "gpt-2 pre-tokenizer");
+
+	/* no pre key: llama.cpp's "default" (\p{N}+ keeps "12" whole) */
+	v.pre = NULL;
+	rc = tok_open_syn(&v, &b, &g, &t, why, sizeof(why));
+	TAP_CHECK(rc == 0, "init (no pre) failed (%d): %s", rc, why);
+	ok = tok_expect(t, "12", 1, (const int32_t[]){ 13 }, 1);
+	eng_tok_free(t);
+	eng_gguf_close(g);
+	free(b.p);
+	TAP_CHECK(ok, "default pre-tokenizer");
 	return TAP_PASS;
 }
 
@@ -905,10 +915,10 @@ test_init_rejects(void)
 		struct tok_variant v;
 		const char *needle; /* must appear in why */
 	} cases[] = {
-		{ { "llama", "smollm", 0, 0, NULL, 0, 0, 0 }, "'llama'" },
+		{ { "rwkv", "smollm", 0, 0, NULL, 0, 0, 0 }, "'rwkv'" },
 		{ { NULL, "smollm", 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.model" },
-		{ { "gpt2", NULL, 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.pre" },
-		{ { "gpt2", "llama3", 0, 0, NULL, 0, 0, 0 }, "llama3" },
+		{ { "gpt2", "", 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.pre ''" },
+		{ { "gpt2", "no-such-pre", 0, 0, NULL, 0, 0, 0 }, "'no-such-pre'" },
 		{ { "gpt2", "smollm", 1, 0, NULL, 0, 0, 0 }, "token_type" },
 		{ { "gpt2", "smollm", 0, 1, NULL, 0, 0, 0 }, "token_type" },
 		{ { "gpt2", "smollm", 0, 0, "ab", 0, 0, 0 }, "merges" },

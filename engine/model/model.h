@@ -68,7 +68,7 @@ void eng_model_close(struct eng_model *m);
 const char *eng_model_fingerprint(const struct eng_model *m);
 
 /* ------------------------------------------------------------------------ */
-/* Tokenizer (GPT-2 byte-level BPE as GGUF stores it)                        */
+/* Tokenizer (llama.cpp's byte-level BPE and SentencePiece; tokenizer.c)     */
 
 struct eng_tok;
 
@@ -94,6 +94,11 @@ int32_t eng_tok_n_vocab(const struct eng_tok *t);
 int64_t eng_tok_min_tokens(const struct eng_tok *t, const char *text, size_t len);
 int32_t eng_tok_bos(const struct eng_tok *t);
 int32_t eng_tok_eos(const struct eng_tok *t);
+/* 1 if a prompt starts with BOS, as llama.cpp's add_special: on for
+ * SentencePiece and Llama 3, off for other BPE vocabularies, and
+ * tokenizer.ggml.add_bos_token decides when present.  (eng_tok_encode never
+ * adds it: the caller does.) */
+int eng_tok_add_bos(const struct eng_tok *t);
 /* 1 if id ends generation (EOS, end-of-text, or another EOG token). */
 int eng_tok_is_eog(const struct eng_tok *t, int32_t id);
 

@@ -42,7 +42,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (eng_tok_init(&tok, g, why, sizeof(why)) == 0) {
 			int32_t ids[64];
+			/* spaces, digits, non-ASCII and a special: every pre-tokenizer
+			 * and SentencePiece's prefix and byte fallback get work */
+			static const char txt[] = "Hello world 2024! <|im_end|>  caf\xc3\xa9 \xe4\xb8\xad"
+			    "\t\n\n<|user|> x'S \xff";
 			(void)eng_tok_encode(tok, "Hello world 2024! <|im_end|>", 28, 1, ids, 64);
+			(void)eng_tok_encode(tok, txt, sizeof(txt) - 1, 0, ids, 64);
 			eng_tok_free(tok);
 		}
 		eng_gguf_close(g);
