@@ -6,33 +6,39 @@
 # as the XDG Base Directory spec asks; a relative XDG_STATE_HOME is ignored.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL" "$D" "$K"
+need "$MODEL" "$D" "$K" command:python3
 scratch state-dir
 unset KVSNAP_STATE STATE_DIRECTORY XDG_STATE_HOME KVSNAP_SOCKET
 modes() { stat -c '%a' "$@" | paste -sd' '; }
+hello() { # the daemon at $T/d.sock answers
+	timeout 10 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+s.sendall(b"{\"id\":0,\"op\":\"hello\"}\n"); assert b"result" in s.recv(65536)' "$T/d.sock"
+}
 
 # ---- kvsnapd, HOME with no .local: starts, makes ~/.local/state/kvsnap
 H=$T/home1; mkdir -m 700 "$H"
 HOME=$H "$D" --foreground --socket "$T/d.sock" -t 1 --workers 1 --log-level warn 2>"$T/d.err" &
 DPID=$!
-wait_ready test -S "$T/d.sock"; ok "kvsnapd with no --state on a fresh home starts" $? ||
+wait_ready hello; ok "kvsnapd with no --state on a fresh home starts" $? ||
 	sed 's/^/#   /' "$T/d.err" | tail -3
 m=$(modes "$H/.local" "$H/.local/state" "$H/.local/state/kvsnap" 2>/dev/null)
 [ "$m" = "700 700 700" ]; ok "... ~/.local, ~/.local/state, ~/.local/state/kvsnap made 0700 ($m)" $?
 [ -e "$H/.local/state/kvsnap/data.mdb" ]; ok "... the store is there" $?
-kill -TERM "$DPID"; wait_exit; ok "... and stops cleanly" $?
+kill -TERM "$DPID"; wait_exit; rc=$?; ok "... and stops cleanly (exit $rc)" $rc
 
 # ---- kvsnapd, XDG_STATE_HOME absolute and missing: $XDG_STATE_HOME/kvsnap
 H=$T/home2; mkdir -m 700 "$H"
 HOME=$H XDG_STATE_HOME=$T/xdg/state "$D" --foreground --socket "$T/d.sock" -t 1 --workers 1 \
 	--log-level warn 2>"$T/d.err" &
 DPID=$!
-wait_ready test -S "$T/d.sock"; ok "kvsnapd with XDG_STATE_HOME=$T/xdg/state (missing) starts" $? ||
+wait_ready hello; ok "kvsnapd with XDG_STATE_HOME=$T/xdg/state (missing) starts" $? ||
 	sed 's/^/#   /' "$T/d.err" | tail -3
 m=$(modes "$T/xdg" "$T/xdg/state" "$T/xdg/state/kvsnap" 2>/dev/null)
 [ "$m" = "700 700 700" ] && [ -e "$T/xdg/state/kvsnap/data.mdb" ] && [ ! -e "$H/.local" ]
 ok "... the store in \$XDG_STATE_HOME/kvsnap, its parents 0700 ($m), nothing in ~/.local" $?
-kill -TERM "$DPID"; wait_exit; ok "... and stops cleanly" $?
+kill -TERM "$DPID"; wait_exit; rc=$?; ok "... and stops cleanly (exit $rc)" $rc
 
 # ---- kvsnap ingest --local: the same default, the same parents
 H=$T/home3; mkdir -m 700 "$H"
