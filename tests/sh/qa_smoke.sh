@@ -101,6 +101,7 @@ if d is not None:
           f"rows full at R=1 and snapkv at R=0.5: {sorted(rows)}")
     if full:
         same = all(x["reply"] == q.get("full_reply") for x, q in zip(full["replies"], qs))
+        # any kernel: both replies are computed in this run on this kernel
         check(len(full["replies"]) == len(qs) and same,
               "full as a policy (reverse order, cut after each) replies exactly as the reference")
         check(full["all"]["rougeL"] == 1.0 and full["all"]["raw_answered"] == n_ok and
