@@ -237,9 +237,15 @@ char *cli_read_file(const char *path, size_t max, size_t *len);
 int cli_dir_names(const char *dir, char ***names, size_t *n);
 void cli_free_names(char **names, size_t n);
 
-/* The state directory (the store): flag, else $KVSNAP_STATE, else
- * $XDG_STATE_HOME/kvsnap, else ~/.local/state/kvsnap; NULL if none. */
+/* The state directory (the store): flag, else $KVSNAP_STATE, else the XDG
+ * default (common/paths.h: $XDG_STATE_HOME/kvsnap when absolute, else
+ * ~/.local/state/kvsnap); NULL if none. */
 const char *cli_state_dir(const char *flag);
+
+/* Before a store is opened for writing: when cli_state_dir(flag) is the XDG
+ * default, its missing parents are made, 0700 (kv_mkdir_parents).  0, or
+ * -1 with the message printed. */
+int cli_state_parents(const char *flag);
 
 /* The default model (common/paths.h: $KVSNAP_MODEL, else the installed
  * share directory, else the source tree's models/); NULL when there is none,

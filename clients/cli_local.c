@@ -244,6 +244,8 @@ local_open(struct local *L, int read_only)
 		return cli_model_missing();
 	if (read_only < 0)
 		sc.read_only = !local_writable(dir);
+	if (!sc.read_only && cli_state_parents(L->state))
+		return CLI_EXIT_FAILURE;
 	if (svc_open(&L->v, &sc, &st) || svc_session_new(L->v, (int)L->threads, &L->ss, &st))
 		return local_open_fail(&st, dir);
 	return CLI_EXIT_OK;

@@ -182,15 +182,20 @@ cli_state_dir(const char *flag)
 		return flag;
 	if ((e = getenv("KVSNAP_STATE")) && *e)
 		return e;
-	if ((e = getenv("XDG_STATE_HOME")) && *e) {
-		snprintf(buf, sizeof(buf), "%s/kvsnap", e);
-		return buf;
-	}
-	if ((e = getenv("HOME")) && *e) {
-		snprintf(buf, sizeof(buf), "%s/.local/state/kvsnap", e);
-		return buf;
-	}
-	return NULL;
+	return kv_state_default(buf, sizeof(buf)) ? NULL : buf;
+}
+
+int
+cli_state_parents(const char *flag)
+{
+	const char *dir = cli_state_dir(flag), *e = getenv("KVSNAP_STATE");
+	char why[PATH_MAX + 128];
+	if (!dir || (flag && *flag) || (e && *e))
+		return 0; /* a directory named explicitly is taken as given */
+	if (kv_mkdir_parents(dir, why, sizeof(why)) == 0)
+		return 0;
+	cli_err("cannot make the state directory %s: %s", dir, why);
+	return -1;
 }
 
 static int

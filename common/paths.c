@@ -1,6 +1,7 @@
 /*
- * paths.c: the default model's lookup (paths.h), shared by kvsnap and
- * kvsnapd so that both find the same file from any working directory.
+ * paths.c: the default model's lookup and the default state directory
+ * (paths.h), shared by kvsnap and kvsnapd so that both find the same file
+ * and the same store from any working directory.
  *
  * The share directory is found from the running executable, not from a
  * prefix compiled in, so an installed tree still works after it is moved
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/fail.h"
@@ -84,4 +86,49 @@ kv_model_find(char *out, size_t cap, char *why, size_t why_len)
 	return kv_fail(why, why_len, -1, "no model found; looked at %s; pass -m GGUF, "
 	    "set KVSNAP_MODEL, or install the model (make install; in a source tree, "
 	    "make model)", looked);
+}
+
+int
+kv_state_default(char *out, size_t cap)
+{
+	const char *xs = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (xs && xs[0] == '/')
+		n = snprintf(out, cap, "%s/kvsnap", xs);
+	else if (home && *home)
+		n = snprintf(out, cap, "%s/.local/state/kvsnap", home);
+	else
+		return -1;
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int
+kv_mkdir_parents(const char *dir, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	char *p, *last, c;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s", dir) >= sizeof(path))
+		return kv_fail(why, why_len, -1, "%s: path too long", dir);
+	last = strrchr(path, '/');
+	while (last && last > path && last[1] == '\0') { /* "a/b/" names b */
+		*last = '\0';
+		last = strrchr(path, '/');
+	}
+	if (!last || last == path)
+		return 0; /* no parent, or the root */
+	*last = '\0';
+	/* each component from the top; mkdir's EEXIST is the common case */
+	for (p = path + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		c = *p;
+		*p = '\0';
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			return kv_fail(why, why_len, -1, "create %s: %s", path, strerror(errno));
+		if (!(*p = c))
+			break;
+	}
+	return 0;
 }

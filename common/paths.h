@@ -1,7 +1,8 @@
 /*
- * paths.h: where the bundled model is, the one lookup kvsnap and kvsnapd
- * share (README "Installing"): $KVSNAP_MODEL, else the share directory
- * beside the running binary, else the source tree's models/.
+ * paths.h: the lookups kvsnap and kvsnapd share: where the bundled model is
+ * (README "Installing"): $KVSNAP_MODEL, else the share directory beside the
+ * running binary, else the source tree's models/; and the XDG default of
+ * the state directory, with its missing parents created as XDG asks.
  */
 #ifndef COMMON_PATHS_H
 #define COMMON_PATHS_H
@@ -25,5 +26,23 @@
  * how to fix it.  Never looks in the current directory.
  */
 int kv_model_find(char *out, size_t cap, char *why, size_t why_len);
+
+/*
+ * The XDG default of the state directory (what each program uses when no
+ * --state and no $KVSNAP_STATE names one): $XDG_STATE_HOME/kvsnap when
+ * XDG_STATE_HOME is set to an absolute path (the XDG Base Directory spec
+ * says a relative one is to be ignored), else $HOME/.local/state/kvsnap.
+ * 0 with the path in out[cap]; -1 when neither is set.
+ */
+int kv_state_default(char *out, size_t cap);
+
+/*
+ * Create the missing parents of directory dir (not dir itself: the store
+ * creates that, 0700, when it opens for writing), each with mode 0700, as
+ * the XDG spec asks of a tool that writes under $XDG_STATE_HOME (a fresh
+ * home has no ~/.local/state).  Existing parents are left as they are.
+ * 0, or -1 with why naming the directory that could not be made.
+ */
+int kv_mkdir_parents(const char *dir, char *why, size_t why_len);
 
 #endif /* COMMON_PATHS_H */

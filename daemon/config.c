@@ -44,7 +44,8 @@ dcfg_usage(FILE *f)
 	    "                      $XDG_RUNTIME_DIR/kvsnap/kvsnapd.sock, else /run/kvsnap/kvsnapd.sock);\n"
 	    "                      under systemd socket activation the passed socket is used\n"
 	    "  --state DIR         the store (default $KVSNAP_STATE, else $STATE_DIRECTORY,\n"
-	    "                      else ~/.local/state/kvsnap)\n"
+	    "                      else $XDG_STATE_HOME/kvsnap, else ~/.local/state/kvsnap;\n"
+	    "                      the last two are made with their parents, 0700)\n"
 	    "  --model GGUF        the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --heads FILE        Locret retaining heads (policy locret; same as --opts heads=FILE)\n"
 	    "  --policy NAME       eviction policy (default kvzip); --opts its options\n"
@@ -278,19 +279,15 @@ dcfg_default_socket(struct dcfg *c)
 static int
 dcfg_default_state(struct dcfg *c)
 {
-	const char *e = getenv("KVSNAP_STATE"), *sd = getenv("STATE_DIRECTORY"),
-	    *xs = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	const char *e = getenv("KVSNAP_STATE"), *sd = getenv("STATE_DIRECTORY");
 	char buf[PATH_MAX];
 	if (e && *e)
 		return dcfg_set_str(&c->state, e);
 	if (sd && *sd) /* systemd StateDirectory= (first entry) */
 		return dcfg_set_str(&c->state, sd);
-	if (xs && *xs)
-		snprintf(buf, sizeof(buf), "%s/kvsnap", xs);
-	else if (home && *home)
-		snprintf(buf, sizeof(buf), "%s/.local/state/kvsnap", home);
-	else
+	if (kv_state_default(buf, sizeof(buf)))
 		return -1;
+	c->state_xdg = 1;
 	return dcfg_set_str(&c->state, buf);
 }
 

@@ -53,6 +53,7 @@ struct dcfg {
 	double ratio; /* > 0: keep this share of each document (wins over budget) */
 	int log_level, foreground;
 	int share;    /* every ingest readable by every user (single-user installs) */
+	int state_xdg; /* state is the XDG default: its missing parents are made (main.c) */
 	char *http;   /* --http ADDR: the OpenAI-compatible endpoint (http.c); NULL: off */
 	char *http_allow; /* --http-allow LIST: who may use it (http_peer.c); NULL: socket-group */
 	char *shared;      /* --shared ADDR: the shared snapshot tier's store; NULL: none */

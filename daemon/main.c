@@ -16,6 +16,7 @@
 #include <event2/thread.h>
 #include <systemd/sd-daemon.h>
 
+#include "common/paths.h"
 #include "daemon/daemon_internal.h"
 #include "formats/formats.h"
 
@@ -66,6 +67,10 @@ main_open(struct daemon *d)
 	}
 	if (eng_use_backend(d->cfg.backend, st.why, sizeof(st.why))) {
 		dlog(DLOG_ERROR, "backend %s: %s", d->cfg.backend, st.why);
+		return -1;
+	}
+	if (d->cfg.state_xdg && kv_mkdir_parents(d->cfg.state, st.why, sizeof(st.why))) {
+		dlog(DLOG_ERROR, "cannot make the state directory %s: %s", d->cfg.state, st.why);
 		return -1;
 	}
 	sc = (struct svc_conf){ .model = d->cfg.model, .state = d->cfg.state,

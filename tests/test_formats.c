@@ -70,12 +70,17 @@ has(const struct fmt_doc *d, const char *s)
 	return d->text && strstr(d->text, s) != NULL;
 }
 
-/* The facts every rendering of the fixture holds. */
+/* The facts every rendering of the fixture holds: among them the two that
+ * tests/sh/formats.sh and the demo ask the model about (the ship's name and
+ * its port; "Valpara": the UTF-16 and cp1252 fixtures spell it
+ * Valparaíso).  What the model answers is a near-tie that moves with the
+ * BLAS kernel, so the facts are checked here, in the extracted text. */
 static int
 facts(const struct fmt_doc *d)
 {
 	return has(d, "The ship was named the Marigold Finch.") &&
 	    has(d, "The captain of the Marigold Finch was Ada Quillon.") &&
+	    has(d, "sailed from the port of Valpara") &&
 	    has(d, "The ship's cat was called Pepper.") && has(d, "ninety-four days") &&
 	    strlen(d->text) == d->len;
 }

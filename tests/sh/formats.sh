@@ -62,15 +62,28 @@ sys.exit(d != {"ship-pdf": "pdf (2 pages)", "ship-html": "html", "ship-md": "mar
 ok "protocol ls: each document's format" $?
 "$K" ls --json > "$T/lsj"; grep -q '"format":"markdown"' "$T/lsj"; ok "ls --json: format" $?
 
-# The bundled model (SmolLM2-135M, greedy) names these facts reliably from
-# all three renderings (measured: the ship's name and its port).
+# A question answered from each rendering.  Whether the answer names the
+# fact (Marigold Finch, Valparaiso) is reported, not asserted: SmolLM2-135M's
+# greedy answer here is a near-tie that moves with the BLAS kernel (issue 25:
+# "The ship is a three-masted schooner..." under OPENBLAS_CORETYPE=Haswell on
+# an AMD EPYC).  What holds on any kernel, and is asserted: the facts are in
+# each rendering's extracted text (tests/test_formats.c, facts()), the
+# snapshot gives an answer, and that answer is, token for token, the one
+# `kvsnap query --local` computes from the same stored snapshot in this run
+# (the same kernel on the same bytes: equal on every machine).
+answers() { # FORMAT QUESTION FACT: the daemon's answer, --local's, the same
+	local f=$1 q=$2 fact=$3
+	expect_rc "query ship-$f: $q" 0 "$K" query -n 24 "ship-$f" "$q"
+	cp "$T/out" "$T/a.$f"
+	expect_rc "... --local on the daemon's store" 0 "$K" query --local -t 2 -n 24 "ship-$f" "$q"
+	[ -s "$T/a.$f" ] && cmp -s "$T/out" "$T/a.$f"
+	ok "ship-$f: an answer, the same through the daemon and --local: $(head -c 70 "$T/a.$f" | tr '\n' ' ')" $?
+	grep -q "$fact" "$T/a.$f" && echo "# report: ship-$f names $fact" ||
+		echo "# report: ship-$f does not name $fact (a near-tie on this kernel; information only)"
+}
 for f in pdf html md; do
-	expect_rc "query ship-$f" 0 "$K" query -n 24 "ship-$f" "What is the name of the ship?"
-	grep -q "Marigold" "$T/out"; ok "ship-$f: the ship's name from the $f (Marigold Finch)" $? ||
-		echo "#   answer: $(cat "$T/out")"
-	expect_rc "query ship-$f" 0 "$K" query -n 24 "ship-$f" "Where did the ship sail from?"
-	grep -q "Valparaiso" "$T/out"; ok "ship-$f: its port from the $f (Valparaiso)" $? ||
-		echo "#   answer: $(cat "$T/out")"
+	answers "$f" "What is the name of the ship?" Marigold
+	answers "$f" "Where did the ship sail from?" Valparaiso
 done
 
 # ---- binary data: refused before any model work, exit 4
@@ -162,8 +175,17 @@ for f in pdf html md; do
 done
 expect_rc "info (local store)" 0 "$K" info --state "$T/local" ship-html
 grep -qx "  format    html" "$T/out"; ok "--local: info shows format: html" $?
+# the answer itself is not asserted (a near-tie, above): that the local
+# store holds the same text as the daemon's (the same doc_id, the hash of
+# the extracted text) and answers from it
+python3 -c '
+import json, sys
+ids = [{d["name"]: d["doc_id"] for d in json.loads(open(p).readline())["docs"]} for p in sys.argv[1:]]
+sys.exit(not all(ids[0].get("ship-" + f) == ids[1].get("ship-" + f) is not None for f in ("pdf", "html", "md")))' \
+	<("$K" ls --json) <("$K" ls --json --state "$T/local")
+ok "--local: each rendering stored under the doc_id the daemon gave it (the same text)" $?
 expect_rc "query --local ship-pdf" 0 "$K" query "${L[@]}" -n 24 ship-pdf "Where did the ship sail from?"
-grep -q "Valparaiso" "$T/out"; ok "--local: the port from the PDF" $?
+[ -s "$T/out" ]; ok "--local: an answer from the PDF: $(head -c 70 "$T/out" | tr '\n' ' ')" $?
 
 kill -TERM "$DPID"; wait_exit; ok "daemon stops cleanly" $?
 finish

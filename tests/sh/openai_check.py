@@ -72,7 +72,8 @@ def main(c, hc, base, doc_text, expected, q):
     check("the same document again as JSON: skipped", r.status_code == 200 and
           r.json().get("skipped") is True, r.text)
 
-    # a question over the snapshot: the same text as `kvsnap query`
+    # a question over the snapshot: the same text as `kvsnap query` (any
+    # kernel: `expected` was computed in this run from the same bytes)
     a = c.chat.completions.create(model="SmolLM2-135M-Instruct", max_tokens=24,
                                   messages=[{"role": "user", "content": q}],
                                   extra_body={"document": "gpl"})

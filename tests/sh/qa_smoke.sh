@@ -2,8 +2,10 @@
 # The question-answering bench (bench/bench_qa.c) on the shortest document of
 # bench/qa, three of its questions, full and snapkv at R = 0.5, with sanity
 # checks rather than quality thresholds: bad input is refused with a reason;
-# the run exits 0 and writes JSON with every row; the full cache answers at
-# least one question; `full` run as a policy (questions in reverse order,
+# the run exits 0 and writes JSON with every row; how many questions the
+# full cache answers is reported (a benchmark's number, not a check: a
+# 135M model's greedy answer moves with the BLAS kernel); `full` run as a
+# policy (questions in reverse order,
 # each after a cut of the cache) replies exactly as the reference did (so a
 # cut that leaves something behind fails); snapkv keeps about half the
 # units and has a share in [0, 1].
@@ -87,13 +89,19 @@ if d is not None:
     for q in qs:
         print(f"# full cache: {q['question']} -> {q.get('full_reply')!r} "
               f"({'right' if q.get('full_ok') else 'wrong'}, want {q['expected']})")
-    check(n_ok >= 1, f"the full cache answers {n_ok}/{len(qs)} of the questions")
+    # Not asserted (it was "at least one"): whether SmolLM2-135M's greedy
+    # reply contains the expected string is a near-tie that can move with
+    # the BLAS kernel (issue 25), so it is the bench's number (bench/qa.sh).
+    # The checks below hold on any kernel: they compare replies computed in
+    # this run, on this kernel.
+    print(f"# metric: qa smoke full cache answers {n_ok}/{len(qs)} of the questions")
     rows = {(r["spec"], r["ratio"]): r for r in d["rows"]}
     full, snap = rows.get(("full", 1)), rows.get(("snapkv", 0.5))
     check(full is not None and snap is not None and len(d["rows"]) == 2,
           f"rows full at R=1 and snapkv at R=0.5: {sorted(rows)}")
     if full:
         same = all(x["reply"] == q.get("full_reply") for x, q in zip(full["replies"], qs))
+        # any kernel: both replies are computed in this run on this kernel
         check(len(full["replies"]) == len(qs) and same,
               "full as a policy (reverse order, cut after each) replies exactly as the reference")
         check(full["all"]["rougeL"] == 1.0 and full["all"]["raw_answered"] == n_ok and
