@@ -80,7 +80,7 @@ usage_err "query --seed -1" \
 	"$K" query --seed -1 DOC Q
 expect_rc "an unknown command" 1 "$K" quer DOC Q
 [ "$(cat "$T/err")" = "kvsnap: unknown command 'quer' (did you mean query?)
-run 'kvsnap -h' for the commands" ]; ok "  suggests the nearest: $(head -1 "$T/err")" $?
+run 'kvsnap -h' for the commands" ]; _s=$?; ok "  suggests the nearest: $(head -1 "$T/err")" $_s
 expect_rc "no command" 1 "$K" --json
 grep -q "missing COMMAND" "$T/err"; ok "  says the command is missing" $?
 
@@ -134,7 +134,7 @@ ok "--version exits 0 (kvsnap, kvsnap ls, kvsnapd)" $?
 ok "  kvsnap $want and kvsnapd $want" $?
 grep -q "^protocol 1, snapshot format [0-9]*$" "$T/v1" && grep -q "^backends: cpu; cuda: " "$T/v1" &&
 	[ "$(tail -n +2 "$T/v1")" = "$(tail -n +2 "$T/v3")" ]
-ok "  the protocol, the snapshot format and whether CUDA is compiled in: $(tail -1 "$T/v1")" $?
+_s=$?; ok "  the protocol, the snapshot format and whether CUDA is compiled in: $(tail -1 "$T/v1")" $_s
 if ls "$BUILD"/kernels/cuda/*.o >/dev/null 2>&1; then
 	grep -q "cuda: compiled in" "$T/v1"
 else
@@ -205,7 +205,7 @@ Q="What is this document about?"
 expect_rc "query --local, the question quoted" 0 "$K" query --local --state "$S" "${P[@]}" -t 2 -n 12 small "$Q"
 cp "$T/out" "$T/quoted"
 expect_rc "query --local, the question unquoted" 0 "$K" query --local --state "$S" "${P[@]}" -t 2 -n 12 small What is this document about?
-cmp -s "$T/out" "$T/quoted" && [ -s "$T/quoted" ]; ok "  the same answer: $(head -c 60 "$T/quoted" | tr '\n' ' ')" $?
+cmp -s "$T/out" "$T/quoted" && [ -s "$T/quoted" ]; _s=$?; ok "  the same answer: $(head -c 60 "$T/quoted" | tr '\n' ' ')" $_s
 usage_err "a question word that looks like an option" "kvsnap query: unknown option '-5'" \
 	"$K" query --local --state "$S" "${P[@]}" small why -5 degrees
 expect_rc "... is a word after --" 0 "$K" query --local --state "$S" "${P[@]}" -t 2 -n 2 small -- why -5 degrees
@@ -284,7 +284,7 @@ q = [e for e in evs if e.get("event") == "queued"]
 assert len(q) == 1 and q[0]["ahead"] == 0 and q[0]["running"] == 1, evs
 assert evs[0] is q[0], evs          # before the answer
 PY
-ok "  passes the queued event on as a JSON line: $(head -1 "$T/out")" $?
+_s=$?; ok "  passes the queued event on as a JSON line: $(head -1 "$T/out")" $_s
 ! grep -q waiting "$T/err"; ok "  and prints no notice on stderr" $?
 wait $BG
 

@@ -43,7 +43,7 @@ ok "... zero, nothing created" $?
 # ---- ingest --local: its last words, and the figures behind them
 expect_rc "ingest --local a named document" 0 "$K" ingest "${L[@]}" --name apache "$T/apache.txt"
 re='^.*apache\.txt \([0-9a-f]{12}\), [0-9.]+ s: [0-9]+ tokens -> [0-9.]+ (KiB|MiB) snapshot \([0-9.]+ % kept, [0-9.]+x smaller than the full cache\)$'
-grep -Eq "$re" "$T/out"; ok "ingest ends with tokens -> size snapshot (kept, smaller): $(cat "$T/out")" $?
+grep -Eq "$re" "$T/out"; _s=$?; ok "ingest ends with tokens -> size snapshot (kept, smaller): $(cat "$T/out")" $_s
 jrun ingest "${L[@]}" "$T/gpl.txt"; ok "ingest --local --json (exit $?)" $?
 # the figures: SmolLM2-135M has 30 layers, 3 KV heads of 64 dims
 python3 - "$T/out" <<'PY'; ok "full cache = tokens x 30 layers x 3 KV heads (x 64 dims x 2 x 2 bytes)" $?
@@ -85,7 +85,7 @@ if command -v faketime >/dev/null; then
 	ago +1d | grep -Eq ' (yesterday|[0-9]+ h ago) '; ok "a day later: yesterday" $?
 	ago +3d | grep -q ' 3 days ago '; ok "3 days later: 3 days ago" $?
 	ago +40d | grep -q " $(date +%Y-%m-%d) "
-	ok "40 days later: the date it was used ($(date +%Y-%m-%d))" $?
+	_s=$?; ok "40 days later: the date it was used ($(date +%Y-%m-%d))" $_s
 else
 	echo "# SKIP relative times: needs faketime (scripts/install-deps.sh)"
 fi
@@ -130,7 +130,7 @@ grep -qx "renamed ${GPL:0:12} to gpl" "$T/out"; ok "rename says what it did" $?
 DPID=$!
 wait_ready eval '[ -S "$KVSNAP_SOCKET" ]'; ok "kvsnapd starts" $?
 expect_rc "ingest through the daemon" 0 "$K" ingest "$T/artistic.txt"
-grep -Eq "$(echo "$re" | sed 's/apache/artistic/')" "$T/out"; ok "the daemon's ingest ends alike: $(cat "$T/out")" $?
+grep -Eq "$(echo "$re" | sed 's/apache/artistic/')" "$T/out"; _s=$?; ok "the daemon's ingest ends alike: $(cat "$T/out")" $_s
 expect_rc "ingest a stored one" 0 "$K" ingest "$T/apache.txt"
 grep -Eq 'apache\.txt \([0-9a-f]{12}\): already stored \(skipped\): [0-9]+ tokens -> [0-9.]+ (KiB|MiB) snapshot \([0-9.]+ % kept, [0-9.]+x smaller than the full cache\)$' "$T/out"
 ok "already stored: says so, with the stored snapshot's figures" $?

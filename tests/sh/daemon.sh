@@ -171,7 +171,7 @@ while len(done) < 2:
         done.append("%s:%s" % (e["id"], e["event"]))
 print(" ".join(done))
 PY
-[ "$(cat "$T/order")" = "q:result ing:result" ]; ok "query answered during a long ingest ($(cat "$T/order"))" $?
+[ "$(cat "$T/order")" = "q:result ing:result" ]; _s=$?; ok "query answered during a long ingest ($(cat "$T/order"))" $_s
 
 # ---- limits: connections over --max-connections get an error; cancel op
 nclosed=$(log_count ": closed (")

@@ -20,7 +20,7 @@ BUILD=$BUILD DEMO_STATE=$S DEMO_SOCKET=$SOCK DEMO_BYTES=2000 TMPDIR=$T \
 	timeout 900 bash scripts/demo.sh > "$T/demo.out" 2> "$T/demo.err"
 rc=$?
 sed 's/^/#   /' "$T/demo.out"
-[ "$rc" -eq 0 ]; ok "scripts/demo.sh exits 0 ($((SECONDS - t0)) s, busy machines vary)" $? ||
+[ "$rc" -eq 0 ]; _s=$?; ok "scripts/demo.sh exits 0 ($((SECONDS - t0)) s, busy machines vary)" $_s ||
 	sed 's/^/#   err: /' "$T/demo.err" | tail -10
 
 # the answer blocks: after each "from the snapshot" / "from a full re-read"

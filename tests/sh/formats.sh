@@ -53,7 +53,7 @@ for f in "pdf:pdf (2 pages)" "html:html" "md:markdown"; do
 	grep -qx "  format    ${f#*:}" "$T/out"; ok "info shows format: ${f#*:}" $?
 done
 proto '{"v":1,"id":1,"op":"info","doc":"ship-pdf"}' | field format > "$T/fmt"
-[ "$(cat "$T/fmt")" = "pdf (2 pages)" ]; ok "protocol info: \"format\":\"pdf (2 pages)\" ($(cat "$T/fmt"))" $?
+[ "$(cat "$T/fmt")" = "pdf (2 pages)" ]; _s=$?; ok "protocol info: \"format\":\"pdf (2 pages)\" ($(cat "$T/fmt"))" $_s
 proto '{"v":1,"id":2,"op":"ls"}' > "$T/ls"
 python3 -c '
 import json, sys
@@ -77,7 +77,7 @@ answers() { # FORMAT QUESTION FACT: the daemon's answer, --local's, the same
 	cp "$T/out" "$T/a.$f"
 	expect_rc "... --local on the daemon's store" 0 "$K" query --local -t 2 -n 24 "ship-$f" "$q"
 	[ -s "$T/a.$f" ] && cmp -s "$T/out" "$T/a.$f"
-	ok "ship-$f: an answer, the same through the daemon and --local: $(head -c 70 "$T/a.$f" | tr '\n' ' ')" $?
+	_s=$?; ok "ship-$f: an answer, the same through the daemon and --local: $(head -c 70 "$T/a.$f" | tr '\n' ' ')" $_s
 	grep -q "$fact" "$T/a.$f" && echo "# report: ship-$f names $fact" ||
 		echo "# report: ship-$f does not name $fact (a near-tie on this kernel; information only)"
 }
@@ -92,7 +92,7 @@ head -c 3000 /bin/ls > "$T/ls.bin"
 expect_rc "head -c 3000 /bin/ls | kvsnap ingest -: exit 4" 4 sh -c "head -c 3000 /bin/ls | '$K' ingest --json -"
 grep -q "looks like binary data (an ELF executable), not a document" "$T/err" &&
 	grep -q "unsupported_format" "$T/err"
-ok "... names what it looks like and the code: $(head -c 200 "$T/err" | tail -1)" $?
+_s=$?; ok "... names what it looks like and the code: $(head -c 200 "$T/err" | tail -1)" $_s
 [ "$(n_prog)" = 0 ] && ! grep -q doc_id "$T/out"; ok "... no progress event, nothing stored" $?
 expect_rc "a binary file through the daemon: exit 4" 4 "$K" ingest "$T/ls.bin"
 expect_rc "a binary file with --local: exit 4" 4 "$K" ingest "${L[@]}" "$T/ls.bin"
@@ -185,7 +185,7 @@ sys.exit(not all(ids[0].get("ship-" + f) == ids[1].get("ship-" + f) is not None 
 	<("$K" ls --json) <("$K" ls --json --state "$T/local")
 ok "--local: each rendering stored under the doc_id the daemon gave it (the same text)" $?
 expect_rc "query --local ship-pdf" 0 "$K" query "${L[@]}" -n 24 ship-pdf "Where did the ship sail from?"
-[ -s "$T/out" ]; ok "--local: an answer from the PDF: $(head -c 70 "$T/out" | tr '\n' ' ')" $?
+[ -s "$T/out" ]; _s=$?; ok "--local: an answer from the PDF: $(head -c 70 "$T/out" | tr '\n' ' ')" $_s
 
 kill -TERM "$DPID"; wait_exit; ok "daemon stops cleanly" $?
 finish

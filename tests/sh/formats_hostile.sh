@@ -22,7 +22,7 @@ P=(--local --budget 64 --chunk 128)
 refuse() {
 	local t0=$SECONDS
 	EXPECT_TIMEOUT=60 expect_rc "ingest --local $1 refused" "$2" "$K" ingest "${P[@]}" "$H/$1"
-	grep -q "$3" "$T/err"; ok "$1: '$3' ($((SECONDS - t0)) s)" $? || sed 's/^/#   /' "$T/err" | tail -2
+	grep -q "$3" "$T/err"; _s=$?; ok "$1: '$3' ($((SECONDS - t0)) s)" $_s || sed 's/^/#   /' "$T/err" | tail -2
 	! grep -q "scanned\|no text in it" "$T/err"; ok "$1: not called scanned or empty" $?
 }
 # 7: 195 KB that poppler inflates into 100M objects (2.4 GB before)
@@ -67,7 +67,7 @@ for f in pdf-bomb.pdf html-elements.html; do
 	before=$(hwm)
 	t0=$SECONDS
 	EXPECT_TIMEOUT=60 expect_rc "kvsnapd: $f refused" 1 "$K" ingest "$H/$f"
-	grep -q "too_large" "$T/err"; ok "$f: too_large ($((SECONDS - t0)) s)" $? ||
+	grep -q "too_large" "$T/err"; _s=$?; ok "$f: too_large ($((SECONDS - t0)) s)" $_s ||
 		sed 's/^/#   /' "$T/err" | tail -2
 	after=$(hwm)
 	# the limit is the child's, 1 GiB; the daemon itself holds the bytes and

@@ -170,7 +170,7 @@ spoof() { # host
 		how="plain close"; [ $linger = 1 ] && how="SO_LINGER 0: reset"
 		as "$UM" python3 "$T/h.py" spoof "$1" "$port" /v1/documents/root-private \
 			$((linger ? 5 : 20)) $linger
-		ok "$UM sent $((linger ? 5 : 20)) DELETEs of root's document to $1, closing at once ($how)" $?
+		_s=$?; ok "$UM sent $((linger ? 5 : 20)) DELETEs of root's document to $1, closing at once ($how)" $_s
 	done
 	kill -STOP "$DPID"
 	as "$UM" python3 "$T/h.py" spoof "$1" "$port" /v1/documents/root-private 5 0

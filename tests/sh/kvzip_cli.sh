@@ -43,7 +43,7 @@ want=$(( (tokens + 7) / 8 * 30 * 3 ))
 [ "$n8" -eq "$want" ]; ok "it keeps an eighth: $n8 units (want $want)" $?
 expect_rc "the store verifies" 0 "$K" verify
 expect_rc "the shrunk snapshot answers" 0 "$K" query "${P[@]}" --ratio 1/8 --opts from=0.5 -n 12 gpl "What is the archive code word?"
-[ -s "$T/out" ]; ok "with some text: $(head -c 80 "$T/out" | tr '\n' ' ')" $?
+[ -s "$T/out" ]; _s=$?; ok "with some text: $(head -c 80 "$T/out" | tr '\n' ' ')" $_s
 
 expect_rc "shrinking to more than the snapshot holds is refused" 1 "$K" shrink gpl --ratio 0.9
 grep -q "nothing to shrink" "$T/err"; ok "and says why" $?
@@ -82,27 +82,27 @@ PY
 }
 field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
 r=$(req '{"v":1,"id":1,"op":"query","doc":"gpl","question":"Hi","max_tokens":2}')
-[ "$(field code <<<"$r")" = profile_mismatch ]; ok "before shrink the daemon has no snapshot of its profile: $(field code <<<"$r")" $?
+[ "$(field code <<<"$r")" = profile_mismatch ]; _s=$?; ok "before shrink the daemon has no snapshot of its profile: $(field code <<<"$r")" $_s
 r=$(req '{"v":1,"id":2,"op":"shrink","doc":"gpl","ratio":0.25}')
 want=$(( (tokens + 3) / 4 * 30 * 3 ))
-[ "$(field units <<<"$r")" = "$want" ]; ok "shrink op: gpl cut to a quarter, $(field units <<<"$r") units (want $want)" $?
+[ "$(field units <<<"$r")" = "$want" ]; _s=$?; ok "shrink op: gpl cut to a quarter, $(field units <<<"$r") units (want $want)" $_s
 [ "$(field serves <<<"$r")" = True ]; ok "and the daemon says it serves the result" $?
 r=$(req '{"v":1,"id":3,"op":"query","doc":"gpl","question":"What is the archive code word?","max_tokens":8}')
 [ "$(field event <<<"$r")" = result ] && [ "$(field tokens <<<"$r")" -gt 0 ]
-ok "the daemon answers from the shrunk snapshot ($(field tokens <<<"$r") tokens)" $?
+_s=$?; ok "the daemon answers from the shrunk snapshot ($(field tokens <<<"$r") tokens)" $_s
 expect_rc "and so does kvsnap query through it" 0 env KVSNAP_SOCKET="$S" "$K" query -n 4 gpl "What is the archive code word?"
 for bad in '"ratio":0' '"ratio":1.5' '"ratio":"1/4"' '"ratio":null'; do
 	r=$(req "{\"v\":1,\"id\":4,\"op\":\"shrink\",\"doc\":\"gpl\",$bad}")
-	[ "$(field code <<<"$r")" = bad_request ]; ok "shrink with $bad: $(field code <<<"$r")" $?
+	[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "shrink with $bad: $(field code <<<"$r")" $_s
 done
 r=$(req '{"v":1,"id":5,"op":"shrink","ratio":0.25}')
-[ "$(field code <<<"$r")" = bad_request ]; ok "shrink without doc: $(field code <<<"$r")" $?
+[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "shrink without doc: $(field code <<<"$r")" $_s
 r=$(req '{"v":1,"id":6,"op":"shrink","doc":"gpl","ratio":0.9}')
-[ "$(field code <<<"$r")" = bad_request ]; ok "shrink to more than the source holds: $(field code <<<"$r")" $?
+[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "shrink to more than the source holds: $(field code <<<"$r")" $_s
 r=$(req '{"v":1,"id":7,"op":"shrink","doc":"snap","ratio":0.25}')
-[ "$(field code <<<"$r")" = not_found ]; ok "shrink of a document with no kvzip snapshot: $(field code <<<"$r")" $?
+[ "$(field code <<<"$r")" = not_found ]; _s=$?; ok "shrink of a document with no kvzip snapshot: $(field code <<<"$r")" $_s
 r=$(req '{"v":1,"id":8,"op":"shrink","doc":"nosuchdoc","ratio":0.25}')
-[ "$(field code <<<"$r")" = not_found ]; ok "shrink of an unknown document: $(field code <<<"$r")" $?
+[ "$(field code <<<"$r")" = not_found ]; _s=$?; ok "shrink of an unknown document: $(field code <<<"$r")" $_s
 kill -TERM "$DPID"; wait_exit; ok "kvsnapd stops cleanly" $?
 expect_rc "the store still verifies" 0 "$K" verify
 

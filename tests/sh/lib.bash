@@ -59,6 +59,10 @@ daemon_scratch() {
 # shorten their documents there).
 is_san() { grep -q __asan_init "$1" 2>/dev/null; }
 
+# Take the status first when the description holds a $(...): bash sets $? to
+# the substitution's status before a later $? on the same line is expanded,
+# so `test; ok "x $(cat f)" $?` always passed: write
+# `test; _s=$?; ok "x $(cat f)" $_s`.  tests/sh/lint_ok.sh checks every script.
 ok() { # description, then a status; returns it, so `ok ... || diagnostics` works
 	if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok - $1"
 	else fail=$((fail + 1)); echo "not ok - $1"; fi

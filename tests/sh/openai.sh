@@ -106,7 +106,7 @@ got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["usage"]["
 	"$T/mt.json" 2>/dev/null)
 want=$("$K" tokenize "$(printf '\n\nWho wrote it?<|im_end|>\n<|im_start|>assistant\nThe FSF.<|im_end|>\n<|im_start|>user\nWhen?<|im_end|>\n<|im_start|>assistant\n_')" | wc -w)
 [ -n "$got" ] && [ "$got" = $((want - 1)) ]
-ok "a document chat's earlier messages are turns ($got prompt tokens, want $((want - 1)))" $? || cat "$T/mt.json"
+_s=$?; ok "a document chat's earlier messages are turns ($got prompt tokens, want $((want - 1)))" $_s || cat "$T/mt.json"
 curl -s --max-time 300 "${CURL[@]}" -o "$T/mt.json" -d '{"document":"mt","max_tokens":1,
 	"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"When?"}]}' \
 	"$BASE/v1/chat/completions"

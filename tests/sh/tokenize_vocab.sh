@@ -33,7 +33,7 @@ for v in qwen2 llama-spm deepseek-coder phi-3; do
 			> "$T/got" 2> "$T/err"
 		rc=$?
 		cmp -s "$T/got" "$T/want"
-		ok "tokenize -m ggml-vocab-$v.gguf case $n: $(head -c 60 "$T/got") (exit $rc)" $? ||
+		_s=$?; ok "tokenize -m ggml-vocab-$v.gguf case $n: $(head -c 60 "$T/got") (exit $rc)" $_s ||
 			echo "#   want $(cat "$T/want"); err $(cat "$T/err")"
 	done
 done
@@ -57,11 +57,11 @@ if [ -f "$V/ggml-vocab-qwen2.gguf" ]; then
 	patch_kv "$V/ggml-vocab-qwen2.gguf" tokenizer.ggml.pre qwen2 qwen9 "$T/pre.gguf"
 	expect_rc "unknown tokenizer.ggml.pre refused as a model we cannot read" 4 "$K" tokenize -m "$T/pre.gguf" hi
 	grep -q "tokenizer.ggml.pre 'qwen9' is not supported" "$T/err"
-	ok "the error names it: $(head -c 80 "$T/err")" $?
+	_s=$?; ok "the error names it: $(head -c 80 "$T/err")" $_s
 	patch_kv "$V/ggml-vocab-qwen2.gguf" tokenizer.ggml.model gpt2 gpt9 "$T/model.gguf"
 	expect_rc "unknown tokenizer.ggml.model refused as a model we cannot read" 4 "$K" tokenize -m "$T/model.gguf" hi
 	grep -q "tokenizer.ggml.model 'gpt9' is not supported" "$T/err"
-	ok "the error names it: $(head -c 80 "$T/err")" $?
+	_s=$?; ok "the error names it: $(head -c 80 "$T/err")" $_s
 else
 	ok "$V/ggml-vocab-qwen2.gguf present (run make vocabs)" 1
 fi

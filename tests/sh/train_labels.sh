@@ -39,7 +39,7 @@ ok "a run over a damaged cache file (exit $?)" $?
 
 "$K" train-heads "${A[@]}" --label-floor 1e-4 -o "$T/f.gguf" > "$T/f.jsonl" 2> "$T/err"
 ok "--label-floor 1e-4 over the cached labels (exit $?)" $?
-[ "$(losses "$T/f.jsonl")" != "$first" ]; ok "trains on other labels: $(losses "$T/f.jsonl")" $?
+[ "$(losses "$T/f.jsonl")" != "$first" ]; _s=$?; ok "trains on other labels: $(losses "$T/f.jsonl")" $_s
 grep -q 'floored at log(0.0001)' "$T/f.gguf"; ok "the recipe names the floor" $?
 for b in 0 1 -1 x; do
 	"$K" train-heads --labels kvzip --label-floor "$b" --examples 1 -o "$T/d.gguf" > /dev/null 2> "$T/err"
