@@ -18,7 +18,8 @@ static int
 job_resolve_fail(struct job *j, const struct svc_status *st)
 {
 	enum proto_code code;
-	code = st->rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	code = st->step == SVC_AT_TIER_DOWN ? PROTO_E_TIER_UNAVAILABLE :
+	    st->rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
 	    st->rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
 	    st->rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
 	    st->rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
