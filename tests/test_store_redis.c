@@ -665,7 +665,7 @@ t_prune(void)
 {
 	struct store *s = NULL;
 	struct store_doc d[3], got;
-	struct store_prune p = { 0, 0, 1, 1 };
+	struct store_prune p = { 0, 0, 1, 1, NULL, NULL };
 	struct prune_acc acc;
 	uint8_t prof[STORE_ID_BYTES];
 	int64_t n = 0;
