@@ -292,6 +292,8 @@ def client(k, deadline, q):
         try:
             c.send({"v": 1, "id": rid, "op": "ingest", "text": text})
             e = c.event()
+            while e is not None and e.get("event") == "queued":  # behind other ingests
+                e = c.event()
             if e is None: return put("cancel", "eof", False, doc=did)
             if e["event"] == "result":  # done before any progress: stored
                 own.append(did); return put("cancel", "finished", True, acked=did)
