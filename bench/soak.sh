@@ -17,6 +17,15 @@
 # back to the baseline, exit 0 on SIGTERM.
 #
 #   usage: bench/soak.sh [--minutes N] [--clients N] [--seed S] [--out DIR]
+#                        [--http] [--shared]
+#
+# --http: kvsnapd also serves its OpenAI HTTP front end (on a Unix socket),
+# and the mix gains queries through POST /v1/chat/completions (a "document")
+# and listings through GET /v1/documents.  --shared: a real Redis Cluster
+# (tests/sh/redis_cluster.bash, 3 + 3 nodes) is kvsnapd's shared tier:
+# every ingest is copied there, and a query of a document the local tier
+# lost to a rm or prune is answered from it (tier "shared"), which the
+# checks count as answered; tier_unavailable is an unexpected outcome.
 #
 # Defaults: 30 minutes, 32 clients, seed 1, DIR bench/results.  Writes
 # DIR/soak.txt (the command, the machine, the revision, the table and the
@@ -28,15 +37,17 @@ BUILD=${BUILD:-build}
 K=$BUILD/kvsnap
 D=$BUILD/kvsnapd
 MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
-MINUTES=30 CLIENTS=32 SEED=1 OUT=bench/results
+MINUTES=30 CLIENTS=32 SEED=1 OUT=bench/results HTTP=0 SHARED=0
 CMD="bench/soak.sh${*:+ $*}"
-usage() { echo "usage: bench/soak.sh [--minutes N] [--clients N] [--seed S] [--out DIR]" >&2; exit 2; }
+usage() { echo "usage: bench/soak.sh [--minutes N] [--clients N] [--seed S] [--out DIR] [--http] [--shared]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--minutes) MINUTES=${2:-}; shift ;;
 	--clients) CLIENTS=${2:-}; shift ;;
 	--seed) SEED=${2:-}; shift ;;
 	--out) OUT=${2:-}; shift ;;
+	--http) HTTP=1; shift; continue ;;
+	--shared) SHARED=1; shift; continue ;;
 	-h | --help) usage ;;
 	*) echo "soak: unknown argument '$1'" >&2; usage ;;
 	esac
@@ -51,13 +62,17 @@ command -v python3 >/dev/null || { echo "soak: needs python3" >&2; exit 1; }
 make --no-print-directory all >&2 || exit 1
 [ -f "$MODEL" ] || make --no-print-directory model >&2 || exit 1
 mkdir -p "$OUT" || exit 1
-TXT=$OUT/soak.txt
+SUFFIX=
+[ "$HTTP" = 1 ] && SUFFIX=$SUFFIX-http
+[ "$SHARED" = 1 ] && SUFFIX=$SUFFIX-shared
+TXT=$OUT/soak$SUFFIX.txt
 
 T=$(mktemp -d /tmp/kvsnap-soak-XXXXXX) || exit 1
 DPID=
 cleanup() {
 	[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null
-	cp "$T/daemon.log" "$OUT/soak-daemon.log" 2>/dev/null
+	cp "$T/daemon.log" "$OUT/soak$SUFFIX-daemon.log" 2>/dev/null
+	[ "$SHARED" = 1 ] && rcl_stop "$T/cluster"
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -70,7 +85,19 @@ rev=$(git describe --always --dirty 2>/dev/null || echo unknown)
 	echo "# kvsnap $rev; machine: ${cpu:-?}, $(nproc) cores; $(date -u +%FT%TZ)"
 	echo "# kvsnapd --policy snapkv --budget 64 --chunk 64 -t 1 --workers 2 --max-connections 128"
 	echo "#   --max-connections-per-user 128 --max-jobs 256; $CLIENTS clients, $MINUTES min, seed $SEED"
+	[ "$HTTP" = 1 ] && echo "#   --http unix:SOCKET (queries and listings through HTTP in the mix)"
+	[ "$SHARED" = 1 ] && echo "#   --shared redis-cluster:... (3 masters + 3 replicas, tests/sh/redis_cluster.bash)"
 } | tee "$TXT"
+EXTRA=()
+if [ "$HTTP" = 1 ]; then
+	EXTRA+=(--http "unix:$T/d.http")
+fi
+if [ "$SHARED" = 1 ]; then
+	command -v redis-server >/dev/null || { echo "soak: --shared needs redis-server" >&2; exit 1; }
+	. tests/sh/redis_cluster.bash
+	rcl_start "$T/cluster" || { echo "soak: the Redis Cluster did not start" >&2; exit 1; }
+	EXTRA+=(--shared "redis-cluster:$RCL_ADDR")
+fi
 
 # The corpus: the license texts, one line of words each; the pre-ingested
 # documents are cut from them to 80-300 words (the clients cut fresh ones).
@@ -83,7 +110,7 @@ pre=(apache:Apache-2.0:80 gpl:GPL-3:150 mpl:MPL-2.0:220 lgpl:LGPL-2.1:300)
 
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --policy snapkv --budget 64 \
 	--chunk 64 -t 1 --workers 2 --max-connections 128 --max-connections-per-user 128 \
-	--max-jobs 256 --log-level warn 2>>"$T/daemon.log" &
+	--max-jobs 256 --log-level warn "${EXTRA[@]}" 2>>"$T/daemon.log" &
 DPID=$!
 ready=1
 for _ in $(seq 1 300); do # up to 30 s for the model to load
@@ -108,7 +135,8 @@ done
 cat > "$T/soak.py" <<'PY'
 import hashlib, json, multiprocessing as mp, os, queue, random, socket, subprocess, sys, time
 (sock, state, kvsnap, dpid, minutes, nclients, seed, pre_list, corpus_path,
- res_path) = sys.argv[1:]
+ res_path, http_sock, shared) = sys.argv[1:]
+import http.client
 dpid, minutes, nclients, seed = int(dpid), int(minutes), int(nclients), int(seed)
 env = dict(os.environ, KVSNAP_STATE=state, KVSNAP_SOCKET=sock)
 REQ_S = 300     # bound on one request (a queued ingest waits behind every other one)
@@ -175,6 +203,23 @@ class Conn:
         return json.loads(l) if l else None
     def close(self):
         self.f.close(); self.s.close()
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self):
+        super().__init__("localhost", timeout=REQ_S)
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX); self.sock.settimeout(REQ_S)
+        self.sock.connect(http_sock)
+
+def http_call(method, path, body=None):
+    h = UnixHTTP()
+    try:
+        h.request(method, path, body=json.dumps(body) if body is not None else None,
+                  headers={"Content-Type": "application/json"} if body is not None else {})
+        r = h.getresponse()
+        return r.status, json.loads(r.read() or b"null")
+    finally:
+        h.close()
 
 # ---- one client process
 def client(k, deadline, q):
@@ -247,6 +292,8 @@ def client(k, deadline, q):
         try:
             c.send({"v": 1, "id": rid, "op": "ingest", "text": text})
             e = c.event()
+            while e is not None and e.get("event") == "queued":  # behind other ingests
+                e = c.event()
             if e is None: return put("cancel", "eof", False, doc=did)
             if e["event"] == "result":  # done before any progress: stored
                 own.append(did); return put("cancel", "finished", True, acked=did)
@@ -328,6 +375,27 @@ def client(k, deadline, q):
         gone = [e["doc_id"] for e in map(json.loads, out.splitlines()) if e["event"] == "snapshot"]
         return put("prune", "pruned", True, removed=gone)
 
+    def op_http_query(rid):
+        if own and rnd.random() < 0.4:
+            did = rnd.choice(own); ref = did
+        else:
+            ref, did = rnd.choice(pre)
+        t0 = time.monotonic()
+        st, b = http_call("POST", "/v1/chat/completions", {"model": "kvsnap", "document": ref,
+                          "max_tokens": 16, "messages": [{"role": "user", "content": rnd.choice(QUESTIONS)}]})
+        lat = time.monotonic() - t0
+        if st == 200 and b and b.get("choices"):
+            return put("http_query", "answered", True, lat=lat)
+        code = (b or {}).get("error", {}).get("code") if isinstance(b, dict) else None
+        # 404: another client's rm/prune dropped it (checked at the end, as for the socket's)
+        return put("http_query", f"{st}:{code}", st == 404 and code == "not_found",
+                   nf=did if st == 404 else None, msg=json.dumps(b)[:200])
+
+    def op_http_ls(rid):
+        st, b = http_call("GET", "/v1/documents")
+        good = st == 200 and isinstance(b, dict) and isinstance(b.get("data"), list)
+        return put("http_ls", "listed" if good else f"status_{st}", good, msg=None if good else json.dumps(b)[:200])
+
     def op_ls(rid):
         rc, out, err = cli("ls", "--json")
         try:
@@ -338,6 +406,8 @@ def client(k, deadline, q):
 
     ops = [(op_query, 30), (op_ingest, 12), (op_cancel, 8), (op_hostile, 16), (op_rm, 5),
            (op_ls, 5), (op_prune, 1)]
+    if http_sock:
+        ops += [(op_http_query, 15), (op_http_ls, 3)]
     fns, weights = [o for o, _ in ops], [w for _, w in ops]
     while time.time() < deadline:
         i += 1
@@ -356,10 +426,12 @@ def pct(xs, p):
     if not xs: return None
     xs = sorted(xs); return xs[min(len(xs) - 1, max(0, int(-(-p * len(xs) // 1)) - 1))]
 def fmt(x): return "-" if x is None else f"{x:.2f}"
-KINDS = ["query", "ingest", "cancel", "hostile", "rm", "prune", "ls"]
+KINDS = ["query", "ingest", "cancel", "hostile", "rm", "prune", "ls"] + (
+    ["http_query", "http_ls"] if http_sock else [])
 HDR = (f"{'min':>4} {'rss_MB':>7} {'map_MB':>6} {'anon_MB':>7} {'fds':>4} {'queries':>7} {'ttft_p50':>8} {'ttft_p95':>8}"
        f" {'res_p50':>7} {'res_p95':>7} {'ingest':>6} {'cancel':>6} {'hostile':>7} {'rm':>4}"
-       f" {'prune':>5} {'ls':>4} {'unexp':>5}")
+       f" {'prune':>5} {'ls':>4}" + (f" {'http_q':>6} {'http_ls':>7}" if http_sock else "") +
+       f" {'unexp':>5}")
 print(HDR, flush=True)
 def row(label, recs, rss, smap, anon, fds):
     qs = [r for r in recs if r["kind"] == "query" and r["out"] == "answered"]
@@ -369,6 +441,7 @@ def row(label, recs, rss, smap, anon, fds):
     print(f"{label:>4} {mb(rss):>7} {mb(smap):>6} {mb(anon):>7} {fds if fds is not None else '-':>4} {len(qs):>7}"
           f" {fmt(pct(t1, .5)):>8} {fmt(pct(t1, .95)):>8} {fmt(pct(t2, .5)):>7} {fmt(pct(t2, .95)):>7}"
           f" {n['ingest']:>6} {n['cancel']:>6} {n['hostile']:>7} {n['rm']:>4} {n['prune']:>5} {n['ls']:>4}"
+          + (f" {n['http_query']:>6} {n['http_ls']:>7}" if http_sock else "") +
           f" {sum(1 for r in recs if not r['ok']):>5}", flush=True)
 
 base_fds = nfds()
@@ -498,8 +571,10 @@ sys.exit(1 if False in checks else 0)
 PY
 
 fail=0
+HSOCK=
+[ "$HTTP" = 1 ] && HSOCK=$T/d.http
 python3 "$T/soak.py" "$KVSNAP_SOCKET" "$KVSNAP_STATE" "$K" "$DPID" "$MINUTES" "$CLIENTS" "$SEED" \
-	"$T/pre.list" "$T/corpus.txt" "$T/res.json" 2> "$T/py.err" | tee -a "$TXT"
+	"$T/pre.list" "$T/corpus.txt" "$T/res.json" "$HSOCK" "$SHARED" 2> "$T/py.err" | tee -a "$TXT"
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail=1
 [ -s "$T/py.err" ] && { tail -5 "$T/py.err" | sed 's/^/# /' | tee -a "$TXT"; }
 [ -s "$T/res.json" ] || fail=1

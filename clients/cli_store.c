@@ -311,7 +311,21 @@ st_label(const struct store_doc *d, char *out, size_t cap)
 struct st_docs {
 	struct store_doc *d;
 	size_t n, cap;
+	const char *warn;    /* the command warning about damaged documents, or NULL */
 };
+
+/* A document whose metadata is damaged costs only itself: named in a
+ * warning and left out (issue 26); verify reports it as a problem. */
+static int
+st_docs_bad(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
+{
+	struct st_docs *ds = arg;
+	(void)doc_id;
+	if (ds->warn)
+		fprintf(stderr, "kvsnap: warning: %s: %s; skipped (kvsnap verify reports it, "
+		    "kvsnap rm removes it)\n", ds->warn, why);
+	return 0;
+}
 
 static int
 st_docs_cb(void *arg, const struct store_doc *d)
@@ -329,14 +343,16 @@ st_docs_cb(void *arg, const struct store_doc *d)
 	return 0;
 }
 
-/* All documents into ds (0), or an exit code with the message printed. */
+/* All readable documents into ds (0), damaged ones warned about unless
+ * quiet, or an exit code with the message printed. */
 static int
-st_docs(struct store *s, struct st_docs *ds, const char *what)
+st_docs(struct store *s, struct st_docs *ds, const char *what, int quiet)
 {
 	char why[512] = "";
 	int rc;
 	memset(ds, 0, sizeof(*ds));
-	if ((rc = store_ls(s, st_docs_cb, ds, why, sizeof(why)))) {
+	ds->warn = quiet ? NULL : what;
+	if ((rc = store_ls_each(s, st_docs_cb, st_docs_bad, ds, why, sizeof(why)))) {
 		cli_err("%s: %s", what, why[0] ? why : store_strerror(rc));
 		free(ds->d);
 		memset(ds, 0, sizeof(*ds));
@@ -492,7 +508,7 @@ cli_ls(int argc, char **argv)
 	}
 	if ((rc = st_open(&o, 1, &s)))
 		return rc;
-	if ((rc = st_docs(s, &ds, "ls")))
+	if ((rc = st_docs(s, &ds, "ls", 0)))
 		goto out;
 	if (ds.n && (!(fig = calloc(ds.n, sizeof(*fig))) || !(rows = calloc(ds.n, sizeof(*rows))))) {
 		cli_err("ls: out of memory");
@@ -870,7 +886,7 @@ cli_verify(int argc, char **argv)
 	if (i == argc - 1 && (rc = st_resolve(s, argv[i], id)))
 		goto out;
 	/* the names first: the reports name documents */
-	if ((rc = st_docs(s, &ds, "verify")) && rc != CLI_EXIT_CORRUPT)
+	if ((rc = st_docs(s, &ds, "verify", 1)) && rc != CLI_EXIT_CORRUPT)
 		goto out;
 	v.json = o.json;
 	rc = snap_verify(s, i == argc - 1 ? id : NULL, st_verify_cb, &v, why, sizeof(why));
@@ -924,6 +940,16 @@ st_prune_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP_
 	return 0;
 }
 
+/* A document prune skipped for its damaged metadata: named. */
+static void
+st_prune_damaged(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
+{
+	(void)arg;
+	(void)doc_id;
+	fprintf(stderr, "kvsnap: warning: prune: %s; skipped, nothing of it dropped (kvsnap "
+	    "verify reports it, kvsnap rm removes it)\n", why);
+}
+
 int
 cli_prune(int argc, char **argv)
 {
@@ -941,7 +967,7 @@ cli_prune(int argc, char **argv)
 	if ((rc = st_open(&o, o.dry_run, &s)))
 		return rc;
 	/* the names first (prune's callback runs inside its write transaction) */
-	if ((rc = st_docs(s, &ds, "prune"))) {
+	if ((rc = st_docs(s, &ds, "prune", 1))) { /* prune itself names what it skips */
 		store_close(s);
 		return rc;
 	}
@@ -949,6 +975,8 @@ cli_prune(int argc, char **argv)
 	p.max_bytes = o.max_bytes;
 	p.keep = o.keep;
 	p.dry_run = o.dry_run;
+	p.damaged = st_prune_damaged;
+	p.damaged_arg = NULL;
 	rc = store_prune(s, &p, st_prune_cb, &sp, &n, &bytes, why, sizeof(why));
 	if (rc)
 		cli_err("prune: %s", why);

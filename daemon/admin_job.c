@@ -18,7 +18,8 @@ static int
 job_resolve_fail(struct job *j, const struct svc_status *st)
 {
 	enum proto_code code;
-	code = st->rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	code = st->step == SVC_AT_TIER_DOWN ? PROTO_E_TIER_UNAVAILABLE :
+	    st->rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
 	    st->rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
 	    st->rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
 	    st->rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
@@ -127,7 +128,45 @@ admin_doc_json(const struct store_doc *dd, const struct svc_who *w)
 struct admin_ls {
 	json_t *docs;
 	const struct svc_who *w;
+	json_t *damaged;
+	const char *label;
 };
+
+/* A document whose metadata is damaged costs only itself (issue 26):
+ * logged with its name, and for root and the daemon's user (who may see
+ * every document) listed under "damaged"; others cannot be shown whose it
+ * is, so it is left out of theirs. */
+static void
+admin_damaged(json_t *arr, const char *label, const char *op, const uint8_t doc_id[SNAP_ID_BYTES],
+    const char *why)
+{
+	char hex[2 * SNAP_ID_BYTES + 1];
+	dlog(DLOG_WARN, "%s: %s: skipped a damaged document: %s (kvsnap verify reports it)", label,
+	    op, why);
+	store_hex(doc_id, SNAP_ID_BYTES, hex);
+	if (arr)
+		json_array_append_new(arr, json_pack("{s:s, s:s}", "doc_id", hex, "error", why));
+}
+
+static int
+admin_ls_bad(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
+{
+	struct admin_ls *a = arg;
+	admin_damaged(a->damaged, a->label, "ls", doc_id, why);
+	return 0;
+}
+
+struct admin_prune_bad {
+	json_t *damaged;
+	const char *label;
+};
+
+static void
+admin_prune_bad_cb(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
+{
+	struct admin_prune_bad *a = arg;
+	admin_damaged(a->damaged, a->label, "prune", doc_id, why);
+}
 
 /* Only the documents the peer may read. */
 static int
@@ -252,14 +291,20 @@ admin_job_run(struct worker *w, struct job *j)
 		    "other_profiles", pk.n_other));
 		return;
 	case PROTO_OP_LS: {
-		struct admin_ls ls = { json_array(), &j->who };
+		struct admin_ls ls = { json_array(), &j->who, j->who.all ? json_array() : NULL,
+			j->label };
 		arr = ls.docs;
-		if ((rc = store_ls(s, admin_ls_cb, &ls, why, sizeof(why)))) {
+		if ((rc = store_ls_each(s, admin_ls_cb, admin_ls_bad, &ls, why, sizeof(why)))) {
 			json_decref(arr);
+			json_decref(ls.damaged);
 			admin_fail(j, rc, why);
 			return;
 		}
-		job_result(j, json_pack("{s:o}", "docs", arr));
+		o = json_pack("{s:o}", "docs", arr);
+		if (o && ls.damaged && json_array_size(ls.damaged))
+			json_object_set(o, "damaged", ls.damaged);
+		json_decref(ls.damaged);
+		job_result(j, o);
 		return;
 	}
 	case PROTO_OP_INFO:
@@ -349,23 +394,32 @@ admin_job_run(struct worker *w, struct job *j)
 	}
 	case PROTO_OP_PRUNE: {
 		struct store_prune p;
+		struct admin_prune_bad pb = { NULL, j->label };
 		int64_t n_drop = 0;
 		uint64_t b_drop = 0;
 		if (job_admin_only(j))
 			return;
 		arr = json_array();
+		pb.damaged = json_array();
 		p.older_than_us = r->older_than_s * 1000000;
 		p.max_bytes = (uint64_t)r->max_bytes;
 		p.keep = r->keep;
 		p.dry_run = r->dry_run;
+		p.damaged = admin_prune_bad_cb;
+		p.damaged_arg = &pb;
 		if ((rc = store_prune(s, &p, admin_prune_cb, arr, &n_drop, &b_drop, why,
 		    sizeof(why)))) {
 			json_decref(arr);
+			json_decref(pb.damaged);
 			admin_fail(j, rc, why);
 			return;
 		}
-		job_result(j, json_pack("{s:I, s:I, s:b, s:o}", "dropped", (json_int_t)n_drop,
-		    "bytes", (json_int_t)b_drop, "dry_run", r->dry_run, "snapshots", arr));
+		o = json_pack("{s:I, s:I, s:b, s:o}", "dropped", (json_int_t)n_drop,
+		    "bytes", (json_int_t)b_drop, "dry_run", r->dry_run, "snapshots", arr);
+		if (o && json_array_size(pb.damaged))
+			json_object_set(o, "damaged", pb.damaged);
+		json_decref(pb.damaged);
+		job_result(j, o);
 		return;
 	}
 	case PROTO_OP_HELLO:

@@ -87,8 +87,10 @@ enum proto_code {
 	PROTO_E_TIMEOUT = 23,        /* client: idle, or a request line too slow; then closed */
 	PROTO_E_DENIED = 24,         /* client: only the owners (rm, shrink) or the service
 	                              * user and root (stats, verify all, prune) may */
-	PROTO_E_UNSUPPORTED = 25     /* client: not a document kvsnap reads (binary data, a
+	PROTO_E_UNSUPPORTED = 25,    /* client: not a document kvsnap reads (binary data, a
 	                              * PDF without text, bytes invalid in the encoding) */
+	PROTO_E_TIER_UNAVAILABLE = 26 /* server: not in the local tier, and the shared tier
+	                              * is unreachable (an outage): not a missing document */
 };
 const char *proto_code_name(enum proto_code code);
 /* "client" or "server". */

@@ -121,7 +121,10 @@ void http_free(void);
 /* Jobs (jobs.c; one file per kind: ingest_job.c, query_job.c, chat_job.c,  */
 /* admin_job.c)                                                             */
 
-enum job_kind { JOB_ADMIN = 0, JOB_QUERY = 1, JOB_INGEST = 2 };
+/* JOB_TIER: a query's shared-tier step (resolve there, copy the snapshot
+ * in), run on the tier worker so no model worker waits on the network
+ * (issue 26, defect 10); the job then goes back to the query queue. */
+enum job_kind { JOB_ADMIN = 0, JOB_QUERY = 1, JOB_INGEST = 2, JOB_TIER = 3 };
 
 struct job;
 /* Where a job's replies go: the front end that submitted it (server.c:
@@ -143,7 +146,8 @@ struct job_sink {
  * its own policy object: policies keep per-ingest state). */
 struct worker {
 	int index;
-	struct svc_session *ss;    /* NULL for the admin worker */
+	struct svc_session *ss;    /* NULL for the admin and tier workers */
+	int tier;                  /* the tier worker (JOB_TIER) */
 };
 
 struct job {
@@ -158,6 +162,14 @@ struct job {
 	struct svc_who who;        /* the peer (SO_PEERCRED uid); all: root, our user */
 	atomic_int cancel;         /* set by disconnect, cancel, or shutdown */
 	atomic_int replied;        /* its last event (result or error) was sent */
+	/* a query's trip through the tier worker (query_job.c) */
+	int requeue;               /* its worker queues it under `then` instead of freeing it */
+	enum job_kind then;
+	int tier_done;             /* the shared tier was consulted (and copied from) */
+	int doc_known, from_shared;
+	uint8_t doc[SNAP_ID_BYTES]; /* resolved, when doc_known */
+	int held_known;
+	uint8_t held[SNAP_ID_BYTES]; /* the passed descriptor's doc_id (the proof) */
 	uint64_t seq;
 	struct job *next;
 };
@@ -189,6 +201,7 @@ void job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 
 void ingest_job_run(struct worker *w, struct job *j);
 void query_job_run(struct worker *w, struct job *j);
+void tier_job_run(struct worker *w, struct job *j);
 void chat_job_run(struct worker *w, struct job *j);
 void admin_job_run(struct worker *w, struct job *j);
 

@@ -7,7 +7,11 @@
  * more than the ingests already running; the admin worker serves only
  * store operations, so ls/info/rm never wait for the model.  Each model
  * worker owns a service session (an eng_ctx and its own policy object);
- * the weights and the tokenizer are shared read-only.  Replies go through
+ * the weights and the tokenizer are shared read-only.  A query whose
+ * document is not in the local tier goes to the tier worker (JOB_TIER:
+ * resolve in the shared tier, copy the snapshot in) and then back to the
+ * query queue, so a slow or failing shared tier never holds a model
+ * worker.  Replies go through
  * the job's sink (struct job_sink: server.c's conn_post, http.c's post
  * queue) to the event loop, which alone writes to connections.
  *
@@ -23,7 +27,9 @@
 
 #include "daemon/daemon_internal.h"
 
-#define JOBS_N_KINDS 3
+#define JOBS_N_KINDS 4
+/* threads: n_workers model workers, then the admin worker, then the tier worker */
+#define JOBS_THREADS (jobs.n_workers + 2)
 
 struct jobq {
 	struct job *head, *tail;
@@ -37,8 +43,8 @@ static struct {
 	int queued, running, running_ingests, max_ingests;
 	int stop;
 	uint64_t seq;
-	struct job **run;          /* (n_workers + 1) the job each worker runs */
-	struct worker *w;          /* (n_workers + 1); the last is the admin worker */
+	struct job **run;          /* (JOBS_THREADS) the job each worker runs */
+	struct worker *w;          /* (JOBS_THREADS): model workers, admin, tier */
 	pthread_t *th;
 	int n_workers, started;
 } jobs = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
@@ -110,7 +116,7 @@ static void
 jobs_tell_queued(struct job *j)
 {
 	int running = 0, ahead, i;
-	if (j->kind == JOB_ADMIN)
+	if (j->kind == JOB_ADMIN || j->kind == JOB_TIER)
 		return;
 	for (i = 0; i < jobs.n_workers; i++)
 		running += jobs.run[i] != NULL;
@@ -172,10 +178,12 @@ jobs_take_if(struct jobq *q, int (*match)(const struct job *, const void *), con
 
 /* The next job for worker w (jobs_mu held), or NULL. */
 static struct job *
-jobs_next(int admin)
+jobs_next(const struct worker *w)
 {
 	struct job *j;
-	if (admin)
+	if (w->tier)
+		return jobs_take_if(&jobs.q[JOB_TIER], NULL, NULL);
+	if (!w->ss)
 		return jobs_take_if(&jobs.q[JOB_ADMIN], NULL, NULL);
 	if ((j = jobs_take_if(&jobs.q[JOB_QUERY], NULL, NULL)))
 		return j;
@@ -189,25 +197,28 @@ static void *
 jobs_worker(void *arg)
 {
 	struct worker *w = arg;
-	int admin = w->ss == NULL;
 	struct job *j;
+	enum job_kind kind;
 
 	for (;;) {
 		pthread_mutex_lock(&jobs.mu);
-		while (!(j = jobs_next(admin)) && !jobs.stop)
+		while (!(j = jobs_next(w)) && !jobs.stop)
 			pthread_cond_wait(&jobs.cv, &jobs.mu);
 		if (!j) {
 			pthread_mutex_unlock(&jobs.mu);
 			return NULL;
 		}
 		jobs.running++;
-		if (j->kind == JOB_INGEST)
+		kind = j->kind;
+		if (kind == JOB_INGEST)
 			jobs.running_ingests++;
 		jobs.run[w->index] = j;
 		pthread_mutex_unlock(&jobs.mu);
 
 		if (atomic_load(&j->cancel))
 			job_error(j, PROTO_E_CANCELLED, "cancelled before it started");
+		else if (j->kind == JOB_TIER)
+			tier_job_run(w, j);
 		else if (j->kind == JOB_INGEST)
 			ingest_job_run(w, j);
 		else if (j->kind == JOB_QUERY && j->req.op == PROTO_OP_CHAT)
@@ -220,10 +231,28 @@ jobs_worker(void *arg)
 		pthread_mutex_lock(&jobs.mu);
 		jobs.run[w->index] = NULL;
 		jobs.running--;
-		if (j->kind == JOB_INGEST)
+		if (kind == JOB_INGEST)
 			jobs.running_ingests--;
+		if (j->requeue && !jobs.stop && !atomic_load(&j->cancel)) {
+			/* on to its next step's queue (a query to or from the tier worker) */
+			struct jobq *q = &jobs.q[j->then];
+			j->requeue = 0;
+			j->kind = j->then;
+			j->next = NULL;
+			if (q->tail)
+				q->tail->next = j;
+			else
+				q->head = j;
+			q->tail = j;
+			jobs.queued++;
+			j = NULL;
+		}
 		pthread_cond_broadcast(&jobs.cv); /* an ingest slot may be free */
 		pthread_mutex_unlock(&jobs.mu);
+		if (j && j->requeue && !atomic_load(&j->replied))
+			job_error(j, atomic_load(&j->cancel) ? PROTO_E_CANCELLED : PROTO_E_SHUTTING_DOWN,
+			    atomic_load(&j->cancel) ? "cancelled" : "the daemon is stopping; the job "
+			    "did not run");
 		job_free(j);
 	}
 }
@@ -249,7 +278,7 @@ jobs_cancel_owner(const void *c)
 			j->next = dropped;
 			dropped = j;
 		}
-	for (i = 0; i <= jobs.n_workers; i++)
+	for (i = 0; i < JOBS_THREADS; i++)
 		if (jobs.run[i] && jobs.run[i]->owner == c && !atomic_load(&jobs.run[i]->replied)) {
 			atomic_store(&jobs.run[i]->cancel, 1);
 			dlog(DLOG_INFO, "%s: client left; cancelling its %s", jobs.run[i]->label,
@@ -275,7 +304,7 @@ jobs_cancel_id(const void *c, json_t *target)
 				atomic_store(&j->cancel, 1); /* answered when a worker takes it */
 				found = 1;
 			}
-	for (i = 0; i <= jobs.n_workers; i++)
+	for (i = 0; i < JOBS_THREADS; i++)
 		if (jobs.run[i] && jobs.run[i]->owner == c &&
 		    json_equal(jobs.run[i]->req.id, target)) {
 			atomic_store(&jobs.run[i]->cancel, 1);
@@ -300,7 +329,7 @@ jobs_stop(void)
 		}
 	/* ingests are abandoned (store_put is atomic: nothing partial is
 	 * stored); queries and admin jobs finish */
-	for (i = 0; i <= jobs.n_workers; i++)
+	for (i = 0; i < JOBS_THREADS; i++)
 		if (jobs.run[i] && jobs.run[i]->kind == JOB_INGEST)
 			atomic_store(&jobs.run[i]->cancel, 1);
 	pthread_cond_broadcast(&jobs.cv);
@@ -334,15 +363,16 @@ jobs_init(struct daemon *d)
 	jobs.d = d;
 	jobs.n_workers = n;
 	jobs.max_ingests = n > 1 ? n - 1 : 1;
-	jobs.run = calloc((size_t)n + 1, sizeof(*jobs.run));
-	jobs.w = calloc((size_t)n + 1, sizeof(*jobs.w));
-	jobs.th = calloc((size_t)n + 1, sizeof(*jobs.th));
+	jobs.run = calloc((size_t)n + 2, sizeof(*jobs.run));
+	jobs.w = calloc((size_t)n + 2, sizeof(*jobs.w));
+	jobs.th = calloc((size_t)n + 2, sizeof(*jobs.th));
 	if (!jobs.run || !jobs.w || !jobs.th)
 		return -1;
-	for (i = 0; i <= n; i++) {
+	for (i = 0; i < n + 2; i++) {
 		jobs.w[i].index = i;
-		if (i == n)
-			break; /* the admin worker needs no engine */
+		jobs.w[i].tier = i == n + 1;
+		if (i >= n)
+			continue; /* the admin and tier workers need no engine */
 		if (svc_session_new(d->v, (int)d->cfg.threads, &jobs.w[i].ss, &st)) {
 			if (st.step == SVC_AT_ENGINE)
 				dlog(DLOG_ERROR, "worker %d: engine: %s", i, st.why);
@@ -351,7 +381,7 @@ jobs_init(struct daemon *d)
 			return -1;
 		}
 	}
-	for (i = 0; i <= n; i++) {
+	for (i = 0; i < n + 2; i++) {
 		if (pthread_create(&jobs.th[i], NULL, jobs_worker, &jobs.w[i])) {
 			dlog(DLOG_ERROR, "cannot start worker %d", i);
 			jobs_stop();
@@ -374,7 +404,7 @@ jobs_free(void)
 	pthread_mutex_unlock(&jobs.mu);
 	for (i = 0; i < jobs.started; i++)
 		pthread_join(jobs.th[i], NULL);
-	for (i = 0; jobs.w && i <= jobs.n_workers; i++)
+	for (i = 0; jobs.w && i < JOBS_THREADS; i++)
 		svc_session_free(jobs.w[i].ss);
 	free(jobs.w);
 	free(jobs.th);

@@ -66,6 +66,7 @@ static const struct {
 	[PROTO_E_TIMEOUT] = { "timeout", 0 },
 	[PROTO_E_DENIED] = { "denied", 0 },
 	[PROTO_E_UNSUPPORTED] = { "unsupported_format", 0 },
+	[PROTO_E_TIER_UNAVAILABLE] = { "tier_unavailable", 1 },
 };
 #define PROTO_N_CODES (sizeof(proto_codes) / sizeof(proto_codes[0]))
 

@@ -1,7 +1,8 @@
 /*
  * query_job.c: the query job, the protocol around svc_query (the same
- * steps as `kvsnap query --local`): resolve DOC (in the local tier, then
- * the shared one), answer from the snapshot
+ * steps as `kvsnap query --local`): resolve DOC in the local tier (a miss,
+ * with a shared tier, goes to the tier worker: resolved there, its
+ * snapshot copied in, then back here), answer from the snapshot
  * svc_pick's one rule picks (on a mismatch, its advice), streaming each
  * token as a "token" event (whole UTF-8 characters: the service holds back
  * the bytes of a character split across tokens), and map the outcome to
@@ -29,7 +30,9 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
     const uint8_t doc[SNAP_ID_BYTES], const char *hex)
 {
 	int rc = st->rc;
-	if (st->step == SVC_AT_LOOKUP)
+	if (st->step == SVC_AT_TIER_DOWN)
+		job_error(j, PROTO_E_TIER_UNAVAILABLE, "%s", st->why);
+	else if (st->step == SVC_AT_LOOKUP)
 		job_lookup_error(j, st);
 	else if (st->step == SVC_AT_PICK && a->n_other) {
 		struct store_doc d;
@@ -64,35 +67,91 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
  * descriptor whose content hashes to the doc_id (its extracted text, as
  * the ingest hashed it: the peer could open the document; this proof is
  * for this query only).  A failed proof answers as a missing document; a
- * file that is no document kvsnap reads is refused as such. */
+ * file that is no document kvsnap reads is refused as such.  tiers: 0 the
+ * local tier only (a model worker: a miss is not answered, *miss is set
+ * and the job goes to the tier worker), 1 the local tier then the shared
+ * one (the tier worker). */
 static int
-query_resolve(struct job *j, uint8_t doc[SNAP_ID_BYTES])
+query_resolve(struct job *j, int tiers, uint8_t doc[SNAP_ID_BYTES], int *miss)
 {
-	uint8_t held[SNAP_ID_BYTES];
 	struct svc_status st;
+	struct svc *v = daemon_g->v;
 	size_t len;
 	char *text;
 	int rc;
 
-	if (j->fd < 0)
-		return job_resolve_tiers(j, j->req.doc, doc);
-	/* the file first: a bad one is refused alike whatever DOC names */
-	if (!(text = job_read_fd(j, j->fd, &len)))
-		return PROTO_E_BAD_FILE;
-	rc = svc_doc_id(text, len, j->req.encoding, held, &st);
-	free(text);
-	close(j->fd);
-	j->fd = -1;
-	if (rc) {
-		job_format_error(j, &st, "the file");
-		return PROTO_E_UNSUPPORTED;
+	*miss = 0;
+	if (j->fd >= 0) {
+		/* the file first: a bad one is refused alike whatever DOC names */
+		if (!(text = job_read_fd(j, j->fd, &len)))
+			return PROTO_E_BAD_FILE;
+		rc = svc_doc_id(text, len, j->req.encoding, j->held, &st);
+		free(text);
+		close(j->fd);
+		j->fd = -1;
+		if (rc) {
+			job_format_error(j, &st, "the file");
+			return PROTO_E_UNSUPPORTED;
+		}
+		j->held_known = 1;
 	}
-	if (svc_tier_resolve_as(daemon_g->v, j->req.doc, NULL, doc, &st) == 0 &&
-	    !memcmp(held, doc, SNAP_ID_BYTES))
-		return 0;
+	if (j->held_known) {
+		rc = tiers ? svc_tier_resolve_as(v, j->req.doc, NULL, doc, &st)
+		           : svc_resolve_as(v->s, j->req.doc, NULL, doc, &st);
+		if (rc == 0 && !memcmp(j->held, doc, SNAP_ID_BYTES))
+			return 0;
+	}
 	/* else as the caller sees the store: theirs or shared, or not_found (an
 	 * ambiguity among others' documents is not shown either) */
-	return job_resolve_tiers(j, j->req.doc, doc);
+	if (tiers)
+		return job_resolve_tiers(j, j->req.doc, doc);
+	if (!v->tier)
+		return job_resolve(j, j->req.doc, doc);
+	if (svc_resolve_as(v->s, j->req.doc, &j->who, doc, &st) == 0)
+		return 0;
+	if (st.rc == STORE_ERR_NOT_FOUND) {
+		*miss = 1;
+		return PROTO_E_NOT_FOUND;
+	}
+	return job_resolve(j, j->req.doc, doc); /* the same failure, answered */
+}
+
+/* Hand the job to the tier worker (jobs.c queues it when this worker is
+ * done with it). */
+static void
+query_to_tier(struct job *j)
+{
+	j->requeue = 1;
+	j->then = JOB_TIER;
+}
+
+/* The tier worker's step of a query: resolve DOC in both tiers and copy
+ * the snapshot in from the shared one when the local tier lacks it, then
+ * back to the query queue.  An outage is tier_unavailable at once while
+ * the tier is known down (tiers.c's breaker); a document in neither tier
+ * is not_found. */
+void
+tier_job_run(struct worker *w, struct job *j)
+{
+	struct svc_status st;
+	struct svc_answer a;
+	char hex[2 * SNAP_ID_BYTES + 1];
+	int miss, rc;
+
+	(void)w;
+	if (query_resolve(j, 1, j->doc, &miss))
+		return;
+	store_hex(j->doc, SNAP_ID_BYTES, hex);
+	memset(&a, 0, sizeof(a));
+	if ((rc = svc_tier_prefetch(daemon_g->v, j->doc, &st)) < 0) {
+		query_fail(j, &st, &a, j->doc, hex);
+		return;
+	}
+	j->doc_known = 1;
+	j->tier_done = 1;
+	j->from_shared = rc == 1;
+	j->requeue = 1;
+	j->then = JOB_QUERY;
 }
 
 void
@@ -106,9 +165,26 @@ query_job_run(struct worker *w, struct job *j)
 	struct svc_status st;
 	uint8_t doc[SNAP_ID_BYTES];
 	char hex[2 * SNAP_ID_BYTES + 1];
+	int miss;
 
-	if (query_resolve(j, doc))
+	if (j->doc_known) {
+		memcpy(doc, j->doc, SNAP_ID_BYTES);
+	} else if (query_resolve(j, 0, doc, &miss)) {
+		if (miss)
+			query_to_tier(j); /* not here: the shared tier's step, off this worker */
 		return;
+	}
+	if (daemon_g->v->tier && !j->tier_done) {
+		struct svc_picked pk;
+		if (svc_pick(daemon_g->v, doc, &pk, &st) < 0) {
+			job_lookup_error(j, &st);
+			return;
+		}
+		if (!pk.found) { /* the shared tier may hold this profile's snapshot */
+			query_to_tier(j);
+			return;
+		}
+	}
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	memset(&qr, 0, sizeof(qr));
 	qr.doc_id = doc;
@@ -125,12 +201,14 @@ query_job_run(struct worker *w, struct job *j)
 	qr.temperature = (float)r->temperature;
 	qr.top_p = (float)r->top_p;
 	qr.seed = (uint64_t)r->seed;
+	qr.local_only = daemon_g->v->tier != NULL; /* the tier worker did the shared part */
 	if (svc_query(daemon_g->v, w->ss, &qr, &hk, &a, &st))
 		query_fail(j, &st, &a, doc, hex);
 	else if (a.cancelled)
 		job_error(j, PROTO_E_CANCELLED, "query cancelled after %lld tokens",
 		    (long long)a.tokens);
 	else {
+		a.from_shared |= j->from_shared;
 		if (a.from_shared)
 			dlog(DLOG_INFO, "%s: query %.12s: a shared-tier hit, copied into the local tier "
 			    "(ttft %.3f s)", j->label, hex, a.ttft);

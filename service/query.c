@@ -51,7 +51,7 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	if (svc_pick(v, r->doc_id, &out->pick, st) < 0)
 		return -1;
 	/* a local miss: the shared tier's copy, copied in (verified) */
-	if (!out->pick.found && v->tier) {
+	if (!out->pick.found && v->tier && !r->local_only) {
 		if ((rc = tier_fetch(v, r->doc_id, st)) < 0)
 			return -1;
 		if (rc == 1 && svc_pick(v, r->doc_id, &out->pick, st) < 0)

@@ -51,7 +51,9 @@ enum svc_step {
 	SVC_AT_LOAD,        /* loading the snapshot (SNAPIO_) */
 	SVC_AT_GENERATE,    /* decoding (eng_err) */
 	SVC_AT_SHARED_AUTH, /* open: the shared tier's credentials file (STORE_ERR_) */
-	SVC_AT_SHARED       /* query: the shared tier's copy failed its checks (SNAPIO_) */
+	SVC_AT_SHARED,      /* query: the shared tier's copy failed its checks (SNAPIO_) */
+	SVC_AT_TIER_DOWN    /* not in the local tier, and the shared tier could not be
+	                     * asked (an outage: STORE_ERR_IO): never "not found" */
 };
 
 struct svc_status {
@@ -295,6 +297,8 @@ struct svc_query_req {
 	float temperature;       /* 0 (the default when zeroed): greedy */
 	float top_p;             /* nucleus share in (0, 1]; 0 is taken as 1 (off) */
 	uint64_t seed;           /* the sampler's seed (temperature > 0) */
+	int local_only;          /* never ask the shared tier (the caller did: kvsnapd's
+	                          * tier worker, svc_tier_prefetch) */
 };
 /* Why decoding ended. */
 enum svc_stop {
@@ -394,6 +398,12 @@ void svc_tier_stats(struct svc *v, struct svc_tier_stats *out);
  * shared one. */
 int svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+/* A query's shared-tier step alone: when the local tier has no snapshot
+ * for this profile, copy the shared tier's in (verified).  1 copied, 0
+ * nothing to copy (local already, no tier, not there), -1 with st
+ * (SVC_AT_LOOKUP, SVC_AT_SHARED, SVC_AT_TIER_DOWN: the tier is down). */
+int svc_tier_prefetch(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES],
+    struct svc_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */

@@ -33,9 +33,10 @@ void svc_emit_flush(struct svc_emit *e);
 
 /* The shared tier (tiers.c).  tier_open: nothing without conf->shared; a
  * credentials file that will not do fails (SVC_AT_SHARED_AUTH), an
- * unreachable tier does not (warned, retried).  tier_fetch (a query's
- * local miss): 1 copied into the local tier, 0 not there or unreachable,
- * -1 with st (SVC_AT_SHARED: corrupt there, or the local write failed).
+ * unreachable tier does not (warned, probed again in the background).
+ * tier_fetch (a query's local miss): 1 copied into the local tier, 0 not
+ * there, -1 with st (SVC_AT_SHARED: corrupt there, or the local write
+ * failed; SVC_AT_TIER_DOWN: the tier is down or went down now).
  * tier_skip (an ingest): 1 when the tier held it for this profile, readable
  * by who, and it was copied in.  tier_push: the local snapshot (doc, prof)
  * to the tier (only_if_missing: unless it holds it already); out->shared

@@ -9,8 +9,14 @@
  * corrupt shared copy is reported and never lands locally.
  *
  * The tier may be unreachable at start or later: the service then runs on
- * its local tier, warns once per outage (and says it is back when it is),
- * and tries again on later requests, no more often than a backoff allows.
+ * its local tier, warns once per outage (and says it is back when it is).
+ * A circuit breaker (issue 26, defect 10): the first call that meets the
+ * outage takes the tier down, and while it is down every caller is told
+ * so at once (a document only the tier could hold is tier_unavailable,
+ * never not_found: SVC_AT_TIER_DOWN); no request thread reconnects.  One
+ * prober thread opens the store again after a backoff (0.5 s doubling to
+ * 8 s) and probes it with a lookup of an id no document has (a backend
+ * that answers "not found" serves), and only then brings the tier back up.
  * The store handle is reference counted, so one thread may drop a broken
  * handle while others still hold it.
  */
@@ -38,6 +44,9 @@ struct svc_tier {
 	void (*log)(void *arg, int warn, const char *msg);
 	void *log_arg;
 	pthread_mutex_t mu;      /* guards the members below it */
+	pthread_cond_t cv;       /* wakes the prober: down, drained, or stopping */
+	pthread_t prober;
+	int prober_on, stop;
 	struct tier_conn *c;     /* NULL while down */
 	int draining;            /* dropped handles still held: no reopen before they
 	                          * close (LMDB forbids two opens of one store in a
@@ -104,6 +113,7 @@ tier_conn_drop(struct svc_tier *t, struct tier_conn *c)
 		t->draining -= c->dropped;
 		store_close(c->s);
 		free(c);
+		pthread_cond_broadcast(&t->cv); /* the prober may reopen now */
 	}
 }
 
@@ -126,14 +136,27 @@ tier_mark_down(struct svc_tier *t, const char *why)
 	if (!t->warned) {
 		t->warned = 1;
 		tier_say(t, 1, "shared tier %s unreachable: %s; answering from the local tier only "
-		    "(ingests are stored locally) until it is back; retrying on later requests",
-		    t->addr, why);
+		    "(ingests are stored locally) until it is back; probing it again in the "
+		    "background", t->addr, why);
 	}
+	pthread_cond_broadcast(&t->cv);
 }
 
-/* Open the store: called with mu held, which it lets go during the open
- * (a network backend may take up to its timeout; other threads meanwhile
- * find the tier down), and holds again on return. */
+/* The probe: a lookup of an id no document has.  "Not found" (or found)
+ * means the backend serves; an i/o error (a Redis Cluster without quorum
+ * answers CLUSTERDOWN) means it does not. */
+static int
+tier_probe(struct store *s, char *why, size_t why_len)
+{
+	static const uint8_t none[SNAP_ID_BYTES];
+	struct store_doc d;
+	int rc = store_info(s, none, &d, why, why_len);
+	return rc == STORE_ERR_NOT_FOUND ? 0 : rc;
+}
+
+/* Open the store and probe it: called with mu held, which it lets go
+ * during the open (a network backend may take up to its budget; other
+ * threads meanwhile find the tier down), and holds again on return. */
 static void
 tier_connect(struct svc_tier *t)
 {
@@ -146,6 +169,11 @@ tier_connect(struct svc_tier *t)
 	pthread_mutex_unlock(&t->mu);
 	if ((c = calloc(1, sizeof(*c))) && (rc = store_open(&c->s, t->addr, &so, why,
 	    sizeof(why)))) {
+		free(c);
+		c = NULL;
+	}
+	if (c && (rc = tier_probe(c->s, why, sizeof(why)))) {
+		store_close(c->s);
 		free(c);
 		c = NULL;
 	}
@@ -164,15 +192,44 @@ tier_connect(struct svc_tier *t)
 	t->error[0] = '\0';
 }
 
-/* The tier's store for one use (reconnecting when due), or NULL while it
- * is down.  Give it back with tier_put. */
+/* The prober: while the tier is down, reopen and probe it when the
+ * backoff allows and no dropped handle is still held (LMDB forbids two
+ * opens of one store in a process). */
+static void *
+tier_prober(void *arg)
+{
+	struct svc_tier *t = arg;
+	pthread_mutex_lock(&t->mu);
+	while (!t->stop) {
+		double now = tier_now();
+		if (t->c || t->draining) {
+			pthread_cond_wait(&t->cv, &t->mu);
+		} else if (now < t->retry_at) {
+			struct timespec ts;
+			double at = t->retry_at - now;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (time_t)at;
+			ts.tv_nsec += (long)((at - (double)(time_t)at) * 1e9);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+		} else {
+			tier_connect(t);
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+/* The tier's store for one use, or NULL at once while it is down (the
+ * prober brings it back).  Give it back with tier_put. */
 static struct tier_conn *
 tier_get(struct svc_tier *t)
 {
 	struct tier_conn *c;
 	pthread_mutex_lock(&t->mu);
-	if (!t->c && !t->draining && !t->connecting && tier_now() >= t->retry_at)
-		tier_connect(t);
 	if ((c = t->c))
 		c->refs++;
 	else
@@ -216,6 +273,7 @@ tier_open(struct svc *v, const struct svc_conf *conf, struct svc_status *st)
 		return svc_fail(st, SVC_AT_SHARED_AUTH, STORE_ERR_NOMEM);
 	}
 	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, NULL);
 	t->log = conf->log;
 	t->log_arg = conf->log_arg;
 	v->tier = t;
@@ -226,6 +284,11 @@ tier_open(struct svc *v, const struct svc_conf *conf, struct svc_status *st)
 	pthread_mutex_lock(&t->mu);
 	tier_connect(t);
 	pthread_mutex_unlock(&t->mu);
+	if (pthread_create(&t->prober, NULL, tier_prober, t) == 0)
+		t->prober_on = 1;
+	else
+		tier_say(t, 1, "shared tier %s: cannot start its prober: it will not be retried "
+		    "after an outage", t->addr);
 	return 0;
 }
 
@@ -234,7 +297,14 @@ tier_close(struct svc_tier *t)
 {
 	if (!t)
 		return;
+	pthread_mutex_lock(&t->mu);
+	t->stop = 1;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+	if (t->prober_on)
+		pthread_join(t->prober, NULL);
 	tier_conn_drop(t, t->c);
+	pthread_cond_destroy(&t->cv);
 	pthread_mutex_destroy(&t->mu);
 	explicit_bzero(t->pass, sizeof(t->pass));
 	free(t->addr);
@@ -264,6 +334,30 @@ svc_tier_stats(struct svc *v, struct svc_tier_stats *out)
 /* ------------------------------------------------------------------------ */
 /* Lookups and copies                                                        */
 
+/* A lookup the tier could not answer (down, or an outage met now): st is
+ * SVC_AT_TIER_DOWN with the outage's reason, -1.  A document only the
+ * tier could hold is then unavailable, not missing (issue 26, defect 11). */
+static int
+tier_down(struct svc_tier *t, struct svc_status *st, const char *ref, const uint8_t *doc)
+{
+	char msg[1024], hex[2 * SNAP_ID_BYTES + 1] = "";
+	size_t n;
+	if (!ref)
+		store_hex(doc, SNAP_ID_BYTES, hex);
+	pthread_mutex_lock(&t->mu);
+	snprintf(msg, sizeof(msg), "%s%.200s%s%.12s%s in the local tier, and the shared tier %.200s "
+	    "cannot be asked (%.255s); try again when it is back", ref ? "no document matches '" : "",
+	    ref ? ref : "", ref ? "'" : "", hex, ref ? "" : " has no snapshot for this profile",
+	    t->addr, t->error[0] ? t->error : "down");
+	pthread_mutex_unlock(&t->mu);
+	n = strlen(msg);
+	if (n >= sizeof(st->why))
+		n = sizeof(st->why) - 1;
+	memcpy(st->why, msg, n);
+	st->why[n] = '\0';
+	return svc_fail(st, SVC_AT_TIER_DOWN, STORE_ERR_IO);
+}
+
 int
 svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st)
@@ -274,10 +368,14 @@ svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
 
 	if (svc_resolve_as(v->s, ref, w, doc_id, st) == 0)
 		return 0;
-	if (st->rc != STORE_ERR_NOT_FOUND || !v->tier || !(c = tier_get(v->tier)))
+	if (st->rc != STORE_ERR_NOT_FOUND || !v->tier)
 		return -1;
+	if (!(c = tier_get(v->tier)))
+		return tier_down(v->tier, st, ref, NULL);
 	rc = svc_resolve_as(c->s, ref, w, doc_id, &st2);
 	tier_put(v->tier, c, rc && tier_store_io(st2.rc), st2.why);
+	if (rc && tier_store_io(st2.rc))
+		return tier_down(v->tier, st, ref, NULL);
 	if (rc && st2.rc == STORE_ERR_NOT_FOUND)
 		tier_count(v->tier, &v->tier->misses);
 	if (rc == 0)
@@ -294,7 +392,7 @@ svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
  * metadata.  SNAPIO_ codes with why; the tier's outages are handled. */
 static int
 tier_copy_in(struct svc *v, struct tier_conn *c, const uint8_t *doc, const uint8_t *prof,
-    char *why, size_t why_len)
+    int *tier_io, char *why, size_t why_len)
 {
 	struct svc_tier *t = v->tier;
 	struct store_doc d;
@@ -308,7 +406,8 @@ tier_copy_in(struct svc *v, struct tier_conn *c, const uint8_t *doc, const uint8
 		rc = snap_copy(c->s, v->s, doc, prof, &d, &at_write, why, why_len);
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	/* an outage while reading there takes the tier down (warned once) */
-	tier_put(t, c, rc == SNAPIO_ERR_IO && !at_write, why);
+	*tier_io = rc == SNAPIO_ERR_IO && !at_write;
+	tier_put(t, c, *tier_io, why);
 	if (rc == 0) {
 		tier_count(t, &t->hits);
 		tier_timed(t, "in", hex, d.stored_bytes, t0);
@@ -327,14 +426,17 @@ tier_fetch(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], struct svc_status *s
 	struct tier_conn *c;
 	struct svc_picked pk;
 	struct svc_status ps;
-	int rc;
+	int rc, tier_io = 0;
 
-	if (!t || !(c = tier_get(t)))
+	if (!t)
 		return 0;
+	if (!(c = tier_get(t)))
+		return tier_down(t, st, NULL, doc);
 	if (svc_pick_in(v, c->s, doc, &pk, &ps) < 0) {
-		if (tier_store_io(ps.rc))
+		if (tier_store_io(ps.rc)) {
 			tier_put(t, c, 1, ps.why);
-		else {
+			return tier_down(t, st, NULL, doc);
+		} else {
 			tier_put(t, c, 0, NULL);
 			tier_count(t, &t->errors);
 			if (ps.rc == STORE_ERR_CORRUPT) {
@@ -352,11 +454,23 @@ tier_fetch(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], struct svc_status *s
 		return 0;
 	}
 	/* tier_copy_in gives c back */
-	if ((rc = tier_copy_in(v, c, doc, pk.profile_id, st->why, sizeof(st->why))) == 0)
+	if ((rc = tier_copy_in(v, c, doc, pk.profile_id, &tier_io, st->why, sizeof(st->why))) == 0)
 		return 1;
-	if (rc == SNAPIO_ERR_IO)
-		return 0; /* the tier went away: the local tier answers as it can */
+	if (tier_io)
+		return tier_down(t, st, NULL, doc); /* the tier went away while copying */
 	return svc_fail(st, SVC_AT_SHARED, rc);
+}
+
+int
+svc_tier_prefetch(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st)
+{
+	struct svc_picked pk;
+	memset(st, 0, sizeof(*st));
+	if (!v->tier)
+		return 0;
+	if (svc_pick(v, doc_id, &pk, st) < 0)
+		return -1;
+	return pk.found ? 0 : tier_fetch(v, doc_id, st);
 }
 
 int
@@ -391,7 +505,10 @@ tier_skip(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const struct svc_who 
 		tier_put(t, c, 0, NULL);
 		return 0;
 	}
-	return tier_copy_in(v, c, doc, pk.profile_id, why, sizeof(why)) == 0;
+	{
+		int tier_io;
+		return tier_copy_in(v, c, doc, pk.profile_id, &tier_io, why, sizeof(why)) == 0;
+	}
 }
 
 void

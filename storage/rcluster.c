@@ -16,6 +16,7 @@
  * alone.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,22 +146,122 @@ rc_drop(struct rcluster *c, int i)
 	}
 }
 
-/* AUTH on a fresh connection: 0, STORE_ERR_IO (broken), or STORE_ERR_ARG
- * (refused: no retry helps, the credentials are wrong). */
+/* Wait until node i's socket is ready for ev, within the per-read timeout
+ * and the call's deadline (c->deadline_ms).  0 ready; else STORE_ERR_IO
+ * naming the node and which bound it hit: hiredis's own timeout counts per
+ * read(), so a node trickling one byte a second would never trip it, and
+ * the deadline bounds the whole reply (issue 26, defect 9). */
+static int
+rc_wait(struct rcluster *c, int i, short ev, char *why, size_t why_len)
+{
+	struct pollfd pf = { c->node[i].c->fd, ev, 0 };
+	int64_t left = c->deadline_ms - rc_ms(), wait;
+	int n;
+
+	for (;;) {
+		if (left <= 0)
+			return store_fail(why, why_len, STORE_ERR_IO,
+			    "node %s:%d: no whole reply within the call's %d ms", c->node[i].a.host,
+			    c->node[i].a.port, c->budget_ms);
+		wait = left < c->timeout_ms ? left : c->timeout_ms;
+		n = poll(&pf, 1, (int)wait);
+		if (n > 0)
+			return 0;
+		if (n == 0 && wait == c->timeout_ms)
+			return store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: no reply within %d ms",
+			    c->node[i].a.host, c->node[i].a.port, c->timeout_ms);
+		if (n < 0 && errno != EINTR)
+			return store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: poll: %s",
+			    c->node[i].a.host, c->node[i].a.port, strerror(errno));
+		left = c->deadline_ms - rc_ms();
+	}
+}
+
+/* Write node i's output buffer and read n replies into rep[] (NULL first),
+ * bounded by rc_wait.  0, or STORE_ERR_IO with the connection dropped. */
+static int
+rc_io(struct rcluster *c, int i, int n, redisReply **rep, char *why, size_t why_len)
+{
+	struct rc_node *nd = &c->node[i];
+	int k, done = 0, rc;
+	void *r;
+
+	for (k = 0; k < n; k++)
+		rep[k] = NULL;
+	{
+		struct rc_nopipe np;
+		int wrc = REDIS_OK;
+		rc = 0;
+		rc_nopipe_begin(&np);
+		while (!done && (rc = rc_wait(c, i, POLLOUT, why, why_len)) == 0 &&
+		    (wrc = redisBufferWrite(nd->c, &done)) == REDIS_OK)
+			;
+		rc_nopipe_end(&np);
+		if (rc)
+			goto late;
+		if (wrc != REDIS_OK)
+			goto broken;
+	}
+	for (k = 0; k < n; k++) {
+		r = NULL;
+		if (redisGetReplyFromReader(nd->c, &r) != REDIS_OK)
+			goto broken;
+		while (!r) {
+			if ((rc = rc_wait(c, i, POLLIN, why, why_len)) != 0)
+				goto late;
+			if (redisBufferRead(nd->c) != REDIS_OK)
+				goto broken;
+			if (nd->c->reader->len > RC_REPLY_MAX) {
+				rc_free(rep, k);
+				rc_drop(c, i);
+				return store_fail(why, why_len, STORE_ERR_IO,
+				    "node %s:%d: a reply over %llu bytes; refused", nd->a.host,
+				    nd->a.port, (unsigned long long)RC_REPLY_MAX);
+			}
+			if (redisGetReplyFromReader(nd->c, &r) != REDIS_OK)
+				goto broken;
+		}
+		rep[k] = r;
+	}
+	return 0;
+late:
+	rc_free(rep, n);
+	rc_drop(c, i);
+	return rc;
+broken:
+	rc_free(rep, n);
+	if (nd->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
+		rc = store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: no reply within %d ms",
+		    nd->a.host, nd->a.port, c->timeout_ms);
+	else if (nd->c->err == REDIS_ERR_OOM)
+		rc = store_fail(why, why_len, STORE_ERR_IO,
+		    "node %s:%d: reply refused (an array over %d elements, or out of memory)",
+		    nd->a.host, nd->a.port, RC_ELEMENTS_MAX);
+	else
+		rc = store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: %s", nd->a.host, nd->a.port,
+		    nd->c->errstr[0] ? nd->c->errstr : "connection lost");
+	rc_drop(c, i);
+	return rc;
+}
+
+/* AUTH on a fresh connection: 0, STORE_ERR_IO (broken; the connection
+ * dropped), or STORE_ERR_ARG (refused: no retry helps, the credentials are
+ * wrong). */
 static int
 rc_auth(struct rcluster *c, int i, char *why, size_t why_len)
 {
-	const char *argv[3] = { "AUTH", c->user, c->pass };
+	const char *argv[3] = { "AUTH", c->user[0] ? c->user : c->pass, c->pass };
 	redisReply *r;
 	int rc = 0;
 
 	if (!c->pass[0])
 		return 0;
-	r = c->user[0] ? redisCommandArgv(c->node[i].c, 3, argv, NULL)
-	               : redisCommandArgv(c->node[i].c, 2, (const char *[]){ "AUTH", c->pass }, NULL);
-	if (!r)
-		return store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: AUTH: %s",
-		    c->node[i].a.host, c->node[i].a.port, c->node[i].c->errstr);
+	if (redisAppendCommandArgv(c->node[i].c, c->user[0] ? 3 : 2, argv, NULL) != REDIS_OK) {
+		rc_drop(c, i);
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+	}
+	if ((rc = rc_io(c, i, 1, &r, why, why_len)) != 0)
+		return rc;
 	if (r->type == REDIS_REPLY_ERROR)
 		rc = store_fail(why, why_len, STORE_ERR_ARG,
 		    "node %s:%d refused the credentials (%.120s): check the user and password "
@@ -172,13 +273,22 @@ rc_auth(struct rcluster *c, int i, char *why, size_t why_len)
 static int
 rc_connect(struct rcluster *c, int i, char *why, size_t why_len)
 {
+	int64_t left = c->deadline_ms - rc_ms(), ms = c->timeout_ms;
 	struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
+	struct timeval ctv;
 	struct rc_node *n = &c->node[i];
 	int rc;
 
 	if (n->c)
 		return 0;
-	n->c = redisConnectWithTimeout(n->a.host, n->a.port, tv);
+	if (left <= 0)
+		return store_fail(why, why_len, STORE_ERR_IO,
+		    "node %s:%d: no time left in the call's %d ms", n->a.host, n->a.port, c->budget_ms);
+	if (left < ms)
+		ms = left;
+	ctv.tv_sec = (time_t)(ms / 1000);
+	ctv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	n->c = redisConnectWithTimeout(n->a.host, n->a.port, ctv);
 	if (!n->c)
 		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	if (n->c->err) {
@@ -194,13 +304,7 @@ rc_connect(struct rcluster *c, int i, char *why, size_t why_len)
 	}
 	rc_reader_limit(n->c->reader);
 	c->n_reconnect++;
-	{
-		struct rc_nopipe np;
-		rc_nopipe_begin(&np);
-		rc = rc_auth(c, i, why, why_len);
-		rc_nopipe_end(&np);
-	}
-	if (rc != 0)
+	if ((rc = rc_auth(c, i, why, why_len)) != 0)
 		rc_drop(c, i);
 	return rc;
 }
@@ -213,9 +317,8 @@ rc_run(struct rcluster *c, int i, int n, const struct rc_cmd *cmd, int asking, r
     char *why, size_t why_len)
 {
 	static const char asking_cmd[] = "*1\r\n$6\r\nASKING\r\n";
-	struct rc_node *nd = &c->node[i];
-	int k, done = 0, rc;
-	void *r;
+	redisReply **all = rep, *two[2];
+	int k, rc;
 
 	for (k = 0; k < n; k++)
 		rep[k] = NULL;
@@ -223,56 +326,29 @@ rc_run(struct rcluster *c, int i, int n, const struct rc_cmd *cmd, int asking, r
 		return rc;
 	for (k = 0; k < n; k++) {
 		if (asking)
-			redisAppendFormattedCommand(nd->c, asking_cmd, sizeof(asking_cmd) - 1);
-		if (redisAppendCommandArgv(nd->c, cmd[k].argc, cmd[k].argv, cmd[k].len) != REDIS_OK)
-			goto broken;
-	}
-	{
-		struct rc_nopipe np;
-		int wrc = REDIS_OK;
-		rc_nopipe_begin(&np);
-		while (!done && (wrc = redisBufferWrite(nd->c, &done)) == REDIS_OK)
-			;
-		rc_nopipe_end(&np);
-		if (wrc != REDIS_OK)
-			goto broken;
-	}
-	for (k = 0; k < n * (asking ? 2 : 1); k++) {
-		r = NULL;
-		if (redisGetReplyFromReader(nd->c, &r) != REDIS_OK)
-			goto broken;
-		while (!r) {
-			if (redisBufferRead(nd->c) != REDIS_OK)
-				goto broken;
-			if (nd->c->reader->len > RC_REPLY_MAX) {
-				rc_free(rep, k / (asking ? 2 : 1));
-				rc_drop(c, i);
-				return store_fail(why, why_len, STORE_ERR_IO,
-				    "node %s:%d: a reply over %llu bytes; refused", nd->a.host,
-				    nd->a.port, (unsigned long long)RC_REPLY_MAX);
-			}
-			if (redisGetReplyFromReader(nd->c, &r) != REDIS_OK)
-				goto broken;
+			redisAppendFormattedCommand(c->node[i].c, asking_cmd, sizeof(asking_cmd) - 1);
+		if (redisAppendCommandArgv(c->node[i].c, cmd[k].argc, cmd[k].argv, cmd[k].len) !=
+		    REDIS_OK) {
+			rc_drop(c, i);
+			return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 		}
-		if (asking && k % 2 == 0)
-			freeReplyObject(r);
-		else
-			rep[asking ? k / 2 : k] = r;
 	}
-	return 0;
-broken:
-	rc_free(rep, n);
-	if (nd->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
-		rc = store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: no reply within %d ms",
-		    nd->a.host, nd->a.port, c->timeout_ms);
-	else if (nd->c->err == REDIS_ERR_OOM)
-		rc = store_fail(why, why_len, STORE_ERR_IO,
-		    "node %s:%d: reply refused (an array over %d elements, or out of memory)",
-		    nd->a.host, nd->a.port, RC_ELEMENTS_MAX);
-	else
-		rc = store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: %s", nd->a.host, nd->a.port,
-		    nd->c->errstr[0] ? nd->c->errstr : "connection lost");
-	rc_drop(c, i);
+	if (!asking)
+		return rc_io(c, i, n, rep, why, why_len);
+	/* an ASKING reply before each: read in pairs, keep the second */
+	if (n == 1)
+		all = two;
+	else if (!(all = calloc(2 * (size_t)n, sizeof(*all)))) {
+		rc_drop(c, i);
+		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+	}
+	if ((rc = rc_io(c, i, 2 * n, all, why, why_len)) == 0)
+		for (k = 0; k < n; k++) {
+			freeReplyObject(all[2 * k]);
+			rep[k] = all[2 * k + 1];
+		}
+	if (all != two)
+		free(all);
 	return rc;
 }
 
@@ -337,7 +413,7 @@ static int
 rc_call(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd, redisReply **rep,
     int pinned, char *why, size_t why_len)
 {
-	int64_t deadline = rc_ms() + c->budget_ms, pause = 25;
+	int64_t deadline = c->deadline_ms = rc_ms() + c->budget_ms, pause = 25;
 	char last[256] = "no node serves the slot";
 	struct rc_addr a;
 	unsigned rslot;
@@ -542,7 +618,7 @@ int
 rc_scan(struct rcluster *c, const char *pattern, char ***keys, size_t *n, char *why,
     size_t why_len)
 {
-	int64_t deadline = rc_ms() + c->budget_ms, pause = 25;
+	int64_t deadline = c->deadline_ms = rc_ms() + c->budget_ms, pause = 25;
 	char last[256] = "";
 	size_t cap;
 	int i, s, rc, seen[RC_NODES_MAX];
@@ -655,6 +731,7 @@ rc_open(struct rcluster **out, const char *addrs, const char *user, const char *
 	}
 	c->n_seed = c->n_node;
 	rc_lock(c);
+	c->deadline_ms = rc_ms() + c->budget_ms;
 	rc = rc_refresh(c, why, why_len);
 	rc_unlock(c);
 	if (rc != 0) {

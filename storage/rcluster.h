@@ -90,6 +90,8 @@ struct rcluster {
 	char user[128], pass[256];
 	int timeout_ms;        /* each connect and each command */
 	int budget_ms;         /* a whole call, retries and backoff included */
+	int64_t deadline_ms;   /* the running call's end (CLOCK_MONOTONIC ms): every
+	                        * connect, write and whole reply is bounded by it */
 	unsigned refresh_start; /* the node a refresh asks first, rotating */
 	int last_node, last_asking; /* where the last rc_exec ran (rc_exec_txn follows it) */
 	/* counters (tests and logs read them under the lock) */

@@ -165,6 +165,27 @@ st_prune_more(const struct store_prune *p, int64_t cutoff, int64_t stamp, uint64
 }
 
 int
+st_victims_damaged(struct st_victims *a, const uint8_t *doc, const char *why)
+{
+	struct st_damaged *x;
+	int64_t i;
+	for (i = 0; i < a->n_bad; i++)
+		if (!memcmp(a->bad[i].doc, doc, STORE_ID_BYTES))
+			return 0;
+	if (a->n_bad == a->cap_bad) {
+		int64_t cap = a->cap_bad ? 2 * a->cap_bad : 8;
+		if (!(x = realloc(a->bad, (size_t)cap * sizeof(*x))))
+			return STORE_ERR_NOMEM;
+		a->bad = x;
+		a->cap_bad = cap;
+	}
+	x = &a->bad[a->n_bad++];
+	memcpy(x->doc, doc, STORE_ID_BYTES);
+	snprintf(x->why, sizeof(x->why), "%s", why);
+	return 0;
+}
+
+int
 st_victims_add(struct st_victims *a, const uint8_t *doc, const uint8_t *prof, uint64_t bytes,
     int64_t last_used_us)
 {
@@ -330,7 +351,7 @@ store_prune(struct store *s, const struct store_prune *p,
         const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes, int64_t last_used_us),
     void *arg, int64_t *n_dropped, uint64_t *bytes_dropped, char *why, size_t why_len)
 {
-	struct st_victims v = { NULL, 0, 0, 0 };
+	struct st_victims v = { NULL, 0, 0, 0, NULL, 0, 0 };
 	int64_t j;
 	int rc;
 
@@ -344,11 +365,14 @@ store_prune(struct store *s, const struct store_prune *p,
 	/* Report only what is gone (or would go): after the commit. */
 	for (j = 0; rc == 0 && fn && j < v.n; j++)
 		fn(arg, v.v[j].doc, v.v[j].prof, v.v[j].bytes, v.v[j].last_used_us);
+	for (j = 0; rc == 0 && p->damaged && j < v.n_bad; j++)
+		p->damaged(p->damaged_arg, v.bad[j].doc, v.bad[j].why);
 	if (rc == 0 && n_dropped)
 		*n_dropped = v.n;
 	if (rc == 0 && bytes_dropped)
 		*bytes_dropped = v.bytes;
 	free(v.v);
+	free(v.bad);
 	return rc;
 }
 
@@ -428,13 +452,54 @@ store_info(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], struct store_d
 	return s->ops->info(s, doc_id, d, why, why_len);
 }
 
+/* store_ls's bad: count, keep the first reason. */
+struct st_ls_old {
+	int (*fn)(void *arg, const struct store_doc *d);
+	void *arg;
+	size_t bad;
+	char first[300];
+};
+
+static int
+st_ls_old_fn(void *arg, const struct store_doc *d)
+{
+	struct st_ls_old *o = arg;
+	return o->fn(o->arg, d);
+}
+
+static int
+st_ls_old_bad(void *arg, const uint8_t doc_id[STORE_ID_BYTES], const char *why)
+{
+	struct st_ls_old *o = arg;
+	(void)doc_id;
+	if (o->bad++ == 0)
+		snprintf(o->first, sizeof(o->first), "%s", why);
+	return 0;
+}
+
 int
 store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
     char *why, size_t why_len)
 {
+	struct st_ls_old o = { fn, arg, 0, "" };
+	int rc;
 	if (!s || !fn)
 		return store_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
-	return s->ops->ls(s, fn, arg, why, why_len);
+	if ((rc = s->ops->ls(s, st_ls_old_fn, st_ls_old_bad, &o, why, why_len)) != 0)
+		return rc;
+	if (o.bad)
+		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu document(s) unreadable; "
+		    "first: %s", o.bad, o.first);
+	return 0;
+}
+
+int
+store_ls_each(struct store *s, int (*fn)(void *arg, const struct store_doc *d),
+    store_bad_fn bad, void *arg, char *why, size_t why_len)
+{
+	if (!s || !fn || !bad)
+		return store_fail(why, why_len, STORE_ERR_ARG, "ls: missing argument");
+	return s->ops->ls(s, fn, bad, arg, why, why_len);
 }
 
 int

@@ -165,6 +165,14 @@ int store_touch(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
  * naming the first. */
 int store_ls(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
     char *why, size_t why_len);
+/* The same, where one damaged document costs only itself (issue 26): bad
+ * is called for each document whose metadata is unreadable, with its id
+ * and a reason naming it ("metadata of document 78e925529fd6: ..."), in
+ * the listing's order; fn and bad return non-zero to stop.  0 unless the
+ * listing itself fails. */
+typedef int (*store_bad_fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES], const char *why);
+int store_ls_each(struct store *s, int (*fn)(void *arg, const struct store_doc *d),
+    store_bad_fn bad, void *arg, char *why, size_t why_len);
 int store_info(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], struct store_doc *d,
     char *why, size_t why_len);
 /* The profiles stored for a document: fn gets each profile_id, the stored
@@ -195,12 +203,18 @@ int store_name_check(const char *name, char *why, size_t why_len);
  * snapshots.  A document left without snapshots is removed.  dry_run
  * reports without deleting.  fn (may be NULL) is told every snapshot
  * dropped, after the commit (its return value is ignored).  An lru entry
- * that leads to no snapshot stops the prune: STORE_ERR_CORRUPT. */
+ * that leads to no snapshot stops the prune: STORE_ERR_CORRUPT; a
+ * document with damaged metadata does not (p->damaged). */
 struct store_prune {
 	int64_t older_than_us;
 	uint64_t max_bytes;
 	int64_t keep;         /* -1: no count limit */
 	int dry_run;
+	/* A document whose metadata is unreadable is skipped (nothing of it
+	 * dropped or counted) and, when damaged is set, reported to it once
+	 * with a reason naming it, after the commit. */
+	void (*damaged)(void *arg, const uint8_t doc_id[STORE_ID_BYTES], const char *why);
+	void *damaged_arg;
 };
 int store_prune(struct store *s, const struct store_prune *p,
     int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],

@@ -78,8 +78,9 @@ struct store_ops {
 	    size_t why_len);
 	int (*info)(struct store *s, const uint8_t *doc, struct store_doc *d, char *why,
 	    size_t why_len);
-	int (*ls)(struct store *s, int (*fn)(void *arg, const struct store_doc *d), void *arg,
-	    char *why, size_t why_len);
+	/* every document to fn, every damaged one to bad (never NULL) */
+	int (*ls)(struct store *s, int (*fn)(void *arg, const struct store_doc *d),
+	    store_bad_fn bad, void *arg, char *why, size_t why_len);
 	int (*profiles)(struct store *s, const uint8_t *doc,
 	    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
 	        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
@@ -123,14 +124,23 @@ struct st_victim {
 	uint64_t bytes;
 	int64_t last_used_us;
 };
+struct st_damaged {
+	uint8_t doc[STORE_ID_BYTES];
+	char why[200];
+};
 struct st_victims {
 	struct st_victim *v;
 	int64_t n, cap;
 	uint64_t bytes;
+	struct st_damaged *bad; /* documents skipped for damaged metadata */
+	int64_t n_bad, cap_bad;
 };
 /* 0 or STORE_ERR_NOMEM. */
 int st_victims_add(struct st_victims *a, const uint8_t *doc, const uint8_t *prof,
     uint64_t bytes, int64_t last_used_us);
+/* A document prune skips for its damaged metadata (once each): 0 or
+ * STORE_ERR_NOMEM. */
+int st_victims_damaged(struct st_victims *a, const uint8_t *doc, const char *why);
 /* Must the walk go on past a snapshot last used at stamp, with n_left
  * snapshots and b_left bytes stored before dropping it?  cutoff is
  * st_prune_cutoff(p).  Each limit, once met, stays met further along the

@@ -16,28 +16,43 @@ struct sw_prune {
 	struct st_victims *v;
 };
 
-/* Stored bytes of the whole store (decodable documents). */
+/* Stored bytes of the whole store (decodable documents); a document
+ * whose metadata does not decode is skipped and reported (damaged: it
+ * costs only itself, issue 26). */
 static int
-sw_total_bytes(struct store_lmdb *s, MDB_txn *t, uint64_t *total, char *why, size_t why_len)
+sw_total_bytes(struct store_lmdb *s, MDB_txn *t, struct st_victims *vs, uint64_t *total,
+    char *why, size_t why_len)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
-	int rc;
+	int rc, err = 0;
 
 	*total = 0;
 	if ((rc = mdb_cursor_open(t, s->docs, &c)) != 0)
 		return st_mdb(rc, "cursor", why, why_len);
-	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0 && !err;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		struct st_meta m;
-		if (st_meta_decode(v.mv_data, v.mv_size, &m, NULL, 0) == 0) {
+		char w[150], id[13], msg[200];
+		if (k.mv_size != STORE_ID_BYTES)
+			continue; /* verify reports it */
+		if (st_meta_decode(v.mv_data, v.mv_size, &m, w, sizeof(w)) == 0) {
 			*total += m.d.stored_bytes;
 			st_meta_free(&m);
+			continue;
 		}
+		st_short(k.mv_data, id);
+		snprintf(msg, sizeof(msg), "metadata of document %s: %s", id, w);
+		if (st_victims_damaged(vs, k.mv_data, msg) != 0)
+			err = store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	}
 	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "sum documents", why, why_len);
+	if (err)
+		return err;
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "sum documents", why, why_len);
 }
+
+#define SW_DAMAGED 1 /* sw_lru_bytes: the document's metadata does not decode */
 
 /* Size of the snapshot an lru key names, from its document's table. */
 static int
@@ -50,6 +65,8 @@ sw_lru_bytes(struct store_lmdb *s, MDB_txn *t, const uint8_t *key, uint64_t *byt
 
 	st_short(key + 8, id);
 	rc = st_meta_get(s, t, key + 8, &m, why, why_len);
+	if (rc == STORE_ERR_CORRUPT)
+		return SW_DAMAGED; /* skipped (sw_total_bytes reported it) */
 	if (rc == STORE_ERR_NOT_FOUND)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "lru names document %s, which is missing (run verify)", id);
@@ -80,10 +97,11 @@ sw_prune_walk(struct store_lmdb *s, MDB_txn *t, struct sw_prune *a, char *why, s
 
 	a->v->n = 0; /* a retried transaction walks again */
 	a->v->bytes = 0;
+	a->v->n_bad = 0;
 	if ((rc = mdb_stat(t, s->lru, &ms)) != 0)
 		return st_mdb(rc, "lru stats", why, why_len);
 	n_left = ms.ms_entries;
-	if (p->max_bytes > 0 && (rc = sw_total_bytes(s, t, &b_left, why, why_len)) != 0)
+	if ((rc = sw_total_bytes(s, t, a->v, &b_left, why, why_len)) != 0)
 		return rc;
 	if ((rc = mdb_cursor_open(t, s->lru, &c)) != 0)
 		return st_mdb(rc, "cursor", why, why_len);
@@ -93,6 +111,11 @@ sw_prune_walk(struct store_lmdb *s, MDB_txn *t, struct sw_prune *a, char *why, s
 			err = store_fail(why, why_len, STORE_ERR_CORRUPT, "lru key of %zu bytes", k.mv_size);
 		else
 			err = sw_lru_bytes(s, t, k.mv_data, &bytes, why, why_len);
+		if (err == SW_DAMAGED) { /* outside the prune: neither dropped nor counted */
+			err = 0;
+			n_left--;
+			continue;
+		}
 		if (err)
 			break;
 		if (!st_prune_more(p, cutoff, st_lru_stamp(k.mv_data), n_left, b_left))

@@ -171,15 +171,15 @@ stl_info(struct store *fs, const uint8_t *doc_id, struct store_doc *d, char *why
  * call then ends STORE_ERR_CORRUPT naming the first (after listing the
  * others: one bad record must not hide the rest of the store). */
 int
-stl_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *arg,
-    char *why, size_t why_len)
+stl_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), store_bad_fn bad,
+    void *arg, char *why, size_t why_len)
 {
 	struct store_lmdb *s = fs->be;
+	static const uint8_t zero[STORE_ID_BYTES];
 	MDB_txn *t;
 	MDB_cursor *c;
 	MDB_val k, v;
-	char first[300] = "";
-	int rc, bad = 0;
+	int rc;
 
 	if ((rc = st_begin(s, 0, &t, why, why_len)) != 0)
 		return rc;
@@ -190,18 +190,21 @@ stl_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *
 	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
 	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		struct st_meta m;
-		char w[300];
-		int err = k.mv_size == STORE_ID_BYTES
-		    ? st_meta_decode(v.mv_data, v.mv_size, &m, w, sizeof(w))
-		    : store_fail(w, sizeof(w), STORE_ERR_CORRUPT, "docs key of %zu bytes", k.mv_size);
-		if (err) {
-			if (bad++ == 0)
-				memcpy(first, w, sizeof(first));
-			continue;
+		char w[200], id[13], msg[300];
+		int err;
+		if (k.mv_size != STORE_ID_BYTES) {
+			snprintf(msg, sizeof(msg), "a docs key of %zu bytes", k.mv_size);
+			err = bad(arg, zero, msg);
+		} else if (st_meta_decode(v.mv_data, v.mv_size, &m, w, sizeof(w)) != 0) {
+			/* one damaged document costs only itself: named, and the rest listed */
+			st_short(k.mv_data, id);
+			snprintf(msg, sizeof(msg), "metadata of document %s: %s", id, w);
+			err = bad(arg, k.mv_data, msg);
+		} else {
+			memcpy(m.d.doc_id, k.mv_data, STORE_ID_BYTES);
+			err = fn(arg, &m.d);
+			st_meta_free(&m);
 		}
-		memcpy(m.d.doc_id, k.mv_data, STORE_ID_BYTES);
-		err = fn(arg, &m.d);
-		st_meta_free(&m);
 		if (err)
 			break;
 	}
@@ -209,9 +212,6 @@ stl_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *
 	st_abort(s, t);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return st_mdb(rc, "list documents", why, why_len);
-	if (bad)
-		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%d document(s) unreadable; first: %s",
-		    bad, first);
 	return 0;
 }
 

@@ -126,7 +126,8 @@ int srd_touch(struct store *fs, const uint8_t *doc, const uint8_t *prof, char *w
     size_t why_len);
 int srd_info(struct store *fs, const uint8_t *doc, struct store_doc *d, char *why,
     size_t why_len);
-int srd_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *arg,
+int srd_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d),
+    store_bad_fn bad, void *arg,
     char *why, size_t why_len);
 int srd_profiles(struct store *fs, const uint8_t *doc,
     int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,

@@ -319,31 +319,32 @@ srd_info(struct store *fs, const uint8_t *doc, struct store_doc *d, char *why, s
 }
 
 int
-srd_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *arg,
-    char *why, size_t why_len)
+srd_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), store_bad_fn bad,
+    void *arg, char *why, size_t why_len)
 {
 	struct store_redis *s = fs->be;
 	uint8_t (*docs)[STORE_ID_BYTES] = NULL;
-	char first[256] = "";
+	char w[256];
 	struct st_meta m;
-	size_t n = 0, i, bad = 0;
+	size_t n = 0, i;
 	int rc;
 
 	rc_lock(s->c);
 	rc = rs_docs(s, &docs, &n, why, why_len);
 	for (i = 0; rc == 0 && i < n; i++) {
-		rc = rs_meta_get(s, docs[i], &m, bad ? NULL : first, sizeof(first));
+		rc = rs_meta_get(s, docs[i], &m, w, sizeof(w));
 		if (rc == STORE_ERR_NOT_FOUND) { /* removed since the scan */
 			rc = 0;
 			continue;
 		}
-		if (rc == STORE_ERR_CORRUPT) {
-			bad++;
-			rc = 0;
+		if (rc == STORE_ERR_CORRUPT) { /* named ("document 78e9...: metadata: ...") */
+			rc = bad(arg, docs[i], w) ? 1 : 0;
+			if (rc)
+				break;
 			continue;
 		}
 		if (rc != 0) {
-			snprintf(why, why_len, "%s", first);
+			snprintf(why, why_len, "%s", w);
 			break;
 		}
 		rc = fn(arg, &m.d) ? 1 : 0;
@@ -353,12 +354,7 @@ srd_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d), void *
 	}
 	rc_unlock(s->c);
 	free(docs);
-	if (rc == 1)
-		rc = 0;
-	if (rc == 0 && bad)
-		return store_fail(why, why_len, STORE_ERR_CORRUPT,
-		    "%zu document(s) unreadable; first: %s", bad, first);
-	return rc;
+	return rc == 1 ? 0 : rc;
 }
 
 int

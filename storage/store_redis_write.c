@@ -566,9 +566,19 @@ srd_prune(struct store *fs, const struct store_prune *p, struct st_victims *v, c
 	if ((rc = rs_docs(s, &docs, &n_docs, why, why_len)) != 0)
 		goto out;
 	for (i = 0; i < n_docs && rc == 0; i++) {
-		if ((rc = rs_meta_get(s, docs[i], &m, why, why_len)) == STORE_ERR_NOT_FOUND) {
+		char w[256];
+		if ((rc = rs_meta_get(s, docs[i], &m, w, sizeof(w))) == STORE_ERR_NOT_FOUND) {
 			rc = 0; /* removed meanwhile */
 			continue;
+		}
+		if (rc == STORE_ERR_CORRUPT) { /* skipped and reported: it costs only itself */
+			if ((rc = st_victims_damaged(v, docs[i], w)) != 0)
+				rc = store_fail(why, why_len, rc, "out of memory");
+			continue;
+		}
+		if (rc != 0) {
+			snprintf(why, why_len, "%s", w);
+			break;
 		}
 		for (j = 0; rc == 0 && j < m.n; j++) {
 			if (n == cap) {

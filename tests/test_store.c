@@ -694,7 +694,7 @@ static enum tap_result
 t_touch_in(void)
 {
 	struct store_doc d[3];
-	struct store_prune p = { 0, 0, 1, 1 };
+	struct store_prune p = { 0, 0, 1, 1, NULL, NULL };
 	struct prof_seen before = { 0 }, after = { 0 };
 	struct ids x = { 0 };
 	int i;
@@ -771,7 +771,7 @@ static enum tap_result
 t_prune_count_in(void)
 {
 	struct lru5 l;
-	struct store_prune p = { 0, 0, 3, 1 };
+	struct store_prune p = { 0, 0, 3, 1, NULL, NULL };
 	struct store_stats st;
 	struct store_doc got;
 	struct ids x = { 0 };
@@ -815,7 +815,7 @@ static enum tap_result
 t_prune_bytes_in(void)
 {
 	struct lru5 l;
-	struct store_prune p = { 0, 0, -1, 1 };
+	struct store_prune p = { 0, 0, -1, 1, NULL, NULL };
 	struct ids x = { 0 };
 	int64_t n;
 
@@ -867,7 +867,7 @@ static enum tap_result
 t_prune_age_in(void)
 {
 	struct lru5 l;
-	struct store_prune p = { 0, 0, -1, 1 };
+	struct store_prune p = { 0, 0, -1, 1, NULL, NULL };
 	struct ids x = { 0 };
 	int64_t n, t1, t2;
 
@@ -1188,7 +1188,7 @@ t_fault_keys_in(void)
 	TAP_CHECK(ids_find(&x, ghost.doc_id, NULL) >= 0, "dangling lru reported");
 	/* prune refuses to work from an lru it cannot trust, with a reason. */
 	{
-		struct store_prune p = { 0, 0, 0, 1 };
+		struct store_prune p = { 0, 0, 0, 1, NULL, NULL };
 		int rc = store_prune(g_s, &p, NULL, NULL, NULL, NULL, g_why, sizeof(g_why));
 		tap_diag("prune on a broken lru: %d %s", rc, g_why);
 		TAP_CHECK(rc == STORE_ERR_CORRUPT, "prune refuses");

@@ -13,9 +13,18 @@
 #   bash tests/sh/redis_cluster.bash wait_synced DIR PORT  # a restarted node's replica link up
 #   bash tests/sh/redis_cluster.bash cli DIR PORT ARGS  # redis-cli -p PORT ARGS
 #
-# Nodes: cluster-enabled, cluster-node-timeout 2000 ms, appendonly no,
-# protected-mode yes, bind 127.0.0.1, daemonized with a pid file and a log
-# in DIR.  The ACL user "kvsnap" with password "kvsnap-test-pass" exists on
+# Nodes: cluster-enabled, cluster-node-timeout 2000 ms, protected-mode yes,
+# bind 127.0.0.1, daemonized with a pid file and a log in DIR.
+#
+# Persistence (issue 26, defect 15): every node keeps an append-only file in
+# its own directory (appendonly yes, appenddirname aof-PORT under DIR).  A
+# test that SIGKILLs a master and starts it again before its replica was
+# promoted (cluster-node-timeout: 2 s) would otherwise bring back an empty
+# master that still owns its slots, and the replica, resyncing from it,
+# would wipe them: data lost by the harness, not by the code under test.
+# With the file the node reloads everything it acknowledged (Redis writes
+# the file before it replies, so a SIGKILL loses no acknowledged write;
+# appendfsync everysec only matters when the machine itself goes down).  The ACL user "kvsnap" with password "kvsnap-test-pass" exists on
 # every node (the default user stays open, so redis-cli needs no password).
 # Debian's redis-server service (port 6379) is neither used nor needed.
 
@@ -53,7 +62,9 @@ protected-mode yes
 cluster-enabled yes
 cluster-config-file $d/nodes-$p.conf
 cluster-node-timeout 2000
-appendonly no
+appendonly yes
+appenddirname aof-$p
+appendfsync everysec
 save ""
 dir $d
 dbfilename dump-$p.rdb

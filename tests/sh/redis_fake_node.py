@@ -13,6 +13,9 @@ sends QUIT or 30 s pass:
   moved_garbage  a valid map onto itself; then MOVED to a garbage address
   moved_loop     a valid map onto itself; then MOVED back to itself forever
   not_resp       bytes that are not RESP at all
+  trickle        a valid map onto itself; then every reply one byte a
+                 second (a 300-byte bulk string: five minutes)
+  trickle_slots  CLUSTER SLOTS itself one byte a second
 """
 import socket
 import sys
@@ -55,12 +58,16 @@ def answer(cmd, port):
         return None  # handled by the caller: half, then close
     if MODE == "deep":
         return b"*1\r\n" * 20 + b":1\r\n"
+    if MODE == "trickle_slots" and name == b"CLUSTER SLOTS":
+        return slots_of(port)
     if MODE == "not_resp":
         return b"HTTP/1.1 200 OK\r\n\r\n<html>"
     if name == b"CLUSTER SLOTS":
         return slots_of(port)
     if MODE == "moved_garbage":
         return b"-MOVED 99999 not an address\r\n"
+    if MODE == "trickle":
+        return b"$300\r\n" + b"x" * 300 + b"\r\n"
     if MODE == "moved_loop":
         return b"-MOVED 1 127.0.0.1:%d\r\n" % port
     return b"-ERR unknown mode\r\n"
@@ -81,7 +88,13 @@ def serve(conn, port, done):
                 conn.sendall(b"*3\r\n:0\r\n")
                 return
             out = answer(cmd, port)
-            conn.sendall(out)
+            if MODE == "trickle_slots" or (MODE == "trickle" and
+                                           b" ".join(cmd[:2]).upper() != b"CLUSTER SLOTS"):
+                for i in range(len(out)):  # one byte a second
+                    conn.sendall(out[i:i + 1])
+                    time.sleep(1)
+            else:
+                conn.sendall(out)
     except (OSError, ValueError):
         return
     finally:

@@ -222,6 +222,14 @@ done
 [ "$(field "$T/i4b" skipped)" = true ] && [ "$(field "$T/i4b" shared)" = true ]
 ok "the tier back: A's ingest of doc4 skips locally and copies it to the tier" $?
 grep -q "reachable again" "$T/a.log"; ok "A's log says the tier is back" $?
+# B finds it back through its own prober (backoff up to 8 s: until then a
+# document only the tier holds is tier_unavailable there, never not_found)
+for i in $(seq 1 40); do
+	proto b '{"id":0,"op":"hello"}' > "$T/o"
+	[ "$(field "$T/o" shared.up)" = true ] && break
+	sleep 0.5
+done
+[ "$(field "$T/o" shared.up)" = true ]; ok "B's prober finds the tier back (hello: up)" $?
 expect_rc "B answers doc4 (ingested during the outage)" 0 "$K" query -v -s "$T/b.sock" -n 2 doc4 "Who?"
 grep -q "fetched from the shared tier" "$T/err"; ok "  ... from the shared tier (query -v says so)" $? || cat "$T/err"
 stop a; stop b
