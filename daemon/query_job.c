@@ -85,10 +85,16 @@ query_resolve(struct job *j, int tiers, uint8_t doc[SNAP_ID_BYTES], int *miss)
 		/* the file first: a bad one is refused alike whatever DOC names */
 		if (!(text = job_read_fd(j, j->fd, &len)))
 			return PROTO_E_BAD_FILE;
-		rc = svc_doc_id(text, len, j->req.encoding, j->held, &st);
+		rc = svc_doc_id(text, len, j->req.encoding, &j->cancel, j->held, &st);
 		free(text);
 		close(j->fd);
 		j->fd = -1;
+		if (rc && st.step == SVC_AT_INGEST && st.rc == ENG_ERR_CANCELLED) {
+			/* a disconnect or cancel killed the file's reading child */
+			job_error(j, atomic_load(&daemon_g->stopping) ? PROTO_E_SHUTTING_DOWN :
+			    PROTO_E_CANCELLED, "query cancelled while its file was read");
+			return PROTO_E_CANCELLED;
+		}
 		if (rc) {
 			job_format_error(j, &st, "the file");
 			return PROTO_E_UNSUPPORTED;

@@ -26,11 +26,11 @@ svc_extract(const void *bytes, size_t len, const char *encoding, atomic_int *can
 }
 
 int
-svc_doc_id(const void *bytes, size_t len, const char *encoding,
+svc_doc_id(const void *bytes, size_t len, const char *encoding, atomic_int *cancel,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st)
 {
 	struct fmt_doc d;
-	if (svc_extract(bytes, len, encoding, NULL, &d, st))
+	if (svc_extract(bytes, len, encoding, cancel, &d, st))
 		return -1;
 	store_doc_id(d.text, d.len, doc_id);
 	fmt_doc_free(&d);

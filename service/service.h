@@ -271,7 +271,7 @@ int svc_extract(const void *bytes, size_t len, const char *encoding, atomic_int 
     struct fmt_doc *out, struct svc_status *st);
 /* The doc_id of a document's bytes: the hash of its extracted text (what
  * svc_ingest files it under).  0, or -1 with st as svc_extract. */
-int svc_doc_id(const void *bytes, size_t len, const char *encoding,
+int svc_doc_id(const void *bytes, size_t len, const char *encoding, atomic_int *cancel,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
 
 /* Extract the text (refused before any model work when it is not a

@@ -85,6 +85,13 @@ kill -9 "$cpid"
 wait "$cpid" 2>/dev/null
 wait_no_child 5; ok "the client's disconnect killed it" $? || children | sed 's/^/#   child /'
 EXPECT_TIMEOUT=60 expect_rc "the worker is free: another ingest" 0 "$K" ingest "$H/ok.pdf"
+# the same for a query's proof (--file): its reading child dies with the client
+"$K" query --file "$H/pdf-slow.pdf" ok "What is it?" >/dev/null 2>&1 &
+cpid=$!
+wait_child 20; ok "a query's file is read in a child process" $?
+kill -9 "$cpid"
+wait "$cpid" 2>/dev/null
+wait_no_child 5; ok "the query client's disconnect killed it" $? || children | sed 's/^/#   child /'
 
 # a second SIGTERM exits at once while a query's proof (--file) is parsed:
 # the first lets queries finish, so the parse goes on
