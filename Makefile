@@ -103,7 +103,7 @@ FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 QWEN_MODEL := models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf
 
-.PHONY: all check test bench model model-qwen fixtures fuzz install clean deps flags demo
+.PHONY: all check test bench model model-qwen vocabs fixtures fuzz install clean deps flags demo
 all: flags $(CLI) $(DAEMON) $(TEST_BIN) $(BENCH_BIN)
 
 # Rebuild everything when the flags change (redis's .make-settings).
@@ -166,9 +166,14 @@ model-qwen: $(QWEN_MODEL)
 $(QWEN_MODEL):
 	scripts/fetch-model.sh qwen2.5-coder-1.5b
 
+# llama.cpp's tokenizer test vocabularies (tests/test_vocab.c), pinned, into build/vocab
+vocabs:
+	@scripts/fetch-vocabs.sh
+
 # The whole suite: unit and model tests, then a bounded fuzz run under ASan.
 check: deps
 	@$(MAKE) --no-print-directory model model-qwen
+	@$(MAKE) --no-print-directory vocabs
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory fuzz
 	@BUILD=$(BUILD) tests/run.sh

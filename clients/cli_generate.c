@@ -273,8 +273,14 @@ cli_tokenize(int argc, char **argv)
 		ret = cli_exit_for_engine(rc);
 		goto out;
 	}
-	cap = (int64_t)strlen(text) + 16;
-	ids = malloc((size_t)cap * sizeof(*ids));
+	/* count first: a SentencePiece text may take more ids than bytes
+	 * (a leading space, byte fallback of U+2581) */
+	cap = eng_tok_encode(tok, text, strlen(text), special, NULL, 0);
+	if (cap < 0) {
+		cli_err("cannot tokenize: %s", eng_strerror((int)cap));
+		goto out;
+	}
+	ids = malloc((size_t)(cap ? cap : 1) * sizeof(*ids));
 	if (!ids)
 		goto out;
 	n = eng_tok_encode(tok, text, strlen(text), special, ids, cap);

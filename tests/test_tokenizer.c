@@ -923,10 +923,10 @@ test_init_rejects(void)
 		struct tok_variant v;
 		const char *needle; /* must appear in why */
 	} cases[] = {
-		{ { "llama", "smollm", 0, 0, NULL, 0, 0, 0 }, "'llama'" },
+		{ { "rwkv", "smollm", 0, 0, NULL, 0, 0, 0 }, "'rwkv'" },
 		{ { NULL, "smollm", 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.model" },
 		{ { "gpt2", NULL, 0, 0, NULL, 0, 0, 0 }, "tokenizer.ggml.pre" },
-		{ { "gpt2", "llama3", 0, 0, NULL, 0, 0, 0 }, "llama3" },
+		{ { "gpt2", "no-such-pre", 0, 0, NULL, 0, 0, 0 }, "'no-such-pre'" },
 		{ { "gpt2", "smollm", 1, 0, NULL, 0, 0, 0 }, "token_type" },
 		{ { "gpt2", "smollm", 0, 1, NULL, 0, 0, 0 }, "token_type" },
 		{ { "gpt2", "smollm", 0, 0, "ab", 0, 0, 0 }, "merges" },

@@ -254,6 +254,9 @@ gguf_parse(struct eng_gguf *g, char *why, size_t why_len)
 	{
 		size_t off = (size_t)(c.p - g->base);
 		size_t pad = (g->alignment - off % g->alignment) % g->alignment;
+		/* a vocab-only file (no tensors) may end right after its metadata */
+		if (g->n_tensors == 0 && pad > (size_t)(c.end - c.p))
+			pad = (size_t)(c.end - c.p);
 		if (pad > (size_t)(c.end - c.p))
 			return eng_fail(why, why_len, ENG_ERR_FORMAT,
 			    "file ends before its tensor data");

@@ -1,27 +1,29 @@
 /*
- * tokenizer.c: GPT-2 byte-level BPE, bit-compatible with llama.cpp's
- * tokenizer.ggml.model = "gpt2" path (spec/model.md section 7).
+ * tokenizer.c: llama.cpp's tokenizers, bit-compatible: byte-level BPE
+ * (tokenizer.ggml.model = "gpt2", with the pre-tokenizer named by
+ * tokenizer.ggml.pre) and SentencePiece ("llama": Llama 2, Mistral, Phi-3),
+ * spec/model.md section 7.  This file loads the vocabulary and runs the
+ * pipeline; tok_pre.c, tok_regex.c, tok_bpe.c and tok_spm.c do the steps.
  *
  * eng_tok_init() copies the vocabulary out of the GGUF (so the tokenizer
  * outlives the map), applies llama.cpp's token-type overrides, and builds the
  * look-up structures: an open-addressing hash from token text to id, a hash
- * from merge pair ("left" + "right", split point) to rank, the special-token
- * list sorted longest first, the end-of-generation set, and every token's
- * decoded bytes.
+ * from merge pair ("left" + "right", split point) to rank (BPE) or every
+ * token's score rank (SentencePiece), the special-token list sorted longest
+ * first, the end-of-generation set, and every token's decoded bytes.
  *
  * eng_tok_encode() runs the pipeline of llama_tokenize(text, add_special =
  * false, parse_special):
  *   1. split out special tokens written literally (longest text first),
- *   2. decode each remaining fragment to code points (invalid UTF-8 -> U+FFFD
- *      per byte, as llama.cpp's unicode_cpts_from_utf8),
- *   3. pre-tokenize: every \p{N} code point alone (the digit-split pre types),
- *      then the hand-written GPT-2 regex of llama.cpp's
- *      unicode_regex_split_custom_gpt2,
- *   4. map each word's UTF-8 bytes through the GPT-2 byte->unicode table,
- *   5. BPE: repeatedly merge the adjacent pair of lowest rank (leftmost on
- *      ties) using a heap with lazy invalidation, as llama.cpp does,
- *   6. look each symbol up; a symbol that is not a token falls back to its
- *      single bytes, and bytes that are not tokens are dropped.
+ *   2. BPE: decode each remaining fragment to code points (invalid UTF-8 ->
+ *      U+FFFD per byte, as llama.cpp's unicode_cpts_from_utf8), pre-tokenize
+ *      (tok_pre.c), map each word's UTF-8 bytes through the GPT-2
+ *      byte->unicode table, merge (tok_bpe.c), look each symbol up; a symbol
+ *      that is not a token falls back to its single bytes, and bytes that are
+ *      not tokens are dropped;
+ *   3. SentencePiece: a space before the fragment at the start or after a
+ *      special token (add_space_prefix), spaces as U+2581, merge by score,
+ *      byte fallback to <0xXX> (tok_spm.c).
  * Encoding allocates its scratch per call, so one tokenizer may be shared by
  * threads.  Inputs longer than ENG_TOK_MAX_TEXT are refused (ENG_ERR_ARG).
  *
@@ -30,79 +32,18 @@
  * a NORMAL token whose text holds a code point outside the byte table keeps
  * that code point's UTF-8 when decoded (llama.cpp writes a debug string);
  * special tokens of equal length are tried in id order (llama.cpp's order is
- * unspecified); several tokens matching one FIM/EOT role text list: lowest id.
+ * unspecified); several tokens matching one FIM/EOT role text list: lowest
+ * id; a SentencePiece byte with no token is dropped (llama.cpp throws).
  */
+#include <ctype.h>  /* for tolower */
+#include <math.h>   /* for isnan */
 #include <stdarg.h> /* for va_list */
 #include <stdio.h>  /* for vsnprintf */
 #include <stdlib.h> /* for malloc */
 #include <string.h> /* for memcmp, memmem */
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
-
-/* GGUF token types (tokenizer.ggml.token_type). */
-enum eng_tok_type {
-	ENG_TOK_UNDEFINED = 0,
-	ENG_TOK_NORMAL = 1,
-	ENG_TOK_UNKNOWN = 2,
-	ENG_TOK_CONTROL = 3,
-	ENG_TOK_USER_DEFINED = 4,
-	ENG_TOK_UNUSED = 5,
-	ENG_TOK_BYTE = 6
-};
-
-/* Pre-tokenizer pipelines we implement. */
-enum eng_tok_pre {
-	ENG_TOK_PRE_DIGITS_GPT2 = 1, /* \p{N} split, then the GPT-2 regex */
-	ENG_TOK_PRE_GPT2 = 2         /* the GPT-2 regex alone */
-};
-
-#define ENG_TOK_MAX_VOCAB (1 << 26)        /* sanity bound on tokens and merges */
-#define ENG_TOK_MAX_TEXT ((size_t)1 << 26) /* longest input eng_tok_encode takes */
-
-/* Token flag bits (struct eng_tok.flags). */
-#define ENG_TOK_F_SPECIAL 0x01 /* piece shown only when specials are requested */
-#define ENG_TOK_F_EOG 0x02     /* ends generation */
-
-/* UTF-8 of the code point GPT-2 assigns to a byte (1 or 2 bytes). */
-struct eng_tok_bytemap {
-	uint8_t s[2];
-	uint8_t n;
-};
-
-struct eng_tok {
-	int32_t n_vocab;
-	int32_t bos, eos; /* -1 when absent */
-	enum eng_tok_pre pre;
-
-	char *text;        /* every token's text (byte-mapped form), back to back */
-	size_t *text_off;  /* (n_vocab + 1) */
-	uint8_t *type;     /* (n_vocab) enum eng_tok_type after llama.cpp overrides */
-	uint8_t *flags;    /* (n_vocab) ENG_TOK_F_* */
-	char *piece;       /* decoded bytes of every token, back to back */
-	size_t *piece_off; /* (n_vocab + 1) */
-
-	int32_t *vocab_ht; /* (vocab_mask + 1) token ids, -1 empty */
-	size_t vocab_mask;
-
-	int32_t n_merges;
-	char *merge_text;      /* "left" "right" without the space, back to back */
-	size_t *merge_off;     /* (n_merges + 1) */
-	uint32_t *merge_split; /* (n_merges) length of "left" */
-	int32_t *merge_ht;     /* (merge_mask + 1) merge ranks, -1 empty */
-	size_t merge_mask;
-
-	int32_t *special; /* CONTROL / USER_DEFINED / UNKNOWN ids, longest first */
-	int32_t n_special;
-
-	int32_t byte_tok[256]; /* token whose text is that single raw byte, or -1 */
-	struct eng_tok_bytemap map[256]; /* byte -> its GPT-2 code point in UTF-8 */
-
-	/* eng_tok_min_tokens: the longest text (0: no bound), and the ASCII
-	 * bytes that always yield a token */
-	size_t bound_text;
-	uint8_t bound_byte[256];
-};
+#include "common/fail.h"
+#include "engine/model/tok_internal.h"
 
 /* ------------------------------------------------------------------------ */
 /* GPT-2 byte <-> unicode mapping                                            */
@@ -161,7 +102,7 @@ eng_tok_hash(const char *p, size_t n, uint64_t seed)
 }
 
 /* Id of the token whose text is p[0..n), or -1. */
-static int32_t
+int32_t
 eng_tok_lookup(const struct eng_tok *t, const char *p, size_t n)
 {
 	size_t i = (size_t)eng_tok_hash(p, n, 0) & t->vocab_mask;
@@ -177,7 +118,7 @@ eng_tok_lookup(const struct eng_tok *t, const char *p, size_t n)
 }
 
 /* Rank of merging p[0..llen) with p[llen..llen+rlen), or -1. */
-static int32_t
+int32_t
 eng_tok_merge_rank(const struct eng_tok *t, const char *p, size_t llen, size_t rlen)
 {
 	size_t n = llen + rlen;
@@ -207,24 +148,6 @@ eng_tok_ht_size(size_t n)
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                   */
 
-
-/* Map tokenizer.ggml.pre to a pipeline; 0 if unsupported. */
-static enum eng_tok_pre
-eng_tok_pre_from_name(struct eng_gguf_str s)
-{
-	static const char *const digits[] = { "smollm", "starcoder", "refact", "command-r",
-		"codeshell", "exaone", "minerva-7b" };
-	static const char *const gpt2[] = { "gpt-2", "phi-2", "mpt", "olmo", "jais" };
-	size_t i;
-
-	for (i = 0; i < sizeof(digits) / sizeof(digits[0]); i++)
-		if (eng_gguf_str_eq(s, digits[i]))
-			return ENG_TOK_PRE_DIGITS_GPT2;
-	for (i = 0; i < sizeof(gpt2) / sizeof(gpt2[0]); i++)
-		if (eng_gguf_str_eq(s, gpt2[i]))
-			return ENG_TOK_PRE_GPT2;
-	return (enum eng_tok_pre)0;
-}
 
 /* Texts llama.cpp recognises when the GGUF names no such token.  Each
  * role takes the first token found and forces it to CONTROL ("control-looking
@@ -454,9 +377,14 @@ eng_tok_load_specials(struct eng_tok *t, const struct eng_gguf *g)
 	int32_t n = t->n_vocab;
 	size_t i;
 
-	/* gpt2 defaults are 11 for BOS and EOS, as in llama.cpp */
-	t->bos = eng_tok_special_id(g, "tokenizer.ggml.bos_token_id", n, n > 11 ? 11 : -1);
-	t->eos = eng_tok_special_id(g, "tokenizer.ggml.eos_token_id", n, n > 11 ? 11 : -1);
+	/* llama.cpp's defaults: 11 for BOS and EOS (gpt2), 1 and 2 (llama) */
+	if (t->model == ENG_TOK_MODEL_SPM) {
+		t->bos = eng_tok_special_id(g, "tokenizer.ggml.bos_token_id", n, n > 1 ? 1 : -1);
+		t->eos = eng_tok_special_id(g, "tokenizer.ggml.eos_token_id", n, n > 2 ? 2 : -1);
+	} else {
+		t->bos = eng_tok_special_id(g, "tokenizer.ggml.bos_token_id", n, n > 11 ? 11 : -1);
+		t->eos = eng_tok_special_id(g, "tokenizer.ggml.eos_token_id", n, n > 11 ? 11 : -1);
+	}
 	eot = eng_tok_role(t, g, "tokenizer.ggml.eot_token_id", eng_tok_eot_texts,
 	    ENG_TOK_NELEM(eng_tok_eot_texts));
 	eom = eng_tok_role(t, g, "tokenizer.ggml.eom_token_id", eng_tok_eom_texts,
@@ -568,6 +496,18 @@ eng_tok_build_caches(struct eng_tok *t)
 			off += len;
 			break;
 		case ENG_TOK_NORMAL:
+			if (t->model == ENG_TOK_MODEL_SPM) {
+				/* U+2581 reads as a space */
+				while (i < len) {
+					if (i + 3 <= len && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
+						t->piece[off++] = ' ';
+						i += 3;
+					} else {
+						t->piece[off++] = (char)s[i++];
+					}
+				}
+				break;
+			}
 			/* code point -> GPT-2 byte; a code point outside the table
 			 * is kept as its UTF-8 (llama.cpp writes a debug string) */
 			while (i < len) {
@@ -581,18 +521,31 @@ eng_tok_build_caches(struct eng_tok *t)
 				i += adv;
 			}
 			break;
+		case ENG_TOK_BYTE:
+			/* SentencePiece "<0xXX>": that byte (BPE: no text) */
+			if (t->model == ENG_TOK_MODEL_SPM && len >= 5 &&
+			    kv_hex_value((char)s[3]) >= 0 && kv_hex_value((char)s[4]) >= 0)
+				t->piece[off++] = (char)(kv_hex_value((char)s[3]) * 16 +
+				    kv_hex_value((char)s[4]));
+			break;
 		case ENG_TOK_UNDEFINED:
 		case ENG_TOK_UNUSED:
-		case ENG_TOK_BYTE:
 		default:
-			break; /* no text, as llama.cpp for BPE vocabularies */
+			break; /* no text, as llama.cpp */
 		}
 	}
 	t->piece_off[n] = off;
 
 	for (b = 0; b < 256; b++) {
-		char c = (char)b;
-		t->byte_tok[b] = eng_tok_lookup(t, &c, 1);
+		char c = (char)b, hex[7];
+		t->byte_tok[b] = -1;
+		if (t->model == ENG_TOK_MODEL_SPM) {
+			/* llama.cpp's byte_to_token: "<0xXX>", else the raw byte */
+			snprintf(hex, sizeof(hex), "<0x%02X>", b);
+			t->byte_tok[b] = eng_tok_lookup(t, hex, 6);
+		}
+		if (t->byte_tok[b] < 0)
+			t->byte_tok[b] = eng_tok_lookup(t, &c, 1);
 	}
 	return 0;
 }
@@ -613,8 +566,105 @@ eng_tok_build_bound(struct eng_tok *t)
 		if ((len = t->text_off[i + 1] - t->text_off[i]) > most)
 			most = len;
 	for (b = 0; b < 0x80; b++)
-		t->bound_byte[b] = eng_tok_lookup(t, (const char *)t->map[b].s, t->map[b].n) >= 0;
+		t->bound_byte[b] = t->model == ENG_TOK_MODEL_SPM ? t->byte_tok[b] >= 0 :
+		    eng_tok_lookup(t, (const char *)t->map[b].s, t->map[b].n) >= 0;
 	t->bound_text = most;
+}
+
+/* Sort key of a score. */
+struct eng_tok_score {
+	float score;
+	int32_t id;
+};
+
+/* Higher score first (NaN last, as the lowest); then by id. */
+static int
+eng_tok_score_cmp(const void *a, const void *b)
+{
+	const struct eng_tok_score *x = a, *y = b;
+	int xn = isnan(x->score), yn = isnan(y->score);
+
+	if (xn != yn)
+		return xn - yn;
+	if (!xn && x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* SentencePiece: every token's score as a dense rank (0 = highest; equal
+ * scores share a rank), so the merge loop's order is llama.cpp's (higher
+ * score first, then leftmost).  Scores are optional (all 0) as in llama.cpp. */
+static int
+eng_tok_load_scores(struct eng_tok *t, const struct eng_gguf *g, char *why, size_t why_len)
+{
+	const uint8_t *data = NULL;
+	uint64_t n = 0;
+	struct eng_tok_score *k;
+	int32_t i, rank = 0;
+	int rc;
+
+	rc = eng_gguf_get_array(g, "tokenizer.ggml.scores", ENG_GGUF_F32, &data, &n);
+	if (rc == ENG_ERR_FORMAT)
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.scores is not an array of f32");
+	if (rc == 0 && n != (uint64_t)t->n_vocab)
+		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
+		    "tokenizer.ggml.scores has %llu entries, tokens has %d",
+		    (unsigned long long)n, t->n_vocab);
+	if (rc)
+		data = NULL;
+	k = malloc((size_t)t->n_vocab * sizeof(*k));
+	t->spm_rank = malloc((size_t)t->n_vocab * sizeof(*t->spm_rank));
+	if (!k || !t->spm_rank) {
+		free(k);
+		return ENG_ERR_NOMEM;
+	}
+	for (i = 0; i < t->n_vocab; i++) {
+		k[i].score = 0.0f;
+		if (data)
+			memcpy(&k[i].score, data + 4 * (size_t)i, 4);
+		k[i].id = i;
+	}
+	qsort(k, (size_t)t->n_vocab, sizeof(*k), eng_tok_score_cmp);
+	for (i = 0; i < t->n_vocab; i++) {
+		if (i > 0 && eng_tok_score_cmp(&(struct eng_tok_score){ k[i].score, 0 },
+		    &(struct eng_tok_score){ k[i - 1].score, 0 }) != 0)
+			rank++;
+		t->spm_rank[k[i].id] = rank;
+	}
+	free(k);
+	return 0;
+}
+
+/* llama.cpp's per-model token attributes: Phi-3's special tokens (but
+ * <unk>, <s>, <|endoftext|>) drop the spaces after them; keyed on
+ * general.name. */
+static void
+eng_tok_load_attrs(struct eng_tok *t, const struct eng_gguf *g)
+{
+	static const char *const keep[] = { "<unk>", "<s>", "<|endoftext|>" };
+	struct eng_gguf_str s;
+	char name[256];
+	size_t i, n;
+	int32_t id;
+
+	if (eng_gguf_get_str(g, "general.name", &s) != 0)
+		return;
+	n = s.len < sizeof(name) - 1 ? s.len : sizeof(name) - 1;
+	for (i = 0; i < n; i++)
+		name[i] = (char)tolower((unsigned char)s.ptr[i]);
+	name[n] = '\0';
+	if (!strstr(name, "phi-3") && !strstr(name, "phi3"))
+		return;
+	for (id = 0; id < t->n_vocab; id++)
+		if (t->type[id] == ENG_TOK_CONTROL || t->type[id] == ENG_TOK_USER_DEFINED ||
+		    t->type[id] == ENG_TOK_UNKNOWN)
+			t->flags[id] |= ENG_TOK_F_RSTRIP;
+	if ((id = eng_tok_lookup(t, "</s>", 4)) >= 0)
+		t->flags[id] |= ENG_TOK_F_RSTRIP;
+	for (i = 0; i < ENG_TOK_NELEM(keep); i++)
+		if ((id = eng_tok_lookup(t, keep[i], strlen(keep[i]))) >= 0)
+			t->flags[id] &= (uint8_t)~ENG_TOK_F_RSTRIP;
 }
 
 /* Build a tokenizer from the GGUF's tokenizer.ggml.* keys. */
@@ -623,7 +673,7 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 {
 	struct eng_tok *t;
 	struct eng_gguf_str s;
-	int rc;
+	int rc, flag;
 
 	if (!out || !g)
 		return eng_fail(why, why_len, ENG_ERR_ARG, "eng_tok_init: NULL argument");
@@ -633,35 +683,56 @@ eng_tok_init(struct eng_tok **out, const struct eng_gguf *g, char *why, size_t w
 		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
 		    "tokenizer.ggml.model is %s", rc == ENG_ERR_NOT_FOUND ? "missing" :
 		    "not a string");
-	if (!eng_gguf_str_eq(s, "gpt2"))
-		return eng_fail(why, why_len, ENG_ERR_TOKENIZER,
-		    "tokenizer.ggml.model is '%.*s'; only 'gpt2' (byte-level BPE) is supported",
-		    (int)(s.len > 64 ? 64 : s.len), s.ptr);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return ENG_ERR_NOMEM;
-	rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &s);
-	if (rc) {
+	if (eng_gguf_str_eq(s, "gpt2")) {
+		t->model = ENG_TOK_MODEL_BPE;
+	} else if (eng_gguf_str_eq(s, "llama")) {
+		t->model = ENG_TOK_MODEL_SPM;
+	} else {
 		rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
-		    "tokenizer.ggml.pre is %s; llama.cpp's 'default' pre-tokenizer is not "
-		    "supported", rc == ENG_ERR_NOT_FOUND ? "missing" : "not a string");
+		    "tokenizer.ggml.model '%.*s' is not supported ('gpt2': byte-level BPE, "
+		    "'llama': SentencePiece are)", (int)(s.len > 64 ? 64 : s.len), s.ptr);
 		goto fail;
 	}
-	t->pre = eng_tok_pre_from_name(s);
-	if (!t->pre) {
-		rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
-		    "tokenizer.ggml.pre '%.*s' is not supported (smollm, starcoder, refact, "
-		    "command-r, codeshell, exaone, minerva-7b, gpt-2, phi-2, mpt, olmo, jais are)",
-		    (int)(s.len > 64 ? 64 : s.len), s.ptr);
-		goto fail;
+	if (t->model == ENG_TOK_MODEL_BPE) {
+		/* only BPE has pre-tokenizers (llama.cpp ignores the key otherwise) */
+		rc = eng_gguf_get_str(g, "tokenizer.ggml.pre", &s);
+		if (rc) {
+			rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
+			    "tokenizer.ggml.pre is %s; llama.cpp's 'default' pre-tokenizer is not "
+			    "supported", rc == ENG_ERR_NOT_FOUND ? "missing" : "not a string");
+			goto fail;
+		}
+		t->pre = eng_tok_pre_from_name(s);
+		if (!t->pre) {
+			char list[512];
+			rc = eng_fail(why, why_len, ENG_ERR_TOKENIZER,
+			    "tokenizer.ggml.pre '%.*s' is not supported (supported: %s)",
+			    (int)(s.len > 64 ? 64 : s.len), s.ptr,
+			    eng_tok_pre_list(list, sizeof(list)));
+			goto fail;
+		}
+		if ((rc = eng_tok_pre_build(t, why, why_len)) != 0)
+			goto fail;
 	}
+	/* llama.cpp: on for SentencePiece unless the GGUF says otherwise */
+	t->add_space_prefix = t->model == ENG_TOK_MODEL_SPM;
+	if (eng_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag) == 0)
+		t->add_space_prefix = flag != 0;
 	if ((rc = eng_tok_load_vocab(t, g, why, why_len)) != 0)
 		goto fail;
-	if ((rc = eng_tok_load_merges(t, g, why, why_len)) != 0)
+	if (t->model == ENG_TOK_MODEL_BPE)
+		rc = eng_tok_load_merges(t, g, why, why_len);
+	else
+		rc = eng_tok_load_scores(t, g, why, why_len);
+	if (rc)
 		goto fail;
 	eng_tok_load_specials(t, g);
 	if ((rc = eng_tok_build_caches(t)) != 0)
 		goto fail;
+	eng_tok_load_attrs(t, g);
 	eng_tok_build_bound(t);
 	*out = t;
 	return 0;
@@ -690,306 +761,19 @@ eng_tok_free(struct eng_tok *t)
 	free(t->merge_split);
 	free(t->merge_ht);
 	free(t->special);
+	free(t->spm_rank);
+	eng_tok_pre_free(t);
 	free(t);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
 
-/* One BPE symbol: bytes [start, start+n) of the word buffer, in a list. */
-struct eng_tok_sym {
-	int32_t start, n, prev, next;
-};
-
-/* A candidate merge of symbol left with its right neighbour; stale once
- * either side changed, detected by their summed length (see tok_bpe). */
-struct eng_tok_bigram {
-	int32_t rank, left, size;
-};
-
 /* A slice of the input: raw text (id < 0) or a special token. */
 struct eng_tok_frag {
 	size_t off, len;
 	int32_t id;
 };
-
-/* Per-call state of eng_tok_encode. */
-struct eng_tok_enc {
-	const struct eng_tok *t;
-	int32_t *ids;
-	int64_t cap, n;
-	uint32_t *cps; /* (fragment length) code points */
-	uint8_t *cat;  /* (fragment length) enum eng_ucat */
-	char *buf;     /* byte-mapped word */
-	size_t buf_cap;
-	struct eng_tok_sym *sym;
-	size_t sym_cap;
-	struct eng_tok_bigram *heap;
-	size_t heap_n, heap_cap;
-	int err;
-};
-
-/* Append one id (counted even past cap). */
-static void
-eng_tok_emit(struct eng_tok_enc *e, int32_t id)
-{
-	if (e->n < e->cap)
-		e->ids[e->n] = id;
-	e->n++;
-}
-
-/* 1 if heap entry a pops before b: lower rank, then leftmost. */
-static int
-eng_tok_bigram_less(const struct eng_tok_bigram *a, const struct eng_tok_bigram *b)
-{
-	return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-/* Push the pair (l, r) if the merges rank it. */
-static void
-eng_tok_bigram_push(struct eng_tok_enc *e, int32_t l, int32_t r)
-{
-	struct eng_tok_bigram b, *h;
-	int32_t rank;
-	size_t i;
-
-	if (l < 0 || r < 0)
-		return;
-	rank = eng_tok_merge_rank(e->t, e->buf + e->sym[l].start, (size_t)e->sym[l].n,
-	    (size_t)e->sym[r].n);
-	if (rank < 0)
-		return;
-	if (e->heap_n == e->heap_cap) {
-		size_t nc = e->heap_cap ? 2 * e->heap_cap : 64;
-		h = realloc(e->heap, nc * sizeof(*h));
-		if (!h) {
-			e->err = ENG_ERR_NOMEM;
-			return;
-		}
-		e->heap = h;
-		e->heap_cap = nc;
-	}
-	b.rank = rank;
-	b.left = l;
-	b.size = e->sym[l].n + e->sym[r].n;
-	h = e->heap;
-	i = e->heap_n++;
-	while (i > 0 && eng_tok_bigram_less(&b, &h[(i - 1) / 2])) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = b;
-}
-
-/* Pop the best pair into *out. */
-static void
-eng_tok_bigram_pop(struct eng_tok_enc *e, struct eng_tok_bigram *out)
-{
-	struct eng_tok_bigram *h = e->heap, last;
-	size_t i = 0, n;
-
-	*out = h[0];
-	n = --e->heap_n;
-	if (n == 0)
-		return;
-	last = h[n];
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && eng_tok_bigram_less(&h[c + 1], &h[c]))
-			c++;
-		if (!eng_tok_bigram_less(&h[c], &last))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = last;
-}
-
-/* Grow the word buffers for a word of n code points. */
-static int
-eng_tok_reserve(struct eng_tok_enc *e, size_t n_cps)
-{
-	size_t nb = n_cps * 8, ns = n_cps * 4; /* 4 UTF-8 bytes, each mapped to <= 2 */
-
-	if (nb > e->buf_cap) {
-		char *b = realloc(e->buf, nb);
-		if (!b)
-			return ENG_ERR_NOMEM;
-		e->buf = b;
-		e->buf_cap = nb;
-	}
-	if (ns > e->sym_cap) {
-		struct eng_tok_sym *s = realloc(e->sym, ns * sizeof(*s));
-		if (!s)
-			return ENG_ERR_NOMEM;
-		e->sym = s;
-		e->sym_cap = ns;
-	}
-	return 0;
-}
-
-/* Byte-map one pre-tokenized word, run BPE on it and emit its ids. */
-static void
-eng_tok_bpe(struct eng_tok_enc *e, const uint32_t *cps, size_t n_cps)
-{
-	const struct eng_tok *t = e->t;
-	struct eng_tok_sym *sym;
-	struct eng_tok_bigram b;
-	int32_t ns = 0, i;
-	size_t nb = 0, k, j;
-	uint8_t u[4];
-
-	if (e->err || n_cps == 0)
-		return;
-	if ((e->err = eng_tok_reserve(e, n_cps)) != 0)
-		return;
-	sym = e->sym;
-	for (k = 0; k < n_cps; k++) {
-		size_t m = eng_utf8_encode(cps[k], u);
-		for (j = 0; j < m; j++) {
-			const struct eng_tok_bytemap *bm = &t->map[u[j]];
-			memcpy(e->buf + nb, bm->s, bm->n);
-			sym[ns].start = (int32_t)nb;
-			sym[ns].n = bm->n;
-			sym[ns].prev = ns - 1;
-			sym[ns].next = ns + 1;
-			nb += bm->n;
-			ns++;
-		}
-	}
-	sym[ns - 1].next = -1;
-
-	e->heap_n = 0;
-	for (i = 1; i < ns; i++)
-		eng_tok_bigram_push(e, i - 1, i);
-	while (e->heap_n > 0 && !e->err) {
-		struct eng_tok_sym *l, *r;
-		eng_tok_bigram_pop(e, &b);
-		l = &sym[b.left];
-		/* stale unless both sides are unchanged: the left symbol only
-		 * grows by absorbing its right neighbour, which either kills the
-		 * pair or makes the summed length larger */
-		if (l->n == 0 || l->next < 0)
-			continue;
-		r = &sym[l->next];
-		if (l->n + r->n != b.size)
-			continue;
-		l->n += r->n;
-		r->n = 0;
-		l->next = r->next;
-		if (r->next >= 0)
-			sym[r->next].prev = b.left;
-		eng_tok_bigram_push(e, l->prev, b.left);
-		eng_tok_bigram_push(e, b.left, l->next);
-	}
-	if (e->err)
-		return;
-
-	for (i = 0; i >= 0; i = sym[i].next) {
-		const char *p = e->buf + sym[i].start;
-		int32_t id = eng_tok_lookup(t, p, (size_t)sym[i].n);
-		if (id >= 0) {
-			eng_tok_emit(e, id);
-			continue;
-		}
-		for (j = 0; j < (size_t)sym[i].n; j++) /* byte fallback */
-			if (t->byte_tok[(uint8_t)p[j]] >= 0)
-				eng_tok_emit(e, t->byte_tok[(uint8_t)p[j]]);
-	}
-}
-
-/* Class at pos, or ENG_TOK_OUT past the piece (llama.cpp's empty flags). */
-#define ENG_TOK_OUT 0xFF
-#define ENG_TOK_CAT(pos) ((pos) < hi ? cat[pos] : ENG_TOK_OUT)
-
-/* The GPT-2 regex over cps[lo..hi), as llama.cpp's hand-written
- * unicode_regex_split_custom_gpt2:
- *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- * Each word goes straight to BPE. */
-static void
-eng_tok_split_gpt2(struct eng_tok_enc *e, size_t lo, size_t hi)
-{
-	const uint32_t *cps = e->cps;
-	const uint8_t *cat = e->cat;
-	size_t pos = lo;
-
-	while (pos < hi) {
-		size_t start = pos, nws = 0;
-		uint32_t cp = cps[pos];
-		uint8_t f2;
-
-		if (cp == '\'' && pos + 1 < hi) {
-			uint32_t c1 = cps[pos + 1];
-			if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
-				eng_tok_bpe(e, cps + pos, 2);
-				pos += 2;
-				continue;
-			}
-			if (pos + 2 < hi) {
-				uint32_t c2 = cps[pos + 2];
-				if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') ||
-				    (c1 == 'l' && c2 == 'l')) {
-					eng_tok_bpe(e, cps + pos, 3);
-					pos += 3;
-					continue;
-				}
-			}
-		}
-
-		f2 = cp == ' ' ? ENG_TOK_CAT(pos + 1) : cat[pos];
-		if (f2 == ENG_UCAT_LETTER || f2 == ENG_UCAT_NUMBER || f2 == ENG_UCAT_OTHER) {
-			/* ' ?' then a run of one class */
-			pos += cp == ' ';
-			while (ENG_TOK_CAT(pos) == f2)
-				pos++;
-			eng_tok_bpe(e, cps + start, pos - start);
-			continue;
-		}
-
-		while (ENG_TOK_CAT(pos + nws) == ENG_UCAT_SPACE)
-			nws++;
-		if (nws > 1 && pos + nws < hi) {
-			pos += nws - 1; /* \s+(?!\S): leave the last space to the next word */
-		} else if (nws > 0) {
-			pos += nws; /* \s+ */
-		} else {
-			pos++; /* no match: one code point */
-		}
-		eng_tok_bpe(e, cps + start, pos - start);
-	}
-}
-
-#undef ENG_TOK_CAT
-
-/* Decode, pre-tokenize and BPE one raw-text fragment. */
-static void
-eng_tok_encode_text(struct eng_tok_enc *e, const uint8_t *s, size_t len)
-{
-	size_t i = 0, n = 0, adv, lo;
-
-	while (i < len) {
-		uint32_t cp = eng_utf8_decode(s + i, len - i, &adv);
-		e->cps[n] = cp;
-		e->cat[n] = (uint8_t)eng_ucd_cat(cp);
-		n++;
-		i += adv;
-	}
-	if (e->t->pre == ENG_TOK_PRE_GPT2) {
-		eng_tok_split_gpt2(e, 0, n);
-		return;
-	}
-	/* \p{N}: every number code point is a piece; the text between too */
-	for (lo = 0; lo < n && !e->err;) {
-		size_t hi = lo + 1;
-		if (e->cat[lo] != ENG_UCAT_NUMBER)
-			while (hi < n && e->cat[hi] != ENG_UCAT_NUMBER)
-				hi++;
-		eng_tok_split_gpt2(e, lo, hi);
-		lo = hi;
-	}
-}
 
 /* Append a fragment to *v (growing it). */
 static int
@@ -1058,6 +842,10 @@ eng_tok_partition(const struct eng_tok *t, const char *text, size_t len, int par
 				if ((rc = eng_tok_frag_push(&b, &nb, &cb, mo, sl, id)))
 					break;
 				off = mo + sl;
+				if (t->flags[id] & ENG_TOK_F_RSTRIP) /* C isspace, as llama.cpp */
+					while (off < end && (text[off] == ' ' ||
+					    (text[off] >= '\t' && text[off] <= '\r')))
+						off++;
 			}
 			if (rc)
 				goto out;
@@ -1102,21 +890,30 @@ eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_
 	for (i = 0; i < n_frags; i++)
 		if (frags[i].id < 0 && frags[i].len > max_raw)
 			max_raw = frags[i].len;
-	if (max_raw) {
+	if (max_raw && t->model == ENG_TOK_MODEL_BPE) {
 		e.cps = malloc(max_raw * sizeof(*e.cps));
 		e.cat = malloc(max_raw);
-		if (!e.cps || !e.cat)
+		if (t->n_steps)
+			e.rsym = malloc(max_raw * sizeof(*e.rsym));
+		if (!e.cps || !e.cat || (t->n_steps && !e.rsym))
 			e.err = ENG_ERR_NOMEM;
 	}
 	for (i = 0; i < n_frags && !e.err; i++) {
+		const char *frag = text + frags[i].off;
 		if (frags[i].id >= 0)
 			eng_tok_emit(&e, frags[i].id);
+		else if (t->model == ENG_TOK_MODEL_SPM)
+			/* a space first at the start and after a special token */
+			eng_tok_spm_encode(&e, frag, frags[i].len,
+			    t->add_space_prefix && (i == 0 || frags[i - 1].id >= 0));
 		else
-			eng_tok_encode_text(&e, (const uint8_t *)text + frags[i].off, frags[i].len);
+			eng_tok_pre_encode(&e, (const uint8_t *)frag, frags[i].len);
 	}
 	free(frags);
 	free(e.cps);
 	free(e.cat);
+	free(e.rsym);
+	free(e.bnd);
 	free(e.buf);
 	free(e.sym);
 	free(e.heap);

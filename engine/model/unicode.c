@@ -9,21 +9,22 @@
  */
 #include "engine/engine_internal.h"
 
-/* Classes of U+0000..U+007F: spaces are 0x09-0x0D and 0x20. */
+/* Classes of U+0000..U+007F: spaces are 0x09-0x0D and 0x20; punctuation
+ * and symbols as llama.cpp's flags (S: $ + < = > ^ ` | ~). */
 static const uint8_t eng_ucd_ascii[128] = {
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 3, 0, 0, /* 0x00 */
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
-	3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x20 */
-	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, /* 0x30 */
-	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, /* 0x50 */
-	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, /* 0x70 */
+	3, 4, 4, 4, 6, 4, 4, 4, 4, 4, 4, 6, 4, 4, 4, 4, /* 0x20 */
+	2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 4, 4, 6, 6, 6, 4, /* 0x30 */
+	4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 4, 6, 4, /* 0x50 */
+	6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 6, 4, 6, 0, /* 0x70 */
 };
 
 /* Class of cp: ASCII table, else binary search over the generated ranges. */
 enum eng_ucat
-eng_ucd_cat(uint32_t cp)
+eng_ucd_class(uint32_t cp)
 {
 	size_t lo = 0, hi = eng_ucd_n_ranges;
 
@@ -39,6 +40,14 @@ eng_ucd_cat(uint32_t cp)
 			return (enum eng_ucat)eng_ucd_ranges[mid].cat;
 	}
 	return ENG_UCAT_OTHER;
+}
+
+/* Class with P, M and S folded into OTHER. */
+enum eng_ucat
+eng_ucd_cat(uint32_t cp)
+{
+	enum eng_ucat c = eng_ucd_class(cp);
+	return c > ENG_UCAT_SPACE ? ENG_UCAT_OTHER : c;
 }
 
 /* One code point, llama.cpp style (see engine_internal.h). */

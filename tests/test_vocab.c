@@ -1,0 +1,206 @@
+/*
+ * test_vocab.c: the tokenizer against llama.cpp's own tokenizer test set.
+ *
+ * For every vocabulary below, ggml-vocab-NAME.gguf (vocab only, no weights)
+ * is loaded from $KVSNAP_VOCAB_DIR (default build/vocab, filled by
+ * scripts/fetch-vocabs.sh from the pinned llama-cpp-python 0.3.16 sdist),
+ * each text of its .inp (cases separated by "\n__ggml_vocab_test__\n", as
+ * llama.cpp's test-tokenizer-0 reads them) is encoded without adding BOS and
+ * without parsing control tokens, exactly as test-tokenizer-0 does, and the
+ * ids must equal the matching line of the .out.  Each vocabulary reports
+ * "N of M cases equal"; a missing file is a failure (run `make vocabs`).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "tests/tap.h"
+
+#define VOC_SEP "\n__ggml_vocab_test__\n"
+
+/* Directory holding the vocabularies. */
+static const char *
+voc_dir(void)
+{
+	const char *d = getenv("KVSNAP_VOCAB_DIR");
+	return d && *d ? d : "build/vocab";
+}
+
+/* Whole file into a NUL-terminated buffer; NULL if unreadable. */
+static char *
+voc_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1)) != NULL) {
+		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[n] = '\0';
+			*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Parse one .out line ("id id id", spaces around allowed) into ids. */
+static int64_t
+voc_parse_ids(const char *line, size_t len, int32_t *ids, int64_t cap)
+{
+	int64_t n = 0;
+	size_t i = 0;
+
+	while (i < len) {
+		long v = 0;
+		int digits = 0;
+		while (i < len && line[i] == ' ')
+			i++;
+		while (i < len && line[i] >= '0' && line[i] <= '9') {
+			v = v * 10 + (line[i++] - '0');
+			digits++;
+		}
+		if (!digits)
+			break;
+		if (n < cap)
+			ids[n] = (int32_t)v;
+		n++;
+	}
+	return n;
+}
+
+/* "1 2 3" of ids (static buffer, truncated). */
+static const char *
+voc_fmt(const int32_t *ids, int64_t n)
+{
+	static char buf[600];
+	size_t o = 0;
+	int64_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && o + 16 < sizeof(buf); i++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d", i ? " " : "", ids[i]);
+	if (i < n)
+		snprintf(buf + o, sizeof(buf) - o, " ...");
+	return buf;
+}
+
+/* Run one vocabulary's cases; TAP_PASS when every case is equal. */
+static enum tap_result
+voc_run(const char *name)
+{
+	char path[1024], why[256];
+	char *inp = NULL, *out = NULL, *ip, *op;
+	size_t inp_len = 0, out_len = 0;
+	struct eng_gguf *g = NULL;
+	struct eng_tok *t = NULL;
+	int32_t *got = NULL, *want = NULL;
+	int64_t cases = 0, equal = 0, shown = 0;
+	int ok = 1, rc;
+
+	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf", voc_dir(), name);
+	rc = eng_gguf_open(&g, path, why, sizeof(why));
+	TAP_EXPECT(rc == 0, "%s: %s (run `make vocabs`)", path, why);
+	rc = eng_tok_init(&t, g, why, sizeof(why));
+	TAP_EXPECT(rc == 0, "%s: tokenizer refused: %s", name, why);
+	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf.inp", voc_dir(), name);
+	inp = voc_slurp(path, &inp_len);
+	TAP_EXPECT(inp != NULL, "%s unreadable (run `make vocabs`)", path);
+	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf.out", voc_dir(), name);
+	out = voc_slurp(path, &out_len);
+	TAP_EXPECT(out != NULL, "%s unreadable (run `make vocabs`)", path);
+	got = malloc(65536 * sizeof(*got));
+	want = malloc(65536 * sizeof(*want));
+	TAP_EXPECT(got && want, "out of memory");
+
+	ip = inp;
+	op = out;
+	while (ip < inp + inp_len) {
+		char *sep = strstr(ip, VOC_SEP), *nl;
+		size_t tl = sep ? (size_t)(sep - ip) : (size_t)(inp + inp_len - ip);
+		int64_t nw, ng;
+
+		TAP_EXPECT(op < out + out_len, "%s: .inp has more cases than .out", name);
+		nl = memchr(op, '\n', (size_t)(out + out_len - op));
+		if (!nl)
+			nl = out + out_len;
+		nw = voc_parse_ids(op, (size_t)(nl - op), want, 65536);
+		ng = eng_tok_encode(t, ip, tl, 0, got, 65536);
+		TAP_EXPECT(nw <= 65536 && ng >= 0 && ng <= 65536, "%s: case %lld: encode %lld",
+		    name, (long long)cases, (long long)ng);
+		cases++;
+		if (ng == nw && memcmp(got, want, (size_t)nw * sizeof(*got)) == 0) {
+			equal++;
+		} else if (shown++ < 3) {
+			printf("#   %s case %lld (%zu bytes): \"%.*s\"\n", name, (long long)cases - 1,
+			    tl, (int)(tl > 60 ? 60 : tl), ip);
+			printf("#     want [%s]\n", voc_fmt(want, nw));
+			printf("#     got  [%s]\n", voc_fmt(got, ng));
+		}
+		op = nl < out + out_len ? nl + 1 : nl;
+		if (!sep)
+			break;
+		ip = sep + strlen(VOC_SEP);
+	}
+	tap_diag("report: vocab %s: %lld of %lld cases equal", name, (long long)equal,
+	    (long long)cases);
+	TAP_EXPECT(cases > 0, "%s: no cases", name);
+	TAP_EXPECT(equal == cases, "%s: %lld of %lld cases differ", name,
+	    (long long)(cases - equal), (long long)cases);
+out:
+	free(got);
+	free(want);
+	free(inp);
+	free(out);
+	eng_tok_free(t);
+	eng_gguf_close(g);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+#define VOC_TEST(fn, name)              \
+	static enum tap_result fn(void) \
+	{                               \
+		return voc_run(name);   \
+	}
+
+VOC_TEST(test_qwen2, "qwen2")
+VOC_TEST(test_llama_bpe, "llama-bpe")
+VOC_TEST(test_gpt2, "gpt-2")
+VOC_TEST(test_starcoder, "starcoder")
+VOC_TEST(test_refact, "refact")
+VOC_TEST(test_command_r, "command-r")
+VOC_TEST(test_mpt, "mpt")
+VOC_TEST(test_llama_spm, "llama-spm")
+VOC_TEST(test_phi3, "phi-3")
+VOC_TEST(test_deepseek_llm, "deepseek-llm")
+VOC_TEST(test_deepseek_coder, "deepseek-coder")
+VOC_TEST(test_falcon, "falcon")
+
+static const struct tap_test tests[] = {
+	{ "qwen2", test_qwen2 },
+	{ "llama_bpe", test_llama_bpe },
+	{ "gpt2", test_gpt2 },
+	{ "starcoder", test_starcoder },
+	{ "refact", test_refact },
+	{ "command_r", test_command_r },
+	{ "mpt", test_mpt },
+	{ "llama_spm", test_llama_spm },
+	{ "phi3", test_phi3 },
+	{ "deepseek_llm", test_deepseek_llm },
+	{ "deepseek_coder", test_deepseek_coder },
+	{ "falcon", test_falcon },
+};
+
+int
+main(int argc, char **argv)
+{
+	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
