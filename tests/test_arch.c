@@ -1,7 +1,7 @@
 /*
  * test_arch.c: the architecture seam (engine/model/arch_*.c) proven on other
  * shapes: tiny synthetic "qwen2" (q/k/v biases, NeoX RoPE; enabled, the real
- * 1.5B is checked against llama.cpp by tests/test_qwen.c) and "qwen3"
+ * 1.5B is checked against llama.cpp by tests/sh/qwen.sh) and "qwen3"
  * (per-head q/k norms, NeoX RoPE; described but not enabled) models.
  *
  * The default open refuses qwen3 with the usual text; opened for tests, the

@@ -2,7 +2,7 @@
  * arch_qwen2.c: the Qwen2 architecture (Qwen2 and Qwen2.5, as llama.cpp
  * writes them to GGUF): Llama's blocks plus q/k/v projection biases, with
  * NeoX-style (halves) RoPE.  Checked on the real Qwen2.5-Coder-1.5B-Instruct
- * against llama.cpp (tests/test_qwen.c) and on a tiny synthetic model
+ * against llama.cpp (tests/sh/qwen.sh) and on a tiny synthetic model
  * against the reference pass (tests/test_arch.c).
  *
  * Everything else comes from the file: the window (qwen2.context_length,
