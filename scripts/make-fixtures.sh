@@ -21,3 +21,9 @@ if [ "${1:-}" = "--venv-only" ]; then exit 0; fi
 mkdir -p tests/fixtures
 "$VENV/bin/python" scripts/make-token-fixtures.py
 "$VENV/bin/python" scripts/make-fixtures.py models/SmolLM2-135M-Instruct.Q4_1.gguf tests/fixtures/logits.bin
+# Qwen2.5-Coder-1.5B-Instruct (make model-qwen), for tests/sh/qwen.sh
+QWEN=models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf
+if [ -f "$QWEN" ]; then
+	"$VENV/bin/python" scripts/make-token-fixtures.py --model "$QWEN" --out tests/fixtures/qwen_tokens.txt
+	"$VENV/bin/python" scripts/make-fixtures.py "$QWEN" tests/fixtures/qwen_logits.bin qwen
+fi

@@ -5,6 +5,9 @@
  * llama.cpp, f32 KV cache) holds, for 5 prompts, the top-32 logits and the
  * log-sum-exp at every position, full logit rows at some positions, and a
  * 64-token greedy continuation with llama.cpp's top-1/top-2 gap per step.
+ * Another model runs the same checks with KVSNAP_MODEL and
+ * KVSNAP_LOGIT_FIXTURES (tests/sh/qwen.sh: Qwen2.5-Coder-1.5B-Instruct and
+ * tests/fixtures/qwen_logits.bin, top-32 only, 32 greedy tokens).
  *
  * Tolerances (stated here, reported in the output):
  *  - full rows: max |Δlogit| < FWD_TOL_MAXABS and relative L2 < FWD_TOL_RELL2;
@@ -61,10 +64,17 @@ static struct fx fx;
 static struct eng_model *model;
 static struct eng_ctx *ctx;
 
+static const char *
+fx_path(void)
+{
+	const char *p = getenv("KVSNAP_LOGIT_FIXTURES");
+	return p ? p : FWD_FIXTURE;
+}
+
 static int
 fx_load(void)
 {
-	FILE *f = fopen(FWD_FIXTURE, "rb");
+	FILE *f = fopen(fx_path(), "rb");
 	size_t off = 28;
 	uint32_t i, hdr[5];
 
@@ -122,7 +132,7 @@ setup(void)
 		return ok;
 	done = 1;
 	if (fx_load()) {
-		printf("# cannot read %s (run make fixtures)\n", FWD_FIXTURE);
+		printf("# cannot read %s (run make fixtures)\n", fx_path());
 		return 0;
 	}
 	if (eng_model_open(&model, tap_model_path(), why, sizeof(why))) {

@@ -1,7 +1,7 @@
 /*
  * arch_llama.c: the Llama architecture (SmolLM2 and the Llama family as
  * llama.cpp writes them to GGUF): no biases, no head norms, SwiGLU FFN,
- * adjacent-pair RoPE.  The one architecture kvsnap runs.
+ * adjacent-pair RoPE.
  */
 #include "engine/engine_internal.h"
 
