@@ -34,9 +34,18 @@
 #define ARCH_OPT_GAP 100.0
 #define ARCH_N 40
 
-static const struct tiny_shape qwen2_shape = { "qwen2", 1, 1.0, 0 };
-static const struct tiny_shape qwen2_zero_bias = { "qwen2", 1, 0.0, 0 };
-static const struct tiny_shape qwen3_shape = { "qwen3", 0, 0.0, 1 };
+static const struct tiny_shape qwen2_shape = { "qwen2", 1, 1.0, 0, 0.0f, NULL };
+static const struct tiny_shape qwen2_zero_bias = { "qwen2", 1, 0.0, 0, 0.0f, NULL };
+static const struct tiny_shape qwen3_shape = { "qwen3", 0, 0.0, 1, 0.0f, NULL };
+/* Llama 3: llama with rope_freqs.weight.  Synthetic factors that move every
+ * pair's angle by a lot within ARCH_N positions (base 10000, head_dim 8:
+ * pair frequencies 1, 0.1, 0.01, 0.001) ... */
+static const float llama3_strong_ff[TINY_HEAD_DIM / 2] = { 1.0f, 4.0f, 0.5f, 0.05f };
+static const struct tiny_shape llama3_strong = { "llama", 0, 0.0, 0, 0.0f, llama3_strong_ff };
+/* ... and the real layout: base 500000, the factors as llama.cpp's
+ * convert_hf_to_gguf.py computes them for Llama 3.1 (llama3_real_fill). */
+static float llama3_real_ff[TINY_HEAD_DIM / 2];
+static const struct tiny_shape llama3_real = { "llama", 0, 0.0, 0, 500000.0f, llama3_real_ff };
 
 /* max |a − b| / max |a| over n values. */
 static double
@@ -107,8 +116,8 @@ ids_fill(int32_t *ids)
 static enum tap_result
 test_refused_by_default(void)
 {
-	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0 };
-	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1 };
+	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0, 0.0f, NULL };
+	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1, 0.0f, NULL };
 	const struct tiny_shape *disabled[] = { &qwen2_shape, &qwen3_shape };
 	struct eng_model *m = NULL;
 	char path[64], why[256], want[128];
@@ -240,6 +249,130 @@ test_qwen3_norms_matter(void)
 	return check_opt_matters(&qwen3_shape, &qwen2_zero_bias);
 }
 
+/* Llama 3.1's rope_scaling {rope_type llama3, factor 8, low_freq_factor 1,
+ * high_freq_factor 4, original_max_position_embeddings 8192} turned into
+ * per-pair divisors exactly as llama.cpp's convert script does (float32
+ * frequencies, then the three wavelength regimes).  With head_dim 8 and
+ * base 500000 the four pairs land in all three: 1, 1, smoothed, 8. */
+static void
+llama3_real_fill(void)
+{
+	const double factor = 8.0, low = 1.0, high = 4.0, old_ctx = 8192.0;
+	const double low_wl = old_ctx / low, high_wl = old_ctx / high;
+	int i;
+	for (i = 0; i < TINY_HEAD_DIM / 2; i++) {
+		float freq = 1.0f / powf(500000.0f, (float)(2 * i) / (float)TINY_HEAD_DIM);
+		double wl = 2.0 * M_PI / freq, f;
+		if (wl < high_wl)
+			f = 1.0;
+		else if (wl > low_wl)
+			f = factor;
+		else {
+			double smooth = (old_ctx / wl - low) / (high - low);
+			f = 1.0 / ((1.0 - smooth) / factor + smooth);
+		}
+		llama3_real_ff[i] = (float)f;
+	}
+}
+
+/* A Llama 3 file opens as llama (enabled) with its factors; the forward
+ * pass matches the reference with them, and they matter. */
+static enum tap_result
+test_llama3_matches_ref(void)
+{
+	struct eng_model *m = NULL;
+	char path[64], why[256];
+	int rc;
+
+	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &llama3_strong), "write");
+	rc = eng_model_open(&m, path, why, sizeof(why));
+	tiny_model_remove(path);
+	TAP_CHECK(!rc && m->hp.rope_freqs && m->hp.rope_freqs[1] == 4.0f,
+	    "llama3 open (default flags): %d %s", rc, why);
+	eng_model_close(m);
+	return check_matches_ref(&llama3_strong);
+}
+
+/* tiny_llama is the same seed's weights without the factors. */
+static enum tap_result
+test_llama3_factors_matter(void)
+{
+	return check_opt_matters(&llama3_strong, &tiny_llama);
+}
+
+static enum tap_result
+test_llama3_real_layout(void)
+{
+	llama3_real_fill();
+	tap_diag("report: llama 3.1 factors at head_dim %d: %g %g %g %g", TINY_HEAD_DIM,
+	    (double)llama3_real_ff[0], (double)llama3_real_ff[1], (double)llama3_real_ff[2],
+	    (double)llama3_real_ff[3]);
+	TAP_CHECK(llama3_real_ff[0] == 1.0f && llama3_real_ff[3] == 8.0f &&
+	    llama3_real_ff[2] > 1.0f && llama3_real_ff[2] < 8.0f, "the three regimes");
+	return check_matches_ref(&llama3_real);
+}
+
+/* Factors that are not positive numbers: refused with the tensor's name. */
+static enum tap_result
+test_llama3_bad_factors(void)
+{
+	static const float bad[TINY_HEAD_DIM / 2] = { 1.0f, -1.0f, 1.0f, 1.0f };
+	static const struct tiny_shape sh = { "llama", 0, 0.0, 0, 0.0f, bad };
+	struct eng_model *m = NULL;
+	char path[64], why[256];
+	int rc;
+
+	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &sh), "write");
+	rc = eng_model_open(&m, path, why, sizeof(why));
+	tiny_model_remove(path);
+	TAP_CHECK(rc && !m && strstr(why, "rope_freqs.weight[1]"), "bad factors: %d %s", rc, why);
+	return TAP_PASS;
+}
+
+/* The rope op with factors against the formula in double: pair i of a
+ * head at position p turns by p·base^(-2i/d) / ff[i]; factors of all ones
+ * are bit for bit no factors. */
+static enum tap_result
+test_rope_factors(void)
+{
+	enum { T = 3, H = 2, D = 8 };
+	static const uint32_t pos[T] = { 0, 7, 3000 };
+	static const float ones[D / 2] = { 1.0f, 1.0f, 1.0f, 1.0f };
+	struct kern_ctx *k = NULL;
+	const struct kern_ops *ops;
+	float x[T * H * D], a[T * H * D], b[T * H * D], c[T * H * D];
+	struct tiny_rng r = { 7 };
+	double worst = 0.0;
+	int i, h, t;
+
+	for (i = 0; i < T * H * D; i++)
+		x[i] = (float)tiny_rng_normal(&r);
+	TAP_CHECK(!kern_ctx_init(&k, 1), "kern ctx");
+	ops = kern_ctx_ops(k);
+	memcpy(a, x, sizeof(x));
+	memcpy(b, x, sizeof(x));
+	memcpy(c, x, sizeof(x));
+	TAP_CHECK(!ops->rope(k, a, pos, T, H, D, 10000.0f, llama3_strong_ff, KERN_ROPE_NORM),
+	    "rope with factors");
+	TAP_CHECK(!ops->rope(k, b, pos, T, H, D, 10000.0f, ones, KERN_ROPE_NORM), "ones");
+	TAP_CHECK(!ops->rope(k, c, pos, T, H, D, 10000.0f, NULL, KERN_ROPE_NORM), "none");
+	kern_ctx_free(k);
+	TAP_CHECK(!memcmp(b, c, sizeof(b)), "factors of one differ from none");
+	for (t = 0; t < T; t++)
+		for (h = 0; h < H; h++)
+			for (i = 0; i < D / 2; i++) {
+				int o = (t * H + h) * D + 2 * i;
+				double th = pos[t] * pow(10000.0, -2.0 * i / D) / llama3_strong_ff[i];
+				double e0 = x[o] * cos(th) - x[o + 1] * sin(th);
+				double e1 = x[o] * sin(th) + x[o + 1] * cos(th);
+				worst = fmax(worst, fmax(fabs(e0 - a[o]), fabs(e1 - a[o + 1])));
+			}
+	/* float angles up to 3000·4 rad: their rounding (~2.4e-4 at 3000) and
+	 * the repeated-product scale dominate; a missed division is off by O(1) */
+	TAP_CHECK(worst < 2e-3, "rope with factors is off the formula by %.2e", worst);
+	return TAP_PASS;
+}
+
 /* The pool's own rotation (snapshot load, slot renumbering) re-derives
  * exactly the rotated keys the forward pass stored, in the model's style. */
 static enum tap_result
@@ -279,6 +412,8 @@ static enum tap_result
 test_pool_rotation(void)
 {
 	enum tap_result r = check_pool_rotation(&qwen2_shape);
+	if (r == TAP_PASS)
+		r = check_pool_rotation(&llama3_strong);
 	return r == TAP_PASS ? check_pool_rotation(&tiny_llama) : r;
 }
 
@@ -309,9 +444,9 @@ test_rope_styles(void)
 				perm[b + 2 * j] = x[b + j];
 				perm[b + 2 * j + 1] = x[b + j + D / 2];
 			}
-	TAP_CHECK(!ops->rope(k, neox, pos, T, H, D, 10000.0f, KERN_ROPE_NEOX), "neox");
-	TAP_CHECK(!ops->rope(k, perm, pos, T, H, D, 10000.0f, KERN_ROPE_NORM), "norm of perm");
-	TAP_CHECK(!ops->rope(k, norm, pos, T, H, D, 10000.0f, KERN_ROPE_NORM), "norm");
+	TAP_CHECK(!ops->rope(k, neox, pos, T, H, D, 10000.0f, NULL, KERN_ROPE_NEOX), "neox");
+	TAP_CHECK(!ops->rope(k, perm, pos, T, H, D, 10000.0f, NULL, KERN_ROPE_NORM), "norm of perm");
+	TAP_CHECK(!ops->rope(k, norm, pos, T, H, D, 10000.0f, NULL, KERN_ROPE_NORM), "norm");
 	kern_ctx_free(k);
 	for (t = 0; t < T; t++)
 		for (h = 0; h < H; h++)
@@ -335,6 +470,11 @@ static const struct tap_test tests[] = {
 	{ "qwen2_biases_matter", test_qwen2_biases_matter },
 	{ "qwen3_matches_ref", test_qwen3_matches_ref },
 	{ "qwen3_norms_matter", test_qwen3_norms_matter },
+	{ "llama3_matches_ref", test_llama3_matches_ref },
+	{ "llama3_factors_matter", test_llama3_factors_matter },
+	{ "llama3_real_layout", test_llama3_real_layout },
+	{ "llama3_bad_factors", test_llama3_bad_factors },
+	{ "rope_factors", test_rope_factors },
 	{ "pool_rotation", test_pool_rotation },
 	{ "rope_styles", test_rope_styles },
 };

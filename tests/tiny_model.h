@@ -74,18 +74,20 @@ struct tiny_tensor {
 	char name[48];
 	int n_dims;
 	int64_t ne[2];
-	int kind; /* 0 matrix, 1 norm, 2 embedding, 3 bias */
+	int kind; /* 0 matrix, 1 norm, 2 embedding, 3 bias, 4 rope factors */
 };
 
-/* A model's shape: llama's is { "llama", 0, 0.0, 0 }. */
+/* A model's shape: llama's is { "llama", 0, 0.0, 0, 0.0f, NULL }. */
 struct tiny_shape {
 	const char *arch; /* general.architecture and the key prefix */
 	int qkv_bias;     /* blk.N.attn_{q,k,v}.bias */
 	double bias_std;  /* their values' std (0: zeros, the same draws consumed) */
 	int qk_norm;      /* blk.N.attn_{q,k}_norm.weight (head_dim) */
+	float rope_base;  /* rope.freq_base; 0: 10000 */
+	const float *rope_freqs; /* rope_freqs.weight (head_dim/2 values) or NULL */
 };
 
-static const struct tiny_shape tiny_llama = { "llama", 0, 0.0, 0 };
+static const struct tiny_shape tiny_llama = { "llama", 0, 0.0, 0, 0.0f, NULL };
 
 /* The model's tensor list in file order; returns the count. */
 static inline int
@@ -114,7 +116,7 @@ tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 	int n = 0, l, pass;
 	size_t i;
 
-	if (cap < 2 + TINY_N_LAYER * (int)(sizeof(per_layer) / sizeof(per_layer[0])))
+	if (cap < 3 + TINY_N_LAYER * (int)(sizeof(per_layer) / sizeof(per_layer[0])))
 		return -1;
 	snprintf(t[n].name, sizeof(t[n].name), "token_embd.weight");
 	t[n].n_dims = 2;
@@ -146,6 +148,15 @@ tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 				n++;
 			}
 		}
+	}
+	/* Llama 3.1's RoPE frequency factors: given, not drawn */
+	if (sh->rope_freqs) {
+		snprintf(t[n].name, sizeof(t[n].name), "rope_freqs.weight");
+		t[n].n_dims = 1;
+		t[n].ne[0] = TINY_HEAD_DIM / 2;
+		t[n].ne[1] = 1;
+		t[n].kind = 4;
+		n++;
 	}
 	return n;
 }
@@ -183,7 +194,7 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	gb_kv_u32(&b, TINY_KEY("attention.head_count_kv"), TINY_N_HEAD_KV);
 	gb_kv_u32(&b, TINY_KEY("context_length"), TINY_N_CTX);
 	gb_kv_f32(&b, TINY_KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
-	gb_kv_f32(&b, TINY_KEY("rope.freq_base"), 10000.0f);
+	gb_kv_f32(&b, TINY_KEY("rope.freq_base"), sh->rope_base > 0 ? sh->rope_base : 10000.0f);
 	gb_kv_u32(&b, TINY_KEY("rope.dimension_count"), TINY_HEAD_DIM);
 #undef TINY_KEY
 	for (i = 0; i < n; i++) {
@@ -195,7 +206,12 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	for (i = 0; i < n; i++) {
 		int64_t cnt = t[i].ne[0] * t[i].ne[1];
 		for (j = 0; j < cnt; j++) {
-			double x = tiny_rng_normal(&rng);
+			double x;
+			if (t[i].kind == 4) {
+				gb_f32(&b, sh->rope_freqs[j]);
+				continue;
+			}
+			x = tiny_rng_normal(&rng);
 			float v = t[i].kind == 0 ? (float)(TINY_STD * x)
 			    : t[i].kind == 1   ? (float)(1.0 + 0.1 * x)
 			    : t[i].kind == 3   ? (float)(sh->bias_std * x)
