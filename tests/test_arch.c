@@ -1,10 +1,11 @@
 /*
  * test_arch.c: the architecture seam (engine/model/arch_*.c) proven on other
- * shapes: tiny synthetic "qwen2" (q/k/v biases, NeoX RoPE) and "qwen3"
- * (per-head q/k norms, NeoX RoPE) models, which kvsnap describes but does
- * not enable.
+ * shapes: tiny synthetic "qwen2" (q/k/v biases, NeoX RoPE; described, not
+ * enabled), "qwen3" (per-head q/k norms, NeoX RoPE; enabled) and Llama 3
+ * (llama with rope_freqs.weight: Llama 3.1's RoPE frequency factors, both
+ * synthetic ones and the convert script's real layout) models.
  *
- * The default open refuses them with the usual text; opened for tests, the
+ * The default open refuses qwen2 with the usual text; opened, the
  * engine's forward pass must match the scalar reference pass, and the
  * optional tensors must matter (a pass that ignored them would fail the
  * comparison by far).  The cache pool's own rotation must reproduce the
@@ -118,7 +119,7 @@ test_refused_by_default(void)
 {
 	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0, 0.0f, NULL };
 	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1, 0.0f, NULL };
-	const struct tiny_shape *disabled[] = { &qwen2_shape, &qwen3_shape };
+	const struct tiny_shape *disabled[] = { &qwen2_shape };
 	struct eng_model *m = NULL;
 	char path[64], why[256], want[128];
 	size_t i;
@@ -131,7 +132,7 @@ test_refused_by_default(void)
 		TAP_CHECK(rc == ENG_ERR_ARCH && !m, "%s opened by default: %d", disabled[i]->arch,
 		    rc);
 		snprintf(want, sizeof(want),
-		    "model architecture '%s' is not supported (kvsnap runs 'llama')",
+		    "model architecture '%s' is not supported (kvsnap runs 'llama', 'qwen3')",
 		    disabled[i]->arch);
 		TAP_CHECK(!strcmp(why, want), "refusal text: %s", why);
 	}
@@ -236,9 +237,20 @@ test_qwen2_biases_matter(void)
 	return check_opt_matters(&qwen2_shape, &qwen2_zero_bias);
 }
 
+/* qwen3 is enabled: the default open runs it, head norms loaded. */
 static enum tap_result
 test_qwen3_matches_ref(void)
 {
+	struct eng_model *m = NULL;
+	char path[64], why[256];
+	int rc;
+
+	TAP_CHECK(!tiny_model_tmp_shape(path, sizeof(path), 11, &qwen3_shape), "write");
+	rc = eng_model_open(&m, path, why, sizeof(why));
+	tiny_model_remove(path);
+	TAP_CHECK(!rc && m->layers[0].q_norm && m->layers[0].k_norm, "qwen3 open: %d %s", rc,
+	    why);
+	eng_model_close(m);
 	return check_matches_ref(&qwen3_shape);
 }
 

@@ -56,7 +56,7 @@ struct eng_model {
 	char fingerprint[65];     /* eng_model_fingerprint() */
 };
 
-/* Open a model of an enabled architecture (today: llama); any other is
+/* Open a model of an enabled architecture (today: llama, qwen3); any other is
  * ENG_ERR_ARCH "model architecture 'X' is not supported (kvsnap runs ...)". */
 int eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_len);
 /* The same with flags: ENG_OPEN_DISABLED_ARCH also opens an architecture
