@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "tests/tap.h"
@@ -35,18 +36,18 @@
 #define ARCH_OPT_GAP 100.0
 #define ARCH_N 40
 
-static const struct tiny_shape qwen2_shape = { "qwen2", 1, 1.0, 0, 0.0f, NULL };
-static const struct tiny_shape qwen2_zero_bias = { "qwen2", 1, 0.0, 0, 0.0f, NULL };
-static const struct tiny_shape qwen3_shape = { "qwen3", 0, 0.0, 1, 0.0f, NULL };
+static const struct tiny_shape qwen2_shape = { "qwen2", 1, 1.0, 0, 0.0f, NULL, NULL };
+static const struct tiny_shape qwen2_zero_bias = { "qwen2", 1, 0.0, 0, 0.0f, NULL, NULL };
+static const struct tiny_shape qwen3_shape = { "qwen3", 0, 0.0, 1, 0.0f, NULL, NULL };
 /* Llama 3: llama with rope_freqs.weight.  Synthetic factors that move every
  * pair's angle by a lot within ARCH_N positions (base 10000, head_dim 8:
  * pair frequencies 1, 0.1, 0.01, 0.001) ... */
 static const float llama3_strong_ff[TINY_HEAD_DIM / 2] = { 1.0f, 4.0f, 0.5f, 0.05f };
-static const struct tiny_shape llama3_strong = { "llama", 0, 0.0, 0, 0.0f, llama3_strong_ff };
+static const struct tiny_shape llama3_strong = { "llama", 0, 0.0, 0, 0.0f, llama3_strong_ff, NULL };
 /* ... and the real layout: base 500000, the factors as llama.cpp's
  * convert_hf_to_gguf.py computes them for Llama 3.1 (llama3_real_fill). */
 static float llama3_real_ff[TINY_HEAD_DIM / 2];
-static const struct tiny_shape llama3_real = { "llama", 0, 0.0, 0, 500000.0f, llama3_real_ff };
+static const struct tiny_shape llama3_real = { "llama", 0, 0.0, 0, 500000.0f, llama3_real_ff, NULL };
 
 /* max |a − b| / max |a| over n values. */
 static double
@@ -106,19 +107,21 @@ open_shape(const struct tiny_shape *sh, struct eng_model **m, char *why, size_t 
 	return rc;
 }
 
+/* ARCH_N ids spread over a vocabulary of n (the last id among them). */
 static void
-ids_fill(int32_t *ids)
+ids_fill(int32_t *ids, int64_t n)
 {
 	int i;
 	for (i = 0; i < ARCH_N; i++)
-		ids[i] = (i * 29 + 5) % TINY_N_VOCAB;
+		ids[i] = (int32_t)((i * 29 + 5) % TINY_N_VOCAB * (n / TINY_N_VOCAB));
+	ids[ARCH_N - 1] = (int32_t)(n - 1);
 }
 
 static enum tap_result
 test_refused_by_default(void)
 {
-	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0, 0.0f, NULL };
-	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1, 0.0f, NULL };
+	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0, 0.0f, NULL, NULL };
+	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1, 0.0f, NULL, NULL };
 	const struct tiny_shape *disabled[] = { &qwen2_shape };
 	struct eng_model *m = NULL;
 	char path[64], why[256], want[128];
@@ -159,11 +162,12 @@ check_matches_ref(const struct tiny_shape *sh)
 	char why[256];
 	int32_t ids[ARCH_N];
 	float *ref, *got;
-	size_t i, nl = (size_t)ARCH_N * TINY_N_VOCAB;
+	size_t i, nl;
 	double rel;
 
-	ids_fill(ids);
 	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
+	nl = (size_t)ARCH_N * (size_t)m->hp.n_vocab;
+	ids_fill(ids, m->hp.n_vocab);
 	TAP_CHECK(!!m->layers[1].bq == sh->qkv_bias && !!m->layers[1].bv == sh->qkv_bias &&
 	    !!m->layers[1].q_norm == sh->qk_norm && !!m->layers[1].k_norm == sh->qk_norm &&
 	    !m->layers[0].bo, "%s: optional slots", sh->arch);
@@ -199,7 +203,7 @@ check_opt_matters(const struct tiny_shape *sh, const struct tiny_shape *without)
 	size_t nl = (size_t)ARCH_N * TINY_N_VOCAB;
 	double gap, miss;
 
-	ids_fill(ids);
+	ids_fill(ids, TINY_N_VOCAB);
 	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
 	TAP_CHECK(!open_shape(without, &z, why, sizeof(why)), "%s", why);
 	ref = malloc(nl * sizeof(float));
@@ -329,7 +333,7 @@ static enum tap_result
 test_llama3_bad_factors(void)
 {
 	static const float bad[TINY_HEAD_DIM / 2] = { 1.0f, -1.0f, 1.0f, 1.0f };
-	static const struct tiny_shape sh = { "llama", 0, 0.0, 0, 0.0f, bad };
+	static const struct tiny_shape sh = { "llama", 0, 0.0, 0, 0.0f, bad, NULL };
 	struct eng_model *m = NULL;
 	char path[64], why[256];
 	int rc;
@@ -385,6 +389,144 @@ test_rope_factors(void)
 	return TAP_PASS;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The real vocabularies (llama.cpp's vocab-only GGUFs, build/vocab/ from
+ * scripts/fetch-vocabs.sh, or $KVSNAP_VOCAB_DIR): the tiny models carry the
+ * family's whole tokenizer.* metadata and an embedding row per token. */
+
+/* Bytes of the GGUF value at p of type t (file already validated by the
+ * reader, so counts and lengths are in bounds). */
+static size_t
+gguf_value_size(const uint8_t *p, uint32_t t)
+{
+	static const size_t scalar[] = { 1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8 };
+	uint64_t n, i;
+	size_t sz;
+	if (t == ENG_GGUF_STRING) {
+		memcpy(&n, p, 8);
+		return 8 + (size_t)n;
+	}
+	if (t != ENG_GGUF_ARRAY)
+		return scalar[t];
+	memcpy(&t, p, 4);
+	memcpy(&n, p + 4, 8);
+	if (t != ENG_GGUF_STRING)
+		return 12 + (size_t)n * scalar[t];
+	for (i = 0, sz = 12; i < n; i++)
+		sz += gguf_value_size(p + sz, t);
+	return sz;
+}
+
+/* The tokenizer.* entries of g, copied byte for byte (key, type, value). */
+static int
+vocab_from(const struct eng_gguf *g, struct tiny_vocab *v, struct gb *b)
+{
+	const struct eng_gguf_kv *tok = eng_gguf_find_kv(g, "tokenizer.ggml.tokens");
+	uint64_t i;
+	if (!tok || tok->type != ENG_GGUF_ARRAY)
+		return -1;
+	v->n_vocab = (int64_t)tok->arr_n;
+	v->n_kv = 0;
+	for (i = 0; i < g->n_kv; i++) {
+		const struct eng_gguf_kv *kv = &g->kv[i];
+		const uint8_t *start = (const uint8_t *)kv->key.ptr - 8;
+		const uint8_t *val = (const uint8_t *)kv->key.ptr + kv->key.len + 4;
+		if (kv->key.len < 10 || memcmp(kv->key.ptr, "tokenizer.", 10))
+			continue;
+		gb_put(b, start, (size_t)(val - start) + gguf_value_size(val, (uint32_t)kv->type));
+		v->n_kv++;
+	}
+	v->kv = b->p;
+	v->kv_len = b->len;
+	return 0;
+}
+
+/* The file at path in memory with 64 zero bytes after it: llama.cpp's
+ * vocab-only files end right after their metadata, before the alignment
+ * padding this reader wants (the tok branch lets eng_gguf_open take them). */
+static uint8_t *
+slurp_padded(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *p = NULL;
+	long n;
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) &&
+	    (p = calloc((size_t)n + 64, 1)) && fread(p, 1, (size_t)n, f) == (size_t)n)
+		*len = (size_t)n + 64;
+	else {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	return p;
+}
+
+/* A tiny model of shape sh carrying vocabulary file `name`: it opens with
+ * the default flags, has the vocabulary's size, and matches the reference
+ * pass on ids across the whole vocabulary.  Skipped without the file. */
+static enum tap_result
+check_real_vocab(const struct tiny_shape *base, const char *name, int64_t want_n)
+{
+	const char *dir = getenv("KVSNAP_VOCAB_DIR");
+	char path[512], tmp[64], why[256];
+	struct eng_gguf *g = NULL;
+	struct eng_model *m = NULL;
+	struct tiny_vocab v;
+	struct tiny_shape sh = *base;
+	struct gb b = { 0 };
+	enum tap_result r;
+	uint8_t *file;
+	size_t len = 0;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir && *dir ? dir : "build/vocab", name);
+	if (access(path, R_OK)) {
+		tap_diag("%s absent (scripts/fetch-vocabs.sh fetches it)", path);
+		return TAP_SKIP;
+	}
+	file = slurp_padded(path, &len);
+	TAP_CHECK(file, "%s: unreadable", path);
+	TAP_CHECK(!eng_gguf_open_mem(&g, file, len, why, sizeof(why)), "%s: %s", path, why);
+	TAP_CHECK(!vocab_from(g, &v, &b), "%s: no tokenizer.ggml.tokens", path);
+	TAP_CHECK(v.n_vocab == want_n && v.n_kv >= 3, "%s: %lld tokens, %llu keys", name,
+	    (long long)v.n_vocab, (unsigned long long)v.n_kv);
+	sh.vocab = &v;
+	TAP_CHECK(!tiny_model_tmp_shape(tmp, sizeof(tmp), 11, &sh), "write");
+	eng_gguf_close(g);
+	free(file);
+	rc = eng_model_open(&m, tmp, why, sizeof(why));
+	if (!rc)
+		rc = eng_gguf_find_kv(m->gguf, "tokenizer.ggml.merges") ? 0 : -1;
+	tiny_model_remove(tmp);
+	TAP_CHECK(!rc && m->hp.n_vocab == want_n, "%s model: %d %s", name, rc, why);
+	eng_model_close(m);
+	tap_diag("report: %s: %lld tokens, %llu tokenizer keys", name, (long long)v.n_vocab,
+	    (unsigned long long)v.n_kv);
+	/* open_shape writes the file again from sh (same seed, same vocab) */
+	r = check_matches_ref(&sh);
+	free(b.p);
+	return r;
+}
+
+/* Llama 3.1's real layout (base 500000, the convert script's factors) with
+ * Llama 3's tokenizer (llama-bpe, 128256 tokens). */
+static enum tap_result
+test_llama3_real_vocab(void)
+{
+	llama3_real_fill();
+	return check_real_vocab(&llama3_real, "ggml-vocab-llama-bpe.gguf", 128256);
+}
+
+/* Qwen3 with the Qwen2/3 tokenizer (llama.cpp's qwen2 vocab: 151936
+ * tokens, the embedding rows of Qwen2 and Qwen3 files). */
+static enum tap_result
+test_qwen3_real_vocab(void)
+{
+	return check_real_vocab(&qwen3_shape, "ggml-vocab-qwen2.gguf", 151936);
+}
+
 /* The pool's own rotation (snapshot load, slot renumbering) re-derives
  * exactly the rotated keys the forward pass stored, in the model's style. */
 static enum tap_result
@@ -399,7 +541,7 @@ check_pool_rotation(const struct tiny_shape *sh)
 	size_t per;
 	int l, diff = 0;
 
-	ids_fill(ids);
+	ids_fill(ids, TINY_N_VOCAB);
 	TAP_CHECK(!open_shape(sh, &m, why, sizeof(why)), "%s", why);
 	TAP_CHECK(!eng_ctx_init(&c, m, 1, 16) && !eng_kv_init(&kv, m, ARCH_N), "init");
 	TAP_CHECK(!eng_forward(c, kv, ids, ARCH_N, NULL, last), "forward");
@@ -487,6 +629,8 @@ static const struct tap_test tests[] = {
 	{ "llama3_real_layout", test_llama3_real_layout },
 	{ "llama3_bad_factors", test_llama3_bad_factors },
 	{ "rope_factors", test_rope_factors },
+	{ "llama3_real_vocab", test_llama3_real_vocab },
+	{ "qwen3_real_vocab", test_qwen3_real_vocab },
 	{ "pool_rotation", test_pool_rotation },
 	{ "rope_styles", test_rope_styles },
 };

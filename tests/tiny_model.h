@@ -77,7 +77,16 @@ struct tiny_tensor {
 	int kind; /* 0 matrix, 1 norm, 2 embedding, 3 bias, 4 rope factors */
 };
 
-/* A model's shape: llama's is { "llama", 0, 0.0, 0, 0.0f, NULL }. */
+/* A real tokenizer to carry: its tokenizer.* metadata entries, serialized
+ * as GGUF key-value pairs (count n_kv), and its vocabulary size. */
+struct tiny_vocab {
+	int64_t n_vocab;
+	const void *kv;
+	size_t kv_len;
+	uint64_t n_kv;
+};
+
+/* A model's shape: llama's is { "llama", 0, 0.0, 0, 0.0f, NULL, NULL }. */
 struct tiny_shape {
 	const char *arch; /* general.architecture and the key prefix */
 	int qkv_bias;     /* blk.N.attn_{q,k,v}.bias */
@@ -85,9 +94,10 @@ struct tiny_shape {
 	int qk_norm;      /* blk.N.attn_{q,k}_norm.weight (head_dim) */
 	float rope_base;  /* rope.freq_base; 0: 10000 */
 	const float *rope_freqs; /* rope_freqs.weight (head_dim/2 values) or NULL */
+	const struct tiny_vocab *vocab; /* NULL: TINY_N_VOCAB tokens, no tokenizer */
 };
 
-static const struct tiny_shape tiny_llama = { "llama", 0, 0.0, 0, 0.0f, NULL };
+static const struct tiny_shape tiny_llama = { "llama", 0, 0.0, 0, 0.0f, NULL, NULL };
 
 /* The model's tensor list in file order; returns the count. */
 static inline int
@@ -121,7 +131,7 @@ tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 	snprintf(t[n].name, sizeof(t[n].name), "token_embd.weight");
 	t[n].n_dims = 2;
 	t[n].ne[0] = TINY_N_EMBD;
-	t[n].ne[1] = TINY_N_VOCAB;
+	t[n].ne[1] = sh->vocab ? sh->vocab->n_vocab : TINY_N_VOCAB;
 	t[n].kind = 2;
 	n++;
 	snprintf(t[n].name, sizeof(t[n].name), "output_norm.weight");
@@ -166,6 +176,7 @@ static inline int
 tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape *sh)
 {
 	struct tiny_tensor t[64];
+	uint64_t n_extra = sh->vocab ? sh->vocab->n_kv : 0;
 	struct tiny_rng rng;
 	struct gb b = { 0 };
 	uint64_t off = 0;
@@ -183,7 +194,7 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	gb_put(&b, "GGUF", 4);
 	gb_u32(&b, 3);
 	gb_u64(&b, (uint64_t)n); /* tensors */
-	gb_u64(&b, 11);          /* metadata keys */
+	gb_u64(&b, 11 + n_extra); /* metadata keys */
 #define TINY_KEY(k) (snprintf(key, sizeof(key), "%s.%s", sh->arch, k), key)
 	gb_kv_str(&b, "general.architecture", sh->arch);
 	gb_kv_u32(&b, "general.alignment", TINY_ALIGN);
@@ -197,6 +208,8 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	gb_kv_f32(&b, TINY_KEY("rope.freq_base"), sh->rope_base > 0 ? sh->rope_base : 10000.0f);
 	gb_kv_u32(&b, TINY_KEY("rope.dimension_count"), TINY_HEAD_DIM);
 #undef TINY_KEY
+	if (sh->vocab)
+		gb_put(&b, sh->vocab->kv, sh->vocab->kv_len);
 	for (i = 0; i < n; i++) {
 		uint64_t bytes = (uint64_t)(t[i].ne[0] * t[i].ne[1]) * 4;
 		gb_tensor_info(&b, t[i].name, t[i].n_dims, t[i].ne, 0 /* F32 */, off);
