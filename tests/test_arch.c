@@ -43,11 +43,13 @@ static const struct tiny_shape qwen3_shape = { "qwen3", 0, 0.0, 1, 0.0f, NULL, N
  * pair's angle by a lot within ARCH_N positions (base 10000, head_dim 8:
  * pair frequencies 1, 0.1, 0.01, 0.001) ... */
 static const float llama3_strong_ff[TINY_HEAD_DIM / 2] = { 1.0f, 4.0f, 0.5f, 0.05f };
-static const struct tiny_shape llama3_strong = { "llama", 0, 0.0, 0, 0.0f, llama3_strong_ff, NULL };
+static const struct tiny_shape llama3_strong = { "llama", 0, 0.0, 0, 0.0f, llama3_strong_ff,
+	NULL };
 /* ... and the real layout: base 500000, the factors as llama.cpp's
  * convert_hf_to_gguf.py computes them for Llama 3.1 (llama3_real_fill). */
 static float llama3_real_ff[TINY_HEAD_DIM / 2];
-static const struct tiny_shape llama3_real = { "llama", 0, 0.0, 0, 500000.0f, llama3_real_ff, NULL };
+static const struct tiny_shape llama3_real = { "llama", 0, 0.0, 0, 500000.0f, llama3_real_ff,
+	NULL };
 
 /* max |a − b| / max |a| over n values. */
 static double
