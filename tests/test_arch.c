@@ -124,7 +124,9 @@ test_refused_by_default(void)
 {
 	static const struct tiny_shape llama_bias = { "llama", 1, 1.0, 0, 0.0f, NULL, NULL };
 	static const struct tiny_shape llama_norm = { "llama", 0, 0.0, 1, 0.0f, NULL, NULL };
-	const struct tiny_shape *disabled[] = { &qwen2_shape };
+	/* one kvsnap does not describe at all, refused the same way */
+	static const struct tiny_shape gemma2 = { "gemma2", 0, 0.0, 0, 0.0f, NULL, NULL };
+	const struct tiny_shape *disabled[] = { &qwen2_shape, &gemma2 };
 	struct eng_model *m = NULL;
 	char path[64], why[256], want[128];
 	size_t i;
