@@ -220,8 +220,8 @@ st_ops_elementwise(struct st_run *r, const struct eng_model *m)
 		pos[t] = (uint32_t)(t * 131 % 8192);
 	memcpy(a, x, (size_t)(T * H * hd) * sizeof(float));
 	memcpy(b, x, (size_t)(T * H * hd) * sizeof(float));
-	err = ro->rope(r->ref, b, pos, T, H, hd, m->hp.rope_base, m->hp.rope_style) ||
-	    d->rope(r->dev, a, pos, T, H, hd, m->hp.rope_base, m->hp.rope_style) ? NAN :
+	err = ro->rope(r->ref, b, pos, T, H, hd, m->hp.rope_base, m->hp.rope_freqs, m->hp.rope_style) ||
+	    d->rope(r->dev, a, pos, T, H, hd, m->hp.rope_base, m->hp.rope_freqs, m->hp.rope_style) ? NAN :
 	    st_relerr(a, b, (size_t)(T * H * hd));
 	st_row(r, "ops", "rope (positions up to 8191)", err, 1e-5, "rel");
 	memcpy(a, x, n * sizeof(float));

@@ -231,10 +231,11 @@ struct kern_ops {
 	    const float *w, int64_t n_tok, int64_t dim, float eps);
 	/* In place, RoPE of x(n_tok, n_head, head_dim) with token t at
 	 * position pos[t], pairs laid out by `style` (kernels/rope.h defines
-	 * the rotation; head_dim even, <= KERN_ROPE_MAX_HEAD_DIM). */
+	 * the rotation; head_dim even, <= KERN_ROPE_MAX_HEAD_DIM); freq_factors
+	 * (head_dim/2 divisors of the angles, host memory) or NULL. */
 	int (*rope)(struct kern_ctx *ctx, float *x, const uint32_t *pos,
 	    int64_t n_tok, int64_t n_head, int64_t head_dim, float freq_base,
-	    enum kern_rope_style style);
+	    const float *freq_factors, enum kern_rope_style style);
 	/* out(n_tok, n_head, head_dim) = softmax(q·kᵀ·scale, causal) · v, query
 	 * head h using KV head h / (n_head / n_kv_head). */
 	int (*attention)(struct kern_ctx *ctx, float *out, const float *q,

@@ -16,6 +16,11 @@
  * s = base^(-2/head_dim), built by repeated float multiplication as
  * llama.cpp does (not pow: the rounding of each step is part of the
  * definition).
+ *
+ * Frequency factors (Llama 3.1's rope_freqs.weight, llama.cpp's
+ * freq_factors): an optional table ff of head_dim/2 divisors; pair i's angle
+ * is then (p · s^i) / ff[i], one float division as ggml's rope does.  NULL
+ * means none (dividing by 1 would be exact too, but is not done).
  */
 #ifndef KERNELS_ROPE_H
 #define KERNELS_ROPE_H
@@ -44,25 +49,26 @@ kern_rope_theta_scale(float base, int64_t head_dim)
 /* The angle of pair i at position p, one pair at a time (the GPU's thread
  * per pair); equal bit for bit to kern_rope_angles' entry i. */
 KERN_ROPE_FN float
-kern_rope_theta(uint32_t p, float theta_scale, int64_t i)
+kern_rope_theta(uint32_t p, float theta_scale, const float *ff, int64_t i)
 {
 	float theta = (float)p;
 	int64_t k;
 	for (k = 0; k < i; k++)
 		theta *= theta_scale;
-	return theta;
+	return ff ? theta / ff[i] : theta;
 }
 
 /* cs[2i] = cos, cs[2i+1] = sin of every pair's angle at position p
  * (head_dim/2 pairs): the same multiplications as kern_rope_theta. */
 KERN_ROPE_FN void
-kern_rope_angles(float *cs, uint32_t p, float theta_scale, int64_t head_dim)
+kern_rope_angles(float *cs, uint32_t p, float theta_scale, const float *ff, int64_t head_dim)
 {
 	float theta = (float)p;
 	int64_t i;
 	for (i = 0; i < head_dim / 2; i++) {
-		cs[2 * i] = cosf(theta);
-		cs[2 * i + 1] = sinf(theta);
+		float t = ff ? theta / ff[i] : theta;
+		cs[2 * i] = cosf(t);
+		cs[2 * i + 1] = sinf(t);
 		theta *= theta_scale;
 	}
 }
@@ -110,13 +116,14 @@ kern_rope_head(float *dst, const float *src, const float *cs, int64_t head_dim,
  * whatever head_dim a snapshot header names). */
 KERN_ROPE_FN void
 kern_rope_head_at(float *dst, const float *src, uint32_t p, float theta_scale,
-    int64_t head_dim, enum kern_rope_style style)
+    const float *ff, int64_t head_dim, enum kern_rope_style style)
 {
 	float theta = (float)p;
 	int64_t i, a, b;
 	for (i = 0; i < head_dim / 2; i++) {
+		float t = ff ? theta / ff[i] : theta;
 		kern_rope_pair(style, head_dim, i, &a, &b);
-		kern_rope_rotate_pair(dst, src, a, b, cosf(theta), sinf(theta));
+		kern_rope_rotate_pair(dst, src, a, b, cosf(t), sinf(t));
 		theta *= theta_scale;
 	}
 }

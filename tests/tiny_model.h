@@ -74,18 +74,30 @@ struct tiny_tensor {
 	char name[48];
 	int n_dims;
 	int64_t ne[2];
-	int kind; /* 0 matrix, 1 norm, 2 embedding, 3 bias */
+	int kind; /* 0 matrix, 1 norm, 2 embedding, 3 bias, 4 rope factors */
 };
 
-/* A model's shape: llama's is { "llama", 0, 0.0, 0 }. */
+/* A real tokenizer to carry: its tokenizer.* metadata entries, serialized
+ * as GGUF key-value pairs (count n_kv), and its vocabulary size. */
+struct tiny_vocab {
+	int64_t n_vocab;
+	const void *kv;
+	size_t kv_len;
+	uint64_t n_kv;
+};
+
+/* A model's shape: llama's is { "llama", 0, 0.0, 0, 0.0f, NULL, NULL }. */
 struct tiny_shape {
 	const char *arch; /* general.architecture and the key prefix */
 	int qkv_bias;     /* blk.N.attn_{q,k,v}.bias */
 	double bias_std;  /* their values' std (0: zeros, the same draws consumed) */
 	int qk_norm;      /* blk.N.attn_{q,k}_norm.weight (head_dim) */
+	float rope_base;  /* rope.freq_base; 0: 10000 */
+	const float *rope_freqs; /* rope_freqs.weight (head_dim/2 values) or NULL */
+	const struct tiny_vocab *vocab; /* NULL: TINY_N_VOCAB tokens, no tokenizer */
 };
 
-static const struct tiny_shape tiny_llama = { "llama", 0, 0.0, 0 };
+static const struct tiny_shape tiny_llama = { "llama", 0, 0.0, 0, 0.0f, NULL, NULL };
 
 /* The model's tensor list in file order; returns the count. */
 static inline int
@@ -114,12 +126,12 @@ tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 	int n = 0, l, pass;
 	size_t i;
 
-	if (cap < 2 + TINY_N_LAYER * (int)(sizeof(per_layer) / sizeof(per_layer[0])))
+	if (cap < 3 + TINY_N_LAYER * (int)(sizeof(per_layer) / sizeof(per_layer[0])))
 		return -1;
 	snprintf(t[n].name, sizeof(t[n].name), "token_embd.weight");
 	t[n].n_dims = 2;
 	t[n].ne[0] = TINY_N_EMBD;
-	t[n].ne[1] = TINY_N_VOCAB;
+	t[n].ne[1] = sh->vocab ? sh->vocab->n_vocab : TINY_N_VOCAB;
 	t[n].kind = 2;
 	n++;
 	snprintf(t[n].name, sizeof(t[n].name), "output_norm.weight");
@@ -147,6 +159,15 @@ tiny_model_tensors(struct tiny_tensor *t, int cap, const struct tiny_shape *sh)
 			}
 		}
 	}
+	/* Llama 3.1's RoPE frequency factors: given, not drawn */
+	if (sh->rope_freqs) {
+		snprintf(t[n].name, sizeof(t[n].name), "rope_freqs.weight");
+		t[n].n_dims = 1;
+		t[n].ne[0] = TINY_HEAD_DIM / 2;
+		t[n].ne[1] = 1;
+		t[n].kind = 4;
+		n++;
+	}
 	return n;
 }
 
@@ -155,6 +176,7 @@ static inline int
 tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape *sh)
 {
 	struct tiny_tensor t[64];
+	uint64_t n_extra = sh->vocab ? sh->vocab->n_kv : 0;
 	struct tiny_rng rng;
 	struct gb b = { 0 };
 	uint64_t off = 0;
@@ -172,7 +194,7 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	gb_put(&b, "GGUF", 4);
 	gb_u32(&b, 3);
 	gb_u64(&b, (uint64_t)n); /* tensors */
-	gb_u64(&b, 11);          /* metadata keys */
+	gb_u64(&b, 11 + n_extra); /* metadata keys */
 #define TINY_KEY(k) (snprintf(key, sizeof(key), "%s.%s", sh->arch, k), key)
 	gb_kv_str(&b, "general.architecture", sh->arch);
 	gb_kv_u32(&b, "general.alignment", TINY_ALIGN);
@@ -183,9 +205,11 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	gb_kv_u32(&b, TINY_KEY("attention.head_count_kv"), TINY_N_HEAD_KV);
 	gb_kv_u32(&b, TINY_KEY("context_length"), TINY_N_CTX);
 	gb_kv_f32(&b, TINY_KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
-	gb_kv_f32(&b, TINY_KEY("rope.freq_base"), 10000.0f);
+	gb_kv_f32(&b, TINY_KEY("rope.freq_base"), sh->rope_base > 0 ? sh->rope_base : 10000.0f);
 	gb_kv_u32(&b, TINY_KEY("rope.dimension_count"), TINY_HEAD_DIM);
 #undef TINY_KEY
+	if (sh->vocab)
+		gb_put(&b, sh->vocab->kv, sh->vocab->kv_len);
 	for (i = 0; i < n; i++) {
 		uint64_t bytes = (uint64_t)(t[i].ne[0] * t[i].ne[1]) * 4;
 		gb_tensor_info(&b, t[i].name, t[i].n_dims, t[i].ne, 0 /* F32 */, off);
@@ -195,7 +219,12 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	for (i = 0; i < n; i++) {
 		int64_t cnt = t[i].ne[0] * t[i].ne[1];
 		for (j = 0; j < cnt; j++) {
-			double x = tiny_rng_normal(&rng);
+			double x;
+			if (t[i].kind == 4) {
+				gb_f32(&b, sh->rope_freqs[j]);
+				continue;
+			}
+			x = tiny_rng_normal(&rng);
 			float v = t[i].kind == 0 ? (float)(TINY_STD * x)
 			    : t[i].kind == 1   ? (float)(1.0 + 0.1 * x)
 			    : t[i].kind == 3   ? (float)(sh->bias_std * x)

@@ -36,6 +36,7 @@ struct eng_kv_layer {
 struct eng_kv {
 	int n_layer, n_head_kv, head_dim;
 	float rope_base;
+	const float *rope_freqs; /* the model's frequency factors or NULL */
 	enum kern_rope_style rope_style;
 	enum eng_pos_mode pos_mode;
 	int64_t rows;               /* arena rows per layer */

@@ -75,6 +75,7 @@ eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t rows_per_hea
 	kv->n_head_kv = m->hp.n_head_kv;
 	kv->head_dim = m->hp.head_dim;
 	kv->rope_base = m->hp.rope_base;
+	kv->rope_freqs = m->hp.rope_freqs;
 	kv->rope_style = m->hp.rope_style;
 	kv->rows = rows_per_head * m->hp.n_head_kv;
 	kv->layer = calloc((size_t)kv->n_layer, sizeof(*kv->layer));
@@ -142,13 +143,13 @@ eng_kv_rope_pos(const struct eng_kv *kv, int layer, int head)
 	return kv->next_pos;
 }
 
-/* Rotate one pre-RoPE key to position p (kernels/rope.h, as the forward
- * pass's rope op does). */
+/* Rotate one pre-RoPE key to position p (kernels/rope.h, with the model's
+ * base, frequency factors and style, as the forward pass's rope op does). */
 static void
-kv_rotate(float *dst, const float *src, uint32_t p, int hd, float base,
-    enum kern_rope_style style)
+kv_rotate(const struct eng_kv *kv, float *dst, const float *src, uint32_t p)
 {
-	kern_rope_head_at(dst, src, p, kern_rope_theta_scale(base, hd), hd, style);
+	kern_rope_head_at(dst, src, p, kern_rope_theta_scale(kv->rope_base, kv->head_dim),
+	    kv->rope_freqs, kv->head_dim, kv->rope_style);
 }
 
 int
@@ -200,8 +201,7 @@ eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
 			memcpy(S->k + dst * hd, L->k + src * hd, row);
 			memcpy(S->v + dst * hd, L->v + src * hd, row);
 			if (kv->pos_mode == ENG_POS_SLOT)
-				kv_rotate(S->kr + dst * hd, S->k + dst * hd, (uint32_t)i, hd,
-				    kv->rope_base, kv->rope_style);
+				kv_rotate(kv, S->kr + dst * hd, S->k + dst * hd, (uint32_t)i);
 			else
 				memcpy(S->kr + dst * hd, L->kr + src * hd, row);
 		}
@@ -252,8 +252,7 @@ kv_derive_rotated(struct eng_kv *kv)
 			for (i = 0; i < L->len[m]; i++) {
 				int64_t r = L->off[m] + i;
 				uint32_t p = kv->pos_mode == ENG_POS_SLOT ? (uint32_t)i : L->pos[r];
-				kv_rotate(L->kr + r * hd, L->k + r * hd, p, hd, kv->rope_base,
-				    kv->rope_style);
+				kv_rotate(kv, L->kr + r * hd, L->k + r * hd, p);
 			}
 	}
 }

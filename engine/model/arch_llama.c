@@ -1,7 +1,9 @@
 /*
  * arch_llama.c: the Llama architecture (SmolLM2 and the Llama family as
  * llama.cpp writes them to GGUF): no biases, no head norms, SwiGLU FFN,
- * adjacent-pair RoPE.
+ * adjacent-pair RoPE.  Llama 3.1+ files carry rope_freqs.weight (llama.cpp's
+ * frequency factors: the llama3 RoPE scaling), which model.c loads for any
+ * architecture and every rotation applies (kernels/rope.h).
  */
 #include "engine/engine_internal.h"
 

@@ -9,6 +9,7 @@
  * tensor its architecture does not use, or with an unsupported tensor type
  * is refused with a reason naming the culprit.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,31 @@ model_get_vec(const struct eng_gguf *g, const char *name, int64_t n, const float
 		    kern_type_name(t->type));
 	kern_dequant_row(t->type, t->data, spare, n);
 	*out = spare;
+	return 0;
+}
+
+/* Llama 3.1's RoPE frequency factors (llama.cpp's convert script writes
+ * the llama3 rope scaling as this F32 tensor, not as rope.scaling.*
+ * metadata): head_dim/2 finite positive divisors, or none. */
+static int
+model_load_rope_freqs(struct eng_model *m, char *why, size_t why_len)
+{
+	const struct eng_gguf_tensor *t = eng_gguf_find_tensor(m->gguf, "rope_freqs.weight");
+	const float *f;
+	int64_t i;
+
+	m->hp.rope_freqs = NULL;
+	if (!t)
+		return 0;
+	if (t->type != KERN_TYPE_F32 || t->n_dims != 1 || t->ne[0] != m->hp.head_dim / 2)
+		return eng_fail(why, why_len, ENG_ERR_SHAPE,
+		    "rope_freqs.weight must be F32 of %d values", m->hp.head_dim / 2);
+	f = t->data;
+	for (i = 0; i < t->ne[0]; i++)
+		if (!(f[i] > 0.0f) || !isfinite(f[i]))
+			return eng_fail(why, why_len, ENG_ERR_FORMAT,
+			    "rope_freqs.weight[%lld] is not a positive number", (long long)i);
+	m->hp.rope_freqs = f;
 	return 0;
 }
 
@@ -184,7 +210,7 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 	if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
 		return eng_fail(why, why_len, ENG_ERR_SHAPE, "bad vocabulary size");
 	hp->n_vocab = (int)emb->ne[1];
-	return 0;
+	return model_load_rope_freqs(m, why, why_len);
 }
 
 /* BLAKE2b-256 of the whole file, as lowercase hex (libsodium). */

@@ -17,6 +17,9 @@ struct eng_hparams {
 	int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab, n_ctx_train;
 	float rms_eps, rope_base;
 	enum kern_rope_style rope_style; /* the architecture's (kernels/rope.h) */
+	/* (head_dim/2) divisors of the RoPE angles (Llama 3.1's rope_freqs.weight,
+	 * into the map) or NULL: every rotation uses them (kernels/rope.h). */
+	const float *rope_freqs;
 };
 
 /* One layer's weights; the optional vectors are NULL when the model's
@@ -53,7 +56,7 @@ struct eng_model {
 	char fingerprint[65];     /* eng_model_fingerprint() */
 };
 
-/* Open a model of an enabled architecture (llama, qwen2); any other is
+/* Open a model of an enabled architecture (llama, qwen2, qwen3); any other is
  * ENG_ERR_ARCH "model architecture 'X' is not supported (kvsnap runs ...)". */
 int eng_model_open(struct eng_model **out, const char *path, char *why, size_t why_len);
 /* The same with flags: ENG_OPEN_DISABLED_ARCH also opens an architecture

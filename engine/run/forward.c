@@ -208,7 +208,7 @@ fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 
 	memcpy(c->kpre, c->k, (size_t)(n * nkv * hd) * sizeof(float));
 	FWD_CHECK(c->ops->rope(c->kern, c->k, c->rpos, n, nkv, hd, hp->rope_base,
-	    hp->rope_style));
+	    hp->rope_freqs, hp->rope_style));
 	for (g = 0; g < nkv; g++) {
 		int64_t base = L->off[g] + L->len[g];
 		for (t = 0; t < n; t++) {
@@ -389,7 +389,7 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 		if (hook)
 			memcpy(c->qpre, c->q, (size_t)(n * hp->n_head * hp->head_dim) * sizeof(float));
 		FWD_CHECK(ops->rope(kc, c->q, c->rpos, n, hp->n_head, hp->head_dim, hp->rope_base,
-		    hp->rope_style));
+		    hp->rope_freqs, hp->rope_style));
 		if ((rc = fwd_kv_append(c, kv, l, n)))
 			return rc;
 		if ((rc = fwd_pod_setup(c, kv, l, n)))

@@ -58,9 +58,10 @@ ref_add(float *x, const float *b, int64_t n)
 /* RoPE of one head vector at position p: kernels/rope.h's rotation, the
  * one every path shares (so the angles are not what a comparison tests). */
 static void
-ref_rope(float *x, int64_t d, uint32_t p, float base, enum kern_rope_style style)
+ref_rope(float *x, int64_t d, uint32_t p, const struct eng_hparams *hp)
 {
-	kern_rope_head_at(x, x, p, kern_rope_theta_scale(base, d), d, style);
+	kern_rope_head_at(x, x, p, kern_rope_theta_scale(hp->rope_base, d), hp->rope_freqs, d,
+	    hp->rope_style);
 }
 
 /* Whether query position t scores unit position u with the anchor layer's
@@ -131,11 +132,9 @@ eng_ref_forward_pod(const struct eng_model *m, const int32_t *ids, int64_t n,
 				ref_rmsnorm(k + (t * KV + h) * hd, k + (t * KV + h) * hd, L->k_norm, hd,
 				    hp->rms_eps);
 			for (h = 0; h < H; h++)
-				ref_rope(q + (t * H + h) * hd, hd, (uint32_t)t, hp->rope_base,
-				    hp->rope_style);
+				ref_rope(q + (t * H + h) * hd, hd, (uint32_t)t, hp);
 			for (h = 0; h < KV; h++)
-				ref_rope(k + (t * KV + h) * hd, hd, (uint32_t)t, hp->rope_base,
-				    hp->rope_style);
+				ref_rope(k + (t * KV + h) * hd, hd, (uint32_t)t, hp);
 		}
 		/* causal attention, then the rest of the layer, token by token */
 		for (t = 0; t < n; t++) {

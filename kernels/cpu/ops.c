@@ -296,12 +296,12 @@ kern_cpu_add(struct kern_ctx *ctx, float *dst, const float *src, int64_t n)
  * angles once per token, then each head's pairs). */
 static void
 kern_rope_token(float *x, uint32_t p, int64_t n_head, int64_t head_dim, float theta_scale,
-    enum kern_rope_style style)
+    const float *ff, enum kern_rope_style style)
 {
 	float cs[KERN_ROPE_MAX_HEAD_DIM];
 	int64_t h;
 
-	kern_rope_angles(cs, p, theta_scale, head_dim);
+	kern_rope_angles(cs, p, theta_scale, ff, head_dim);
 	for (h = 0; h < n_head; h++)
 		kern_rope_head(x + h * head_dim, x + h * head_dim, cs, head_dim, style);
 }
@@ -311,6 +311,7 @@ struct kern_rope_job {
 	const uint32_t *pos;
 	int64_t n_tok, n_head, head_dim;
 	float theta_scale;
+	const float *ff;
 	enum kern_rope_style style;
 };
 
@@ -322,15 +323,16 @@ kern_rope_worker(void *arg, int ith, int nth)
 	kern_cpu_split(j->n_tok, 1, ith, nth, &lo, &hi);
 	for (t = lo; t < hi; t++)
 		kern_rope_token(j->x + t * j->n_head * j->head_dim, j->pos[t], j->n_head,
-		    j->head_dim, j->theta_scale, j->style);
+		    j->head_dim, j->theta_scale, j->ff, j->style);
 }
 
 static int
 kern_cpu_rope(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
-    int64_t n_head, int64_t head_dim, float freq_base, enum kern_rope_style style)
+    int64_t n_head, int64_t head_dim, float freq_base, const float *freq_factors,
+    enum kern_rope_style style)
 {
 	struct kern_rope_job j = { x, pos, n_tok, n_head, head_dim,
-		kern_rope_theta_scale(freq_base, head_dim), style };
+		kern_rope_theta_scale(freq_base, head_dim), freq_factors, style };
 	if (head_dim > KERN_ROPE_MAX_HEAD_DIM || head_dim % 2 ||
 	    (style != KERN_ROPE_NORM && style != KERN_ROPE_NEOX))
 		return KERN_ERR_SHAPE;

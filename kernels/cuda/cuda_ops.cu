@@ -349,7 +349,7 @@ kcu_rmsnorm(const float *x, const float *w, float *dst, int64_t dim, float eps)
  * float multiplications as the CPU) and pair layout. */
 __global__ static void
 kcu_rope(float *x, const uint32_t *pos, int64_t n_tok, int64_t n_head, int64_t head_dim,
-    float theta_scale, enum kern_rope_style style)
+    float theta_scale, const float *ff, enum kern_rope_style style)
 {
 	int64_t half = head_dim / 2, i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	int64_t pair, th, t, a, b;
@@ -360,7 +360,7 @@ kcu_rope(float *x, const uint32_t *pos, int64_t n_tok, int64_t n_head, int64_t h
 	pair = i % half;
 	th = i / half; /* token * n_head + head */
 	t = th / n_head;
-	theta = kern_rope_theta(pos[t], theta_scale, pair);
+	theta = kern_rope_theta(pos[t], theta_scale, ff, pair);
 	v = x + th * head_dim;
 	kern_rope_pair(style, head_dim, pair, &a, &b);
 	kern_rope_rotate_pair(v, v, a, b, cosf(theta), sinf(theta));
@@ -675,11 +675,12 @@ kcu_rmsnorm_op(struct kern_ctx *ctx, float *dst, const float *x, const float *w,
 
 static int
 kcu_rope_op(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
-    int64_t n_head, int64_t head_dim, float freq_base, enum kern_rope_style style)
+    int64_t n_head, int64_t head_dim, float freq_base, const float *freq_factors,
+    enum kern_rope_style style)
 {
 	struct kcu_state *s;
 	size_t bytes = (size_t)(n_tok * n_head * head_dim) * 4;
-	void *dx, *dp;
+	void *dx, *dp, *dff = NULL;
 	int rc;
 	if (head_dim > KERN_ROPE_MAX_HEAD_DIM || head_dim % 2 ||
 	    (style != KERN_ROPE_NORM && style != KERN_ROPE_NEOX))
@@ -689,9 +690,13 @@ kcu_rope_op(struct kern_ctx *ctx, float *x, const uint32_t *pos, int64_t n_tok,
 	if ((rc = kcu_enter(ctx, &s)) || (rc = kcu_upload(ctx, s, KCU_B_X, x, bytes, &dx)) ||
 	    (rc = kcu_upload(ctx, s, KCU_B_POS, pos, (size_t)n_tok * 4, &dp)))
 		return rc;
+	/* the frequency factors ride in the weight slot (no other use in this op) */
+	if (freq_factors &&
+	    (rc = kcu_upload(ctx, s, KCU_B_W, freq_factors, (size_t)(head_dim / 2) * 4, &dff)))
+		return rc;
 	kcu_rope<<<kcu_blocks(n_tok * n_head * head_dim / 2, 256), 256, 0, s->stream>>>(
 	    (float *)dx, (const uint32_t *)dp, n_tok, n_head, head_dim,
-	    kern_rope_theta_scale(freq_base, head_dim), style);
+	    kern_rope_theta_scale(freq_base, head_dim), (const float *)dff, style);
 	KCU_LAUNCHED(ctx);
 	return kcu_download(ctx, s, x, dx, bytes);
 }
