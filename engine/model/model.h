@@ -104,6 +104,11 @@ int64_t eng_tok_encode_cont(const struct eng_tok *t, const char *text, size_t le
  * break, never merges one): a text is cut exactly BEFORE the run when the
  * text before it ends in a character other than white space. */
 int eng_tok_nl_joins_before(const struct eng_tok *t);
+/* 1 if a line break never joins the text on either side of it: a
+ * SentencePiece vocabulary where no token but a byte token holds one
+ * (Llama 2's, Mistral's, Phi-3's), so a cut before or after a line break is
+ * exact whatever the text around it.  Scans the vocabulary. */
+int eng_tok_nl_apart(const struct eng_tok *t);
 /* Bytes of one token's text (specials only if `special`); NULL if out of
  * range.  *len receives the length.  Not NUL-terminated. */
 const char *eng_tok_piece(const struct eng_tok *t, int32_t id, int special, size_t *len);

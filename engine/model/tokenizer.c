@@ -963,6 +963,19 @@ eng_tok_nl_joins_before(const struct eng_tok *t)
 	return t && (t->pre == ENG_TOK_PRE_LLAMA3 || t->pre == ENG_TOK_PRE_QWEN2);
 }
 
+int
+eng_tok_nl_apart(const struct eng_tok *t)
+{
+	int32_t id;
+	if (!t || t->model != ENG_TOK_MODEL_SPM)
+		return 0;
+	for (id = 0; id < t->n_vocab; id++)
+		if (t->type[id] != ENG_TOK_BYTE && memchr(t->text + t->text_off[id], '\n',
+		    t->text_off[id + 1] - t->text_off[id]))
+			return 0;
+	return 1;
+}
+
 /* A lower bound on a text's token count without BPE (see model.h).  A
  * token stands for one vocabulary text: a special split out of the text
  * (its own bytes), or a BPE symbol, whose text maps each byte of the word
