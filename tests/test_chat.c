@@ -514,8 +514,8 @@ check_ending(const char *name, const struct eng_chat *c, const struct eng_tok *t
 	size_t dl = strlen(doc), ql = strlen(q), lh, lw;
 	char *content = malloc(dl + ql + 3), *text = NULL, *sh = NULL, *sw = NULL;
 	struct eng_chat_msg u = { "user", content, dl + ql + 2 };
-	int32_t *d = NULL, *qi = NULL, *w = NULL, *o = NULL, *h = NULL;
-	int64_t nd, nq, nw, no, len;
+	int32_t *d = NULL, *qi = NULL, *w = NULL, *o = NULL, *h = NULL, *pre = NULL;
+	int64_t nd, nq, nw, no, len, np;
 	int ok = 1, claimed, same;
 
 	TAP_EXPECT(content, "out of memory");
@@ -527,6 +527,10 @@ check_ending(const char *name, const struct eng_chat *c, const struct eng_tok *t
 	nw = eng_chat_messages_ids(c, &u, 1, &w);
 	TAP_EXPECT(nd > 0 && nq > 0 && nw > 0, "%s: %lld %lld %lld", name, (long long)nd,
 	    (long long)nq, (long long)nw);
+	np = eng_chat_doc_ids(c, "", 0, &pre); /* the sinks: the template prefix alone */
+	TAP_EXPECT(np > 0 && np < nd && !memcmp(pre, d, (size_t)np * sizeof(*d)), "%s: the "
+	    "empty document's half (%lld ids) does not begin the document half", name,
+	    (long long)np);
 	TAP_EXPECT((h = malloc((size_t)(nd + nq) * sizeof(*h))), "out of memory");
 	memcpy(h, d, (size_t)nd * sizeof(*h));
 	memcpy(h + nd, qi, (size_t)nq * sizeof(*h));
@@ -561,6 +565,7 @@ out:
 	free(w);
 	free(o);
 	free(h);
+	free(pre);
 	return ok;
 }
 

@@ -461,9 +461,11 @@ trims(const struct eng_chat *c)
  *     spaces into "▁" words): the halves still read the same text, in
  *     ids a whole-text tokenization would not choose.
  *
- * The question half continues raw text (no SentencePiece leading space):
- * exact when the document half ends in raw text, not in a user-defined
- * token's text, nor empty. */
+ * An empty document's half is the template prefix alone, without the
+ * separator (kvzip's and Locret's sinks are those ids).  The question half
+ * continues raw text (no SentencePiece leading space): exact when the
+ * document half ends in raw text, not in a user-defined token's text, nor
+ * empty. */
 static int
 sep_in_doc(const struct eng_chat *c)
 {
@@ -485,6 +487,8 @@ eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len, int32_t 
 	free(ps.v);
 	if (trims(c))
 		trim(&doc, &len, 1, 0);
+	if (!len) /* the template prefix alone (the sinks' tokens), no separator */
+		sep = 0;
 	if (!rc && (sp || sep)) { /* the frame's trailing spaces, DOC, "\n\n": one run */
 		if (!(d = malloc(sp + len + sep)))
 			rc = ENG_ERR_NOMEM;
