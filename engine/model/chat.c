@@ -462,7 +462,8 @@ trims(const struct eng_chat *c)
  *     ids a whole-text tokenization would not choose.
  *
  * An empty document's half is the template prefix alone, without the
- * separator (kvzip's and Locret's sinks are those ids).  The question half
+ * separator or the prefix's trailing spaces, so that it begins every
+ * document half (kvzip's and Locret's sinks are those ids).  The question half
  * continues raw text (no SentencePiece leading space): exact when the
  * document half ends in raw text, not in a user-defined token's text, nor
  * empty. */
@@ -487,8 +488,9 @@ eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len, int32_t 
 	free(ps.v);
 	if (trims(c))
 		trim(&doc, &len, 1, 0);
-	if (!len) /* the template prefix alone (the sinks' tokens), no separator */
-		sep = 0;
+	if (!len) /* the template prefix alone (the sinks' tokens): no separator, and
+	           * not its trailing spaces, which begin a document's first word */
+		sep = sp = 0;
 	if (!rc && (sp || sep)) { /* the frame's trailing spaces, DOC, "\n\n": one run */
 		if (!(d = malloc(sp + len + sep)))
 			rc = ENG_ERR_NOMEM;
