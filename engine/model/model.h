@@ -165,9 +165,12 @@ int64_t eng_chat_messages_ids(const struct eng_chat *c, const struct eng_chat_ms
     size_t n, int32_t **ids);
 /* kvsnap's prompt, the conversation [user: DOC "\n\n" QUESTION] in two
  * halves: the document as the start of the user turn (with the template's
- * default system turn before it), and later "\n\n" QUESTION, the end of the
- * turn and the generation prompt.  *ids is malloc'd; returns the count or
- * a negative enum eng_err. */
+ * default system turn before it), and later QUESTION, the end of the turn
+ * and the generation prompt; the "\n\n" between them ends the document
+ * half where the tokenizer keeps line breaks with the text before them
+ * (Llama 3, Qwen2), else begins the question half (chat.c: where the cut
+ * is exact).  An empty document gives the template prefix alone.  *ids is
+ * malloc'd; returns the count or a negative enum eng_err. */
 int64_t eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len,
     int32_t **ids);
 int64_t eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len,
