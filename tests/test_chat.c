@@ -13,6 +13,12 @@
  * ids llama.cpp gets by tokenizing the rendered text in one call, and the
  * 37-id prompt of spec/model.md section 6.2 and today's document prefix
  * must stay exactly as they were (snapshots made before stay answerable).
+ * With llama.cpp's vocab-only GGUFs ($KVSNAP_VOCAB_DIR, default build/vocab,
+ * which `make check` fetches: a missing one fails) the halves are checked
+ * for documents ending in a letter, punctuation, a digit, a CJK letter, a
+ * space and a line break, with every family's own vocabulary: exact where
+ * chat.c claims it (eng_tok_nl_joins_before / eng_tok_nl_apart, or a
+ * document ending in other than white space), the same text everywhere.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -394,52 +400,71 @@ test_halves_every_family(void)
 	return TAP_PASS;
 }
 
+/* llama.cpp's vocab-only GGUFs (the sdist's vendor/llama.cpp/models,
+ * fetched by `make vocabs`; see ../shared/models/README.md), each with a
+ * fixture's template of its family. */
+static const char *const vocab_pairs[][2] = {
+	{ "ggml-vocab-qwen2.gguf", "qwen2.5-instruct.txt" },
+	{ "ggml-vocab-qwen2.gguf", "qwen2-vocab.txt" },
+	{ "ggml-vocab-llama-bpe.gguf", "llama3.1-instruct.txt" },
+	{ "ggml-vocab-llama-bpe.gguf", "llama3.0-instruct.txt" },
+	{ "ggml-vocab-phi-3.gguf", "phi3-vocab.txt" },
+	{ "ggml-vocab-llama-spm.gguf", "mistral-instruct.txt" },
+};
+#define N_VOCAB_PAIRS (sizeof(vocab_pairs) / sizeof(vocab_pairs[0]))
+
+/* $KVSNAP_VOCAB_DIR, default build/vocab (make check runs `make vocabs`
+ * first: a missing vocabulary fails, as in test_vocab, never skips). */
+static const char *
+vocab_dir(void)
+{
+	const char *d = getenv("KVSNAP_VOCAB_DIR");
+	return d && *d ? d : "build/vocab";
+}
+
+/* Open vocabulary `file` of the vocab dir; 0 or the reason in why. */
+static int
+vocab_open(const char *file, struct eng_gguf **g, struct eng_tok **t, char *why, size_t why_len)
+{
+	char path[1024];
+	*g = NULL;
+	*t = NULL;
+	snprintf(path, sizeof(path), "%s/%s", vocab_dir(), file);
+	if (eng_gguf_open(g, path, why, why_len))
+		return -1;
+	if (eng_tok_init(t, *g, why, why_len)) {
+		eng_gguf_close(*g);
+		*g = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* The halves against one-call tokenization with each family's own
- * vocabulary: llama.cpp's vocab-only GGUFs (KVSNAP_VOCAB_DIR, the sdist's
- * vendor/llama.cpp/models; see ../shared/models/README.md) with a fixture's
- * template.  Skipped without the directory; a vocabulary the GGUF reader
- * or the tokenizer does not load yet is skipped with the reason. */
+ * vocabulary (vocab_pairs). */
 static enum tap_result
 test_halves_real_vocab(void)
 {
-	static const char *const pairs[][2] = {
-		{ "ggml-vocab-qwen2.gguf", "qwen2.5-instruct.txt" },
-		{ "ggml-vocab-qwen2.gguf", "qwen2-vocab.txt" },
-		{ "ggml-vocab-llama-bpe.gguf", "llama3.1-instruct.txt" },
-		{ "ggml-vocab-llama-bpe.gguf", "llama3.0-instruct.txt" },
-		{ "ggml-vocab-phi-3.gguf", "phi3-vocab.txt" },
-		{ "ggml-vocab-llama-spm.gguf", "mistral-instruct.txt" },
-	};
-	const char *dir = getenv("KVSNAP_VOCAB_DIR");
 	char path[1024], why[512];
 	size_t i;
 	int bad = 0, checked = 0;
 
-	if (!dir) {
-		tap_diag("KVSNAP_VOCAB_DIR not set: no vocab-only GGUFs to check against");
-		return TAP_SKIP;
-	}
-	for (i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+	for (i = 0; i < N_VOCAB_PAIRS; i++) {
 		struct eng_gguf *g = NULL;
 		struct eng_tok *t = NULL;
 		struct eng_chat *c = NULL;
 		struct fixture f;
-		snprintf(path, sizeof(path), "%s/%s", dir, pairs[i][0]);
-		if (eng_gguf_open(&g, path, why, sizeof(why))) { /* vocab-only: issue 27 item 3 */
-			tap_diag("%s: skipped, not opened: %s", pairs[i][0], why);
+		if (vocab_open(vocab_pairs[i][0], &g, &t, why, sizeof(why))) {
+			tap_diag("%s: %s (run `make vocabs`)", vocab_pairs[i][0], why);
+			bad++;
 			continue;
 		}
-		if (eng_tok_init(&t, g, why, sizeof(why))) {
-			tap_diag("%s: skipped, the tokenizer does not load it: %s", pairs[i][0], why);
-			eng_gguf_close(g);
-			continue;
-		}
-		snprintf(path, sizeof(path), "%s/%s", CHAT_FIXTURES, pairs[i][1]);
+		snprintf(path, sizeof(path), "%s/%s", CHAT_FIXTURES, vocab_pairs[i][1]);
 		if (fixture_read(path, &f) ||
 		    eng_chat_init_text(&c, f.tpl, f.tpl_len, NULL, NULL, t, why, sizeof(why)))
-			bad++, tap_diag("%s: %s", pairs[i][1], why);
+			bad++, tap_diag("%s: %s", vocab_pairs[i][1], why);
 		else {
-			bad += !check_halves(pairs[i][1], c, t, 1);
+			bad += !check_halves(vocab_pairs[i][1], c, t, 1);
 			checked++;
 		}
 		fixture_free(&f);
@@ -447,9 +472,187 @@ test_halves_real_vocab(void)
 		eng_tok_free(t);
 		eng_gguf_close(g);
 	}
-	TAP_CHECK(bad == 0, "%d of %zu pairs failed", bad, sizeof(pairs) / sizeof(pairs[0]));
+	TAP_CHECK(bad == 0, "%d of %zu pairs failed", bad, N_VOCAB_PAIRS);
 	tap_diag("%d vocabularies checked", checked);
-	return checked ? TAP_PASS : TAP_SKIP;
+	return TAP_PASS;
+}
+
+/* ids to text (special tokens' text included). */
+static char *
+ids_text(const struct eng_tok *t, const int32_t *ids, int64_t n, size_t *len)
+{
+	size_t cap = 64, k = 0;
+	char *s = malloc(cap), *ns;
+	int64_t i;
+	int r;
+	for (i = 0; s && i < n; i++) {
+		while (s && (r = eng_tok_decode(t, ids[i], 1, s + k, cap - k)) >= 0 &&
+		    (size_t)r >= cap - k) {
+			cap *= 2;
+			if (!(ns = realloc(s, cap)))
+				free(s);
+			s = ns;
+		}
+		if (s && r >= 0)
+			k += (size_t)r;
+	}
+	*len = k;
+	return s;
+}
+
+/* The conversation [user: DOC "\n\n" Q]: the halves' ids must read the
+ * same text as the whole conversation's; where chat.c claims the cut exact
+ * (a document ending in other than white space, or any ending where line
+ * breaks join the text before them, eng_tok_nl_joins_before, or never join
+ * anything, eng_tok_nl_apart), they must be
+ * the whole conversation's ids, which must be those of its rendered text
+ * tokenized in one call.  *exact counts the cases that came out exact. */
+static int
+check_ending(const char *name, const struct eng_chat *c, const struct eng_tok *t,
+    const char *doc, const char *q, int *exact)
+{
+	size_t dl = strlen(doc), ql = strlen(q), lh, lw;
+	char *content = malloc(dl + ql + 3), *text = NULL, *sh = NULL, *sw = NULL;
+	struct eng_chat_msg u = { "user", content, dl + ql + 2 };
+	int32_t *d = NULL, *qi = NULL, *w = NULL, *o = NULL, *h = NULL, *pre = NULL;
+	int64_t nd, nq, nw, no, len, np;
+	int ok = 1, claimed, same;
+
+	TAP_EXPECT(content, "out of memory");
+	snprintf(content, dl + ql + 3, "%s\n\n%s", doc, q);
+	claimed = eng_tok_nl_joins_before(t) || eng_tok_nl_apart(t) ||
+	    !strchr(" \t\r\n", doc[dl - 1]);
+	nd = eng_chat_doc_ids(c, doc, dl, &d);
+	nq = eng_chat_question_ids(c, q, ql, &qi);
+	nw = eng_chat_messages_ids(c, &u, 1, &w);
+	TAP_EXPECT(nd > 0 && nq > 0 && nw > 0, "%s: %lld %lld %lld", name, (long long)nd,
+	    (long long)nq, (long long)nw);
+	np = eng_chat_doc_ids(c, "", 0, &pre); /* the sinks: the template prefix alone */
+	TAP_EXPECT(np > 0 && np < nd && !memcmp(pre, d, (size_t)np * sizeof(*d)), "%s: the "
+	    "empty document's half (%lld ids) does not begin the document half", name,
+	    (long long)np);
+	TAP_EXPECT((h = malloc((size_t)(nd + nq) * sizeof(*h))), "out of memory");
+	memcpy(h, d, (size_t)nd * sizeof(*h));
+	memcpy(h + nd, qi, (size_t)nq * sizeof(*h));
+	sh = ids_text(t, h, nd + nq, &lh);
+	sw = ids_text(t, w, nw, &lw);
+	TAP_EXPECT(sh && sw && lh == lw && !memcmp(sh, sw, lh), "%s, document ending %s: the "
+	    "halves read\n%.*s\n--- not the whole conversation's\n%.*s", name, doc + dl - 3,
+	    (int)lh, sh ? sh : "", (int)lw, sw ? sw : "");
+	same = nd + nq == nw && !memcmp(h, w, (size_t)nw * sizeof(*h));
+	*exact += same;
+	TAP_EXPECT(same || !claimed, "%s, document ending \"%s\": halves (%lld + %lld ids) are "
+	    "not the whole conversation (%lld ids)", name, doc + dl - 3, (long long)nd,
+	    (long long)nq, (long long)nw);
+	if (!same)
+		tap_diag("%s, document ending \"%s\" (white space): halves not exact, as "
+		    "documented", name, doc + dl - 3);
+	len = eng_chat_render(c, &u, 1, 1, NULL, 0);
+	TAP_EXPECT(len > 0 && (text = malloc((size_t)len + 1)) &&
+	    (o = malloc((size_t)(len + 8) * sizeof(*o))), "render");
+	eng_chat_render(c, &u, 1, 1, text, (size_t)len + 1);
+	no = eng_tok_encode(t, text, (size_t)len, 1, o, len + 8);
+	TAP_EXPECT(no == nw && !memcmp(o, w, (size_t)nw * sizeof(*o)), "%s, document ending "
+	    "\"%s\": the whole conversation's ids (%lld) differ from one call over its text "
+	    "(%lld)", name, doc + dl - 3, (long long)nw, (long long)no);
+out:
+	free(content);
+	free(text);
+	free(sh);
+	free(sw);
+	free(d);
+	free(qi);
+	free(w);
+	free(o);
+	free(h);
+	free(pre);
+	return ok;
+}
+
+/* Document endings: a letter, punctuation, a digit, a space, a line break
+ * (and a CJK letter, spaces then a line break). */
+static const char *const doc_endings[] = {
+	"The relief boat came at noon",
+	"The relief boat came at noon.",
+	"The relief boat came at 1200",
+	"The relief boat came at noon!)",
+	"The relief boat came at \xe6\xad\xa3\xe5\x8d\x88",
+	"The relief boat came at noon. ",
+	"The relief boat came at noon.\n",
+	"The relief boat came at noon  \n",
+};
+static const char *const questions[] = { "When did the boat come?", " When?", "2 boats?" };
+
+/* Every ending and question through one template and vocabulary. */
+static int
+check_endings(const char *name, const struct eng_chat *c, const struct eng_tok *t, int *exact,
+    int *cases)
+{
+	size_t i, k;
+	int bad = 0;
+	for (i = 0; i < sizeof(doc_endings) / sizeof(doc_endings[0]); i++)
+		for (k = 0; k < sizeof(questions) / sizeof(questions[0]); k++) {
+			bad += !check_ending(name, c, t, doc_endings[i], questions[k], exact);
+			(*cases)++;
+		}
+	return bad;
+}
+
+/* The halves for each document ending, with SmolLM2, every vocab_pairs
+ * pair, and every vocabulary in the vocab dir that carries a chat
+ * template of its own (a template kvsnap refuses must be refused cleanly). */
+static enum tap_result
+test_halves_doc_endings(void)
+{
+	static const char *const own[] = { "ggml-vocab-qwen2.gguf", "ggml-vocab-phi-3.gguf",
+		"ggml-vocab-command-r.gguf" };
+	const struct eng_tok *st = smol_tok();
+	char why[512], path[1024];
+	struct eng_chat *c = NULL;
+	size_t i;
+	int bad = 0, exact = 0, cases = 0, rc, smol_exact = 0, smol_cases = 0;
+
+	TAP_CHECK(st, "no model");
+	TAP_CHECK(eng_chat_init(&c, g_m->gguf, st, why, sizeof(why)) == 0, "SmolLM2: %s", why);
+	bad += check_endings("SmolLM2", c, st, &smol_exact, &smol_cases);
+	eng_chat_free(c);
+	for (i = 0; i < N_VOCAB_PAIRS + sizeof(own) / sizeof(own[0]); i++) {
+		const char *file = i < N_VOCAB_PAIRS ? vocab_pairs[i][0] : own[i - N_VOCAB_PAIRS];
+		struct eng_gguf *g;
+		struct eng_tok *t;
+		struct fixture f;
+		c = NULL;
+		if (vocab_open(file, &g, &t, why, sizeof(why))) {
+			tap_diag("%s: %s (run `make vocabs`)", file, why);
+			bad++;
+			continue;
+		}
+		if (i < N_VOCAB_PAIRS) {
+			snprintf(path, sizeof(path), "%s/%s", CHAT_FIXTURES, vocab_pairs[i][1]);
+			rc = fixture_read(path, &f) ? -1 :
+			    eng_chat_init_text(&c, f.tpl, f.tpl_len, NULL, NULL, t, why, sizeof(why));
+			fixture_free(&f);
+			snprintf(path, sizeof(path), "%s + %s", file, vocab_pairs[i][1]);
+		} else {
+			rc = eng_chat_init(&c, g, t, why, sizeof(why));
+			snprintf(path, sizeof(path), "%s (its own template)", file);
+			if (rc == ENG_ERR_ARG) { /* a family kvsnap does not render */
+				tap_diag("%s: refused: %s", path, why);
+				rc = strstr(why, "is not one kvsnap renders") ? 1 : -1;
+			}
+		}
+		if (rc < 0)
+			bad++, tap_diag("%s: %s", path, why);
+		else if (rc == 0)
+			bad += check_endings(path, c, t, &exact, &cases);
+		eng_chat_free(c);
+		eng_tok_free(t);
+		eng_gguf_close(g);
+	}
+	tap_diag("SmolLM2: %d of %d cases exact; other vocabularies: %d of %d", smol_exact,
+	    smol_cases, exact, cases);
+	TAP_CHECK(bad == 0, "%d failures", bad);
+	return TAP_PASS;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -663,6 +866,7 @@ static const struct tap_test tests[] = {
 	{ "jinja_fixtures", test_jinja_fixtures },
 	{ "halves_every_family", test_halves_every_family },
 	{ "halves_real_vocab", test_halves_real_vocab },
+	{ "halves_doc_endings", test_halves_doc_endings },
 	{ "smollm2_unchanged", test_smollm2_unchanged },
 	{ "question_one_run", test_question_one_run },
 	{ "profile_covers_template", test_profile_covers_template },

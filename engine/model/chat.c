@@ -15,10 +15,11 @@
  *   eng_chat_turn_end_ids the pieces after the user's content (kvzip's
  *                         reconstruction prompt ends its turn with them).
  *
- * Runs of pieces of one kind are tokenized together.  The question half
- * is one content run ("\n\n" and the question) so that, where the
- * document ends on a pre-token boundary, the halves' ids are those of the
- * whole conversation (tests/test_chat.c checks it per family).
+ * Runs of pieces of one kind are tokenized together, each continuing the
+ * one before (eng_tok_encode_cont: no SentencePiece leading space inside
+ * the text).  The separator "\n\n" goes to the half the tokenizer keeps it
+ * with (sep_in_doc) so that the halves' ids are those of the whole
+ * conversation (tests/test_chat.c checks it per family and vocabulary).
  */
 #include <stdlib.h> /* for realloc, free */
 #include <string.h> /* for strlen, memcpy */
@@ -315,10 +316,11 @@ eng_chat_render(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_
 	return (int64_t)k;
 }
 
-/* Append the ids of text[0..len) to a malloc'd array (grown as needed). */
+/* Append the ids of text[0..len), which continues the text before it
+ * (*cont: eng_tok_encode_cont), to a malloc'd array (grown as needed). */
 static int
-append(const struct eng_tok *t, const char *text, size_t len, int special, int32_t **ids,
-    int64_t *n)
+append(const struct eng_tok *t, const char *text, size_t len, int special, int *cont,
+    int32_t **ids, int64_t *n)
 {
 	int64_t cap = *n + (int64_t)len + 8, r;
 	int32_t *nb;
@@ -327,7 +329,7 @@ append(const struct eng_tok *t, const char *text, size_t len, int special, int32
 		if (!(nb = realloc(*ids, (size_t)cap * sizeof(int32_t))))
 			return ENG_ERR_NOMEM;
 		*ids = nb;
-		r = eng_tok_encode(t, text, len, special, *ids + *n, cap - *n);
+		r = eng_tok_encode_cont(t, text, len, special, cont, *ids + *n, cap - *n);
 		if (r < 0)
 			return (int)r;
 		if (r <= cap - *n) {
@@ -340,30 +342,43 @@ append(const struct eng_tok *t, const char *text, size_t len, int special, int32
 }
 
 /* Tokenize pieces [from, to): each run of one kind (template or content)
- * as one text. */
+ * as one text, continuing the one before (*cont).  A template run's
+ * trailing spaces go to the start of the run after it (Mistral's
+ * "[INST] " DOC): every tokenizer joins a space to the word after it
+ * (SentencePiece's "▁DOC", the regexes' " ?\p{L}+"), so the cut falls
+ * where the whole text's pre-tokens break.  *spaces: pending spaces to
+ * begin with and, when not NULL, those left after the last run (the
+ * caller puts them first in what follows); NULL: none, keep none. */
 static int
 append_pieces(const struct eng_tok *t, const struct chat_pieces *ps, size_t from, size_t to,
-    int32_t **ids, int64_t *n)
+    int *cont, size_t *spaces, int32_t **ids, int64_t *n)
 {
 	char *run = NULL, *nr;
-	size_t i, j, len;
+	size_t i, j, len, sp = spaces ? *spaces : 0, tail;
 	int rc = 0, kind;
 	for (i = from; !rc && i < to; i = j) {
 		kind = ps->v[i].msg < 0;
-		for (j = i, len = 0; j < to && (ps->v[j].msg < 0) == kind; j++)
+		for (j = i, len = sp; j < to && (ps->v[j].msg < 0) == kind; j++)
 			len += ps->v[j].len;
 		if (!(nr = realloc(run, len + 1))) {
 			rc = ENG_ERR_NOMEM;
 			break;
 		}
 		run = nr;
-		for (len = 0; i < j; i++) {
+		memset(run, ' ', sp);
+		for (len = sp; i < j; i++) {
 			memcpy(run + len, ps->v[i].p, ps->v[i].len);
 			len += ps->v[i].len;
 		}
-		rc = append(t, run, len, kind, ids, n);
+		for (tail = 0; kind && (j < to || spaces) && tail < len && run[len - 1 - tail] == ' ';)
+			tail++;
+		sp = tail;
+		if (len > tail)
+			rc = append(t, run, len - tail, kind, cont, ids, n);
 	}
 	free(run);
+	if (spaces)
+		*spaces = rc ? 0 : sp;
 	return rc;
 }
 
@@ -384,11 +399,11 @@ eng_chat_messages_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
 {
 	struct chat_pieces ps = { 0 };
 	int64_t k = 0;
-	int rc;
+	int rc, cont = 0;
 	*ids = NULL;
 	if ((rc = render(c, msgs, n, 1, &ps)))
 		return rc;
-	rc = append_pieces(c->tok, &ps, 0, ps.n, ids, &k);
+	rc = append_pieces(c->tok, &ps, 0, ps.n, &cont, NULL, ids, &k);
 	free(ps.v);
 	return done(rc, ids, k);
 }
@@ -426,22 +441,71 @@ trims(const struct eng_chat *c)
 	return c->fam == ENG_CHAT_LLAMA3 || c->fam == ENG_CHAT_GEMMA;
 }
 
+/* Which half the separator "\n\n" between the document and the question
+ * goes to: the cut between the halves must fall where the tokenizer,
+ * given the whole conversation, ends a pre-token, so that the two halves'
+ * ids are the whole's (eng_tok_nl_joins_before):
+ *
+ *   - Llama 3 / Qwen2 regexes keep a run of line breaks with the text
+ *     before it ("DOC.\n\n" | "Q", "DOC \n\n" | "Q", "DOC\n\n" | "Q"):
+ *     the separator ends the document half; exact for every document
+ *     ending (letter, digit, punctuation, space, line break), unless the
+ *     question itself begins with white space up to a line break (it
+ *     would join the run).
+ *   - GPT-2's regex (SmolLM2; its document half is what stored snapshots
+ *     hold, never to change) and SentencePiece split a line break from the
+ *     text before it: the separator begins the question half; exact when
+ *     the document ends in a character other than white space.  A document
+ *     ending in a space or a line break is not exact (GPT-2 joins that
+ *     white space with the separator's first "\n"; SentencePiece joins
+ *     spaces into "▁" words): the halves still read the same text, in
+ *     ids a whole-text tokenization would not choose.
+ *
+ * An empty document's half is the template prefix alone, without the
+ * separator or the prefix's trailing spaces, so that it begins every
+ * document half (kvzip's and Locret's sinks are those ids).  The question half
+ * continues raw text (no SentencePiece leading space): exact when the
+ * document half ends in raw text, not in a user-defined token's text, nor
+ * empty. */
+static int
+sep_in_doc(const struct eng_chat *c)
+{
+	return eng_tok_nl_joins_before(c->tok);
+}
+
 int64_t
 eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len, int32_t **ids)
 {
 	struct chat_pieces ps;
-	size_t at;
+	size_t at, sp = 0, sep = sep_in_doc(c) ? 2 : 0;
 	int64_t k = 0;
-	int rc;
+	int rc, cont = 0;
+	char *d = NULL;
 	*ids = NULL;
 	if ((rc = kvsnap_frame(c, &ps, &at)))
 		return rc;
-	rc = append_pieces(c->tok, &ps, 0, at, ids, &k);
+	rc = append_pieces(c->tok, &ps, 0, at, &cont, &sp, ids, &k);
 	free(ps.v);
 	if (trims(c))
 		trim(&doc, &len, 1, 0);
+	if (!len) /* the template prefix alone (the sinks' tokens): no separator, and
+	           * not its trailing spaces, which begin a document's first word */
+		sep = sp = 0;
+	if (!rc && (sp || sep)) { /* the frame's trailing spaces, DOC, "\n\n": one run */
+		if (!(d = malloc(sp + len + sep)))
+			rc = ENG_ERR_NOMEM;
+		else {
+			memset(d, ' ', sp);
+			if (len)
+				memcpy(d + sp, doc, len);
+			memcpy(d + sp + len, "\n\n", sep);
+			doc = d;
+			len += sp + sep;
+		}
+	}
 	if (!rc && len)
-		rc = append(c->tok, doc, len, 0, ids, &k);
+		rc = append(c->tok, doc, len, 0, &cont, ids, &k);
+	free(d);
 	return done(rc, ids, k);
 }
 
@@ -451,31 +515,33 @@ eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
 {
 	struct chat_pieces ps = { .cont = 1 };
 	struct eng_chat_msg *m;
-	size_t i;
+	size_t i, sep;
 	int64_t k = 0;
 	char *first;
-	int rc;
+	int rc, cont = ENG_TOK_CONT_RAW; /* after the document's text */
 	*ids = NULL;
 	if (!c || !msgs || !n || strcmp(msgs[0].role, "user"))
 		return ENG_ERR_ARG;
 	for (i = 0; i < n; i++)
 		if (!strcmp(msgs[i].role, "system")) /* the snapshot's system turn is fixed */
 			return ENG_ERR_ARG;
+	sep = sep_in_doc(c) ? 0 : 2; /* "\n\n" here unless the document half ends with it */
 	if (!(m = malloc(n * sizeof(*m))) || !(first = malloc(msgs[0].len + 2))) {
 		free(m);
 		return ENG_ERR_NOMEM;
 	}
 	memcpy(m, msgs, n * sizeof(*m));
-	memcpy(first, "\n\n", 2);
+	memcpy(first, "\n\n", sep);
 	if (msgs[0].len)
-		memcpy(first + 2, msgs[0].content, msgs[0].len);
+		memcpy(first + sep, msgs[0].content, msgs[0].len);
 	m[0].content = first;
-	m[0].len += 2;
+	m[0].len += sep;
 	rc = render(c, m, n, 1, &ps);
 	for (i = 0; !rc && i < ps.n && ps.v[i].msg != 0; i++)
 		;
 	if (!rc)
-		rc = i < ps.n ? append_pieces(c->tok, &ps, i, ps.n, ids, &k) : ENG_ERR_ARG;
+		rc = i < ps.n ? append_pieces(c->tok, &ps, i, ps.n, &cont, NULL, ids, &k) :
+		    ENG_ERR_ARG;
 	free(ps.v);
 	free(first);
 	free(m);
@@ -495,11 +561,11 @@ eng_chat_turn_end_ids(const struct eng_chat *c, int32_t **ids)
 	struct chat_pieces ps;
 	size_t at;
 	int64_t k = 0;
-	int rc;
+	int rc, cont = ENG_TOK_CONT_RAW; /* after the user's content */
 	*ids = NULL;
 	if ((rc = kvsnap_frame(c, &ps, &at)))
 		return rc;
-	rc = append_pieces(c->tok, &ps, at, ps.n, ids, &k);
+	rc = append_pieces(c->tok, &ps, at, ps.n, &cont, NULL, ids, &k);
 	free(ps.v);
 	return done(rc, ids, k);
 }

@@ -84,6 +84,34 @@ void eng_tok_free(struct eng_tok *t);
  * negative enum eng_err. */
 int64_t eng_tok_encode(const struct eng_tok *t, const char *text, size_t len,
     int parse_special, int32_t *ids, int64_t cap);
+/* eng_tok_encode for text that continues other text encoded before it, so
+ * that the ids of a text cut in pieces are those of the whole text in one
+ * call.  *cont says what the text before ended with: 0 (nothing, or a
+ * special token: SentencePiece gives the first fragment its leading space),
+ * ENG_TOK_CONT_RAW (raw text: no leading space), ENG_TOK_CONT_RSTRIP (a
+ * special token that eats the white space after it, Phi-3's: this text's
+ * leading white space is dropped).  Start with 0; on success (a count no
+ * more than cap) *cont is set for the next piece.  Only where the
+ * pre-tokenizer cuts a word boundary between the pieces are the ids exact
+ * (see eng_tok_nl_joins_before). */
+#define ENG_TOK_CONT_RAW 1
+#define ENG_TOK_CONT_RSTRIP 2
+int64_t eng_tok_encode_cont(const struct eng_tok *t, const char *text, size_t len,
+    int parse_special, int *cont, int32_t *ids, int64_t cap);
+/* 1 if the pre-tokenizer keeps a run of line breaks with the text before
+ * it (Llama 3's and Qwen2's regexes: ` ?[^\s\p{L}\p{N}]+[\r\n]*` and
+ * `\s*[\r\n]+` take "DOC.\n\n" | "Q" and "DOC \n\n" | "Q"): a text is
+ * cut exactly AFTER such a run.  0 where line breaks stand apart from the
+ * text before them (GPT-2's regex splits "DOC.\n\nQ" as ".", "\n", "\n",
+ * "Q"; SentencePiece has no pre-tokenizer and, where no token holds a line
+ * break, never merges one): a text is cut exactly BEFORE the run when the
+ * text before it ends in a character other than white space. */
+int eng_tok_nl_joins_before(const struct eng_tok *t);
+/* 1 if a line break never joins the text on either side of it: a
+ * SentencePiece vocabulary where no token but a byte token holds one
+ * (Llama 2's, Mistral's, Phi-3's), so a cut before or after a line break is
+ * exact whatever the text around it.  Scans the vocabulary. */
+int eng_tok_nl_apart(const struct eng_tok *t);
 /* Bytes of one token's text (specials only if `special`); NULL if out of
  * range.  *len receives the length.  Not NUL-terminated. */
 const char *eng_tok_piece(const struct eng_tok *t, int32_t id, int special, size_t *len);
@@ -140,9 +168,12 @@ int64_t eng_chat_messages_ids(const struct eng_chat *c, const struct eng_chat_ms
     size_t n, int32_t **ids);
 /* kvsnap's prompt, the conversation [user: DOC "\n\n" QUESTION] in two
  * halves: the document as the start of the user turn (with the template's
- * default system turn before it), and later "\n\n" QUESTION, the end of the
- * turn and the generation prompt.  *ids is malloc'd; returns the count or
- * a negative enum eng_err. */
+ * default system turn before it), and later QUESTION, the end of the turn
+ * and the generation prompt; the "\n\n" between them ends the document
+ * half where the tokenizer keeps line breaks with the text before them
+ * (Llama 3, Qwen2), else begins the question half (chat.c: where the cut
+ * is exact).  An empty document gives the template prefix alone.  *ids is
+ * malloc'd; returns the count or a negative enum eng_err. */
 int64_t eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len,
     int32_t **ids);
 int64_t eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len,

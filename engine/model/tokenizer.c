@@ -874,10 +874,10 @@ out:
 	return 0;
 }
 
-/* Encode text (see engine.h). */
-int64_t
-eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_special,
-    int32_t *ids, int64_t cap)
+/* Encode text (see model.h); *cont as eng_tok_encode_cont's. */
+static int64_t
+eng_tok_encode_at(const struct eng_tok *t, const char *text, size_t len, int parse_special,
+    int *cont, int32_t *ids, int64_t cap)
 {
 	struct eng_tok_frag *frags = NULL;
 	struct eng_tok_enc e;
@@ -888,6 +888,11 @@ eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_
 		return ENG_ERR_ARG;
 	if (len > ENG_TOK_MAX_TEXT)
 		return ENG_ERR_ARG;
+	/* the white space an RSTRIP special before this text would have eaten
+	 * (C isspace, as the partition's) */
+	while ((*cont & ENG_TOK_CONT_RSTRIP) && len && (*text == ' ' ||
+	    (*text >= '\t' && *text <= '\r')))
+		text++, len--;
 	memset(&e, 0, sizeof(e));
 	e.t = t;
 	e.ids = ids;
@@ -913,11 +918,14 @@ eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_
 			eng_tok_emit(&e, frags[i].id);
 		else if (t->model == ENG_TOK_MODEL_SPM)
 			/* a space first at the start and after a special token */
-			eng_tok_spm_encode(&e, frag, frags[i].len,
-			    t->add_space_prefix && (i == 0 || frags[i - 1].id >= 0));
+			eng_tok_spm_encode(&e, frag, frags[i].len, t->add_space_prefix &&
+			    (i ? frags[i - 1].id >= 0 : !(*cont & ENG_TOK_CONT_RAW)));
 		else
 			eng_tok_pre_encode(&e, (const uint8_t *)frag, frags[i].len);
 	}
+	if (n_frags) /* what the next text continues */
+		*cont = frags[n_frags - 1].id < 0 ? ENG_TOK_CONT_RAW :
+		    t->flags[frags[n_frags - 1].id] & ENG_TOK_F_RSTRIP ? ENG_TOK_CONT_RSTRIP : 0;
 	free(frags);
 	free(e.cps);
 	free(e.cat);
@@ -927,6 +935,45 @@ eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_
 	free(e.sym);
 	free(e.heap);
 	return e.err ? e.err : e.n;
+}
+
+int64_t
+eng_tok_encode(const struct eng_tok *t, const char *text, size_t len, int parse_special,
+    int32_t *ids, int64_t cap)
+{
+	int cont = 0;
+	return eng_tok_encode_at(t, text, len, parse_special, &cont, ids, cap);
+}
+
+int64_t
+eng_tok_encode_cont(const struct eng_tok *t, const char *text, size_t len, int parse_special,
+    int *cont, int32_t *ids, int64_t cap)
+{
+	int64_t r;
+	int c = *cont;
+	r = eng_tok_encode_at(t, text, len, parse_special, &c, ids, cap);
+	if (r >= 0 && r <= cap) /* a call to retry with more room leaves it as it was */
+		*cont = (int)c;
+	return r;
+}
+
+int
+eng_tok_nl_joins_before(const struct eng_tok *t)
+{
+	return t && (t->pre == ENG_TOK_PRE_LLAMA3 || t->pre == ENG_TOK_PRE_QWEN2);
+}
+
+int
+eng_tok_nl_apart(const struct eng_tok *t)
+{
+	int32_t id;
+	if (!t || t->model != ENG_TOK_MODEL_SPM)
+		return 0;
+	for (id = 0; id < t->n_vocab; id++)
+		if (t->type[id] != ENG_TOK_BYTE && memchr(t->text + t->text_off[id], '\n',
+		    t->text_off[id + 1] - t->text_off[id]))
+			return 0;
+	return 1;
 }
 
 /* A lower bound on a text's token count without BPE (see model.h).  A
