@@ -88,7 +88,7 @@ if command -v faketime >/dev/null; then
 	# stamps stay, so they age (AddressSanitizer wants to be first: told not to mind)
 	ago() { ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0 faketime -f "$1" "$K" ls | grep '^apache'; }
 	m=$(((SECONDS - t_apache) / 60 + 5))
-	ago +5m | grep -Eq " ($m|$((m + 1))) min ago "; ok "5 minutes later: $m min ago (or $((m + 1)))" $?
+	ago +5m | grep -Eq " ($m|$((m + 1))) min ago "; _s=$?; ok "5 minutes later: $m min ago (or $((m + 1)))" $_s
 	ago +2h | grep -q ' 2 h ago '; ok "2 hours later: 2 h ago" $?
 	ago +1d | grep -Eq ' (yesterday|[0-9]+ h ago) '; ok "a day later: yesterday" $?
 	ago +3d | grep -q ' 3 days ago '; ok "3 days later: 3 days ago" $?
