@@ -104,6 +104,21 @@ kv_state_default(char *out, size_t cap)
 }
 
 int
+kv_cache_default(char *out, size_t cap)
+{
+	const char *xc = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (xc && xc[0] == '/')
+		n = snprintf(out, cap, "%s/kvsnap", xc);
+	else if (home && *home)
+		n = snprintf(out, cap, "%s/.cache/kvsnap", home);
+	else
+		return -1;
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int
 kv_mkdir_parents(const char *dir, char *why, size_t why_len)
 {
 	char path[PATH_MAX];

@@ -1,8 +1,8 @@
 /*
  * paths.h: the lookups kvsnap and kvsnapd share: where the bundled model is
  * (README "Installing"): $KVSNAP_MODEL, else the share directory beside the
- * running binary, else the source tree's models/; and the XDG default of
- * the state directory, with its missing parents created as XDG asks.
+ * running binary, else the source tree's models/; and the XDG defaults of
+ * the state and cache directories, with missing parents created as XDG asks.
  */
 #ifndef COMMON_PATHS_H
 #define COMMON_PATHS_H
@@ -35,6 +35,13 @@ int kv_model_find(char *out, size_t cap, char *why, size_t why_len);
  * 0 with the path in out[cap]; -1 when neither is set.
  */
 int kv_state_default(char *out, size_t cap);
+
+/*
+ * The same for the cache directory (what can be recomputed, e.g. model
+ * fingerprints: engine/fingerprint_cache.c): $XDG_CACHE_HOME/kvsnap when
+ * absolute, else $HOME/.cache/kvsnap; -1 when neither is set.
+ */
+int kv_cache_default(char *out, size_t cap);
 
 /*
  * Create the missing parents of directory dir (not dir itself: the store

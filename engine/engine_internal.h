@@ -282,6 +282,10 @@ int64_t eng_doc_sinks(int64_t opt, int64_t tpl, int64_t n);
 #define ENG_FINGERPRINT_HEX 64
 int eng_fingerprint(const void *p, size_t n, char hex[ENG_FINGERPRINT_HEX + 1]);
 int eng_is_hex(const char *s, size_t len, size_t max);
+/* The same for the whole of file fd mapped at p[0..n), remembered between
+ * runs in the user's cache directory by the file's identity, size, mtime
+ * and ctime (engine/fingerprint_cache.c): a 1 GB model is hashed once. */
+int eng_fingerprint_file(int fd, const void *p, size_t n, char hex[ENG_FINGERPRINT_HEX + 1]);
 /* Keep every unit of every head. */
 void eng_policy_keep_all(struct eng_evict *e);
 /* Ada-KV's allocation (spec/adakv.md §2.2 exact mode + the §4.2 capacity

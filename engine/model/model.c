@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 
@@ -213,15 +211,13 @@ model_load_hparams(struct eng_model *m, char *why, size_t why_len)
 	return model_load_rope_freqs(m, why, why_len);
 }
 
-/* BLAKE2b-256 of the whole file, as lowercase hex (libsodium). */
+/* BLAKE2b-256 of the whole file, as lowercase hex (remembered between runs:
+ * engine/fingerprint_cache.c). */
 static int
 model_fingerprint(struct eng_model *m, char *why, size_t why_len)
 {
-	unsigned char h[32];
-	if (sodium_init() < 0 ||
-	    crypto_generichash(h, sizeof(h), m->gguf->base, m->gguf->size, NULL, 0))
+	if (eng_fingerprint_file(m->gguf->fd, m->gguf->base, m->gguf->size, m->fingerprint))
 		return eng_fail(why, why_len, ENG_ERR_NOMEM, "cannot hash the model file");
-	sodium_bin2hex(m->fingerprint, sizeof(m->fingerprint), h, sizeof(h));
 	return 0;
 }
 
