@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon_internal.h"
+#include "daemon/metrics.h"
 
 #define JOBS_N_KINDS 4
 /* threads: n_workers model workers, then the admin worker, then the tier worker */
@@ -55,8 +56,10 @@ static struct {
 void
 job_event(struct job *j, const char *event, json_t *body)
 {
-	if (!strcmp(event, "result"))
+	if (!strcmp(event, "result")) {
 		atomic_store(&j->replied, 1);
+		metrics_job_result(j->req.op, body);
+	}
 	j->sink->event(j, event, body);
 }
 
@@ -78,6 +81,7 @@ job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 	dlog(code == PROTO_E_CANCELLED ? DLOG_INFO : DLOG_WARN, "%s: %s: %s: %s", j->label,
 	    proto_op_name(j->req.op), proto_code_name(code), msg);
 	atomic_store(&j->replied, 1);
+	metrics_job_error(j->req.op, code);
 	j->sink->error(j, code, msg);
 }
 
@@ -339,6 +343,15 @@ jobs_stop(void)
 		job_error(j, PROTO_E_SHUTTING_DOWN, "the daemon is stopping; the job did not run");
 		job_free(j);
 	}
+}
+
+void
+jobs_depth(int *queued, int *running)
+{
+	pthread_mutex_lock(&jobs.mu);
+	*queued = jobs.queued;
+	*running = jobs.running;
+	pthread_mutex_unlock(&jobs.mu);
 }
 
 int
