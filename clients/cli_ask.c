@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "common/paths.h"
 #include "engine/engine.h"
 #include "service/service.h"
 #include "formats/formats.h"
@@ -48,15 +49,16 @@ ask_usage(FILE *f, const char *cmd)
 	    "single spaces.\n"
 	    "  -m, --model GGUF  model file (default $KVSNAP_MODEL or the bundled model)\n"
 	    "  --backend NAME    cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
-	    "  --policy NAME     kvzip, snapkv, adakv, locret, ... (docs/POLICIES.md; default kvzip)\n"
+	    "  --policy NAME     kvzip, snapkv, adakv, locret, ... (default kvzip; each is\n"
+	    "                    described in %s/POLICIES.md)\n"
 	    "  --ratio R         share of the document's units kept (default 1/4)\n"
 	    "  --budget N        units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N         ingest chunk size in tokens, 1 to 65536 (default 512)\n"
-	    "  --opts K=V,...    policy options (docs/POLICIES.md)\n"
+	    "  --opts K=V,...    policy options (POLICIES.md)\n"
 	    "  -n N              answer tokens at most (default 128)\n"
 	    "  -t, --threads N   threads (default: all cores)\n"
 	    "  --compare         also answer from a full re-prefill and compare times\n"
-	    "  -v, --verbose     statistics on stderr\n");
+	    "  -v, --verbose     statistics on stderr\n", kv_doc_dir());
 }
 
 /* ask keeps no snapshot: --quant does not apply */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "clients/cli.h"
+#include "common/paths.h"
 #include "engine/engine.h"
 #include "service/service.h"
 
@@ -76,14 +77,14 @@ local_usage(FILE *f, const char *cmd)
 	    "  --state DIR      the store (default $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
 	    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --backend NAME   cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
-	    "  --policy NAME    eviction policy (default kvzip; docs/POLICIES.md)\n"
+	    "  --policy NAME    eviction policy (default kvzip; %s/POLICIES.md)\n"
 	    "  --ratio R        share of each document's units kept (default 1/4)\n"
 	    "  --budget N       units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N        ingest chunk size, 1 to 65536 (default 512)\n"
 	    "  --opts K=V,...   policy options\n"
 	    "  --quant Q        fp16, q4 or q4kc (default fp16)\n"
 	    "  -t, --threads N  threads (default 0: all cores)\n"
-	    "  --json           one JSON object per line\n", cmd);
+	    "  --json           one JSON object per line\n", cmd, kv_doc_dir());
 }
 
 /* What only the daemon path takes: named when given with --local. */
