@@ -154,6 +154,12 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 	}
 	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : 2, -1)))
 		return -1;
+	if (!ingest && cli_blank(argc - optind - 1, argv + optind + 1)) {
+		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query DOC \"What does "
+		    "it say about X?\")");
+		*rc = CLI_EXIT_USAGE;
+		return -1;
+	}
 	D->json = cli_g.json;
 	return optind;
 }
@@ -430,9 +436,9 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 		return CLI_EXIT_NOT_FOUND;
 	}
 	for (i = 0; i < n; i++) {
-		int k = snprintf(full, sizeof(full), "%s/%s", path, names[i]);
+		int k = cli_path_join(full, sizeof(full), path, names[i]);
 		free(names[i]);
-		if (k < 0 || (size_t)k >= sizeof(full)) {
+		if (k) {
 			cli_err("%s/...: path too long; skipped", path);
 			continue;
 		}

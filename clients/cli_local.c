@@ -35,7 +35,7 @@ struct local {
 	const char *model_path, *policy, *opts, *state, *name, *encoding;
 	long budget, chunk, threads, n_max;
 	double ratio; /* > 0: --ratio, in place of the budget */
-	int local, json, quant;
+	int local, json, quant, verbose;
 	struct cli_sample smp; /* query: --temp, --top-p, --seed */
 	struct svc *v;
 	struct svc_session *ss;
@@ -70,7 +70,8 @@ local_usage(FILE *f, const char *cmd)
 		    "  -n N             at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T         temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P        nucleus sampling share in (0, 1] (default 1: off)\n"
-		    "  --seed S         sampling seed (default 0)\n");
+		    "  --seed S         sampling seed (default 0)\n"
+		    "  -v, --verbose    time to first token and totals on stderr\n");
 	fprintf(f,
 	    "  --local          run in this process (without it: through kvsnapd, see\n"
 	    "                   kvsnap %s -h)\n"
@@ -92,7 +93,6 @@ static const struct option local_daemon_only[] = {
 	{ "force", no_argument, NULL, 'F' },
 	{ "share", no_argument, NULL, 'A' },
 	{ "file", required_argument, NULL, 'f' },
-	{ "verbose", no_argument, NULL, 'v' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -113,6 +113,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		{ "local", no_argument, NULL, 'L' },
 		CLI_PROFILE_OPTIONS,
 		{ "threads", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
 		CLI_SAMPLE_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -121,7 +122,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		{ NULL, 0, NULL, 0 },
 	};
 	int ingest = !strcmp(argv[0], "ingest"), shrink = !strcmp(argv[0], "shrink"), c;
-	struct cli_opts o = { .shortopts = ingest ? "t:" : shrink ? "" : "t:n:",
+	struct cli_opts o = { .shortopts = ingest ? "t:" : shrink ? "" : "t:n:v",
 		.longopts = ingest ? ingest_opts : shrink ? shrink_opts : query_opts,
 		.globals = CLI_G_STATE | CLI_G_MODEL | CLI_G_JSON | (shrink ? 0 : CLI_G_BACKEND),
 		.operands = ingest ? "FILE|DIR..." : shrink ? "DOC" : "DOC QUESTION...",
@@ -152,6 +153,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 			break;
 		case 'N': L->name = optarg; break;
 		case 'E': L->encoding = optarg; break;
+		case 'v': L->verbose = 1; break;
 		default:
 			if (cli_sample_flag(&o, c, optarg, &L->smp))
 				return -1; /* '?' too: cli_getopt said why */
@@ -165,6 +167,12 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 	}
 	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : shrink ? 1 : 2, shrink ? 1 : -1)))
 		return -1;
+	if (!ingest && !shrink && cli_blank(argc - optind - 1, argv + optind + 1)) {
+		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query DOC \"What does "
+		    "it say about X?\")");
+		*rc = CLI_EXIT_USAGE;
+		return -1;
+	}
 	L->model_path = cli_model();
 	L->state = cli_g.state;
 	L->json = cli_g.json;
@@ -306,7 +314,9 @@ local_ingest_fail(const struct local *L, const char *path, const struct svc_stat
 	}
 	cli_err("%s: %s%s", path, st->why, st->rc == ENG_ERR_ARG && strstr(L->opts, "from=") ?
 	    " (from= names a snapshot kvsnap shrink made; it is not ingested)" : "");
-	return cli_exit_for_engine(st->rc);
+	/* a document too long for the window: the input's fault, not the
+	 * command line's (exit 4, as kvsnapd's too_long) */
+	return st->rc == ENG_ERR_CONTEXT ? CLI_EXIT_CORRUPT : cli_exit_for_engine(st->rc);
 }
 
 /* Compress and store one document ("-": stdin). */
@@ -389,8 +399,8 @@ local_ingest_path(struct local *L, const char *path)
 		return CLI_EXIT_NOT_FOUND;
 	}
 	for (i = 0; i < n; i++) {
-		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
-		if (stat(full, &sb) || !S_ISREG(sb.st_mode))
+		if (cli_path_join(full, sizeof(full), path, names[i]) || stat(full, &sb) ||
+		    !S_ISREG(sb.st_mode))
 			continue;
 		if ((r = local_ingest_one(L, full, NULL)))
 			ret = r; /* go on with the others; report the last failure */
@@ -533,6 +543,11 @@ cli_query(int argc, char **argv)
 		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds));
 	else
 		printf("\n");
+	fflush(stdout);
+	if (L.verbose) /* the daemon path's line (cli_daemon.c), same words */
+		fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot (%lld question "
+		    "tokens), %lld answer tokens in %.2f s, stop: %s\n", a.ttft,
+		    (long long)a.prompt_tokens, (long long)a.tokens, a.seconds, svc_stop_name(a.stop));
 	ret = CLI_EXIT_OK;
 out:
 	free(question);
@@ -543,13 +558,32 @@ out:
 /* ------------------------------------------------------------------------ */
 /* shrink                                                                    */
 
+struct shrunk_fig {
+	const uint8_t *profile_id;
+	struct svc_snap_figures fig;
+};
+
+/* The figures of the snapshot shrink stored (its profile's). */
+static int
+shrunk_fig_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
+    const struct snap_header *h, const char *why, int64_t last_used_us)
+{
+	struct shrunk_fig *f = arg;
+	(void)why;
+	(void)last_used_us;
+	if (h && !memcmp(pid, f->profile_id, SNAP_ID_BYTES))
+		svc_snap_figures(h, bytes, &f->fig);
+	return 0;
+}
+
 int
 cli_shrink(int argc, char **argv)
 {
 	struct local L;
 	struct svc_shrunk r;
 	uint8_t doc[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], line[256];
+	struct shrunk_fig sf;
 	double t0 = eng_now();
 	int i, ret, rc;
 
@@ -567,11 +601,17 @@ cli_shrink(int argc, char **argv)
 		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:I, s:f}", "doc_id", hex,
 		    "tokens", (json_int_t)r.n_tokens, "units_from", (json_int_t)r.units_from, "units",
 		    (json_int_t)r.units, "seconds", eng_now() - t0));
-	else
-		printf("%.12s  %lld units -> %lld units (%.1fx fewer than the document)  %.1f s\n",
-		    hex, (long long)r.units_from, (long long)r.units,
-		    (double)r.n_tokens * L.v->m->hp.n_layer * L.v->m->hp.n_head_kv / (double)r.units,
-		    eng_now() - t0);
+	else {
+		/* the figure ingest, ls and info give (cli_show.c): the full fp16
+		 * cache's bytes over the snapshot's as stored, not a units ratio */
+		memset(&sf, 0, sizeof(sf));
+		sf.profile_id = r.profile_id;
+		(void)snap_profiles(L.v->s, doc, shrunk_fig_cb, &sf, why, sizeof(why));
+		cli_show_ingested((int64_t)r.n_tokens, r.units, sf.fig.full_units, sf.fig.bytes,
+		    sf.fig.full_bytes, line, sizeof(line));
+		printf("%.12s  cut from %lld units: %s  %.1f s\n", hex, (long long)r.units_from,
+		    line, eng_now() - t0);
+	}
 	ret = CLI_EXIT_OK;
 out:
 	local_close(&L);

@@ -119,16 +119,22 @@ jobs_count(const struct jobq *q)
 static void
 jobs_tell_queued(struct job *j)
 {
-	int running = 0, ahead, i;
+	int running = 0, ingests = 0, ahead, i;
 	if (j->kind == JOB_ADMIN || j->kind == JOB_TIER)
 		return;
+	/* a job whose last event is out is over for its client, and its
+	 * worker is about to be free: counting it told a folder ingest that
+	 * it waited for "1 job running", its own previous file (issue 30) */
 	for (i = 0; i < jobs.n_workers; i++)
-		running += jobs.run[i] != NULL;
+		if (jobs.run[i] && !atomic_load(&jobs.run[i]->replied)) {
+			running++;
+			ingests += jobs.run[i]->kind == JOB_INGEST;
+		}
 	ahead = jobs_count(&jobs.q[JOB_QUERY]);
 	if (j->kind == JOB_INGEST)
 		ahead += jobs_count(&jobs.q[JOB_INGEST]);
 	if (running + ahead < jobs.n_workers &&
-	    !(j->kind == JOB_INGEST && jobs.running_ingests >= jobs.max_ingests))
+	    !(j->kind == JOB_INGEST && ingests >= jobs.max_ingests))
 		return;
 	job_event(j, "queued", json_pack("{s:i, s:i}", "ahead", ahead, "running", running));
 }
@@ -372,6 +378,7 @@ jobs_init(struct daemon *d)
 {
 	struct svc_status st;
 	int i, n = (int)d->cfg.workers;
+	long nt;
 
 	jobs.d = d;
 	jobs.n_workers = n;
@@ -402,8 +409,11 @@ jobs_init(struct daemon *d)
 		}
 		jobs.started++;
 	}
-	dlog(DLOG_INFO, "%d model worker%s (%ld thread%s each) and an admin worker", n,
-	    n == 1 ? "" : "s", d->cfg.threads, d->cfg.threads == 1 ? "" : "s");
+	/* threads 0: every online core, as the kernels' pool counts them */
+	nt = d->cfg.threads > 0 ? d->cfg.threads : sysconf(_SC_NPROCESSORS_ONLN);
+	dlog(DLOG_INFO, "%d model worker%s (%ld thread%s each%s) and an admin worker", n,
+	    n == 1 ? "" : "s", nt > 0 ? nt : 1, nt == 1 ? "" : "s",
+	    d->cfg.threads > 0 ? "" : ": all cores");
 	return 0;
 }
 
