@@ -36,6 +36,7 @@ struct local {
 	long budget, chunk, threads, n_max;
 	double ratio; /* > 0: --ratio, in place of the budget */
 	int local, json, quant, verbose;
+	int in_dir, n_done, n_not_doc; /* ingest: a folder's walk (as cli_daemon.c's) */
 	struct cli_sample smp; /* query: --temp, --top-p, --seed */
 	struct svc *v;
 	struct svc_session *ss;
@@ -293,8 +294,19 @@ local_exit_io(int rc)
 
 /* A failed svc_ingest: the message, naming the file, and the exit code. */
 static int
-local_ingest_fail(const struct local *L, const char *path, const struct svc_status *st)
+local_ingest_fail(struct local *L, const char *path, const struct svc_status *st)
 {
+	if (st->step == SVC_AT_FORMAT && st->rc == FMT_ERR_UNSUPPORTED && L->in_dir) {
+		/* a folder's stray binary: skipped with a warning (cli_daemon.c) */
+		char shown[6 * PATH_MAX];
+		cli_term_str(path, shown, sizeof(shown));
+		fprintf(stderr, "kvsnap: warning: %s: skipped: %s\n", shown, st->why);
+		if (cli_json_mode)
+			cli_json_line("skipped", json_pack("{s:o, s:s, s:s}", "path", cli_json_cstr(path),
+			    "code", "unsupported_format", "message", st->why));
+		L->n_not_doc++;
+		return CLI_EXIT_OK;
+	}
 	if (st->step == SVC_AT_FORMAT) {
 		if (st->rc == FMT_ERR_ENCODING) {
 			cli_err("--encoding: %s", st->why);
@@ -353,7 +365,8 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	rc = svc_ingest(L->v, L->ss, &ir, NULL, &res, &st);
 	free(text);
 	if (rc) {
-		rc = local_ingest_fail(L, path, &st);
+		if (!(rc = local_ingest_fail(L, path, &st)))
+			return CLI_EXIT_OK;
 		if (cli_json_mode) /* one error per document: the others go on */
 			cli_json_error_last(rc, json_pack("{s:o}", "path", cli_json_cstr(path)));
 		return rc;
@@ -374,6 +387,7 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		    line);
 	}
 	fflush(stdout);
+	L->n_done++;
 	return CLI_EXIT_OK;
 }
 
@@ -402,7 +416,10 @@ local_ingest_path(struct local *L, const char *path)
 		if (cli_path_join(full, sizeof(full), path, names[i]) || stat(full, &sb) ||
 		    !S_ISREG(sb.st_mode))
 			continue;
-		if ((r = local_ingest_one(L, full, NULL)))
+		L->in_dir = 1;
+		r = local_ingest_one(L, full, NULL);
+		L->in_dir = 0;
+		if (r)
 			ret = r; /* go on with the others; report the last failure */
 	}
 	cli_free_names(names, n);
@@ -432,6 +449,11 @@ cli_ingest(int argc, char **argv)
 		for (; i < argc; i++)
 			if ((r = local_ingest_path(&L, argv[i])))
 				ret = r;
+	if (ret == CLI_EXIT_OK && L.n_not_doc && !L.n_done) {
+		cli_err("no document found: the %d file%s read %s not a document", L.n_not_doc,
+		    L.n_not_doc == 1 ? "" : "s", L.n_not_doc == 1 ? "is" : "are");
+		ret = CLI_EXIT_CORRUPT;
+	}
 	local_close(&L);
 	return ret;
 }
