@@ -30,12 +30,6 @@ static const double met_le[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 	30, 60, 300 };
 #define MET_N_LE (sizeof(met_le) / sizeof(met_le[0]))
 
-static const char *const met_route_names[MR_N] = {
-	[MR_MODELS] = "/v1/models", [MR_MODEL] = "/v1/models/{id}",
-	[MR_CHAT] = "/v1/chat/completions", [MR_COMPLETIONS] = "/v1/completions",
-	[MR_DOCS] = "/v1/documents", [MR_DOC] = "/v1/documents/{ref}",
-	[MR_HEALTH] = "/health", [MR_METRICS] = "/metrics", [MR_OTHER] = "other",
-};
 
 struct met_status {
 	atomic_int code;           /* 0: free; claimed once, never changed */
@@ -56,43 +50,6 @@ static struct {
 	atomic_ullong ingest_tokens, ingest_usec, ingest_skipped;
 	atomic_ullong hits_local, hits_shared;       /* queries answered, by the tier read */
 } met;
-
-enum metrics_route
-metrics_route_of(const char *uri)
-{
-	size_t n = strcspn(uri ? uri : "", "?#");
-	static const struct {
-		const char *prefix;
-		enum metrics_route exact, below;
-	} tab[] = {
-		{ "/v1/models", MR_MODELS, MR_MODEL },
-		{ "/v1/documents", MR_DOCS, MR_DOC },
-		{ "/v1/chat/completions", MR_CHAT, MR_OTHER },
-		{ "/v1/completions", MR_COMPLETIONS, MR_OTHER },
-		{ "/health", MR_HEALTH, MR_OTHER },
-		{ "/metrics", MR_METRICS, MR_OTHER },
-	};
-	size_t i, p;
-
-	if (!uri)
-		return MR_OTHER;
-	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
-		p = strlen(tab[i].prefix);
-		if (n < p || memcmp(uri, tab[i].prefix, p))
-			continue;
-		if (n == p || (n == p + 1 && uri[p] == '/'))
-			return tab[i].exact;
-		if (uri[p] == '/')
-			return tab[i].below;
-	}
-	return MR_OTHER;
-}
-
-const char *
-metrics_route_name(enum metrics_route r)
-{
-	return (unsigned)r < MR_N ? met_route_names[r] : "other";
-}
 
 void
 metrics_http(enum metrics_route r, int status, size_t bytes, double seconds)
@@ -193,7 +150,7 @@ met_render_http(FILE *f)
 		for (i = 0; i < MET_STATUS_SLOTS; i++)
 			if ((code = atomic_load(&met.http[r].status[i].code)))
 				fprintf(f, "kvsnap_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
-				    met_route_names[r], code, atomic_load(&met.http[r].status[i].n));
+				    metrics_route_name(r), code, atomic_load(&met.http[r].status[i].n));
 	met_head(f, "kvsnap_http_request_duration_seconds", "histogram",
 	    "From a whole request to its reply's last byte handed to the socket.");
 	for (r = 0; r < MR_N; r++) {
@@ -204,23 +161,23 @@ met_render_http(FILE *f)
 		for (cum = 0, i = 0; i < MET_N_LE; i++) {
 			cum += atomic_load(&m->le[i]);
 			fprintf(f, "kvsnap_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} "
-			    "%llu\n", met_route_names[r], met_le[i], cum);
+			    "%llu\n", metrics_route_name(r), met_le[i], cum);
 		}
 		/* +Inf is the count; a bucket counted after count was read is
 		 * capped so the series stays cumulative */
 		fprintf(f, "kvsnap_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} "
-		    "%llu\n", met_route_names[r], count > cum ? count : cum);
+		    "%llu\n", metrics_route_name(r), count > cum ? count : cum);
 		fprintf(f, "kvsnap_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
-		    met_route_names[r], met_sec(atomic_load(&m->usec)));
+		    metrics_route_name(r), met_sec(atomic_load(&m->usec)));
 		fprintf(f, "kvsnap_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-		    met_route_names[r], count > cum ? count : cum);
+		    metrics_route_name(r), count > cum ? count : cum);
 	}
 	met_head(f, "kvsnap_http_response_bytes_total", "counter",
 	    "Bytes of HTTP reply bodies, by route.");
 	for (r = 0; r < MR_N; r++)
 		if (atomic_load(&met.http[r].count))
 			fprintf(f, "kvsnap_http_response_bytes_total{route=\"%s\"} %llu\n",
-			    met_route_names[r], atomic_load(&met.http[r].bytes));
+			    metrics_route_name(r), atomic_load(&met.http[r].bytes));
 }
 
 static void

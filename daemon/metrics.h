@@ -13,6 +13,8 @@
 
 #include "daemon/daemon.h"
 
+struct daemon;
+
 /* HTTP routes as /metrics labels them (a path's template, never the
  * document reference or id a path holds, so the label set stays small). */
 enum metrics_route {

@@ -57,7 +57,7 @@ expect_rc "info same.txt: two documents have it: exit 1" 1 "$K" info same.txt
 ids=$("$K" ls --json | python3 -c 'import json,sys
 for d in json.load(sys.stdin)["docs"]:
     if d["source"].endswith("/same.txt"): print(d["doc_id"][:12])')
-grep -q "'same.txt' is the file name of 2 documents" "$T/err" &&
+[ "$(echo $ids | wc -w)" -eq 2 ] && grep -q "'same.txt' is the file name of 2 documents" "$T/err" &&
 	for id in $ids; do grep -q "$id" "$T/err" || exit 1; done
 ok "  naming both candidates ($(echo $ids))" $? || sed 's/^/#   /' "$T/err"
 expect_rc "query same.txt: ambiguous through kvsnapd too" 1 "$K" query same.txt "Who?"
@@ -91,12 +91,13 @@ grep -q "kept all [0-9]* units (nothing evicted)" "$T/err" && ! grep -q "1.0x sm
 ok "  ask keeping everything: 'nothing evicted', 'from the whole cache'" $? || sed 's/^/#   /' "$T/err"
 
 # ---- arguments
-expect_rc "query --local -v" 0 "$K" query --local --budget 64 --chunk 128 -n 2 -v alpha "Who?"
+# by its id prefix, which the old code resolved too (the checks below fail there for their own reason)
+expect_rc "query --local -v" 0 "$K" query --local --budget 64 --chunk 128 -n 2 -v "${A:0:8}" "Who?"
 grep -q "time to first token .* answer tokens" "$T/err"; ok "  its timings on stderr" $?
 for q in "" "   "; do
-	expect_rc "query alpha '$q': exit 1" 1 "$K" query alpha "$q"
+	expect_rc "query ${A:0:8} '$q': exit 1" 1 "$K" query "${A:0:8}" "$q"
 	grep -q "QUESTION is empty" "$T/err"; ok "  'QUESTION is empty'" $?
-	expect_rc "query --local alpha '$q': exit 1" 1 "$K" query --local alpha "$q"
+	expect_rc "query --local ${A:0:8} '$q': exit 1" 1 "$K" query --local "${A:0:8}" "$q"
 	grep -q "QUESTION is empty" "$T/err"; ok "  'QUESTION is empty'" $?
 done
 expect_rc "prune -h" 0 "$K" prune -h
