@@ -58,8 +58,8 @@ ids=$("$K" ls --json | python3 -c 'import json,sys
 for d in json.load(sys.stdin)["docs"]:
     if d["source"].endswith("/same.txt"): print(d["doc_id"][:12])')
 [ "$(echo $ids | wc -w)" -eq 2 ] && grep -q "'same.txt' is the file name of 2 documents" "$T/err" &&
-	for id in $ids; do grep -q "$id" "$T/err" || exit 1; done
-ok "  naming both candidates ($(echo $ids))" $? || sed 's/^/#   /' "$T/err"
+	(for id in $ids; do grep -q "$id" "$T/err" || exit 1; done)
+_s=$?; ok "  naming both candidates ($(echo $ids))" $_s || sed 's/^/#   /' "$T/err"
 expect_rc "query same.txt: ambiguous through kvsnapd too" 1 "$K" query same.txt "Who?"
 grep -q "is the file name of 2 documents" "$T/err"; ok "  the same words" $?
 
