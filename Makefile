@@ -203,6 +203,11 @@ build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(HTTP_FUZZ_SRC) daemon/http.h daem
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(HTTP_FUZZ_SRC) $(COMMON_SRC) $(PKG_LIBS)
+# the route /metrics files a request under (the client's URI)
+build-fuzz/fuzz_http_route: tests/fuzz/fuzz_http_route.c daemon/http_route.c daemon/metrics.h
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/http_route.c $(PKG_LIBS)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h \
 		formats/*.h)
@@ -250,11 +255,13 @@ SHARE_DIR   := $(PREFIX)/share/kvsnap
 BASHCOMP_DIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMP_DIR ?= $(PREFIX)/share/zsh/vendor-completions
 INSTALL_SHARE := $(notdir $(MODEL) $(HEADS) $(HEADS).sha256)
+# README.md and docs/*.md, where the programs' --help points (common/paths.h)
+INSTALL_DOCS := README.md $(notdir $(wildcard docs/*.md))
 INSTALLED := $(PREFIX)/bin/kvsnap $(PREFIX)/bin/kvsnapd $(INSTALL_SHARE:%=$(SHARE_DIR)/%) \
 	$(MANDIR)/man1/kvsnap.1 $(MANDIR)/man8/kvsnapd.8 $(BASHCOMP_DIR)/kvsnap $(ZSHCOMP_DIR)/_kvsnap \
 	$(SYSTEMD_DIR)/system/kvsnapd.service $(SYSTEMD_DIR)/system/kvsnapd.socket \
 	$(PREFIX)/lib/sysusers.d/kvsnap.conf $(PREFIX)/lib/tmpfiles.d/kvsnap.conf \
-	$(PREFIX)/share/doc/kvsnap/kvsnapd.conf $(PREFIX)/share/doc/kvsnap/PROTOCOL.md
+	$(PREFIX)/share/doc/kvsnap/kvsnapd.conf $(INSTALL_DOCS:%=$(PREFIX)/share/doc/kvsnap/%)
 .PHONY: install-files uninstall
 install: all $(MODEL)
 	@$(MAKE) --no-print-directory install-files
@@ -280,7 +287,7 @@ install-files:
 	install -m 0644 systemd/kvsnap.tmpfiles $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/kvsnap.conf
 	sed 's|/usr/local/|$(PREFIX)/|g' systemd/kvsnapd.conf \
 		> $(DESTDIR)$(PREFIX)/share/doc/kvsnap/kvsnapd.conf
-	install -m 0644 docs/PROTOCOL.md $(DESTDIR)$(PREFIX)/share/doc/kvsnap/
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kvsnap/
 	chmod 0644 $(DESTDIR)$(SHARE_DIR)/$(notdir $(HEADS)).sha256 \
 		$(DESTDIR)$(SYSTEMD_DIR)/system/kvsnapd.service $(DESTDIR)$(PREFIX)/share/doc/kvsnap/kvsnapd.conf
 

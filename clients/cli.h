@@ -122,6 +122,8 @@ int cli_profile_done(const struct cli_opts *o);
 const char *cli_model(void);
 /* words[0..n) joined by single spaces (malloc'd; NULL: out of memory). */
 char *cli_join(int n, char **words);
+/* 1 when words[0..n) hold nothing but white space (an empty question). */
+int cli_blank(int n, char **words);
 /* The command nearest to a mistyped name, or NULL. */
 struct cli_cmd;
 const char *cli_nearest_cmd(const char *name, const struct cli_cmd *cmds, size_t n);
@@ -235,6 +237,9 @@ char *cli_read_file(const char *path, size_t max, size_t *len);
  * (strcmp); *names malloc'd (free with cli_free_names).  -1 if it cannot
  * be read. */
 int cli_dir_names(const char *dir, char ***names, size_t *n);
+/* DIR/NAME into out (one '/' between, however many DIR ends with, so
+ * "lib/" gives "lib/file"); -1 when it does not fit. */
+int cli_path_join(char *out, size_t cap, const char *dir, const char *name);
 void cli_free_names(char **names, size_t n);
 
 /* The state directory (the store): flag, else $KVSNAP_STATE, else the XDG

@@ -252,6 +252,18 @@ cli_join(int n, char **words)
 }
 
 int
+cli_blank(int n, char **words)
+{
+	int i;
+	const char *p;
+	for (i = 0; i < n; i++)
+		for (p = words[i]; *p; p++)
+			if (!strchr(" \t\n\r\v\f", *p))
+				return 0;
+	return 1;
+}
+
+int
 cli_sample_flag(const struct cli_opts *o, int c, const char *v, struct cli_sample *s)
 {
 	long seed;

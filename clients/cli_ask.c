@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "common/paths.h"
 #include "engine/engine.h"
 #include "service/service.h"
 #include "formats/formats.h"
@@ -48,15 +49,16 @@ ask_usage(FILE *f, const char *cmd)
 	    "single spaces.\n"
 	    "  -m, --model GGUF  model file (default $KVSNAP_MODEL or the bundled model)\n"
 	    "  --backend NAME    cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
-	    "  --policy NAME     kvzip, snapkv, adakv, locret, ... (docs/POLICIES.md; default kvzip)\n"
+	    "  --policy NAME     kvzip, snapkv, adakv, locret, ... (default kvzip; each is\n"
+	    "                    described in %s/POLICIES.md)\n"
 	    "  --ratio R         share of the document's units kept (default 1/4)\n"
 	    "  --budget N        units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N         ingest chunk size in tokens, 1 to 65536 (default 512)\n"
-	    "  --opts K=V,...    policy options (docs/POLICIES.md)\n"
+	    "  --opts K=V,...    policy options (POLICIES.md)\n"
 	    "  -n N              answer tokens at most (default 128)\n"
 	    "  -t, --threads N   threads (default: all cores)\n"
 	    "  --compare         also answer from a full re-prefill and compare times\n"
-	    "  -v, --verbose     statistics on stderr\n");
+	    "  -v, --verbose     statistics on stderr\n", kv_doc_dir());
 }
 
 /* ask keeps no snapshot: --quant does not apply */
@@ -249,13 +251,20 @@ cli_ask(int argc, char **argv)
 	}
 	if (verbose || compare) {
 		double full_units = (double)n_doc * m->hp.n_layer * m->hp.n_head_kv;
+		/* the kept share, as ls shows it (no snapshot here, so no bytes
+		 * to compare); a cache that kept everything is not "compressed" */
+		int whole = (double)kept >= full_units;
+		char share[64];
+		if (whole)
+			snprintf(share, sizeof(share), "kept all %.0f units (nothing evicted)", full_units);
+		else
+			snprintf(share, sizeof(share), "kept %lld of %.0f units (%.1f %%)", (long long)kept,
+			    full_units, full_units > 0 ? 100.0 * (double)kept / full_units : 0.0);
 		fprintf(stderr,
-		    "kvsnap: %s: document %lld tokens, kept %lld of %.0f units (%.1fx smaller), "
-		    "ingest %.2f s (%.0f tok/s)\n"
-		    "kvsnap: question %lld tokens, time to first token %.3f s from the compressed cache",
-		    eng_policy_name(p), (long long)n_doc, (long long)kept, full_units,
-		    kept ? full_units / (double)kept : 0.0, t_ingest, (double)n_doc / t_ingest,
-		    (long long)(n_all - n_doc), t_ttft);
+		    "kvsnap: %s: document %lld tokens, %s, ingest %.2f s (%.0f tok/s)\n"
+		    "kvsnap: question %lld tokens, time to first token %.3f s from the %s cache",
+		    eng_policy_name(p), (long long)n_doc, share, t_ingest, (double)n_doc / t_ingest,
+		    (long long)(n_all - n_doc), t_ttft, whole ? "whole" : "compressed");
 		if (compare)
 			fprintf(stderr, " vs %.3f s re-reading the document (%.0fx faster)", t_full,
 			    t_ttft > 0 ? t_full / t_ttft : 0.0);

@@ -53,6 +53,8 @@ struct dmn {
 	struct cli_conn c;
 	int64_t next_id;
 	int n_done, n_skipped, n_failed;
+	int in_dir;             /* the file came from a folder's walk */
+	int n_not_doc;          /* of those, skipped: not a document */
 };
 
 static void
@@ -154,6 +156,12 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 	}
 	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : 2, -1)))
 		return -1;
+	if (!ingest && cli_blank(argc - optind - 1, argv + optind + 1)) {
+		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query DOC \"What does "
+		    "it say about X?\")");
+		*rc = CLI_EXIT_USAGE;
+		return -1;
+	}
 	D->json = cli_g.json;
 	return optind;
 }
@@ -354,7 +362,20 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 		}
 		if (D->tty && !D->json)
 			fprintf(stderr, "\r\033[K");
-		if (!strcmp(kind, "error")) {
+		if (!strcmp(kind, "error") && D->in_dir && json_string_value(json_object_get(ev,
+		    "code")) && !strcmp(json_string_value(json_object_get(ev, "code")),
+		    "unsupported_format")) {
+			/* a folder's stray binary is not the folder's failure (issue 30):
+			 * skipped with a warning, as git add or rsync go on past a file */
+			char shown[6 * PATH_MAX];
+			const char *msg = json_string_value(json_object_get(ev, "message"));
+			cli_term_str(path, shown, sizeof(shown));
+			fprintf(stderr, "kvsnap: warning: %s: skipped: %s\n", shown, msg ? msg : "?");
+			if (D->json)
+				dmn_json_event("skipped", ev, json_pack("{s:o}", "path", cli_json_cstr(path)));
+			D->n_not_doc++;
+			ret = CLI_EXIT_OK;
+		} else if (!strcmp(kind, "error")) {
 			ret = dmn_error(path, path, ev);
 			D->n_failed++;
 			D->gone = ret == CLI_EXIT_UNREACHABLE; /* shutting_down: stop here */
@@ -374,10 +395,20 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 				cli_term_str(path, shown, sizeof(shown));
 				const char *tier = json_string_value(json_object_get(ev, "tier"));
 				const char *serr = json_string_value(json_object_get(ev, "shared_error"));
+				const char *named = json_string_value(json_object_get(ev, "named"));
+				const char *nerr = json_string_value(json_object_get(ev, "name_error"));
+				char term[6 * 256], nm[6 * 256 + 32] = "";
+				if (named) {
+					cli_term_str(named, term, sizeof(term));
+					snprintf(nm, sizeof(nm), ", now named \"%s\"", term);
+				}
 				if (skipped)
-					printf("%s (%.12s): already stored%s (skipped): %s\n", shown,
+					printf("%s (%.12s): already stored%s (skipped)%s: %s\n", shown,
 					    hex ? hex : "?", tier && !strcmp(tier, "shared") ?
-					    " in the shared tier, copied here" : "", line);
+					    " in the shared tier, copied here" : "", nm, line);
+				if (nerr)
+					fprintf(stderr, "kvsnap: warning: %s: stored already and not named "
+					    "\"%s\": %s\n", shown, D->name ? D->name : "?", nerr);
 				else
 					printf("%s (%.12s), %.1f s: %s, %s\n", shown, hex ? hex : "?",
 					    json_real_value(json_object_get(ev, "seconds")),
@@ -430,9 +461,9 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 		return CLI_EXIT_NOT_FOUND;
 	}
 	for (i = 0; i < n; i++) {
-		int k = snprintf(full, sizeof(full), "%s/%s", path, names[i]);
+		int k = cli_path_join(full, sizeof(full), path, names[i]);
 		free(names[i]);
-		if (k < 0 || (size_t)k >= sizeof(full)) {
+		if (k) {
 			cli_err("%s/...: path too long; skipped", path);
 			continue;
 		}
@@ -443,7 +474,10 @@ dmn_ingest_path(struct dmn *D, const char *path, const char *name, int depth)
 			continue;
 		if (!S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode))
 			continue;
-		if ((r = dmn_ingest_path(D, full, NULL, depth + 1)))
+		D->in_dir = 1;
+		r = dmn_ingest_path(D, full, NULL, depth + 1);
+		D->in_dir = 0;
+		if (r)
 			ret = r;
 		if (D->gone) {
 			while (++i < n)
@@ -491,9 +525,18 @@ cli_daemon_ingest(int argc, char **argv)
 	}
 	if (D.stdin_fd >= 0) /* not sent: the daemon went away first */
 		close(D.stdin_fd);
-	if (!D.json && D.n_done + D.n_skipped + D.n_failed > 1)
-		printf("%d ingested, %d already stored, %d failed\n", D.n_done, D.n_skipped,
-		    D.n_failed);
+	if (!D.json && D.n_done + D.n_skipped + D.n_failed + D.n_not_doc > 1) {
+		printf("%d ingested, %d already stored, %d failed", D.n_done, D.n_skipped, D.n_failed);
+		if (D.n_not_doc)
+			printf(", %d skipped (not documents)", D.n_not_doc);
+		printf("\n");
+	}
+	/* folders that held no document at all: that is an error still */
+	if (ret == CLI_EXIT_OK && D.n_not_doc && !D.n_done && !D.n_skipped) {
+		cli_err("no document found: the %d file%s read %s not a document", D.n_not_doc,
+		    D.n_not_doc == 1 ? "" : "s", D.n_not_doc == 1 ? "is" : "are");
+		ret = CLI_EXIT_CORRUPT;
+	}
 	cli_conn_close(&D.c);
 	return ret;
 }

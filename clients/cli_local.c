@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "clients/cli.h"
+#include "common/paths.h"
 #include "engine/engine.h"
 #include "service/service.h"
 
@@ -34,7 +35,8 @@ struct local {
 	const char *model_path, *policy, *opts, *state, *name, *encoding;
 	long budget, chunk, threads, n_max;
 	double ratio; /* > 0: --ratio, in place of the budget */
-	int local, json, quant;
+	int local, json, quant, verbose;
+	int in_dir, n_done, n_not_doc; /* ingest: a folder's walk (as cli_daemon.c's) */
 	struct cli_sample smp; /* query: --temp, --top-p, --seed */
 	struct svc *v;
 	struct svc_session *ss;
@@ -69,21 +71,22 @@ local_usage(FILE *f, const char *cmd)
 		    "  -n N             at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T         temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P        nucleus sampling share in (0, 1] (default 1: off)\n"
-		    "  --seed S         sampling seed (default 0)\n");
+		    "  --seed S         sampling seed (default 0)\n"
+		    "  -v, --verbose    time to first token and totals on stderr\n");
 	fprintf(f,
 	    "  --local          run in this process (without it: through kvsnapd, see\n"
 	    "                   kvsnap %s -h)\n"
 	    "  --state DIR      the store (default $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
 	    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --backend NAME   cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
-	    "  --policy NAME    eviction policy (default kvzip; docs/POLICIES.md)\n"
+	    "  --policy NAME    eviction policy (default kvzip; %s/POLICIES.md)\n"
 	    "  --ratio R        share of each document's units kept (default 1/4)\n"
 	    "  --budget N       units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N        ingest chunk size, 1 to 65536 (default 512)\n"
 	    "  --opts K=V,...   policy options\n"
 	    "  --quant Q        fp16, q4 or q4kc (default fp16)\n"
 	    "  -t, --threads N  threads (default 0: all cores)\n"
-	    "  --json           one JSON object per line\n", cmd);
+	    "  --json           one JSON object per line\n", cmd, kv_doc_dir());
 }
 
 /* What only the daemon path takes: named when given with --local. */
@@ -91,7 +94,6 @@ static const struct option local_daemon_only[] = {
 	{ "force", no_argument, NULL, 'F' },
 	{ "share", no_argument, NULL, 'A' },
 	{ "file", required_argument, NULL, 'f' },
-	{ "verbose", no_argument, NULL, 'v' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -112,6 +114,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		{ "local", no_argument, NULL, 'L' },
 		CLI_PROFILE_OPTIONS,
 		{ "threads", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
 		CLI_SAMPLE_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -120,7 +123,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		{ NULL, 0, NULL, 0 },
 	};
 	int ingest = !strcmp(argv[0], "ingest"), shrink = !strcmp(argv[0], "shrink"), c;
-	struct cli_opts o = { .shortopts = ingest ? "t:" : shrink ? "" : "t:n:",
+	struct cli_opts o = { .shortopts = ingest ? "t:" : shrink ? "" : "t:n:v",
 		.longopts = ingest ? ingest_opts : shrink ? shrink_opts : query_opts,
 		.globals = CLI_G_STATE | CLI_G_MODEL | CLI_G_JSON | (shrink ? 0 : CLI_G_BACKEND),
 		.operands = ingest ? "FILE|DIR..." : shrink ? "DOC" : "DOC QUESTION...",
@@ -151,6 +154,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 			break;
 		case 'N': L->name = optarg; break;
 		case 'E': L->encoding = optarg; break;
+		case 'v': L->verbose = 1; break;
 		default:
 			if (cli_sample_flag(&o, c, optarg, &L->smp))
 				return -1; /* '?' too: cli_getopt said why */
@@ -164,6 +168,12 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 	}
 	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : shrink ? 1 : 2, shrink ? 1 : -1)))
 		return -1;
+	if (!ingest && !shrink && cli_blank(argc - optind - 1, argv + optind + 1)) {
+		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query DOC \"What does "
+		    "it say about X?\")");
+		*rc = CLI_EXIT_USAGE;
+		return -1;
+	}
 	L->model_path = cli_model();
 	L->state = cli_g.state;
 	L->json = cli_g.json;
@@ -284,8 +294,19 @@ local_exit_io(int rc)
 
 /* A failed svc_ingest: the message, naming the file, and the exit code. */
 static int
-local_ingest_fail(const struct local *L, const char *path, const struct svc_status *st)
+local_ingest_fail(struct local *L, const char *path, const struct svc_status *st)
 {
+	if (st->step == SVC_AT_FORMAT && st->rc == FMT_ERR_UNSUPPORTED && L->in_dir) {
+		/* a folder's stray binary: skipped with a warning (cli_daemon.c) */
+		char shown[6 * PATH_MAX];
+		cli_term_str(path, shown, sizeof(shown));
+		fprintf(stderr, "kvsnap: warning: %s: skipped: %s\n", shown, st->why);
+		if (cli_json_mode)
+			cli_json_line("skipped", json_pack("{s:o, s:s, s:s}", "path", cli_json_cstr(path),
+			    "code", "unsupported_format", "message", st->why));
+		L->n_not_doc++;
+		return CLI_EXIT_OK;
+	}
 	if (st->step == SVC_AT_FORMAT) {
 		if (st->rc == FMT_ERR_ENCODING) {
 			cli_err("--encoding: %s", st->why);
@@ -305,7 +326,9 @@ local_ingest_fail(const struct local *L, const char *path, const struct svc_stat
 	}
 	cli_err("%s: %s%s", path, st->why, st->rc == ENG_ERR_ARG && strstr(L->opts, "from=") ?
 	    " (from= names a snapshot kvsnap shrink made; it is not ingested)" : "");
-	return cli_exit_for_engine(st->rc);
+	/* a document too long for the window: the input's fault, not the
+	 * command line's (exit 4, as kvsnapd's too_long) */
+	return st->rc == ENG_ERR_CONTEXT ? CLI_EXIT_CORRUPT : cli_exit_for_engine(st->rc);
 }
 
 /* Compress and store one document ("-": stdin). */
@@ -342,7 +365,8 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	rc = svc_ingest(L->v, L->ss, &ir, NULL, &res, &st);
 	free(text);
 	if (rc) {
-		rc = local_ingest_fail(L, path, &st);
+		if (!(rc = local_ingest_fail(L, path, &st)))
+			return CLI_EXIT_OK;
 		if (cli_json_mode) /* one error per document: the others go on */
 			cli_json_error_last(rc, json_pack("{s:o}", "path", cli_json_cstr(path)));
 		return rc;
@@ -363,6 +387,7 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		    line);
 	}
 	fflush(stdout);
+	L->n_done++;
 	return CLI_EXIT_OK;
 }
 
@@ -388,10 +413,13 @@ local_ingest_path(struct local *L, const char *path)
 		return CLI_EXIT_NOT_FOUND;
 	}
 	for (i = 0; i < n; i++) {
-		snprintf(full, sizeof(full), "%s/%s", path, names[i]);
-		if (stat(full, &sb) || !S_ISREG(sb.st_mode))
+		if (cli_path_join(full, sizeof(full), path, names[i]) || stat(full, &sb) ||
+		    !S_ISREG(sb.st_mode))
 			continue;
-		if ((r = local_ingest_one(L, full, NULL)))
+		L->in_dir = 1;
+		r = local_ingest_one(L, full, NULL);
+		L->in_dir = 0;
+		if (r)
 			ret = r; /* go on with the others; report the last failure */
 	}
 	cli_free_names(names, n);
@@ -421,6 +449,11 @@ cli_ingest(int argc, char **argv)
 		for (; i < argc; i++)
 			if ((r = local_ingest_path(&L, argv[i])))
 				ret = r;
+	if (ret == CLI_EXIT_OK && L.n_not_doc && !L.n_done) {
+		cli_err("no document found: the %d file%s read %s not a document", L.n_not_doc,
+		    L.n_not_doc == 1 ? "" : "s", L.n_not_doc == 1 ? "is" : "are");
+		ret = CLI_EXIT_CORRUPT;
+	}
 	local_close(&L);
 	return ret;
 }
@@ -532,6 +565,11 @@ cli_query(int argc, char **argv)
 		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds));
 	else
 		printf("\n");
+	fflush(stdout);
+	if (L.verbose) /* the daemon path's line (cli_daemon.c), same words */
+		fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot (%lld question "
+		    "tokens), %lld answer tokens in %.2f s, stop: %s\n", a.ttft,
+		    (long long)a.prompt_tokens, (long long)a.tokens, a.seconds, svc_stop_name(a.stop));
 	ret = CLI_EXIT_OK;
 out:
 	free(question);
@@ -542,13 +580,32 @@ out:
 /* ------------------------------------------------------------------------ */
 /* shrink                                                                    */
 
+struct shrunk_fig {
+	const uint8_t *profile_id;
+	struct svc_snap_figures fig;
+};
+
+/* The figures of the snapshot shrink stored (its profile's). */
+static int
+shrunk_fig_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
+    const struct snap_header *h, const char *why, int64_t last_used_us)
+{
+	struct shrunk_fig *f = arg;
+	(void)why;
+	(void)last_used_us;
+	if (h && !memcmp(pid, f->profile_id, SNAP_ID_BYTES))
+		svc_snap_figures(h, bytes, &f->fig);
+	return 0;
+}
+
 int
 cli_shrink(int argc, char **argv)
 {
 	struct local L;
 	struct svc_shrunk r;
 	uint8_t doc[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], line[256];
+	struct shrunk_fig sf;
 	double t0 = eng_now();
 	int i, ret, rc;
 
@@ -566,11 +623,17 @@ cli_shrink(int argc, char **argv)
 		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:I, s:f}", "doc_id", hex,
 		    "tokens", (json_int_t)r.n_tokens, "units_from", (json_int_t)r.units_from, "units",
 		    (json_int_t)r.units, "seconds", eng_now() - t0));
-	else
-		printf("%.12s  %lld units -> %lld units (%.1fx fewer than the document)  %.1f s\n",
-		    hex, (long long)r.units_from, (long long)r.units,
-		    (double)r.n_tokens * L.v->m->hp.n_layer * L.v->m->hp.n_head_kv / (double)r.units,
-		    eng_now() - t0);
+	else {
+		/* the figure ingest, ls and info give (cli_show.c): the full fp16
+		 * cache's bytes over the snapshot's as stored, not a units ratio */
+		memset(&sf, 0, sizeof(sf));
+		sf.profile_id = r.profile_id;
+		(void)snap_profiles(L.v->s, doc, shrunk_fig_cb, &sf, why, sizeof(why));
+		cli_show_ingested((int64_t)r.n_tokens, r.units, sf.fig.full_units, sf.fig.bytes,
+		    sf.fig.full_bytes, line, sizeof(line));
+		printf("%.12s  cut from %lld units: %s  %.1f s\n", hex, (long long)r.units_from,
+		    line, eng_now() - t0);
+	}
 	ret = CLI_EXIT_OK;
 out:
 	local_close(&L);

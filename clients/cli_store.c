@@ -48,8 +48,12 @@ st_usage(FILE *f, const char *cmd)
 	    "  --shared ADDR a shared tier's store instead (kvsnapd --shared: lmdb:DIR,\n"
 	    "                redis-cluster:HOST:PORT,...); --shared-auth FILE its credentials\n"
 	    "                (\"user = NAME\", \"password = SECRET\"; a file only you may read)\n"
-	    "  --json        one JSON object per line\n"
-	    "DOC is a full doc_id, a unique hex prefix (4+ digits) or a name.\n");
+	    "  --json        one JSON object per line\n");
+	/* only where there is a DOC to name (not ls, stats, prune) */
+	if (!strcmp(cmd, "info") || !strcmp(cmd, "rm") || !strcmp(cmd, "rename") ||
+	    !strcmp(cmd, "verify"))
+		fprintf(f, "DOC is a full doc_id, a unique hex prefix (4+ digits), a name or the file\n"
+		    "name ls shows when no other document has it.\n");
 	if (!strcmp(cmd, "stats"))
 		fprintf(f, "  -s, --socket PATH  the kvsnapd whose shared-tier counters are shown, when one\n"
 		    "                     answers there (default $KVSNAP_SOCKET, else the usual socket)\n");

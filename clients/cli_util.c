@@ -205,6 +205,17 @@ cli_name_cmp(const void *a, const void *b)
 }
 
 int
+cli_path_join(char *out, size_t cap, const char *dir, const char *name)
+{
+	size_t d = strlen(dir);
+	int k;
+	while (d > 1 && dir[d - 1] == '/')
+		d--;
+	k = snprintf(out, cap, "%.*s%s%s", (int)d, dir, dir[d - 1] == '/' ? "" : "/", name);
+	return k < 0 || (size_t)k >= cap ? -1 : 0;
+}
+
+int
 cli_dir_names(const char *dir, char ***names, size_t *n)
 {
 	struct dirent *de;

@@ -254,7 +254,7 @@ cli_exit_for_code(const char *code)
 		{ "too_large", CLI_EXIT_USAGE },
 		{ "name_taken", CLI_EXIT_USAGE },
 		{ "denied", CLI_EXIT_USAGE },
-		{ "too_long", CLI_EXIT_USAGE },
+		{ "too_long", CLI_EXIT_CORRUPT }, /* the document, not the command line */
 		{ "profile_mismatch", CLI_EXIT_CORRUPT },
 		{ "corrupt", CLI_EXIT_CORRUPT },
 		{ "unsupported_format", CLI_EXIT_CORRUPT },

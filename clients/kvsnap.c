@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "common/paths.h"
 #include "engine/engine.h"
 #include "formats/formats.h"
 
@@ -52,7 +53,8 @@ cli_usage(FILE *f)
 		fprintf(f, "  %-14s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 usage, 2 not found, 3 daemon unreachable,\n"
 	    "            4 corrupt or unsupported data, 5 other failure,\n"
-	    "            6 compute backend not available\n");
+	    "            6 compute backend not available\n"
+	    "documentation: %s (README.md, PROTOCOL.md, HTTP.md, JSON.md, ...)\n", kv_doc_dir());
 }
 
 int

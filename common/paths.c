@@ -42,6 +42,30 @@ paths_prefix(char *out, size_t cap, char *why, size_t why_len)
 	return 0;
 }
 
+const char *
+kv_doc_dir(void)
+{
+	static char dir[PATH_MAX + 32];
+	static const char *const under[2] = { "share/doc/kvsnap", "docs" };
+	char prefix[PATH_MAX], probe[PATH_MAX + 64], why[128];
+	int i;
+
+	if (dir[0])
+		return dir;
+	snprintf(dir, sizeof(dir), "docs");
+	if (paths_prefix(prefix, sizeof(prefix), why, sizeof(why)))
+		return dir;
+	for (i = 0; i < 2; i++) {
+		/* HTTP.md: in both places, and only a documentation folder has it */
+		snprintf(probe, sizeof(probe), "%s/%s/HTTP.md", prefix, under[i]);
+		if (!access(probe, R_OK)) {
+			snprintf(dir, sizeof(dir), "%s/%s", prefix, under[i]);
+			break;
+		}
+	}
+	return dir;
+}
+
 /* Append ", PLACE (REASON)" to the list of places looked at. */
 static void
 paths_looked(char *list, size_t cap, const char *place, const char *reason)

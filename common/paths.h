@@ -28,6 +28,15 @@
 int kv_model_find(char *out, size_t cap, char *why, size_t why_len);
 
 /*
+ * Where this program's documentation is, for --help texts to point at
+ * (make install puts README.md and the docs/ pages there): PREFIX/share/doc/kvsnap
+ * for an installed binary (PREFIX as above), PREFIX/docs for a binary in
+ * the source tree's build/, else "docs" (neither found).  The first call
+ * decides; the string is static.
+ */
+const char *kv_doc_dir(void);
+
+/*
  * The XDG default of the state directory (what each program uses when no
  * --state and no $KVSNAP_STATE names one): $XDG_STATE_HOME/kvsnap when
  * XDG_STATE_HOME is set to an absolute path (the XDG Base Directory spec

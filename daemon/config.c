@@ -68,7 +68,7 @@ dcfg_usage(FILE *f)
 	    "  --log-level L       error, warn, info (default), debug\n"
 	    "  --share yes|no      every ingest readable by every user of the socket (default\n"
 	    "                      no: a document is its owners', root's and this user's)\n"
-	    "  --http ADDR         also serve the OpenAI-compatible HTTP API (docs/HTTP.md) on\n"
+	    "  --http ADDR         also serve the OpenAI-compatible HTTP API (HTTP.md) on\n"
 	    "                      unix:/PATH (mode 0660) or a loopback port (127.0.0.1:PORT,\n"
 	    "                      [::1]:PORT, localhost:PORT); other addresses are refused.\n"
 	    "                      Off by default\n"
@@ -87,7 +87,9 @@ dcfg_usage(FILE *f)
 	    "  --foreground        accepted for compatibility: kvsnapd never daemonizes\n"
 	    "  -h, --help          this help;  --version  version, formats and backends\n"
 	    "SIGTERM, SIGINT and SIGHUP stop it gracefully (no reload: restart to change\n"
-	    "settings): running queries finish, ingests are abandoned, exit 0\n");
+	    "settings): running queries finish, ingests are abandoned, exit 0\n"
+	    "Documentation: %s (README.md, PROTOCOL.md, HTTP.md, POLICIES.md, ...)\n",
+	    kv_doc_dir());
 }
 
 static int

@@ -188,6 +188,8 @@ int jobs_cancel_id(const void *owner, json_t *target);
 void jobs_stop(void);
 /* Jobs running or queued. */
 int jobs_busy(void);
+/* Jobs queued and running now (for /metrics). */
+void jobs_depth(int *queued, int *running);
 /* Join the workers and free them (after jobs_stop and the loop ended). */
 void jobs_free(void);
 /* Job memory (closes the fd, releases the owner through the sink). */

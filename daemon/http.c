@@ -60,6 +60,7 @@
 
 #include "daemon/daemon_internal.h"
 #include "daemon/http.h"
+#include "daemon/http_ops.h"
 #include "storage/store.h"
 
 #define HTTP_HUP_CHECK_S 1     /* a running job's client still there? */
@@ -79,6 +80,7 @@ struct hconn {
 	uid_t uid;
 	struct hreq *cur;          /* the request it waits on, or NULL */
 	struct event *tev;         /* the deadline for a whole request */
+	struct http_ops_req ops;   /* its request now: the log line, the metrics */
 	struct hconn *prev, *next;
 };
 
@@ -391,19 +393,42 @@ http_reason(int status)
 	}
 }
 
-/* A whole JSON reply to a request no job holds (loop thread). */
+static struct hconn *hconn_find(struct evhttp_connection *evcon);
+
+/* The log line and metrics of req's connection's request (NULL: a
+ * connection never admitted). */
+static struct http_ops_req *
+http_ops_of(struct evhttp_request *req)
+{
+	struct hconn *hc = req ? hconn_find(evhttp_request_get_connection(req)) : NULL;
+	return hc ? &hc->ops : NULL;
+}
+
+/* A whole reply to a request no job holds (loop thread). */
 static void
-http_reply_now(struct evhttp_request *req, int status, const char *json, size_t len, int close)
+http_reply_typed(struct evhttp_request *req, int status, const char *ctype, const char *body,
+    size_t len, int close)
 {
 	struct evbuffer *b = evbuffer_new();
-	http_headers(req, "application/json");
+	struct http_ops_req *o = http_ops_of(req);
+	http_headers(req, ctype);
 	if (close)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 	if (b)
-		evbuffer_add(b, json, len);
+		evbuffer_add(b, body, len);
 	evhttp_send_reply(req, status, http_reason(status), b);
 	if (b)
 		evbuffer_free(b);
+	if (o) {
+		http_ops_bytes(o, b ? len : 0);
+		http_ops_end(o, status);
+	}
+}
+
+static void
+http_reply_now(struct evhttp_request *req, int status, const char *json, size_t len, int close)
+{
+	http_reply_typed(req, status, "application/json", json, len, close);
 }
 
 static void
@@ -415,8 +440,12 @@ http_error_now(struct evhttp_request *req, enum proto_code code, int status, con
 	dlog(DLOG_DEBUG, "http: %d %s: %s", status, proto_code_name(code), msg);
 	if (s)
 		http_reply_now(req, status, s, n, close);
-	else
+	else {
+		struct http_ops_req *o = http_ops_of(req);
 		evhttp_send_error(req, 500, NULL);
+		if (o)
+			http_ops_end(o, 500);
+	}
 	free(s);
 }
 
@@ -439,9 +468,13 @@ hpost_send(struct hpost *p)
 			evbuffer_add(b, p->data, p->len);
 			evhttp_send_reply_chunk(req, b);
 			evbuffer_free(b);
+			if (h->hc)
+				http_ops_bytes(&h->hc->ops, p->len);
 		}
 		return;
 	case HP_END:
+		if (h->hc)
+			http_ops_end(&h->hc->ops, 200);
 		hreq_detach(h);
 		evhttp_send_reply_end(req);
 		return;
@@ -500,6 +533,7 @@ hconn_close_cb(struct evhttp_connection *evcon, void *arg)
 		hreq_detach(h);
 		jobs_cancel_owner(h);
 	}
+	http_ops_end(&hc->ops, 499); /* a request it left unanswered: nginx's "client closed" */
 	if (hc->prev)
 		hc->prev->next = hc->next;
 	else
@@ -825,6 +859,7 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	int fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)), status, code;
 	uid_t uid;
 	json_t *o;
+	struct http_ops_reply ops;
 
 	(void)arg;
 	memset(&r, 0, sizeof(r));
@@ -835,7 +870,16 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	}
 	evtimer_del(hc->tev); /* the request is whole */
 	uid = hc->uid;
-	dlog(DLOG_INFO, "http: uid %d: %s %.200s", (int)uid, method, uri);
+	dlog(DLOG_DEBUG, "http: uid %d: %s %.200s: begun", (int)uid, method, uri);
+	http_ops_begin(&hc->ops, method, uri, uid);
+	if (http_ops_answer(hs.d, method, uri, &ops)) { /* /health, /metrics */
+		if (ops.body)
+			http_reply_typed(req, ops.status, ops.ctype, ops.body, ops.len, 0);
+		else
+			http_error_now(req, PROTO_E_INTERNAL, 500, "out of memory", 0);
+		free(ops.body);
+		goto out;
+	}
 	if (atomic_load(&hs.d->stopping)) {
 		http_error_now(req, PROTO_E_SHUTTING_DOWN, 503, "the daemon is stopping", 1);
 		goto out;

@@ -140,6 +140,17 @@ ingest_tier(json_t *o, const struct svc_ingested *res)
 	return o;
 }
 
+/* A skipped document and the name asked for: "named", or why not. */
+static json_t *
+ingest_named(json_t *o, const struct svc_ingested *res, const char *name)
+{
+	if (o && res->named > 0)
+		json_object_set_new(o, "named", json_string(name));
+	else if (o && res->named < 0)
+		json_object_set_new(o, "name_error", json_string(res->name_why));
+	return o;
+}
+
 void
 ingest_job_run(struct worker *w, struct job *j)
 {
@@ -179,13 +190,13 @@ ingest_job_run(struct worker *w, struct job *j)
 		if (res.from_shared)
 			dlog(DLOG_INFO, "%s: skipped %.12s: a shared-tier hit, copied into the local "
 			    "tier (no model pass)", j->label, res.hex);
-		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
-		    "doc_id", res.hex, "skipped", 1, "bytes", (json_int_t)len, "format", res.format,
+		job_result(j, ingest_named(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, s:I, "
+		    "s:I, s:I, s:I}", "doc_id", res.hex, "skipped", 1, "bytes", (json_int_t)len, "format", res.format,
 		    "reason",
 		    "already stored for this profile", "tokens", (json_int_t)res.tokens, "units",
 		    (json_int_t)res.units, "full_units", (json_int_t)res.fig.full_units,
 		    "snapshot_bytes", (json_int_t)res.fig.bytes, "full_bytes",
-		    (json_int_t)res.fig.full_bytes), &res));
+		    (json_int_t)res.fig.full_bytes), &res), &res, r->name));
 	} else {
 		dlog(DLOG_INFO, "%s: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
 		    j->label, res.hex, (long long)res.tokens,

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon_internal.h"
+#include "daemon/metrics.h"
 
 #define JOBS_N_KINDS 4
 /* threads: n_workers model workers, then the admin worker, then the tier worker */
@@ -55,8 +56,10 @@ static struct {
 void
 job_event(struct job *j, const char *event, json_t *body)
 {
-	if (!strcmp(event, "result"))
+	if (!strcmp(event, "result")) {
 		atomic_store(&j->replied, 1);
+		metrics_job_result(j->req.op, body);
+	}
 	j->sink->event(j, event, body);
 }
 
@@ -78,6 +81,7 @@ job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 	dlog(code == PROTO_E_CANCELLED ? DLOG_INFO : DLOG_WARN, "%s: %s: %s: %s", j->label,
 	    proto_op_name(j->req.op), proto_code_name(code), msg);
 	atomic_store(&j->replied, 1);
+	metrics_job_error(j->req.op, code);
 	j->sink->error(j, code, msg);
 }
 
@@ -115,16 +119,22 @@ jobs_count(const struct jobq *q)
 static void
 jobs_tell_queued(struct job *j)
 {
-	int running = 0, ahead, i;
+	int running = 0, ingests = 0, ahead, i;
 	if (j->kind == JOB_ADMIN || j->kind == JOB_TIER)
 		return;
+	/* a job whose last event is out is over for its client, and its
+	 * worker is about to be free: counting it told a folder ingest that
+	 * it waited for "1 job running", its own previous file (issue 30) */
 	for (i = 0; i < jobs.n_workers; i++)
-		running += jobs.run[i] != NULL;
+		if (jobs.run[i] && !atomic_load(&jobs.run[i]->replied)) {
+			running++;
+			ingests += jobs.run[i]->kind == JOB_INGEST;
+		}
 	ahead = jobs_count(&jobs.q[JOB_QUERY]);
 	if (j->kind == JOB_INGEST)
 		ahead += jobs_count(&jobs.q[JOB_INGEST]);
 	if (running + ahead < jobs.n_workers &&
-	    !(j->kind == JOB_INGEST && jobs.running_ingests >= jobs.max_ingests))
+	    !(j->kind == JOB_INGEST && ingests >= jobs.max_ingests))
 		return;
 	job_event(j, "queued", json_pack("{s:i, s:i}", "ahead", ahead, "running", running));
 }
@@ -341,6 +351,15 @@ jobs_stop(void)
 	}
 }
 
+void
+jobs_depth(int *queued, int *running)
+{
+	pthread_mutex_lock(&jobs.mu);
+	*queued = jobs.queued;
+	*running = jobs.running;
+	pthread_mutex_unlock(&jobs.mu);
+}
+
 int
 jobs_busy(void)
 {
@@ -359,6 +378,7 @@ jobs_init(struct daemon *d)
 {
 	struct svc_status st;
 	int i, n = (int)d->cfg.workers;
+	long nt;
 
 	jobs.d = d;
 	jobs.n_workers = n;
@@ -389,8 +409,11 @@ jobs_init(struct daemon *d)
 		}
 		jobs.started++;
 	}
-	dlog(DLOG_INFO, "%d model worker%s (%ld thread%s each) and an admin worker", n,
-	    n == 1 ? "" : "s", d->cfg.threads, d->cfg.threads == 1 ? "" : "s");
+	/* threads 0: every online core, as the kernels' pool counts them */
+	nt = d->cfg.threads > 0 ? d->cfg.threads : sysconf(_SC_NPROCESSORS_ONLN);
+	dlog(DLOG_INFO, "%d model worker%s (%ld thread%s each%s) and an admin worker", n,
+	    n == 1 ? "" : "s", nt > 0 ? nt : 1, nt == 1 ? "" : "s",
+	    d->cfg.threads > 0 ? "" : ": all cores");
 	return 0;
 }
 

@@ -14,6 +14,15 @@ int
 svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
     struct svc_status *st)
 {
+	if (!svc_resolve_store(s, ref, doc_id, st))
+		return 0;
+	return svc_resolve_file(s, ref, NULL, doc_id, st);
+}
+
+int
+svc_resolve_store(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
+    struct svc_status *st)
+{
 	int rc;
 
 	memset(st, 0, sizeof(*st));

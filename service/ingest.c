@@ -64,6 +64,39 @@ ingest_seen(struct store *s, const uint8_t *doc_id, const struct svc_who *who,
 	return svc_may_read(had, who);
 }
 
+/* A document skipped as already stored still takes the name asked for
+ * (issue 30: it was dropped silently), when the caller may change it. */
+static void
+ingest_name_skipped(struct svc *v, const struct svc_ingest_req *r, const uint8_t *doc_id,
+    struct svc_ingested *out)
+{
+	struct store_doc d;
+	char why[256];
+	int rc;
+
+	if (!r->name || !r->name[0])
+		return;
+	if ((rc = store_info(v->s, doc_id, &d, why, sizeof(why)))) {
+		out->named = -1;
+		snprintf(out->name_why, sizeof(out->name_why), "%s", why);
+		return;
+	}
+	if (!strcmp(d.name, r->name))
+		return;
+	if (!svc_may_change(&d, r->who)) {
+		out->named = -1;
+		snprintf(out->name_why, sizeof(out->name_why), "only its owners may rename it "
+		    "(it is named \"%.200s\")", d.name);
+		return;
+	}
+	if ((rc = store_rename(v->s, doc_id, r->name, why, sizeof(why)))) {
+		out->named = -1;
+		snprintf(out->name_why, sizeof(out->name_why), "%s", why);
+		return;
+	}
+	out->named = 1;
+}
+
 int
 svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
     const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
@@ -119,6 +152,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 			out->units = pk.fig.units;
 			/* stored while the shared tier was away: it gets it now */
 			tier_push(v, doc.doc_id, pk.profile_id, 1, out);
+			ingest_name_skipped(v, r, doc.doc_id, out);
 			ret = 0;
 			goto out;
 		}
@@ -130,6 +164,7 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 			out->fig = pk.fig;
 			out->tokens = pk.fig.tokens;
 			out->units = pk.fig.units;
+			ingest_name_skipped(v, r, doc.doc_id, out);
 			ret = 0;
 			goto out;
 		}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/cmdline.h"
+#include "common/paths.h"
 #include "service/service.h"
 
 int
@@ -19,7 +20,7 @@ svc_profile_flag(struct svc_conf *c, const char *flag, const char *value, char *
 	if (!strcmp(flag, "policy")) {
 		if (!*value) {
 			snprintf(why, why_len, "needs a policy name such as kvzip or snapkv "
-			    "(docs/POLICIES.md), got ''");
+			    "(%s/POLICIES.md), got ''", kv_doc_dir());
 			return -1;
 		}
 		c->policy = value;

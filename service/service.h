@@ -134,7 +134,8 @@ int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, s
 /* ------------------------------------------------------------------------ */
 /* Documents and their snapshots                                             */
 
-/* A DOC reference (doc_id, unique hex prefix of 4+ digits, or name);
+/* A DOC reference (doc_id, unique hex prefix of 4+ digits, name, or the file
+ * name ls shows when one document has it: access.c);
  * -1 with st (SVC_AT_RESOLVE, a STORE_ERR_ code, always a reason). */
 int svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
     struct svc_status *st);
@@ -254,6 +255,10 @@ struct svc_ingested {
 	int shared;              /* the shared tier holds the snapshot now: 1, it does not
 	                          * (shared_why says why): 0, no shared tier: -1 */
 	char shared_why[256];
+	/* skipped with a name asked for (issue 30): 1 named so now, 0 already
+	 * so or none asked, -1 not named (name_why says why) */
+	int named;
+	char name_why[256];
 };
 
 /* The most bytes of text a document may extract to (the daemon's and the

@@ -11,6 +11,17 @@
  * already in st->why); returns -1. */
 int svc_fail(struct svc_status *st, enum svc_step step, int rc);
 
+/* A DOC reference as the store resolves it (id, prefix, name), nothing
+ * more: svc_resolve and svc_resolve_as add the file name. */
+int svc_resolve_store(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
+    struct svc_status *st);
+/* After a store's not_found (st->rc STORE_ERR_NOT_FOUND, its words in
+ * st->why): the file name ls shows when one document w may read has it
+ * (w NULL: any), else why not (ambiguous, listing them; a hex prefix too
+ * short); -1 with st (the store's words kept when nothing better). */
+int svc_resolve_file(struct store *s, const char *ref, const struct svc_who *w,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+
 /* Whether the hooks' cancel flag is set. */
 int svc_cancelled(const struct svc_hooks *hk);
 

@@ -43,6 +43,23 @@ for f in bin/kvsnap bin/kvsnapd "share/kvsnap/$NAME" "share/kvsnap/${HEADS##*/}"
 	lib/sysusers.d/kvsnap.conf lib/tmpfiles.d/kvsnap.conf share/doc/kvsnap/kvsnapd.conf; do
 	[ -s "$I/$f" ]; ok "installed $P/$f" $?
 done
+# the documentation (issue 30): README and every docs/ page, and the
+# installed programs' help naming that folder, never the source tree's docs/
+for f in README.md docs/*.md; do
+	cmp -s "$f" "$I/share/doc/kvsnap/${f##*/}"; ok "installed $P/share/doc/kvsnap/${f##*/}" $?
+done
+DOCDIR=$I/share/doc/kvsnap
+"${E[@]}" "$I/bin/kvsnap" -h 2>&1 | grep -q "^documentation: $DOCDIR "
+ok "installed kvsnap -h: documentation: $P/share/doc/kvsnap" $?
+"${E[@]}" "$I/bin/kvsnapd" -h 2>&1 | grep -q "^Documentation: $DOCDIR "
+ok "installed kvsnapd -h: Documentation: $P/share/doc/kvsnap" $?
+"${E[@]}" "$I/bin/kvsnap" ask -h 2>&1 | grep -q "$DOCDIR/POLICIES.md"
+ok "installed kvsnap ask -h: --policy points at $P/share/doc/kvsnap/POLICIES.md" $?
+helps=$(for c in $("$K" -h | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p'); do
+	"${E[@]}" "$I/bin/kvsnap" "$c" -h 2>&1; done; "${E[@]}" "$I/bin/kvsnap" ingest --local -h 2>&1
+	"${E[@]}" "$I/bin/kvsnapd" -h 2>&1)
+! grep -q "docs/" <<<"$helps"; ok "no installed -h names docs/ (not installed there)" $? ||
+	grep "docs/" <<<"$helps" | sed 's/^/#   /'
 [ -x "$I/bin/kvsnap" ] && [ -x "$I/bin/kvsnapd" ] && cmp -s "$K" "$I/bin/kvsnap" &&
 	cmp -s "$MODEL" "$I/share/kvsnap/$NAME"
 ok "the binaries are $BUILD's, the model the bundled one" $?

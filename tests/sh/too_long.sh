@@ -62,13 +62,13 @@ tokens=$(grep -o '[0-9]* tokens' "$T/out" | cut -d' ' -f1)
 quarter=$(python3 -c "import sys; print(2 * float(sys.argv[1]))" "$eighth")
 echo "# an eighth of a window: ${tokens:-?} tokens in $eighth s; a quarter window: $quarter s"
 t0=$(now)
-expect_rc "ingest --local of ~3 windows: exit 1 (usage)" 1 "$K" ingest --local "${P[@]}" -t 2 "$T/long.txt" --name long
+expect_rc "ingest --local of ~3 windows: exit 4 (unsupported input, not usage)" 4 "$K" ingest --local "${P[@]}" -t 2 "$T/long.txt" --name long
 dt=$(elapsed "$t0" "$(now)")
 grep -q "more tokens than the context window" "$T/err"; ok "--local: the engine's too-long message" $? ||
 	sed 's/^/#   /' "$T/err" | tail -3
 lt "$dt" "$quarter"; ok "--local refused in $dt s, under a quarter of a window's prefill (8 x $eighth s)" $?
 t0=$(now)
-expect_rc "ingest --local of 20 MB: exit 1" 1 "$K" ingest --local "${P[@]}" -t 2 "$T/huge.txt"
+expect_rc "ingest --local of 20 MB: exit 4" 4 "$K" ingest --local "${P[@]}" -t 2 "$T/huge.txt"
 dt=$(elapsed "$t0" "$(now)")
 grep -q "at least [0-9]* tokens: more tokens than the context window" "$T/err"
 ok "--local: 20 MB refused by its bytes alone" $? || sed 's/^/#   /' "$T/err" | tail -3
@@ -83,7 +83,7 @@ DPID=$!
 wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'; ok "daemon starts" $?
 for doc in long huge; do
 	t0=$(now)
-	EXPECT_TIMEOUT=300 expect_rc "daemon: ingest of $doc: exit 1" 1 "$K" ingest --json "$T/$doc.txt"
+	EXPECT_TIMEOUT=300 expect_rc "daemon: ingest of $doc: exit 4" 4 "$K" ingest --json "$T/$doc.txt"
 	dt=$(elapsed "$t0" "$(now)")
 	grep -q "(too_long)\|too_long" "$T/err"; ok "daemon: $doc is too_long" $? ||
 		sed 's/^/#   /' "$T/err" | tail -3
