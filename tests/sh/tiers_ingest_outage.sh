@@ -33,7 +33,7 @@ SHARED=redis-cluster:$RCL_ADDR
 cat > "$T/proto.py" <<'PY'
 # proto.py SOCK REQUEST: one request; prints the last event line
 import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
+s = socket.socket(socket.AF_UNIX); s.settimeout(400); s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n")
 f = s.makefile("rb")
 while True:
@@ -41,7 +41,7 @@ while True:
     if not l: print("EOF"); sys.exit(1)
     if json.loads(l).get("event") in ("result", "error"): print(l.decode().strip()); break
 PY
-proto() { timeout 120 python3 "$T/proto.py" "$T/a.sock" "$1"; }
+proto() { timeout 400 python3 "$T/proto.py" "$T/a.sock" "$1"; }
 field() { python3 -c 'import json,sys; e=json.loads(open(sys.argv[1]).read().split("\n")[0]); print(e.get(sys.argv[2]))' "$1" "$2"; }
 ask() { proto "{\"id\":2,\"op\":\"query\",\"doc\":\"$1\",\"question\":\"Who?\",\"max_tokens\":2}"; }
 now() { date +%s.%N; }
@@ -52,8 +52,11 @@ now() { date +%s.%N; }
 DPID=$!
 wait_ready proto '{"id":0,"op":"hello"}'
 ok "kvsnapd starts with the cluster as its shared tier (one model worker)" $?
-prose GPL-3 200 > "$T/local.txt"
-prose Apache-2.0 150 > "$T/new.txt"
+# sanitizer builds are ~10x slower: shorter documents there
+words=200 limit=90
+is_san "$D" && words=60 limit=300
+prose GPL-3 $words > "$T/local.txt"
+prose Apache-2.0 $words > "$T/new.txt"
 "$K" ingest -s "$T/a.sock" --name local "$T/local.txt" >/dev/null 2>&1
 ok "'local' ingested (and copied to the shared tier)" $?
 ask local > "$T/q0"
@@ -97,8 +100,10 @@ ok "the ingest ends with a result: stored" $? || cat "$T/ingest.out"
 	field "$T/ingest.out" shared_error | grep -q "copied there when it is back"
 ok "  ... not in the shared tier yet, saying it is copied there when the tier is back" $? ||
 	cat "$T/ingest.out"
-python3 -c "import sys; sys.exit(0 if $took < 90 else 1)"
-ok "  ... within the tier's budget plus the model's time ($took s < 90 s)" $?
+# Bound: the tier's 15 s budget once, then the model's ingest (~12 s here,
+# 10x that under AddressSanitizer), with headroom for a loaded machine.
+python3 -c "import sys; sys.exit(0 if $took < $limit else 1)"
+ok "  ... within the tier's budget plus the model's time ($took s < $limit s)" $?
 "$K" ls --json --state "$T/a" > "$T/ls-local" 2>&1 && grep -q '"name": *"new"' "$T/ls-local"
 ok "'new' is in the local tier" $? || cat "$T/ls-local"
 
