@@ -212,6 +212,10 @@ void ingest_job_run(struct worker *w, struct job *j);
 void query_job_run(struct worker *w, struct job *j);
 void tier_job_run(struct worker *w, struct job *j);
 void ingest_tier_run(struct worker *w, struct job *j);
+/* An ingest stored locally whose copy to the shared tier will not run
+ * (cancelled, the daemon stopping): its result, saying so; 1 if it was
+ * one (answered), else 0. */
+int ingest_job_unpublished(struct job *j);
 void chat_job_run(struct worker *w, struct job *j);
 void admin_job_run(struct worker *w, struct job *j);
 

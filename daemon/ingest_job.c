@@ -249,6 +249,20 @@ ingest_tier_run(struct worker *w, struct job *j)
 	ingest_result(j, j->ing_out);
 }
 
+int
+ingest_job_unpublished(struct job *j)
+{
+	struct svc_ingested *res = j->ing_out;
+	if (j->req.op != PROTO_OP_INGEST || j->ing_step != 3 || !res)
+		return 0;
+	res->shared = 0;
+	snprintf(res->shared_why, sizeof(res->shared_why), "%s before its copy to the shared "
+	    "tier; stored locally (its next ingest copies it there)",
+	    atomic_load(&daemon_g->stopping) ? "kvsnapd is stopping" : "cancelled");
+	ingest_result(j, res);
+	return 1;
+}
+
 void
 ingest_job_run(struct worker *w, struct job *j)
 {

@@ -218,9 +218,10 @@ jobs_worker(void *arg)
 		jobs.run[w->index] = j;
 		pthread_mutex_unlock(&jobs.mu);
 
-		if (atomic_load(&j->cancel))
-			job_error(j, PROTO_E_CANCELLED, "cancelled before it started");
-		else if (j->kind == JOB_TIER && j->req.op == PROTO_OP_INGEST)
+		if (atomic_load(&j->cancel)) {
+			if (!ingest_job_unpublished(j)) /* a stored ingest says so */
+				job_error(j, PROTO_E_CANCELLED, "cancelled before it started");
+		} else if (j->kind == JOB_TIER && j->req.op == PROTO_OP_INGEST)
 			ingest_tier_run(w, j);
 		else if (j->kind == JOB_TIER)
 			tier_job_run(w, j);
@@ -254,7 +255,7 @@ jobs_worker(void *arg)
 		}
 		pthread_cond_broadcast(&jobs.cv); /* an ingest slot may be free */
 		pthread_mutex_unlock(&jobs.mu);
-		if (j && j->requeue && !atomic_load(&j->replied))
+		if (j && j->requeue && !atomic_load(&j->replied) && !ingest_job_unpublished(j))
 			job_error(j, atomic_load(&j->cancel) ? PROTO_E_CANCELLED : PROTO_E_SHUTTING_DOWN,
 			    atomic_load(&j->cancel) ? "cancelled" : "the daemon is stopping; the job "
 			    "did not run");
@@ -341,7 +342,9 @@ jobs_stop(void)
 	pthread_mutex_unlock(&jobs.mu);
 	while ((j = dropped)) {
 		dropped = j->next;
-		job_error(j, PROTO_E_SHUTTING_DOWN, "the daemon is stopping; the job did not run");
+		if (!ingest_job_unpublished(j))
+			job_error(j, PROTO_E_SHUTTING_DOWN, "the daemon is stopping; the job did not "
+			    "run");
 		job_free(j);
 	}
 }
