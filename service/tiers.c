@@ -32,10 +32,11 @@
 #define TIER_BACKOFF_MIN_S 0.5
 #define TIER_BACKOFF_MAX_S 8.0
 /* Snapshots stored locally during an outage, waiting to be copied to the
- * tier (a document id and profile each: 64 bytes); past this many, the
+ * tier (a document id and profile each: 64 bytes; a linear look for a
+ * duplicate, so kept small); past this many, the
  * rest are copied by their next ingest (it pushes a skipped snapshot the
  * tier lacks) */
-#define TIER_PENDING_MAX 65536
+#define TIER_PENDING_MAX 4096
 
 struct tier_pending {
 	uint8_t doc[SNAP_ID_BYTES], prof[SNAP_ID_BYTES];
