@@ -121,9 +121,10 @@ void http_free(void);
 /* Jobs (jobs.c; one file per kind: ingest_job.c, query_job.c, chat_job.c,  */
 /* admin_job.c)                                                             */
 
-/* JOB_TIER: a query's shared-tier step (resolve there, copy the snapshot
- * in), run on the tier worker so no model worker waits on the network
- * (issue 26, defect 10); the job then goes back to the query queue. */
+/* JOB_TIER: a query's or an ingest's shared-tier step (resolve there, copy
+ * the snapshot in or out), run on the tier worker so no model worker waits
+ * on the network (issue 26, defect 10); the job then goes back to the
+ * query or ingest queue, or ends there. */
 enum job_kind { JOB_ADMIN = 0, JOB_QUERY = 1, JOB_INGEST = 2, JOB_TIER = 3 };
 
 struct job;
@@ -170,6 +171,14 @@ struct job {
 	uint8_t doc[SNAP_ID_BYTES]; /* resolved, when doc_known */
 	int held_known;
 	uint8_t held[SNAP_ID_BYTES]; /* the passed descriptor's doc_id (the proof) */
+	/* an ingest's steps (ingest_job.c): 0 read and extract, 1 the shared
+	 * tier before the model (tier worker), 2 the model (a model worker), 3
+	 * the copy to the shared tier (tier worker) */
+	int ing_step;
+	struct svc_ingest_doc *ing;
+	struct svc_ingested *ing_out;
+	size_t ing_bytes;
+	double t0;
 	uint64_t seq;
 	struct job *next;
 };
@@ -204,6 +213,11 @@ void job_error(struct job *j, enum proto_code code, const char *fmt, ...)
 void ingest_job_run(struct worker *w, struct job *j);
 void query_job_run(struct worker *w, struct job *j);
 void tier_job_run(struct worker *w, struct job *j);
+void ingest_tier_run(struct worker *w, struct job *j);
+/* An ingest stored locally whose copy to the shared tier will not run
+ * (cancelled, the daemon stopping): its result, saying so; 1 if it was
+ * one (answered), else 0. */
+int ingest_job_unpublished(struct job *j);
 void chat_job_run(struct worker *w, struct job *j);
 void admin_job_run(struct worker *w, struct job *j);
 

@@ -171,7 +171,12 @@ http_doc_reply(enum http_route route, const json_t *body)
 		arr = json_array();
 		json_array_foreach(json_object_get(body, "docs"), i, d)
 			json_array_append_new(arr, http_doc(d));
-		return json_pack("{s:s, s:o}", "object", "list", "data", arr);
+		o = json_pack("{s:s, s:o}", "object", "list", "data", arr);
+		/* documents with unreadable metadata, as the ls op lists them (for
+		 * root and the daemon's user): {doc_id, error} each */
+		if (o && (d = json_object_get(body, "damaged")))
+			json_object_set(o, "damaged", d);
+		return o;
 	case HTTP_R_DOC_INFO:
 		if ((o = http_doc(json_object_get(body, "doc"))))
 			json_object_set(o, "snapshots", json_object_get(body, "snapshots"));

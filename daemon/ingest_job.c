@@ -151,20 +151,57 @@ ingest_named(json_t *o, const struct svc_ingested *res, const char *name)
 	return o;
 }
 
-void
-ingest_job_run(struct worker *w, struct job *j)
+/* The job's result: skipped, or stored (with the shared tier's part). */
+static void
+ingest_result(struct job *j, const struct svc_ingested *res)
+{
+	size_t len = j->ing_bytes;
+	if (res->skipped) {
+		if (res->from_shared)
+			dlog(DLOG_INFO, "%s: skipped %.12s: a shared-tier hit, copied into the local "
+			    "tier (no model pass)", j->label, res->hex);
+		job_result(j, ingest_named(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, "
+		    "s:I, s:I, s:I, s:I}", "doc_id", res->hex, "skipped", 1, "bytes", (json_int_t)len,
+		    "format", res->format, "reason",
+		    "already stored for this profile", "tokens", (json_int_t)res->tokens, "units",
+		    (json_int_t)res->units, "full_units", (json_int_t)res->fig.full_units,
+		    "snapshot_bytes", (json_int_t)res->fig.bytes, "full_bytes",
+		    (json_int_t)res->fig.full_bytes), res), res, j->req.name));
+	} else {
+		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
+		    "doc_id", res->hex, "skipped", 0, "bytes", (json_int_t)len, "format", res->format,
+		    "tokens", (json_int_t)res->tokens, "units", (json_int_t)res->units, "full_units",
+		    (json_int_t)res->fig.full_units, "snapshot_bytes", (json_int_t)res->fig.bytes,
+		    "full_bytes", (json_int_t)res->fig.full_bytes, "seconds", eng_now() - j->t0),
+		    res));
+	}
+}
+
+/* On to the job's next step on another queue (jobs.c moves it there once
+ * this worker is done with it). */
+static void
+ingest_next(struct job *j, int step, enum job_kind then)
+{
+	j->ing_step = step;
+	j->requeue = 1;
+	j->then = then;
+}
+
+/* The first step (a model worker): read, extract, hash, the local skip.
+ * Without a shared tier the model step follows at once on this worker;
+ * with one, the tier worker's step comes first. */
+static void
+ingest_begin(struct worker *w, struct job *j)
 {
 	const struct proto_req *r = &j->req;
-	struct ingest_prog pg;
-	struct svc_hooks hk = { ingest_progress, NULL, &pg, &j->cancel };
+	struct svc_hooks hk = { NULL, NULL, NULL, &j->cancel };
 	struct svc_ingest_req ir;
-	struct svc_ingested res;
 	struct svc_status st;
 	char *text = NULL;
 	size_t len = 0;
+	int rc;
 
-	pg.j = j;
-	pg.t0 = pg.last = eng_now();
+	j->t0 = eng_now();
 	if (r->use_fd) {
 		if (!(text = job_read_fd(j, j->fd, &len)))
 			return;
@@ -184,30 +221,83 @@ ingest_job_run(struct worker *w, struct job *j)
 	ir.check_name = 1;
 	ir.who = &j->who;
 	ir.share = r->share || daemon_g->cfg.share;
-	if (svc_ingest(daemon_g->v, w->ss, &ir, &hk, &res, &st))
+	j->ing_bytes = len;
+	if (!(j->ing_out = calloc(1, sizeof(*j->ing_out))))
+		job_error(j, PROTO_E_INTERNAL, "out of memory");
+	else if ((rc = svc_ingest_begin(daemon_g->v, &ir, &hk, &j->ing, j->ing_out, &st)))
 		ingest_fail(j, &st, r->name != NULL);
-	else if (res.skipped) {
-		if (res.from_shared)
-			dlog(DLOG_INFO, "%s: skipped %.12s: a shared-tier hit, copied into the local "
-			    "tier (no model pass)", j->label, res.hex);
-		job_result(j, ingest_named(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, s:I, "
-		    "s:I, s:I, s:I}", "doc_id", res.hex, "skipped", 1, "bytes", (json_int_t)len, "format", res.format,
-		    "reason",
-		    "already stored for this profile", "tokens", (json_int_t)res.tokens, "units",
-		    (json_int_t)res.units, "full_units", (json_int_t)res.fig.full_units,
-		    "snapshot_bytes", (json_int_t)res.fig.bytes, "full_bytes",
-		    (json_int_t)res.fig.full_bytes), &res), &res, r->name));
-	} else {
-		dlog(DLOG_INFO, "%s: ingested %.12s (%lld tokens -> %lld units, %.1f s)",
-		    j->label, res.hex, (long long)res.tokens,
-		    (long long)res.units, eng_now() - pg.t0);
-		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
-		    "doc_id", res.hex, "skipped", 0, "bytes", (json_int_t)len, "format", res.format,
-		    "tokens", (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
-		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
-		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - pg.t0),
-		    &res));
-	}
 	if (text != r->text)
 		free(text);
+	if (!j->ing)
+		return;
+	if (daemon_g->v->tier)
+		ingest_next(j, 1, JOB_TIER); /* the shared tier, off this worker */
+	else if (j->ing_out->skipped)
+		ingest_result(j, j->ing_out);
+	else {
+		j->ing_step = 2;
+		ingest_job_run(w, j); /* the model step, here */
+	}
+}
+
+/* The tier worker's steps of an ingest: before the model (1: the shared
+ * tier holds it, or a locally skipped one is copied there), after it (3:
+ * the stored snapshot copied there, then the result).  A shared tier that
+ * is down answers at once (tiers.c's breaker); one that fails now holds
+ * only this worker, never a model worker (issue 26). */
+void
+ingest_tier_run(struct worker *w, struct job *j)
+{
+	(void)w;
+	if (j->ing_step == 1) {
+		if (svc_ingest_tier(daemon_g->v, j->ing, j->ing_out) || j->ing_out->skipped)
+			ingest_result(j, j->ing_out);
+		else
+			ingest_next(j, 2, JOB_INGEST); /* the model's step */
+		return;
+	}
+	svc_ingest_publish(daemon_g->v, j->ing, j->ing_out);
+	ingest_result(j, j->ing_out);
+}
+
+int
+ingest_job_unpublished(struct job *j)
+{
+	struct svc_ingested *res = j->ing_out;
+	if (j->req.op != PROTO_OP_INGEST || j->ing_step != 3 || !res)
+		return 0;
+	res->shared = 0;
+	snprintf(res->shared_why, sizeof(res->shared_why), "%s before its copy to the shared "
+	    "tier; stored locally (its next ingest copies it there)",
+	    atomic_load(&daemon_g->stopping) ? "kvsnapd is stopping" : "cancelled");
+	ingest_result(j, res);
+	return 1;
+}
+
+void
+ingest_job_run(struct worker *w, struct job *j)
+{
+	struct ingest_prog pg;
+	struct svc_hooks hk = { ingest_progress, NULL, &pg, &j->cancel };
+	struct svc_status st;
+	struct svc_ingested *res;
+
+	if (j->ing_step == 0) {
+		ingest_begin(w, j);
+		return;
+	}
+	res = j->ing_out;
+	pg.j = j;
+	pg.t0 = j->t0;
+	pg.last = eng_now();
+	if (svc_ingest_model(daemon_g->v, w->ss, j->ing, &hk, res, &st)) {
+		ingest_fail(j, &st, j->req.name != NULL);
+		return;
+	}
+	dlog(DLOG_INFO, "%s: ingested %.12s (%lld tokens -> %lld units, %.1f s)", j->label, res->hex,
+	    (long long)res->tokens, (long long)res->units, eng_now() - j->t0);
+	if (daemon_g->v->tier)
+		ingest_next(j, 3, JOB_TIER); /* the copy to the shared tier, off this worker */
+	else
+		ingest_result(j, res);
 }

@@ -10,8 +10,9 @@
  * the weights and the tokenizer are shared read-only.  A query whose
  * document is not in the local tier goes to the tier worker (JOB_TIER:
  * resolve in the shared tier, copy the snapshot in) and then back to the
- * query queue, so a slow or failing shared tier never holds a model
- * worker.  Replies go through
+ * query queue; an ingest, with a shared tier, goes there before its model
+ * step (the tier may hold it) and after (the copy out, then the result);
+ * so a slow or failing shared tier never holds a model worker.  Replies go through
  * the job's sink (struct job_sink: server.c's conn_post, http.c's post
  * queue) to the event loop, which alone writes to connections.
  *
@@ -93,6 +94,8 @@ job_free(struct job *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	proto_req_free(&j->req);
+	svc_ingest_end(j->ing);
+	free(j->ing_out);
 	if (j->owner)
 		j->sink->release(j);
 	free(j);
@@ -225,8 +228,11 @@ jobs_worker(void *arg)
 		jobs.run[w->index] = j;
 		pthread_mutex_unlock(&jobs.mu);
 
-		if (atomic_load(&j->cancel))
-			job_error(j, PROTO_E_CANCELLED, "cancelled before it started");
+		if (atomic_load(&j->cancel)) {
+			if (!ingest_job_unpublished(j)) /* a stored ingest says so */
+				job_error(j, PROTO_E_CANCELLED, "cancelled before it started");
+		} else if (j->kind == JOB_TIER && j->req.op == PROTO_OP_INGEST)
+			ingest_tier_run(w, j);
 		else if (j->kind == JOB_TIER)
 			tier_job_run(w, j);
 		else if (j->kind == JOB_INGEST)
@@ -259,7 +265,7 @@ jobs_worker(void *arg)
 		}
 		pthread_cond_broadcast(&jobs.cv); /* an ingest slot may be free */
 		pthread_mutex_unlock(&jobs.mu);
-		if (j && j->requeue && !atomic_load(&j->replied))
+		if (j && j->requeue && !atomic_load(&j->replied) && !ingest_job_unpublished(j))
 			job_error(j, atomic_load(&j->cancel) ? PROTO_E_CANCELLED : PROTO_E_SHUTTING_DOWN,
 			    atomic_load(&j->cancel) ? "cancelled" : "the daemon is stopping; the job "
 			    "did not run");
@@ -346,7 +352,9 @@ jobs_stop(void)
 	pthread_mutex_unlock(&jobs.mu);
 	while ((j = dropped)) {
 		dropped = j->next;
-		job_error(j, PROTO_E_SHUTTING_DOWN, "the daemon is stopping; the job did not run");
+		if (!ingest_job_unpublished(j))
+			job_error(j, PROTO_E_SHUTTING_DOWN, "the daemon is stopping; the job did not "
+			    "run");
 		job_free(j);
 	}
 }

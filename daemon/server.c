@@ -26,11 +26,13 @@
  * altogether (POLLHUP), and the connection closes once they are answered.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -113,6 +115,8 @@ static struct {
 	uint64_t serial;
 	double stop_started;
 	int stop_flushing;
+	int spare_fd;              /* the descriptor held back for EMFILE (below), or -1 */
+	long fd_refused;           /* connections refused in this burst of EMFILE */
 } srv;
 
 /* Monotonic seconds. */
@@ -810,6 +814,11 @@ srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *s
 	(void)sa;
 	(void)salen;
 	(void)arg;
+	if (srv.fd_refused) {
+		dlog(DLOG_WARN, "accepting again: descriptors are free; %ld connection%s refused "
+		    "while there were none", srv.fd_refused, srv.fd_refused == 1 ? " was" : "s were");
+		srv.fd_refused = 0;
+	}
 	memset(&cr, 0, sizeof(cr));
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen)) {
 		cr.pid = -1; /* unknown peers share one uid's cap */
@@ -887,15 +896,72 @@ srv_accept_resume(evutil_socket_t fd, short what, void *arg)
 		evconnlistener_enable(srv.lis);
 }
 
+/* The descriptor held back for EMFILE (a read-only /dev/null), or -1. */
+static int
+srv_spare_open(void)
+{
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Out of descriptors (EMFILE, ENFILE), the connections waiting in the
+ * listen queue are told so and closed, one at a time through the spare
+ * descriptor (given up to accept one, taken again after), as nginx and
+ * libev do: otherwise they would wait unanswered while the loop either
+ * spins on accept's error (the socket stays readable) or pauses.  One log
+ * line when a burst starts and one when accepting works again (with the
+ * count).  Returns 0 when the queue is drained, -1 when the spare is gone
+ * (another thread took the descriptor): the caller pauses instead. */
+static int
+srv_accept_refuse_all(struct evconnlistener *lis, int e)
+{
+	evutil_socket_t lfd = evconnlistener_get_fd(lis);
+	char msg[200];
+	struct rlimit rl;
+	size_t n;
+	char *line;
+	int fd, ae;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(msg, sizeof(msg), "kvsnapd is out of file descriptors (%s, its limit %llu: "
+		    "ulimit -n, LimitNOFILE=); try again later", strerror(e),
+		    (unsigned long long)rl.rlim_cur);
+	else
+		snprintf(msg, sizeof(msg), "kvsnapd is out of file descriptors (%s); try again later",
+		    strerror(e));
+	while (srv.spare_fd >= 0) {
+		close(srv.spare_fd);
+		srv.spare_fd = -1;
+		if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+			ae = errno;
+			srv.spare_fd = srv_spare_open();
+			/* drained (EAGAIN), or that one gone meanwhile; else pause */
+			return srv.spare_fd >= 0 && ae != EMFILE && ae != ENFILE ? 0 : -1;
+		}
+		if (srv.fd_refused++ == 0)
+			dlog(DLOG_WARN, "accept: %s: refusing new connections with an error until "
+			    "descriptors are free (%s)", strerror(e), msg);
+		if ((line = proto_error(NULL, PROTO_E_TOO_MANY_CONNS, msg, &n)) &&
+		    send(fd, line, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			/* the refusal is best effort */
+		}
+		free(line);
+		close(fd);
+		srv.spare_fd = srv_spare_open(); /* the slot fd had */
+	}
+	return -1;
+}
+
 static void
 srv_accept_error_cb(struct evconnlistener *lis, void *arg)
 {
 	static struct dlog_limit lim; /* a line per 10 s, not one per pause */
 	int e = EVUTIL_SOCKET_ERROR();
 	(void)arg;
+	if ((e == EMFILE || e == ENFILE) && srv_accept_refuse_all(lis, e) == 0)
+		return;
 	dlog_limited(&lim, DLOG_WARN, "accept: %s", evutil_socket_error_to_string(e));
 	if (e == EMFILE || e == ENFILE) {
-		/* out of descriptors: pause accepting for a moment */
+		/* no spare descriptor: pause accepting for a moment */
 		struct timeval tv = { 1, 0 };
 		evconnlistener_disable(lis);
 		event_base_once(srv.base, -1, EV_TIMEOUT, srv_accept_resume, NULL, &tv);
@@ -1026,6 +1092,9 @@ srv_run(struct daemon *d, int listen_fd)
 
 	memset(&srv, 0, sizeof(srv));
 	srv.d = d;
+	if ((srv.spare_fd = srv_spare_open()) < 0)
+		dlog(DLOG_WARN, "cannot hold a spare descriptor (%s): out of descriptors, accepting "
+		    "will pause instead of refusing with an error", strerror(errno));
 	if (!(srv.base = event_base_new())) {
 		dlog(DLOG_ERROR, "event_base_new failed");
 		goto out;
@@ -1078,5 +1147,7 @@ out:
 		event_free(srv.sig_hup);
 	if (srv.base)
 		event_base_free(srv.base);
+	if (srv.spare_fd >= 0)
+		close(srv.spare_fd);
 	return rc;
 }

@@ -64,32 +64,64 @@ ingest_seen(struct store *s, const uint8_t *doc_id, const struct svc_who *who,
 	return svc_may_read(had, who);
 }
 
+/* What an ingest carries from one step to the next (service.h). */
+struct svc_ingest_doc {
+	struct fmt_doc fd;        /* the extracted text */
+	struct store_doc doc;     /* what will be stored: id, name, owners, format */
+	struct store_doc had;     /* the local metadata, when seen >= 0 */
+	int seen;                 /* ingest_seen's answer */
+	int share, has_who, skip;
+	struct svc_who who;
+	uint8_t prof[SNAP_ID_BYTES]; /* skipped locally: its snapshot's profile */
+	double t0;                /* when the ingest began (out->seconds) */
+	char name_asked[256];     /* the request's name: a skipped document takes it */
+};
+
+void
+svc_ingest_end(struct svc_ingest_doc *pd)
+{
+	if (!pd)
+		return;
+	fmt_doc_free(&pd->fd);
+	free(pd);
+}
+
+/* Skipped: the figures of the snapshot pk picked. */
+static void
+ingest_skipped(struct svc_ingested *out, const struct svc_picked *pk)
+{
+	out->skipped = 1;
+	out->fig = pk->fig;
+	out->tokens = pk->fig.tokens;
+	out->units = pk->fig.units;
+}
+
 /* A document skipped as already stored still takes the name asked for
  * (issue 30: it was dropped silently), when the caller may change it. */
 static void
-ingest_name_skipped(struct svc *v, const struct svc_ingest_req *r, const uint8_t *doc_id,
-    struct svc_ingested *out)
+ingest_name_skipped(struct svc *v, const struct svc_ingest_doc *pd, struct svc_ingested *out)
 {
+	const uint8_t *doc_id = pd->doc.doc_id;
 	struct store_doc d;
 	char why[256];
 	int rc;
 
-	if (!r->name || !r->name[0])
+	if (!pd->name_asked[0])
 		return;
 	if ((rc = store_info(v->s, doc_id, &d, why, sizeof(why)))) {
 		out->named = -1;
 		snprintf(out->name_why, sizeof(out->name_why), "%s", why);
 		return;
 	}
-	if (!strcmp(d.name, r->name))
+	if (!strcmp(d.name, pd->name_asked))
 		return;
-	if (!svc_may_change(&d, r->who)) {
+	if (!svc_may_change(&d, pd->has_who ? &pd->who : NULL)) {
 		out->named = -1;
 		snprintf(out->name_why, sizeof(out->name_why), "only its owners may rename it "
 		    "(it is named \"%.200s\")", d.name);
 		return;
 	}
-	if ((rc = store_rename(v->s, doc_id, r->name, why, sizeof(why)))) {
+	if ((rc = store_rename(v->s, doc_id, pd->name_asked, why, sizeof(why)))) {
 		out->named = -1;
 		snprintf(out->name_why, sizeof(out->name_why), "%s", why);
 		return;
@@ -98,86 +130,124 @@ ingest_name_skipped(struct svc *v, const struct svc_ingest_req *r, const uint8_t
 }
 
 int
-svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
-    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
+svc_ingest_begin(struct svc *v, const struct svc_ingest_req *r, const struct svc_hooks *hk,
+    struct svc_ingest_doc **pdp, struct svc_ingested *out, struct svc_status *st)
 {
-	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
-	struct store_doc doc, had;
-	struct fmt_doc fd;
-	struct eng_kv *kv = NULL;
-	int32_t *ids = NULL;
+	struct svc_ingest_doc *pd;
 	uint8_t other[SNAP_ID_BYTES];
 	struct svc_picked pk;
-	double t0 = eng_now();
-	int64_t n, max;
-	int rc, ret = -1, seen;
 	char why[8];
 
-	if (hk)
-		hooks = *hk; /* the chunk callback's argument (not const) */
+	*pdp = NULL;
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
-	memset(&doc, 0, sizeof(doc));
 	out->shared = v->tier ? 0 : -1;
-	if (svc_extract(r->text, r->len, r->encoding, hooks.cancel, &fd, st))
+	if (!(pd = calloc(1, sizeof(*pd)))) {
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		return svc_fail(st, SVC_AT_SAVE, SNAPIO_ERR_NOMEM);
+	}
+	pd->t0 = eng_now();
+	if (svc_extract(r->text, r->len, r->encoding, hk ? hk->cancel : NULL, &pd->fd, st)) {
+		free(pd);
 		return -1;
-	snprintf(doc.format, sizeof(doc.format), "%s", fd.name);
-	snprintf(out->format, sizeof(out->format), "%s", fd.name);
-	store_doc_id(fd.text, fd.len, doc.doc_id);
-	memcpy(out->doc_id, doc.doc_id, SNAP_ID_BYTES);
-	store_hex(doc.doc_id, SNAP_ID_BYTES, out->hex);
+	}
+	snprintf(pd->doc.format, sizeof(pd->doc.format), "%s", pd->fd.name);
+	snprintf(out->format, sizeof(out->format), "%s", pd->fd.name);
+	store_doc_id(pd->fd.text, pd->fd.len, pd->doc.doc_id);
+	memcpy(out->doc_id, pd->doc.doc_id, SNAP_ID_BYTES);
+	store_hex(pd->doc.doc_id, SNAP_ID_BYTES, out->hex);
 	if (r->check_name && r->name && r->name[0] &&
 	    !store_resolve(v->s, r->name, other, why, sizeof(why)) &&
-	    memcmp(other, doc.doc_id, SNAP_ID_BYTES)) {
+	    memcmp(other, pd->doc.doc_id, SNAP_ID_BYTES)) {
 		snprintf(st->why, sizeof(st->why), "the name \"%s\" belongs to another document",
 		    r->name);
-		svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
-		goto out;
+		svc_ingest_end(pd);
+		return svc_fail(st, SVC_AT_NAME, SNAPIO_ERR_ARG);
 	}
-	if (r->who)
-		(void)store_doc_add_owner(&doc, r->who->uid); /* the first of an empty set */
-	doc.shared = r->share;
-	seen = ingest_seen(v->s, doc.doc_id, r->who, &had);
+	if (r->who) {
+		pd->who = *r->who;
+		pd->has_who = 1;
+		(void)store_doc_add_owner(&pd->doc, r->who->uid); /* the first of an empty set */
+	}
+	pd->share = pd->doc.shared = r->share;
+	pd->skip = r->skip_stored;
+	pd->seen = ingest_seen(v->s, pd->doc.doc_id, r->who, &pd->had);
+	/* claiming another user's document by its bytes: it keeps the name its
+	 * owners gave it (a claim must not break their references) */
+	snprintf(pd->doc.name, sizeof(pd->doc.name), "%s",
+	    r->name && !(pd->seen == 0 && pd->had.name[0]) ? r->name : "");
+	snprintf(pd->doc.source, sizeof(pd->doc.source), "%.1023s", r->source ? r->source : "");
+	pd->doc.bytes = r->len; /* the file's bytes, not its text's */
+	snprintf(pd->name_asked, sizeof(pd->name_asked), "%s", r->name ? r->name : "");
 	if (r->skip_stored) {
-		if (svc_pick(v, doc.doc_id, &pk, st) < 0)
-			goto out;
+		if (svc_pick(v, pd->doc.doc_id, &pk, st) < 0) {
+			svc_ingest_end(pd);
+			return -1;
+		}
 		/* Skipped only when it would change nothing: the caller may read
 		 * it and asks for no sharing it lacks.  Another user's private
 		 * copy is ingested again (adding the caller as an owner: the bytes
 		 * are the proof), so `skipped` never tells that it existed. */
-		if (pk.found && seen == 1 && (!doc.shared || had.shared)) {
-			out->skipped = 1;
-			out->fig = pk.fig;
-			out->tokens = pk.fig.tokens;
-			out->units = pk.fig.units;
-			/* stored while the shared tier was away: it gets it now */
-			tier_push(v, doc.doc_id, pk.profile_id, 1, out);
-			ingest_name_skipped(v, r, doc.doc_id, out);
-			ret = 0;
-			goto out;
+		if (pk.found && pd->seen == 1 && (!pd->doc.shared || pd->had.shared)) {
+			ingest_skipped(out, &pk);
+			memcpy(pd->prof, pk.profile_id, SNAP_ID_BYTES);
+			ingest_name_skipped(v, pd, out);
 		}
-		/* the shared tier holds it: copied in, no model pass (the same
-		 * rule for who may skip, over the tier's metadata) */
-		if (!pk.found && tier_skip(v, doc.doc_id, r->who, doc.shared) == 1 &&
-		    svc_pick(v, doc.doc_id, &pk, st) == 0 && pk.found) {
-			out->skipped = out->from_shared = out->shared = 1;
-			out->fig = pk.fig;
-			out->tokens = pk.fig.tokens;
-			out->units = pk.fig.units;
-			ingest_name_skipped(v, r, doc.doc_id, out);
-			ret = 0;
-			goto out;
-		}
-		memset(st, 0, sizeof(*st));
 	}
+	*pdp = pd;
+	return 0;
+}
+
+int
+svc_ingest_tier(struct svc *v, struct svc_ingest_doc *pd, struct svc_ingested *out)
+{
+	struct svc_picked pk;
+	struct svc_status st;
+
+	if (!v->tier)
+		return 0;
+	if (out->skipped) {
+		/* stored while the shared tier was away: it gets it now */
+		tier_push(v, pd->doc.doc_id, pd->prof, 1, out);
+		return 1;
+	}
+	if (!pd->skip)
+		return 0;
+	/* the shared tier holds it: copied in, no model pass (the same rule
+	 * for who may skip, over the tier's metadata) */
+	if (tier_skip(v, pd->doc.doc_id, pd->has_who ? &pd->who : NULL, pd->share) == 1 &&
+	    svc_pick(v, pd->doc.doc_id, &pk, &st) == 0 && pk.found) {
+		ingest_skipped(out, &pk);
+		out->from_shared = out->shared = 1;
+		ingest_name_skipped(v, pd, out);
+		return 1;
+	}
+	return 0;
+}
+
+int
+svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *pd,
+    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
+{
+	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
+	struct fmt_doc *fd = &pd->fd;
+	struct eng_kv *kv = NULL;
+	int32_t *ids = NULL;
+	struct svc_picked pk;
+	int64_t n, max;
+	int rc, ret = -1;
+
+	if (hk)
+		hooks = *hk; /* the chunk callback's argument (not const) */
+	memset(st, 0, sizeof(*st));
 	/* a document that cannot fit by its bytes alone is refused before
 	 * tokenizing (a 50 MB file took 1.8 s) */
 	max = eng_policy_max_doc(ss->p, v->m);
-	if ((n = eng_tok_min_tokens(v->tok, fd.text, fd.len)) > max) {
+	if ((n = eng_tok_min_tokens(v->tok, fd->text, fd->len)) > max) {
 		ingest_too_long(st, n, max, 1);
 		goto out;
 	}
-	n = eng_chat_doc_ids(v->chat, fd.text, fd.len, &ids);
+	n = eng_chat_doc_ids(v->chat, fd->text, fd->len, &ids);
 	if (n < 0) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
 		svc_fail(st, SVC_AT_TOKENIZE, (int)n);
@@ -205,34 +275,50 @@ svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r
 		svc_fail(st, SVC_AT_COMMIT, ENG_ERR_CANCELLED);
 		goto out;
 	}
-	/* claiming another user's document by its bytes: it keeps the name its
-	 * owners gave it (a claim must not break their references) */
-	snprintf(doc.name, sizeof(doc.name), "%s",
-	    r->name && !(seen == 0 && had.name[0]) ? r->name : "");
-	snprintf(doc.source, sizeof(doc.source), "%.1023s", r->source ? r->source : "");
-	doc.bytes = r->len; /* the file's bytes, not its text's */
-	doc.tokens = (uint64_t)n;
+	pd->doc.tokens = (uint64_t)n;
 	/* created_us = 0: the store stamps a new document itself (and the last use) */
-	rc = snap_save(v->s, &doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m), v->profile,
-	    v->profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, st->why, sizeof(st->why));
+	rc = snap_save(v->s, &pd->doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m),
+	    v->profile, v->profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, st->why,
+	    sizeof(st->why));
 	if (rc) {
 		svc_fail(st, SVC_AT_SAVE, rc);
 		goto out;
 	}
 	out->units = ingest_units(kv);
-	out->seconds = eng_now() - t0;
+	out->seconds = eng_now() - pd->t0;
 	/* the stored snapshot's figures (its size as stored); a failed look
 	 * leaves them unknown (bytes 0), the snapshot is stored all the same */
-	if (svc_pick(v, doc.doc_id, &pk, st) == 0 && pk.found)
+	if (svc_pick(v, pd->doc.doc_id, &pk, st) == 0 && pk.found)
 		out->fig = pk.fig;
 	memset(st, 0, sizeof(*st));
-	/* then the shared tier: a failure there is a warning (out->shared 0
-	 * with the reason), the local snapshot stays */
-	tier_push(v, doc.doc_id, v->profile_id, 0, out);
 	ret = 0;
 out:
 	eng_kv_free(kv);
 	free(ids);
-	fmt_doc_free(&fd);
+	return ret;
+}
+
+void
+svc_ingest_publish(struct svc *v, struct svc_ingest_doc *pd, struct svc_ingested *out)
+{
+	/* a failure there is a warning (out->shared 0 with the reason), the
+	 * local snapshot stays */
+	tier_push(v, pd->doc.doc_id, v->profile_id, 0, out);
+}
+
+int
+svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
+    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
+{
+	struct svc_ingest_doc *pd;
+	int ret = 0;
+
+	if (svc_ingest_begin(v, r, hk, &pd, out, st))
+		return -1;
+	if (!svc_ingest_tier(v, pd, out) && !out->skipped) {
+		if ((ret = svc_ingest_model(v, ss, pd, hk, out, st)) == 0)
+			svc_ingest_publish(v, pd, out);
+	}
+	svc_ingest_end(pd);
 	return ret;
 }

@@ -285,6 +285,29 @@ int svc_doc_id(const void *bytes, size_t len, const char *encoding, atomic_int *
  * 0, or -1 with st. */
 int svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
     const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st);
+/* svc_ingest in its steps, for a caller that runs the shared tier's part
+ * on another thread than the model's (kvsnapd's tier worker, so no model
+ * worker waits on the network; issue 26).  svc_ingest is these in order.
+ *  begin: extract, hash, the name check, the local skip (out->skipped);
+ *    no shared tier.  0 with *pd (svc_ingest_end), or -1 with st.
+ *  tier: the shared tier's part before the model (network): a document
+ *    skipped locally is copied there if it lacks it; else one the tier
+ *    holds for this profile (readable by the caller) is copied in and
+ *    skipped (out->from_shared).  1 when the ingest is done (skipped), 0
+ *    when the model step follows (always 0 without a shared tier).
+ *  model: tokenize, chunked ingest, the local store's transaction (a
+ *    model worker's; no network).  0, or -1 with st.
+ *  publish: the stored snapshot to the shared tier (network); a failure is
+ *    a warning in out->shared / shared_why (an outage: queued, copied
+ *    there when the tier is back). */
+struct svc_ingest_doc;
+int svc_ingest_begin(struct svc *v, const struct svc_ingest_req *r, const struct svc_hooks *hk,
+    struct svc_ingest_doc **pd, struct svc_ingested *out, struct svc_status *st);
+int svc_ingest_tier(struct svc *v, struct svc_ingest_doc *pd, struct svc_ingested *out);
+int svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *pd,
+    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st);
+void svc_ingest_publish(struct svc *v, struct svc_ingest_doc *pd, struct svc_ingested *out);
+void svc_ingest_end(struct svc_ingest_doc *pd);
 
 struct svc_query_req {
 	const uint8_t *doc_id;   /* resolved (svc_resolve) */

@@ -31,6 +31,16 @@
 
 #define TIER_BACKOFF_MIN_S 0.5
 #define TIER_BACKOFF_MAX_S 8.0
+/* Snapshots stored locally during an outage, waiting to be copied to the
+ * tier (a document id and profile each: 64 bytes; a linear look for a
+ * duplicate, so kept small); past this many, the
+ * rest are copied by their next ingest (it pushes a skipped snapshot the
+ * tier lacks) */
+#define TIER_PENDING_MAX 4096
+
+struct tier_pending {
+	uint8_t doc[SNAP_ID_BYTES], prof[SNAP_ID_BYTES];
+};
 
 struct tier_conn {
 	struct store *s;
@@ -39,6 +49,7 @@ struct tier_conn {
 };
 
 struct svc_tier {
+	struct svc *v;           /* the local tier the pending copies come from */
 	char *addr;
 	char user[256], pass[1024]; /* credentials (the store gets them at every open) */
 	void (*log)(void *arg, int warn, const char *msg);
@@ -56,6 +67,9 @@ struct svc_tier {
 	char error[256];
 	double retry_at, backoff;
 	uint64_t hits, misses, errors, writes, write_errors;
+	struct tier_pending *pend; /* stored during an outage: copied when it is back */
+	size_t n_pend, cap_pend;
+	int pend_dropped;        /* the list was full (warned once per outage) */
 };
 
 static double
@@ -192,6 +206,63 @@ tier_connect(struct svc_tier *t)
 	t->error[0] = '\0';
 }
 
+static void tier_push_one(struct svc_tier *t, const uint8_t *doc, const uint8_t *prof,
+    int only_if_missing, struct svc_ingested *out);
+
+/* The tier is back (mu held, let go meanwhile): the snapshots stored
+ * locally during the outage are copied there, each unless it holds it
+ * already.  One that meets the outage again is queued again (tier_push). */
+static void
+tier_drain(struct svc_tier *t)
+{
+	struct tier_pending *p = t->pend;
+	size_t n = t->n_pend, i, done = 0;
+	struct svc_ingested o;
+
+	t->pend = NULL;
+	t->n_pend = t->cap_pend = 0;
+	t->pend_dropped = 0;
+	pthread_mutex_unlock(&t->mu);
+	for (i = 0; i < n; i++) {
+		memset(&o, 0, sizeof(o));
+		tier_push_one(t, p[i].doc, p[i].prof, 1, &o);
+		done += o.shared == 1;
+	}
+	free(p);
+	tier_say(t, 0, "shared tier %s: %zu of %zu snapshot%s stored locally during the outage "
+	    "copied there", t->addr, done, n, n == 1 ? "" : "s");
+	pthread_mutex_lock(&t->mu);
+}
+
+/* Queue (doc, prof) to be copied when the tier is back (mu held): 1, or 0
+ * when the list is full. */
+static int
+tier_defer(struct svc_tier *t, const uint8_t *doc, const uint8_t *prof)
+{
+	size_t i;
+	for (i = 0; i < t->n_pend; i++)
+		if (!memcmp(t->pend[i].doc, doc, SNAP_ID_BYTES) &&
+		    !memcmp(t->pend[i].prof, prof, SNAP_ID_BYTES))
+			return 1;
+	if (t->n_pend == t->cap_pend) {
+		size_t cap = t->cap_pend ? 2 * t->cap_pend : 64;
+		struct tier_pending *p;
+		if (cap > TIER_PENDING_MAX || !(p = realloc(t->pend, cap * sizeof(*p)))) {
+			if (!t->pend_dropped)
+				tier_say(t, 1, "shared tier %s: %zu snapshots wait for it; later ones are "
+				    "copied there by their next ingest", t->addr, t->n_pend);
+			t->pend_dropped = 1;
+			return 0;
+		}
+		t->pend = p;
+		t->cap_pend = cap;
+	}
+	memcpy(t->pend[t->n_pend].doc, doc, SNAP_ID_BYTES);
+	memcpy(t->pend[t->n_pend].prof, prof, SNAP_ID_BYTES);
+	t->n_pend++;
+	return 1;
+}
+
 /* The prober: while the tier is down, reopen and probe it when the
  * backoff allows and no dropped handle is still held (LMDB forbids two
  * opens of one store in a process). */
@@ -202,7 +273,9 @@ tier_prober(void *arg)
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop) {
 		double now = tier_now();
-		if (t->c || t->draining) {
+		if (t->c && t->n_pend) {
+			tier_drain(t);
+		} else if (t->c || t->draining) {
 			pthread_cond_wait(&t->cv, &t->mu);
 		} else if (now < t->retry_at) {
 			struct timespec ts;
@@ -276,6 +349,7 @@ tier_open(struct svc *v, const struct svc_conf *conf, struct svc_status *st)
 	pthread_cond_init(&t->cv, NULL);
 	t->log = conf->log;
 	t->log_arg = conf->log_arg;
+	t->v = v;
 	v->tier = t;
 	if (conf->shared_auth && (rc = store_redis_auth_file(conf->shared_auth, t->user,
 	    sizeof(t->user), t->pass, sizeof(t->pass), st->why, sizeof(st->why))))
@@ -304,6 +378,11 @@ tier_close(struct svc_tier *t)
 	if (t->prober_on)
 		pthread_join(t->prober, NULL);
 	tier_conn_drop(t, t->c);
+	if (t->n_pend)
+		tier_say(t, 1, "shared tier %s: %zu snapshot%s stored during its outage not copied "
+		    "there (each is, at its next ingest)", t->addr, t->n_pend, t->n_pend == 1 ? "" :
+		    "s");
+	free(t->pend);
 	pthread_cond_destroy(&t->cv);
 	pthread_mutex_destroy(&t->mu);
 	explicit_bzero(t->pass, sizeof(t->pass));
@@ -511,27 +590,27 @@ tier_skip(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const struct svc_who 
 	}
 }
 
-void
-tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SNAP_ID_BYTES],
-    int only_if_missing, struct svc_ingested *out)
+/* tier_push, given the tier: an outage (down now, or met while writing)
+ * queues the copy for when it is back. */
+static void
+tier_push_one(struct svc_tier *t, const uint8_t *doc, const uint8_t *prof, int only_if_missing,
+    struct svc_ingested *out)
 {
-	struct svc_tier *t = v->tier;
+	struct svc *v = t->v;
 	struct tier_conn *c;
 	struct svc_picked pk;
 	struct svc_status ps;
 	struct store_doc d;
 	char hex[2 * SNAP_ID_BYTES + 1];
-	int rc, at_write = 0;
+	int rc, at_write = 0, io;
 	double t0 = tier_now();
 
-	out->shared = -1;
-	if (!t)
-		return;
 	out->shared = 0;
 	if (!(c = tier_get(t))) {
 		pthread_mutex_lock(&t->mu);
-		snprintf(out->shared_why, sizeof(out->shared_why), "shared tier unreachable: %.200s",
-		    t->error);
+		snprintf(out->shared_why, sizeof(out->shared_why), "shared tier unreachable: %.160s; "
+		    "%s", t->error, tier_defer(t, doc, prof) ? "stored locally, copied there when "
+		    "it is back" : "stored locally only");
 		pthread_mutex_unlock(&t->mu);
 		return;
 	}
@@ -546,7 +625,8 @@ tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SN
 		    sizeof(out->shared_why));
 	else
 		rc = snapio_from_store(rc);
-	tier_put(t, c, rc == SNAPIO_ERR_IO && at_write, out->shared_why);
+	io = rc == SNAPIO_ERR_IO && at_write;
+	tier_put(t, c, io, out->shared_why);
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	if (rc == 0) {
 		tier_count(t, &t->writes);
@@ -556,6 +636,23 @@ tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SN
 		return;
 	}
 	tier_count(t, &t->write_errors);
+	if (io) {
+		size_t n = strlen(out->shared_why);
+		pthread_mutex_lock(&t->mu);
+		snprintf(out->shared_why + n, sizeof(out->shared_why) - n, "; %s",
+		    tier_defer(t, doc, prof) ? "stored locally, copied there when it is back" :
+		    "stored locally only");
+		pthread_mutex_unlock(&t->mu);
+	}
 	tier_say(t, 1, "shared tier %s: cannot store the snapshot of %.12s there (kept locally): "
 	    "%s", t->addr, hex, out->shared_why);
+}
+
+void
+tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SNAP_ID_BYTES],
+    int only_if_missing, struct svc_ingested *out)
+{
+	out->shared = -1;
+	if (v->tier)
+		tier_push_one(v->tier, doc, prof, only_if_missing, out);
 }

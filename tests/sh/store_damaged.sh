@@ -71,6 +71,9 @@ ok "  ... the daemon's log names it" $?
 code=$(curl -s -o "$T/http" -w '%{http_code}' --unix-socket "$T/d.http" http://localhost/v1/documents)
 [ "$code" = 200 ] && [ "$(py "$T/http" 'len(e["data"])')" = 2 ]
 ok "GET /v1/documents: 200 with the two documents (status $code)" $? || cat "$T/http"
+[ "$(py "$T/http" 'e["damaged"][0]["doc_id"]')" = "$BAD" ] &&
+	py "$T/http" 'e["damaged"][0]["error"]' | grep -q "${BAD:0:12}"
+ok "  ... and the damaged one under damaged, named, as the ls op (for root)" $? || cat "$T/http"
 
 proto '{"id":2,"op":"prune","keep":1,"dry_run":true}' > "$T/pr"
 [ "$(py "$T/pr" 'e.get("event")')" = result ] && [ "$(py "$T/pr" 'e["dropped"]')" = 1 ] &&
