@@ -24,6 +24,8 @@ svc_stop_name(enum svc_stop stop)
 		return "length";
 	case SVC_STOP_CANCELLED:
 		return "cancelled";
+	case SVC_STOP_SEQUENCE:
+		return "stop_sequence";
 	}
 	return "eos";
 }
@@ -47,7 +49,7 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
 	memset(&h, 0, sizeof(h));
-	svc_emit_init(&em, v, hk, r->whole_utf8);
+	svc_emit_init(&em, v, hk, r->whole_utf8, r->stop, r->n_stop);
 	if (svc_pick(v, r->doc_id, &out->pick, st) < 0)
 		return -1;
 	/* a local miss: the shared tier's copy, copied in (verified) */
@@ -86,7 +88,9 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 		goto out;
 	}
 	svc_emit_flush(&em);
-	out->stop = out->generated >= r->max_tokens ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	out->stop = em.stop.matched >= 0 ? SVC_STOP_SEQUENCE :
+	    out->generated >= r->max_tokens ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	out->stop_index = em.stop.matched;
 	if (svc_cancelled(hk)) {
 		out->cancelled = 1; /* not marked used: the answer did not finish */
 		out->stop = SVC_STOP_CANCELLED;
