@@ -71,9 +71,37 @@ http_error_type(int status)
 	}
 }
 
+/* `model`: the plain model's id (or none), or a document as GET
+ * /v1/models lists it, which then is the document answered from.  With
+ * `document` too, `model` is the plain model's id or the same string. */
+static int
+http_model_field(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
+{
+	struct proto_req *p = &r->pr;
+	int rc;
+
+	if ((rc = proto_json_str(o, "model", 0, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->model, NULL,
+	    msg, msg_len)))
+		return rc;
+	if (!r->model || !r->model[0] || (plain && !strcmp(r->model, plain)))
+		return 0;
+	if (p->doc) {
+		if (strcmp(p->doc, r->model))
+			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"model\" names '%s' and "
+			    "\"document\" names '%s': name the document in one of them (with "
+			    "\"document\", \"model\" is '%s' or the same document)", r->model, p->doc,
+			    plain ? plain : "");
+		return 0;
+	}
+	if (!(p->doc = strdup(r->model)) || !(p->plain_model = strdup(plain ? plain : "")))
+		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+	p->doc_model = 1;
+	return 0;
+}
+
 /* The sampling fields and the limits every completion shares. */
 static int
-http_sampling(json_t *o, struct http_req *r, char *msg, size_t msg_len)
+http_sampling(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
 {
 	struct proto_req *p = &r->pr;
 	json_t *v;
@@ -98,11 +126,9 @@ http_sampling(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 	if (n != 1)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
 		    "\"n\" must be 1: kvsnapd answers with one choice");
-	v = json_object_get(o, "stop");
-	if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"stop\" sequences are not "
-		    "supported: leave \"stop\" out (answers end at the model's end of turn or "
-		    "max_tokens)");
+	if ((rc = proto_json_stops(o, "stop", p, msg, msg_len)) ||
+	    (rc = http_model_field(o, r, plain, msg, msg_len)))
+		return rc;
 	if ((v = json_object_get(o, "stream_options")) && !json_is_null(v)) {
 		if (!json_is_object(v))
 			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -219,7 +245,7 @@ nomem:
 }
 
 static int
-http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
+http_chat(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
 {
 	struct proto_req *p = &r->pr;
 	json_t *ms = json_object_get(o, "messages"), *m, *role;
@@ -227,7 +253,8 @@ http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 	const char *rs;
 	int rc;
 
-	if ((rc = http_sampling(o, r, msg, msg_len)))
+	if ((rc = http_fields_check(o, 1, msg, msg_len)) ||
+	    (rc = http_sampling(o, r, plain, msg, msg_len)))
 		return rc;
 	if (!ms || !json_is_array(ms) || json_array_size(ms) == 0)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -236,6 +263,8 @@ http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 	json_array_foreach(ms, i, m) {
 		role = json_is_object(m) ? json_object_get(m, "role") : NULL;
+		if (role && (rc = http_message_check(m, i, msg, msg_len)))
+			return rc;
 		if (!role || !json_is_string(role))
 			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
 			    "messages[%zu] needs a \"role\" (system, user or assistant)", i);
@@ -265,13 +294,14 @@ http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 }
 
 static int
-http_completions(json_t *o, struct http_req *r, char *msg, size_t msg_len)
+http_completions(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
 {
 	struct proto_req *p = &r->pr;
 	json_t *v = json_object_get(o, "prompt");
 	int rc;
 
-	if ((rc = http_sampling(o, r, msg, msg_len)))
+	if ((rc = http_fields_check(o, 0, msg, msg_len)) ||
+	    (rc = http_sampling(o, r, plain, msg, msg_len)))
 		return rc;
 	if (v && json_is_array(v) && json_array_size(v) == 1 &&
 	    json_is_string(json_array_get(v, 0)))
@@ -466,7 +496,8 @@ http_under(const char *path, size_t n, const char *prefix)
 
 int
 http_parse(const char *method, const char *uri, const char *ctype, const char *accept,
-    const char *body, size_t len, struct http_req *r, int *status, char *msg, size_t msg_len)
+    const char *body, size_t len, const char *plain, struct http_req *r, int *status, char *msg,
+    size_t msg_len)
 {
 	const char *q = strchr(uri, '?'), *tail;
 	size_t n = q ? (size_t)(q - uri) : strlen(uri), tn;
@@ -502,8 +533,8 @@ http_parse(const char *method, const char *uri, const char *ctype, const char *a
 		if (!post)
 			goto method;
 		r->route = path[4] == 'c' && path[5] == 'h' ? HTTP_R_CHAT : HTTP_R_COMPLETIONS;
-		rc = r->route == HTTP_R_CHAT ? http_chat(o, r, msg, msg_len) :
-		    http_completions(o, r, msg, msg_len);
+		rc = r->route == HTTP_R_CHAT ? http_chat(o, r, plain, msg, msg_len) :
+		    http_completions(o, r, plain, msg, msg_len);
 	} else if ((tail = http_under(path, n, "/v1/models"))) {
 		if (!get)
 			goto method;

@@ -153,6 +153,28 @@ int svc_may_change(const struct store_doc *d, const struct svc_who *w);
  * documents when it is ambiguous among all. */
 int svc_resolve_as(struct store *s, const char *ref, const struct svc_who *w,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+/* Documents as models (models.c; kvsnapd's GET /v1/models and `model`):
+ * every document w may read, with an id a tool can show: its name, else
+ * its file name (its source's last path part) when no other listed
+ * document has that name or file name, else its doc_id in hex; never
+ * `plain`, the plain model's id.  Damaged documents are left out. */
+struct svc_model {
+	uint8_t doc_id[SNAP_ID_BYTES];
+	char id[1024];
+	char name[256];          /* "" when unnamed */
+	char file[1024];         /* "" when the source is no path */
+	int64_t created_us;
+	int64_t owner;           /* its first owner's uid, or -1 */
+	int shared;
+};
+/* The list (malloc'd, in doc_id order): 0, or -1 with st (SVC_AT_LOOKUP). */
+int svc_models(struct svc *v, const struct svc_who *w, const char *plain,
+    struct svc_model **out, size_t *n, struct svc_status *st);
+/* The document whose listed id is exactly id: 1 with doc_id, 0 none, -1
+ * with st. */
+int svc_model_find(struct svc *v, const struct svc_who *w, const char *plain, const char *id,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+
 /* The units (kept positions over every layer and KV head) of a snapshot. */
 int64_t svc_snapshot_units(const struct snap_header *h);
 
