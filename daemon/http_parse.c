@@ -191,57 +191,26 @@ http_content(json_t *m, size_t i, char **out, size_t *len, char *msg, size_t msg
 	return 0;
 }
 
-/* Append s[0..n) to buf (malloc'd, *len used). */
+/* With a document: the last message must be the user's question (its
+ * content is the request's question: one message is exactly `kvsnap
+ * query`'s); the messages, every one a turn of the chat template after the
+ * document (query_job.c), are at most PROTO_QUESTION_MAX bytes in all. */
 static int
-http_append(char **buf, size_t *len, const char *s, size_t n)
+http_doc_question(struct proto_req *p, size_t total, char *msg, size_t msg_len)
 {
-	char *nb = realloc(*buf, *len + n + 1);
-	if (!nb)
-		return -1;
-	memcpy(nb + *len, s, n);
-	*len += n;
-	nb[*len] = '\0';
-	*buf = nb;
-	return 0;
-}
-
-/* With a document, the question asked over the snapshot: the last
- * message (a user's) as it is; earlier messages, if any, before it as
- * "Role: content" paragraphs (the snapshot's prompt is fixed: the
- * document opens the user turn, so the conversation can only follow it). */
-static int
-http_doc_question(struct proto_req *p, char *msg, size_t msg_len)
-{
-	static const char *const label[] = { "System", "User", "Assistant" };
-	size_t i, last = p->n_msgs - 1, len = 0;
-	char *q = NULL;
-	int li;
+	size_t last = p->n_msgs - 1;
 
 	if (strcmp(p->msgs[last].role, "user"))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "with a \"document\", the last "
+		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "with a document, the last "
 		    "message must be the user's question (it is a '%s' message)", p->msgs[last].role);
-	for (i = 0; i < last; i++) {
-		li = !strcmp(p->msgs[i].role, "system") ? 0 : !strcmp(p->msgs[i].role, "user") ? 1 : 2;
-		if (http_append(&q, &len, label[li], strlen(label[li])) ||
-		    http_append(&q, &len, ": ", 2) ||
-		    http_append(&q, &len, p->msgs[i].content, p->msgs[i].content_len) ||
-		    http_append(&q, &len, "\n\n", 2))
-			goto nomem;
-	}
-	if (http_append(&q, &len, p->msgs[last].content, p->msgs[last].content_len))
-		goto nomem;
-	if (len > PROTO_QUESTION_MAX) {
-		free(q);
-		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "the question (with the earlier "
-		    "messages before it) is %zu bytes, over the limit of %zu", len,
+	if (total > PROTO_QUESTION_MAX)
+		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "the messages are %zu bytes, over "
+		    "the limit of %zu for a conversation about a document", total,
 		    PROTO_QUESTION_MAX);
-	}
-	p->question = q;
-	p->question_len = len;
+	if (!(p->question = strdup(p->msgs[last].content)))
+		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+	p->question_len = p->msgs[last].content_len;
 	return 0;
-nomem:
-	free(q);
-	return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 }
 
 static int
@@ -287,7 +256,7 @@ http_chat(json_t *o, struct http_req *r, const char *plain, char *msg, size_t ms
 		    "the limit of %zu", total, (size_t)HTTP_CHAT_MAX);
 	if (p->doc) {
 		p->op = PROTO_OP_QUERY;
-		return http_doc_question(p, msg, msg_len);
+		return http_doc_question(p, total, msg, msg_len);
 	}
 	p->op = PROTO_OP_CHAT;
 	return 0;

@@ -55,6 +55,8 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
 	}
 	else if (st->step == SVC_AT_PICK)
 		job_error(j, PROTO_E_NOT_FOUND, "%.12s has no snapshot", hex);
+	else if (st->step == SVC_AT_TOKENIZE && rc == ENG_ERR_ARG)
+		job_error(j, PROTO_E_BAD_REQUEST, "%s", st->why);
 	else if (st->step == SVC_AT_TOKENIZE)
 		job_error(j, PROTO_E_ENGINE, "cannot tokenize the question: %s", st->why);
 	else if (st->step == SVC_AT_LOAD)

@@ -64,11 +64,15 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	if (!out->pick.found)
 		return svc_fail(st, SVC_AT_PICK, 0);
 	memcpy(out->profile_id, out->pick.profile_id, SNAP_ID_BYTES);
-	n_q = r->msgs ? eng_chat_followup_ids(v->chat, r->msgs, r->n_msgs, &qids) : ENG_ERR_ARG;
-	if (n_q == ENG_ERR_ARG)
-		n_q = eng_chat_question_ids(v->chat, r->question, r->question_len, &qids);
+	n_q = r->msgs ? eng_chat_followup_ids(v->chat, r->msgs, r->n_msgs, &qids) :
+	    eng_chat_question_ids(v->chat, r->question, r->question_len, &qids);
 	if (n_q < 0) {
-		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n_q));
+		if (n_q == ENG_ERR_ARG && r->msgs) /* the template raises on it */
+			snprintf(st->why, sizeof(st->why), "the model's chat template (%s) does not "
+			    "take this conversation after the document: a system turn there, or "
+			    "user and assistant turns that do not alternate", eng_chat_name(v->chat));
+		else
+			snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n_q));
 		return svc_fail(st, SVC_AT_TOKENIZE, (int)n_q);
 	}
 	out->prompt_tokens = n_q;

@@ -332,11 +332,11 @@ struct svc_query_req {
 	const uint8_t *doc_id;   /* resolved (svc_resolve) */
 	const char *question;
 	size_t question_len;
-	/* optional: the question as a conversation (the first message a user's,
-	 * then assistant and user turns, rendered as turns by the chat template
-	 * after the document); the question above (its flattened form) is used
-	 * when there is none or the template does not take it as turns (a
-	 * system message: the snapshot's system turn is fixed) */
+	/* optional: the question as a conversation, its messages turns of the
+	 * chat template after the document (eng_chat_followup_ids: a first user
+	 * message continues the document's turn; a system message first follows
+	 * the document's turn); then the question above is not used.  A
+	 * conversation the template refuses is SVC_AT_TOKENIZE, ENG_ERR_ARG */
 	const struct eng_chat_msg *msgs;
 	size_t n_msgs;
 	int64_t max_tokens;
