@@ -230,10 +230,10 @@ proto_parse(const char *line, size_t len, struct proto_req *r, char *msg, size_t
 		    "\"id\" is required: an integer or a string of at most %d bytes", PROTO_ID_MAX);
 		goto out;
 	}
-	if ((v = json_object_get(o, "v")) &&
-	    (!json_is_integer(v) || json_integer_value(v) != PROTO_VERSION)) {
+	if ((v = json_object_get(o, "v")) && (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > PROTO_VERSION)) {
 		rc = proto_fail(msg, msg_len, PROTO_E_VERSION,
-		    "protocol version %d is the one this daemon speaks", PROTO_VERSION);
+		    "protocol versions 1 to %d are the ones this daemon speaks", PROTO_VERSION);
 		goto out;
 	}
 	v = json_object_get(o, "op");
