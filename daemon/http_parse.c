@@ -73,7 +73,9 @@ http_error_type(int status)
 
 /* `model`: the plain model's id (or none), or a document as GET
  * /v1/models lists it, which then is the document answered from.  With
- * `document` too, `model` is the plain model's id or the same string. */
+ * `document` given, `document` wins and `model` is not looked up: the
+ * `openai` package needs some model, and clients written for the
+ * `document` field send a placeholder there ("kvsnap"). */
 static int
 http_model_field(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
 {
@@ -85,14 +87,8 @@ http_model_field(json_t *o, struct http_req *r, const char *plain, char *msg, si
 		return rc;
 	if (!r->model || !r->model[0] || (plain && !strcmp(r->model, plain)))
 		return 0;
-	if (p->doc) {
-		if (strcmp(p->doc, r->model))
-			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"model\" names '%s' and "
-			    "\"document\" names '%s': name the document in one of them (with "
-			    "\"document\", \"model\" is '%s' or the same document)", r->model, p->doc,
-			    plain ? plain : "");
+	if (p->doc)
 		return 0;
-	}
 	if (!(p->doc = strdup(r->model)) || !(p->plain_model = strdup(plain ? plain : "")))
 		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 	p->doc_model = 1;
