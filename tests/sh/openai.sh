@@ -60,7 +60,7 @@ printf %s "$(cat "$T/out")" > "$T/expected"
 [ -s "$T/expected" ]; ok "  an answer to compare with" $?
 expect_rc "kvsnap rm gpl" 0 "$K" rm gpl
 timeout 300 "$PY" "$CHECK" unix "$H" main "$T/doc.txt" "$T/expected" "$Q" > "$T/py.out" 2>&1
-tap < "$T/py.out"
+_s=$?; tap < "$T/py.out"; ok "  the openai package's main checks ran to their end" $_s
 
 # ---- malformed requests (curl), the daemon stays up
 code() { # expected-status json-code curl-args...: the status and the error's code
@@ -134,7 +134,9 @@ expect_rc "kvsnap query -n 24 facts (greedy)" 0 "$K" query -n 24 facts "$QF"
 printf %s "$(cat "$T/out")" > "$T/facts.expected"
 "$K" verify facts > "$T/verify0" 2>&1; v0=$?
 timeout 300 "$PY" "$CHECK" unix "$H" models "$T/facts.expected" "$QF" vault-notes.txt 2>&1 | tap
+ok "  the documents-as-models checks ran to their end" "${PIPESTATUS[0]}"
 timeout 300 "$PY" tests/sh/langchain_check.py "$H" "$T/facts.expected" "$QF" 2>&1 | tap
+ok "  the LangChain checks ran to their end" "${PIPESTATUS[0]}"
 # the socket protocol and the CLI: --stop
 expect_rc "kvsnap query --stop PELICAN --json" 0 "$K" query --json -n 24 --stop PELICAN facts "$QF"
 tail -1 "$T/out" | grep -q '"stop":"stop_sequence".*"stop_sequence":"PELICAN"'
