@@ -197,7 +197,8 @@ build-fuzz/fuzz_protocol: tests/fuzz/fuzz_protocol.c daemon/protocol.c daemon/js
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/protocol.c daemon/json_fields.c $(COMMON_SRC) $(PKG_LIBS)
 # the HTTP request parser is the daemon's too
-HTTP_FUZZ_SRC := daemon/http_parse.c daemon/http_reply.c daemon/protocol.c daemon/json_fields.c
+HTTP_FUZZ_SRC := daemon/http_parse.c daemon/http_fields.c daemon/http_reply.c daemon/protocol.c \
+                 daemon/json_fields.c
 build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(HTTP_FUZZ_SRC) daemon/http.h daemon/daemon.h \
 		$(COMMON_SRC)
 	@mkdir -p build-fuzz

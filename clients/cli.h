@@ -58,6 +58,9 @@ int cli_global_lead(int argc, char **argv);
 #define CLI_O_TOP_P 0x81
 #define CLI_O_SEED 0x82
 #define CLI_O_PROFILE 0x83  /* every profile flag: cli_profile_flag */
+#define CLI_O_STOP 0x84     /* query's --stop S (repeatable) */
+#define CLI_STOP_MAX 4      /* = SVC_STOP_MAX */
+#define CLI_STOP_OPTION { "stop", required_argument, NULL, CLI_O_STOP }
 #define CLI_TEMP_MAX 2.0    /* as the protocol's temperature */
 #define CLI_SEED_MAX INT64_MAX
 #define CLI_SAMPLE_OPTIONS \
@@ -105,11 +108,13 @@ void cli_usage_err(const struct cli_opts *o, const char *fmt, ...)
 int cli_long(const struct cli_opts *o, const char *v, long lo, long hi, long *out);
 int cli_double(const struct cli_opts *o, const char *v, double lo, int lo_open, double hi,
     double *out);
-/* The sampling flags (CLI_SAMPLE_OPTIONS; generate and query): 0 set, 1 c is
- * not one, -1 a usage error printed. */
+/* The sampling flags (CLI_SAMPLE_OPTIONS; generate and query) and query's
+ * CLI_STOP_OPTION: 0 set, 1 c is not one, -1 a usage error printed. */
 struct cli_sample {
 	double temp, top_p;     /* 0 (greedy) .. 2; (0, 1] */
 	uint64_t seed;
+	const char *stop[CLI_STOP_MAX]; /* query: --stop S, in order (argv's) */
+	size_t n_stop;
 };
 int cli_sample_flag(const struct cli_opts *o, int c, const char *v, struct cli_sample *s);
 /* A profile flag (CLI_PROFILE_OPTIONS) into sc by the service's one parser

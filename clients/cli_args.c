@@ -20,6 +20,7 @@
 #include "clients/cli.h"
 #include "engine/engine.h"
 #include "service/service.h"
+#include "service/service.h"
 
 struct cli_global cli_g;
 
@@ -277,6 +278,22 @@ cli_sample_flag(const struct cli_opts *o, int c, const char *v, struct cli_sampl
 			return -1;
 		s->seed = (uint64_t)seed;
 		return 0;
+	case CLI_O_STOP: { /* the service's own rule, as the daemon's */
+		char why[128];
+		_Static_assert(CLI_STOP_MAX == SVC_STOP_MAX, "the service's limit");
+		if (s->n_stop == CLI_STOP_MAX) {
+			cli_usage_err(o, "--stop: at most %d stop sequences", CLI_STOP_MAX);
+			return -1;
+		}
+		s->stop[s->n_stop] = v;
+		if (svc_stops_check(s->stop + s->n_stop, 1, why, sizeof(why))) {
+			cli_usage_err(o, "--stop: each is 1 to %d bytes, got %zu", SVC_STOP_LEN_MAX,
+			    strlen(v));
+			return -1;
+		}
+		s->n_stop++;
+		return 0;
+	}
 	default:
 		return 1;
 	}

@@ -74,13 +74,14 @@ dmn_usage(FILE *f, const char *cmd)
 		    "  --share      let every user of the daemon query it\n");
 	else
 		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--temp T] [--top-p P] [--seed S]\n"
-		    "                   [--file PATH] [-v] [--json] DOC QUESTION...\n"
+		    "                   [--stop S]... [--file PATH] [-v] [--json] DOC QUESTION...\n"
 		    "Answer QUESTION from DOC's snapshot through kvsnapd; tokens stream to stdout.\n"
 		    "The words of an unquoted QUESTION are joined by single spaces.\n"
 		    "  -n N         at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T     temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P    nucleus sampling share in (0, 1] (default 1: off)\n"
 		    "  --seed S     sampling seed (default 0): the same seed gives the same answer\n"
+		    "  --stop S     end the answer before S (up to 4; matched across tokens)\n"
 		    "  --file PATH  pass PATH, your copy of the document: the daemon lets you read\n"
 		    "               another user's snapshot of the same text\n"
 		    "  --encoding E PATH's encoding, as it was ingested with\n"
@@ -121,6 +122,7 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 		{ "encoding", required_argument, NULL, 'E' },
 		{ "verbose", no_argument, NULL, 'v' },
 		CLI_SAMPLE_OPTIONS,
+		CLI_STOP_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	int ingest = !strcmp(argv[0], "ingest"), c;
@@ -567,16 +569,28 @@ cli_daemon_query(int argc, char **argv)
 	/* an unquoted question's words, joined by single spaces */
 	question = cli_join(argc - i - 1, argv + i + 1);
 	req = !question ? NULL : json_pack("{s:i, s:i, s:s, s:s, s:s, s:i, s:b, s:f, s:f, s:I}",
-	    "v", KVSNAP_PROTOCOL_VERSION, "id", 1, "op", "query", "doc", argv[i], "question",
+	    "v", 1, "id", 1, "op", "query", "doc", argv[i], "question",
 	    question, "max_tokens", (int)D.n_max, "fd", fd >= 0, "temperature", D.smp.temp,
 	    "top_p", D.smp.top_p, "seed", (json_int_t)D.smp.seed);
 	free(question);
+	if (req && D.smp.n_stop) { /* version 2: a daemon without stop sequences refuses it */
+		json_t *a = json_array();
+		size_t k;
+		for (k = 0; a && k < D.smp.n_stop; k++)
+			if (json_array_append_new(a, json_string(D.smp.stop[k])))
+				break;
+		if (!a || k < D.smp.n_stop || json_object_set_new(req, "stop", a) ||
+		    json_object_set_new(req, "v", json_integer(KVSNAP_PROTOCOL_VERSION))) {
+			json_decref(req);
+			req = NULL;
+		}
+	}
 	if (req && D.encoding && json_object_set_new(req, "encoding", json_string(D.encoding))) {
 		json_decref(req);
 		req = NULL;
 	}
 	if (!req) {
-		cli_err("the question (or --encoding) is not valid UTF-8");
+		cli_err("the question (or --encoding, --stop) is not valid UTF-8");
 		cli_conn_close(&D.c);
 		if (fd >= 0)
 			close(fd);

@@ -94,7 +94,7 @@ cli_generate(int argc, char **argv)
 	};
 	struct cli_opts o = { .shortopts = "p:n:t:v", .longopts = opts,
 		.globals = CLI_G_MODEL | CLI_G_BACKEND | CLI_G_JSON, .usage = gen_usage };
-	struct cli_sample smp = { 0.0, 1.0, 0 };
+	struct cli_sample smp = { .temp = 0.0, .top_p = 1.0, .seed = 0 };
 	const char *model_path, *prompt = NULL;
 	long n_max = 128, threads = 0;
 	int raw = 0, json, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;

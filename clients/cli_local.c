@@ -72,7 +72,8 @@ local_usage(FILE *f, const char *cmd)
 		    "  --temp T         temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P        nucleus sampling share in (0, 1] (default 1: off)\n"
 		    "  --seed S         sampling seed (default 0)\n"
-		    "  -v, --verbose    time to first token and totals on stderr\n");
+		    "  -v, --verbose    time to first token and totals on stderr\n"
+		    "  --stop S         end the answer before S (up to 4; matched across tokens)\n");
 	fprintf(f,
 	    "  --local          run in this process (without it: through kvsnapd, see\n"
 	    "                   kvsnap %s -h)\n"
@@ -116,6 +117,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		{ "threads", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		CLI_SAMPLE_OPTIONS,
+		CLI_STOP_OPTION,
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct option shrink_opts[] = {
@@ -554,16 +556,21 @@ cli_query(int argc, char **argv)
 	qr.temperature = (float)L.smp.temp;
 	qr.top_p = (float)L.smp.top_p;
 	qr.seed = L.smp.seed;
+	qr.stop = L.smp.stop;
+	qr.n_stop = L.smp.n_stop;
 	if (svc_query(L.v, L.ss, &qr, &hk, &a, &st)) {
 		ret = local_query_fail(&L, doc, &st, &a);
 		goto out;
 	}
 	store_hex(doc, SNAP_ID_BYTES, hex);
-	if (L.json)
-		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:s, s:f, s:f}", "doc_id", hex,
+	if (L.json) {
+		json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:f, s:f}", "doc_id", hex,
 		    "tokens", (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens,
-		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds));
-	else
+		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds);
+		if (o && a.stop == SVC_STOP_SEQUENCE && a.stop_index >= 0)
+			json_object_set_new(o, "stop_sequence", json_string(L.smp.stop[a.stop_index]));
+		cli_json_line("result", o);
+	} else
 		printf("\n");
 	fflush(stdout);
 	if (L.verbose) /* the daemon path's line (cli_daemon.c), same words */

@@ -11,7 +11,7 @@
 # Flags that take a value (the value is the next word).
 _kvsnap_takes_value() {
 	case $1 in
-	-s|--socket|--state|-m|--model|--backend|--name|--file|-n|--temp|--top-p|--seed|\
+	-s|--socket|--state|-m|--model|--backend|--name|--file|-n|--temp|--top-p|--seed|--stop|\
 	--policy|--ratio|--budget|--chunk|--opts|--quant|-t|--threads|--older-than|\
 	--max-size|--keep|-p|--prompt|--texts|-N|--tokens|-q|--delta|--target-saving|\
 	--regroup|-o|--output|--examples|--d-r|--max-tokens|--min-tokens|--gen-max|\
@@ -27,7 +27,7 @@ _kvsnap_flags() {
 	local engine="--policy --ratio --budget --chunk --opts --quant -t --threads"
 	case $1 in
 	ingest) echo "$global --name --encoding --force --share --local $engine" ;;
-	query) echo "$global -n --temp --top-p --seed --file --encoding -v --verbose --local $engine" ;;
+	query) echo "$global -n --temp --top-p --seed --stop --file --encoding -v --verbose --local $engine" ;;
 	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run --shared --shared-auth" ;;
 	ls|info|rm|rename|stats|verify) echo "$global --shared --shared-auth" ;;

@@ -4,6 +4,7 @@
  * never behind the model; and the protocol's form of the lookups every
  * job shares (a DOC reference, a document's snapshots).
  */
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +24,14 @@ job_resolve_fail(struct job *j, const struct svc_status *st)
 	    st->rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
 	    st->rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
 	    st->rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
+	if (code == PROTO_E_NOT_FOUND && j->req.doc_model) { /* HTTP's `model` */
+		j->model_missing = 1;
+		job_error(j, code, "The model '%s' does not exist or you do not have access to it: "
+		    "it is neither this daemon's model ('%s') nor a document you may read (GET "
+		    "/v1/models lists them)", j->req.doc, j->req.plain_model ? j->req.plain_model :
+		    "?");
+		return code;
+	}
 	job_error(j, code, "%s", st->why);
 	return code;
 }
@@ -253,6 +262,52 @@ job_tier_json(int counters)
 	return o;
 }
 
+/* Documents as models (HTTP's GET /v1/models, or one with doc: GET
+ * /v1/models/{id}): {"models":[{id, doc_id, created_us, owner, shared}]},
+ * owner the first owner's user name (or "uid N"; absent when none). */
+static void
+admin_models(struct job *j)
+{
+	const struct proto_req *r = &j->req;
+	struct svc_model *ms;
+	struct svc_status st;
+	char hex[2 * SNAP_ID_BYTES + 1], owner[64];
+	json_t *arr, *o;
+	size_t n, i;
+
+	if (svc_models(daemon_g->v, &j->who, r->plain_model ? r->plain_model : "", &ms, &n, &st)) {
+		job_lookup_error(j, &st);
+		return;
+	}
+	arr = json_array();
+	for (i = 0; arr && i < n; i++) {
+		if (r->doc && strcmp(ms[i].id, r->doc))
+			continue;
+		store_hex(ms[i].doc_id, SNAP_ID_BYTES, hex);
+		o = json_pack("{s:s, s:s, s:I, s:b}", "id", ms[i].id, "doc_id", hex, "created_us",
+		    (json_int_t)ms[i].created_us, "shared", ms[i].shared);
+		if (o && ms[i].owner >= 0) {
+			struct passwd pw, *pp = NULL;
+			char pwbuf[1024];
+			if (!getpwuid_r((uid_t)ms[i].owner, &pw, pwbuf, sizeof(pwbuf), &pp) && pp)
+				snprintf(owner, sizeof(owner), "%s", pp->pw_name);
+			else
+				snprintf(owner, sizeof(owner), "uid %lld", (long long)ms[i].owner);
+			json_object_set_new(o, "owner", admin_str(owner));
+		}
+		json_array_append_new(arr, o);
+	}
+	free(ms);
+	if (r->doc && !json_array_size(arr)) {
+		json_decref(arr);
+		j->model_missing = 1;
+		job_error(j, PROTO_E_NOT_FOUND, "The model '%s' does not exist or you do not have "
+		    "access to it", r->doc);
+		return;
+	}
+	job_result(j, json_pack("{s:o}", "models", arr));
+}
+
 /* A store failure as an error event. */
 static void
 admin_fail(struct job *j, int rc, const char *why)
@@ -422,6 +477,9 @@ admin_job_run(struct worker *w, struct job *j)
 		job_result(j, o);
 		return;
 	}
+	case PROTO_OP_MODELS:
+		admin_models(j);
+		return;
 	case PROTO_OP_HELLO:
 	case PROTO_OP_INGEST:
 	case PROTO_OP_QUERY:

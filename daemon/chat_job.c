@@ -39,6 +39,8 @@ chat_job_run(struct worker *w, struct job *j)
 	cr.temperature = (float)r->temperature;
 	cr.top_p = (float)r->top_p;
 	cr.seed = (uint64_t)r->seed;
+	cr.stop = (const char *const *)r->stop;
+	cr.n_stop = r->n_stop;
 	if (svc_chat(daemon_g->v, w->ss, &cr, &hk, &a, &st)) {
 		if (st.step == SVC_AT_TOKENIZE && st.rc == ENG_ERR_CONTEXT)
 			job_error(j, PROTO_E_TOO_LONG, "%s: shorten the conversation", st.why);
@@ -51,9 +53,12 @@ chat_job_run(struct worker *w, struct job *j)
 	} else if (a.cancelled)
 		job_error(j, PROTO_E_CANCELLED, "chat cancelled after %lld tokens",
 		    (long long)a.tokens);
-	else
-		job_result(j, json_pack("{s:I, s:I, s:s, s:f, s:f}", "tokens", (json_int_t)a.tokens,
+	else {
+		json_t *o = json_pack("{s:I, s:I, s:s, s:f, s:f}", "tokens", (json_int_t)a.tokens,
 		    "prompt_tokens", (json_int_t)a.prompt_tokens, "stop", svc_stop_name(a.stop),
-		    "ttft_s", a.ttft, "seconds", a.seconds));
+		    "ttft_s", a.ttft, "seconds", a.seconds);
+		job_stop_sequence(o, r, &a);
+		job_result(j, o);
+	}
 	free(msgs);
 }

@@ -39,6 +39,8 @@
 #define PROTO_MAX_TOKENS_DEFAULT 128
 #define PROTO_FDS_PER_CONN 4                    /* passed fds not yet claimed */
 #define PROTO_JOBS_PER_CONN 16                  /* requests in flight per connection */
+#define PROTO_STOP_MAX 4                        /* stop sequences of a query (= SVC_STOP_MAX) */
+#define PROTO_STOP_LEN_MAX 256                  /* bytes of one (= SVC_STOP_LEN_MAX) */
 
 /* Operations (never renumber). */
 enum proto_op {
@@ -54,8 +56,9 @@ enum proto_op {
 	PROTO_OP_VERIFY = 9,
 	PROTO_OP_PRUNE = 10,
 	PROTO_OP_SHRINK = 11,
-	PROTO_OP_CHAT = 12     /* the plain model (no document): HTTP only
+	PROTO_OP_CHAT = 12,    /* the plain model (no document): HTTP only
 	                        * (docs/HTTP.md); refused on the socket */
+	PROTO_OP_MODELS = 13   /* documents as models (GET /v1/models): HTTP only */
 };
 const char *proto_op_name(enum proto_op op);
 
@@ -135,6 +138,13 @@ struct proto_req {
 	struct proto_msg *msgs; /* chat: the conversation, in order */
 	size_t n_msgs;
 	int raw;               /* chat: question is a raw prompt (no chat template) */
+	char *stop[PROTO_STOP_MAX]; /* query, chat: stop sequences */
+	size_t n_stop;
+	/* HTTP only: the plain model's id (models, and a query whose document
+	 * came from `model`); doc_model: doc is the request's `model`, looked
+	 * up as GET /v1/models lists it (service/models.c) */
+	char *plain_model;
+	int doc_model;
 };
 
 /* One member of a request object, checked (daemon/json_fields.c; both
@@ -150,6 +160,10 @@ int proto_json_int(json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *
 int proto_json_num(json_t *o, const char *key, double lo, int lo_open, double hi, double *out,
     char *msg, size_t msg_len);
 int proto_json_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_len);
+/* "stop": a string or an array of at most PROTO_STOP_MAX strings of 1 to
+ * PROTO_STOP_LEN_MAX bytes (null or [] : none), into r->stop. */
+int proto_json_stops(json_t *o, const char *key, struct proto_req *r, char *msg,
+    size_t msg_len);
 
 /* Parse one request line (without its newline).  Returns 0, or an error
  * code with a message in msg (and req->id set when the id could be read,

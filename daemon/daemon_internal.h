@@ -179,6 +179,8 @@ struct job {
 	struct svc_ingested *ing_out;
 	size_t ing_bytes;
 	double t0;
+	int model_missing;         /* HTTP: the request's `model` is no model or document
+	                            * the peer may read (the error was sent) */
 	uint64_t seq;
 	struct job *next;
 };
@@ -237,6 +239,9 @@ void job_token(void *arg, int32_t id, const char *text, size_t len);
  * unsupported_format, bad_request (an unknown encoding), too_large;
  * what ("the file") is put before the reason. */
 void job_format_error(struct job *j, const struct svc_status *st, const char *what);
+/* A query's or chat's result: "stop_sequence", the one that matched, when
+ * a stop sequence ended the answer. */
+void job_stop_sequence(json_t *o, const struct proto_req *r, const struct svc_answer *a);
 /* A failed service lookup (SVC_AT_LOOKUP) as an error event. */
 void job_lookup_error(struct job *j, const struct svc_status *st);
 /* The shared tier as hello and stats show it ({addr, up, error when down}

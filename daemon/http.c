@@ -98,6 +98,7 @@ struct hreq {
 	enum http_route route;
 	int stream, include_usage, started;
 	struct http_shape shape;
+	char model[PROTO_REF_MAX + 1]; /* the replies' "model" */
 	char *text;                /* the answer so far (not streamed) */
 	size_t n_text, cap_text;
 };
@@ -304,6 +305,9 @@ http_sink_event(struct job *j, const char *event, json_t *body)
 				hpost_json(h, HP_REPLY, 200, http_completion(&h->shape, h->text, h->n_text,
 				    finish, http_usage(pt, ct)));
 			}
+		} else if (h->route == HTTP_R_MODELS || h->route == HTTP_R_MODEL) {
+			hpost_json(h, HP_REPLY, 200, http_models_reply(h->route, body, hs.model,
+			    hs.created));
 		} else if (h->stream) {
 			hreq_start(h);
 			hpost_json(h, HP_CHUNK, 0, http_doc_reply(h->route, body));
@@ -321,6 +325,14 @@ out:
 static void
 http_sink_error(struct job *j, enum proto_code code, const char *msg)
 {
+	size_t n;
+	char *s;
+	if (j->model_missing && !((struct hreq *)j->owner)->started &&
+	    (s = http_model_error_json(msg, &n))) { /* OpenAI's own shape for it */
+		hpost(j->owner, HP_REPLY, 404, s, n);
+		free(s);
+		return;
+	}
 	hpost_error(j->owner, code, msg);
 }
 
@@ -821,7 +833,9 @@ http_submit(struct evhttp_request *req, struct hconn *hc, int fd, uid_t uid, str
 	snprintf(h->shape.id, sizeof(h->shape.id), "%s-kvsnap-%llu",
 	    h->shape.chat ? "chatcmpl" : "cmpl", (unsigned long long)h->serial);
 	h->shape.created = (int64_t)time(NULL);
-	h->shape.model = hs.model;
+	/* the model asked for: a document's id, echoed as OpenAI echoes it */
+	snprintf(h->model, sizeof(h->model), "%s", r->pr.doc_model ? r->model : hs.model);
+	h->shape.model = h->model;
 	hc->cur = h;
 	hs.n_open++;
 
@@ -886,20 +900,15 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	}
 	body = len ? (char *)evbuffer_pullup(in, -1) : NULL;
 	code = http_parse(method, uri, evhttp_find_header(in_h, "Content-Type"),
-	    evhttp_find_header(in_h, "Accept"), body, len, &r, &status, msg, sizeof(msg));
+	    evhttp_find_header(in_h, "Accept"), body, len, hs.model, &r, &status, msg,
+	    sizeof(msg));
 	if (code) {
 		http_error_now(req, (enum proto_code)code, status, msg, 0);
 		goto out;
 	}
-	if (r.route == HTTP_R_MODELS || r.route == HTTP_R_MODEL) {
-		if (r.route == HTTP_R_MODEL && strcmp(r.model, hs.model)) {
-			snprintf(msg, sizeof(msg), "no model '%.200s': this daemon serves '%s'", r.model,
-			    hs.model);
-			http_error_now(req, PROTO_E_NOT_FOUND, 404, msg, 0);
-			goto out;
-		}
-		o = r.route == HTTP_R_MODELS ? http_models(hs.model, hs.created) :
-		    http_model(hs.model, hs.created);
+	if ((r.route == HTTP_R_MODELS || r.route == HTTP_R_MODEL) &&
+	    (code = http_models_route(&r, hs.model)) != 0) { /* else the caller's documents: a job */
+		o = code > 0 ? http_model(hs.model, hs.created) : NULL;
 		if ((body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL))
 			http_reply_now(req, 200, body, strlen(body), 0);
 		else

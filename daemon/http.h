@@ -33,17 +33,25 @@ struct http_req {
 	enum http_route route;
 	int stream;          /* server-sent events */
 	int include_usage;   /* stream_options.include_usage: a last chunk with usage */
-	char *model;         /* GET /v1/models/{id}: the id asked for */
+	char *model;         /* GET /v1/models/{id}: the id asked for; a completion's `model` */
 	struct proto_req pr;
 };
 
 /* Parse one request: method ("GET", ...), the URI's path and query
  * ("/v1/documents?name=x"), the Content-Type and Accept headers (NULL when
- * absent) and the body.  Returns 0, or a proto_code with a message in msg;
- * *status is the HTTP status to answer with (200 when 0).  Call
- * http_req_free either way.  No I/O, no global state. */
+ * absent), the body, and the plain model's id (a completion's `model`
+ * other than it names a document).  Returns 0, or a proto_code with a
+ * message in msg; *status is the HTTP status to answer with (200 when 0).
+ * Call http_req_free either way.  No I/O, no global state. */
 int http_parse(const char *method, const char *uri, const char *ctype, const char *accept,
-    const char *body, size_t len, struct http_req *r, int *status, char *msg, size_t msg_len);
+    const char *body, size_t len, const char *plain, struct http_req *r, int *status, char *msg,
+    size_t msg_len);
+/* A completion request's members (http_fields.c): 0 when kvsnapd takes
+ * each (reads it, or it changes nothing here), else bad_request naming
+ * the first it does not (tools, response_format, logprobs, ...). */
+int http_fields_check(json_t *o, int chat, char *msg, size_t msg_len);
+/* The same for messages[i]: role, content, name. */
+int http_message_check(json_t *m, size_t i, char *msg, size_t msg_len);
 void http_req_free(struct http_req *r);
 
 /* The HTTP status of a protocol error code, and OpenAI's error type for a
@@ -93,6 +101,21 @@ json_t *http_doc_reply(enum http_route route, const json_t *body);
 /* GET /v1/models: the one model. */
 json_t *http_models(const char *name, int64_t created);
 json_t *http_model(const char *name, int64_t created);
+
+/* ------------------------------------------------------------------------ */
+/* Documents as models (http_models.c)                                       */
+
+/* GET /v1/models and /v1/models/{id}: 1 when the plain model answers it
+ * now (the list without documents is never answered so), else 0 with r
+ * made the models job's request (the caller's documents). */
+int http_models_route(struct http_req *r, const char *plain);
+/* The list (the plain model first, then the caller's documents) or one
+ * model, from the models job's result (body borrowed). */
+json_t *http_models_reply(enum http_route route, const json_t *body, const char *plain,
+    int64_t created);
+/* OpenAI's error for a model that is not there: 404, code
+ * "model_not_found", param "model" (malloc'd). */
+char *http_model_error_json(const char *msg, size_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* The peer (http_peer.c)                                                    */

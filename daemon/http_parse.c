@@ -71,9 +71,33 @@ http_error_type(int status)
 	}
 }
 
+/* `model`: the plain model's id (or none), or a document as GET
+ * /v1/models lists it, which then is the document answered from.  With
+ * `document` given, `document` wins and `model` is not looked up: the
+ * `openai` package needs some model, and clients written for the
+ * `document` field send a placeholder there ("kvsnap"). */
+static int
+http_model_field(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
+{
+	struct proto_req *p = &r->pr;
+	int rc;
+
+	if ((rc = proto_json_str(o, "model", 0, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->model, NULL,
+	    msg, msg_len)))
+		return rc;
+	if (!r->model || !r->model[0] || (plain && !strcmp(r->model, plain)))
+		return 0;
+	if (p->doc)
+		return 0;
+	if (!(p->doc = strdup(r->model)) || !(p->plain_model = strdup(plain ? plain : "")))
+		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+	p->doc_model = 1;
+	return 0;
+}
+
 /* The sampling fields and the limits every completion shares. */
 static int
-http_sampling(json_t *o, struct http_req *r, char *msg, size_t msg_len)
+http_sampling(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
 {
 	struct proto_req *p = &r->pr;
 	json_t *v;
@@ -98,11 +122,9 @@ http_sampling(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 	if (n != 1)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
 		    "\"n\" must be 1: kvsnapd answers with one choice");
-	v = json_object_get(o, "stop");
-	if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"stop\" sequences are not "
-		    "supported: leave \"stop\" out (answers end at the model's end of turn or "
-		    "max_tokens)");
+	if ((rc = proto_json_stops(o, "stop", p, msg, msg_len)) ||
+	    (rc = http_model_field(o, r, plain, msg, msg_len)))
+		return rc;
 	if ((v = json_object_get(o, "stream_options")) && !json_is_null(v)) {
 		if (!json_is_object(v))
 			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -165,61 +187,30 @@ http_content(json_t *m, size_t i, char **out, size_t *len, char *msg, size_t msg
 	return 0;
 }
 
-/* Append s[0..n) to buf (malloc'd, *len used). */
+/* With a document: the last message must be the user's question (its
+ * content is the request's question: one message is exactly `kvsnap
+ * query`'s); the messages, every one a turn of the chat template after the
+ * document (query_job.c), are at most PROTO_QUESTION_MAX bytes in all. */
 static int
-http_append(char **buf, size_t *len, const char *s, size_t n)
+http_doc_question(struct proto_req *p, size_t total, char *msg, size_t msg_len)
 {
-	char *nb = realloc(*buf, *len + n + 1);
-	if (!nb)
-		return -1;
-	memcpy(nb + *len, s, n);
-	*len += n;
-	nb[*len] = '\0';
-	*buf = nb;
-	return 0;
-}
-
-/* With a document, the question asked over the snapshot: the last
- * message (a user's) as it is; earlier messages, if any, before it as
- * "Role: content" paragraphs (the snapshot's prompt is fixed: the
- * document opens the user turn, so the conversation can only follow it). */
-static int
-http_doc_question(struct proto_req *p, char *msg, size_t msg_len)
-{
-	static const char *const label[] = { "System", "User", "Assistant" };
-	size_t i, last = p->n_msgs - 1, len = 0;
-	char *q = NULL;
-	int li;
+	size_t last = p->n_msgs - 1;
 
 	if (strcmp(p->msgs[last].role, "user"))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "with a \"document\", the last "
+		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "with a document, the last "
 		    "message must be the user's question (it is a '%s' message)", p->msgs[last].role);
-	for (i = 0; i < last; i++) {
-		li = !strcmp(p->msgs[i].role, "system") ? 0 : !strcmp(p->msgs[i].role, "user") ? 1 : 2;
-		if (http_append(&q, &len, label[li], strlen(label[li])) ||
-		    http_append(&q, &len, ": ", 2) ||
-		    http_append(&q, &len, p->msgs[i].content, p->msgs[i].content_len) ||
-		    http_append(&q, &len, "\n\n", 2))
-			goto nomem;
-	}
-	if (http_append(&q, &len, p->msgs[last].content, p->msgs[last].content_len))
-		goto nomem;
-	if (len > PROTO_QUESTION_MAX) {
-		free(q);
-		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "the question (with the earlier "
-		    "messages before it) is %zu bytes, over the limit of %zu", len,
+	if (total > PROTO_QUESTION_MAX)
+		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "the messages are %zu bytes, over "
+		    "the limit of %zu for a conversation about a document", total,
 		    PROTO_QUESTION_MAX);
-	}
-	p->question = q;
-	p->question_len = len;
+	if (!(p->question = strdup(p->msgs[last].content)))
+		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+	p->question_len = p->msgs[last].content_len;
 	return 0;
-nomem:
-	free(q);
-	return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 }
 
 static int
-http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
+http_chat(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
 {
 	struct proto_req *p = &r->pr;
 	json_t *ms = json_object_get(o, "messages"), *m, *role;
@@ -227,7 +218,8 @@ http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 	const char *rs;
 	int rc;
 
-	if ((rc = http_sampling(o, r, msg, msg_len)))
+	if ((rc = http_fields_check(o, 1, msg, msg_len)) ||
+	    (rc = http_sampling(o, r, plain, msg, msg_len)))
 		return rc;
 	if (!ms || !json_is_array(ms) || json_array_size(ms) == 0)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -236,6 +228,8 @@ http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 	json_array_foreach(ms, i, m) {
 		role = json_is_object(m) ? json_object_get(m, "role") : NULL;
+		if (role && (rc = http_message_check(m, i, msg, msg_len)))
+			return rc;
 		if (!role || !json_is_string(role))
 			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
 			    "messages[%zu] needs a \"role\" (system, user or assistant)", i);
@@ -258,20 +252,21 @@ http_chat(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 		    "the limit of %zu", total, (size_t)HTTP_CHAT_MAX);
 	if (p->doc) {
 		p->op = PROTO_OP_QUERY;
-		return http_doc_question(p, msg, msg_len);
+		return http_doc_question(p, total, msg, msg_len);
 	}
 	p->op = PROTO_OP_CHAT;
 	return 0;
 }
 
 static int
-http_completions(json_t *o, struct http_req *r, char *msg, size_t msg_len)
+http_completions(json_t *o, struct http_req *r, const char *plain, char *msg, size_t msg_len)
 {
 	struct proto_req *p = &r->pr;
 	json_t *v = json_object_get(o, "prompt");
 	int rc;
 
-	if ((rc = http_sampling(o, r, msg, msg_len)))
+	if ((rc = http_fields_check(o, 0, msg, msg_len)) ||
+	    (rc = http_sampling(o, r, plain, msg, msg_len)))
 		return rc;
 	if (v && json_is_array(v) && json_array_size(v) == 1 &&
 	    json_is_string(json_array_get(v, 0)))
@@ -466,7 +461,8 @@ http_under(const char *path, size_t n, const char *prefix)
 
 int
 http_parse(const char *method, const char *uri, const char *ctype, const char *accept,
-    const char *body, size_t len, struct http_req *r, int *status, char *msg, size_t msg_len)
+    const char *body, size_t len, const char *plain, struct http_req *r, int *status, char *msg,
+    size_t msg_len)
 {
 	const char *q = strchr(uri, '?'), *tail;
 	size_t n = q ? (size_t)(q - uri) : strlen(uri), tn;
@@ -502,8 +498,8 @@ http_parse(const char *method, const char *uri, const char *ctype, const char *a
 		if (!post)
 			goto method;
 		r->route = path[4] == 'c' && path[5] == 'h' ? HTTP_R_CHAT : HTTP_R_COMPLETIONS;
-		rc = r->route == HTTP_R_CHAT ? http_chat(o, r, msg, msg_len) :
-		    http_completions(o, r, msg, msg_len);
+		rc = r->route == HTTP_R_CHAT ? http_chat(o, r, plain, msg, msg_len) :
+		    http_completions(o, r, plain, msg, msg_len);
 	} else if ((tail = http_under(path, n, "/v1/models"))) {
 		if (!get)
 			goto method;

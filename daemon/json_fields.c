@@ -79,3 +79,32 @@ proto_json_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_len)
 	*out = json_is_true(v);
 	return 0;
 }
+
+int
+proto_json_stops(json_t *o, const char *key, struct proto_req *r, char *msg, size_t msg_len)
+{
+	json_t *v = json_object_get(o, key), *e;
+	size_t i, n;
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) && !json_is_array(v))
+		return kv_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be a string or an "
+		    "array of up to %d strings", key, PROTO_STOP_MAX);
+	n = json_is_string(v) ? 1 : json_array_size(v);
+	if (n > PROTO_STOP_MAX)
+		return kv_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" has %zu sequences: at most "
+		    "%d", key, n, PROTO_STOP_MAX);
+	for (i = 0; i < n; i++) {
+		e = json_is_string(v) ? v : json_array_get(v, i);
+		if (!json_is_string(e) || json_string_length(e) == 0 ||
+		    json_string_length(e) > PROTO_STOP_LEN_MAX)
+			return kv_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\"[%zu] must be a "
+			    "string of 1 to %d bytes", key, i, PROTO_STOP_LEN_MAX);
+		free(r->stop[i]);
+		if (!(r->stop[i] = strdup(json_string_value(e))))
+			return kv_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+		r->n_stop = i + 1;
+	}
+	return 0;
+}

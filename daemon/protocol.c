@@ -28,6 +28,7 @@ static const char *const proto_ops[] = {
 	[PROTO_OP_PRUNE] = "prune",
 	[PROTO_OP_SHRINK] = "shrink",
 	[PROTO_OP_CHAT] = "chat",
+	[PROTO_OP_MODELS] = "models",
 };
 #define PROTO_N_OPS (sizeof(proto_ops) / sizeof(proto_ops[0]))
 
@@ -154,7 +155,8 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    (rc = proto_json_num(o, "top_p", 0.0, 1, 1.0, &r->top_p, msg, msg_len)) ||
 		    (rc = proto_json_int(o, "seed", 0, INT64_MAX, &r->seed, msg, msg_len)) ||
 		    (rc = proto_json_bool(o, "fd", &r->use_fd, msg, msg_len)) ||
-		    (rc = proto_json_str(o, "encoding", 0, PROTO_ENCODING_MAX, PROTO_E_BAD_REQUEST, &r->encoding, NULL, msg, msg_len)))
+		    (rc = proto_json_str(o, "encoding", 0, PROTO_ENCODING_MAX, PROTO_E_BAD_REQUEST, &r->encoding, NULL, msg, msg_len)) ||
+		    (rc = proto_json_stops(o, "stop", r, msg, msg_len)))
 			return rc;
 		return 0;
 	case PROTO_OP_HAS:
@@ -189,6 +191,9 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 	case PROTO_OP_CHAT:
 		return proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "the plain model is served over "
 		    "HTTP only (kvsnapd --http ADDR, POST /v1/chat/completions; docs/HTTP.md)");
+	case PROTO_OP_MODELS:
+		return proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "documents as models are listed "
+		    "over HTTP only (GET /v1/models; docs/HTTP.md); ls lists them here");
 	}
 	return proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "unknown op");
 }
@@ -225,10 +230,10 @@ proto_parse(const char *line, size_t len, struct proto_req *r, char *msg, size_t
 		    "\"id\" is required: an integer or a string of at most %d bytes", PROTO_ID_MAX);
 		goto out;
 	}
-	if ((v = json_object_get(o, "v")) &&
-	    (!json_is_integer(v) || json_integer_value(v) != PROTO_VERSION)) {
+	if ((v = json_object_get(o, "v")) && (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > PROTO_VERSION)) {
 		rc = proto_fail(msg, msg_len, PROTO_E_VERSION,
-		    "protocol version %d is the one this daemon speaks", PROTO_VERSION);
+		    "protocol versions 1 to %d are the ones this daemon speaks", PROTO_VERSION);
 		goto out;
 	}
 	v = json_object_get(o, "op");
@@ -269,6 +274,9 @@ proto_req_free(struct proto_req *r)
 		free(r->msgs[i].content);
 	}
 	free(r->msgs);
+	for (size_t i = 0; i < r->n_stop; i++)
+		free(r->stop[i]);
+	free(r->plain_model);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -24,6 +24,17 @@ job_token(void *arg, int32_t id, const char *text, size_t len)
 	job_event(arg, "token", json_pack("{s:o, s:i}", "text", s, "token", (int)id));
 }
 
+_Static_assert(PROTO_STOP_MAX == SVC_STOP_MAX && PROTO_STOP_LEN_MAX == SVC_STOP_LEN_MAX,
+    "the protocol's stop limits are the service's");
+
+void
+job_stop_sequence(json_t *o, const struct proto_req *r, const struct svc_answer *a)
+{
+	if (o && a->stop == SVC_STOP_SEQUENCE && a->stop_index >= 0 &&
+	    (size_t)a->stop_index < r->n_stop)
+		json_object_set_new(o, "stop_sequence", json_string(r->stop[a->stop_index]));
+}
+
 /* A failed svc_query as the protocol's error. */
 static void
 query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *a,
@@ -44,6 +55,8 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
 	}
 	else if (st->step == SVC_AT_PICK)
 		job_error(j, PROTO_E_NOT_FOUND, "%.12s has no snapshot", hex);
+	else if (st->step == SVC_AT_TOKENIZE && rc == ENG_ERR_ARG)
+		job_error(j, PROTO_E_BAD_REQUEST, "%s", st->why);
 	else if (st->step == SVC_AT_TOKENIZE)
 		job_error(j, PROTO_E_ENGINE, "cannot tokenize the question: %s", st->why);
 	else if (st->step == SVC_AT_LOAD)
@@ -173,6 +186,15 @@ query_job_run(struct worker *w, struct job *j)
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int miss;
 
+	if (!j->doc_known && r->doc_model) { /* HTTP's `model`: an id /v1/models lists */
+		int found = svc_model_find(daemon_g->v, &j->who, r->plain_model ? r->plain_model : "",
+		    r->doc, j->doc, &st);
+		if (found < 0) {
+			job_lookup_error(j, &st);
+			return;
+		}
+		j->doc_known = found; /* else a doc_id prefix, or the shared tier's, as DOC */
+	}
 	if (j->doc_known) {
 		memcpy(doc, j->doc, SNAP_ID_BYTES);
 	} else if (query_resolve(j, 0, doc, &miss)) {
@@ -208,6 +230,8 @@ query_job_run(struct worker *w, struct job *j)
 	qr.top_p = (float)r->top_p;
 	qr.seed = (uint64_t)r->seed;
 	qr.local_only = daemon_g->v->tier != NULL; /* the tier worker did the shared part */
+	qr.stop = (const char *const *)r->stop;
+	qr.n_stop = r->n_stop;
 	if (svc_query(daemon_g->v, w->ss, &qr, &hk, &a, &st))
 		query_fail(j, &st, &a, doc, hex);
 	else if (a.cancelled)
@@ -218,10 +242,12 @@ query_job_run(struct worker *w, struct job *j)
 		if (a.from_shared)
 			dlog(DLOG_INFO, "%s: query %.12s: a shared-tier hit, copied into the local tier "
 			    "(ttft %.3f s)", j->label, hex, a.ttft);
-		job_result(j, json_pack("{s:s, s:I, s:I, s:s, s:f, s:f, s:s}", "doc_id", hex,
+		json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:f, s:f, s:s}", "doc_id", hex,
 		    "tokens", (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens,
 		    "stop", svc_stop_name(a.stop), "ttft_s", a.ttft, "seconds", a.seconds, "tier",
-		    a.from_shared ? "shared" : "local"));
+		    a.from_shared ? "shared" : "local");
+		job_stop_sequence(o, r, &a);
+		job_result(j, o);
 	}
 	free(msgs);
 }

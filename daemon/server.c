@@ -559,6 +559,7 @@ conn_kind(enum proto_op op)
 	case PROTO_OP_VERIFY:
 	case PROTO_OP_PRUNE:
 	case PROTO_OP_SHRINK: /* no model run: the store's worker */
+	case PROTO_OP_MODELS: /* HTTP only */
 		break;
 	}
 	return JOB_ADMIN;

@@ -46,7 +46,7 @@ svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
 		hk = &none;
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
-	svc_emit_init(&em, v, hk, r->whole_utf8);
+	svc_emit_init(&em, v, hk, r->whole_utf8, r->stop, r->n_stop);
 	if ((n = chat_prompt_ids(v, r, &ids)) < 0) {
 		if (n == ENG_ERR_ARG && r->msgs) /* the template raises on it */
 			snprintf(st->why, sizeof(st->why), "the model's chat template (%s) does "
@@ -81,7 +81,9 @@ svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
 		goto out;
 	}
 	svc_emit_flush(&em);
-	out->stop = out->generated >= n_max ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	out->stop = em.stop.matched >= 0 ? SVC_STOP_SEQUENCE :
+	    out->generated >= n_max ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	out->stop_index = em.stop.matched;
 	if (svc_cancelled(hk)) {
 		out->cancelled = 1;
 		out->stop = SVC_STOP_CANCELLED;

@@ -31,13 +31,23 @@ emit_utf8_complete(const unsigned char *s, size_t n)
 
 void
 svc_emit_init(struct svc_emit *e, const struct svc *v, const struct svc_hooks *hk,
-    int whole_utf8)
+    int whole_utf8, const char *const *stop, size_t n_stop)
 {
 	memset(e, 0, sizeof(*e));
 	e->v = v;
 	e->hk = hk;
 	e->whole_utf8 = whole_utf8;
 	e->t0 = eng_now();
+	svc_stopper_init(&e->stop, stop, n_stop);
+}
+
+/* The stop sequences' decided text to the token hook. */
+static void
+emit_out(void *arg, const char *text, size_t len)
+{
+	struct svc_emit *e = arg;
+	if (e->hk->token)
+		e->hk->token(e->hk->arg, e->id, text, len);
 }
 
 int
@@ -58,15 +68,26 @@ svc_emit_cb(void *arg, int32_t id)
 		ok = have;
 	e->n_pend = have - ok;
 	memcpy(e->pend, buf + ok, e->n_pend);
-	if (e->hk->token)
-		e->hk->token(e->hk->arg, id, buf, ok);
+	e->id = id;
+	if (!e->stop.n) { /* every token's text, even empty, as before */
+		if (e->hk->token)
+			e->hk->token(e->hk->arg, id, buf, ok);
+	} else if (svc_stopper_feed(&e->stop, buf, ok, emit_out, e)) {
+		e->n_pend = 0;
+		return 1;
+	}
 	return svc_cancelled(e->hk);
 }
 
 void
 svc_emit_flush(struct svc_emit *e)
 {
-	if (e->n_pend && e->hk->token)
-		e->hk->token(e->hk->arg, -1, e->pend, e->n_pend);
+	e->id = -1;
+	if (e->stop.matched >= 0)
+		return;
+	if (e->n_pend)
+		svc_stopper_feed(&e->stop, e->pend, e->n_pend, emit_out, e);
 	e->n_pend = 0;
+	if (e->stop.matched < 0)
+		svc_stopper_flush(&e->stop, emit_out, e);
 }

@@ -24,6 +24,8 @@ svc_stop_name(enum svc_stop stop)
 		return "length";
 	case SVC_STOP_CANCELLED:
 		return "cancelled";
+	case SVC_STOP_SEQUENCE:
+		return "stop_sequence";
 	}
 	return "eos";
 }
@@ -47,7 +49,7 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
 	memset(&h, 0, sizeof(h));
-	svc_emit_init(&em, v, hk, r->whole_utf8);
+	svc_emit_init(&em, v, hk, r->whole_utf8, r->stop, r->n_stop);
 	if (svc_pick(v, r->doc_id, &out->pick, st) < 0)
 		return -1;
 	/* a local miss: the shared tier's copy, copied in (verified) */
@@ -62,11 +64,15 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	if (!out->pick.found)
 		return svc_fail(st, SVC_AT_PICK, 0);
 	memcpy(out->profile_id, out->pick.profile_id, SNAP_ID_BYTES);
-	n_q = r->msgs ? eng_chat_followup_ids(v->chat, r->msgs, r->n_msgs, &qids) : ENG_ERR_ARG;
-	if (n_q == ENG_ERR_ARG)
-		n_q = eng_chat_question_ids(v->chat, r->question, r->question_len, &qids);
+	n_q = r->msgs ? eng_chat_followup_ids(v->chat, r->msgs, r->n_msgs, &qids) :
+	    eng_chat_question_ids(v->chat, r->question, r->question_len, &qids);
 	if (n_q < 0) {
-		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n_q));
+		if (n_q == ENG_ERR_ARG && r->msgs) /* the template raises on it */
+			snprintf(st->why, sizeof(st->why), "the model's chat template (%s) does not "
+			    "take this conversation after the document: a system turn there, or "
+			    "user and assistant turns that do not alternate", eng_chat_name(v->chat));
+		else
+			snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n_q));
 		return svc_fail(st, SVC_AT_TOKENIZE, (int)n_q);
 	}
 	out->prompt_tokens = n_q;
@@ -86,7 +92,9 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 		goto out;
 	}
 	svc_emit_flush(&em);
-	out->stop = out->generated >= r->max_tokens ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	out->stop = em.stop.matched >= 0 ? SVC_STOP_SEQUENCE :
+	    out->generated >= r->max_tokens ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	out->stop_index = em.stop.matched;
 	if (svc_cancelled(hk)) {
 		out->cancelled = 1; /* not marked used: the answer did not finish */
 		out->stop = SVC_STOP_CANCELLED;

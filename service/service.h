@@ -154,6 +154,28 @@ int svc_may_change(const struct store_doc *d, const struct svc_who *w);
  * documents when it is ambiguous among all. */
 int svc_resolve_as(struct store *s, const char *ref, const struct svc_who *w,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+/* Documents as models (models.c; kvsnapd's GET /v1/models and `model`):
+ * every document w may read, with an id a tool can show: its name, else
+ * its file name (its source's last path part) when no other listed
+ * document has that name or file name, else its doc_id in hex; never
+ * `plain`, the plain model's id.  Damaged documents are left out. */
+struct svc_model {
+	uint8_t doc_id[SNAP_ID_BYTES];
+	char id[1024];
+	char name[256];          /* "" when unnamed */
+	char file[1024];         /* "" when the source is no path */
+	int64_t created_us;
+	int64_t owner;           /* its first owner's uid, or -1 */
+	int shared;
+};
+/* The list (malloc'd, in doc_id order): 0, or -1 with st (SVC_AT_LOOKUP). */
+int svc_models(struct svc *v, const struct svc_who *w, const char *plain,
+    struct svc_model **out, size_t *n, struct svc_status *st);
+/* The document whose listed id is exactly id: 1 with doc_id, 0 none, -1
+ * with st. */
+int svc_model_find(struct svc *v, const struct svc_who *w, const char *plain, const char *id,
+    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+
 /* The units (kept positions over every layer and KV head) of a snapshot. */
 int64_t svc_snapshot_units(const struct snap_header *h);
 
@@ -228,6 +250,31 @@ struct svc_hooks {
 	 * snapshot used (query: the answer says `cancelled`) */
 	atomic_int *cancel;
 };
+
+/* Stop sequences (stop.c): the answer's text matched, as it is decoded,
+ * against up to SVC_STOP_MAX strings across token boundaries.  The text
+ * that could still begin a stop string is held back until it is decided;
+ * at a match the text before it is handed on and the rest is dropped. */
+#define SVC_STOP_MAX 4
+#define SVC_STOP_LEN_MAX 256 /* bytes of one stop string */
+typedef void (*svc_stop_out)(void *arg, const char *text, size_t len);
+struct svc_stopper {
+	const char *const *stops; /* borrowed */
+	size_t n;
+	char held[SVC_STOP_LEN_MAX]; /* text that may begin a stop string */
+	size_t n_held;
+	int matched;             /* the stop string that matched, or -1 */
+};
+/* 0 when stops[0..n) are a valid set (at most SVC_STOP_MAX, each 1 to
+ * SVC_STOP_LEN_MAX bytes), else -1 with why. */
+int svc_stops_check(const char *const *stops, size_t n, char *why, size_t why_len);
+void svc_stopper_init(struct svc_stopper *s, const char *const *stops, size_t n);
+/* Hand text on through out as far as it is decided; 1 once a stop string
+ * matched (then nothing more is handed on), else 0. */
+int svc_stopper_feed(struct svc_stopper *s, const char *text, size_t len, svc_stop_out out,
+    void *arg);
+/* The end of the answer: the held-back text (no stop string came) on. */
+void svc_stopper_flush(struct svc_stopper *s, svc_stop_out out, void *arg);
 
 struct svc_ingest_req {
 	const char *text;        /* the document's bytes (any format formats/ reads) */
@@ -313,11 +360,11 @@ struct svc_query_req {
 	const uint8_t *doc_id;   /* resolved (svc_resolve) */
 	const char *question;
 	size_t question_len;
-	/* optional: the question as a conversation (the first message a user's,
-	 * then assistant and user turns, rendered as turns by the chat template
-	 * after the document); the question above (its flattened form) is used
-	 * when there is none or the template does not take it as turns (a
-	 * system message: the snapshot's system turn is fixed) */
+	/* optional: the question as a conversation, its messages turns of the
+	 * chat template after the document (eng_chat_followup_ids: a first user
+	 * message continues the document's turn; a system message first follows
+	 * the document's turn); then the question above is not used.  A
+	 * conversation the template refuses is SVC_AT_TOKENIZE, ENG_ERR_ARG */
 	const struct eng_chat_msg *msgs;
 	size_t n_msgs;
 	int64_t max_tokens;
@@ -327,14 +374,18 @@ struct svc_query_req {
 	uint64_t seed;           /* the sampler's seed (temperature > 0) */
 	int local_only;          /* never ask the shared tier (the caller did: kvsnapd's
 	                          * tier worker, svc_tier_prefetch) */
+	const char *const *stop; /* stop sequences (svc_stops_check), or NULL */
+	size_t n_stop;
 };
 /* Why decoding ended. */
 enum svc_stop {
 	SVC_STOP_EOS = 0,        /* the model ended its turn */
 	SVC_STOP_LENGTH,         /* max_tokens reached */
-	SVC_STOP_CANCELLED       /* the cancel flag was set */
+	SVC_STOP_CANCELLED,      /* the cancel flag was set */
+	SVC_STOP_SEQUENCE        /* a stop sequence matched (svc_answer.stop_index) */
 };
-/* "eos", "length", "cancelled": the stop reason's name in every output. */
+/* "eos", "length", "cancelled", "stop_sequence": the stop reason's name in
+ * every output. */
 const char *svc_stop_name(enum svc_stop stop);
 
 struct svc_answer {
@@ -346,6 +397,7 @@ struct svc_answer {
 	int64_t generated;       /* eng_generate's count */
 	int cancelled;           /* the cancel flag was set when decoding ended */
 	enum svc_stop stop;      /* why decoding ended */
+	int stop_index;          /* SVC_STOP_SEQUENCE: which stop sequence matched */
 	double ttft, seconds;
 	int from_shared;         /* the snapshot came from the shared tier (now local too) */
 };
@@ -365,6 +417,8 @@ struct svc_chat_req {
 	int whole_utf8;
 	float temperature, top_p;
 	uint64_t seed;
+	const char *const *stop; /* stop sequences (svc_stops_check), or NULL */
+	size_t n_stop;
 };
 /* Tokenize, prefill into a fresh cache, decode with the token hook.  0, or
  * -1 with st: SVC_AT_TOKENIZE (ENG_ERR_CONTEXT: the prompt fills the

@@ -25,9 +25,10 @@ int svc_resolve_file(struct store *s, const char *ref, const struct svc_who *w,
 /* Whether the hooks' cancel flag is set. */
 int svc_cancelled(const struct svc_hooks *hk);
 
-/* Generated ids to the token hook as text (emit.c): svc_emit_cb is the
- * eng_generate callback (non-zero when the cancel flag is set); flush
- * hands over the bytes held back at the end. */
+/* Generated ids to the token hook as text (emit.c), through the stop
+ * sequences (stop.c): svc_emit_cb is the eng_generate callback (non-zero
+ * when the cancel flag is set or a stop sequence matched: e->stop.matched);
+ * flush hands over the bytes held back at the end. */
 struct svc_emit {
 	const struct svc *v;
 	const struct svc_hooks *hk;
@@ -36,9 +37,11 @@ struct svc_emit {
 	size_t n_pend;
 	int64_t n;       /* tokens seen */
 	double t0, ttft; /* start, and the time to the first token */
+	struct svc_stopper stop; /* the stop sequences the text goes through */
+	int32_t id;      /* the token being handed on */
 };
 void svc_emit_init(struct svc_emit *e, const struct svc *v, const struct svc_hooks *hk,
-    int whole_utf8);
+    int whole_utf8, const char *const *stop, size_t n_stop);
 int svc_emit_cb(void *arg, int32_t id);
 void svc_emit_flush(struct svc_emit *e);
 

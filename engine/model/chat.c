@@ -513,30 +513,42 @@ int64_t
 eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_t n,
     int32_t **ids)
 {
+	static const char mark = '\0';
 	struct chat_pieces ps = { .cont = 1 };
 	struct eng_chat_msg *m;
-	size_t i, sep;
+	size_t i, sep, own;
 	int64_t k = 0;
 	char *first;
 	int rc, cont = ENG_TOK_CONT_RAW; /* after the document's text */
 	*ids = NULL;
-	if (!c || !msgs || !n || strcmp(msgs[0].role, "user"))
+	if (!c || !msgs || !n)
 		return ENG_ERR_ARG;
-	for (i = 0; i < n; i++)
-		if (!strcmp(msgs[i].role, "system")) /* the snapshot's system turn is fixed */
-			return ENG_ERR_ARG;
-	sep = sep_in_doc(c) ? 0 : 2; /* "\n\n" here unless the document half ends with it */
-	if (!(m = malloc(n * sizeof(*m))) || !(first = malloc(msgs[0].len + 2))) {
+	/* a conversation that opens with a user message continues the
+	 * document's turn; else (a system message first, or an assistant's)
+	 * the document is a user turn of its own and the messages follow it */
+	own = strcmp(msgs[0].role, "user") != 0;
+	sep = own || sep_in_doc(c) ? 0 : 2; /* "\n\n" unless the document half ends with it */
+	if (!(m = malloc((n + own) * sizeof(*m))) || !(first = malloc(msgs[0].len + 2))) {
 		free(m);
 		return ENG_ERR_NOMEM;
 	}
-	memcpy(m, msgs, n * sizeof(*m));
-	memcpy(first, "\n\n", sep);
-	if (msgs[0].len)
-		memcpy(first + sep, msgs[0].content, msgs[0].len);
-	m[0].content = first;
-	m[0].len += sep;
-	rc = render(c, m, n, 1, &ps);
+	memcpy(m + own, msgs, n * sizeof(*m));
+	if (own) /* the document's turn, its content a mark the pieces are cut after */
+		m[0] = (struct eng_chat_msg){ "user", &mark, 1 };
+	else {
+		memcpy(first, "\n\n", sep);
+		if (msgs[0].len)
+			memcpy(first + sep, msgs[0].content, msgs[0].len);
+		m[0].content = first;
+		m[0].len += sep;
+	}
+	rc = render(c, m, n + own, 1, &ps);
+	if (!rc && own) { /* cut after the mark: the document's turn end, then the messages */
+		for (i = 0; i < ps.n && ps.v[i].msg != 0; i++)
+			;
+		if (i < ps.n)
+			ps.v[i].len = 0;
+	}
 	for (i = 0; !rc && i < ps.n && ps.v[i].msg != 0; i++)
 		;
 	if (!rc)

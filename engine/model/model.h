@@ -178,11 +178,15 @@ int64_t eng_chat_doc_ids(const struct eng_chat *c, const char *doc, size_t len,
     int32_t **ids);
 int64_t eng_chat_question_ids(const struct eng_chat *c, const char *q, size_t len,
     int32_t **ids);
-/* The question half of a conversation about the document: msgs[0] is the
- * user's first question (it continues the document's turn after "\n\n"),
- * then assistant and user turns as the template renders them, then the
- * generation prompt; eng_chat_question_ids is it for one question.  A
- * system message is ENG_ERR_ARG (the snapshot's system turn is fixed). */
+/* The question half of a conversation about the document, as the template
+ * renders [user: DOC, msgs...] with the generation prompt: when msgs[0] is
+ * the user's it continues the document's turn after "\n\n" (one question:
+ * eng_chat_question_ids); when it is not (a system message first: the
+ * snapshot's own system turn is fixed, so the caller's follows the
+ * document; or an assistant's) the document's turn ends after the
+ * document and every message is a turn of its own.  ENG_ERR_ARG when the
+ * template refuses the conversation (Gemma, Mistral: a system turn there,
+ * turns that do not alternate). */
 int64_t eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
     size_t n, int32_t **ids);
 /* What follows the user's content: the end of the turn and the generation

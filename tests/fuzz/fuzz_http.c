@@ -85,7 +85,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(msg[0]);
 	code = http_parse(methods[data[0] & 3], uri, ctypes[(data[0] >> 2) & 3],
 	    data[0] & 16 ? "text/event-stream" : NULL, nl ? (const char *)nl + 1 : NULL,
-	    nl ? size - ulen - 2 : 0, &r, &status, msg, sizeof(msg));
+	    nl ? size - ulen - 2 : 0, "SmolLM2-135M-Instruct", &r, &status, msg, sizeof(msg));
 	if (code) {
 		assert(msg[0]);
 		assert(status >= 400 && status < 600);

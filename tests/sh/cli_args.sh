@@ -132,7 +132,7 @@ ok "--version exits 0 (kvsnap, kvsnap ls, kvsnapd)" $?
 [ "$(head -1 "$T/v1")" = "kvsnap $want" ] && [ "$(head -1 "$T/v3")" = "kvsnapd $want" ] &&
 	cmp -s "$T/v1" "$T/v2"
 ok "  kvsnap $want and kvsnapd $want" $?
-grep -q "^protocol 1, snapshot format [0-9]*$" "$T/v1" && grep -q "^backends: cpu; cuda: " "$T/v1" &&
+grep -q "^protocol 2, snapshot format [0-9]*$" "$T/v1" && grep -q "^backends: cpu; cuda: " "$T/v1" &&
 	[ "$(tail -n +2 "$T/v1")" = "$(tail -n +2 "$T/v3")" ]
 _s=$?; ok "  the protocol, the snapshot format and whether CUDA is compiled in: $(tail -1 "$T/v1")" $_s
 if ls "$BUILD"/kernels/cuda/*.o >/dev/null 2>&1; then

@@ -231,7 +231,7 @@ def check(v, t, where):
         ok = {"string": lambda x: isinstance(x, str), "integer": lambda x: type(x) is int,
               "number": lambda x: type(x) in (int, float), "boolean": lambda x: type(x) is bool,
               "array": lambda x: isinstance(x, list),
-              "stop": lambda x: x in ("length", "eos", "cancelled")}[t](v)
+              "stop": lambda x: x in ("length", "eos", "stop_sequence", "cancelled")}[t](v)
         assert ok, "%s: %r is not %s" % (where, v, t)
 def members(o, spec, where):
     extra = set(o) - set(spec)

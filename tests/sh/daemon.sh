@@ -130,7 +130,7 @@ proto '{"id":1,"op":"ingest","text":"a few words","name":"a\u0001b"}' > "$T/o"
 [ "$(code_of < "$T/o")" = bad_request ] && grep -q 'control character' "$T/o" && ! grep -q progress "$T/o"
 ok "control character in a name: bad_request, no work" $?
 proto @big:1100000 '{"id":2,"op":"hello"}' > "$T/big"
-grep -q line_too_long "$T/big" && grep -q '"protocol":1' "$T/big"
+grep -q line_too_long "$T/big" && grep -q '"protocol":2' "$T/big"
 ok "over-long line: line_too_long, then the connection still works" $?
 head -c 600000 /dev/zero | tr '\0' a > "$T/huge.txt"
 proto "@inline:$T/huge.txt,{\"id\":3,\"op\":\"ingest\"}" | code_of > "$T/c"
@@ -141,7 +141,7 @@ printf '\xff\xfe{"id":\x00}\n' | timeout 10 python3 -c '
 import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read()); print(s.makefile("rb").readline().decode())' "$KVSNAP_SOCKET" > "$T/bin"
 grep -q '"error"' "$T/bin"
 ok "binary garbage: an error event" $?
-proto '{"v":1,"id":"h","op":"hello"}' | grep '"protocol":1' >/dev/null; ok "daemon alive after hostile input" $?
+proto '{"v":1,"id":"h","op":"hello"}' | grep '"protocol":2' >/dev/null; ok "daemon alive after hostile input" $?
 proto '{"id":5,"op":"has","doc":"gpl"}' | grep '"stored":true' >/dev/null; ok "has: stored for the profile" $?
 proto '{"id":6,"op":"stats"}' | grep '"docs":1' >/dev/null; ok "stats through the daemon" $?
 
@@ -189,7 +189,7 @@ grep -q too_many_connections "$T/conns"; ok "over --max-connections: too_many_co
 # the daemon sees the 8 closes asynchronously (a new connection can be
 # accepted before them): wait until it has logged them all
 wait_log ": closed (" $((nclosed + 8))
-proto '{"v":1,"id":"h2","op":"hello"}' | grep '"protocol":1' >/dev/null; ok "accepting again after they left" $?
+proto '{"v":1,"id":"h2","op":"hello"}' | grep '"protocol":2' >/dev/null; ok "accepting again after they left" $?
 timeout 120 python3 - "$KVSNAP_SOCKET" "$T/long.txt" > "$T/cancelop" 2>&1 <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])

@@ -60,7 +60,7 @@ printf %s "$(cat "$T/out")" > "$T/expected"
 [ -s "$T/expected" ]; ok "  an answer to compare with" $?
 expect_rc "kvsnap rm gpl" 0 "$K" rm gpl
 timeout 300 "$PY" "$CHECK" unix "$H" main "$T/doc.txt" "$T/expected" "$Q" > "$T/py.out" 2>&1
-tap < "$T/py.out"
+_s=$?; tap < "$T/py.out"; ok "  the openai package's main checks ran to their end" $_s
 
 # ---- malformed requests (curl), the daemon stays up
 code() { # expected-status json-code curl-args...: the status and the error's code
@@ -107,11 +107,54 @@ got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["usage"]["
 want=$("$K" tokenize "$(printf '\n\nWho wrote it?<|im_end|>\n<|im_start|>assistant\nThe FSF.<|im_end|>\n<|im_start|>user\nWhen?<|im_end|>\n<|im_start|>assistant\n_')" | wc -w)
 [ -n "$got" ] && [ "$got" = $((want - 1)) ]
 _s=$?; ok "a document chat's earlier messages are turns ($got prompt tokens, want $((want - 1)))" $_s || cat "$T/mt.json"
+# a system message first: the document's turn ends, the system message and
+# the question are turns of their own (issue 30: was flattened into one question)
 curl -s --max-time 300 "${CURL[@]}" -o "$T/mt.json" -d '{"document":"mt","max_tokens":1,
 	"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"When?"}]}' \
 	"$BASE/v1/chat/completions"
-grep -q '"prompt_tokens"' "$T/mt.json"; ok "  with a system message: answered (as one question)" $?
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["usage"]["prompt_tokens"])' \
+	"$T/mt.json" 2>/dev/null)
+want=$("$K" tokenize "$(printf '<|im_end|>\n<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhen?<|im_end|>\n<|im_start|>assistant\n_')" | wc -w)
+[ -n "$got" ] && [ "$got" = $((want - 1)) ]
+_s=$?; ok "  a system message is a turn after the document's ($got prompt tokens, want $((want - 1)))" $_s || cat "$T/mt.json"
 expect_rc "kvsnap rm mt" 0 "$K" rm mt
+
+# ---- documents as models, stop sequences, conversations (issue 30): the
+# `openai` package and LangChain's ChatOpenAI.  A short document (all of
+# it kept at this budget) whose fact the answers name; the expected text is
+# kvsnap query's own, from this run.
+printf 'The archive code word is PELICAN. The vault opens on Tuesdays. Maria Lopez keeps the key.\n' \
+	> "$T/facts.txt"
+printf 'Notes from the vault: the archive code word is PELICAN. The vault opens on Tuesdays.\n' \
+	> "$T/vault-notes.txt"
+QF="What is the archive code word?"
+expect_rc "kvsnap ingest --name facts" 0 "$K" ingest --name facts "$T/facts.txt"
+expect_rc "kvsnap ingest vault-notes.txt (unnamed)" 0 "$K" ingest "$T/vault-notes.txt"
+expect_rc "kvsnap query -n 24 facts (greedy)" 0 "$K" query -n 24 facts "$QF"
+printf %s "$(cat "$T/out")" > "$T/facts.expected"
+"$K" verify facts > "$T/verify0" 2>&1; v0=$?
+timeout 300 "$PY" "$CHECK" unix "$H" models "$T/facts.expected" "$QF" vault-notes.txt 2>&1 | tap
+ok "  the documents-as-models checks ran to their end" "${PIPESTATUS[0]}"
+timeout 300 "$PY" tests/sh/langchain_check.py "$H" "$T/facts.expected" "$QF" 2>&1 | tap
+ok "  the LangChain checks ran to their end" "${PIPESTATUS[0]}"
+# the socket protocol and the CLI: --stop
+expect_rc "kvsnap query --stop PELICAN --json" 0 "$K" query --json -n 24 --stop PELICAN facts "$QF"
+tail -1 "$T/out" | grep -q '"stop":"stop_sequence".*"stop_sequence":"PELICAN"'
+ok "  ends with stop: stop_sequence, naming it" $?
+! grep -q '"text":"[^"]*PELICAN' "$T/out"; ok "  no token event carries it" $?
+expect_rc "kvsnap query --stop PELICAN" 0 "$K" query -n 24 --stop PELICAN facts "$QF"
+want=$(cat "$T/facts.expected"); want=${want%%PELICAN*}
+[ "$(cat "$T/out")" = "$(printf '%s' "$want")" ]; ok "  prints the answer up to it" $? || cat "$T/out"
+expect_rc "kvsnap query with five --stop: usage" 1 "$K" query --stop a --stop b --stop c \
+	--stop d --stop e facts "$QF"
+# the snapshot stays as stored: conversations ran in scratch caches
+"$K" verify facts > "$T/verify1" 2>&1; ok "  the snapshot verifies after the conversations" $(( $? | v0 ))
+expect_rc "kvsnap query -n 24 facts again" 0 "$K" query -n 24 facts "$QF"
+[ "$(cat "$T/out")" = "$(cat "$T/facts.expected")" ]; ok "  the same answer as before them" $?
+expect_rc "kvsnap rm facts" 0 "$K" rm facts
+vid=$(curl -s --max-time 30 "${CURL[@]}" "$BASE/v1/models/vault-notes.txt" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["doc_id"])')
+expect_rc "kvsnap rm the unnamed document (GET /v1/models/vault-notes.txt's doc_id)" 0 "$K" rm "$vid"
 
 # ---- leaving mid-answer cancels the job
 n0=$(log_count "client left; cancelling")
@@ -141,7 +184,7 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v runuser >
 	chmod -R a+rX "$T/venv" "$T/check.py"
 	timeout 120 runuser -u "$UB" -- "$T/venv/bin/python" "$T/check.py" tcp "$BASE" private \
 		private-doc > "$T/py.out" 2>&1
-	[ "$(grep -c '^ok - ' "$T/py.out")" -eq 3 ]; ok "three checks as $UB" $? || cat "$T/py.out"
+	[ "$(grep -c '^ok - ' "$T/py.out")" -eq 5 ]; ok "five checks as $UB" $? || cat "$T/py.out"
 	tap < "$T/py.out"
 	grep -q "http: uid $(id -u "$UB"): GET /v1/documents" "$T/daemon.log"
 	ok "  the daemon knew $UB's uid from the TCP connection (sock_diag)" $?

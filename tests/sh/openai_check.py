@@ -4,8 +4,10 @@
 #
 #   python openai_check.py unix SOCKET|tcp URL  CHECKS  [ARGS...]
 # CHECKS: "main" (document Q&A vs kvsnap query, streaming, sampling, errors,
-# documents), "tcp" (models over TCP), "private DOC" (this user cannot see
-# DOC), "hangup stream|whole" (leave mid-answer).
+# documents), "models EXPECTED Q FILENAME" (documents as models, stop
+# sequences, conversations, refused fields), "tcp" (models over TCP),
+# "private DOC" (this user cannot see DOC, as a document or a model),
+# "hangup stream|whole" (leave mid-answer).
 import json, sys, time
 
 try:
@@ -13,6 +15,8 @@ try:
 except ImportError:
     import httpx
 import openai
+
+M = "SmolLM2-135M-Instruct"  # the plain model's id (the GGUF file's name)
 
 
 def client(kind, where, timeout=120.0):
@@ -83,7 +87,7 @@ def main(c, hc, base, doc_text, expected, q):
     check("  finish_reason length at max_tokens, usage filled", ch.finish_reason == "length" and
           a.usage.completion_tokens == 24 and a.usage.total_tokens ==
           a.usage.prompt_tokens + 24 and a.object == "chat.completion", a)
-    st = c.chat.completions.create(model="x", max_tokens=24, stream=True,
+    st = c.chat.completions.create(model=M, max_tokens=24, stream=True,
                                    stream_options={"include_usage": True},
                                    messages=[{"role": "user", "content": q}],
                                    extra_body={"document": "gpl"})
@@ -94,28 +98,28 @@ def main(c, hc, base, doc_text, expected, q):
           "%r" % text)
     check("  ends with finish_reason length and a usage chunk", fins == ["length"] and
           chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 24, chunks[-2:])
-    cp = c.completions.create(model="x", prompt=q, max_tokens=24, extra_body={"document": "gpl"})
+    cp = c.completions.create(model=M, prompt=q, max_tokens=24, extra_body={"document": "gpl"})
     check("completions with a document: the prompt is the question", cp.choices[0].text ==
           expected and cp.object == "text_completion", cp)
 
     # the plain model (no document): stop vs length
-    a = c.chat.completions.create(model="x", max_tokens=200, messages=[
+    a = c.chat.completions.create(model=M, max_tokens=200, messages=[
         {"role": "system", "content": "Answer with one word."},
         {"role": "user", "content": "Is water wet? Answer yes or no."}])
     check("chat without a document: the model ends its turn (finish_reason stop)",
           a.choices[0].finish_reason == "stop" and 0 < a.usage.completion_tokens < 200 and
           a.choices[0].message.content, a)
-    a = c.chat.completions.create(model="x", max_tokens=3, messages=[
+    a = c.chat.completions.create(model=M, max_tokens=3, messages=[
         {"role": "user", "content": "Tell me a long story about a dragon."}])
     check("  and length when cut at max_tokens", a.choices[0].finish_reason == "length" and
           a.usage.completion_tokens == 3, a)
-    cp = c.completions.create(model="x", prompt="1, 2, 3, 4,", max_tokens=6)
+    cp = c.completions.create(model=M, prompt="1, 2, 3, 4,", max_tokens=6)
     check("raw completion without a document", cp.choices[0].finish_reason == "length" and
           len(cp.choices[0].text) > 0 and cp.usage.completion_tokens == 6, cp)
 
     # sampling: a seed repeats its answer
     def sample(seed):
-        return c.chat.completions.create(model="x", max_tokens=16, temperature=1.0, top_p=0.95,
+        return c.chat.completions.create(model=M, max_tokens=16, temperature=1.0, top_p=0.95,
                                          seed=seed, messages=[{"role": "user", "content": q}],
                                          extra_body={"document": "gpl"}).choices[0].message.content
     s7 = sample(7)
@@ -125,22 +129,23 @@ def main(c, hc, base, doc_text, expected, q):
     # errors as the package's exception classes
     msgs = [{"role": "user", "content": q}]
     raises("unknown document: NotFoundError", openai.NotFoundError,
-           lambda: c.chat.completions.create(model="x", messages=msgs, max_tokens=4,
+           lambda: c.chat.completions.create(model=M, messages=msgs, max_tokens=4,
                                              extra_body={"document": "no-such-doc"}))
     raises("n=2: BadRequestError", openai.BadRequestError,
-           lambda: c.chat.completions.create(model="x", messages=msgs, n=2, max_tokens=4))
-    raises("stop sequences: BadRequestError", openai.BadRequestError,
-           lambda: c.chat.completions.create(model="x", messages=msgs, stop=["\n"], max_tokens=4))
+           lambda: c.chat.completions.create(model=M, messages=msgs, n=2, max_tokens=4))
+    raises("five stop sequences: BadRequestError", openai.BadRequestError,
+           lambda: c.chat.completions.create(model=M, messages=msgs, stop=list("abcde"),
+                                             max_tokens=4))
     raises("max_tokens 0: BadRequestError", openai.BadRequestError,
-           lambda: c.chat.completions.create(model="x", messages=msgs, max_tokens=0))
+           lambda: c.chat.completions.create(model=M, messages=msgs, max_tokens=0))
     raises("a tool message: BadRequestError", openai.BadRequestError,
-           lambda: c.chat.completions.create(model="x", max_tokens=4, messages=[
+           lambda: c.chat.completions.create(model=M, max_tokens=4, messages=[
                {"role": "tool", "content": "x", "tool_call_id": "1"}]))
     raises("streamed, unknown document: NotFoundError before any chunk", openai.NotFoundError,
-           lambda: list(c.chat.completions.create(model="x", messages=msgs, max_tokens=4,
+           lambda: list(c.chat.completions.create(model=M, messages=msgs, max_tokens=4,
                                                   stream=True, extra_body={"document": "zzzz"})))
     try:
-        c.chat.completions.create(model="x", messages=msgs, max_tokens=4,
+        c.chat.completions.create(model=M, messages=msgs, max_tokens=4,
                                   extra_body={"document": "zzzz"})
     except openai.NotFoundError as e:
         check("  the error object: message, type, code", e.body.get("code") == "not_found" and
@@ -163,12 +168,93 @@ def main(c, hc, base, doc_text, expected, q):
           r.json()["error"]["code"] == "not_found", r.text)
 
 
+def as_models(c, hc, base, expected, q, fname):
+    """Documents as models (issue 30): listed, answered by model name, stop
+    sequences and conversations over them, unsupported fields refused."""
+    ms = c.models.list().data
+    ids = [m.id for m in ms]
+    docs = [m for m in ms if m.id != M]
+    check("models.list: the plain model first, then the documents by name and file name",
+          ids[0] == M and sorted(ids[1:]) == sorted(["facts", fname]), ids)
+    now = time.time()
+    check("  each document with owned_by and created", all(
+        isinstance(m.owned_by, str) and m.owned_by and now - 3600 < m.created <= now + 5
+        for m in docs), docs)
+    check("models.retrieve(facts)", c.models.retrieve("facts").id == "facts")
+    raises("models.retrieve of an unknown id: NotFoundError", openai.NotFoundError,
+           lambda: c.models.retrieve("no-such-model"))
+    msgs = [{"role": "user", "content": q}]
+    a = c.chat.completions.create(model="facts", max_tokens=24, messages=msgs)
+    got = a.choices[0].message.content
+    check("chat with model=facts: kvsnap query's answer from that document", got == expected,
+          "%r vs %r" % (got, expected))
+    check("  naming the inserted fact, with model echoed", "PELICAN" in got and
+          a.model == "facts", a)
+    cp = c.completions.create(model="facts", prompt=q, max_tokens=24)
+    check("completions with model=facts: the same", cp.choices[0].text == expected, cp)
+    a = c.chat.completions.create(model=fname, max_tokens=8, messages=msgs)
+    check("chat with model=<file name> of an unnamed document: answered",
+          a.choices[0].finish_reason in ("stop", "length") and a.usage.prompt_tokens > 0, a)
+    try:
+        c.chat.completions.create(model="gpt-4o-mini", max_tokens=4, messages=msgs)
+        check("an unknown model: NotFoundError, never the plain model", False, "answered")
+    except openai.NotFoundError as e:
+        check("an unknown model: NotFoundError (code model_not_found), never the plain model",
+              e.body.get("code") == "model_not_found" and "gpt-4o-mini" in e.body["message"],
+              e.body)
+    a = c.chat.completions.create(model="kvsnap", max_tokens=24, messages=msgs,
+                                  extra_body={"document": "facts"})
+    check("document given: it wins over model (a placeholder there still answers)",
+          a.choices[0].message.content == expected, a)
+
+    # stop sequences: matched across tokens, not in the output, finish_reason stop
+    cut = expected[:expected.find("PELICAN")]
+    a = c.chat.completions.create(model="facts", max_tokens=24, messages=msgs,
+                                  stop=["PELICAN", "zebra"])
+    got = a.choices[0].message.content
+    check("stop=PELICAN: the answer up to it, finish_reason stop", "PELICAN" in expected and
+          got == cut and a.choices[0].finish_reason == "stop", "%r (want %r) %s" %
+          (got, cut, a.choices[0].finish_reason))
+    st = c.chat.completions.create(model="facts", max_tokens=24, messages=msgs, stop="PELICAN",
+                                   stream=True)
+    chunks = list(st)
+    text = "".join(k.choices[0].delta.content or "" for k in chunks if k.choices)
+    fins = [k.choices[0].finish_reason for k in chunks if k.choices and k.choices[0].finish_reason]
+    check("  streamed: the chunks hold none of it (held back), finish_reason stop",
+          text == cut and fins == ["stop"], "%r %s" % (text, fins))
+    cp = c.completions.create(model="facts", prompt=q, max_tokens=24, stop="PELICAN")
+    check("  completions too", cp.choices[0].text == cut and cp.choices[0].finish_reason == "stop",
+          cp)
+
+    # conversations: every message a turn; unsupported fields named
+    a = c.chat.completions.create(model="facts", max_tokens=8, messages=[
+        {"role": "system", "content": "Answer in one word."}, {"role": "user", "content": q}])
+    check("a system message over a document: answered", a.choices[0].finish_reason in
+          ("stop", "length") and a.usage.prompt_tokens > 0, a)
+    for field, kw in (("tools", {"tools": [{"type": "function", "function": {"name": "f",
+                                                                             "parameters": {}}}]}),
+                      ("response_format", {"response_format": {"type": "json_object"}}),
+                      ("logprobs", {"logprobs": True}),
+                      ("frequency_penalty", {"frequency_penalty": 0.5})):
+        try:
+            c.chat.completions.create(model="facts", max_tokens=4, messages=msgs, **kw)
+            check("%s: BadRequestError" % field, False, "answered")
+        except openai.BadRequestError as e:
+            check("%s: BadRequestError naming it" % field, field in e.body.get("message", ""),
+                  e.body)
+
+
 def private(c, hc, base, doc):
+    ms = [m.id for m in c.models.list().data]
+    check("another user's models.list does not show it", ms == [M], ms)
+    raises("  nor answers it by model name (NotFoundError)", openai.NotFoundError,
+           lambda: c.chat.completions.create(model=doc, max_tokens=4, messages=[
+               {"role": "user", "content": "What is it?"}]))
     r = hc.get(base + "/documents")
     check("another user's list over TCP does not show it", r.status_code == 200 and
           doc not in [d.get("name") for d in r.json()["data"]], r.text)
     raises("another user asking over TCP: NotFoundError", openai.NotFoundError,
-           lambda: c.chat.completions.create(model="x", max_tokens=4, messages=[
+           lambda: c.chat.completions.create(model=M, max_tokens=4, messages=[
                {"role": "user", "content": "What is it?"}], extra_body={"document": doc}))
     r = hc.delete(base + "/documents/" + doc)
     check("  nor delete it (404)", r.status_code == 404, r.text)
@@ -177,7 +263,7 @@ def private(c, hc, base, doc):
 def hangup(c, hc, base, how):
     msgs = [{"role": "user", "content": "Write a very long essay about the history of Rome."}]
     if how == "stream":
-        st = c.chat.completions.create(model="x", max_tokens=4000, stream=True, messages=msgs)
+        st = c.chat.completions.create(model=M, max_tokens=4000, stream=True, messages=msgs)
         n = 0
         for k in st:
             n += 1
@@ -189,7 +275,7 @@ def hangup(c, hc, base, how):
     else:
         short, _, _ = client(sys.argv[1], sys.argv[2], timeout=2.0)
         raises("left a whole answer after 2 s (timeout)", openai.APITimeoutError,
-               lambda: short.chat.completions.create(model="x", max_tokens=4000, messages=msgs))
+               lambda: short.chat.completions.create(model=M, max_tokens=4000, messages=msgs))
 
 
 if __name__ == "__main__":
@@ -199,6 +285,8 @@ if __name__ == "__main__":
         doc_text = open(sys.argv[4]).read()
         expected = open(sys.argv[5]).read()
         main(c, hc, base, doc_text, expected, sys.argv[6])
+    elif what == "models":
+        as_models(c, hc, base, open(sys.argv[4]).read(), sys.argv[5], sys.argv[6])
     elif what == "tcp":
         ms = c.models.list().data
         check("models.list over loopback TCP", [m.id for m in ms] == ["SmolLM2-135M-Instruct"], ms)
