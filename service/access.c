@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/fail.h"
+#include "common/escape.h"
 #include "service/service_internal.h"
 
 int
@@ -73,13 +74,12 @@ struct access_file {
 	char listed[ACCESS_FILE_LISTED * 128];
 };
 
-/* The file name of a document's source ("" for "(descriptor)", stdin). */
-static const char *
-access_base(const char *source)
+const char *
+svc_doc_file_name(const struct store_doc *d)
 {
-	const char *b = strrchr(source, '/');
-	b = b && b[1] ? b + 1 : source;
-	return b[0] == '(' ? "" : b;
+	const char *base = strrchr(d->source, '/');
+	base = base && base[1] ? base + 1 : d->source;
+	return base[0] && base[0] != '(' && kv_utf8_valid(base, strlen(base)) ? base : "";
 }
 
 static int
@@ -89,7 +89,7 @@ access_file_cb(void *arg, const struct store_doc *d)
 	char hex[2 * SNAP_ID_BYTES + 1];
 	size_t len;
 
-	if (strcmp(access_base(d->source), a->ref) || !svc_may_read(d, a->w))
+	if (strcmp(svc_doc_file_name(d), a->ref) || !svc_may_read(d, a->w))
 		return 0;
 	if (a->n == 0)
 		memcpy(a->doc_id, d->doc_id, SNAP_ID_BYTES);

@@ -21,16 +21,6 @@ struct models_walk {
 	int nomem;
 };
 
-/* A document's file name: its source's last path part, when it is one
- * ("(descriptor)", "(HTTP)": the daemon had no path). */
-static const char *
-models_file_name(const struct store_doc *d)
-{
-	const char *base = strrchr(d->source, '/');
-	base = base && base[1] ? base + 1 : d->source;
-	return base[0] && base[0] != '(' && kv_utf8_valid(base, strlen(base)) ? base : "";
-}
-
 static int
 models_cb(void *arg, const struct store_doc *d)
 {
@@ -51,7 +41,7 @@ models_cb(void *arg, const struct store_doc *d)
 	memcpy(m->doc_id, d->doc_id, SNAP_ID_BYTES);
 	if (kv_utf8_valid(d->name, strlen(d->name)))
 		snprintf(m->name, sizeof(m->name), "%s", d->name);
-	snprintf(m->file, sizeof(m->file), "%s", models_file_name(d));
+	snprintf(m->file, sizeof(m->file), "%s", svc_doc_file_name(d));
 	m->created_us = d->created_us;
 	m->shared = d->shared;
 	m->owner = d->n_owners ? (int64_t)d->owners[0] : -1;

@@ -11,6 +11,11 @@
  * already in st->why); returns -1. */
 int svc_fail(struct svc_status *st, enum svc_step step, int rc);
 
+/* A document's file name, as `kvsnap ls` shows an unnamed one: its source's
+ * last path part; "" when the daemon had no path ("(descriptor)",
+ * "(HTTP)") or it is not UTF-8 (access.c; models.c lists it). */
+const char *svc_doc_file_name(const struct store_doc *d);
+
 /* A DOC reference as the store resolves it (id, prefix, name), nothing
  * more: svc_resolve and svc_resolve_as add the file name. */
 int svc_resolve_store(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
