@@ -6,7 +6,7 @@
  * usage: bench_qa [-m GGUF] [-t THREADS] [--qa DIR] [--docs N] [--doc NAME,...]
  *        [--questions LIST] [--policies a,b,c] [--policy NAME:OPTS]
  *        [--ratios 0.5,0.25,0.125,0.0625] [--chunk 512] [--max-new 48]
- *        [--json FILE] [--list] [-v]
+ *        [--quants fp16,q8,q4,...] [--json FILE] [--list] [-v]
  *
  * Each document is read once as `kvsnap ingest FILE` reads it (the file's
  * bytes as they are, through eng_chat_doc_ids: the start of the user turn)
@@ -46,6 +46,20 @@
  * prints the documents' token counts and the questions, and stops;
  * --policies none runs only the full-cache reference.
  *
+ * --quants LIST: every (policy, R) row becomes one row per stored precision
+ * (snap_quant_parse names): the cache is ingested once, put through the
+ * snapshot codec at that precision (zstd level 3, as kvsnap stores it), and
+ * the questions are asked on what comes back; such a row also reports the
+ * stored bytes (every record, header included) per document token and the
+ * decode time of the records (snap_roundtrip_measured).  Without it the
+ * questions are asked on the in-memory cache, as before.
+ *
+ * kvzip:from=R0 ingests each document once at R0, keeps that cache as its
+ * fp16 snapshot would hold it (codec round trip: fp16 rows and scores),
+ * and makes every row's cache from a copy of it, cut to the row's budget by
+ * the stored scores (eng_kvzip_shrink, as `kvsnap shrink` does; the row
+ * at R >= R0 is the copy itself).
+ *
  * Output: the table on stdout (with each document's token count and the
  * full cache's results), progress on stderr, and with --json FILE every
  * reply and the summary (rewritten after each document, "complete": true
@@ -61,6 +75,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "snapshot/snapshot_io.h"
 
 #define QA_MAX_POLICIES 32
 #define QA_MAX_RATIOS 16
@@ -81,6 +96,8 @@ struct qa_opts {
 	int n_doc_filter;
 	unsigned char *qsel; /* qsel[i] != 0: ask question i (1-based) of each doc */
 	int qsel_max;
+	int quants[16];      /* --quants: enum snap_quant; n_quants 0: in memory */
+	int n_quants;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -243,6 +260,7 @@ struct qa_doc {
 	int n_q, cap_q;
 	int first_q;      /* index of q[0] in the run's global question list */
 	double ref_ingest_s, ref_answer_s;
+	double full_fp16_bytes; /* the full cache's fp16 snapshot (with --quants) */
 	int ref_done;
 };
 
@@ -591,6 +609,8 @@ struct qa_row {
 	char spec[256];       /* as given */
 	char desc[768];       /* eng_policy_describe, "ratio=R" for the budget */
 	double ratio;         /* 1 for full */
+	int quant;            /* enum snap_quant, -1: the in-memory cache */
+	double bytes, load_s; /* stored bytes and decode seconds (sums; quant >= 0) */
 	int skip;             /* the policy is not run (why in note) */
 	char note[512];
 	struct qa_count all, kind[2], band[QA_N_BANDS];
@@ -606,7 +626,7 @@ struct qa_row {
 		char note[256];
 		char desc[768];   /* eng_policy_describe, with this document's budget */
 		int64_t budget;
-		double kept, ingest_s, answer_s;
+		double kept, ingest_s, answer_s, bytes, load_s;
 		struct qa_count c;
 	} *doc;
 };
@@ -623,6 +643,19 @@ struct qa_bench {
 	int64_t ctx_chunk, n_extra;
 	int64_t *len0, *len1; /* (n_layer * n_head_kv) scratch */
 	char why[512];
+	/* the cache of the last (document, spec, ratio), shared by its
+	 * precision rows, and its ingest's numbers */
+	struct eng_kv *cur_kv;
+	int cur_doc;
+	char cur_spec[256];
+	double cur_ratio, cur_kept, cur_ingest_s;
+	char cur_desc[768];
+	/* kvzip:from=R0: the document's cache at R0 as its fp16 snapshot
+	 * holds it, for (src_doc, src_opts) */
+	struct eng_kv *src_kv;
+	const struct qa_doc *src_doc;
+	char src_opts[512];
+	double src_ingest_s;
 };
 
 /* A ctx whose chunks hold at least `chunk` tokens. */
@@ -777,18 +810,52 @@ qa_ingest(struct qa_bench *b, const struct qa_doc *d, const char *name, const ch
 		eng_fail(b->why, sizeof(b->why), rc, "eng_ctx_init: %s", eng_strerror(rc));
 		goto out;
 	}
-	if ((rc = eng_kv_init(kv, b->m, eng_policy_rows_per_head(src ? src : p, d->n,
-	    b->o->chunk, b->n_extra)))) {
-		eng_fail(b->why, sizeof(b->why), rc, "eng_kv_init: %s", eng_strerror(rc));
-		goto out;
+	if (src) {
+		/* the source at R0 once per document, then a copy of it per row */
+		if (b->src_doc != d || strcmp(b->src_opts, opts)) {
+			struct eng_kv *full = NULL;
+			double t0 = eng_now();
+			eng_kv_free(b->src_kv);
+			b->src_kv = NULL;
+			b->src_doc = NULL;
+			if ((rc = eng_kv_init(&full, b->m, eng_policy_rows_per_head(src, d->n,
+			    b->o->chunk, b->n_extra)))) {
+				eng_fail(b->why, sizeof(b->why), rc, "eng_kv_init: %s", eng_strerror(rc));
+				goto out;
+			}
+			rc = eng_ingest(b->ctx, full, src, d->ids, d->n, b->o->chunk, NULL);
+			if (rc)
+				eng_fail(b->why, sizeof(b->why), rc, "ingest of %lld tokens: %s",
+				    (long long)d->n, eng_strerror(rc));
+			else
+				rc = snap_roundtrip(full, b->m, SNAP_FP16, b->n_extra, &b->src_kv, b->why,
+				    sizeof(b->why));
+			eng_kv_free(full);
+			if (rc)
+				goto out;
+			b->src_doc = d;
+			snprintf(b->src_opts, sizeof(b->src_opts), "%s", opts);
+			b->src_ingest_s = eng_now() - t0;
+		}
+		/* fp16 rows and scores go through the codec unchanged: a copy */
+		if ((rc = snap_roundtrip(b->src_kv, b->m, SNAP_FP16, b->n_extra, kv, b->why,
+		    sizeof(b->why))))
+			goto out;
+		if (budget < (int64_t)ceil(r0 * (double)d->n) &&
+		    (rc = eng_kvzip_shrink(p, *kv, d->n, b->why, sizeof(b->why))))
+			goto out;
+	} else {
+		if ((rc = eng_kv_init(kv, b->m, eng_policy_rows_per_head(p, d->n, b->o->chunk,
+		    b->n_extra)))) {
+			eng_fail(b->why, sizeof(b->why), rc, "eng_kv_init: %s", eng_strerror(rc));
+			goto out;
+		}
+		if ((rc = eng_ingest(b->ctx, *kv, p, d->ids, d->n, b->o->chunk, NULL))) {
+			eng_fail(b->why, sizeof(b->why), rc, "ingest of %lld tokens: %s",
+			    (long long)d->n, eng_strerror(rc));
+			goto out;
+		}
 	}
-	if ((rc = eng_ingest(b->ctx, *kv, src ? src : p, d->ids, d->n, b->o->chunk, NULL))) {
-		eng_fail(b->why, sizeof(b->why), rc, "ingest of %lld tokens: %s", (long long)d->n,
-		    eng_strerror(rc));
-		goto out;
-	}
-	if (src && (rc = eng_kvzip_shrink(p, *kv, d->n, b->why, sizeof(b->why))))
-		goto out;
 	*kept_out = qa_mean_units(*kv);
 out:
 	if (rc) {
@@ -930,6 +997,8 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 				ok += d->q[k].ref_ok;
 			fprintf(f, ",\"full_answered\":%d,\"ingest_s\":%.2f,\"answer_s\":%.2f", ok,
 			    d->ref_ingest_s, d->ref_answer_s);
+			if (o->n_quants)
+				fprintf(f, ",\"full_fp16_bytes\":%.0f", d->full_fp16_bytes);
 		}
 		fputc('}', f);
 	}
@@ -964,6 +1033,10 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 		qa_json_str(f, w->spec);
 		fputs(",\"policy\":", f);
 		qa_json_str(f, w->desc);
+		if (w->quant >= 0)
+			fprintf(f, ",\"quant\":\"%s\",\"bytes\":%.0f,\"bytes_per_token\":%.2f,"
+			    "\"load_s\":%.4f", snap_quant_name(w->quant), w->bytes,
+			    w->n_tok > 0 ? w->bytes / w->n_tok : 0.0, w->load_s);
 		fprintf(f, ",\"ratio\":%g,\"docs_run\":%d,\"doc_tokens\":%.0f,\"kept_units\":%.1f,"
 		    "\"kept_share\":%.4f,\"ingest_s\":%.2f,\"answer_s\":%.2f,", w->ratio, w->docs_run,
 		    w->n_tok, w->kept, w->n_tok > 0 ? w->kept / w->n_tok : 0.0, w->ingest_s, w->answer_s);
@@ -988,6 +1061,7 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 				continue;
 			fprintf(f, "%s{\"doc\":", k++ ? "," : "");
 			qa_json_str(f, set->d[i].file);
+			fprintf(f, ",\"tokens\":%lld", (long long)set->d[i].n);
 			if (!rd->run) {
 				fputs(",\"skipped\":", f);
 				qa_json_str(f, rd->note);
@@ -996,8 +1070,11 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 			}
 			fputs(",\"policy\":", f);
 			qa_json_str(f, rd->desc);
-			fprintf(f, ",\"budget\":%lld,\"kept_units\":%.1f,\"ingest_s\":%.2f,\"answer_s\":%.2f,"
-			    "\"count\":", (long long)rd->budget, rd->kept, rd->ingest_s, rd->answer_s);
+			fprintf(f, ",\"budget\":%lld,\"kept_units\":%.1f,\"ingest_s\":%.2f,\"answer_s\":%.2f,",
+			    (long long)rd->budget, rd->kept, rd->ingest_s, rd->answer_s);
+			if (w->quant >= 0)
+				fprintf(f, "\"bytes\":%.0f,\"load_s\":%.4f,", rd->bytes, rd->load_s);
+			fputs("\"count\":", f);
 			qa_json_count(f, &rd->c);
 			fputc('}', f);
 		}
@@ -1059,8 +1136,9 @@ qa_table(const struct qa_set *set, const struct qa_row *rows, int n_rows)
 		for (j = 0; j < set->d[i].n_q; j++)
 			n_full_ok += set->d[i].q[j].ref_ok;
 	printf("\nfull cache (reference): %d/%d questions answered\n\n", n_full_ok, set->n_q);
-	printf("%-16s %7s %16s %9s %7s %8s %9s %9s %9s\n", "policy", "R", "kept (share)",
-	    "answered", "share", "ROUGE-L", "raw", "ingest_s", "answer_s");
+	printf("%-16s %6s %7s %16s %9s %7s %8s %9s %9s %9s %8s %8s\n", "policy", "quant", "R",
+	    "kept (share)", "answered", "share", "ROUGE-L", "raw", "ingest_s", "answer_s", "B/token",
+	    "load_ms");
 	for (r = 0; r < n_rows; r++) {
 		const struct qa_row *w = &rows[r];
 		if (w->skip || !w->docs_run)
@@ -1071,13 +1149,19 @@ qa_table(const struct qa_set *set, const struct qa_row *rows, int n_rows)
 			snprintf(sh, sizeof(sh), "%.1f%%", 100.0 * w->all.answered / w->all.full_ok);
 		else
 			snprintf(sh, sizeof(sh), "-");
-		printf("%-16.16s %7.4g %16s %9s %7s %8.3f %9s %9.1f %9.1f\n", w->spec, w->ratio, kept,
+		printf("%-16.16s %6s %7.4g %16s %9s %7s %8.3f %9s %9.1f %9.1f", w->spec,
+		    w->quant >= 0 ? snap_quant_name(w->quant) : "mem", w->ratio, kept,
 		    qa_frac(a, sizeof(a), w->all.answered, w->all.full_ok), sh,
 		    w->all.n ? w->all.rouge / w->all.n : 0.0,
 		    qa_frac(raw, sizeof(raw), w->all.raw, w->all.n), w->ingest_s, w->answer_s);
+		if (w->quant >= 0)
+			printf(" %8.1f %8.1f\n", w->n_tok > 0 ? w->bytes / w->n_tok : 0.0,
+			    1e3 * w->load_s);
+		else
+			printf(" %8s %8s\n", "-", "-");
 	}
 	printf("\nanswered / full-cache answered, by kind and by depth of the fact\n");
-	printf("%-16s %7s %9s %9s", "policy", "R", "fact", "subject");
+	printf("%-16s %6s %7s %9s %9s", "policy", "quant", "R", "fact", "subject");
 	for (k = 0; k < QA_N_BANDS; k++) {
 		char hd[32];
 		snprintf(hd, sizeof(hd), "%.1f-%.1f", (double)k / QA_N_BANDS,
@@ -1089,7 +1173,8 @@ qa_table(const struct qa_set *set, const struct qa_row *rows, int n_rows)
 		const struct qa_row *w = &rows[r];
 		if (w->skip || !w->docs_run)
 			continue;
-		printf("%-16.16s %7.4g %9s", w->spec, w->ratio,
+		printf("%-16.16s %6s %7.4g %9s", w->spec,
+		    w->quant >= 0 ? snap_quant_name(w->quant) : "mem", w->ratio,
 		    qa_frac(a, sizeof(a), w->kind[QA_FACT].answered, w->kind[QA_FACT].full_ok));
 		printf(" %9s", qa_frac(a, sizeof(a), w->kind[QA_SUBJECT].answered,
 		    w->kind[QA_SUBJECT].full_ok));
@@ -1118,7 +1203,7 @@ qa_usage(void)
 	    "usage: bench_qa [-m GGUF] [-t THREADS] [--qa DIR] [--docs N] [--doc NAME,...]\n"
 	    "       [--questions LIST] [--policies a,b,c] [--policy NAME:OPTS]\n"
 	    "       [--ratios 0.5,0.25,0.125,0.0625] [--chunk 512] [--max-new 48]\n"
-	    "       [--json FILE] [--list] [-v]\n");
+	    "       [--quants fp16,q8,q4,...] [--json FILE] [--list] [-v]\n");
 }
 
 /* A positive int option; -1 when it is not one. */
@@ -1158,6 +1243,7 @@ qa_args(struct qa_opts *o, int argc, char **argv)
 		{ "ratios", required_argument, NULL, 'R' }, { "chunk", required_argument, NULL, 'c' },
 		{ "max-new", required_argument, NULL, 'n' }, { "json", required_argument, NULL, 'j' },
 		{ "list", no_argument, NULL, 'l' }, { "verbose", no_argument, NULL, 'v' },
+		{ "quants", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	int c, have_p = 0, have_r = 0;
@@ -1212,6 +1298,21 @@ qa_args(struct qa_opts *o, int argc, char **argv)
 				goto bad;
 			break;
 		case 'j': o->json = optarg; break;
+		case 'K': {
+			char *names[16];
+			int n = 0, i, bad = 0;
+			if (qa_add_list(names, &n, 16, optarg))
+				goto bad;
+			for (i = 0; i < n; i++) {
+				if ((o->quants[i] = snap_quant_parse(names[i])) < 0)
+					bad = 1;
+				free(names[i]);
+			}
+			o->n_quants = n;
+			if (bad || !n)
+				goto bad;
+			break;
+		}
 		case 'l': o->list = 1; break;
 		case 'v': o->verbose = 1; break;
 		case 'h':
@@ -1268,6 +1369,17 @@ qa_reference(struct qa_bench *b, struct qa_doc *d)
 	if ((rc = qa_ingest(b, d, "full", "", 0, &kv, &kept, &refused, NULL, 0)))
 		return rc;
 	d->ref_ingest_s = eng_now() - t0;
+	if (b->o->n_quants) { /* the bytes every precision is measured against */
+		struct eng_kv *back = NULL;
+		struct snap_rt_stats st;
+		if ((rc = snap_roundtrip_measured(kv, b->m, SNAP_FP16, SNAP_ZLEVEL_DEFAULT, 1, &back,
+		    &st, b->why, sizeof(b->why)))) {
+			eng_kv_free(kv);
+			return rc;
+		}
+		eng_kv_free(back);
+		d->full_fp16_bytes = (double)st.bytes;
+	}
 	t0 = eng_now();
 	for (k = 0; k < d->n_q && !rc; k++) {
 		struct qa_q *q = &d->q[k];
@@ -1301,19 +1413,45 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 		budget = 1;
 	rd->budget = is_full ? d->n : budget;
 	b->why[0] = 0;
-	rc = qa_ingest(b, d, name, opts, budget, &kv, &kept, &refused, rd->desc, sizeof(rd->desc));
-	if (rc) {
-		/* a policy that refuses this budget skips the document */
-		/* the note keeps the reason's first sizeof(note) - 1 bytes */
-		snprintf(rd->note, sizeof(rd->note), "%.*s", (int)sizeof(rd->note) - 1,
-		    b->why[0] ? b->why : eng_strerror(rc));
-		return refused ? 1 : rc;
+	/* the precision rows of one (spec, R) share its cache */
+	if (!b->cur_kv || b->cur_doc != di || strcmp(b->cur_spec, w->spec) ||
+	    b->cur_ratio != w->ratio) {
+		eng_kv_free(b->cur_kv);
+		b->cur_kv = NULL;
+		rc = qa_ingest(b, d, name, opts, budget, &b->cur_kv, &kept, &refused, b->cur_desc,
+		    sizeof(b->cur_desc));
+		if (rc) {
+			/* a policy that refuses this budget skips the document */
+			/* the note keeps the reason's first sizeof(note) - 1 bytes */
+			snprintf(rd->note, sizeof(rd->note), "%.*s", (int)sizeof(rd->note) - 1,
+			    b->why[0] ? b->why : eng_strerror(rc));
+			b->cur_kv = NULL;
+			return refused ? 1 : rc;
+		}
+		b->cur_doc = di;
+		snprintf(b->cur_spec, sizeof(b->cur_spec), "%s", w->spec);
+		b->cur_ratio = w->ratio;
+		b->cur_kept = kept;
+		b->cur_ingest_s = eng_now() - t0;
+	}
+	snprintf(rd->desc, sizeof(rd->desc), "%s", b->cur_desc);
+	kept = b->cur_kept;
+	rd->ingest_s = b->cur_ingest_s;
+	kv = b->cur_kv;
+	if (w->quant >= 0) {
+		struct snap_rt_stats st;
+		if ((rc = snap_roundtrip_measured(b->cur_kv, b->m, w->quant, SNAP_ZLEVEL_DEFAULT,
+		    b->n_extra, &kv, &st, b->why, sizeof(b->why)))) {
+			snprintf(rd->note, sizeof(rd->note), "%.*s", (int)sizeof(rd->note) - 1, b->why);
+			return rc;
+		}
+		rd->bytes = (double)st.bytes;
+		rd->load_s = st.load_s;
 	}
 	rd->run = 1;
 	rd->kept = kept;
 	if (!w->docs_run) /* parameters derived from the budget: the first document's */
 		qa_desc(rd->desc, w->ratio, w->desc, sizeof(w->desc));
-	rd->ingest_s = eng_now() - t0;
 	t0 = eng_now();
 	for (k = d->n_q - 1; k >= 0; k--) {
 		struct qa_q *q = &d->q[k];
@@ -1337,10 +1475,13 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 			fprintf(stderr, "  %s R=%g q%d [%s] -> \"%s\"%s rougeL %.2f\n", w->spec, w->ratio,
 			    q->num, q->expected, reply, w->ok[gi] ? "" : "  MISS", w->rouge[gi]);
 	}
-	eng_kv_free(kv);
+	if (kv != b->cur_kv)
+		eng_kv_free(kv);
 	rd->answer_s = eng_now() - t0;
 	if (rc)
 		return rc;
+	w->bytes += rd->bytes;
+	w->load_s += rd->load_s;
 	w->kept += kept;
 	w->n_tok += (double)d->n;
 	w->ingest_s += rd->ingest_s;
@@ -1412,7 +1553,8 @@ main(int argc, char **argv)
 	}
 	b.len0 = malloc((size_t)b.m->hp.n_layer * (size_t)b.m->hp.n_head_kv * sizeof(int64_t));
 	b.len1 = malloc((size_t)b.m->hp.n_layer * (size_t)b.m->hp.n_head_kv * sizeof(int64_t));
-	rows = calloc((size_t)o.n_spec * (size_t)o.n_ratios + 1, sizeof(*rows));
+	rows = calloc(((size_t)o.n_spec * (size_t)o.n_ratios + 1) *
+	    (size_t)(o.n_quants ? o.n_quants : 1), sizeof(*rows));
 	if (!b.len0 || !b.len1 || !rows) {
 		fprintf(stderr, "bench_qa: out of memory\n");
 		status = 1;
@@ -1435,10 +1577,13 @@ main(int argc, char **argv)
 			eng_policy_describe(p, desc, sizeof(desc));
 		eng_policy_free(p);
 		is_full = !strcmp(name, "full");
-		for (ri = 0; ri < (is_full || skip ? 1 : o.n_ratios); ri++) {
+		for (ri = 0; ri < (is_full || skip ? 1 : o.n_ratios) * (o.n_quants ? o.n_quants : 1);
+		    ri++) {
 			struct qa_row *w = &rows[n_rows++];
+			int qi = o.n_quants ? ri % o.n_quants : 0;
 			snprintf(w->spec, sizeof(w->spec), "%s", o.spec[si]);
-			w->ratio = is_full ? 1.0 : skip ? 0.0 : o.ratios[ri];
+			w->quant = o.n_quants ? o.quants[qi] : -1;
+			w->ratio = is_full ? 1.0 : skip ? 0.0 : o.ratios[o.n_quants ? ri / o.n_quants : ri];
 			w->skip = skip;
 			qa_desc(desc, w->ratio, w->desc, sizeof(w->desc));
 			if (skip) {
@@ -1499,13 +1644,19 @@ main(int argc, char **argv)
 				status = 1;
 				break;
 			}
-			fprintf(stderr, "bench_qa: [%.0f s] %s %s R=%g: kept %.0f of %lld, answered %d/%d "
+			fprintf(stderr, "bench_qa: [%.0f s] %s %s %s R=%g: kept %.0f of %lld, answered %d/%d "
 			    "(raw %d/%d), ROUGE-L %.3f (ingest %.1f s, answers %.1f s)\n",
-			    eng_now() - t_start, d->file, w->spec, w->ratio, w->doc[i].kept, (long long)d->n,
+			    eng_now() - t_start, d->file, w->spec, w->quant >= 0 ?
+			    snap_quant_name(w->quant) : "mem", w->ratio, w->doc[i].kept, (long long)d->n,
 			    w->doc[i].c.answered, w->doc[i].c.full_ok, w->doc[i].c.raw, w->doc[i].c.n,
 			    w->doc[i].c.n ? w->doc[i].c.rouge / w->doc[i].c.n : 0.0, w->doc[i].ingest_s,
 			    w->doc[i].answer_s);
 		}
+		eng_kv_free(b.cur_kv); /* the next document's rows ingest their own */
+		b.cur_kv = NULL;
+		eng_kv_free(b.src_kv);
+		b.src_kv = NULL;
+		b.src_doc = NULL;
 		if (o.json && qa_json_write(&b, &set, rows, n_rows, 0, eng_now() - t_start))
 			status = 1;
 	}
@@ -1516,6 +1667,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_qa: done in %.0f s\n", eng_now() - t_start);
 	}
 out:
+	eng_kv_free(b.cur_kv);
+	eng_kv_free(b.src_kv);
 	for (r = 0; r < n_rows; r++)
 		qa_row_free(&rows[r], set.n_q);
 	free(rows);

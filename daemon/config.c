@@ -32,7 +32,7 @@ dcfg_usage(FILE *f)
 	fprintf(f,
 	    "usage: kvsnapd [--config FILE] [--socket PATH] [--state DIR] [--model GGUF]\n"
 	    "               [--heads FILE] [--policy NAME] [--opts K=V,...] [--budget N]\n"
-	    "               [--chunk N] [--quant fp16|q4|q4kc] [--threads N] [--backend cpu|cuda] [--workers N]\n"
+	    "               [--chunk N] [--quant Q] [--threads N] [--backend cpu|cuda] [--workers N]\n"
 	    "               [--max-connections N] [--max-connections-per-user N] [--idle-timeout S]\n"
 	    "               [--request-timeout S] [--max-jobs N] [--log-level L] [--share yes|no]\n"
 	    "               [--http unix:PATH|127.0.0.1:PORT|[::1]:PORT|localhost:PORT]\n"
@@ -53,7 +53,7 @@ dcfg_usage(FILE *f)
 	    "  --budget N          units kept per KV head per layer instead of a ratio\n"
 	    "                      (the later of budget and ratio, file then flags, wins)\n"
 	    "  --chunk N           ingest chunk size, 1 to 65536 (default 512)\n"
-	    "  --quant Q           fp16, q4 or q4kc (default fp16)\n"
+	    "  --quant Q           fp16, q8, q4, q4kc, q4h or q4kch (default fp16)\n"
 	    "  -t, --threads N     threads per model worker (default: all cores)\n"
 	    "  --backend NAME      cpu (default) or cuda: where the model runs\n"
 	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"

@@ -62,7 +62,7 @@ main_open(struct daemon *d)
 	int quant;
 
 	if ((quant = snap_quant_parse(d->cfg.quant)) < 0) {
-		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q4, q4kc)", d->cfg.quant);
+		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q8, q4, q4kc, q4h, q4kch)", d->cfg.quant);
 		return -1;
 	}
 	if (eng_use_backend(d->cfg.backend, st.why, sizeof(st.why))) {

@@ -1,5 +1,5 @@
 /*
- * qpack.c: fp16 and q4 packing of K / V rows (layouts and the rounding
+ * qpack.c: fp16, q4 and q8 packing of K / V rows (layouts and the rounding
  * rules in qpack.h).  Pure functions of their arguments: no allocation, no
  * state, safe from any thread.
  */
@@ -11,6 +11,7 @@
 
 #define QP_F16_MAX 65504.0f
 #define QP_Q4_GROUP_BYTES (4 + QP_GROUP / 2) /* δ, μ, 32 codes */
+#define QP_Q8_GROUP_BYTES (4 + QP_GROUP)     /* δ, μ, 32 codes */
 
 /* ------------------------------------------------------------------------ */
 /* fp16 helpers                                                              */
@@ -79,16 +80,17 @@ qp_sat(float x)
 }
 
 /* ------------------------------------------------------------------------ */
-/* q4 core                                                                   */
+/* q4 / q8 core (levels L = 15 or 255)                                      */
 
 struct qp_q4 {
 	uint16_t d16, m16; /* as stored */
 	double d, m;       /* their values */
+	unsigned levels;   /* L: the largest code */
 };
 
 /* Scale and min of n values x[0], x[stride], … (saturated, no NaN). */
 static struct qp_q4
-qp_fit(const float *x, int64_t n, size_t stride)
+qp_fit(const float *x, int64_t n, size_t stride, unsigned levels)
 {
 	struct qp_q4 q;
 	float lo = qp_sat(x[0]), hi = lo;
@@ -98,10 +100,11 @@ qp_fit(const float *x, int64_t n, size_t stride)
 		lo = v < lo ? v : lo;
 		hi = v > hi ? v : hi;
 	}
+	q.levels = levels;
 	q.m16 = qp_f16_floor(lo);
 	q.m = kern_f16_to_f32(q.m16);
-	q.d16 = qp_f16_ceil(((double)hi - q.m) / 15.0);
-	while (q.m + 15.0 * kern_f16_to_f32(q.d16) < (double)hi)
+	q.d16 = qp_f16_ceil(((double)hi - q.m) / levels);
+	while (q.m + (double)levels * kern_f16_to_f32(q.d16) < (double)hi)
 		q.d16 = qp_f16_up_step(q.d16); /* the division rounded down */
 	q.d = kern_f16_to_f32(q.d16);
 	return q;
@@ -114,7 +117,7 @@ qp_code(const struct qp_q4 *q, float x)
 	if (q->d == 0.0)
 		return 0;
 	t = floor(((double)qp_sat(x) - q->m) / q->d + 0.5);
-	return t < 0.0 ? 0u : t > 15.0 ? 15u : (unsigned)t;
+	return t < 0.0 ? 0u : t > (double)q->levels ? q->levels : (unsigned)t;
 }
 
 /* x̂ = μ + q·δ in float, two statements so no compiler fuses them. */
@@ -156,6 +159,8 @@ qp_bytes(enum qp_scheme s, uint64_t n, int d)
 		return n * (du / QP_GROUP) * QP_Q4_GROUP_BYTES;
 	case QP_Q4_CH:
 		return (n + QP_GROUP - 1) / QP_GROUP * 4 * du + n * du / 2;
+	case QP_Q8:
+		return n * (du / QP_GROUP) * QP_Q8_GROUP_BYTES;
 	}
 	return 0;
 }
@@ -176,13 +181,30 @@ qp_q4_row_encode(const float *src, int64_t n, int d, uint8_t *dst)
 	for (r = 0; r < n; r++)
 		for (g = 0; g < d / QP_GROUP; g++) {
 			const float *x = src + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
-			struct qp_q4 q = qp_fit(x, QP_GROUP, 1);
+			struct qp_q4 q = qp_fit(x, QP_GROUP, 1, 15);
 			qp_put16(dst, q.d16);
 			qp_put16(dst + 2, q.m16);
 			for (j = 0; j < QP_GROUP / 2; j++)
 				dst[4 + j] = (uint8_t)(qp_code(&q, x[2 * j]) |
 				    qp_code(&q, x[2 * j + 1]) << 4);
 			dst += QP_Q4_GROUP_BYTES;
+		}
+}
+
+static void
+qp_q8_row_encode(const float *src, int64_t n, int d, uint8_t *dst)
+{
+	int64_t r;
+	int g, j;
+	for (r = 0; r < n; r++)
+		for (g = 0; g < d / QP_GROUP; g++) {
+			const float *x = src + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			struct qp_q4 q = qp_fit(x, QP_GROUP, 1, 255);
+			qp_put16(dst, q.d16);
+			qp_put16(dst + 2, q.m16);
+			for (j = 0; j < QP_GROUP; j++)
+				dst[4 + j] = (uint8_t)qp_code(&q, x[j]);
+			dst += QP_Q8_GROUP_BYTES;
 		}
 }
 
@@ -195,6 +217,7 @@ qp_pair_read(const uint8_t *p)
 	q.m16 = qp_get16(p + 2);
 	q.d = kern_f16_to_f32(q.d16);
 	q.m = kern_f16_to_f32(q.m16);
+	q.levels = 15;
 	return q;
 }
 
@@ -206,7 +229,7 @@ qp_q4_ch_group_encode(const float *src, int64_t gn, int d, uint8_t *dst)
 	int64_t r;
 	int c;
 	for (c = 0; c < d; c++) {
-		struct qp_q4 q = qp_fit(src + c, gn, (size_t)d);
+		struct qp_q4 q = qp_fit(src + c, gn, (size_t)d, 15);
 		qp_put16(dst + 4 * c, q.d16);
 		qp_put16(dst + 4 * c + 2, q.m16);
 	}
@@ -233,6 +256,10 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 		return -1;
 	if (s == QP_Q4) {
 		qp_q4_row_encode(src, n, d, dst);
+		return 0;
+	}
+	if (s == QP_Q8) {
+		qp_q8_row_encode(src, n, d, dst);
 		return 0;
 	}
 	for (g = 0; g < n; g += QP_GROUP)
@@ -274,6 +301,28 @@ qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 }
 
 static int
+qp_q8_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
+{
+	int64_t r;
+	int g, j;
+	for (r = 0; r < n; r++)
+		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q8_GROUP_BYTES) {
+			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
+			float dd, mm, *x;
+			if (!qp_pair_ok(d16, m16))
+				return -1;
+			if (!dst)
+				continue;
+			dd = kern_f16_to_f32(d16);
+			mm = kern_f16_to_f32(m16);
+			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			for (j = 0; j < QP_GROUP; j++)
+				x[j] = qp_dequant(mm, dd, src[4 + j]);
+		}
+	return 0;
+}
+
+static int
 qp_q4_ch_group_decode(const uint8_t *src, int64_t gn, int d, float *dst)
 {
 	const uint8_t *codes = src + 4 * (size_t)d;
@@ -305,6 +354,8 @@ qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
 	}
 	if (s == QP_Q4)
 		return qp_q4_row_decode(src, n, d, dst);
+	if (s == QP_Q8)
+		return qp_q8_row_decode(src, n, d, dst);
 	for (g = 0; g < n; g += QP_GROUP) {
 		int64_t gn = n - g < QP_GROUP ? n - g : QP_GROUP;
 		if (qp_q4_ch_group_decode(src, gn, d, dst ? dst + (size_t)g * (size_t)d : NULL))

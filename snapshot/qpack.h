@@ -15,14 +15,16 @@
  *            over the group's rows) followed by the group's rows of codes,
  *            d/2 bytes each, channel 2c in the low nibble:
  *            ceil(n/32)·4·d + n·d/2 bytes.
+ *   QP_Q8    q8 along the row, as QP_Q4 with 8-bit codes: each group
+ *            [fp16 δ][fp16 μ][32 code bytes]: n·(d/32)·36 bytes.
  *
- * Quantization (both q4 schemes): values are saturated to ±65504 (the fp16
- * range); μ = the largest fp16 <= min, δ = the smallest fp16 >= (max − μ)/15
- * (bumped until μ + 15δ >= max), so every value lies in [μ, μ + 15δ] and
- * q = round((x − μ)/δ) never clamps: |x − x̂| <= δ/2 up to float rounding,
- * with x̂ = μ + q·δ evaluated in float.  δ = 0 when the range is one fp16
- * value.  The decoder refuses a non-finite μ or δ and a negative δ (the
- * encoder never writes them).
+ * Quantization (every q scheme, L = 15 for q4, 255 for q8): values are
+ * saturated to ±65504 (the fp16 range); μ = the largest fp16 <= min, δ =
+ * the smallest fp16 >= (max − μ)/L (bumped until μ + Lδ >= max), so every
+ * value lies in [μ, μ + Lδ] and q = round((x − μ)/δ) never clamps:
+ * |x − x̂| <= δ/2 up to float rounding, with x̂ = μ + q·δ evaluated in
+ * float.  δ = 0 when the range is one fp16 value.  The decoder refuses a
+ * non-finite μ or δ and a negative δ (the encoder never writes them).
  */
 #ifndef SNAPSHOT_QPACK_H
 #define SNAPSHOT_QPACK_H
@@ -35,18 +37,19 @@
 enum qp_scheme {
 	QP_F16 = 0,
 	QP_Q4 = 1,
-	QP_Q4_CH = 2
+	QP_Q4_CH = 2,
+	QP_Q8 = 3
 };
 
 /* Bytes of n rows of d values under scheme; 0 when n == 0. */
 uint64_t qp_bytes(enum qp_scheme s, uint64_t n, int d);
 
-/* Pack n rows of src (n, d) into dst (qp_bytes bytes).  0, or -1 when a q4
+/* Pack n rows of src (n, d) into dst (qp_bytes bytes).  0, or -1 when a q
  * scheme meets a NaN (nothing sensible to store). */
 int qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst);
 
 /* Unpack qp_bytes(s, n, d) bytes of src into dst (n, d); dst == NULL only
- * validates.  0, or -1 for a corrupt block (a bad q4 scale or min). */
+ * validates.  0, or -1 for a corrupt block (a bad scale or min). */
 int qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst);
 
 #endif /* SNAPSHOT_QPACK_H */

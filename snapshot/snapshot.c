@@ -6,14 +6,19 @@
  * Every record is stored as ONE zstd frame that declares its content size;
  * the decoded bytes are the layout below, all integers little-endian, and
  * end with the BLAKE2b-128 of every byte before it.  A decoder reads, in
- * order: magic, version (SNAP_ERR_VERSION if not ours), checksum, fields;
+ * order: magic, version (SNAP_ERR_VERSION if not 1 or 2), checksum, fields;
  * every count is checked against the bytes left and the record must be
  * consumed exactly.  The header further lists the BLAKE2b-128 of each layer
  * record as stored (compressed), checked before anything is decompressed.
  *
- * Header record (format version 1)
+ * Format versions: 2 is 1 with the quant values 3, 4, 5 added; a record's
+ * version is snap_quant_version(quant) (1 for quant 0..2, 2 for 3..5), and a
+ * record whose version is not its quant's is refused, so every snapshot has
+ * one encoding and version-1 snapshots are read and written as before.
+ *
+ * Header record (format versions 1 and 2)
  *   0   "KVSH"
- *   4   u32 version (SNAP_FORMAT_VERSION)
+ *   4   u32 version (snap_quant_version(quant))
  *   8   u32 n_layer             1..1024
  *   12  u32 n_head              1..1024
  *   16  u32 n_head_kv           divides n_head
@@ -21,7 +26,7 @@
  *   24  u64 n_tokens
  *   32  u32 next_pos
  *   36  u8 pos_mode             enum eng_pos_mode (0, 1)
- *   37  u8 quant                enum snap_quant (0, 1, 2)
+ *   37  u8 quant                enum snap_quant (0, 1, 2; version 2: 3, 4, 5)
  *   38  u8 has_pod              0, 1
  *   39  u8 F                    model_fp length: 0 or 64
  *   40  u16 P                   profile length, < SNAP_MAX_PROFILE, no NUL
@@ -35,9 +40,9 @@
  *                   every layer of a block has its anchor's counts)
  *       u8[16] BLAKE2b-128 of all the above
  *
- * Layer record (format version 1)
+ * Layer record (format versions 1 and 2)
  *   0   "KVSL"
- *   4   u32 version
+ *   4   u32 version             equal to the header's
  *   8   u32 layer               the record's own layer index
  *   12  u32 n_head_kv, 16 u32 head_dim     equal to the header's
  *   20  u8 quant, u8 has_pod    equal to the header's
@@ -56,8 +61,14 @@
  *                               k_prefix + k_suffix: the first k_prefix and
  *                               the last k_suffix units), pre-RoPE, packed
  *                               per qpack.h: fp16 (SNAP_FP16), QP_Q4
- *                               (SNAP_Q4), QP_Q4_CH (SNAP_Q4_KC)
- *         V block               count rows: fp16, or QP_Q4 for both q4s
+ *                               (SNAP_Q4, SNAP_Q4_H), QP_Q4_CH (SNAP_Q4_KC,
+ *                               SNAP_Q4_KC_H), QP_Q8 (SNAP_Q8)
+ *         V block               count rows: fp16, QP_Q8 for q8, QP_Q4 for
+ *                               the q4s
+ *       Under SNAP_Q4_H and SNAP_Q4_KC_H every K and V row is multiplied by
+ *       the orthonormal Hadamard matrix (hadamard.h) before it is packed;
+ *       the decoder unpacks and multiplies by it again (it is its own
+ *       inverse).
  *       u8[16] BLAKE2b-128 of all the above
  *
  * Zip bombs: a frame is decompressed only if its declared size is at most
@@ -76,6 +87,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "snapshot/hadamard.h"
 #include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
 
@@ -127,6 +139,12 @@ snap_quant_parse(const char *name)
 		return SNAP_Q4;
 	if (!strcmp(name, "q4kc"))
 		return SNAP_Q4_KC;
+	if (!strcmp(name, "q8"))
+		return SNAP_Q8;
+	if (!strcmp(name, "q4h"))
+		return SNAP_Q4_H;
+	if (!strcmp(name, "q4kch"))
+		return SNAP_Q4_KC_H;
 	return -1;
 }
 
@@ -140,8 +158,30 @@ snap_quant_name(int quant)
 		return "q4";
 	case SNAP_Q4_KC:
 		return "q4kc";
+	case SNAP_Q8:
+		return "q8";
+	case SNAP_Q4_H:
+		return "q4h";
+	case SNAP_Q4_KC_H:
+		return "q4kch";
 	}
 	return NULL;
+}
+
+int
+snap_quant_version(int quant)
+{
+	if (quant >= SNAP_FP16 && quant <= SNAP_Q4_KC)
+		return 1;
+	if (quant > SNAP_Q4_KC && quant <= SNAP_QUANT_MAX)
+		return 2;
+	return 0;
+}
+
+int
+snap_quant_rotated(int quant)
+{
+	return quant == SNAP_Q4_H || quant == SNAP_Q4_KC_H;
 }
 
 /* Put prefix before the reason a check left in why; returns err. */
@@ -347,7 +387,7 @@ snap_unseal(const uint8_t *buf, size_t len, uint64_t bound, const char *what, ui
  * r covers the fields (the checksum excluded). */
 static int
 snap_open_record(const uint8_t *rec, size_t len, const char *magic, size_t min_len,
-    const char *what, struct snap_r *r, char *why, size_t why_len)
+    const char *what, struct snap_r *r, uint32_t *version_out, char *why, size_t why_len)
 {
 	uint8_t sum[SNAP_SUM_BYTES];
 	uint32_t version;
@@ -359,9 +399,9 @@ snap_open_record(const uint8_t *rec, size_t len, const char *magic, size_t min_l
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: truncated (%zu bytes)", what,
 		    len);
 	version = (uint32_t)(rec[4] | rec[5] << 8 | rec[6] << 16 | (uint32_t)rec[7] << 24);
-	if (version != SNAP_FORMAT_VERSION)
+	if (version < 1 || version > SNAP_FORMAT_VERSION)
 		return eng_fail(why, why_len, SNAP_ERR_VERSION,
-		    "%s: format version %u, this build reads %d", what, version,
+		    "%s: format version %u, this build reads 1 to %d", what, version,
 		    SNAP_FORMAT_VERSION);
 	if (len < min_len + SNAP_SUM_BYTES)
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: truncated (%zu bytes)", what,
@@ -374,6 +414,7 @@ snap_open_record(const uint8_t *rec, size_t len, const char *magic, size_t min_l
 	r->at = 8;
 	r->len = len - SNAP_SUM_BYTES;
 	r->bad = 0;
+	*version_out = version;
 	return 0;
 }
 
@@ -406,8 +447,11 @@ snap_dims_check(const struct snap_header *h, char *why, size_t why_len)
 	if (!snap_quant_name(h->quant))
 		return eng_fail(why, why_len, -1, "bad quantization %d", h->quant);
 	if (h->quant != SNAP_FP16 && h->head_dim % QP_GROUP)
-		return eng_fail(why, why_len, -1, "q4 needs head_dim a multiple of %d, not %d",
-		    QP_GROUP, h->head_dim);
+		return eng_fail(why, why_len, -1, "%s needs head_dim a multiple of %d, not %d",
+		    snap_quant_name(h->quant), QP_GROUP, h->head_dim);
+	if (snap_quant_rotated(h->quant) && !hd_dim_ok(h->head_dim))
+		return eng_fail(why, why_len, -1, "%s needs head_dim a power of two, not %d",
+		    snap_quant_name(h->quant), h->head_dim);
 	return 0;
 }
 
@@ -456,7 +500,7 @@ static int
 snap_header_check(const struct snap_header *h, char *why, size_t why_len)
 {
 	int l, m;
-	if (h->version != SNAP_FORMAT_VERSION)
+	if (h->version < 1 || h->version > SNAP_FORMAT_VERSION)
 		return eng_fail(why, why_len, -1, "format version %u", h->version);
 	if (snap_dims_check(h, why, why_len) || snap_text_check(h, why, why_len))
 		return -1;
@@ -560,7 +604,7 @@ snap_header_encode(const struct snap_header *h, int zlevel, uint8_t **out, size_
 	if (!(w.p = malloc(w.cap)))
 		return SNAP_ERR_NOMEM;
 	snap_w_bytes(&w, "KVSH", 4);
-	snap_w_uint(&w, h->version, 4);
+	snap_w_uint(&w, (uint64_t)snap_quant_version(h->quant), 4);
 	snap_w_uint(&w, (uint64_t)h->n_layer, 4);
 	snap_w_uint(&w, (uint64_t)h->n_head, 4);
 	snap_w_uint(&w, (uint64_t)h->n_head_kv, 4);
@@ -595,7 +639,6 @@ static void
 snap_header_read_fixed(struct snap_r *r, struct snap_header *h, size_t *fp_len,
     size_t *prof_len, int *reserved)
 {
-	h->version = SNAP_FORMAT_VERSION; /* checked by snap_open_record */
 	h->n_layer = (int)snap_r_uint(r, 4);
 	h->n_head = (int)snap_r_uint(r, 4);
 	h->n_head_kv = (int)snap_r_uint(r, 4);
@@ -662,6 +705,10 @@ snap_header_parse(struct snap_r *r, struct snap_header *h, char *why, size_t why
 	if (snap_dims_check(h, why, why_len)) {
 		return snap_refail(why, why_len, SNAP_ERR_CORRUPT, "header: ");
 	}
+	if ((int)h->version != snap_quant_version(h->quant))
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
+		    "header: quantization %s in a format version %u record",
+		    snap_quant_name(h->quant), h->version);
 	want = snap_header_size((uint64_t)h->n_layer, (uint64_t)h->n_head_kv, h->has_pod, fp_len,
 	    prof_len);
 	if (want != (uint64_t)r->len + SNAP_SUM_BYTES)
@@ -694,7 +741,8 @@ snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *
 		return eng_fail(why, why_len, SNAP_ERR_ARG, "header: no bytes");
 	rc = snap_unseal(buf, len, SNAP_HDR_MAX, "header", &rec, &n, why, why_len);
 	if (!rc)
-		rc = snap_open_record(rec, n, "KVSH", SNAP_HDR_FIXED, "header", &r, why, why_len);
+		rc = snap_open_record(rec, n, "KVSH", SNAP_HDR_FIXED, "header", &r, &h->version, why,
+		    why_len);
 	if (!rc)
 		rc = snap_header_parse(&r, h, why, why_len);
 	free(rec);
@@ -711,13 +759,38 @@ snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *
 static enum qp_scheme
 snap_k_scheme(int quant)
 {
-	return quant == SNAP_FP16 ? QP_F16 : quant == SNAP_Q4 ? QP_Q4 : QP_Q4_CH;
+	switch (quant) {
+	case SNAP_FP16:
+		return QP_F16;
+	case SNAP_Q8:
+		return QP_Q8;
+	case SNAP_Q4_KC:
+	case SNAP_Q4_KC_H:
+		return QP_Q4_CH;
+	}
+	return QP_Q4;
 }
 
 static enum qp_scheme
 snap_v_scheme(int quant)
 {
-	return quant == SNAP_FP16 ? QP_F16 : QP_Q4;
+	return quant == SNAP_FP16 ? QP_F16 : quant == SNAP_Q8 ? QP_Q8 : QP_Q4;
+}
+
+/* rows (n, hd) rotated by H into a new buffer (*tmp), or rows themselves
+ * when the form does not rotate; NULL when out of memory. */
+static const float *
+snap_rotated(int quant, const float *rows, int64_t n, int hd, float **tmp)
+{
+	size_t nv = (size_t)n * (size_t)hd;
+	*tmp = NULL;
+	if (!snap_quant_rotated(quant))
+		return rows;
+	if (!(*tmp = malloc((nv ? nv : 1) * sizeof(float))))
+		return NULL;
+	memcpy(*tmp, rows, nv * sizeof(float));
+	hd_rotate_rows(*tmp, n, hd);
+	return *tmp;
 }
 
 /* The largest record a head of n units can take (the zip-bomb bound). */
@@ -799,13 +872,22 @@ snap_key_block(const struct eng_kv *kv, int layer, int m, int64_t kp, int64_t ks
 /* ------------------------------------------------------------------------ */
 /* Layer encode                                                              */
 
+/* Pack n rows under the K or V scheme of quant (rotated first under _H). */
 static int
-snap_put_block(struct snap_w *w, enum qp_scheme s, const float *src, int64_t n, int hd)
+snap_put_block(struct snap_w *w, int quant, enum qp_scheme s, const float *src, int64_t n,
+    int hd)
 {
 	uint8_t *dst = snap_w_take(w, qp_bytes(s, (uint64_t)n, hd));
+	const float *rows;
+	float *tmp;
+	int rc;
 	if (!dst)
 		return SNAP_ERR_ARG; /* unreachable: the bound covers it */
-	return qp_encode(s, src, n, hd, dst) ? SNAP_ERR_ARG : 0;
+	if (!(rows = snap_rotated(quant, src, n, hd, &tmp)))
+		return SNAP_ERR_NOMEM;
+	rc = qp_encode(s, rows, n, hd, dst) ? SNAP_ERR_ARG : 0;
+	free(tmp);
+	return rc;
 }
 
 static int
@@ -836,11 +918,11 @@ snap_head_encode(struct snap_w *w, const struct eng_kv *kv, int layer, int m,
 		snap_w_uint(w, kern_f32_to_f16(score[i]), 2);
 	if (!(keys = snap_key_block(kv, layer, m, kp, ks, &tmp)))
 		return SNAP_ERR_NOMEM;
-	rc = snap_put_block(w, snap_k_scheme(h->quant), keys, kp + ks, h->head_dim);
+	rc = snap_put_block(w, h->quant, snap_k_scheme(h->quant), keys, kp + ks, h->head_dim);
 	free(tmp);
 	if (!rc)
-		rc = snap_put_block(w, snap_v_scheme(h->quant), L->v + (size_t)L->off[m] * hd, n,
-		    h->head_dim);
+		rc = snap_put_block(w, h->quant, snap_v_scheme(h->quant),
+		    L->v + (size_t)L->off[m] * hd, n, h->head_dim);
 	return rc;
 }
 
@@ -875,7 +957,7 @@ snap_layer_encode(const struct eng_kv *kv, int layer, struct snap_header *h, int
 	if (!(w.p = malloc(w.cap)))
 		return SNAP_ERR_NOMEM;
 	snap_w_bytes(&w, "KVSL", 4);
-	snap_w_uint(&w, SNAP_FORMAT_VERSION, 4);
+	snap_w_uint(&w, (uint64_t)snap_quant_version(h->quant), 4);
 	snap_w_uint(&w, (uint64_t)layer, 4);
 	snap_w_uint(&w, (uint64_t)h->n_head_kv, 4);
 	snap_w_uint(&w, (uint64_t)h->head_dim, 4);
@@ -978,9 +1060,11 @@ snap_get_block(const struct snap_lp *p, struct snap_r *r, int m, enum qp_scheme 
 		return snap_lp_fail(p, m, msg);
 	}
 	if (qp_decode(s, src, n, p->h->head_dim, dst)) {
-		snprintf(msg, sizeof(msg), "bad q4 scale or min in the %s", what);
+		snprintf(msg, sizeof(msg), "bad scale or min in the %s", what);
 		return snap_lp_fail(p, m, msg);
 	}
+	if (dst && snap_quant_rotated(p->h->quant))
+		hd_rotate_rows(dst, n, p->h->head_dim); /* H is its own inverse */
 	return 0;
 }
 
@@ -1040,12 +1124,15 @@ snap_layer_parse(const struct snap_lp *p, const uint8_t *rec, size_t len)
 	const struct snap_header *h = p->h;
 	char what[32];
 	struct snap_r r = { 0 };
+	uint32_t version = 0;
 	int rc, m;
 
 	snprintf(what, sizeof(what), "layer %d", p->layer);
-	if ((rc = snap_open_record(rec, len, "KVSL", SNAP_LAYER_FIXED, what, &r, p->why,
+	if ((rc = snap_open_record(rec, len, "KVSL", SNAP_LAYER_FIXED, what, &r, &version, p->why,
 	         p->why_len)))
 		return rc;
+	if ((int)version != snap_quant_version(h->quant))
+		return snap_lp_fail(p, -1, "format version differs from the header's");
 	if (snap_r_uint(&r, 4) != (uint64_t)p->layer)
 		return snap_lp_fail(p, -1, "record is for another layer");
 	if (snap_r_uint(&r, 4) != (uint64_t)h->n_head_kv ||
@@ -1200,17 +1287,21 @@ struct snap_acc {
 
 /* Pack and unpack n rows of src under s, accumulating |x − x̂|. */
 static int
-snap_qerr_block(enum qp_scheme s, const float *src, int64_t n, int hd, struct snap_acc *acc)
+snap_qerr_block(int quant, enum qp_scheme s, const float *src, int64_t n, int hd,
+    struct snap_acc *acc)
 {
 	size_t nv = (size_t)n * (size_t)hd, i;
 	uint8_t *bytes = malloc(qp_bytes(s, (uint64_t)n, hd) + 1);
-	float *back = malloc((nv ? nv : 1) * sizeof(float));
+	float *back = malloc((nv ? nv : 1) * sizeof(float)), *tmp = NULL;
+	const float *rows = snap_rotated(quant, src, n, hd, &tmp);
 	int rc = SNAP_ERR_NOMEM;
 
-	if (bytes && back) {
-		rc = qp_encode(s, src, n, hd, bytes) || qp_decode(s, bytes, n, hd, back)
+	if (bytes && back && rows) {
+		rc = qp_encode(s, rows, n, hd, bytes) || qp_decode(s, bytes, n, hd, back)
 		    ? SNAP_ERR_ARG
 		    : 0;
+		if (!rc && snap_quant_rotated(quant))
+			hd_rotate_rows(back, n, hd);
 		for (i = 0; !rc && i < nv; i++) {
 			double e = fabs((double)src[i] - (double)back[i]);
 			acc->max = e > acc->max ? e : acc->max;
@@ -1220,6 +1311,7 @@ snap_qerr_block(enum qp_scheme s, const float *src, int64_t n, int hd, struct sn
 	}
 	free(bytes);
 	free(back);
+	free(tmp);
 	return rc;
 }
 
@@ -1240,10 +1332,11 @@ snap_layer_qerr(const struct eng_kv *kv, int layer, const struct snap_header *h,
 		snap_key_rows(h, layer, m, L->pos + L->off[m], L->len[m], &kp, &ks);
 		if (!(keys = snap_key_block(kv, layer, m, kp, ks, &tmp)))
 			return SNAP_ERR_NOMEM;
-		rc = snap_qerr_block(snap_k_scheme(h->quant), keys, kp + ks, h->head_dim, &ka);
+		rc = snap_qerr_block(h->quant, snap_k_scheme(h->quant), keys, kp + ks, h->head_dim,
+		    &ka);
 		free(tmp);
 		if (!rc)
-			rc = snap_qerr_block(snap_v_scheme(h->quant),
+			rc = snap_qerr_block(h->quant, snap_v_scheme(h->quant),
 			    L->v + (size_t)L->off[m] * (size_t)h->head_dim, L->len[m], h->head_dim, &va);
 	}
 	if (rc)

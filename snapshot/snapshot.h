@@ -12,7 +12,9 @@
  * Layer record, per KV head: count, positions (delta-coded varints,
  * strictly increasing), scores (fp16), then K rows and V rows as fp16 or q4
  * (asymmetric, groups of 32 along head_dim, fp16 scale and min; SNAP_Q4_KC
- * groups the keys per channel instead: 32 consecutive units of one channel).
+ * groups the keys per channel instead: 32 consecutive units of one channel),
+ * or q8, and under the _H forms K and V rows are rotated by the orthonormal
+ * Hadamard matrix before packing and rotated back when loaded.
  * K rows are the pre-RoPE keys.  Under PoD a non-anchor (layer, head) stores
  * only the k_prefix + k_suffix key rows the windows still need
  * (spec/pod.md §3.6); values are always complete.
@@ -32,7 +34,13 @@
 #include "engine/engine.h"   /* struct eng_kv, enum eng_pos_mode */
 #include "storage/store.h"   /* STORE_ID_BYTES, STORE_HEAD_RECORD */
 
-#define SNAP_FORMAT_VERSION 1
+/* The newest record format this build writes and reads.  A snapshot's
+ * records carry the oldest version that has its quantization
+ * (snap_quant_version): the forms of version 1 are written byte for byte as
+ * before, so their profiles (which name the version) and every stored
+ * snapshot stay what they were; version 2 added q8 and the Hadamard-rotated
+ * forms and nothing else. */
+#define SNAP_FORMAT_VERSION 2
 #define SNAP_HEADER_LAYER STORE_HEAD_RECORD /* the header is the store's head record */
 #define SNAP_SUM_BYTES 16                   /* BLAKE2b-128 */
 #define SNAP_ID_BYTES STORE_ID_BYTES        /* doc_id, profile_id: BLAKE2b-256 */
@@ -49,13 +57,25 @@ enum snap_err {
 const char *snap_strerror(int err);
 
 enum snap_quant {
-	SNAP_FP16 = 0, /* K and V as fp16 */
-	SNAP_Q4 = 1,   /* K and V q4, groups of 32 along head_dim */
-	SNAP_Q4_KC = 2 /* V as SNAP_Q4; K q4 grouped per channel (32 units) */
+	SNAP_FP16 = 0,   /* K and V as fp16 */
+	SNAP_Q4 = 1,     /* K and V q4, groups of 32 along head_dim */
+	SNAP_Q4_KC = 2,  /* V as SNAP_Q4; K q4 grouped per channel (32 units) */
+	/* format version 2: */
+	SNAP_Q8 = 3,     /* K and V q8, groups of 32 along head_dim */
+	SNAP_Q4_H = 4,   /* SNAP_Q4 of the rows rotated by H (hadamard.h) */
+	SNAP_Q4_KC_H = 5 /* SNAP_Q4_KC of the rows rotated by H */
 };
-/* "fp16", "q4", "q4kc" <-> enum; -1 for an unknown name. */
+#define SNAP_QUANT_MAX SNAP_Q4_KC_H
+/* "fp16", "q4", "q4kc", "q8", "q4h", "q4kch" <-> enum; -1 for an unknown
+ * name. */
 int snap_quant_parse(const char *name);
 const char *snap_quant_name(int quant);
+/* The record format version a snapshot of this quantization is written in
+ * (1 or 2; 0 for an unknown one). */
+int snap_quant_version(int quant);
+/* 1 when the form rotates K and V rows by H before packing them (head_dim
+ * must then be a power of two). */
+int snap_quant_rotated(int quant);
 
 /* PoD metadata of a snapshot (spec/pod.md §3.6). */
 struct snap_pod {
@@ -68,7 +88,8 @@ struct snap_pod {
  * after snap_header_decode (free with snap_header_free); for encode the
  * caller owns them. */
 struct snap_header {
-	uint32_t version;                 /* SNAP_FORMAT_VERSION */
+	uint32_t version;                 /* decoded: the record's; encoding writes
+	                                   * snap_quant_version(quant) */
 	char model_fp[65];                /* eng_model_fingerprint(), hex */
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile[SNAP_MAX_PROFILE];   /* the canonical text profile_id hashes */

@@ -46,10 +46,10 @@ snap_profile(char *text, size_t cap, uint8_t id[SNAP_ID_BYTES], const char *mode
 	int n;
 	if (!text || cap == 0)
 		return SNAPIO_ERR_ARG;
-	if (eng_policy_profile(p, pol, sizeof(pol)) >= sizeof(pol))
+	if (!snap_quant_name(quant) || eng_policy_profile(p, pol, sizeof(pol)) >= sizeof(pol))
 		return SNAPIO_ERR_ARG;
 	n = snprintf(text, cap, "kvsnap-snapshot/%d model=%s policy=%s chunk=%lld quant=%s",
-	    SNAP_FORMAT_VERSION, model_fp, pol, (long long)chunk, snap_quant_name(quant));
+	    snap_quant_version(quant), model_fp, pol, (long long)chunk, snap_quant_name(quant));
 	if (n < 0 || (size_t)n >= cap || (size_t)n >= SNAP_MAX_PROFILE)
 		return SNAPIO_ERR_ARG;
 	if (sodium_init() < 0)
@@ -215,41 +215,74 @@ int
 snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, int64_t n_extra,
     struct eng_kv **out, char *why, size_t why_len)
 {
+	return snap_roundtrip_measured(kv, m, quant, 1, n_extra, out, NULL, why, why_len);
+}
+
+int
+snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int quant,
+    int zlevel, int64_t n_extra, struct eng_kv **out, struct snap_rt_stats *st, char *why,
+    size_t why_len)
+{
 	struct snap_header h;
 	struct eng_kv *back = NULL;
-	uint8_t *buf = NULL;
-	size_t len;
+	uint8_t **rec = NULL, *hdr = NULL;
+	size_t *len = NULL, hdr_len = 0;
+	double t0;
 	int l, rc;
 
 	*out = NULL;
 	memset(&h, 0, sizeof(h));
+	if (st)
+		memset(st, 0, sizeof(*st));
 	if ((rc = snap_header_from_kv(&h, kv, m->hp.n_head)))
 		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool");
 	h.quant = quant;
-	if ((rc = eng_kv_init(&back, m, io_rows_per_head(&h, n_extra)))) {
+	rec = calloc((size_t)kv->n_layer, sizeof(*rec));
+	len = calloc((size_t)kv->n_layer, sizeof(*len));
+	if (!rec || !len || (rc = eng_kv_init(&back, m, io_rows_per_head(&h, n_extra)))) {
 		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache");
 		goto out;
 	}
-	for (l = 0; l < kv->n_layer; l++) {
-		if ((rc = snap_layer_encode(kv, l, &h, 1, &buf, &len)) ||
-		    (rc = snap_layer_decode(buf, len, &h, l, back, why, why_len))) {
+	/* every record first (the header lists their checksums), then the
+	 * decode alone is what a load does after reading the store */
+	for (l = 0; l < kv->n_layer; l++)
+		if ((rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]))) {
 			rc = eng_fail(why, why_len, io_from_snap(rc), "layer %d: %s", l,
 			    snap_strerror(rc));
 			goto out;
 		}
-		free(buf);
-		buf = NULL;
+	if (st) {
+		if ((rc = snap_header_encode(&h, zlevel, &hdr, &hdr_len))) {
+			rc = eng_fail(why, why_len, io_from_snap(rc), "header: %s", snap_strerror(rc));
+			goto out;
+		}
+		st->bytes = hdr_len;
+		for (l = 0; l < kv->n_layer; l++)
+			st->bytes += len[l];
 	}
+	t0 = eng_now();
+	for (l = 0; l < kv->n_layer; l++)
+		if ((rc = snap_layer_decode(rec[l], len[l], &h, l, back, why, why_len))) {
+			rc = eng_fail(why, why_len, io_from_snap(rc), "layer %d: %s", l,
+			    snap_strerror(rc));
+			goto out;
+		}
 	if ((rc = eng_kv_finish_load(back, h.next_pos, (enum eng_pos_mode)h.pos_mode)) ||
 	    (h.has_pod && (rc = eng_kv_set_pod(back, h.pod.anc, h.pod.n_s, h.pod.n_r,
 	    h.pod.distant_own)))) {
 		rc = eng_fail(why, why_len, SNAPIO_ERR_ENGINE, "cannot finish the cache");
 		goto out;
 	}
+	if (st)
+		st->load_s = eng_now() - t0;
 	*out = back;
 	back = NULL;
 out:
-	free(buf);
+	for (l = 0; rec && l < kv->n_layer; l++)
+		free(rec[l]);
+	free(rec);
+	free(len);
+	free(hdr);
 	eng_kv_free(back);
 	snap_header_free(&h);
 	return rc;

@@ -87,4 +87,16 @@ int snap_copy(struct store *from, struct store *to, const uint8_t doc_id[SNAP_ID
 int snap_roundtrip(const struct eng_kv *kv, const struct eng_model *m, int quant, int64_t n_extra,
     struct eng_kv **out, char *why, size_t why_len);
 
+/* The same at zstd level zlevel, measured: the bytes of every record as the
+ * store would keep them (layers and header; the header's profile text is
+ * empty here, a stored one adds its length) and the seconds the decode into
+ * a fresh pool takes (what a load spends after reading the store). */
+struct snap_rt_stats {
+	uint64_t bytes;
+	double load_s;
+};
+int snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int quant,
+    int zlevel, int64_t n_extra, struct eng_kv **out, struct snap_rt_stats *st, char *why,
+    size_t why_len);
+
 #endif /* SNAPSHOT_SNAPSHOT_IO_H */

@@ -320,14 +320,20 @@ ts_fill(struct eng_kv *kv, const int64_t *counts, uint32_t next_pos, uint64_t se
 static enum tap_result
 test_quant_names(void)
 {
-	static const char *names[] = { "fp16", "q4", "q4kc" };
+	static const char *names[] = { "fp16", "q4", "q4kc", "q8", "q4h", "q4kch" };
 	int i;
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i <= SNAP_QUANT_MAX; i++) {
 		TAP_CHECK(snap_quant_parse(names[i]) == i, "%s", names[i]);
 		TAP_CHECK(!strcmp(snap_quant_name(i), names[i]), "%d", i);
+		/* the forms of version 1 keep it: their records and profiles as before */
+		TAP_CHECK(snap_quant_version(i) == (i <= SNAP_Q4_KC ? 1 : 2), "%s version", names[i]);
+		TAP_CHECK(snap_quant_rotated(i) == (i == SNAP_Q4_H || i == SNAP_Q4_KC_H), "%s rotated",
+		    names[i]);
 	}
-	TAP_CHECK(snap_quant_parse("q8") == -1 && snap_quant_parse(NULL) == -1, "unknown name");
-	TAP_CHECK(snap_quant_name(3) == NULL, "unknown quant");
+	TAP_CHECK(snap_quant_parse("q3") == -1 && snap_quant_parse(NULL) == -1, "unknown name");
+	TAP_CHECK(snap_quant_name(SNAP_QUANT_MAX + 1) == NULL && snap_quant_name(-1) == NULL,
+	    "unknown quant");
+	TAP_CHECK(snap_quant_version(SNAP_QUANT_MAX + 1) == 0, "unknown quant's version");
 	TAP_CHECK(strstr(snap_strerror(SNAP_ERR_CORRUPT), "corrupt"), "strerror");
 	return TAP_PASS;
 }
@@ -335,10 +341,16 @@ test_quant_names(void)
 /* |x − x̂| allowed for a group spanning [lo, hi] (qpack.h: δ/2 with δ from
  * directed fp16 rounding, plus float rounding). */
 static double
+ts_q_bound(double lo, double hi, double levels)
+{
+	return 0.5 * (hi - lo) / levels * (1.0 + 1.0 / 256) + (fabs(lo) + fabs(hi)) / 4096.0 +
+	    1.0 / (1 << 23);
+}
+
+static double
 ts_q4_bound(double lo, double hi)
 {
-	return 0.5 * (hi - lo) / 15.0 * (1.0 + 1.0 / 256) + (fabs(lo) + fabs(hi)) / 4096.0 +
-	    1.0 / (1 << 23);
+	return ts_q_bound(lo, hi, 15.0);
 }
 
 /* Worst err/bound over row groups (q4) or channel groups (q4 per channel). */
@@ -348,7 +360,7 @@ ts_q4_ratio(enum qp_scheme s, const float *x, const float *y, int64_t n, int hd)
 	double worst = 0.0;
 	int64_t g, i, gn;
 	int c, j;
-	if (s == QP_Q4) {
+	if (s == QP_Q4 || s == QP_Q8) {
 		for (i = 0; i < n; i++)
 			for (c = 0; c < hd; c += QP_GROUP) {
 				const float *a = x + i * hd + c, *b = y + i * hd + c;
@@ -359,7 +371,7 @@ ts_q4_ratio(enum qp_scheme s, const float *x, const float *y, int64_t n, int hd)
 				}
 				for (j = 0; j < QP_GROUP; j++)
 					e = fmax(e, fabs((double)a[j] - b[j]));
-				worst = fmax(worst, e / ts_q4_bound(lo, hi));
+				worst = fmax(worst, e / ts_q_bound(lo, hi, s == QP_Q8 ? 255.0 : 15.0));
 			}
 		return worst;
 	}
@@ -400,13 +412,14 @@ test_qpack(void)
 	TAP_CHECK(qp_bytes(QP_Q4, N, D) == (uint64_t)N * 2 * 20, "q4 size");
 	TAP_CHECK(qp_bytes(QP_Q4_CH, N, D) == 2u * 4 * D + (uint64_t)N * D / 2, "q4 ch size");
 	TAP_CHECK(qp_bytes(QP_Q4_CH, 0, D) == 0, "empty");
+	TAP_CHECK(qp_bytes(QP_Q8, N, D) == (uint64_t)N * 2 * 36, "q8 size");
 	TAP_CHECK(qp_encode(QP_F16, x, N, D, buf) == 0 && qp_decode(QP_F16, buf, N, D, y) == 0,
 	    "fp16");
 	for (i = 0; i < N * D; i++)
 		TAP_CHECK(ts_same(y[i], ts_r16(x[i])), "fp16 value %d", i);
 	x[7] = 65504.0f;
 	x[8] = -65504.0f; /* the saturated values, for the bound */
-	for (s = QP_Q4; s <= QP_Q4_CH; s++) {
+	for (s = QP_Q4; s <= QP_Q8; s++) {
 		double ratio;
 		x[7] = 65504.0f * 4;
 		x[8] = -INFINITY;
@@ -629,9 +642,9 @@ test_roundtrip_q4(void)
 {
 	struct ts_syn y;
 	int quant;
-	double k_rms_q4 = 0;
+	double k_rms_q4 = 0, k_rms_q4kc = 0;
 	TAP_CHECK(ts_syn_init(&y, 3) == 0, "synthetic pool");
-	for (quant = SNAP_FP16; quant <= SNAP_Q4_KC; quant++) {
+	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
 		struct ts_snap s;
 		struct snap_header h;
 		struct eng_kv *kv2;
@@ -660,19 +673,32 @@ test_roundtrip_q4(void)
 					TAP_CHECK(q.v_rms > 0 && q.v_max < 1.0, "q4 V error not sane");
 				if (quant == SNAP_Q4)
 					k_rms_q4 = q.k_rms;
-				if (quant == SNAP_Q4_KC)
+				if (quant == SNAP_Q4_KC) {
 					TAP_CHECK(q.k_rms < k_rms_q4,
 					    "per-channel keys (%g) not better than per-row (%g) on outlier "
 					    "channels", q.k_rms, k_rms_q4);
+					k_rms_q4kc = q.k_rms;
+				}
+				/* the rotation spreads the two outlier channels over the
+				 * row: per-row groups no longer span them */
+				if (quant == SNAP_Q4_H)
+					TAP_CHECK(q.k_rms < k_rms_q4, "rotated q4 keys (%g) not better than "
+					    "q4 (%g) on outlier channels", q.k_rms, k_rms_q4);
+				if (quant == SNAP_Q8)
+					TAP_CHECK(q.k_rms < k_rms_q4kc / 4 && q.v_max < 0.05,
+					    "q8 error %g/%g", q.k_rms, q.v_max);
 			}
-			/* every stored value within its group's bound */
-			for (m = 0; m < 2 && quant != SNAP_FP16; m++) {
+			/* every stored value within its group's bound (the rotated
+			 * forms are bounded in the rotated domain: test_hadamard.c) */
+			for (m = 0; m < 2 && quant != SNAP_FP16 && !snap_quant_rotated(quant); m++) {
 				const struct eng_kv_layer *A = &y.kv->layer[l], *B = &kv2->layer[l];
 				int64_t n = A->len[m];
-				double rk = ts_q4_ratio(quant == SNAP_Q4 ? QP_Q4 : QP_Q4_CH,
-				    A->k + A->off[m] * 64, B->k + B->off[m] * 64, n, 64);
-				double rv = ts_q4_ratio(QP_Q4, A->v + A->off[m] * 64, B->v + B->off[m] * 64,
-				    n, 64);
+				enum qp_scheme ks = quant == SNAP_Q4 ? QP_Q4 : quant == SNAP_Q8 ? QP_Q8 :
+				    QP_Q4_CH;
+				double rk = ts_q4_ratio(ks, A->k + A->off[m] * 64, B->k + B->off[m] * 64, n,
+				    64);
+				double rv = ts_q4_ratio(quant == SNAP_Q8 ? QP_Q8 : QP_Q4,
+				    A->v + A->off[m] * 64, B->v + B->off[m] * 64, n, 64);
 				TAP_CHECK(rk <= 1.0 && rv <= 1.0, "%s layer %d head %d: error/bound K %.3f V %.3f",
 				    snap_quant_name(quant), l, m, rk, rv);
 			}
@@ -773,7 +799,10 @@ static int
 ts_header_equal(const struct snap_header *a, const struct snap_header *b)
 {
 	size_t LH = (size_t)a->n_layer * (size_t)a->n_head_kv;
-	return a->version == b->version && !strcmp(a->model_fp, b->model_fp) &&
+	/* version: what a record is written in follows from the quantization
+	 * (an encoder's h->version is not written; a decoder's is the record's) */
+	return snap_quant_version(a->quant) == snap_quant_version(b->quant) &&
+	    !strcmp(a->model_fp, b->model_fp) &&
 	    !memcmp(a->profile_id, b->profile_id, SNAP_ID_BYTES) && !strcmp(a->profile, b->profile) &&
 	    a->n_layer == b->n_layer && a->n_head == b->n_head && a->n_head_kv == b->n_head_kv &&
 	    a->head_dim == b->head_dim && a->n_tokens == b->n_tokens && a->next_pos == b->next_pos &&
@@ -797,7 +826,7 @@ ts_mutate(struct snap_header *h, int k)
 	case 3: h->head_dim = 63; break;
 	case 4: h->head_dim = 48; break; /* q4kc needs a multiple of 32 */
 	case 5: h->pos_mode = 2; break;
-	case 6: h->quant = 3; break;
+	case 6: h->quant = SNAP_QUANT_MAX + 1; break;
 	case 7: h->model_fp[63] = 0; break;
 	case 8: h->model_fp[10] = 'g'; break;
 	case 9: memset(h->profile, 'x', sizeof(h->profile)); break;
@@ -808,13 +837,17 @@ ts_mutate(struct snap_header *h, int k)
 	case 14: h->pos_mode = ENG_POS_SLOT; break; /* PoD needs original positions */
 	case 15: h->pod.n_r = 0; break;
 	case 16: h->counts[2] = 69; break; /* head 0's block {0,1}: counts differ */
-	case 17: h->version = 2; break;
+	case 17: h->version = SNAP_FORMAT_VERSION + 1; break;
 	case 18: h->pod.distant_own = 2; break;
 	case 19: h->has_pod = 2; break;
 	case 20: h->n_head = 1025; break;
+	case 21: /* the rotation needs a power of two */
+		h->quant = SNAP_Q4_KC_H;
+		h->head_dim = 96;
+		break;
 	}
 }
-#define TS_N_MUTATIONS 21
+#define TS_N_MUTATIONS 22
 
 static enum tap_result
 test_header_fields(void)
@@ -838,6 +871,8 @@ test_header_fields(void)
 		TAP_CHECK(snap_header_encode(&h, 3, &buf, &len) == 0, "encode (pod %d)", pod);
 		TAP_CHECK(snap_header_decode(buf, len, &d, why, sizeof(why)) == 0, "decode: %s", why);
 		TAP_CHECK(ts_header_equal(&h, &d), "fields differ after the round trip (pod %d)", pod);
+		TAP_CHECK((int)d.version == snap_quant_version(h.quant), "version %u for %s", d.version,
+		    snap_quant_name(h.quant));
 		tap_diag("header record (pod %d): %zu bytes", pod, len);
 		free(buf);
 		snap_header_free(&h);
@@ -1155,7 +1190,7 @@ test_version(void)
 	ts_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
 	ts_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_VERSION &&
-	    strstr(why, "version 2"), "header: %s", why);
+	    strstr(why, "version 3"), "header: %s", why);
 	free(z);
 	free(plain);
 	TAP_CHECK(ts_unseal(s.rec[3], s.len[3], &plain, &n) == 0, "unseal layer");
@@ -1166,8 +1201,86 @@ test_version(void)
 	    strstr(why, "layer 3"), "layer: %s", why);
 	free(z);
 	free(plain);
+	/* one encoding per snapshot: fp16 in a version-2 record is corrupt */
+	TAP_CHECK(ts_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
+	ts_put_u32(plain + 4, 2);
+	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
+	    strstr(why, "version 2"), "fp16 header as version 2: %s", why);
+	free(z);
+	/* and q8 in a version-1 one */
+	ts_put_u32(plain + 4, 1);
+	plain[37] = SNAP_Q8;
+	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
+	    strstr(why, "q8"), "q8 header as version 1: %s", why);
+	free(z);
+	free(plain);
+	TAP_CHECK(ts_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal layer");
+	ts_put_u32(plain + 4, 2);
+	ts_reseal(plain, n, 1, &z, &zn);
+	crypto_generichash(s.h.layer_sum[2], SNAP_SUM_BYTES, z, zn, NULL, 0);
+	TAP_CHECK(snap_layer_decode(z, zn, &s.h, 2, kv, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
+	    strstr(why, "version"), "layer of another version: %s", why);
+	free(z);
+	free(plain);
 	eng_kv_free(kv);
 	ts_snap_free(&s);
+	return TAP_PASS;
+}
+
+/* Snapshots written before format version 2: the stored seeds of
+ * tests/fuzz/corpus/snapshot/ (header and layer 0 of the pool of
+ * ts_write_seeds, written by the version-1 code, commit 2b1aa36 and
+ * before) still decode, and this build writes the same pool in the same
+ * bytes, so its version-1 snapshots and their profiles are unchanged. */
+static int ts_seed_pool(struct eng_model *shell, struct eng_kv **kv);
+
+static enum tap_result
+test_reads_version1(void)
+{
+	static const char *const names[] = { "fp16", "q4", "q4kc" };
+	struct eng_model shell;
+	struct eng_kv *kv = NULL, *back = NULL;
+	int i;
+
+	TAP_CHECK(ts_seed_pool(&shell, &kv) == 0, "pool");
+	for (i = 0; i < 3; i++) {
+		char path[256], why[256];
+		uint8_t *file = NULL;
+		size_t len = 0, hn;
+		struct ts_snap s;
+		struct snap_header h;
+		FILE *f;
+		snprintf(path, sizeof(path), "tests/fuzz/corpus/snapshot/stored_%s.seed", names[i]);
+		TAP_CHECK((f = fopen(path, "rb")) != NULL, "%s (run from the repository root)", path);
+		file = malloc(1 << 16);
+		len = fread(file, 1, 1 << 16, f);
+		fclose(f);
+		TAP_CHECK(len > 4 && len < (1 << 16), "%s: %zu bytes", path, len);
+		hn = (size_t)(file[0] | file[1] << 8 | file[2] << 16 | (uint32_t)file[3] << 24);
+		TAP_CHECK(hn < len - 4, "%s: header length", path);
+		TAP_CHECK(snap_header_decode(file + 4, hn, &h, why, sizeof(why)) == 0, "%s: %s", path,
+		    why);
+		TAP_CHECK(h.version == 1 && h.quant == i, "%s: version %u quant %d", path, h.version,
+		    h.quant);
+		TAP_CHECK(eng_kv_init(&back, &shell, 16) == 0 &&
+		    eng_kv_prepare_layer(back, 0, h.counts) == 0, "pool for the load");
+		TAP_CHECK(snap_layer_decode(file + 4 + hn, len - 4 - hn, &h, 0, back, why,
+		    sizeof(why)) == 0, "%s: layer 0: %s", path, why);
+		/* the same bytes from this build */
+		TAP_CHECK(ts_encode(&s, kv, 4, i) == 0, "encode %s", names[i]);
+		TAP_CHECK(s.hdr_len == hn && !memcmp(s.hdr, file + 4, hn), "%s: header bytes differ",
+		    names[i]);
+		TAP_CHECK(s.len[0] == len - 4 - hn && !memcmp(s.rec[0], file + 4 + hn, s.len[0]),
+		    "%s: layer 0 bytes differ", names[i]);
+		ts_snap_free(&s);
+		snap_header_free(&h);
+		eng_kv_free(back);
+		back = NULL;
+		free(file);
+	}
+	eng_kv_free(kv);
 	return TAP_PASS;
 }
 
@@ -1417,21 +1530,29 @@ ts_write_seed(const char *dir, const char *name, const struct ts_snap *s, int la
 	return rc;
 }
 
+/* The seeds' pool: 2 layers, 2 KV heads of head_dim 32, 9 and 5 units. */
+static int
+ts_seed_pool(struct eng_model *shell, struct eng_kv **kv)
+{
+	static const int64_t counts[2 * 2] = { 9, 5, 9, 5 };
+	ts_shell(shell, 2, 4, 2, 32);
+	*kv = NULL;
+	return eng_kv_init(kv, shell, 16) || ts_fill(*kv, counts, 300, 1);
+}
+
 static int
 ts_write_seeds(const char *dir)
 {
 	static const uint8_t anc[2 * 2] = { 0, 0, 0, 1 };
-	static const int64_t counts[2 * 2] = { 9, 5, 9, 5 };
 	struct eng_model shell;
 	struct eng_kv *kv = NULL;
 	struct ts_snap s;
 	int quant, rc = 0;
 	char name[64];
 
-	ts_shell(&shell, 2, 4, 2, 32);
-	if (eng_kv_init(&kv, &shell, 16) || ts_fill(kv, counts, 300, 1))
+	if (ts_seed_pool(&shell, &kv))
 		return -1;
-	for (quant = SNAP_FP16; quant <= SNAP_Q4_KC && !rc; quant++) {
+	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX && !rc; quant++) {
 		rc = ts_encode(&s, kv, 4, quant);
 		snprintf(name, sizeof(name), "plain_%s", snap_quant_name(quant));
 		rc = rc || ts_write_seed(dir, name, &s, 0, 1);
@@ -1595,6 +1716,7 @@ static const struct tap_test tests[] = {
 	{ "mismatch", test_mismatch },
 	{ "zip_bomb", test_zip_bomb },
 	{ "version", test_version },
+	{ "reads_version1", test_reads_version1 },
 	{ "forged_fields", test_forged_fields },
 	{ "forged_positions", test_forged_positions },
 	{ "encode_refusals", test_encode_refusals },

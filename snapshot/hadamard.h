@@ -1,0 +1,30 @@
+/*
+ * hadamard.h: the orthonormal Walsh-Hadamard rotation of K / V rows before
+ * they are quantized (snapshot/ only; the SNAP_*_H forms of snapshot.h).
+ *
+ * For a row length d = 2^k, H_d[i][j] = (-1)^popcount(i & j) / sqrt(d): a
+ * symmetric orthogonal matrix, so it is its own inverse and rotating twice
+ * gives the row back.  Spreading each value over every channel turns the
+ * few large channels of a key row (the outliers that set a 4-bit group's
+ * range) into a flat spread, so the quantizer's step shrinks; the error it
+ * then adds is rotated back unchanged in L2 norm (H is orthogonal).
+ *
+ * Each row is transformed in double (the fast transform, k rounds of
+ * butterflies) and rounded to float once, so a row's round trip is within
+ * 2^-23·‖x‖₂ of x per value (tests/test_hadamard.c gives the reasoning).
+ */
+#ifndef SNAPSHOT_HADAMARD_H
+#define SNAPSHOT_HADAMARD_H
+
+#include <stdint.h>
+
+#define HD_MAX_DIM 1024
+
+/* 1 when rows of d values can be rotated: d a power of two, 2..HD_MAX_DIM. */
+int hd_dim_ok(int d);
+
+/* x (n rows of d values) <- each row times H_d, in place.  d must satisfy
+ * hd_dim_ok (else nothing is done). */
+void hd_rotate_rows(float *x, int64_t n, int d);
+
+#endif /* SNAPSHOT_HADAMARD_H */
