@@ -135,6 +135,7 @@ static struct {
 	size_t n_fresh, cap_fresh;
 	struct event *admit_ev, *resume_ev;
 	int fd_room, fd_limit;     /* a connection's fd must be below fd_room */
+	struct timeval io_timeout; /* evhttp's read and write timeout (evhttp_set_timeout) */
 	struct dlog_limit lim_ident, lim_allow, lim_caps, lim_fds, lim_accept, lim_slow;
 } hs = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -461,6 +462,26 @@ http_error_now(struct evhttp_request *req, enum proto_code code, int status, con
 	free(s);
 }
 
+/* A streamed reply has evhttp read from its connection, only to see the
+ * client leave, under the connection's read timeout (evhttp_write_buffer
+ * enables EV_READ, and each chunk restarts the timer): a job silent for
+ * longer than that between two events (an ingest's scoring after its last
+ * progress event, a slow first chunk on a busy machine) had its stream cut
+ * by evhttp, taken for a client that left, and cancelled.  So no read
+ * timeout while a stream is written: the client's leaving is seen by its
+ * end of stream (the close callback) and hreq_check_cb; the write timeout
+ * stays (a client that reads nothing of a pending reply for that long is
+ * dropped).  The end of the stream puts the read timeout back, for the
+ * connection's next request. */
+static void
+hstream_timeouts(struct evhttp_request *req, int streaming)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	if (bev)
+		bufferevent_set_timeouts(bev, streaming ? NULL : &hs.io_timeout, &hs.io_timeout);
+}
+
 static void
 hpost_send(struct hpost *p)
 {
@@ -474,6 +495,7 @@ hpost_send(struct hpost *p)
 	case HP_START:
 		http_headers(req, "text/event-stream");
 		evhttp_send_reply_start(req, 200, "OK");
+		hstream_timeouts(req, 1);
 		return;
 	case HP_CHUNK:
 		if ((b = evbuffer_new())) {
@@ -488,6 +510,7 @@ hpost_send(struct hpost *p)
 		if (h->hc)
 			http_ops_end(&h->hc->ops, 200);
 		hreq_detach(h);
+		hstream_timeouts(req, 0);
 		evhttp_send_reply_end(req);
 		return;
 	case HP_REPLY:
@@ -1026,9 +1049,11 @@ http_start(struct daemon *d, struct event_base *base, int listen_fd)
 	evhttp_set_allowed_methods(hs.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_max_body_size(hs.http, (ev_ssize_t)PROTO_LINE_MAX);
 	evhttp_set_max_headers_size(hs.http, HTTP_HEADERS_MAX);
-	/* reading a request, and a connection kept alive with none */
-	evhttp_set_timeout(hs.http, d->cfg.request_timeout > 0 ? (int)d->cfg.request_timeout :
-	    d->cfg.idle_timeout > 0 ? (int)d->cfg.idle_timeout : 3600);
+	/* reading a request, and a connection kept alive with none (off
+	 * while a stream is written: hstream_timeouts) */
+	hs.io_timeout.tv_sec = d->cfg.request_timeout > 0 ? d->cfg.request_timeout :
+	    d->cfg.idle_timeout > 0 ? d->cfg.idle_timeout : 3600;
+	evhttp_set_timeout_tv(hs.http, &hs.io_timeout);
 	if (a.is_unix) {
 		if ((fd = srv_listen(a.path)) < 0)
 			return -1;
