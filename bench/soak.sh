@@ -338,7 +338,7 @@ def client(k, deadline, q):
         elif sub == "unknown_op":
             line = json.dumps({"v": 1, "id": rid, "op": "frobnicate"}).encode() + b"\n"; want = "unknown_op"
         elif sub == "version":
-            line = json.dumps({"v": 2, "id": rid, "op": "ls"}).encode() + b"\n"; want = "version"
+            line = json.dumps({"v": 99, "id": rid, "op": "ls"}).encode() + b"\n"; want = "version"  # none kvsnapd speaks (it takes 1 and 2)
         else:  # half a request line, then close (no answer) or half-close (bad_request)
             line = b'{"v":1,"id":"t","op":"qu'
             half = sub == "half_truncated"; want = "bad_request" if half else None
