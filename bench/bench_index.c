@@ -126,8 +126,9 @@ main(int argc, char **argv)
 	for (k = 0; k < 20; k++) {
 		if (idx_search_begin(x, expr, &q, why, sizeof(why)))
 			return 1;
-		for (n_hits = 0; n_hits < 10 && idx_search_next(q, doc, &part, &score, snip,
-		    sizeof(snip), why, sizeof(why)) == 1; n_hits++)
+		for (n_hits = 0; n_hits < 10 && idx_search_next(q, doc, &part, &score, why,
+		    sizeof(why)) == 1 && !idx_search_snippet(q, snip, sizeof(snip), why, sizeof(why));
+		    n_hits++)
 			;
 		idx_search_end(q);
 	}

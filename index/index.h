@@ -81,14 +81,18 @@ int idx_check(struct idx *x, char *why, size_t why_len);
 int idx_match(const char *query, size_t len, char out[IDX_MATCH_MAX]);
 
 /* Searching: rows matching expr (from idx_match) best first (BM25; ties
- * by rowid).  next: 1 with a hit (score > 0, higher is better; the snippet
- * NUL-terminated, cut to snip_cap on a character boundary), 0 at the end,
- * or an error. */
+ * in the index's order).  next: 1 with a hit (score > 0, higher is
+ * better), 0 at the end, or an error.  snippet: the last hit's snippet,
+ * NUL-terminated, one line, cut to cap on a character boundary (asked
+ * only for the hits kept: it is the costly part).  The handle's lock is
+ * held from begin to end. */
 struct idx_search;
 int idx_search_begin(struct idx *x, const char *expr, struct idx_search **out, char *why,
     size_t why_len);
 int idx_search_next(struct idx_search *q, uint8_t doc[IDX_ID_BYTES], unsigned *part,
-    double *score, char *snippet, size_t snip_cap, char *why, size_t why_len);
+    double *score, char *why, size_t why_len);
+int idx_search_snippet(struct idx_search *q, char *snippet, size_t cap, char *why,
+    size_t why_len);
 void idx_search_end(struct idx_search *q);
 
 #endif /* INDEX_INDEX_H */

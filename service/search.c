@@ -54,8 +54,7 @@ svc_search_in(struct store *s, struct svc_index *ix, const struct svc_who *w,
 		return -1;
 	while (*n < k) {
 		memset(&h, 0, sizeof(h));
-		rc = idx_search_next(q, h.doc_id, &h.part, &h.score, h.snippet, sizeof(h.snippet), why,
-		    why_len);
+		rc = idx_search_next(q, h.doc_id, &h.part, &h.score, why, why_len);
 		if (rc <= 0) {
 			idx_search_end(q);
 			return rc < 0 ? -1 : 0;
@@ -64,6 +63,10 @@ svc_search_in(struct store *s, struct svc_index *ix, const struct svc_who *w,
 			continue;
 		if (store_info(s, h.doc_id, &d, iwhy, sizeof(iwhy)) != 0 || !svc_may_read(&d, w))
 			continue; /* gone, unreadable, or not the caller's to read */
+		if (idx_search_snippet(q, h.snippet, sizeof(h.snippet), why, why_len)) {
+			idx_search_end(q);
+			return -1;
+		}
 		snprintf(h.name, sizeof(h.name), "%s", d.name);
 		hits[(*n)++] = h;
 	}

@@ -531,8 +531,8 @@ struct svc_hit {
  * (never FTS5 syntax: quotes, NEAR, column filters, '*' are just
  * separators).  Only documents w may read (svc_may_read; NULL: all, as
  * `kvsnap --local`) and, with a filter, only those in it.  hits has room
- * for k (1..SVC_SEARCH_K_MAX); *n gets the count, best first (ties by
- * document and part).  0 (a query of no words finds nothing: *n = 0), or
+ * for k (1..SVC_SEARCH_K_MAX); *n gets the count, best first (ties in
+ * the index's order).  0 (a query of no words finds nothing: *n = 0), or
  * -1 with why: no index (a store of another backend, or it could not be
  * opened: the reason), a bad k, the index unreadable. */
 int svc_search(struct svc *v, const struct svc_who *w, const char *query,
