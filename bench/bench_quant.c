@@ -10,7 +10,10 @@
  * matrix, which is robust against other load on the machine; "mean" is the
  * average pass.  Usage: bench_quant [seconds per cell] [types [TYPE]];
  * "types": vec_dot_rows of every weight type (or only TYPE, e.g. q4_K) on
- * Qwen2.5-1.5B's shapes instead.
+ * Qwen2.5-1.5B's shapes instead; "prefill [TYPE]": a whole 128-token matmul
+ * (the op table's, one thread) of every weight type on attn_q's shape, by
+ * dequantize + sgemm and by the integer dots, the choice ops.c's
+ * KERN_PREFILL_QDOT_TYPES records.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -235,12 +238,70 @@ bq_all_types(double secs, const char *only)
 	}
 }
 
+/* One table row: a 128-token prefill matmul of (rows × cols) of type t on
+ * one thread, by each path. */
+static void
+bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
+{
+	const int64_t n_tok = 128;
+	size_t rb = kern_type_row_bytes(t, cols);
+	uint8_t *w = malloc(rb * (size_t)rows);
+	float *x = malloc((size_t)(n_tok * cols) * sizeof(float));
+	float *out = malloc((size_t)(n_tok * rows) * sizeof(float));
+	struct kern_mat m = { t, rows, cols, rb, NULL };
+	struct kern_ctx *ctx = NULL;
+	double best[2];
+	int64_t i;
+	int path;
+
+	if (!w || !x || !out || kern_ctx_init(&ctx, 1)) {
+		fprintf(stderr, "bench_quant: out of memory\n");
+		exit(1);
+	}
+	bq_fill(t, w, rb * (size_t)rows);
+	m.data = w;
+	for (i = 0; i < n_tok * cols; i++)
+		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+	for (path = 0; path < 2; path++) {
+		double t0, t1;
+		kern_ctx_set_prefill(ctx, path ? KERN_PREFILL_QDOT : KERN_PREFILL_GEMM);
+		best[path] = 1e9;
+		t0 = t1 = eng_now();
+		do {
+			double ts = t1;
+			if (kern_ctx_ops(ctx)->matmul(ctx, out, &m, x, n_tok)) {
+				fprintf(stderr, "bench_quant: matmul failed\n");
+				exit(1);
+			}
+			t1 = eng_now();
+			best[path] = t1 - ts < best[path] ? t1 - ts : best[path];
+		} while (t1 - t0 < secs);
+	}
+	printf("prefill %-5s %4lld tok x %5lld x %-5lld  %-6s  sgemm %9.1f us  qdot %9.1f us  qdot/sgemm %.2f\n",
+	    kern_type_name(t), (long long)n_tok, (long long)rows, (long long)cols, kern_simd_name(),
+	    1e6 * best[0], 1e6 * best[1], best[0] / best[1]);
+	kern_ctx_free(ctx);
+	free(w);
+	free(x);
+	free(out);
+}
+
 int
 main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0.5;
 
 	printf("kernel        type    rows x cols  data    simd     best time/matrix  throughput\n");
+	if (argc > 2 && strcmp(argv[2], "prefill") == 0) {
+		static const enum kern_type ts[] = { KERN_TYPE_Q4_0, KERN_TYPE_Q4_1, KERN_TYPE_Q5_0,
+			KERN_TYPE_Q5_1, KERN_TYPE_Q8_0, KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_Q4_K,
+			KERN_TYPE_Q5_K, KERN_TYPE_Q6_K };
+		size_t i;
+		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+			if (argc <= 3 || strcmp(argv[3], kern_type_name(ts[i])) == 0)
+				bq_prefill(ts[i], 1536, 1536, secs);
+		return 0;
+	}
 	if (argc > 2 && strcmp(argv[2], "types") == 0) {
 		bq_all_types(secs, argc > 3 ? argv[3] : NULL);
 		return 0;

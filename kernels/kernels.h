@@ -281,6 +281,14 @@ int kern_have_cuda(void);
  * for every chunk size.  Off by default. */
 void kern_ctx_set_exact(struct kern_ctx *ctx, int exact);
 
+/* How a CPU matmul of KERN_GEMM_MIN_TOK or more tokens (a prefill) runs:
+ * dequantized weights and sgemm, or the integer dot products decode uses
+ * (weights kept quantized, 8-bit activations, as llama.cpp does).  AUTO
+ * picks per weight type (kernels/cpu/ops.c, measured in bench/RESULTS.md);
+ * the others are for benches and tests. */
+enum kern_prefill { KERN_PREFILL_AUTO = 0, KERN_PREFILL_GEMM, KERN_PREFILL_QDOT };
+void kern_ctx_set_prefill(struct kern_ctx *ctx, enum kern_prefill how);
+
 /* Run fn(arg, ith, nth) on every pool thread (ith = 0..nth-1, the caller is
  * thread 0) and return when all are done. */
 void kern_parallel(struct kern_ctx *ctx, void (*fn)(void *arg, int ith, int nth),

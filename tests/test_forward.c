@@ -20,9 +20,9 @@
  *    prompt is gone: it forbade flips at near-ties before step 32, which a
  *    BLAS kernel's rounding may legitimately cause; on the machines measured
  *    every prompt still gives 64/64, see the report lines.)
- * Our sgemm prefill path is exact f32 (llama.cpp rounds activations to 8 bits
- * in its quantized matmuls); our decode path rounds activations exactly as
- * llama.cpp does (Q8_1/Q8_0), so it is held to the same bounds.
+ * Our prefill (the integer dots for quantized weights, sgemm over rounded
+ * activations for the rest) and decode paths both round activations exactly
+ * as llama.cpp does (Q8_1/Q8_0/Q8_K), so both are held to the same bounds.
  */
 #include <math.h>
 #include <stdint.h>
@@ -303,7 +303,7 @@ measure(int64_t chunk, struct cmp_stats *st)
 	return 0;
 }
 
-/* The near-tie gaps of the prefill (sgemm) and decode (mat-vec) paths,
+/* The near-tie gaps of the prefill (one call) and decode (token by token) paths,
  * measured once: the greedy check's near-tie measure. */
 static double g_tie[2] = { -1.0, -1.0 };
 
@@ -353,7 +353,7 @@ check_logits(int64_t chunk, const char *label)
 static enum tap_result
 test_logits_prefill(void)
 {
-	return check_logits(0, "prefill (sgemm, one call)");
+	return check_logits(0, "prefill (one call)");
 }
 
 static enum tap_result

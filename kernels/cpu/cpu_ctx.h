@@ -34,6 +34,7 @@ struct kern_ctx {
 	size_t scratch_len[KERN_MAX_THREADS];
 	const struct kern_ops *ops;
 	int exact; /* f32 activations in every matmul */
+	int prefill; /* enum kern_prefill */
 	/* the attached device backend, NULL on the CPU */
 	const struct kern_dev_backend *backend;
 	void *dev;

@@ -159,6 +159,12 @@ kern_ctx_set_exact(struct kern_ctx *ctx, int exact)
 	ctx->exact = exact != 0;
 }
 
+void
+kern_ctx_set_prefill(struct kern_ctx *ctx, enum kern_prefill how)
+{
+	ctx->prefill = (int)how;
+}
+
 int
 kern_ctx_threads(const struct kern_ctx *ctx)
 {

@@ -5,12 +5,15 @@
  * does for quantized weights (Q8_1 for Q4_1/Q5_1, Q8_0 for Q4_0/Q5_0/Q8_0,
  * Q8_K for the K-quants; spec/model.md §5.1), so prefill and decode agree
  * with each other and with llama.cpp.
- * Chunks of at least KERN_GEMM_MIN_TOK tokens round the activations
- * (quantize, dequantize), dequantize the weight matrix a block of rows at a
- * time into per-thread scratch and multiply with OpenBLAS sgemm.  Smaller
- * chunks (decode) keep the activations quantized and use the SIMD integer
- * dot products of vec_dot.c; these read the weights once per token, which is
- * what bounds decode speed.
+ * Chunks of fewer than KERN_GEMM_MIN_TOK tokens (decode), and prefills of
+ * the types kern_mm_prefill_qdot names, keep the activations quantized and
+ * use the SIMD integer dot products of vec_dot.c (decode reads the weights
+ * once per token, which is what bounds its speed; a prefill reuses each
+ * 64-row slice of weights from cache for every token).  The other prefills
+ * round the activations (quantize, dequantize), dequantize the weight
+ * matrix a block of rows at a time into per-thread scratch and multiply
+ * with OpenBLAS sgemm.  Either way every output element is one call's sum,
+ * whatever the thread count.
  *
  * Attention is computed per query head and block of queries: scores by sgemm
  * against the head's rotated keys, causal mask, softmax, then sgemm with the
@@ -29,7 +32,14 @@
 #define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
 #define KERN_GEMM_BLOCK_ROWS 48 /* weight rows per sgemm call; fixed so that results
 				  * do not depend on the thread count */
-#define KERN_ATTN_QBLOCK 32      /* queries per attention block */
+#define KERN_ATTN_QBLOCK 32
+/* the weight types whose prefills run on the integer dots (a bit per type):
+ * every quantized one but Q3_K, where the two paths tie (bench_quant
+ * prefill: the dots 1.3-3.5x faster on one thread, bench/RESULTS.md) */
+#define KERN_PREFILL_QDOT_TYPES (1ull << KERN_TYPE_Q4_0 | 1ull << KERN_TYPE_Q4_1 | \
+	1ull << KERN_TYPE_Q5_0 | 1ull << KERN_TYPE_Q5_1 | 1ull << KERN_TYPE_Q8_0 | \
+	1ull << KERN_TYPE_Q2_K | 1ull << KERN_TYPE_Q4_K | 1ull << KERN_TYPE_Q5_K | \
+	1ull << KERN_TYPE_Q6_K)      /* queries per attention block */
 
 void openblas_set_num_threads(int n); /* OpenBLAS extension, not in cblas.h everywhere */
 
@@ -154,20 +164,55 @@ kern_round_worker(void *arg, int ith, int nth)
 	}
 }
 
+/* Whether a prefill (n_tok >= KERN_GEMM_MIN_TOK) of weight type t runs on
+ * the integer dot products rather than dequantize + sgemm: the types where
+ * that measured faster (bench_quant prefill, bench/RESULTS.md "Prefill
+ * paths"; the float types have no integer dot). */
+static int
+kern_mm_prefill_qdot(const struct kern_ctx *ctx, enum kern_type t)
+{
+	if (ctx->prefill == KERN_PREFILL_GEMM)
+		return 0;
+	if (t == KERN_TYPE_F32 || t == KERN_TYPE_F16 || t == KERN_TYPE_BF16)
+		return 0;
+	if (ctx->prefill == KERN_PREFILL_QDOT)
+		return 1;
+	return (KERN_PREFILL_QDOT_TYPES >> (unsigned)t) & 1u;
+}
+struct kern_qact_job {
+	const float *x;
+	uint8_t *act;
+	int64_t n_tok, cols;
+	enum kern_type at;
+	size_t stride;
+};
+
+/* Activation rows to the 8-bit type the integer dot products take. */
+static void
+kern_qact_worker(void *arg, int ith, int nth)
+{
+	struct kern_qact_job *q = arg;
+	int64_t lo, hi, t;
+
+	kern_cpu_split(q->n_tok, 1, ith, nth, &lo, &hi);
+	for (t = lo; t < hi; t++)
+		kern_quant_row_act(q->at, q->x + t * q->cols, q->act + (size_t)t * q->stride, q->cols);
+}
+
 static int
 kern_cpu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
     const float *x, int64_t n_tok)
 {
 	struct kern_mm_job j = { ctx, dst, w, x, n_tok, NULL, 0, 0 };
 	enum kern_type at;
-	int64_t t;
 
 	if (!kern_type_is_weight(w->type))
 		return KERN_ERR_TYPE;
 	if (w->cols % kern_type_block_elems(w->type) || n_tok <= 0)
 		return KERN_ERR_SHAPE;
 	at = kern_vec_dot_act_type(w->type);
-	if (n_tok >= KERN_GEMM_MIN_TOK || w->type == KERN_TYPE_F32 || ctx->exact) {
+	if ((n_tok >= KERN_GEMM_MIN_TOK && !kern_mm_prefill_qdot(ctx, w->type)) ||
+	    w->type == KERN_TYPE_F32 || ctx->exact) {
 		if (at != KERN_TYPE_F32 && !ctx->exact) {
 			/* the rounded copy lives in the last scratch slot, which no
 			 * worker uses */
@@ -185,21 +230,20 @@ kern_cpu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 		kern_parallel(ctx, kern_mm_gemm_worker, &j);
 		return j.err;
 	}
-	/* Quantize the activations once, on the caller's thread; the buffer is
-	 * the last scratch slot, which no worker uses. */
+	/* Quantize the activations once (a prefill's tokens split over the
+	 * threads); the buffer is the last scratch slot, which no worker uses. */
 	j.act_stride = at == KERN_TYPE_F32 ? (size_t)w->cols * sizeof(float)
 	    : kern_type_row_bytes(at, w->cols);
 	{
-		uint8_t *act = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1,
-		    j.act_stride * (size_t)n_tok);
-		if (!act)
+		struct kern_qact_job q = { x, NULL, n_tok, w->cols, at, j.act_stride };
+		q.act = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1, j.act_stride * (size_t)n_tok);
+		if (!q.act)
 			return KERN_ERR_NOMEM;
-		for (t = 0; t < n_tok; t++) {
-			const float *xr = x + t * w->cols;
-			uint8_t *ar = act + (size_t)t * j.act_stride;
-			kern_quant_row_act(at, xr, ar, w->cols);
-		}
-		j.act = act;
+		if (n_tok >= KERN_GEMM_MIN_TOK)
+			kern_parallel(ctx, kern_qact_worker, &q);
+		else
+			kern_qact_worker(&q, 0, 1);
+		j.act = q.act;
 	}
 	kern_parallel(ctx, kern_mm_vec_worker, &j);
 	return j.err;
