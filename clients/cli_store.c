@@ -1088,10 +1088,10 @@ cli_prune(int argc, char **argv)
 	p.damaged = st_prune_damaged;
 	p.damaged_arg = NULL;
 	rc = store_prune(s, &p, st_prune_cb, &sp, &n, &bytes, why, sizeof(why));
+	if (!rc && !o.dry_run && n && !o.shared) /* documents gone with their last snapshot */
+		st_index_after(&o, s, NULL);
 	if (rc)
 		cli_err("prune: %s", why);
-	else if (!o.dry_run && n && !o.shared)
-		st_index_after(&o, s, NULL);
 	else if (o.json)
 		cli_json_line("result", json_pack("{s:I, s:I, s:b}", "snapshots", (json_int_t)n,
 		    "bytes", (json_int_t)bytes, "dry_run", o.dry_run));

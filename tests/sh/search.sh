@@ -102,6 +102,13 @@ expect_rc "search --local finds it (the record was kept)" 0 "${L[@]}" --json "Re
 [ "$(hit 1)" = BSD ]; ok "  BSD is hit 1" $?
 expect_rc "verify: in step" 0 "$K" verify --state "$S"
 
+# prune: the documents it drops leave the index too
+expect_rc "prune --keep 3 (Apache-2.0, the least recently used, goes)" 0 "$K" prune --state "$S" --keep 3
+grep -q "^dropped 1 snapshot, " "$T/out"; ok "  its summary" $? || cat "$T/out"
+expect_rc "verify after prune: in step (prune took the rows out)" 0 "$K" verify --state "$S"
+expect_rc "search --local: Apache" 0 "${L[@]}" --json -k 10 "Apache License"
+names_found | grep -qw Apache-2.0; [ $? -ne 0 ]; ok "  the pruned document is not listed" $?
+
 # a planted link as the index file: refused before SQLite opens it
 rm -f "$S"/index.sqlite*
 echo keep > "$T/victim"
