@@ -60,6 +60,13 @@
  * the stored scores (eng_kvzip_shrink, as `kvsnap shrink` does; the row
  * at R >= R0 is the copy itself).
  *
+ * Units: every row also reports, per document and over all, the share of
+ * each kind of the document's units its cache holds (qa_units.h: the
+ * template prefix, the facts' answers, the rest of their sentences, the
+ * last 16 tokens, structural tokens, the rest), and every reply the share
+ * of its fact's answer and sentence units held ("units", "answer_kept",
+ * "fact_kept" in the JSON): what a cut keeps and what the failures lost.
+ *
  * Output: the table on stdout (with each document's token count and the
  * full cache's results), progress on stderr, and with --json FILE every
  * reply and the summary (rewritten after each document, "complete": true
@@ -76,6 +83,8 @@
 
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
+
+#include "qa_units.h"
 
 #define QA_MAX_POLICIES 32
 #define QA_MAX_RATIOS 16
@@ -250,6 +259,7 @@ struct qa_q {
 	int64_t n_ids;
 	char *ref;        /* the full cache's reply */
 	int ref_ok;
+	int64_t range[4]; /* qu_classify: answer tokens [0, 1), its sentence [2, 3) */
 };
 
 struct qa_doc {
@@ -262,6 +272,8 @@ struct qa_doc {
 	double ref_ingest_s, ref_answer_s;
 	double full_fp16_bytes; /* the full cache's fp16 snapshot (with --quants) */
 	int ref_done;
+	uint8_t *kind;    /* (n) enum qu_kind of every position */
+	int64_t n_kind[QU_N];
 };
 
 struct qa_set {
@@ -306,6 +318,7 @@ qa_set_free(struct qa_set *set)
 		}
 		free(d->q);
 		free(d->ids);
+		free(d->kind);
 		free(d->file);
 	}
 	free(set->d);
@@ -621,12 +634,15 @@ struct qa_row {
 	char **reply;
 	unsigned char *ok, *done;
 	double *rouge;
+	double *ans_kept, *fact_kept; /* per question: qu_share of its ranges, -1 none */
+	double units_held[QU_N], units_all[QU_N]; /* sums over documents */
 	struct qa_row_doc {
 		int run;
 		char note[256];
 		char desc[768];   /* eng_policy_describe, with this document's budget */
 		int64_t budget;
 		double kept, ingest_s, answer_s, bytes, load_s;
+		double units[QU_N]; /* share held per kind, -1: none of it */
 		struct qa_count c;
 	} *doc;
 };
@@ -969,7 +985,7 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 	const struct qa_opts *o = b->o;
 	char tmp[4200];
 	FILE *f;
-	int i, k, r, first;
+	int i, k, r, r2, first;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", o->json);
 	if (!(f = fopen(tmp, "w"))) {
@@ -1040,7 +1056,15 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 		fprintf(f, ",\"ratio\":%g,\"docs_run\":%d,\"doc_tokens\":%.0f,\"kept_units\":%.1f,"
 		    "\"kept_share\":%.4f,\"ingest_s\":%.2f,\"answer_s\":%.2f,", w->ratio, w->docs_run,
 		    w->n_tok, w->kept, w->n_tok > 0 ? w->kept / w->n_tok : 0.0, w->ingest_s, w->answer_s);
-		fputs("\"all\":", f);
+		fputs("\"units\":{", f);
+		for (k = 0; k < QU_N; k++) {
+			fprintf(f, "%s\"%s\":", k ? "," : "", qu_kind_name[k]);
+			if (w->units_all[k] > 0)
+				fprintf(f, "%.4f", w->units_held[k] / w->units_all[k]);
+			else
+				fputs("null", f);
+		}
+		fputs("},\"all\":", f);
 		qa_json_count(f, &w->all);
 		fputs(",\"by_kind\":{", f);
 		for (k = 0; k < 2; k++) {
@@ -1074,7 +1098,15 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 			    (long long)rd->budget, rd->kept, rd->ingest_s, rd->answer_s);
 			if (w->quant >= 0)
 				fprintf(f, "\"bytes\":%.0f,\"load_s\":%.4f,", rd->bytes, rd->load_s);
-			fputs("\"count\":", f);
+			fputs("\"units\":{", f);
+			for (r2 = 0; r2 < QU_N; r2++) {
+				fprintf(f, "%s\"%s\":", r2 ? "," : "", qu_kind_name[r2]);
+				if (rd->units[r2] >= 0)
+					fprintf(f, "%.4f", rd->units[r2]);
+				else
+					fputs("null", f);
+			}
+			fputs("},\"count\":", f);
 			qa_json_count(f, &rd->c);
 			fputc('}', f);
 		}
@@ -1082,8 +1114,12 @@ qa_json_write(const struct qa_bench *b, const struct qa_set *set, struct qa_row 
 		for (i = 0, k = 0; i < set->n_q; i++) {
 			if (!w->done[i])
 				continue;
-			fprintf(f, "%s\n  {\"i\":%d,\"ok\":%s,\"rougeL\":%.4f,\"reply\":", k++ ? "," : "", i,
+			fprintf(f, "%s\n  {\"i\":%d,\"ok\":%s,\"rougeL\":%.4f,", k++ ? "," : "", i,
 			    w->ok[i] ? "true" : "false", w->rouge[i]);
+			if (w->ans_kept[i] >= 0)
+				fprintf(f, "\"answer_kept\":%.4f,\"fact_kept\":%.4f,", w->ans_kept[i],
+				    w->fact_kept[i]);
+			fputs("\"reply\":", f);
 			qa_json_str(f, w->reply[i]);
 			fputc('}', f);
 		}
@@ -1356,6 +1392,8 @@ qa_row_free(struct qa_row *w, int n_q)
 	free(w->ok);
 	free(w->done);
 	free(w->rouge);
+	free(w->ans_kept);
+	free(w->fact_kept);
 	free(w->doc);
 }
 
@@ -1394,6 +1432,34 @@ qa_reference(struct qa_bench *b, struct qa_doc *d)
 	d->ref_done = !rc;
 	eng_kv_free(kv);
 	return rc;
+}
+
+/* What the row's cache holds of each kind of d's units (qa_units.h). */
+static int
+qa_row_units(const struct eng_kv *kv, const struct qa_doc *d, struct qa_row *w,
+    struct qa_row_doc *rd)
+{
+	uint32_t *held = malloc((size_t)(d->n > 0 ? d->n : 1) * sizeof(uint32_t));
+	double sum[QU_N] = { 0 };
+	int per_pos = kv->n_layer * kv->n_head_kv, k;
+	int64_t i;
+	if (!held)
+		return ENG_ERR_NOMEM;
+	qu_held(kv, d->n, held);
+	for (i = 0; i < d->n; i++)
+		sum[d->kind[i]] += held[i];
+	for (k = 0; k < QU_N; k++) {
+		rd->units[k] = d->n_kind[k] ? sum[k] / ((double)d->n_kind[k] * per_pos) : -1.0;
+		w->units_held[k] += sum[k] / per_pos;
+		w->units_all[k] += (double)d->n_kind[k];
+	}
+	for (k = 0; k < d->n_q; k++) {
+		const struct qa_q *q = &d->q[k];
+		w->ans_kept[d->first_q + k] = qu_share(held, q->range[0], q->range[1], per_pos);
+		w->fact_kept[d->first_q + k] = qu_share(held, q->range[2], q->range[3], per_pos);
+	}
+	free(held);
+	return 0;
 }
 
 /* Row w on document di: ingest with the row's policy, ask in reverse
@@ -1435,6 +1501,8 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 		b->cur_ingest_s = eng_now() - t0;
 	}
 	snprintf(rd->desc, sizeof(rd->desc), "%s", b->cur_desc);
+	if ((rc = qa_row_units(b->cur_kv, d, w, rd)))
+		return rc;
 	kept = b->cur_kept;
 	rd->ingest_s = b->cur_ingest_s;
 	kv = b->cur_kv;
@@ -1490,6 +1558,45 @@ qa_row_doc(struct qa_bench *b, struct qa_set *set, struct qa_row *w, int di, con
 	return 0;
 }
 
+/* Every document's unit kinds and its facts' token ranges (qa_units.h). */
+static int
+qa_kinds(const struct qa_bench *b, struct qa_set *set)
+{
+	int i, k;
+	for (i = 0; i < set->n_d; i++) {
+		struct qa_doc *d = &set->d[i];
+		const char **qs = malloc((size_t)d->n_q * sizeof(char *) + 1);
+		const char **es = malloc((size_t)d->n_q * sizeof(char *) + 1);
+		int *fact = malloc((size_t)d->n_q * sizeof(int) + 1);
+		int64_t (*range)[4] = malloc((size_t)d->n_q * sizeof(*range) + 1);
+		int64_t j;
+		int rc = ENG_ERR_NOMEM;
+		d->kind = malloc((size_t)d->n + 1);
+		if (qs && es && fact && range && d->kind) {
+			for (k = 0; k < d->n_q; k++) {
+				qs[k] = d->q[k].question;
+				es[k] = d->q[k].expected;
+				fact[k] = d->q[k].kind == QA_FACT;
+			}
+			rc = qu_classify(b->tok, b->chat, d->ids, d->n, d->n_q, qs, es, fact, d->kind,
+			    range);
+		}
+		if (!rc) {
+			for (k = 0; k < d->n_q; k++)
+				memcpy(d->q[k].range, range[k], sizeof(range[k]));
+			for (j = 0; j < d->n; j++)
+				d->n_kind[d->kind[j]]++;
+		}
+		free(qs);
+		free(es);
+		free(fact);
+		free(range);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1522,6 +1629,11 @@ main(int argc, char **argv)
 	}
 	if (qa_tokenize(&o, &set, b.chat, b.why, sizeof(b.why))) {
 		fprintf(stderr, "bench_qa: %s\n", b.why);
+		status = 1;
+		goto out;
+	}
+	if (qa_kinds(&b, &set)) {
+		fprintf(stderr, "bench_qa: out of memory\n");
 		status = 1;
 		goto out;
 	}
@@ -1595,8 +1707,11 @@ main(int argc, char **argv)
 			w->ok = calloc((size_t)set.n_q, 1);
 			w->done = calloc((size_t)set.n_q, 1);
 			w->rouge = calloc((size_t)set.n_q, sizeof(double));
+			w->ans_kept = calloc((size_t)set.n_q, sizeof(double));
+			w->fact_kept = calloc((size_t)set.n_q, sizeof(double));
 			w->doc = calloc((size_t)set.n_d, sizeof(*w->doc));
-			if (!w->reply || !w->ok || !w->done || !w->rouge || !w->doc) {
+			if (!w->reply || !w->ok || !w->done || !w->rouge || !w->doc || !w->ans_kept ||
+			    !w->fact_kept) {
 				fprintf(stderr, "bench_qa: out of memory\n");
 				status = 1;
 				goto out;
@@ -1651,6 +1766,10 @@ main(int argc, char **argv)
 			    w->doc[i].c.answered, w->doc[i].c.full_ok, w->doc[i].c.raw, w->doc[i].c.n,
 			    w->doc[i].c.n ? w->doc[i].c.rouge / w->doc[i].c.n : 0.0, w->doc[i].ingest_s,
 			    w->doc[i].answer_s);
+			fprintf(stderr, "bench_qa:   held:");
+			for (k = 0; k < QU_N; k++)
+				fprintf(stderr, " %s %.3f", qu_kind_name[k], w->doc[i].units[k]);
+			fputc('\n', stderr);
 		}
 		eng_kv_free(b.cur_kv); /* the next document's rows ingest their own */
 		b.cur_kv = NULL;

@@ -338,6 +338,11 @@ struct eng_select {
 	int64_t n_sink;     /* each head's leading units below this position: always kept */
 	uint32_t keep_from; /* units at positions >= this: always kept, not counted */
 	int64_t cap_layer;  /* most units one layer keeps, sinks included */
+	/* called with each layer's keep lists just before it is compacted, or
+	 * NULL (kvzip's refit=1: engine/cache/kvzip_refit.c) */
+	int (*before_compact)(void *arg, struct eng_kv *kv, int layer,
+	    const int64_t *const *keep, const int64_t *n_keep);
+	void *arg;
 };
 int eng_select_scores(struct eng_kv *kv, const struct eng_select *sel, int64_t target);
 #define ENG_SELECT_LAYER_CAP 2 /* global: a layer keeps at most this times the mean */
@@ -361,16 +366,61 @@ struct kvzip_prompt {
 	 * of the head's slice of the output projection, (head_dim)², so that
 	 * ‖W_O v‖² = vᵀ G v; made at the first ingest */
 	float *gram; /* (n_layer, n_head, head_dim, head_dim) or NULL */
+	/* demote=F: per vocabulary id KVZIP_CLS_* bits of its text, or NULL */
+	uint8_t *cls;
+	int32_t n_cls;
 };
+
+#define KVZIP_CLS_STRUCT 1 /* no letter or digit (punctuation, space, symbols) */
+#define KVZIP_CLS_HEAD 2   /* its text starts with a letter or digit */
+#define KVZIP_CLS_TAIL 4   /* its text ends with one */
+#define KVZIP_STRUCT_REPEATS 4 /* a structural token is demoted from this many uses */
 
 #define KVZIP_ANCHOR 8      /* ids of the previous segment named in the prompt */
 #define KVZIP_PROMPT_MAX 96 /* bound on a prompt's ids (pool sizing before bind) */
 #define KVZIP_MIN_SEG 64    /* a shorter remainder joins the previous segment */
 
+/* Attention Matching's refit of one cut head (engine/cache/refit.c): a bias
+ * per kept key and least-squares values so that the cut head's attention
+ * matches the full head's on reference queries.  Not yet wired into an
+ * ingest, the pool, the snapshot or the attention kernels (issue 28). */
+#define ENG_REFIT_BIAS_MIN (-12.0) /* log of the smallest weight a kept key gets */
+struct eng_refit_in {
+	const float *k, *v;  /* (n, d) the head's keys as attention sees them, values */
+	const float *bias_in; /* (n) biases the head carries already (an earlier refit), or NULL */
+	int64_t n;
+	int d;
+	const int64_t *keep; /* (m) kept units, ascending */
+	int64_t m;
+	const float *q;      /* (t, d) reference queries */
+	int64_t t;
+	float scale;         /* of q·k (1/sqrt(d)) */
+	double ridge;        /* λ over the mean diagonal of PᵀP (1e-3) */
+	int sweeps;          /* NNLS coordinate-descent sweeps (50) */
+};
+/* bias (m) and v_out (m, d); 0, ENG_ERR_ARG (bad input), ENG_ERR_NOMEM. */
+int eng_refit_head(const struct eng_refit_in *in, float *bias, float *v_out);
+
+/* kvzip's refit=1 (engine/cache/kvzip_refit.c): a segment's reconstruction
+ * queries, and the refit of every cut head by them at the selection. */
+#define KVZIP_REFIT_QUERIES 256 /* reconstruction queries kept per query head */
+struct kvzip_refit;
+int kvzip_refit_new(struct kvzip_refit **out, int n_layer, int n_head, int head_dim);
+void kvzip_refit_free(struct kvzip_refit *r);
+/* A reconstruction of n_rep tokens follows: forget the last segment's. */
+void kvzip_refit_begin(struct kvzip_refit *r, int64_t n_rep);
+/* Layer `layer`'s rotated chunk queries (n_tok, n_head · head_dim). */
+void kvzip_refit_capture(struct kvzip_refit *r, int layer, const float *q, int64_t n_tok);
+/* eng_select.before_compact: refit the layer's cut heads; sets has_bias. */
+int kvzip_refit_compact(void *arg, struct eng_kv *kv, int layer, const int64_t *const *keep,
+    const int64_t *n_keep);
+
 /* The per-segment selection: eng_select_scores with kvzip's options
  * (alloc, floor, alpha), no tail. */
 int eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_sink,
-    int64_t target, int64_t cap_layer);
+    int64_t target, int64_t cap_layer,
+    int (*before_compact)(void *, struct eng_kv *, int, const int64_t *const *, const int64_t *),
+    void *arg);
 /* Pool rows per head kvzip's ingest needs (segments + reconstruction). */
 int64_t eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
     int64_t n_extra);

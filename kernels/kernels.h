@@ -182,6 +182,10 @@ struct kern_attn_head {
 	const uint32_t *pos;   /* (n_kv) unit positions */
 	const uint32_t *qpos;  /* (n_tok) query positions */
 	uint32_t n_s, n_r;
+	/* A refit cut's logit bias per unit (engine/cache/refit.c), added to
+	 * the scaled logit of every query; NULL: none.  Set on all heads of a
+	 * call or on none. */
+	const float *bias;     /* (n_kv) or NULL */
 };
 
 /* Attention statistics for eviction policies: for every query head h and

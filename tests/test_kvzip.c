@@ -18,6 +18,17 @@
  *                      progress callback can stop a kvzip ingest
  *   ratio              eng_parse_ratio, the ratio form's description and
  *                      per-document budget
+ *   tail_and_demote    tail=N scores the last N units +inf and a 1/4 cut
+ *                      keeps them in every head; demote=F scales exactly
+ *                      the structural units (classified here from the
+ *                      token texts: no letter or digit, used 4 times or
+ *                      more, not between two word characters) by F and
+ *                      leaves every other score bitwise as it was; both
+ *                      named in the description only when set
+ *   refit              refit=1 at 1/8 keeps the same units with the same keys
+ *                      as without, with new values and finite biases the
+ *                      attention adds (eng_kv.has_bias); the snapshot codec
+ *                      refuses such a cache by name
  *   train_labels       eng_train_label_kvzip (Locret heads trained on kvzip,
  *                      issue 19): every label is the log of the score the
  *                      policy itself gives the unit: equal to the stored
@@ -33,6 +44,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
+#include "snapshot/snapshot_io.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -352,7 +364,7 @@ sel_run(const char *opts, int skew, int mode)
 	TAP_CHECK(kv && ref, "pools");
 	NL = kv->n_layer;
 	H = kv->n_head_kv;
-	TAP_CHECK(!eng_kvzip_select(p, kv, 2, target, INT64_MAX / 4), "select");
+	TAP_CHECK(!eng_kvzip_select(p, kv, 2, target, INT64_MAX / 4, NULL, NULL), "select");
 	for (l = 0; l < NL; l++) {
 		int64_t layer_total = 0;
 		for (h = 0; h < H; h++) {
@@ -432,7 +444,7 @@ test_select_floor(void)
 	TAP_CHECK(!eng_model_open(&m, path, why, sizeof(why)), "%s", why);
 	TAP_CHECK(!eng_policy_create(&p, "kvzip", "floor=0.5", 12, why, sizeof(why)), "%s", why);
 	kv = sel_pool(m, 40, 1); /* skewed: the last layers and heads dominate */
-	TAP_CHECK(kv && !eng_kvzip_select(p, kv, 2, 12, INT64_MAX / 4), "select");
+	TAP_CHECK(kv && !eng_kvzip_select(p, kv, 2, 12, INT64_MAX / 4, NULL, NULL), "select");
 	for (l = 0; l < kv->n_layer; l++)
 		for (h = 0; h < kv->n_head_kv; h++)
 			TAP_CHECK(kv->layer[l].len[h] >= 2 + 5, "layer %d head %d keeps %lld < floor", l,
@@ -514,6 +526,8 @@ test_ratio(void)
 	{
 		static const char want[] = "kvzip:ratio=0.25,seg=2048,alloc=global,sinks=auto,norm=prob,";
 		TAP_CHECK(!strncmp(buf, want, sizeof(want) - 1), "description: %s", buf);
+		TAP_CHECK(!strstr(buf, "tail") && !strstr(buf, "demote"), "the defaults are not "
+		    "named (older profiles unchanged): %s", buf);
 	}
 	TAP_CHECK(!eng_policy_resolve(p, 1001, NULL, 0), "resolve");
 	eng_policy_describe(p, buf, sizeof(buf));
@@ -526,6 +540,224 @@ test_ratio(void)
 	    "short document: %s", why);
 	TAP_CHECK(!eng_policy_resolve(p, 100, why, sizeof(why)), "100 tokens: %s", why);
 	eng_policy_free(p);
+	return TAP_PASS;
+}
+
+/* A byte of a word, as kvzip's demotion reads a token's text. */
+static int
+word_byte(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    c >= 0x80;
+}
+
+/* Ingest ids at ratio r with opts in one segment; the pool. */
+static struct eng_kv *
+ingest_opts(struct eng_ctx *c, const char *opts, double r, const int32_t *ids, int64_t n,
+    char *buf, size_t cap)
+{
+	struct eng_policy *p = NULL;
+	struct eng_kv *kv = NULL;
+	char why[256] = "";
+	if (eng_policy_create_ratio(&p, "kvzip", opts, r, why, sizeof(why)) ||
+	    eng_kv_init(&kv, g_m, eng_policy_rows_per_head(p, n, 64, 0)) ||
+	    eng_ingest(c, kv, p, ids, n, 64, NULL)) {
+		tap_diag("kvzip:%s at %g: %s", opts, r, why);
+		eng_kv_free(kv);
+		kv = NULL;
+	}
+	if (p && buf)
+		eng_policy_describe(p, buf, cap);
+	eng_policy_free(p);
+	return kv;
+}
+
+static enum tap_result
+test_tail_and_demote(void)
+{
+	struct eng_policy *p = NULL;
+	struct eng_kv *k0 = NULL, *kt = NULL, *kd = NULL, *kc = NULL;
+	struct eng_ctx *c = NULL;
+	int32_t *ids = NULL, *pre = NULL;
+	int64_t n, n_pre, u, i, n_dem = 0, n_same = 0, *uses;
+	uint8_t *dem;
+	char desc[512], why[256];
+	int l, g;
+
+	TAP_CHECK(!open_model(), "model");
+	n = doc_ids(&ids);
+	n_pre = eng_chat_doc_ids(g_chat, "", 0, &pre);
+	TAP_CHECK(n > 200 && n_pre > 0 && n_pre < n, "ids");
+	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
+	/* the structural positions, from the token texts */
+	uses = calloc((size_t)g_m->hp.n_vocab, sizeof(int64_t));
+	dem = calloc((size_t)n, 1);
+	TAP_CHECK(uses && dem, "memory");
+	for (i = n_pre; i < n; i++)
+		uses[ids[i]]++;
+	for (i = n_pre; i < n; i++) {
+		size_t len = 0, j, lp = 0, ln = 0;
+		const char *t = eng_tok_piece(g_tok, ids[i], 0, &len), *tp, *tn;
+		int word = 0;
+		for (j = 0; j < len; j++)
+			word |= word_byte((unsigned char)t[j]);
+		if (!len || word || uses[ids[i]] < 4)
+			continue;
+		if (i > n_pre && i + 1 < n) {
+			tp = eng_tok_piece(g_tok, ids[i - 1], 0, &lp);
+			tn = eng_tok_piece(g_tok, ids[i + 1], 0, &ln);
+			if (lp && ln && word_byte((unsigned char)tp[lp - 1]) &&
+			    word_byte((unsigned char)tn[0]))
+				continue;
+		}
+		dem[i] = 1;
+		n_dem++;
+	}
+	TAP_CHECK(n_dem >= 8, "%lld structural positions in the text", (long long)n_dem);
+	/* ratio 1, one segment: every unit with its final score */
+	k0 = ingest_opts(c, "", 1.0, ids, n, NULL, 0);
+	kt = ingest_opts(c, "tail=16", 1.0, ids, n, desc, sizeof(desc));
+	TAP_CHECK(k0 && kt && strstr(desc, ",tail=16") && !strstr(desc, "demote"), "tail: %s",
+	    desc);
+	kd = ingest_opts(c, "demote=0.25", 1.0, ids, n, desc, sizeof(desc));
+	TAP_CHECK(kd && strstr(desc, ",demote=0.25") && !strstr(desc, "tail"), "demote: %s", desc);
+	for (l = 0; l < g_m->hp.n_layer; l++)
+		for (g = 0; g < g_m->hp.n_head_kv; g++) {
+			const struct eng_kv_layer *A = &k0->layer[l], *T = &kt->layer[l],
+			    *D = &kd->layer[l];
+			TAP_CHECK(A->len[g] == n && T->len[g] == n && D->len[g] == n, "all kept");
+			for (u = 0; u < n; u++) {
+				float a = A->score[A->off[g] + u], t = T->score[T->off[g] + u],
+				    d = D->score[D->off[g] + u];
+				if (u >= n - 16)
+					TAP_CHECK(isinf(t) && t > 0, "(%d,%d) tail unit %lld scores %g", l, g,
+					    (long long)u, t);
+				else
+					TAP_CHECK(!memcmp(&a, &t, sizeof(a)), "(%d,%d) unit %lld: %g, with "
+					    "tail=16 %g", l, g, (long long)u, a, t);
+				if (dem[u] && isfinite(a)) {
+					float want = a * 0.25f;
+					TAP_CHECK(!memcmp(&d, &want, sizeof(d)), "(%d,%d) structural unit %lld: "
+					    "%g, demoted %g", l, g, (long long)u, a, d);
+				} else {
+					TAP_CHECK(!memcmp(&a, &d, sizeof(a)), "(%d,%d) unit %lld: %g, with "
+					    "demote %g", l, g, (long long)u, a, d);
+					n_same++;
+				}
+			}
+		}
+	TAP_CHECK(n_same > 0, "units compared");
+	/* a quarter with tail=16 keeps the last 16 in every head */
+	kc = ingest_opts(c, "tail=16", 0.25, ids, n, NULL, 0);
+	TAP_CHECK(kc, "1/4 with tail");
+	for (l = 0; l < g_m->hp.n_layer; l++)
+		for (g = 0; g < g_m->hp.n_head_kv; g++) {
+			const struct eng_kv_layer *L = &kc->layer[l];
+			int64_t last = 0;
+			for (u = 0; u < L->len[g]; u++)
+				last += L->pos[L->off[g] + u] >= (uint32_t)(n - 16);
+			TAP_CHECK(last == 16, "(%d,%d) holds %lld of the last 16", l, g, (long long)last);
+		}
+	TAP_CHECK(eng_policy_create_ratio(&p, "kvzip", "demote=1.5", 0.25, why, sizeof(why)) &&
+	    eng_policy_create_ratio(&p, "kvzip", "demote=-0.1", 0.25, why, sizeof(why)) &&
+	    eng_policy_create_ratio(&p, "kvzip", "tail=-1", 0.25, why, sizeof(why)) &&
+	    eng_policy_create_ratio(&p, "kvzip", "tail=x", 0.25, why, sizeof(why)),
+	    "bad tail and demote values are refused");
+	free(uses);
+	free(dem);
+	free(ids);
+	free(pre);
+	eng_kv_free(k0);
+	eng_kv_free(kt);
+	eng_kv_free(kd);
+	eng_kv_free(kc);
+	eng_ctx_free(c);
+	return TAP_PASS;
+}
+
+/* KL(softmax(a) || softmax(b)) over n logits, in double. */
+static double
+kl_logits(const float *a, const float *b, int64_t n)
+{
+	double ma = -INFINITY, mb = -INFINITY, sa = 0.0, sb = 0.0, kl = 0.0;
+	int64_t i;
+	for (i = 0; i < n; i++) {
+		ma = a[i] > ma ? a[i] : ma;
+		mb = b[i] > mb ? b[i] : mb;
+	}
+	for (i = 0; i < n; i++) {
+		sa += exp(a[i] - ma);
+		sb += exp(b[i] - mb);
+	}
+	for (i = 0; i < n; i++) {
+		double pa = exp(a[i] - ma) / sa;
+		kl += pa * ((a[i] - ma - log(sa)) - (b[i] - mb - log(sb)));
+	}
+	return kl;
+}
+
+static enum tap_result
+test_refit(void)
+{
+	struct eng_kv *kf = NULL, *kc = NULL, *kr = NULL, *back = NULL;
+	struct eng_ctx *c = NULL;
+	int32_t *ids = NULL, *qids = NULL;
+	int64_t n, nq, u, nonzero = 0, vdiff = 0, hd;
+	float *lf, *lc, *lr;
+	char desc[512], why[256] = "";
+	int l, g;
+
+	TAP_CHECK(!open_model(), "model");
+	n = doc_ids(&ids);
+	hd = g_m->hp.head_dim;
+	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
+	kf = ingest_opts(c, "", 1.0, ids, n, NULL, 0);
+	kc = ingest_opts(c, "", 0.125, ids, n, NULL, 0);
+	kr = ingest_opts(c, "refit=1", 0.125, ids, n, desc, sizeof(desc));
+	TAP_CHECK(kf && kc && kr && strstr(desc, ",refit=1"), "ingests: %s", desc);
+	TAP_CHECK(kr->has_bias && !kc->has_bias && !kf->has_bias, "has_bias");
+	for (l = 0; l < g_m->hp.n_layer; l++)
+		for (g = 0; g < g_m->hp.n_head_kv; g++) {
+			const struct eng_kv_layer *C = &kc->layer[l], *R = &kr->layer[l];
+			TAP_CHECK(C->len[g] == R->len[g] && C->len[g] < n, "(%d,%d) keeps %lld, refit %lld",
+			    l, g, (long long)C->len[g], (long long)R->len[g]);
+			for (u = 0; u < C->len[g]; u++) {
+				int64_t a = C->off[g] + u, b = R->off[g] + u;
+				float bias = R->bias[b];
+				TAP_CHECK(C->pos[a] == R->pos[b] && !memcmp(C->k + a * hd, R->k + b * hd,
+				    (size_t)hd * sizeof(float)), "(%d,%d) unit %lld: another unit", l, g,
+				    (long long)u);
+				TAP_CHECK(isfinite(bias) && bias >= (float)ENG_REFIT_BIAS_MIN - 1e-3f,
+				    "(%d,%d) unit %lld: bias %g", l, g, (long long)u, bias);
+				nonzero += bias != 0.0f;
+				vdiff += memcmp(C->v + a * hd, R->v + b * hd, (size_t)hd * sizeof(float)) != 0;
+			}
+		}
+	TAP_CHECK(nonzero > 0 && vdiff > 0, "%lld biases set, %lld values refit", (long long)nonzero,
+	    (long long)vdiff);
+	/* a question read on each: how far the next token's distribution moves
+	 * from the full cache's (reported, not a pass mark: one question) */
+	nq = eng_chat_question_ids(g_chat, "Who kept the logbook?", 21, &qids);
+	lf = malloc((size_t)g_m->hp.n_vocab * sizeof(float));
+	lc = malloc((size_t)g_m->hp.n_vocab * sizeof(float));
+	lr = malloc((size_t)g_m->hp.n_vocab * sizeof(float));
+	TAP_CHECK(nq > 0 && lf && lc && lr, "question");
+	TAP_CHECK(!eng_forward(c, kf, qids, nq, NULL, lf) && !eng_forward(c, kc, qids, nq, NULL, lc) &&
+	    !eng_forward(c, kr, qids, nq, NULL, lr), "question forward");
+	tap_diag("KL(full || 1/8) %.4f, KL(full || 1/8 refit) %.4f",
+	    kl_logits(lf, lc, g_m->hp.n_vocab), kl_logits(lf, lr, g_m->hp.n_vocab));
+	TAP_CHECK(!eng_kv_drop_tail(kr, nq), "drop the question");
+	TAP_CHECK(snap_roundtrip(kr, g_m, SNAP_FP16, 0, &back, why, sizeof(why)) != 0 &&
+	    !back && strstr(why, "refit"), "the codec refuses a refit cache: %s", why);
+	free(ids);
+	free(qids);
+	free(lf);
+	free(lc);
+	free(lr);
+	eng_kv_free(kf);
+	eng_kv_free(kc);
+	eng_kv_free(kr);
+	eng_ctx_free(c);
 	return TAP_PASS;
 }
 
@@ -611,6 +843,8 @@ static const struct tap_test tests[] = {
 	{ "select_floor", test_select_floor },
 	{ "budget_and_cancel", test_budget_and_cancel },
 	{ "ratio", test_ratio },
+	{ "tail_and_demote", test_tail_and_demote },
+	{ "refit", test_refit },
 	{ "train_labels", test_train_labels },
 };
 

@@ -31,6 +31,8 @@ struct eng_kv_layer {
 	float *k;                 /* (rows, head_dim) pre-RoPE keys */
 	float *kr;                /* (rows, head_dim) rotated keys */
 	float *v;                 /* (rows, head_dim) */
+	float *bias;              /* (rows) a refit cut's logit bias; read only when
+	                           * eng_kv.has_bias (engine/cache/refit.c) */
 };
 
 struct eng_kv {
@@ -43,6 +45,7 @@ struct eng_kv {
 	struct eng_kv_layer *layer; /* (n_layer) */
 	struct eng_kv_layer spare;  /* compaction target, swapped in */
 	uint32_t next_pos;          /* original position of the next token */
+	int has_bias;               /* attention adds layer[].bias (kvzip refit=1) */
 	struct eng_kv_pod *pod;     /* PoD layer sharing, or NULL (dense) */
 };
 

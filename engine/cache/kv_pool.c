@@ -26,6 +26,7 @@ kv_layer_free(struct eng_kv_layer *L)
 	free(L->k);
 	free(L->kr);
 	free(L->v);
+	free(L->bias);
 	memset(L, 0, sizeof(*L));
 }
 
@@ -41,7 +42,9 @@ kv_layer_alloc(struct eng_kv_layer *L, int n_head, int64_t rows, int head_dim)
 	L->k = malloc(e * sizeof(float));
 	L->kr = malloc(e * sizeof(float));
 	L->v = malloc(e * sizeof(float));
-	if (!L->off || !L->len || !L->cap || !L->pos || !L->score || !L->k || !L->kr || !L->v)
+	L->bias = calloc(r ? r : 1, sizeof(float));
+	if (!L->off || !L->len || !L->cap || !L->pos || !L->score || !L->k || !L->kr || !L->v ||
+	    !L->bias)
 		return ENG_ERR_NOMEM;
 	return 0;
 }
@@ -116,6 +119,7 @@ eng_kv_clear(struct eng_kv *kv)
 	for (l = 0; l < kv->n_layer; l++)
 		kv_layer_reset(&kv->layer[l], kv->n_head_kv, kv->rows);
 	kv->next_pos = 0;
+	kv->has_bias = 0;
 	eng_kv_drop_pod(kv);
 }
 
@@ -198,6 +202,7 @@ eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
 			int64_t src = L->off[m] + keep[m][i], dst = at + i;
 			S->pos[dst] = L->pos[src];
 			S->score[dst] = L->score[src];
+			S->bias[dst] = L->bias[src];
 			memcpy(S->k + dst * hd, L->k + src * hd, row);
 			memcpy(S->v + dst * hd, L->v + src * hd, row);
 			if (kv->pos_mode == ENG_POS_SLOT)

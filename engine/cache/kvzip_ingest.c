@@ -24,6 +24,9 @@
  *
  * Scores stay in the pool's score slot, so units of earlier segments compete
  * with later ones, and a stored snapshot can be shrunk without a model run.
+ * tail=N scores the document's last N units +inf like the sinks; demote=F
+ * scales the scored segment's structural units (kvzip_demoted) by F before
+ * the selection, so the stored scores carry both into a later shrink.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +38,7 @@ struct kvzip_run {
 	struct eng_kv *kv;
 	int n_group;
 	const float *gram; /* KVzip+: kvzip_prompt.gram, or NULL */
+	struct kvzip_refit *refit; /* refit=1: the reconstruction's queries, or NULL */
 	int64_t *seg_from; /* (n_layer, n_head_kv) first unit of the segment */
 	int64_t seg_len;
 };
@@ -64,6 +68,8 @@ kvzip_after_attn(void *arg, struct eng_kv *kv, int layer, const struct eng_fwd_l
 	int H = kv->n_head_kv, g, j;
 	int64_t u;
 
+	if (r->refit)
+		kvzip_refit_capture(r->refit, layer, info->q, info->n_tok);
 	for (g = 0; g < H; g++) {
 		int64_t from = r->seg_from[(size_t)layer * (size_t)H + (size_t)g];
 		float *score = L->score + L->off[g];
@@ -210,6 +216,47 @@ kvzip_repeat_ids(const struct kvzip_prompt *pr, const int32_t *ids, int64_t lo, 
 	return n + hi - from;
 }
 
+/* demote=F: which positions of ids[0..n) are structural (kvpress PR #288):
+ * a token of no letter or digit, used at least KVZIP_STRUCT_REPEATS times
+ * in the document's text (from tpl on), and not glued between a token
+ * ending and one starting with a word character ("3.3", "a/b").  *out
+ * malloc'd (n flags), NULL when the option is off. */
+static int
+kvzip_demoted(const struct kvzip_prompt *pr, const int32_t *ids, int64_t n, int64_t tpl,
+    uint8_t **out)
+{
+	uint32_t *uses;
+	uint8_t *d;
+	int64_t i;
+	*out = NULL;
+	if (!pr->cls)
+		return 0;
+	uses = calloc((size_t)pr->n_cls, sizeof(*uses));
+	d = calloc((size_t)(n > 0 ? n : 1), 1);
+	if (!uses || !d) {
+		free(uses);
+		free(d);
+		return ENG_ERR_NOMEM;
+	}
+	for (i = tpl; i < n; i++)
+		if (ids[i] >= 0 && ids[i] < pr->n_cls && uses[ids[i]] < UINT32_MAX)
+			uses[ids[i]]++;
+	for (i = tpl; i < n; i++) {
+		int32_t id = ids[i];
+		if (id < 0 || id >= pr->n_cls || !(pr->cls[id] & KVZIP_CLS_STRUCT) ||
+		    uses[id] < KVZIP_STRUCT_REPEATS)
+			continue;
+		if (i > tpl && i + 1 < n && ids[i - 1] >= 0 && ids[i - 1] < pr->n_cls &&
+		    ids[i + 1] >= 0 && ids[i + 1] < pr->n_cls &&
+		    (pr->cls[ids[i - 1]] & KVZIP_CLS_TAIL) && (pr->cls[ids[i + 1]] & KVZIP_CLS_HEAD))
+			continue; /* inside a word, a number, a path */
+		d[i] = 1;
+	}
+	free(uses);
+	*out = d;
+	return 0;
+}
+
 /* Sinks: `sinks`, or with auto the template prefix when ids start with it. */
 static int64_t
 kvzip_sinks(const struct eng_policy *p, const struct kvzip_prompt *pr, const int32_t *ids,
@@ -233,6 +280,8 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 	struct kvzip_progress pg = { cb, arg, 0, 0, n, 0 };
 	struct eng_fwd_hook hook;
 	int32_t *rep = NULL;
+	uint8_t *demoted = NULL;
+	int64_t tail_from;
 	int rc = 0;
 
 	if (!pr)
@@ -244,12 +293,19 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 	prompt_max = (pr->n_pre + KVZIP_ANCHOR + pr->n_post > pr->n_first ?
 	    pr->n_pre + KVZIP_ANCHOR + pr->n_post : pr->n_first);
 	n_sink = kvzip_sinks(p, pr, ids, n, &tpl);
+	tail_from = p->i[5] > 0 && p->i[5] < n ? n - p->i[5] : (p->i[5] > 0 ? 0 : n);
+	if (p->f[3] < 1.0 && (rc = kvzip_demoted(pr, ids, n, tpl, &demoted)))
+		return rc;
 	memset(&run, 0, sizeof(run));
 	run.kv = kv;
 	run.n_group = m->hp.n_head / m->hp.n_head_kv;
 	run.seg_from = malloc((size_t)NL * (size_t)H * sizeof(int64_t));
-	if (!run.seg_from)
+	if (!run.seg_from || (p->i[6] && kvzip_refit_new(&run.refit, NL, m->hp.n_head,
+	    kv->head_dim))) {
+		free(run.seg_from);
+		free(demoted);
 		return ENG_ERR_NOMEM;
+	}
 	memset(&hook, 0, sizeof(hook));
 	hook.after_attn = kvzip_after_attn;
 	hook.arg = &run;
@@ -260,6 +316,8 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 	if (p->i[3] == 1) { /* norm=plus */
 		if (!pr->gram && (rc = kvzip_make_gram(pr, c, m))) {
 			free(run.seg_from);
+			free(demoted);
+			kvzip_refit_free(run.refit);
 			return rc;
 		}
 		run.gram = pr->gram;
@@ -278,15 +336,20 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 		if ((rc = kvzip_feed(c, kv, ids + lo, s, chunk, hi == n ? last_logits : NULL, NULL,
 		    &pg)))
 			break;
-		/* scores of the new units start at 0 (maxima of probabilities) */
+		/* scores of the new units start at 0 (maxima of probabilities);
+		 * sinks and the tail are kept */
 		for (l = 0; l < NL; l++)
 			for (g = 0; g < H; g++) {
 				struct eng_kv_layer *L = &kv->layer[l];
-				for (u = run.seg_from[(size_t)l * (size_t)H + (size_t)g]; u < L->len[g]; u++)
-					L->score[L->off[g] + u] = L->pos[L->off[g] + u] < (uint32_t)n_sink ?
-					    INFINITY : 0.0f;
+				for (u = run.seg_from[(size_t)l * (size_t)H + (size_t)g]; u < L->len[g]; u++) {
+					uint32_t at = L->pos[L->off[g] + u];
+					L->score[L->off[g] + u] = at < (uint32_t)n_sink ||
+					    (int64_t)at >= tail_from ? INFINITY : 0.0f;
+				}
 			}
 		run.seg_len = s;
+		if (run.refit)
+			kvzip_refit_begin(run.refit, 0); /* no queries until a reconstruction */
 		if (from < hi) {
 			n_rep = kvzip_repeat_ids(pr, ids, lo, from, hi, &rep);
 			if (n_rep < 0) {
@@ -294,6 +357,8 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 				break;
 			}
 			pg.second = 1;
+			if (run.refit)
+				kvzip_refit_begin(run.refit, n_rep);
 			rc = kvzip_feed(c, kv, rep, n_rep, chunk, NULL, &hook, &pg);
 			free(rep);
 			rep = NULL;
@@ -302,13 +367,28 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 			if (rc)
 				break;
 		}
+		if (demoted) /* the segment's structural units, before they compete */
+			for (l = 0; l < NL; l++)
+				for (g = 0; g < H; g++) {
+					struct eng_kv_layer *L = &kv->layer[l];
+					for (u = run.seg_from[(size_t)l * (size_t)H + (size_t)g]; u < L->len[g];
+					    u++) {
+						uint32_t at = L->pos[L->off[g] + u];
+						float *sc = &L->score[L->off[g] + u];
+						if ((int64_t)at < n && demoted[at] && isfinite(*sc))
+							*sc *= (float)p->f[3]; /* never a kept sink's +inf */
+					}
+				}
 		if (target < hi) {
 			int64_t cap = (int64_t)H * (rows - (hi < n ? room : 0) - 1);
-			if ((rc = eng_kvzip_select(p, kv, n_sink, target, cap)))
+			if ((rc = eng_kvzip_select(p, kv, n_sink, target, cap, run.refit ?
+			    kvzip_refit_compact : NULL, run.refit)))
 				break;
 		}
 		lo = hi;
 	}
 	free(run.seg_from);
+	free(demoted);
+	kvzip_refit_free(run.refit);
 	return rc;
 }

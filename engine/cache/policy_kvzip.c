@@ -17,7 +17,14 @@
  * the mean per-head budget every head keeps under alloc=global;
  * alpha=A (0.2) Ada-KV's uniform share under alloc=adakv; from=R or
  * from=budgetN names the snapshot a `kvsnap shrink` derived this one from
- * (0: ingested directly; an ingest refuses it).
+ * (0: ingested directly; an ingest refuses it); tail=N (0) the document's
+ * last N tokens kept like sinks; demote=F (1: off) scales the scores of
+ * structural units (kvpress PR #288: a token of no letter or digit that
+ * repeats in the document, not glued between two word characters) by F.
+ * refit=1 (0) refits every cut head to the full head's attention on the
+ * reconstruction's queries (kvzip_refit.c; not storable yet).  tail,
+ * demote and refit are named in the description only when set, so the
+ * profiles of existing snapshots do not change.
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +49,7 @@ kvzip_prompt_free(struct kvzip_prompt *pr)
 	free(pr->post);
 	free(pr->tpl);
 	free(pr->gram);
+	free(pr->cls);
 	free(pr);
 }
 
@@ -64,6 +72,9 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 		p->f[1] = 0.2;
 		p->f[2] = 0.0;
 		p->i[4] = 0;
+		p->i[5] = 0;
+		p->f[3] = 1.0;
+		p->i[6] = 0;
 		return 0;
 	}
 	if (!strcmp(key, "from")) {
@@ -109,8 +120,14 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[0]);
 	if (!strcmp(key, "alpha"))
 		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[1]);
-	return eng_fail(why, why_len, ENG_ERR_ARG,
-	    "policy kvzip has no option '%s' (seg, alloc, sinks, norm, floor, alpha, from)", key);
+	if (!strcmp(key, "tail"))
+		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[5]);
+	if (!strcmp(key, "demote"))
+		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[3]);
+	if (!strcmp(key, "refit"))
+		return eng_policy_parse_int(val, 0, 1, &p->i[6]);
+	return eng_fail(why, why_len, ENG_ERR_ARG, "policy kvzip has no option '%s' (seg, alloc, "
+	    "sinks, norm, floor, alpha, tail, demote, refit, from)", key);
 }
 
 static int
@@ -135,6 +152,22 @@ kvzip_describe(const struct eng_policy *p, char *buf, size_t cap)
 		snprintf(sinks, sizeof(sinks), "%lld", (long long)p->i[2]);
 	n = snprintf(buf, cap, ",seg=%lld,alloc=%s,sinks=%s,norm=%s,floor=%g,alpha=%g",
 	    (long long)p->i[0], alloc[p->i[1]], sinks, p->i[3] ? "plus" : "prob", p->f[0], p->f[1]);
+	if (n > 0 && p->i[5] > 0) { /* named only when set: older profiles stay as they were */
+		size_t u = (size_t)n;
+		int k = snprintf(u < cap ? buf + u : NULL, u < cap ? cap - u : 0, ",tail=%lld",
+		    (long long)p->i[5]);
+		n += k > 0 ? k : 0;
+	}
+	if (n > 0 && p->f[3] < 1.0) {
+		size_t u = (size_t)n;
+		int k = snprintf(u < cap ? buf + u : NULL, u < cap ? cap - u : 0, ",demote=%g", p->f[3]);
+		n += k > 0 ? k : 0;
+	}
+	if (n > 0 && p->i[6]) {
+		size_t u = (size_t)n;
+		int k = snprintf(u < cap ? buf + u : NULL, u < cap ? cap - u : 0, ",refit=1");
+		n += k > 0 ? k : 0;
+	}
 	if (n > 0 && (p->f[2] > 0.0 || p->i[4] > 0)) { /* a shrunk snapshot's origin */
 		size_t u = (size_t)n;
 		int k = p->f[2] > 0.0 ?
@@ -203,6 +236,38 @@ kvzip_turn_end(const struct eng_chat *chat, struct kvzip_prompt *pr)
 	return 0;
 }
 
+/* A byte of a word: ASCII letter or digit, or any byte of a multi-byte
+ * UTF-8 character (letters of other scripts count as content). */
+static int
+kvzip_word_byte(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    c >= 0x80;
+}
+
+/* demote=F: classify every vocabulary id by its text (KVZIP_CLS_*). */
+static int
+kvzip_classify(const struct eng_tok *t, struct kvzip_prompt *pr)
+{
+	int32_t n = eng_tok_n_vocab(t), id;
+	if (n <= 0 || !(pr->cls = calloc((size_t)n, 1)))
+		return ENG_ERR_NOMEM;
+	pr->n_cls = n;
+	for (id = 0; id < n; id++) {
+		size_t len = 0, i;
+		const unsigned char *s = (const unsigned char *)eng_tok_piece(t, id, 0, &len);
+		int word = 0;
+		if (!s || !len)
+			continue; /* a special token or an empty piece: never demoted */
+		for (i = 0; i < len && !word; i++)
+			word = kvzip_word_byte(s[i]);
+		pr->cls[id] = (uint8_t)((word ? 0 : KVZIP_CLS_STRUCT) |
+		    (kvzip_word_byte(s[0]) ? KVZIP_CLS_HEAD : 0) |
+		    (kvzip_word_byte(s[len - 1]) ? KVZIP_CLS_TAIL : 0));
+	}
+	return 0;
+}
+
 /* Tokenize the reconstruction prompt with the model's own tokenizer and
  * chat template. */
 static int
@@ -249,6 +314,8 @@ kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t wh
 		}
 	}
 	free(a);
+	if (!rc && p->f[3] < 1.0)
+		rc = kvzip_classify(tok, pr);
 	eng_chat_free(chat);
 	eng_tok_free(tok);
 	if (rc) {
@@ -261,10 +328,12 @@ kvzip_bind(struct eng_policy *p, const struct eng_model *m, char *why, size_t wh
 
 int
 eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_sink, int64_t target,
-    int64_t cap_layer)
+    int64_t cap_layer,
+    int (*before_compact)(void *, struct eng_kv *, int, const int64_t *const *, const int64_t *),
+    void *arg)
 {
 	struct eng_select sel = { (enum eng_alloc)p->i[1], p->f[0], p->f[1], n_sink, UINT32_MAX,
-		cap_layer };
+		cap_layer, before_compact, arg };
 	return eng_select_scores(kv, &sel, target);
 }
 
@@ -291,7 +360,7 @@ eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *w
 		return eng_fail(why, why_len, ENG_ERR_ARG, "the snapshot keeps %lld units, no more "
 		    "than %lld per head at this budget: nothing to shrink", (long long)total,
 		    (long long)p->budget);
-	return eng_kvzip_select(p, kv, n_sink, p->budget, INT64_MAX / 4);
+	return eng_kvzip_select(p, kv, n_sink, p->budget, INT64_MAX / 4, NULL, NULL);
 }
 
 int64_t

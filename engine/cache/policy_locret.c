@@ -594,6 +594,7 @@ locret_after_chunk(struct eng_policy *p, struct eng_kv *kv, const int32_t *ids, 
 
 	if (p->i[LOCRET_ALLOC] != LOCRET_GLOBAL)
 		return 0;
+	memset(&sel, 0, sizeof(sel));
 	sel.alloc = ENG_ALLOC_GLOBAL;
 	sel.floor = p->f[1];
 	sel.alpha = p->f[0];

@@ -194,7 +194,10 @@ eng_select_scores(struct eng_kv *kv, const struct eng_select *sel, int64_t targe
 				keep_ptr[m][n_keep[m]++] = i;
 			qsort(keep_ptr[m], (size_t)n_keep[m], sizeof(int64_t), kz_idx_cmp);
 		}
-		rc = eng_kv_compact(kv, l, (const int64_t *const *)keep_ptr, n_keep);
+		if (sel->before_compact)
+			rc = sel->before_compact(sel->arg, kv, l, (const int64_t *const *)keep_ptr, n_keep);
+		if (!rc)
+			rc = eng_kv_compact(kv, l, (const int64_t *const *)keep_ptr, n_keep);
 	}
 out:
 	free(ent);

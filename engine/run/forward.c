@@ -218,11 +218,13 @@ fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 			memcpy(L->v + dst, c->v + src, row);
 			L->pos[base + t] = c->pos[t];
 			L->score[base + t] = 0.0f;
+			L->bias[base + t] = 0.0f;
 		}
 		L->len[g] += n;
 		c->heads[g].k = L->kr + L->off[g] * hd;
 		c->heads[g].v = L->v + L->off[g] * hd;
 		c->heads[g].n_kv = L->len[g];
+		c->heads[g].bias = kv->has_bias ? L->bias + L->off[g] : NULL;
 	}
 	return 0;
 }

@@ -485,6 +485,10 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 	kern_attn_logits(s, q, kh->k, nq, nvis, hd, ld, j->scale);
 	if (kh->ka)
 		kern_attn_pod_logits(j, kh, h, t0, nq, nvis, s, s + nq * nvis);
+	if (kh->bias) /* a refit cut's per-unit bias */
+		for (t = 0; t < nq; t++)
+			for (i = 0; i < nvis; i++)
+				s[t * nvis + i] += kh->bias[i];
 	for (t = 0; t < nq; t++) {
 		int64_t vis = base + t0 + t + 1;
 		float *row = s + t * nvis;

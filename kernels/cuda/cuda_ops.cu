@@ -58,7 +58,7 @@ struct kcu_buf {
 
 enum { KCU_B_X, KCU_B_Y, KCU_B_H16, KCU_B_K, KCU_B_V, KCU_B_KA, KCU_B_POS, KCU_B_OFF,
 	KCU_B_Q, KCU_B_QA, KCU_B_QPOS, KCU_B_S, KCU_B_O, KCU_B_ST, KCU_B_IDS, KCU_B_W,
-	KCU_B_MX, KCU_B_DOMF, KCU_B_ROWW, KCU_B_DSUM, KCU_B_COUNT };
+	KCU_B_MX, KCU_B_DOMF, KCU_B_ROWW, KCU_B_DSUM, KCU_B_BIAS, KCU_B_COUNT };
 
 struct kcu_state {
 	int device;
@@ -401,6 +401,7 @@ struct kcu_attn {
 	const uint32_t *pos, *qpos;
 	const uint32_t *pod;  /* (n_kv_head, 2): n_s, n_r; NULL = no PoD */
 	const float *q, *qa;
+	const float *bias;    /* (off[n_kv_head]) a refit cut's logit bias per unit, or NULL */
 	float *s;             /* (n_head, n_tok, maxn) logits, then probabilities */
 };
 
@@ -432,7 +433,7 @@ kcu_attn_logits(struct kcu_attn a)
 	}
 	for (d = 0; d < a.head_dim; d++)
 		acc += q[d] * k[d];
-	row[u] = acc * a.scale;
+	row[u] = acc * a.scale + (a.bias ? a.bias[a.off[g] + u] : 0.0f);
 }
 
 /* Row softmax in place (one block per (h, t)); masked entries become 0. */
@@ -765,6 +766,7 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 	uint32_t *pod = NULL;
 	void *dk, *dv, *dka = NULL, *dpos = NULL, *doff, *dq, *dqa = NULL, *dqpos = NULL, *dpod = NULL;
 	void *ds, *dout, *dst = NULL, *dmx = NULL, *ddomf = NULL, *drow = NULL, *ddsum = NULL;
+	void *dbias = NULL;
 	size_t qbytes = (size_t)(n_tok * n_head * head_dim) * 4;
 	int rc, is_pod;
 
@@ -816,6 +818,15 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 		if (!rc)
 			rc = kcu_upload(ctx, s, KCU_B_IDS, pod, (size_t)(2 * n_kv_head) * 4, &dpod);
 	}
+	if (!rc && heads[0].bias) { /* a refit cut's biases, packed like the keys */
+		rc = kcu_scratch(ctx, s, KCU_B_BIAS, (size_t)off[n_kv_head] * 4 + 4, &dbias);
+		for (g = 0; !rc && g < n_kv_head; g++)
+			if (cudaMemcpyAsync((float *)dbias + off[g], heads[g].bias,
+			    (size_t)heads[g].n_kv * 4, cudaMemcpyHostToDevice, s->stream) != cudaSuccess) {
+				kern_ctx_set_error(ctx, "cuda: attention: bias upload failed");
+				rc = KERN_ERR_DEVICE;
+			}
+	}
 	if (!rc)
 		rc = kcu_scratch(ctx, s, KCU_B_S, (size_t)(n_head * n_tok * maxn) * 4, &ds);
 	if (!rc)
@@ -852,6 +863,7 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 	a.pod = is_pod ? (const uint32_t *)dpod : NULL;
 	a.q = (const float *)dq;
 	a.qa = (const float *)dqa;
+	a.bias = (const float *)dbias;
 	a.s = (float *)ds;
 	{
 		dim3 grid(kcu_blocks(maxn, 128), (unsigned)n_tok, (unsigned)n_head);
