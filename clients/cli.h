@@ -169,6 +169,11 @@ const char *cli_socket_path(const char *flag);
 /* Connect; -1 with a message (exit CLI_EXIT_UNREACHABLE). */
 int cli_conn_open(struct cli_conn *c, const char *path);
 void cli_conn_close(struct cli_conn *c);
+/* kvsnapd listens before its model is loaded and answers `loading` until
+ * it is: ask (hello) until it is ready, saying once on stderr that we
+ * wait (at most CLI_LOAD_WAIT_S).  0, or an exit code with a message. */
+#define CLI_LOAD_WAIT_S 600
+int cli_conn_ready(struct cli_conn *c);
 /* Send one request line; fd >= 0 travels with it (SCM_RIGHTS).  0, or an
  * exit code with a message printed: when the daemon had closed the
  * connection, its reason (an error event waiting to be read) and the exit

@@ -519,6 +519,12 @@ cli_daemon_ingest(int argc, char **argv)
 			close(D.stdin_fd);
 		return CLI_EXIT_UNREACHABLE;
 	}
+	if ((r = cli_conn_ready(&D.c))) {
+		if (D.stdin_fd >= 0)
+			close(D.stdin_fd);
+		cli_conn_close(&D.c);
+		return r;
+	}
 	for (; i < argc; i++) {
 		if ((r = dmn_ingest_path(&D, argv[i], D.name, 0)))
 			ret = r;
@@ -565,6 +571,12 @@ cli_daemon_query(int argc, char **argv)
 		if (fd >= 0)
 			close(fd);
 		return CLI_EXIT_UNREACHABLE;
+	}
+	if ((r = cli_conn_ready(&D.c))) {
+		if (fd >= 0)
+			close(fd);
+		cli_conn_close(&D.c);
+		return r;
 	}
 	/* an unquoted question's words, joined by single spaces */
 	question = cli_join(argc - i - 1, argv + i + 1);

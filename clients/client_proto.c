@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clients/cli.h"
@@ -260,10 +261,55 @@ cli_exit_for_code(const char *code)
 		{ "unsupported_format", CLI_EXIT_CORRUPT },
 		{ "too_many_connections", CLI_EXIT_UNREACHABLE },
 		{ "shutting_down", CLI_EXIT_UNREACHABLE },
+		{ "loading", CLI_EXIT_UNREACHABLE },
 	};
 	size_t i;
 	for (i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
 		if (!strcmp(code, map[i].code))
 			return map[i].exit;
 	return CLI_EXIT_FAILURE;
+}
+
+int
+cli_conn_ready(struct cli_conn *c)
+{
+	struct timespec pause = { 0, 200 * 1000 * 1000 }, t0, now;
+	json_t *req, *ev;
+	const char *kind, *code;
+	int rc, said = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (!(req = json_pack("{s:i, s:i, s:s}", "v", 1, "id", 0, "op", "hello"))) {
+			cli_err("out of memory");
+			return CLI_EXIT_FAILURE;
+		}
+		rc = cli_conn_send(c, req, -1);
+		json_decref(req);
+		if (rc)
+			return rc;
+		if (!(ev = cli_conn_recv(c)))
+			return CLI_EXIT_UNREACHABLE;
+		kind = json_string_value(json_object_get(ev, "event"));
+		code = json_string_value(json_object_get(ev, "code"));
+		if (kind && !strcmp(kind, "error") && json_is_null(json_object_get(ev, "id"))) {
+			rc = cli_conn_refused(ev); /* too many connections: it closes */
+			json_decref(ev);
+			return rc;
+		}
+		if (!kind || strcmp(kind, "error") || !code || strcmp(code, "loading")) {
+			json_decref(ev); /* ready (or an error the request itself will meet) */
+			return 0;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= CLI_LOAD_WAIT_S) {
+			rc = cli_conn_refused(ev);
+			json_decref(ev);
+			return rc;
+		}
+		json_decref(ev);
+		if (!said++)
+			cli_err("waiting for kvsnapd: it is loading its model and store");
+		nanosleep(&pause, NULL);
+	}
 }

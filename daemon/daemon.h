@@ -95,8 +95,10 @@ enum proto_code {
 	                              * user and root (stats, verify all, prune) may */
 	PROTO_E_UNSUPPORTED = 25,    /* client: not a document kvsnap reads (binary data, a
 	                              * PDF without text, bytes invalid in the encoding) */
-	PROTO_E_TIER_UNAVAILABLE = 26 /* server: not in the local tier, and the shared tier
+	PROTO_E_TIER_UNAVAILABLE = 26, /* server: not in the local tier, and the shared tier
 	                              * is unreachable (an outage): not a missing document */
+	PROTO_E_LOADING = 27         /* server: the daemon is still loading its model and
+	                              * store (it listens at once): try again shortly */
 };
 const char *proto_code_name(enum proto_code code);
 /* "client" or "server". */

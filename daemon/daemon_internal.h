@@ -73,6 +73,9 @@ struct daemon {
 	struct dcfg cfg;
 	struct svc *v;              /* model, tokenizer, store, profile: shared */
 	atomic_int stopping;        /* SIGTERM seen */
+	atomic_int ready;           /* the model, the store and the workers are up (set by
+	                             * the loop once the loader thread ended): until then
+	                             * every request but /health is answered `loading` */
 	const char *own_socket;     /* the socket file we made (removed on exit), or NULL */
 };
 extern struct daemon *daemon_g;
@@ -96,8 +99,12 @@ uint64_t conn_serial(const struct conn *c);
 /* A job of this connection ended (any thread): frees a per-connection slot. */
 void conn_job_done(struct conn *c);
 
-/* Start / stop the listener and the loop. */
-int srv_run(struct daemon *d, int listen_fd);
+/* Start the listeners and the loop at once, and load (the model, the
+ * store, the workers: `load`, 0 or -1 with the reason logged) on a thread
+ * of its own meanwhile; d->ready is set, and systemd told READY=1, when it
+ * succeeds.  Returns 0 after a stop signal, -1 when set-up or the load
+ * failed.  A stop signal while loading exits at once (main_stop_now). */
+int srv_run(struct daemon *d, int listen_fd, int (*load)(struct daemon *d));
 /* Create the listening socket (0660 under a restrictive umask); -1 with a
  * message logged. */
 int srv_listen(const char *path);

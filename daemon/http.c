@@ -909,6 +909,8 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	uid = hc->uid;
 	dlog(DLOG_DEBUG, "http: uid %d: %s %.200s: begun", (int)uid, method, uri);
 	http_ops_begin(&hc->ops, method, uri, uid);
+	if (!atomic_load(&hs.d->ready)) /* every answer while loading is a 503 */
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
 	if (http_ops_answer(hs.d, method, uri, &ops)) { /* /health, /metrics */
 		if (ops.body)
 			http_reply_typed(req, ops.status, ops.ctype, ops.body, ops.len, 0);
@@ -919,6 +921,11 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	}
 	if (atomic_load(&hs.d->stopping)) {
 		http_error_now(req, PROTO_E_SHUTTING_DOWN, 503, "the daemon is stopping", 1);
+		goto out;
+	}
+	if (!atomic_load(&hs.d->ready)) { /* as llama.cpp's server: 503 until loaded */
+		http_error_now(req, PROTO_E_LOADING, 503, "kvsnapd is loading its model and "
+		    "store; try again in a moment", 0);
 		goto out;
 	}
 	body = len ? (char *)evbuffer_pullup(in, -1) : NULL;

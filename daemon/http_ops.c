@@ -4,11 +4,11 @@
  *
  * /health answers as llama.cpp's server does for a load balancer or an
  * orchestrator's probe: 200 when requests are served, 503 with the reason
- * otherwise.  kvsnapd opens its HTTP listener only once the model and the
- * store are loaded, so the 503 a client can see is "draining" (a stop
- * signal came: running jobs finish, new ones are refused); a connection
- * refused means not (yet) started.  Neither needs a job or a worker: they
- * are answered on the loop, so a busy daemon still answers its probes.
+ * otherwise: "loading" (kvsnapd listens at once and loads the model and
+ * the store meanwhile) or "draining" (a stop signal came: running jobs
+ * finish, new ones are refused).  /metrics is 503 while loading, as every
+ * other request.  Neither needs a job or a worker: they are answered on
+ * the loop, so a busy daemon still answers its probes.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -103,7 +103,18 @@ http_ops_answer(struct daemon *d, const char *method, const char *uri,
 			    "draining", "error", "code", 503, "message", "the daemon is stopping: "
 			    "running requests finish, new ones are refused", "type",
 			    "unavailable_error"));
+		if (!atomic_load(&d->ready))
+			return ops_json(out, 503, json_pack("{s:s, s:{s:i, s:s, s:s}}", "status",
+			    "loading", "error", "code", 503, "message", "Loading model: kvsnapd "
+			    "is loading its model and store", "type", "unavailable_error"));
 		return ops_json(out, 200, json_pack("{s:s}", "status", "ready"));
+	}
+	if (!atomic_load(&d->ready)) { /* the store's gauges are not there yet */
+		out->status = 503;
+		out->ctype = "application/json";
+		out->body = http_error_json(PROTO_E_LOADING, 503, "kvsnapd is loading its model "
+		    "and store; try again in a moment", &out->len);
+		return 1;
 	}
 	out->status = 200;
 	/* Prometheus' text exposition format, version 0.0.4 */

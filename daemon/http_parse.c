@@ -37,6 +37,7 @@ http_status_of(enum proto_code code)
 	case PROTO_E_BUSY:
 	case PROTO_E_TOO_MANY_CONNS: return 429;
 	case PROTO_E_SHUTTING_DOWN:
+	case PROTO_E_LOADING:
 	case PROTO_E_TIER_UNAVAILABLE: return 503;
 	case PROTO_E_TIMEOUT: return 408;
 	case PROTO_E_UNSUPPORTED: return 415; /* not a document: binary data */

@@ -294,7 +294,7 @@ jobs_cancel_owner(const void *c)
 			j->next = dropped;
 			dropped = j;
 		}
-	for (i = 0; i < JOBS_THREADS; i++)
+	for (i = 0; jobs.run && i < JOBS_THREADS; i++) /* none before jobs_init */
 		if (jobs.run[i] && jobs.run[i]->owner == c && !atomic_load(&jobs.run[i]->replied)) {
 			atomic_store(&jobs.run[i]->cancel, 1);
 			dlog(DLOG_INFO, "%s: client left; cancelling its %s", jobs.run[i]->label,
@@ -320,7 +320,7 @@ jobs_cancel_id(const void *c, json_t *target)
 				atomic_store(&j->cancel, 1); /* answered when a worker takes it */
 				found = 1;
 			}
-	for (i = 0; i < JOBS_THREADS; i++)
+	for (i = 0; jobs.run && i < JOBS_THREADS; i++)
 		if (jobs.run[i] && jobs.run[i]->owner == c &&
 		    json_equal(jobs.run[i]->req.id, target)) {
 			atomic_store(&jobs.run[i]->cancel, 1);
@@ -345,7 +345,7 @@ jobs_stop(void)
 		}
 	/* ingests are abandoned (store_put is atomic: nothing partial is
 	 * stored); queries and admin jobs finish */
-	for (i = 0; i < JOBS_THREADS; i++)
+	for (i = 0; jobs.run && i < JOBS_THREADS; i++)
 		if (jobs.run[i] && jobs.run[i]->kind == JOB_INGEST)
 			atomic_store(&jobs.run[i]->cancel, 1);
 	pthread_cond_broadcast(&jobs.cv);
@@ -387,14 +387,29 @@ jobs_init(struct daemon *d)
 	struct svc_status st;
 	int i, n = (int)d->cfg.workers;
 	long nt;
+	struct job **run = calloc((size_t)n + 2, sizeof(*jobs.run));
+	struct worker *ws = calloc((size_t)n + 2, sizeof(*jobs.w));
+	pthread_t *th = calloc((size_t)n + 2, sizeof(*jobs.th));
 
+	/* published under the lock: the loop thread may already look at them
+	 * (a connection that closes while kvsnapd loads: jobs_cancel_owner) */
+	pthread_mutex_lock(&jobs.mu);
 	jobs.d = d;
 	jobs.n_workers = n;
 	jobs.max_ingests = n > 1 ? n - 1 : 1;
-	jobs.run = calloc((size_t)n + 2, sizeof(*jobs.run));
-	jobs.w = calloc((size_t)n + 2, sizeof(*jobs.w));
-	jobs.th = calloc((size_t)n + 2, sizeof(*jobs.th));
-	if (!jobs.run || !jobs.w || !jobs.th)
+	jobs.run = run;
+	jobs.w = ws;
+	jobs.th = th;
+	if (!run || !ws || !th) {
+		free(run);
+		free(ws);
+		free(th);
+		jobs.run = NULL;
+		jobs.w = NULL;
+		jobs.th = NULL;
+	}
+	pthread_mutex_unlock(&jobs.mu);
+	if (!jobs.run)
 		return -1;
 	for (i = 0; i < n + 2; i++) {
 		jobs.w[i].index = i;

@@ -1,8 +1,11 @@
 /*
- * main.c: kvsnapd's start and stop: settings, the service (the model,
- * loaded once and shared by every worker, the profile, the store; see
- * service/service.h), the listening socket (our own, or systemd's with
- * socket activation), the workers, the loop.
+ * main.c: kvsnapd's start and stop: settings, the listening socket (our
+ * own, or systemd's with socket activation), the loop, and what the loop
+ * loads on a thread of its own once it listens (main_load: the service,
+ * i.e. the model, loaded once and shared by every worker, the profile, the
+ * store, see service/service.h; then the workers).  Listening first is
+ * what llama.cpp's server does: a probe sees "loading" rather than a
+ * refused connection (docs/ARCHITECTURE.md, "Daemon").
  * No self-daemonizing: run in the foreground under systemd or a shell.
  */
 #include <errno.h>
@@ -102,6 +105,16 @@ main_open(struct daemon *d)
 	return 0;
 }
 
+/* What srv_run loads while it already listens (its loader thread): the
+ * service, then the workers.  0, or -1 with the reason logged. */
+static int
+main_load(struct daemon *d)
+{
+	if (main_open(d))
+		return -1;
+	return jobs_init(d) ? -1 : 0;
+}
+
 void
 main_stop_now(void)
 {
@@ -129,8 +142,6 @@ main(int argc, char **argv)
 		dlog(DLOG_ERROR, "libevent without thread support");
 		goto out;
 	}
-	if (main_open(&d))
-		goto out;
 	if ((fd = main_activated_socket()) == -2)
 		goto out;
 	if (fd < 0) {
@@ -143,11 +154,7 @@ main(int argc, char **argv)
 		evutil_make_socket_nonblocking(fd);
 		dlog(DLOG_INFO, "listening on the socket systemd passed");
 	}
-	if (jobs_init(&d)) {
-		close(fd);
-		goto out;
-	}
-	rc = srv_run(&d, fd);
+	rc = srv_run(&d, fd, main_load);
 	jobs_stop();
 	jobs_free();
 	if (own_socket)

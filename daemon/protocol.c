@@ -69,6 +69,7 @@ static const struct {
 	[PROTO_E_DENIED] = { "denied", 0 },
 	[PROTO_E_UNSUPPORTED] = { "unsupported_format", 0 },
 	[PROTO_E_TIER_UNAVAILABLE] = { "tier_unavailable", 1 },
+	[PROTO_E_LOADING] = { "loading", 1 },
 };
 #define PROTO_N_CODES (sizeof(proto_codes) / sizeof(proto_codes[0]))
 

@@ -52,6 +52,7 @@
 
 #define SRV_READ_CHUNK 65536
 #define SRV_STOP_GRACE_S 5 /* after the jobs ended, time to flush replies */
+#define SRV_LOADING_MSG "kvsnapd is loading its model and store; try again in a moment"
 /* A client that does not read its replies: stop reading its requests while
  * more than SRV_OUT_HIGH bytes wait to be sent, resume below SRV_OUT_LOW. */
 #define SRV_OUT_HIGH ((size_t)4 << 20)
@@ -117,6 +118,13 @@ static struct {
 	int stop_flushing;
 	int spare_fd;              /* the descriptor held back for EMFILE (below), or -1 */
 	long fd_refused;           /* connections refused in this burst of EMFILE */
+	/* the load (srv_run): its thread, and the event it wakes the loop with */
+	int (*load)(struct daemon *d);
+	pthread_t loader;
+	int loader_live;
+	atomic_int load_rc;
+	struct event *loaded_ev;
+	int load_failed;
 } srv;
 
 /* Monotonic seconds. */
@@ -585,6 +593,10 @@ conn_line(struct conn *c, const char *line, size_t len)
 		return;
 	}
 	dlog(DLOG_DEBUG, "conn %llu: %s", (unsigned long long)c->serial, proto_op_name(r.op));
+	if (r.op == PROTO_OP_HELLO && !atomic_load(&srv.d->ready)) {
+		conn_send_error(c, r.id, PROTO_E_LOADING, SRV_LOADING_MSG);
+		goto out;
+	}
 	if (r.op == PROTO_OP_HELLO) {
 		conn_hello(c, &r);
 		goto out;
@@ -613,6 +625,11 @@ conn_line(struct conn *c, const char *line, size_t len)
 	}
 	if (atomic_load(&srv.d->stopping)) {
 		conn_send_error(c, r.id, PROTO_E_SHUTTING_DOWN, "the daemon is stopping");
+		goto out;
+	}
+	/* after the descriptor is taken: it goes with this request, refused */
+	if (!atomic_load(&srv.d->ready)) {
+		conn_send_error(c, r.id, PROTO_E_LOADING, SRV_LOADING_MSG);
 		goto out;
 	}
 	if (atomic_load(&c->jobs) >= PROTO_JOBS_PER_CONN) {
@@ -1066,6 +1083,14 @@ srv_signal_cb(evutil_socket_t sig, short what, void *arg)
 		dlog(DLOG_WARN, "signal %d again: stopping now", (int)sig);
 		main_stop_now(); /* not the loop's exit: main would join busy workers */
 	}
+	if (!atomic_load(&srv.d->ready)) {
+		/* nothing runs and nothing is stored yet; the load itself (a
+		 * model's pages, a store's lock) cannot be interrupted: exit */
+		dlog(DLOG_INFO, "signal %d while loading: stopped", (int)sig);
+		if (srv.d->cfg.http)
+			http_stop_accepting(); /* removes its socket file */
+		main_stop_now();
+	}
 	dlog(DLOG_INFO, "signal %d: no new connections; abandoning ingests, finishing queries",
 	    (int)sig);
 	atomic_store(&srv.d->stopping, 1);
@@ -1085,15 +1110,49 @@ srv_signal_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Loading                                                                   */
+
+/* The loader thread: the model, the store and the workers, while the loop
+ * already answers (`loading`, /health). */
+static void *
+srv_load_thread(void *arg)
+{
+	(void)arg;
+	atomic_store(&srv.load_rc, srv.load(srv.d));
+	event_active(srv.loaded_ev, 0, 0);
+	return NULL;
+}
+
+/* The load ended (loop thread): serve, or stop with its failure. */
+static void
+srv_loaded_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	pthread_join(srv.loader, NULL); /* d->v and the workers are now the loop's to see */
+	srv.loader_live = 0;
+	if (atomic_load(&srv.load_rc)) {
+		srv.load_failed = 1; /* the reason is logged */
+		event_base_loopexit(srv.base, NULL);
+		return;
+	}
+	atomic_store(&srv.d->ready, 1);
+	sd_notify(0, "READY=1\nSTATUS=ready");
+	dlog(DLOG_INFO, "ready");
+}
+
+/* ------------------------------------------------------------------------ */
 /* The loop                                                                  */
 
 int
-srv_run(struct daemon *d, int listen_fd)
+srv_run(struct daemon *d, int listen_fd, int (*load)(struct daemon *d))
 {
 	int rc = -1;
 
 	memset(&srv, 0, sizeof(srv));
 	srv.d = d;
+	srv.load = load;
 	if ((srv.spare_fd = srv_spare_open()) < 0)
 		dlog(DLOG_WARN, "cannot hold a spare descriptor (%s): out of descriptors, accepting "
 		    "will pause instead of refusing with an error", strerror(errno));
@@ -1111,7 +1170,9 @@ srv_run(struct daemon *d, int listen_fd)
 	pthread_mutex_lock(&posts.mu);
 	posts.ev = event_new(srv.base, -1, 0, posts_drain_cb, NULL);
 	pthread_mutex_unlock(&posts.mu);
-	if (!srv.lis || !srv.sig_term || !srv.sig_int || !srv.sig_hup || !posts.ev) {
+	srv.loaded_ev = event_new(srv.base, -1, 0, srv_loaded_cb, NULL);
+	if (!srv.lis || !srv.sig_term || !srv.sig_int || !srv.sig_hup || !posts.ev ||
+	    !srv.loaded_ev) {
 		dlog(DLOG_ERROR, "cannot set up the event loop");
 		goto out;
 	}
@@ -1121,10 +1182,19 @@ srv_run(struct daemon *d, int listen_fd)
 	event_add(srv.sig_term, NULL);
 	event_add(srv.sig_int, NULL);
 	event_add(srv.sig_hup, NULL);
-	sd_notify(0, "READY=1");
-	dlog(DLOG_INFO, "ready");
-	rc = event_base_dispatch(srv.base) < 0 ? -1 : 0;
+	/* listening already: /health says "loading", requests get `loading`,
+	 * and READY=1 waits for the load (srv_loaded_cb) */
+	sd_notify(0, "STATUS=loading the model and the store");
+	dlog(DLOG_INFO, "loading the model and the store");
+	if (pthread_create(&srv.loader, NULL, srv_load_thread, NULL)) {
+		dlog(DLOG_ERROR, "cannot start the loading thread");
+		goto out;
+	}
+	srv.loader_live = 1;
+	rc = event_base_dispatch(srv.base) < 0 || srv.load_failed ? -1 : 0;
 out:
+	if (srv.loader_live) /* the loop failed while loading: let the load end first */
+		pthread_join(srv.loader, NULL);
 	while (srv.conns)
 		conn_close(srv.conns, "daemon stopping");
 	if (d->cfg.http)
@@ -1141,6 +1211,8 @@ out:
 		evconnlistener_free(srv.lis);
 	if (srv.stop_timer)
 		event_free(srv.stop_timer);
+	if (srv.loaded_ev)
+		event_free(srv.loaded_ev);
 	if (srv.sig_term)
 		event_free(srv.sig_term);
 	if (srv.sig_int)

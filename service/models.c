@@ -6,10 +6,19 @@
  * unnamed document) when no other listed document has that name or file
  * name; else its doc_id in hex.  No document takes the plain model's id.
  * The list and the lookup of an id are the same walk, so an id that is
- * listed is answered and one that is not is not.
+ * listed is answered and one that is not is not; but a name, the id of
+ * most documents tools pick, is looked up through the store's name index
+ * first (one read instead of every document's metadata).
+ *
+ * Scale (bench/bench_models.c, bench/RESULTS.md "Documents as models"):
+ * whether a file name is taken by another listed document was one pass
+ * over the list per document, quadratic (seconds at 20,000 documents);
+ * it is a sort and binary searches now.
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include "storage/store.h"
 
 #include "common/escape.h"
 #include "service/service_internal.h"
@@ -57,16 +66,27 @@ models_bad(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
 	return 0;
 }
 
-/* Whether s is the name or file name of a listed document other than
- * v[self]. */
 static int
-models_taken(const struct svc_model *v, size_t n, size_t self, const char *s)
+models_strcmp(const void *a, const void *b)
 {
-	size_t i;
-	for (i = 0; i < n; i++)
-		if (i != self && (!strcmp(v[i].name, s) || !strcmp(v[i].file, s)))
-			return 1;
-	return 0;
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* How many of the sorted strings all[0..n) are s. */
+static size_t
+models_count(const char *const *all, size_t n, const char *s)
+{
+	size_t lo = 0, hi = n, mid, k;
+	while (lo < hi) { /* the first not below s */
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(all[mid], s) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (k = lo; k < n && !strcmp(all[k], s); k++)
+		;
+	return k - lo;
 }
 
 int
@@ -88,16 +108,33 @@ svc_models(struct svc *v, const struct svc_who *w, const char *plain, struct svc
 		snprintf(st->why, sizeof(st->why), "%s", mw.nomem ? "out of memory" : why);
 		return svc_fail(st, SVC_AT_LOOKUP, mw.nomem ? STORE_ERR_NOMEM : rc);
 	}
+	/* every listed name and file name, sorted: a file name is an id when
+	 * it is there once (its own document's file, the document unnamed) */
+	const char **all = malloc((2 * mw.n + 1) * sizeof(*all));
+	size_t n_all = 0;
+	if (!all) {
+		free(mw.v);
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		return svc_fail(st, SVC_AT_LOOKUP, STORE_ERR_NOMEM);
+	}
+	for (i = 0; i < mw.n; i++) {
+		if (mw.v[i].name[0])
+			all[n_all++] = mw.v[i].name;
+		if (mw.v[i].file[0])
+			all[n_all++] = mw.v[i].file;
+	}
+	qsort(all, n_all, sizeof(*all), models_strcmp);
 	for (i = 0; i < mw.n; i++) {
 		m = &mw.v[i];
 		if (m->name[0] && strcmp(m->name, plain))
 			snprintf(m->id, sizeof(m->id), "%s", m->name);
 		else if (m->file[0] && !m->name[0] && strcmp(m->file, plain) &&
-		    !models_taken(mw.v, mw.n, i, m->file))
+		    models_count(all, n_all, m->file) == 1)
 			snprintf(m->id, sizeof(m->id), "%s", m->file);
 		else
 			store_hex(m->doc_id, SNAP_ID_BYTES, m->id);
 	}
+	free(all);
 	*out = mw.v;
 	*n = mw.n;
 	return 0;
@@ -108,8 +145,17 @@ svc_model_find(struct svc *v, const struct svc_who *w, const char *plain, const 
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st)
 {
 	struct svc_model *ms;
+	struct store_doc d;
+	char why[512];
 	size_t n, i;
 	int found = 0;
+	memset(st, 0, sizeof(*st));
+	/* a document's name is its id (unless it is the plain model's): the
+	 * name index answers it without the walk */
+	if (strcmp(id, plain) && !store_resolve(v->s, id, doc_id, why, sizeof(why)) &&
+	    !store_info(v->s, doc_id, &d, why, sizeof(why)) && !strcmp(d.name, id) &&
+	    kv_utf8_valid(d.name, strlen(d.name)) && svc_may_read(&d, w))
+		return 1;
 	if (svc_models(v, w, plain, &ms, &n, st))
 		return -1;
 	for (i = 0; i < n && !found; i++)

@@ -260,6 +260,63 @@ render_inst(const struct eng_chat *c, struct chat_pieces *ps, const struct eng_c
 	return 0;
 }
 
+/* Whether the family's templates take no system turn (Gemma's raise on
+ * one; so do Mistral's v1 [INST] ones): a system message opening the
+ * conversation is then folded into the first user turn instead of refused,
+ * as llama.cpp's own renderer (llm_chat_apply_template) and minja's
+ * polyfill do, so a tool that always sends one (LangChain, Open WebUI)
+ * gets its instruction where the model reads it rather than a 400. */
+static int
+folds_system(const struct eng_chat *c)
+{
+	return c->fam == ENG_CHAT_GEMMA || (c->fam == ENG_CHAT_INST && c->no_system);
+}
+
+/* msgs with their leading system messages folded, for a family that takes
+ * none: one user message "S1\n\nS2...\n\nU" (U: the first user message, if
+ * one follows them; empty system messages are left out), then the rest.
+ * *out is a malloc'd array and *buf its first content (both freed by the
+ * caller), or NULL when msgs need no folding.  0 or ENG_ERR_NOMEM. */
+static int
+fold_system(const struct eng_chat *c, const struct eng_chat_msg *m, size_t n,
+    struct eng_chat_msg **out, size_t *n_out, char **buf)
+{
+	size_t k, i, len = 0, at = 0;
+	int user;
+
+	*out = NULL;
+	*buf = NULL;
+	*n_out = n;
+	if (!c || !m || !n || !m[0].role || strcmp(m[0].role, "system") || !folds_system(c))
+		return 0;
+	for (k = 0; k < n && m[k].role && !strcmp(m[k].role, "system"); k++)
+		len += m[k].len + 2;
+	user = k < n && m[k].role && !strcmp(m[k].role, "user");
+	if (user)
+		len += m[k].len;
+	*n_out = 1 + n - k - (size_t)user;
+	if (!(*buf = malloc(len + 1)) || !(*out = malloc(*n_out * sizeof(**out)))) {
+		free(*buf);
+		*buf = NULL;
+		return ENG_ERR_NOMEM;
+	}
+	for (i = 0; i < k + (size_t)user; i++) {
+		if (!m[i].len || !m[i].content)
+			continue;
+		if (at) {
+			memcpy(*buf + at, "\n\n", 2);
+			at += 2;
+		}
+		memcpy(*buf + at, m[i].content, m[i].len);
+		at += m[i].len;
+	}
+	(*buf)[at] = '\0';
+	(*out)[0] = (struct eng_chat_msg){ "user", *buf, at };
+	if (n > k + (size_t)user)
+		memcpy(*out + 1, m + k + (size_t)user, (n - k - (size_t)user) * sizeof(**out));
+	return 0;
+}
+
 /* The pieces of msgs[0..n) (+ the generation prompt when gen). */
 static int
 render(const struct eng_chat *c, const struct eng_chat_msg *m, size_t n, int gen,
@@ -299,10 +356,17 @@ eng_chat_render(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_
     char *buf, size_t cap)
 {
 	struct chat_pieces ps = { 0 };
+	struct eng_chat_msg *fm;
 	size_t i, k = 0, take;
-	int rc = render(c, msgs, n, gen, &ps);
-	if (rc)
+	char *fb;
+	int rc = fold_system(c, msgs, n, &fm, &n, &fb);
+	if (!rc)
+		rc = render(c, fm ? fm : msgs, n, gen, &ps);
+	free(fm);
+	if (rc) {
+		free(fb);
 		return rc;
+	}
 	for (i = 0; i < ps.n; i++) {
 		if (buf && k + 1 < cap) {
 			take = cap - 1 - k < ps.v[i].len ? cap - 1 - k : ps.v[i].len;
@@ -313,6 +377,7 @@ eng_chat_render(const struct eng_chat *c, const struct eng_chat_msg *msgs, size_
 	if (buf && cap)
 		buf[k < cap ? k : cap - 1] = '\0';
 	free(ps.v);
+	free(fb);
 	return (int64_t)k;
 }
 
@@ -398,13 +463,18 @@ eng_chat_messages_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
     int32_t **ids)
 {
 	struct chat_pieces ps = { 0 };
+	struct eng_chat_msg *fm;
 	int64_t k = 0;
 	int rc, cont = 0;
+	char *fb;
 	*ids = NULL;
-	if ((rc = render(c, msgs, n, 1, &ps)))
+	if ((rc = fold_system(c, msgs, n, &fm, &n, &fb)))
 		return rc;
-	rc = append_pieces(c->tok, &ps, 0, ps.n, &cont, NULL, ids, &k);
+	if (!(rc = render(c, fm ? fm : msgs, n, 1, &ps)))
+		rc = append_pieces(c->tok, &ps, 0, ps.n, &cont, NULL, ids, &k);
 	free(ps.v);
+	free(fm);
+	free(fb);
 	return done(rc, ids, k);
 }
 
@@ -515,14 +585,21 @@ eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
 {
 	static const char mark = '\0';
 	struct chat_pieces ps = { .cont = 1 };
-	struct eng_chat_msg *m;
+	struct eng_chat_msg *m, *fm;
 	size_t i, sep, own;
 	int64_t k = 0;
-	char *first;
+	char *first, *fb;
 	int rc, cont = ENG_TOK_CONT_RAW; /* after the document's text */
 	*ids = NULL;
 	if (!c || !msgs || !n)
 		return ENG_ERR_ARG;
+	/* a family without a system turn: a system message first joins the
+	 * document's user turn ("DOC\n\nSYSTEM\n\nUSER"), as it would join the
+	 * first user turn without a document */
+	if ((rc = fold_system(c, msgs, n, &fm, &n, &fb)))
+		return rc;
+	if (fm)
+		msgs = fm;
 	/* a conversation that opens with a user message continues the
 	 * document's turn; else (a system message first, or an assistant's)
 	 * the document is a user turn of its own and the messages follow it */
@@ -530,6 +607,8 @@ eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
 	sep = own || sep_in_doc(c) ? 0 : 2; /* "\n\n" unless the document half ends with it */
 	if (!(m = malloc((n + own) * sizeof(*m))) || !(first = malloc(msgs[0].len + 2))) {
 		free(m);
+		free(fm);
+		free(fb);
 		return ENG_ERR_NOMEM;
 	}
 	memcpy(m + own, msgs, n * sizeof(*m));
@@ -557,6 +636,8 @@ eng_chat_followup_ids(const struct eng_chat *c, const struct eng_chat_msg *msgs,
 	free(ps.v);
 	free(first);
 	free(m);
+	free(fm);
+	free(fb);
 	return done(rc, ids, k);
 }
 

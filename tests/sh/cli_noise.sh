@@ -26,7 +26,7 @@ EXPECT_TIMEOUT=300
 "$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --budget 64 --chunk 128 --workers 2 \
 	--log-level info 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'; ok "daemon starts" $?
+wait_ready daemon_ready; ok "daemon starts" $?
 n=$(nproc)
 grep -q "2 model workers ($n threads each: all cores)" "$T/daemon.log"
 ok "kvsnapd logs its threads: $n each (all cores), not 0" $? || grep "model worker" "$T/daemon.log"

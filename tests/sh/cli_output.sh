@@ -136,7 +136,7 @@ grep -qx "renamed ${GPL:0:12} to gpl" "$T/out"; ok "rename says what it did" $?
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" "${P[@]}" -t 2 \
 	--workers 2 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready eval '[ -S "$KVSNAP_SOCKET" ]'; ok "kvsnapd starts" $?
+wait_ready daemon_ready; ok "kvsnapd starts" $?
 expect_rc "ingest through the daemon" 0 "$K" ingest "$T/artistic.txt"
 grep -Eq "$(echo "$re" | sed 's/apache/artistic/')" "$T/out"; _s=$?; ok "the daemon's ingest ends alike: $(cat "$T/out")" $_s
 expect_rc "ingest a stored one" 0 "$K" ingest "$T/apache.txt"

@@ -26,7 +26,7 @@ start_daemon() {
 		-t 1 --workers 2 --max-connections 128 --max-connections-per-user 128 --max-jobs 256 \
 		--log-level warn 2>>"$T/daemon.log" &
 	DPID=$!
-	wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'
+	wait_ready daemon_ready
 }
 
 # ---- kill -9 mid-ingest

@@ -12,17 +12,7 @@ set -u
 daemon_scratch daemon-fd-limit
 unset KVSNAP_STATE KVSNAP_SOCKET
 
-cat > "$T/proto.py" <<'PY'
-# proto.py SOCK REQUEST: one request; prints the last event line
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-f = s.makefile("rb")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    if json.loads(l).get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
+proto_py
 cat > "$T/burst.py" <<'PY'
 # burst.py SOCK HOLD EXTRA: open connections (each sends hello and waits up
 # to 5 s for one line) and keep the answered ones open, HOLD at most; then
@@ -74,11 +64,8 @@ proto() { timeout 120 python3 "$T/proto.py" "$T/d.sock" "$1"; }
 cpu() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; } # utime + stime, clock ticks
 
 # 48 descriptors: ~14 at start (model, store, loop), the rest for connections
-( ulimit -n 48 && exec "$D" --state "$T/state" --socket "$T/d.sock" --budget 64 --chunk 64 \
-	-t 1 --workers 1 --max-connections 500 --max-connections-per-user 500 --log-level info \
-	2>>"$T/daemon.log" ) &
-DPID=$!
-wait_ready proto '{"id":0,"op":"hello"}'
+DAEMON_NOFILE=48 daemon_start "$T/d.sock" "$T/daemon.log" --state "$T/state" -t 1 --workers 1 \
+	--max-connections 500 --max-connections-per-user 500 --log-level info
 ok "kvsnapd starts under ulimit -n 48" $? || { tail -5 "$T/daemon.log"; finish; exit; }
 prose GPL-3 60 > "$T/doc.txt"
 "$K" ingest -s "$T/d.sock" --name doc "$T/doc.txt" >/dev/null 2>&1

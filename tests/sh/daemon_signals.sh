@@ -19,7 +19,7 @@ start_daemon() {
 	"$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --policy snapkv \
 		--budget 64 --chunk 64 -t 1 --workers 2 --log-level info 2>>"$T/daemon.log" &
 	DPID=$!
-	wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'
+	wait_ready daemon_ready
 }
 # wait_for FILE PATTERN: up to 60 s for FILE to have a line matching PATTERN
 wait_for() {

@@ -15,7 +15,7 @@ DARGS=(--foreground --socket "$KVSNAP_SOCKET" --policy snapkv --budget 64 --chun
 
 "$D" "${DARGS[@]}" --state "$KVSNAP_STATE" 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'; ok "daemon starts" $?
+wait_ready daemon_ready; ok "daemon starts" $?
 EXPECT_TIMEOUT=120 # bounds each command: an ingest of 80 words takes seconds
 expect_rc "ingest a document" 0 "$K" ingest --name small "$T/small.txt"
 expect_rc "query it" 0 "$K" query -n 4 small "What is this about?"

@@ -46,7 +46,7 @@ start_daemon() {
 	"$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --policy snapkv \
 		--budget 64 --chunk 64 -t 1 --workers 2 --log-level info 2>>"$T/daemon.log" &
 	DPID=$!
-	wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'
+	wait_ready daemon_ready
 }
 hwm() { awk '/^VmHWM/ { print int($2 / 1024) }' "/proc/$DPID/status"; } # MiB
 # children: the daemon's child processes (the extraction)

@@ -40,9 +40,8 @@ wait_for() { # FILE PATTERN: up to 60 s
 }
 hcurl() { curl -s --max-time 120 --unix-socket "$H" "$@"; }
 
-"$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --http "unix:$H" --budget 64 --chunk 64 \
-	-t 2 --workers 2 --log-level info 2>>"$T/daemon.log" &
-DPID=$!
+daemon_start "$KVSNAP_SOCKET" "$T/daemon.log" --state "$KVSNAP_STATE" --http "unix:$H" -t 2 \
+	--workers 2 --log-level info
 wait_ready hcurl -f http://localhost/health; ok "daemon serving HTTP on unix:$H" $?
 
 # ---- /health

@@ -64,7 +64,7 @@ S=$T/d.sock
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$S" --policy kvzip --ratio 1/4 --chunk 128 \
 	-t 2 --workers 1 2>"$T/daemon.log" &
 DPID=$!
-wait_ready test -S "$S"; ok "kvsnapd starts (kvzip, ratio 1/4)" $?
+wait_ready daemon_ready "$S"; ok "kvsnapd starts (kvzip, ratio 1/4)" $?
 # one request per argument; prints the last event of each
 req() {
 	timeout 120 python3 - "$S" "$@" <<'PY'

@@ -8,6 +8,8 @@
 #   scratch NAME                  # T=/tmp/kvsnap-NAME-XXXXXX
 #   ok "description" $?           # counts and prints ok / not ok
 #   expect_rc "description" RC command...   # stdout in $T/out, stderr in $T/err
+#   daemon_start SOCK LOG FLAGS...  # kvsnapd started ($DPID), waited for until loaded
+#   proto_py                      # $T/proto.py SOCK REQUEST: the request's last event
 #   finish                        # "N passed, N failed", status
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 BUILD=${BUILD:-build}
@@ -82,14 +84,67 @@ expect_rc() {
 
 # wait_ready command...: wait up to 30 s for the command to succeed while
 # the daemon ($DPID) is alive; status 1 if it died or never got ready.
+# kvsnapd listens before it has loaded its model and answers every request
+# with the error `loading` until then (docs/PROTOCOL.md "Starting"): a
+# command whose output carries that code (a raw hello printing the event)
+# has not seen it ready either.
 wait_ready() {
-	local i
+	local i out
 	for i in $(seq 1 300); do
-		"$@" >/dev/null 2>&1 && return 0
+		out=$("$@" 2>&1) && [[ $out != *'"code":"loading"'* ]] && return 0
 		kill -0 "$DPID" 2>/dev/null || return 1
 		sleep 0.1
 	done
 	return 1
+}
+
+# proto_py: writes $T/proto.py, the scripts' one-request client:
+#   python3 "$T/proto.py" SOCK REQUEST [TIMEOUT_S]
+# sends one request line to kvsnapd at SOCK and prints the event that ends
+# it (its result or error event); "EOF" and status 1 if the connection ends
+# first.  TIMEOUT_S (default 120) bounds each read.
+proto_py() {
+	cat > "$T/proto.py" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(float(sys.argv[3]) if len(sys.argv) > 3 else 120)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+f = s.makefile("rb")
+while True:
+    l = f.readline()
+    if not l: print("EOF"); sys.exit(1)
+    if json.loads(l).get("event") in ("result", "error"): print(l.decode().strip()); break
+PY
+}
+
+# daemon_start SOCK LOG FLAGS...: kvsnapd on SOCK, its stderr appended to
+# LOG, with the scripts' small profile (--budget 64 --chunk 64) and FLAGS
+# (--state DIR among them); $DPID set; then waits until it has loaded
+# (daemon_ready): status 1 if it died or never got ready.  With
+# DAEMON_NOFILE=N it runs under `ulimit -n N`.
+daemon_start() {
+	local sock=$1 log=$2
+	shift 2
+	if [ -n "${DAEMON_NOFILE:-}" ]; then
+		(ulimit -n "$DAEMON_NOFILE" &&
+			exec "$D" --socket "$sock" --budget 64 --chunk 64 "$@" 2>>"$log") &
+	else
+		"$D" --socket "$sock" --budget 64 --chunk 64 "$@" 2>>"$log" &
+	fi
+	DPID=$!
+	wait_ready daemon_ready "$sock"
+}
+
+# daemon_ready [SOCK]: kvsnapd at SOCK (default $KVSNAP_SOCKET) has loaded:
+# its hello is a result, not the error `loading`.  `wait_ready daemon_ready`.
+daemon_ready() {
+	timeout 10 python3 - "${1:-$KVSNAP_SOCKET}" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+s.sendall(b'{"v":1,"id":0,"op":"hello"}\n')
+sys.exit(json.loads(s.makefile().readline()).get("event") != "result")
+PY
 }
 
 # wait_exit: the daemon's exit status once it has stopped (waits up to

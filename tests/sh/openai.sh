@@ -35,10 +35,10 @@ tap() {
 	done
 }
 start() { # http address, more flags
-	local a=$1; shift
-	"$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --http "$a" --budget 64 --chunk 64 \
-		-t 2 --workers 2 --request-timeout 5 --log-level debug "$@" 2>>"$T/daemon.log" &
-	DPID=$!
+	local a=$1
+	shift
+	daemon_start "$KVSNAP_SOCKET" "$T/daemon.log" --state "$KVSNAP_STATE" --http "$a" -t 2 \
+		--workers 2 --request-timeout 5 --log-level debug "$@"
 }
 models() { curl -sf --max-time 10 "${CURL[@]}" "$BASE/v1/models"; }
 

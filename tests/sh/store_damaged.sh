@@ -14,24 +14,13 @@ unset KVSNAP_STATE KVSNAP_SOCKET
 cleanup() { rcl_stop "$T/cluster"; lib_cleanup; }
 trap cleanup EXIT
 
-cat > "$T/proto.py" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-f = s.makefile("rb")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    if json.loads(l).get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
+proto_py
 proto() { timeout 120 python3 "$T/proto.py" "$T/d.sock" "$1"; }
 # py FILE EXPR: EXPR over the JSON object e of FILE's last line
 py() { python3 -c 'import json,sys; e=json.loads([l for l in open(sys.argv[1]) if l.strip()][-1]); print(eval(sys.argv[2]))' "$1" "$2"; }
 
-"$D" --state "$T/state" --socket "$T/d.sock" --http "unix:$T/d.http" --budget 64 --chunk 64 \
-	-t 1 --workers 1 --log-level info 2>>"$T/daemon.log" &
-DPID=$!
-wait_ready proto '{"id":0,"op":"hello"}'
+daemon_start "$T/d.sock" "$T/daemon.log" --state "$T/state" --http "unix:$T/d.http" -t 1 \
+	--workers 1 --log-level info
 ok "kvsnapd starts (socket and HTTP)" $?
 ids=()
 for lic in GPL-3 Apache-2.0 MPL-2.0; do
@@ -92,10 +81,8 @@ if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
 	ok "a 3 + 3 cluster on ports $RCL_PORTS" $? || { finish; exit; }
 	SHARED=redis-cluster:$RCL_ADDR
 	P0=${RCL_PORTS%% *}
-	"$D" --state "$T/state2" --socket "$T/d2.sock" --budget 64 --chunk 64 -t 1 --workers 1 \
-		--shared "$SHARED" 2>>"$T/daemon2.log" &
-	DPID=$!
-	wait_ready timeout 120 python3 "$T/proto.py" "$T/d2.sock" '{"id":0,"op":"hello"}'
+	daemon_start "$T/d2.sock" "$T/daemon2.log" --state "$T/state2" -t 1 --workers 1 \
+		--shared "$SHARED"
 	for lic in GPL-3 Apache-2.0 MPL-2.0; do
 		"$K" ingest -s "$T/d2.sock" --name "$lic" "$T/$lic.txt" >/dev/null 2>&1
 	done

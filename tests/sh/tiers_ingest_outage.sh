@@ -30,27 +30,15 @@ rcl_start "$T/cluster"
 ok "a 3 + 3 cluster on ports $RCL_PORTS reaches cluster_state:ok" $? || { finish; exit; }
 SHARED=redis-cluster:$RCL_ADDR
 
-cat > "$T/proto.py" <<'PY'
-# proto.py SOCK REQUEST: one request; prints the last event line
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(400); s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-f = s.makefile("rb")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    if json.loads(l).get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
-proto() { timeout 400 python3 "$T/proto.py" "$T/a.sock" "$1"; }
+proto_py
+proto() { timeout 400 python3 "$T/proto.py" "$T/a.sock" "$1" 400; }
 field() { python3 -c 'import json,sys; e=json.loads(open(sys.argv[1]).read().split("\n")[0]); print(e.get(sys.argv[2]))' "$1" "$2"; }
 ask() { proto "{\"id\":2,\"op\":\"query\",\"doc\":\"$1\",\"question\":\"Who?\",\"max_tokens\":2}"; }
 now() { date +%s.%N; }
 
 # one model worker: anything that held it would hold every query
-"$D" --state "$T/a" --socket "$T/a.sock" --budget 64 --chunk 64 -t 1 --workers 1 \
-	--log-level info --shared "$SHARED" 2>>"$T/a.log" &
-DPID=$!
-wait_ready proto '{"id":0,"op":"hello"}'
+daemon_start "$T/a.sock" "$T/a.log" --state "$T/a" -t 1 --workers 1 --log-level info \
+	--shared "$SHARED"
 ok "kvsnapd starts with the cluster as its shared tier (one model worker)" $?
 # sanitizer builds are ~10x slower: shorter documents there
 words=200 limit=90

@@ -24,17 +24,7 @@ ok "a 3 + 3 cluster on ports $RCL_PORTS reaches cluster_state:ok" $? || { finish
 SHARED=redis-cluster:$RCL_ADDR
 P0=${RCL_PORTS%% *}
 
-cat > "$T/proto.py" <<'PY'
-# proto.py SOCK REQUEST: one request; prints the last event line
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-f = s.makefile("rb")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    if json.loads(l).get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
+proto_py
 cat > "$T/hammer.py" <<'PY'
 # hammer.py SOCK SECONDS THREADS: queries of absent names until SECONDS
 # pass, each client 20 a second at most (flat out, 6 Python clients alone
@@ -68,10 +58,8 @@ proto() { timeout 120 python3 "$T/proto.py" "$T/a.sock" "$1"; }
 field() { python3 -c 'import json,sys; e=json.loads(open(sys.argv[1]).read().split("\n")[0]); print(e.get(sys.argv[2]))' "$1" "$2"; }
 ask() { proto "{\"id\":2,\"op\":\"query\",\"doc\":\"$1\",\"question\":\"Who?\",\"max_tokens\":2}"; }
 
-"$D" --state "$T/a" --socket "$T/a.sock" --budget 64 --chunk 64 -t 1 --workers 2 \
-	--log-level info --shared "$SHARED" 2>>"$T/a.log" &
-DPID=$!
-wait_ready proto '{"id":0,"op":"hello"}'
+daemon_start "$T/a.sock" "$T/a.log" --state "$T/a" -t 1 --workers 2 --log-level info \
+	--shared "$SHARED"
 ok "kvsnapd starts with the cluster as its shared tier" $?
 prose GPL-3 200 > "$T/local.txt"
 prose Apache-2.0 150 > "$T/shared.txt"

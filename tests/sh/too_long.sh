@@ -80,7 +80,7 @@ grep -q eighth "$T/ls" && ! grep -q " long" "$T/ls"; ok "nothing stored for the 
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" "${P[@]}" -t 2 \
 	--log-level debug 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready eval '[ -S "$KVSNAP_SOCKET" ] && timeout 10 "$K" ls'; ok "daemon starts" $?
+wait_ready daemon_ready; ok "daemon starts" $?
 for doc in long huge; do
 	t0=$(now)
 	EXPECT_TIMEOUT=300 expect_rc "daemon: ingest of $doc: exit 4" 4 "$K" ingest --json "$T/$doc.txt"
