@@ -94,6 +94,11 @@ json_t *http_chunk(const struct http_shape *s, const char *text, size_t n, int f
 /* The whole answer (non-streamed). */
 json_t *http_completion(const struct http_shape *s, const char *text, size_t n,
     const char *finish, json_t *usage);
+/* A library question's members (sources, answered_from, abstained,
+ * confidence) from the job's result copied into reply object o (a
+ * completion or its last chunk); o unchanged for any other result.
+ * Returns o (http_library.c). */
+json_t *http_library_reply(json_t *o, const json_t *result);
 json_t *http_usage(int64_t prompt, int64_t completion);
 /* The document endpoints' replies from the admin and ingest jobs' results
  * (body borrowed). */
