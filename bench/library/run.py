@@ -5,8 +5,12 @@ every item in each mode with `kvsnap query --local --docs A,B --json
 --min-conf -1000` (never abstain: the threshold is chosen afterwards, by
 table.py, on the tuning items only) and write one JSON line per answer.
 
-  run.py [--build DIR] [--model GGUF] [--modes side,parts] [--out FILE]
-         [--state DIR] [-n N] [--limit K]
+  run.py [--build DIR] [--model GGUF] [--modes side,parts,pick] [--out FILE]
+         [--state DIR] [-n N] [--limit K] [--max-doc NN]
+
+--max-doc NN keeps the items whose documents are all numbered NN or lower
+(a shorter run); documents a reused --state already holds are not ingested
+again.
 
 Times are wall-clock on whatever machine runs it: say how busy it was.
 """
@@ -31,6 +35,7 @@ def main():
     ap.add_argument("--state", default=None, help="reuse a store (default: a fresh one)")
     ap.add_argument("-n", type=int, default=48)
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--max-doc", default="99")
     a = ap.parse_args()
     os.chdir(ROOT)
     kv = os.path.join(a.build, "kvsnap")
@@ -42,12 +47,15 @@ def main():
             if i and len(p) == 5:
                 items.append(dict(split=p[0], kind=p[1], docs=p[2].split(","), question=p[3],
                                   expected=p[4]))
+    items = [it for it in items if all(d[:2] <= a.max_doc for d in it["docs"])]
     if a.limit:
         items = items[:a.limit]
     base = [kv, "--state", state, "-m", a.model]
     names = sorted({d for it in items for d in it["docs"]})
     t0 = time.time()
     for d in names:
+        if subprocess.run([kv, "info", "--state", state, d], capture_output=True).returncode == 0:
+            continue
         r = subprocess.run([kv, "ingest", "--local", "--state", state, "-m", a.model, "--name",
                             d, os.path.join("bench/qa/docs", d)], capture_output=True, text=True)
         if r.returncode:

@@ -49,13 +49,13 @@ PY
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" "${PROFILE[@]}" -t 2 \
 	--workers 2 --log-level debug 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready "$K" ls; ok "daemon listening" $?
-chmod 755 "$T"; chmod 666 "$KVSNAP_SOCKET"
+wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}'; [ -S "$KVSNAP_SOCKET" ]; ok "daemon listening" $?
+chmod 755 "$T"; chmod 666 "$KVSNAP_SOCKET" # every local user may connect: ownership is the only gate
 
 expect_rc "ingest alpha" 0 "$K" ingest --share --name alpha "$T/docs/alpha.txt"
 expect_rc "ingest beta" 0 "$K" ingest --share --name beta "$T/docs/beta.txt"
-A=$("$K" info --json alpha | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc_id"])')
-B=$("$K" info --json beta | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc_id"])')
+A=$("$K" info --json alpha | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc"]["doc_id"])')
+B=$("$K" info --json beta | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc"]["doc_id"])')
 [ ${#A} -eq 64 ] && [ ${#B} -eq 64 ]; ok "both doc_ids known" $?
 
 Q="What is the password for the archive?"
