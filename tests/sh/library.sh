@@ -47,7 +47,7 @@ PY
 }
 
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" "${PROFILE[@]}" -t 2 \
-	--workers 2 --log-level debug 2>>"$T/daemon.log" &
+	--workers 2 --http "unix:$T/http.sock" --log-level debug 2>>"$T/daemon.log" &
 DPID=$!
 wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}'; [ -S "$KVSNAP_SOCKET" ]; ok "daemon listening" $?
 chmod 755 "$T"; chmod 666 "$KVSNAP_SOCKET" # every local user may connect: ownership is the only gate
@@ -124,6 +124,39 @@ chk "docs with fd" '{"id":1,"op":"query","docs":["alpha"],"fd":true,"question":"
 python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":1,"op":"query","docs":["alpha","alpha"],"question":"What is the password?","max_tokens":4,"min_conf":-1000}' > "$T/o"
 python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read()); sys.exit(0 if r["event"]=="result" and len(r["sources"])==1 else 1)' "$T/o"
 ok "a document named twice is consulted once" $? || sed 's/^/#   /' "$T/o"
+
+# ---- the OpenAI endpoint: "documents", the sources beside the choices
+if command -v curl >/dev/null; then
+	post() { curl -s --max-time 300 --unix-socket "$T/http.sock" -o "$T/out" -w '%{http_code}' \
+		-H 'Content-Type: application/json' http://localhost/v1/chat/completions -d "$1"; }
+	st=$(post '{"model":"kvsnap","documents":["alpha","beta"],"min_conf":-1000,"max_tokens":16,"messages":[{"role":"user","content":"What is the password for the archive?"}]}')
+	[ "$st" = 200 ] && python3 - "$T/out" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+ok = [s["label"] for s in r["sources"]] == ["alpha", "beta"] and all(s["consulted"] for s in r["sources"]) \
+    and r["abstained"] is False and r["choices"][0]["message"]["content"] and r["usage"]["prompt_tokens"] > 0
+sys.exit(0 if ok else 1)
+PY
+	ok "HTTP documents: 200, the answer, sources alpha and beta beside choices" $? || head -c 400 "$T/out"
+	st=$(post '{"model":"kvsnap","documents":["alpha","beta"],"library_mode":"parts","min_conf":-1000,"max_tokens":16,"stream":true,"messages":[{"role":"user","content":"What is the password for the archive?"}]}')
+	[ "$st" = 200 ] && python3 - "$T/out" <<'PY'
+import json, sys
+ev = [json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: {")]
+last = [e for e in ev if e.get("choices") and e["choices"][0].get("finish_reason")]
+ok = len(last) == 1 and len(last[0]["sources"]) == 2 and last[0]["answered_from"] in [s["doc_id"] for s in last[0]["sources"]] \
+    and "".join(e["choices"][0]["delta"].get("content", "") for e in ev if e.get("choices"))
+sys.exit(0 if ok else 1)
+PY
+	ok "HTTP documents, streamed (parts): the finishing chunk names the sources and the one answered from" $? || head -c 600 "$T/out"
+	st=$(post '{"model":"kvsnap","documents":["alpha"],"document":"beta","messages":[{"role":"user","content":"q"}]}')
+	[ "$st" = 400 ]; ok "HTTP document and documents: 400" $?
+	st=$(post '{"model":"kvsnap","documents":["alpha"],"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},{"role":"user","content":"q2"}]}')
+	[ "$st" = 400 ]; ok "HTTP documents with a conversation: 400" $?
+	st=$(post '{"model":"kvsnap","documents":["nosuch"],"messages":[{"role":"user","content":"q"}]}')
+	[ "$st" = 404 ]; ok "HTTP documents naming an unknown document: 404" $?
+else
+	echo "# HTTP part skipped: needs curl"
+fi
 
 # ---- ownership, with two real users (root only)
 if command -v useradd >/dev/null && command -v runuser >/dev/null && [ "$(id -u)" -eq 0 ]; then
