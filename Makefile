@@ -37,7 +37,8 @@ endif
 
 # formats/: PDF (poppler's glib API), HTML (libxml2), Markdown (cmark)
 FORMAT_PKGS := poppler-glib libxml-2.0 libcmark
-PKGS     := openblas jansson libsodium lmdb libzstd hiredis $(FORMAT_PKGS)
+# index/: the text index (SQLite FTS5)
+PKGS     := openblas jansson libsodium lmdb libzstd hiredis sqlite3 $(FORMAT_PKGS)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -53,8 +54,9 @@ STORAGE_SRC := $(wildcard storage/*.c)
 SNAPSHOT_SRC := $(wildcard snapshot/*.c)
 SERVICE_SRC := $(wildcard service/*.c)
 FORMATS_SRC := $(wildcard formats/*.c)
+INDEX_SRC   := $(wildcard index/*.c)
 LIB_SRC     := $(COMMON_SRC) $(KERNELS_SRC) $(ENGINE_SRC) $(STORAGE_SRC) $(SNAPSHOT_SRC) $(SERVICE_SRC) \
-	$(FORMATS_SRC)
+	$(FORMATS_SRC) $(INDEX_SRC)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
 # CUDA backend (kernels/cuda/): built whenever nvcc is found; without it
@@ -211,7 +213,7 @@ build-fuzz/fuzz_http_route: tests/fuzz/fuzz_http_route.c daemon/http_route.c dae
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/http_route.c $(PKG_LIBS)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h \
-		formats/*.h)
+		formats/*.h index/*.h)
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) kernels/cuda_absent.c $(PKG_LIBS) -lm -pthread

@@ -178,6 +178,7 @@ int cli_query(int argc, char **argv);
 int cli_shrink(int argc, char **argv);
 int cli_train_heads(int argc, char **argv);
 int cli_selftest(int argc, char **argv);
+int cli_search(int argc, char **argv);
 
 /* The daemon paths of ingest and query (clients/cli_daemon.c). */
 int cli_daemon_ingest(int argc, char **argv);

@@ -657,6 +657,29 @@ out:
 	return rc;
 }
 
+/* After rm (doc) or prune (NULL): the text index beside the store follows,
+ * when there is one (index_sync.c).  A failure is a warning: the index is
+ * derived data, brought in step by the next search or kvsnapd start. */
+static void
+st_index_after(const struct st_opts *o, struct store *s, const uint8_t *doc)
+{
+	struct svc_index *ix = NULL;
+	const char *dir = cli_state_dir(o->state);
+	char why[512] = "";
+	int rc;
+
+	if (!dir || !store_lmdb_dir(dir))
+		return;
+	rc = svc_index_open(s, dir, 0, 0, &ix, NULL, why, sizeof(why));
+	if (!rc && ix)
+		rc = doc ? svc_index_forget(ix, doc, why, sizeof(why)) :
+		    svc_index_sync(ix, s, NULL, why, sizeof(why));
+	svc_index_close(ix);
+	if (rc)
+		fprintf(stderr, "kvsnap: warning: the text index: %s (the next search brings it "
+		    "in step)\n", why);
+}
+
 int
 cli_rm(int argc, char **argv)
 {
@@ -676,6 +699,8 @@ cli_rm(int argc, char **argv)
 		rc = store_rm(s, id, why, sizeof(why));
 		if (rc)
 			cli_err("rm: %s", why);
+		else if (!o.shared)
+			st_index_after(&o, s, id);
 		store_hex(id, SNAP_ID_BYTES, hex);
 		if (!rc && o.json)
 			cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex, "name",
@@ -874,6 +899,69 @@ st_verify_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP
 	return 0;
 }
 
+/* verify's look at the text index (svc_index_verify). */
+struct st_ix {
+	int on;
+	const struct st_verify *v;
+	struct svc_index_verified r;
+};
+
+static void
+st_index_cb(void *arg, const uint8_t doc[SNAP_ID_BYTES], long part, int problem,
+    const char *why)
+{
+	struct st_ix *x = arg;
+	char hex[2 * SNAP_ID_BYTES + 1], label[8 * 256], where[32] = "";
+	static const uint8_t zero[SNAP_ID_BYTES];
+	store_hex(doc, SNAP_ID_BYTES, hex);
+	if (x->v->json) {
+		cli_json_line("index", json_pack("{s:s, s:I, s:b, s:o}", "doc_id", hex, "part",
+		    (json_int_t)part, "problem", problem, "message", cli_json_cstr(why)));
+		return;
+	}
+	if (part >= 0)
+		snprintf(where, sizeof(where), " part %ld", part);
+	if (!memcmp(doc, zero, SNAP_ID_BYTES))
+		snprintf(label, sizeof(label), "the index");
+	else
+		st_docs_label(x->v->ds, doc, label, sizeof(label));
+	printf("%s%s  %s%s\n", label, where, problem ? "INDEX: " : "note: ", why);
+}
+
+static void
+st_index_summary(const struct svc_index_verified *r)
+{
+	if (!r->exists)
+		printf("text index: none yet (the next search or kvsnapd start builds it); %ld text "
+		    "record%s checked\n", r->texts, r->texts == 1 ? "" : "s");
+	else
+		printf("text index: %ld row%s, %ld text record%s, %ld problem%s\n", r->rows,
+		    r->rows == 1 ? "" : "s", r->texts, r->texts == 1 ? "" : "s", r->problems,
+		    r->problems == 1 ? "" : "s");
+	if (r->docs_without_text)
+		printf("%ld document%s without a text record (stored before text records): not "
+		    "searchable until ingested again with --force\n", r->docs_without_text,
+		    r->docs_without_text == 1 ? "" : "s");
+}
+
+/* 0, or -1 with the reason printed (the store could not be read). */
+static int
+st_verify_index(const struct st_opts *o, struct store *s, const struct st_verify *v,
+    struct st_ix *ix)
+{
+	const char *dir = cli_state_dir(o->state);
+	char why[512] = "";
+	if (!dir || !store_lmdb_dir(dir))
+		return 0;
+	ix->v = v;
+	if (svc_index_verify(s, dir, st_index_cb, ix, &ix->r, why, sizeof(why))) {
+		cli_err("verify: the text index: %s", why);
+		return -1;
+	}
+	ix->on = 1;
+	return 0;
+}
+
 int
 cli_verify(int argc, char **argv)
 {
@@ -881,10 +969,12 @@ cli_verify(int argc, char **argv)
 	struct store *s;
 	struct st_docs ds;
 	struct st_verify v = { &ds, 0, 0, 0 };
+	struct st_ix ix;
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
 	int i, rc;
 	memset(&ds, 0, sizeof(ds));
+	memset(&ix, 0, sizeof(ix));
 	if ((rc = st_begin(argc, argv, 0, 1, 1, &o, &s, &i)))
 		return rc;
 	if (i == argc - 1 && (rc = st_resolve(s, argv[i], id)))
@@ -896,14 +986,30 @@ cli_verify(int argc, char **argv)
 	rc = snap_verify(s, i == argc - 1 ? id : NULL, st_verify_cb, &v, why, sizeof(why));
 	if (rc && rc != STORE_ERR_CORRUPT)
 		cli_err("verify: %s", why);
-	if (o.json)
-		cli_json_line("result", json_pack("{s:i, s:i}", "checked", v.n, "corrupt", v.bad));
-	else
+	/* the whole local store: its text records and the index beside it */
+	if (i != argc - 1 && !o.shared && (!rc || rc == STORE_ERR_CORRUPT) &&
+	    st_verify_index(&o, s, &v, &ix))
+		rc = STORE_ERR_IO;
+	if (o.json) {
+		json_t *res = json_pack("{s:i, s:i}", "checked", v.n, "corrupt", v.bad);
+		if (res && ix.on)
+			json_object_set_new(res, "index", json_pack("{s:b, s:I, s:I, s:I, s:I}",
+			    "exists", ix.r.exists, "rows", (json_int_t)ix.r.rows, "texts",
+			    (json_int_t)ix.r.texts, "problems", (json_int_t)ix.r.problems,
+			    "without_text", (json_int_t)ix.r.docs_without_text));
+		cli_json_line("result", res);
+	} else {
 		printf("%d snapshot%s checked, %d corrupt\n", v.n, v.n == 1 ? "" : "s", v.bad);
-	rc = v.bad ? CLI_EXIT_CORRUPT : st_exit(rc);
+		if (ix.on)
+			st_index_summary(&ix.r);
+	}
+	rc = v.bad || (ix.on && ix.r.problems) ? CLI_EXIT_CORRUPT : st_exit(rc);
 	if (rc && o.json && v.bad)
 		cli_json_error("corrupt", rc, "corrupt snapshots found (see the snapshot lines)",
 		    NULL);
+	else if (rc && o.json && ix.on && ix.r.problems)
+		cli_json_error("corrupt", rc, "the text index is out of step with the store (see the "
+		    "index lines; the next search or kvsnapd start rebuilds it)", NULL);
 out:
 	free(ds.d);
 	store_close(s);
@@ -984,6 +1090,8 @@ cli_prune(int argc, char **argv)
 	rc = store_prune(s, &p, st_prune_cb, &sp, &n, &bytes, why, sizeof(why));
 	if (rc)
 		cli_err("prune: %s", why);
+	else if (!o.dry_run && n && !o.shared)
+		st_index_after(&o, s, NULL);
 	else if (o.json)
 		cli_json_line("result", json_pack("{s:I, s:I, s:b}", "snapshots", (json_int_t)n,
 		    "bytes", (json_int_t)bytes, "dry_run", o.dry_run));

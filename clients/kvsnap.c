@@ -15,6 +15,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "query", "answer a question from a snapshot (--local: in-process)", cli_query },
 	{ "shrink", "derive a smaller kvzip snapshot by its stored scores (no model run)",
 	    cli_shrink },
+	{ "search", "the parts of documents that best match a question's words (no model)",
+	    cli_search },
 	{ "ls", "list stored documents", cli_ls },
 	{ "info", "show a document and its snapshots", cli_info },
 	{ "rm", "remove a document and its snapshots", cli_rm },

@@ -16,7 +16,7 @@ _kvsnap_takes_value() {
 	--max-size|--keep|-p|--prompt|--texts|-N|--tokens|-q|--delta|--target-saving|\
 	--regroup|-o|--output|--examples|--d-r|--max-tokens|--min-tokens|--gen-max|\
 	--checkpoint|--checkpoint-every|--eval|--fortunes|--words|--labels|--label-cache|\
-	--label-floor|--shared|--shared-auth|--docs|--mode|--min-conf) return 0 ;;
+	--label-floor|--shared|--shared-auth|-k|--top|--docs|--mode|--min-conf) return 0 ;;
 	esac
 	return 1
 }
@@ -30,6 +30,7 @@ _kvsnap_flags() {
 	query) echo "$global -n --temp --top-p --seed --stop --file --encoding -v --verbose --local --docs --mode --min-conf $engine" ;;
 	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run --shared --shared-auth" ;;
+	search) echo "$global -k --top --local" ;;
 	ls|info|rm|rename|stats|verify) echo "$global --shared --shared-auth" ;;
 	generate) echo "$global -p --prompt -n --temp --top-p --seed --raw -t --threads -v --verbose" ;;
 	tokenize) echo "$global --no-special" ;;
@@ -72,7 +73,7 @@ _kvsnap_docs() {
 
 _kvsnap() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev= cmd= w i npos=0
-	local commands="ingest query shrink ls info rm rename stats verify prune generate
+	local commands="ingest query shrink search ls info rm rename stats verify prune generate
 		tokenize ask pod-calibrate train-heads selftest"
 	local -a ls_cmd=("${COMP_WORDS[0]/#\~/$HOME}")
 	COMPREPLY=()

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/escape.h"
 #include "daemon/daemon_internal.h"
 
 /* ------------------------------------------------------------------------ */
@@ -318,6 +319,45 @@ admin_fail(struct job *j, int rc, const char *why)
 	    why[0] ? why : store_strerror(rc));
 }
 
+/* A JSON string of s, or "" when it is not UTF-8 (a name from an older
+ * store; snippets are cut on character boundaries). */
+static json_t *
+admin_utf8(const char *s)
+{
+	return json_string(kv_utf8_valid(s, strlen(s)) ? s : "");
+}
+
+/* search: {"hits":[{doc_id, name, part, score, snippet}]}, best first,
+ * among the documents the peer may read (svc_search). */
+static void
+admin_search(struct job *j)
+{
+	struct svc_hit *hits = calloc((size_t)j->req.k, sizeof(*hits));
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
+	unsigned n = 0, i;
+	json_t *arr;
+
+	if (!hits) {
+		job_error(j, PROTO_E_INTERNAL, "out of memory");
+		return;
+	}
+	if (svc_search(daemon_g->v, &j->who, j->req.question, NULL, (unsigned)j->req.k, hits, &n,
+	    why, sizeof(why))) {
+		free(hits);
+		job_error(j, PROTO_E_STORE, "%s", why);
+		return;
+	}
+	arr = json_array();
+	for (i = 0; arr && i < n; i++) {
+		store_hex(hits[i].doc_id, SNAP_ID_BYTES, hex);
+		json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:f, s:o}", "doc_id", hex,
+		    "name", admin_utf8(hits[i].name), "part", (json_int_t)hits[i].part, "score",
+		    hits[i].score, "snippet", admin_utf8(hits[i].snippet)));
+	}
+	free(hits);
+	job_result(j, json_pack("{s:o}", "hits", arr));
+}
+
 void
 admin_job_run(struct worker *w, struct job *j)
 {
@@ -385,6 +425,9 @@ admin_job_run(struct worker *w, struct job *j)
 			admin_fail(j, rc, why);
 			return;
 		}
+		/* its index rows (a failure loses nothing: a search skips rows of
+		 * missing documents, the next sync drops them) */
+		(void)svc_index_forget(daemon_g->v->index, doc, why, sizeof(why));
 		store_hex(doc, SNAP_ID_BYTES, hex);
 		job_result(j, json_pack("{s:s, s:b}", "doc_id", hex, "removed", 1));
 		return;
@@ -469,6 +512,8 @@ admin_job_run(struct worker *w, struct job *j)
 			admin_fail(j, rc, why);
 			return;
 		}
+		if (!r->dry_run && n_drop) /* documents gone with their last snapshot */
+			(void)svc_index_sync(daemon_g->v->index, s, NULL, why, sizeof(why));
 		o = json_pack("{s:I, s:I, s:b, s:o}", "dropped", (json_int_t)n_drop,
 		    "bytes", (json_int_t)b_drop, "dry_run", r->dry_run, "snapshots", arr);
 		if (o && json_array_size(pb.damaged))
@@ -479,6 +524,9 @@ admin_job_run(struct worker *w, struct job *j)
 	}
 	case PROTO_OP_MODELS:
 		admin_models(j);
+		return;
+	case PROTO_OP_SEARCH:
+		admin_search(j);
 		return;
 	case PROTO_OP_HELLO:
 	case PROTO_OP_INGEST:

@@ -32,6 +32,8 @@
 #define PROTO_NAME_MAX 255                      /* a document name */
 #define PROTO_SOURCE_MAX 1023                   /* a source description */
 #define PROTO_REF_MAX 255                       /* a DOC reference */
+#define PROTO_SEARCH_K_MAX 100                  /* hits of a search (= SVC_SEARCH_K_MAX) */
+#define PROTO_SEARCH_K_DEFAULT 5
 #define PROTO_ENCODING_MAX 63                   /* an encoding's name (iconv's) */
 #define PROTO_ID_MAX 128                        /* bytes of a string id */
 #define PROTO_MAX_TOKENS_MAX 4096               /* max_tokens of a query */
@@ -59,7 +61,8 @@ enum proto_op {
 	PROTO_OP_SHRINK = 11,
 	PROTO_OP_CHAT = 12,    /* the plain model (no document): HTTP only
 	                        * (docs/HTTP.md); refused on the socket */
-	PROTO_OP_MODELS = 13   /* documents as models (GET /v1/models): HTTP only */
+	PROTO_OP_MODELS = 13,  /* documents as models (GET /v1/models): HTTP only */
+	PROTO_OP_SEARCH = 14   /* the parts that best match a question (the text index) */
 };
 const char *proto_op_name(enum proto_op op);
 
@@ -124,8 +127,9 @@ struct proto_req {
 	int force;             /* ingest: re-ingest even if stored */
 	int share;             /* ingest: readable by every user of the socket */
 	char *doc;             /* query/has/info/rm/verify/shrink: DOC reference */
-	char *question;        /* query */
+	char *question;        /* query; search: its words */
 	size_t question_len;
+	int64_t k;             /* search: how many parts */
 	int64_t max_tokens;    /* query */
 	double temperature;    /* query: 0 = greedy */
 	double top_p;          /* query: (0, 1], 1 = off */

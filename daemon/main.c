@@ -76,7 +76,8 @@ main_open(struct daemon *d)
 	sc = (struct svc_conf){ .model = d->cfg.model, .state = d->cfg.state,
 		.policy = d->cfg.policy, .opts = d->cfg.opts, .budget = d->cfg.budget,
 		.ratio = d->cfg.ratio, .chunk = d->cfg.chunk, .quant = quant,
-		.shared = d->cfg.shared, .shared_auth = d->cfg.shared_auth, .log = main_tier_log };
+		.shared = d->cfg.shared, .shared_auth = d->cfg.shared_auth, .log = main_tier_log,
+		.index = 1 };
 	if (svc_open(&d->v, &sc, &st)) {
 		if (st.step == SVC_AT_MODEL)
 			dlog(DLOG_ERROR, "cannot load the model %s: %s", d->cfg.model, st.why);

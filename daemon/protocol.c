@@ -29,6 +29,7 @@ static const char *const proto_ops[] = {
 	[PROTO_OP_SHRINK] = "shrink",
 	[PROTO_OP_CHAT] = "chat",
 	[PROTO_OP_MODELS] = "models",
+	[PROTO_OP_SEARCH] = "search",
 };
 #define PROTO_N_OPS (sizeof(proto_ops) / sizeof(proto_ops[0]))
 
@@ -210,6 +211,11 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
 			    "prune needs at least one of older_than_s, max_bytes, keep");
 		return 0;
+	case PROTO_OP_SEARCH:
+		r->k = PROTO_SEARCH_K_DEFAULT;
+		if ((rc = proto_json_str(o, "question", 1, PROTO_QUESTION_MAX, PROTO_E_TOO_LARGE, &r->question, &r->question_len, msg, msg_len)))
+			return rc;
+		return proto_json_int(o, "k", 1, PROTO_SEARCH_K_MAX, &r->k, msg, msg_len);
 	case PROTO_OP_CHAT:
 		return proto_fail(msg, msg_len, PROTO_E_UNKNOWN_OP, "the plain model is served over "
 		    "HTTP only (kvsnapd --http ADDR, POST /v1/chat/completions; docs/HTTP.md)");

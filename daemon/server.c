@@ -560,6 +560,7 @@ conn_kind(enum proto_op op)
 	case PROTO_OP_PRUNE:
 	case PROTO_OP_SHRINK: /* no model run: the store's worker */
 	case PROTO_OP_MODELS: /* HTTP only */
+	case PROTO_OP_SEARCH: /* the text index, no model */
 		break;
 	}
 	return JOB_ADMIN;

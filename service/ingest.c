@@ -5,7 +5,8 @@
  * profile's snapshot is already stored (when asked), tokenize it as the
  * start of a user turn, compress it by chunked ingest with the session's
  * policy (reporting progress after every chunk, which may cancel), and
- * store the snapshot in one transaction (with a shared tier: skip what
+ * store the snapshot and the text record in one transaction, then index
+ * the text (index_sync.c) (with a shared tier: skip what
  * it holds, copying it in; copy what was stored there: tiers.c).  A
  * document longer than the model's window is refused before any prefill.  A cancelled ingest stores
  * nothing.  Reading the document is the caller's (a descriptor, a file).
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "service/service_internal.h"
+#include "service/text_record.h"
 
 /* After every chunk: the caller's progress hook; stop if cancelled. */
 static int
@@ -62,6 +64,27 @@ ingest_seen(struct store *s, const uint8_t *doc_id, const struct svc_who *who,
 	if (store_info(s, doc_id, had, why, sizeof(why)) != 0)
 		return -1;
 	return svc_may_read(had, who);
+}
+
+/* The stored part into the text index: v's, or (a process that opens it
+ * only to search: `kvsnap ingest --local`) the file beside the store when
+ * there is one, so a search made earlier does not go stale.  A failure
+ * loses nothing: the next sync adds the row from the text record. */
+static void
+ingest_index(struct svc *v, const uint8_t *doc_id, const uint8_t *rec, size_t rec_len,
+    const char *text, size_t len)
+{
+	struct svc_index *ix = NULL;
+	char why[256];
+
+	if (v->index || v->index_tried) {
+		(void)index_put_text(v->index, doc_id, 0, rec, rec_len, text, len, why, sizeof(why));
+		return;
+	}
+	if (store_lmdb_dir(v->state) && svc_index_open(v->s, v->state, 0, 0, &ix, NULL, why,
+	    sizeof(why)) == 0 && ix)
+		(void)index_put_text(ix, doc_id, 0, rec, rec_len, text, len, why, sizeof(why));
+	svc_index_close(ix);
 }
 
 /* What an ingest carries from one step to the next (service.h). */
@@ -234,6 +257,8 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 	struct eng_kv *kv = NULL;
 	int32_t *ids = NULL;
 	struct svc_picked pk;
+	struct store_text text = { 0, NULL, 0 };
+	uint8_t *rec = NULL;
 	int64_t n, max;
 	int rc, ret = -1;
 
@@ -276,14 +301,24 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 		goto out;
 	}
 	pd->doc.tokens = (uint64_t)n;
+	/* the text record beside the snapshot, in its transaction: the index
+	 * can always be rebuilt from the store (index_sync.c) */
+	if (textrec_encode(0, fd->text, fd->len, &rec, &text.len, st->why, sizeof(st->why))) {
+		svc_fail(st, SVC_AT_SAVE, SNAPIO_ERR_NOMEM);
+		goto out;
+	}
+	text.buf = rec;
 	/* created_us = 0: the store stamps a new document itself (and the last use) */
-	rc = snap_save(v->s, &pd->doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m),
-	    v->profile, v->profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, st->why,
+	rc = snap_save_text(v->s, &pd->doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m),
+	    v->profile, v->profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, &text, st->why,
 	    sizeof(st->why));
 	if (rc) {
 		svc_fail(st, SVC_AT_SAVE, rc);
 		goto out;
 	}
+	/* then the index; a failure here loses nothing (the next sync adds the
+	 * row from the record) */
+	ingest_index(v, pd->doc.doc_id, rec, text.len, fd->text, fd->len);
 	out->units = ingest_units(kv);
 	out->seconds = eng_now() - pd->t0;
 	/* the stored snapshot's figures (its size as stored); a failed look
@@ -295,6 +330,7 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 out:
 	eng_kv_free(kv);
 	free(ids);
+	free(rec);
 	return ret;
 }
 

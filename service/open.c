@@ -25,7 +25,9 @@ svc_close(struct svc *v)
 	if (!v)
 		return;
 	tier_close(v->tier);
+	svc_index_close(v->index);
 	store_close(v->s);
+	free(v->state);
 	eng_chat_free(v->chat);
 	eng_tok_free(v->tok);
 	eng_model_close(v->m);
@@ -42,6 +44,38 @@ svc_session_free(struct svc_session *ss)
 	eng_ctx_free(ss->ctx);
 	eng_policy_free(ss->p);
 	free(ss);
+}
+
+/* The text index beside an LMDB store, brought in step with its text
+ * records (index_sync.c).  Never fatal: without it the service answers as
+ * before and svc_search says why (v->index_why); a rebuild is told to the
+ * log (conf: log and state; the rest is v's). */
+void
+open_index(struct svc *v, const struct svc_conf *conf)
+{
+	struct svc_index_sync sy;
+	char msg[400];
+
+	v->index_tried = 1;
+	if (!store_lmdb_dir(conf->state)) {
+		snprintf(v->index_why, sizeof(v->index_why), "the store keeps no text records (a "
+		    "text index is kept beside an LMDB store only)");
+		return;
+	}
+	if (svc_index_open(v->s, conf->state, v->read_only, 1, &v->index, &sy, v->index_why,
+	    sizeof(v->index_why))) {
+		v->index = NULL;
+		snprintf(msg, sizeof(msg), "text index: %s; searches are refused", v->index_why);
+		if (conf->log)
+			conf->log(conf->log_arg, 1, msg);
+		return;
+	}
+	if (sy.rebuilt && strcmp(sy.rebuilt_why, "there was none") != 0) {
+		snprintf(msg, sizeof(msg), "text index rebuilt from the store (%s): %ld parts",
+		    sy.rebuilt_why, sy.added);
+		if (conf->log)
+			conf->log(conf->log_arg, 1, msg);
+	}
 }
 
 /* The steps of svc_open after the settings are copied; *p is the policy
@@ -75,6 +109,8 @@ open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
 		v->s = NULL;
 		return svc_fail(st, SVC_AT_STORE_OPEN, rc);
 	}
+	if (conf->index)
+		open_index(v, conf);
 	return tier_open(v, conf, st);
 }
 
@@ -93,6 +129,11 @@ svc_open(struct svc **out, const struct svc_conf *conf, struct svc_status *st)
 		svc_close(v);
 		return svc_fail(st, SVC_AT_POLICY, ENG_ERR_NOMEM);
 	}
+	if (!(v->state = strdup(conf->state ? conf->state : ""))) {
+		svc_close(v);
+		return svc_fail(st, SVC_AT_POLICY, ENG_ERR_NOMEM);
+	}
+	v->read_only = conf->read_only;
 	v->budget = conf->budget;
 	v->ratio = conf->ratio;
 	v->chunk = conf->chunk;

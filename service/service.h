@@ -82,9 +82,12 @@ struct svc_conf {
 	 * warning, 0 for news */
 	void (*log)(void *arg, int warn, const char *msg);
 	void *log_arg;
+	int index;               /* open the text index now and bring it in step
+	                          * (kvsnapd); else the first svc_search does */
 };
 
 struct svc_tier;
+struct svc_index;
 
 struct svc {
 	struct eng_model *m;     /* shared read-only */
@@ -99,6 +102,12 @@ struct svc {
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile_hex[2 * SNAP_ID_BYTES + 1];
 	struct svc_tier *tier;   /* the shared tier, or NULL (tiers.c) */
+	struct svc_index *index; /* the text index, or NULL (index_sync.c; why not:
+	                          * index_why) */
+	char index_why[256];
+	int index_tried;         /* opened (or failed) once: not again */
+	char *state;             /* the store's address (the index's place) */
+	int read_only;
 };
 
 /* The profile's settings by flag name without dashes (policy, opts,
@@ -553,6 +562,96 @@ int svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
  * (SVC_AT_LOOKUP, SVC_AT_SHARED, SVC_AT_TIER_DOWN: the tier is down). */
 int svc_tier_prefetch(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES],
     struct svc_status *st);
+
+/* ------------------------------------------------------------------------ */
+/* Search: the full-text index of what each document says (search.c)       */
+
+/* The index is a SQLite FTS5 file beside the LMDB store (STATE/index.sqlite;
+ * index/), one row per document part, derived from the text records the
+ * store keeps beside each document's snapshots: rebuilt from them when
+ * missing, stale or corrupt (docs/ARCHITECTURE.md, "The text index"). */
+#define SVC_SNIPPET_MAX 320    /* bytes of a hit's snippet, NUL included */
+#define SVC_SEARCH_K_MAX 100   /* hits one search returns at most */
+
+/* The documents a search may return: ids[0..n) (the caller's resolved
+ * DOCs); a NULL filter: every document the caller may read. */
+struct svc_doc_filter {
+	const uint8_t (*ids)[SNAP_ID_BYTES];
+	size_t n;
+};
+
+/* One retrieved part. */
+struct svc_hit {
+	uint8_t doc_id[SNAP_ID_BYTES];
+	unsigned part;           /* the document's part (0: a single-part document) */
+	double score;            /* BM25 (FTS5's bm25(), negated): > 0, higher = better;
+	                          * comparable within one search only (it grows with
+	                          * the query's matched terms and their rarity in the
+	                          * library) */
+	char name[256];          /* the document's name, "" when unnamed */
+	char snippet[SVC_SNIPPET_MAX]; /* the best-matching passage: one line of UTF-8,
+	                          * "..." where it is cut */
+};
+
+/* The k best parts for query, the user's question as typed: it is cut into
+ * words (letters and digits), each matched as a plain term, any of them
+ * (never FTS5 syntax: quotes, NEAR, column filters, '*' are just
+ * separators).  Only documents w may read (svc_may_read; NULL: all, as
+ * `kvsnap --local`) and, with a filter, only those in it.  hits has room
+ * for k (1..SVC_SEARCH_K_MAX); *n gets the count, best first (ties in
+ * the index's order).  0 (a query of no words finds nothing: *n = 0), or
+ * -1 with why: no index (a store of another backend, or it could not be
+ * opened: the reason), a bad k, the index unreadable. */
+int svc_search(struct svc *v, const struct svc_who *w, const char *query,
+    const struct svc_doc_filter *filter, unsigned k, struct svc_hit *hits, unsigned *n,
+    char *why, size_t why_len);
+
+/* The index of a store without a struct svc (the store commands, `kvsnap
+ * search --local`; index_sync.c).  open: STATE/index.sqlite for the LMDB
+ * store s opened from state (another backend: -1, it keeps no text
+ * records).  sync set: brought in step with the store's text records
+ * (rows added, replaced, removed), and a file that is missing, of another
+ * schema or that SQLite finds corrupt is rebuilt from them (sy says what
+ * was done; may be NULL); a read-only open of an index that is missing or
+ * out of step builds one in memory instead.  sync 0: opened as it is, or
+ * *out NULL when there is none (nothing to keep in step).  0, or -1 with
+ * why. */
+struct svc_index_sync {
+	long added, updated, removed, kept;
+	long bad;                /* text records that fail their checks (verify names them) */
+	int rebuilt;             /* the file was (re)made: rebuilt_why says why */
+	int in_memory;           /* read-only: built in memory, the file left alone */
+	char rebuilt_why[256];
+};
+int svc_index_open(struct store *s, const char *state, int read_only, int sync,
+    struct svc_index **out, struct svc_index_sync *sy, char *why, size_t why_len);
+void svc_index_close(struct svc_index *x);
+int svc_index_sync(struct svc_index *x, struct store *s, struct svc_index_sync *sy, char *why,
+    size_t why_len);
+/* A removed document's rows out (rm; prune syncs). */
+int svc_index_forget(struct svc_index *x, const uint8_t doc_id[SNAP_ID_BYTES], char *why,
+    size_t why_len);
+/* svc_search over a store and its index. */
+int svc_search_in(struct store *s, struct svc_index *x, const struct svc_who *w,
+    const char *query, const struct svc_doc_filter *filter, unsigned k, struct svc_hit *hits,
+    unsigned *n, char *why, size_t why_len);
+
+/* `kvsnap verify`'s look at the index: SQLite's and FTS5's checks, then
+ * every row against the store's text records.  fn gets each finding (part
+ * -1: the document as a whole) with problem 1 (a row without its text
+ * record or document, a text record without a row or with a stale one, a
+ * text record that fails its checks, a damaged index) or 0 (a note: a
+ * document with no text record, stored before text records, so not
+ * searchable).  0 with the counts, or -1 with why (the store unreadable). */
+struct svc_index_verified {
+	int exists;              /* an index file is there (else: built by the next search
+	                          * or kvsnapd start; nothing else checked) */
+	long rows, texts, problems, docs_without_text;
+};
+int svc_index_verify(struct store *s, const char *state,
+    void (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], long part, int problem,
+        const char *why),
+    void *arg, struct svc_index_verified *out, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */

@@ -68,4 +68,18 @@ int tier_skip(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const struct svc_
 void tier_push(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], const uint8_t prof[SNAP_ID_BYTES],
     int only_if_missing, struct svc_ingested *out);
 
+/* The text index (index_sync.c): one part just stored, indexed (rec its
+ * text record, for the checksum; ix NULL: nothing).  0, or -1 with why. */
+int index_put_text(struct svc_index *ix, const uint8_t doc_id[SNAP_ID_BYTES], unsigned part,
+    const uint8_t *rec, size_t rec_len, const char *text, size_t len, char *why,
+    size_t why_len);
+
+/* Open v's text index (open.c): at svc_open for kvsnapd, else at the first
+ * search (search.c, under its lock); sets v->index or v->index_why. */
+void open_index(struct svc *v, const struct svc_conf *conf);
+
+/* The index handle's idx (index_sync.c; search.c searches it). */
+struct idx;
+struct idx *index_idx(struct svc_index *ix);
+
 #endif /* SERVICE_INTERNAL_H */

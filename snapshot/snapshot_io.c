@@ -63,6 +63,16 @@ snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, i
     const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
     int quant, int zlevel, uint64_t n_tokens, char *why, size_t why_len)
 {
+	return snap_save_text(s, d, kv, n_head, model_fp, profile, profile_id, quant, zlevel,
+	    n_tokens, NULL, why, why_len);
+}
+
+int
+snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
+    const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
+    int quant, int zlevel, uint64_t n_tokens, const struct store_text *text, char *why,
+    size_t why_len)
+{
 	struct snap_header h;
 	struct store_snapshot snap;
 	uint8_t **rec = NULL, *hdr = NULL;
@@ -97,7 +107,9 @@ snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, i
 		    snap_strerror(rc));
 		goto out;
 	}
+	memset(&snap, 0, sizeof(snap));
 	memcpy(snap.profile_id, profile_id, SNAP_ID_BYTES);
+	snap.text = text;
 	snap.header = hdr;
 	snap.header_len = hdr_len;
 	snap.layer = (const uint8_t *const *)rec;

@@ -46,6 +46,13 @@ int snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *k
     const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
     int quant, int zlevel, uint64_t n_tokens, char *why, size_t why_len);
 
+/* The same, with the document part's text record (opaque bytes; NULL:
+ * none) written in the same store transaction (store_snapshot.text). */
+int snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *kv,
+    int n_head, const char *model_fp, const char *profile,
+    const uint8_t profile_id[SNAP_ID_BYTES], int quant, int zlevel, uint64_t n_tokens,
+    const struct store_text *text, char *why, size_t why_len);
+
 /* Load a snapshot into a new pool for model m with room for n_extra more
  * tokens per head (question + answer); *h receives the decoded header
  * (free with snap_header_free).  Checks the model's fingerprint and shape. */

@@ -294,6 +294,9 @@ st_put_check(const struct store_doc *d, const struct store_snapshot *sn, uint64_
 		    "put: name, source or format not terminated");
 	if (d->name[0] && (rc = store_name_check(d->name, why, why_len)) != 0)
 		return rc;
+	if (sn->text && (!sn->text->buf || !sn->text->len ||
+	    sn->text->part > STORE_TEXT_PART_MAX))
+		return store_fail(why, why_len, STORE_ERR_ARG, "put: empty text record");
 	*payload = sn->header_len;
 	for (i = 0; i < sn->n_layer; i++) {
 		if (!sn->layer[i] || !sn->layer_len[i])
@@ -531,4 +534,15 @@ store_stats(struct store *s, struct store_stats *st, char *why, size_t why_len)
 		return store_fail(why, why_len, STORE_ERR_ARG, "stats: missing argument");
 	memset(st, 0, sizeof(*st));
 	return s->ops->stats(s, st, why, why_len);
+}
+
+int
+store_texts(struct store *s, const uint8_t *doc_id, store_text_fn fn, void *arg, char *why,
+    size_t why_len)
+{
+	if (!s || !fn)
+		return store_fail(why, why_len, STORE_ERR_ARG, "texts: missing argument");
+	if (!s->ops->texts)
+		return 0; /* a backend that keeps no text records */
+	return s->ops->texts(s, doc_id, fn, arg, why, why_len);
 }

@@ -7,11 +7,13 @@
  * Least recent use orders snapshots for prune.
  *
  * Behind this API sits a backend (store_backend.h); the first is LMDB
- * (store_lmdb.h): one environment in a state directory, four databases:
+ * (store_lmdb.h): one environment in a state directory, five databases:
  *   docs   doc_id (32 B) → document metadata (binary layout in store_meta.c)
  *   snaps  doc_id ‖ profile_id ‖ index (u16 big-endian) → stored record
  *   names  name → doc_id
  *   lru    last_used (u64 big-endian, µs) ‖ doc_id ‖ profile_id → ∅
+ *   texts  doc_id ‖ part (u32 big-endian) → text record (opaque; absent in
+ *          stores written before text records: a read-only open lists none)
  *
  * A snapshot is written in one write transaction (all there or not at
  * all).  When the map is full the transaction is retried with a map twice
@@ -120,8 +122,21 @@ int store_doc_owned(const struct store_doc *d, uint32_t uid);
  * the set already holds STORE_OWNERS_MAX uids. */
 int store_doc_add_owner(struct store_doc *d, uint32_t uid);
 
+/* A document part's text record: opaque bytes to the store (the service
+ * encodes them: service/text_record.c), kept per document and part beside
+ * its snapshots, and removed with the document. */
+#define STORE_TEXT_PART_MAX 0xFFFFFFFEu
+struct store_text {
+	unsigned part;
+	const uint8_t *buf;
+	size_t len;
+};
+
 /* One snapshot, as a writer hands it over: its head record and n_layer
- * records, opaque bytes (the codec, snapshot/, writes and reads them). */
+ * records, opaque bytes (the codec, snapshot/, writes and reads them), and
+ * optionally its document part's text record, written in the same
+ * transaction (replacing that part's; NULL: the stored one is kept).  A
+ * backend that keeps no text records (redis-cluster, today) ignores it. */
 struct store_snapshot {
 	uint8_t profile_id[STORE_ID_BYTES];
 	const uint8_t *header;
@@ -129,6 +144,7 @@ struct store_snapshot {
 	const uint8_t *const *layer;
 	const size_t *layer_len;
 	int n_layer;
+	const struct store_text *text;
 };
 
 /* Put a snapshot for document d (metadata created or updated; its name
@@ -184,7 +200,17 @@ int store_profiles(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
         const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
     void *arg, char *why, size_t why_len);
 
-/* Remove a document with all its snapshots and its name. */
+/* The text records of doc (NULL: of every document), in (doc_id, part)
+ * order, in one consistent view: fn gets each record's bytes (valid during
+ * the call); fn returns non-zero to stop.  A store without text records
+ * (an older store opened read-only, a backend that keeps none) lists
+ * none. */
+typedef int (*store_text_fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES], unsigned part,
+    const uint8_t *buf, size_t len);
+int store_texts(struct store *s, const uint8_t *doc_id, store_text_fn fn, void *arg, char *why,
+    size_t why_len);
+
+/* Remove a document with all its snapshots, its text records and its name. */
 int store_rm(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], char *why, size_t why_len);
 /* Give a document a (new) name; "" removes its name.  A name has 1..255
  * bytes, no control characters, and is not 4+ hex digits alone (it would

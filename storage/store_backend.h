@@ -98,6 +98,9 @@ struct store_ops {
 	        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
 	    void *arg, char *why, size_t why_len);
 	int (*stats)(struct store *s, struct store_stats *st, char *why, size_t why_len);
+	/* text records (NULL: the backend keeps none; store_texts lists none) */
+	int (*texts)(struct store *s, const uint8_t *doc, store_text_fn fn, void *arg, char *why,
+	    size_t why_len);
 };
 
 /* The handle: the front end's part; the backend's state hangs off be. */

@@ -9,7 +9,7 @@
  *
  * Environment: MDB_NOTLS, so a read transaction is not tied to its thread
  * (a query may read layers from a worker other than the one that began);
- * four named databases; default durability (every commit is synced, so a
+ * five named databases; default durability (every commit is synced, so a
  * snapshot whose put returned is on disk, and a killed writer leaves the
  * previous committed state).
  */
@@ -376,16 +376,20 @@ st_adopt_size(struct store_lmdb *s, size_t initial, char *why, size_t why_len)
 static int
 st_open_dbis(struct store_lmdb *s, char *why, size_t why_len)
 {
-	static const char *const names[4] = { "docs", "snaps", "names", "lru" };
-	MDB_dbi *dbi[4] = { &s->docs, &s->snaps, &s->names, &s->lru };
+	static const char *const names[5] = { "docs", "snaps", "names", "lru", "texts" };
+	MDB_dbi *dbi[5] = { &s->docs, &s->snaps, &s->names, &s->lru, &s->texts };
 	unsigned flags = s->read_only ? 0 : MDB_CREATE;
 	MDB_txn *t;
 	int i, rc;
 
 	if ((rc = st_begin(s, !s->read_only, &t, why, why_len)) != 0)
 		return rc;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		rc = mdb_dbi_open(t, names[i], flags, dbi[i]);
+		if (rc == MDB_NOTFOUND && i == 4)
+			break; /* a store from before text records, read-only: none */
+		if (rc == 0 && i == 4)
+			s->has_texts = 1;
 		if (rc == MDB_NOTFOUND) {
 			st_abort(s, t);
 			return store_fail(why, why_len, STORE_ERR_IO,
@@ -413,7 +417,7 @@ st_env_open(struct store_lmdb *s, size_t initial, char *why, size_t why_len)
 		return rc;
 	if ((rc = mdb_env_create(&s->env)) != 0)
 		return st_mdb(rc, "create environment", why, why_len);
-	if ((rc = mdb_env_set_maxdbs(s->env, 4)) == 0)
+	if ((rc = mdb_env_set_maxdbs(s->env, 5)) == 0)
 		rc = mdb_env_set_mapsize(s->env, initial);
 	if (rc == 0)
 		rc = mdb_env_open(s->env, s->dir, flags, 0600);
@@ -499,4 +503,5 @@ const struct store_ops store_lmdb_ops = {
 	.prune = stl_prune,
 	.verify = stl_verify,
 	.stats = stl_stats,
+	.texts = stl_texts,
 };

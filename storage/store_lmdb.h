@@ -25,6 +25,7 @@
 #define ST_SNAP_KEY 66  /* doc_id ‖ profile_id ‖ layer (u16 BE) */
 #define ST_PREFIX 64    /* doc_id ‖ profile_id */
 #define ST_LRU_KEY 72   /* last_used (u64 BE) ‖ doc_id ‖ profile_id */
+#define ST_TEXT_KEY 36  /* doc_id ‖ part (u32 BE) */
 #define ST_GROW_WAIT_S 10 /* growth waits this long for open transactions */
 /* Tries of one write in a full map: each retry follows a growth (ours or
  * another thread's), so this bounds only a pathological race. */
@@ -36,7 +37,8 @@
 struct store_lmdb {
 	MDB_env *env;
 	int fd; /* data.mdb (LMDB's descriptor), for st_file_check; -1 before the open */
-	MDB_dbi docs, snaps, names, lru;
+	MDB_dbi docs, snaps, names, lru, texts;
+	int has_texts; /* texts is open (absent from an older store opened read-only) */
 	size_t max_map;
 	int read_only;
 	char dir[512]; /* for messages */
@@ -90,8 +92,16 @@ int st_meta_put(struct store_lmdb *s, MDB_txn *t, const struct st_meta *m, char 
 int st_del_records(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, const uint8_t *prof,
     uint64_t *bytes, char *why, size_t why_len);
 
+/* Text records (store_lmdb_text.c): one part's written (replaced), every
+ * part of doc deleted. */
+void st_text_key(uint8_t k[ST_TEXT_KEY], const uint8_t *doc, unsigned part);
+int st_text_put(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, const struct store_text *x,
+    char *why, size_t why_len);
+int st_del_texts(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, char *why,
+    size_t why_len);
+
 /* Remove the snapshot listed at m->p[i]: its records, its lru key and its
- * table entry; the document (and its name) goes with its last snapshot.  m
+ * table entry; the document (its name, its text records) goes with its last snapshot.  m
  * is updated, and written back unless the document went
  * (store_lmdb_write.c). */
 int st_drop(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, int i, char *why,
@@ -130,5 +140,7 @@ int stl_verify(struct store *fs, const uint8_t *doc, store_check_fn check, void 
         const uint8_t profile_id[STORE_ID_BYTES], const char *why),
     void *arg, char *why, size_t why_len);
 int stl_stats(struct store *fs, struct store_stats *st, char *why, size_t why_len);
+int stl_texts(struct store *fs, const uint8_t *doc, store_text_fn fn, void *arg, char *why,
+    size_t why_len);
 
 #endif /* STORAGE_STORE_LMDB_H */

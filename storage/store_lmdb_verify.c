@@ -9,8 +9,9 @@
  *     and no other layer record exists);
  *   - the document's metadata decodes, lists the snapshot with the bytes
  *     its records take, and lru holds its key at the listed last use;
- *   - (whole store) no records, lru keys or names point at documents or
- *     snapshots that do not exist.
+ *   - (whole store) no records, lru keys, names or text records point at
+ *     documents or snapshots that do not exist (a text record's content is
+ *     the service's to check: service/index_sync.c).
  * One report per snapshot; problems of a document as a whole (metadata,
  * name) and orphans whose profile is unknown come with an all-zero
  * profile_id.
@@ -342,6 +343,36 @@ sv_dangling(struct sv *v, MDB_dbi db, int is_lru, char *why, size_t why_len)
 	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan index", why, why_len);
 }
 
+/* Text records of documents that do not exist (whole store). */
+static int
+sv_orphan_texts(struct sv *v, char *why, size_t why_len)
+{
+	MDB_cursor *c;
+	MDB_val k, d;
+	char w[SV_WHY];
+	int rc;
+
+	if (!v->s->has_texts)
+		return 0;
+	if ((rc = mdb_cursor_open(v->t, v->s->texts, &c)) != 0)
+		return st_mdb(rc, "cursor", why, why_len);
+	for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); rc == 0 && !v->stop;
+	     rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+		const uint8_t *kb = k.mv_data;
+		if (k.mv_size != ST_TEXT_KEY) {
+			sv_report(v, sv_zero, NULL, "texts key of the wrong size");
+			continue;
+		}
+		if (sv_has_doc(v, kb))
+			continue;
+		snprintf(w, sizeof(w), "text record of part %u of a missing document",
+		    (unsigned)kb[32] << 24 | (unsigned)kb[33] << 16 | (unsigned)kb[34] << 8 | kb[35]);
+		sv_report(v, kb, NULL, w);
+	}
+	mdb_cursor_close(c);
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan text records", why, why_len);
+}
+
 static int
 sv_all(struct sv *v, char *why, size_t why_len)
 {
@@ -373,6 +404,8 @@ sv_all(struct sv *v, char *why, size_t why_len)
 		err = sv_dangling(v, v->s->lru, 1, why, why_len);
 	if (!err && !v->stop)
 		err = sv_dangling(v, v->s->names, 0, why, why_len);
+	if (!err && !v->stop)
+		err = sv_orphan_texts(v, why, why_len);
 	return err;
 }
 

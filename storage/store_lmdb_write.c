@@ -10,7 +10,8 @@
  *     doc‖prof‖FFFF, is listed in doc's metadata table with its stored
  *     bytes and last use, and has exactly one lru key at that last use;
  *   - a document has at least one snapshot, and its name (if any) maps
- *     back to it in `names`.
+ *     back to it in `names`;
+ *   - text records (`texts`) belong to a document that exists.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -165,7 +166,8 @@ st_drop(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, int i, char *why, s
 	st_meta_del(m, i);
 	if (m->n > 0)
 		return st_meta_put(s, t, m, why, why_len);
-	if ((rc = sw_unname(s, t, m->d.name, m->d.doc_id, why, why_len)) != 0)
+	if ((rc = sw_unname(s, t, m->d.name, m->d.doc_id, why, why_len)) != 0 ||
+	    (rc = st_del_texts(s, t, m->d.doc_id, why, why_len)) != 0)
 		return rc;
 	k.mv_data = m->d.doc_id;
 	k.mv_size = STORE_ID_BYTES;
@@ -264,6 +266,8 @@ sw_put_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len
 		rc = sw_lru(s, t, 0, m.p[i].last_used_us, doc, prof, why, why_len);
 	if (rc == 0)
 		rc = sw_put_records(s, t, doc, a->snap, why, why_len);
+	if (rc == 0 && a->snap->text)
+		rc = st_text_put(s, t, doc, a->snap->text, why, why_len);
 	if (rc == 0)
 		rc = sw_lru(s, t, 1, stamp, doc, prof, why, why_len);
 	if (rc == 0 && st_meta_set(&m, prof, stamp, a->payload) != 0)
@@ -410,6 +414,8 @@ sw_rm_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len)
 	}
 	if (rc == 0)
 		rc = st_del_records(s, t, a->doc, NULL, &bytes, why, why_len);
+	if (rc == 0)
+		rc = st_del_texts(s, t, a->doc, why, why_len);
 	if (rc)
 		return rc;
 	k.mv_data = (void *)(uintptr_t)a->doc;

@@ -10,6 +10,8 @@
  *      the manifest and the metadata (this is the moment it becomes
  *      visible, all of it);
  *   4. UNLINK the replaced generation's records; release an old name.
+ * A put's text record (store_snapshot.text) is not kept here yet: text
+ * records are the LMDB backend's only (docs/STORAGE.md, "Text records").
  * A crash after 1 leaves a name key whose document does not carry the
  * name (resolve ignores it, a claim takes it over, verify removes it);
  * after 2, records no manifest names (invisible; rm and verify sweep them);

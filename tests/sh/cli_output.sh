@@ -181,6 +181,7 @@ jrun info gpl; ok "info --json (exit $?)" $?
 [ "$(wc -l < "$T/out")" -eq 1 ]; ok "info --json is one line (one shape)" $?
 jrun stats; ok "stats --json (exit $?)" $?
 jrun verify; ok "verify --json (exit $?)" $?
+jrun search --local GNU General Public License; ok "search --local --json (exit $?)" $?
 jrun prune --keep 2 --dry-run; ok "prune --json --dry-run (exit $?)" $?
 jrun rename gpl gnu; ok "rename --json (exit $?)" $?
 grep -q '"name":"gnu","old_name":"gpl"' "$T/out"; ok "rename --json prints its result" $?
@@ -260,7 +261,8 @@ want = {("ingest", "result"), ("ingest", "progress"), ("query", "token"), ("quer
         ("query", "error"), ("ls", "result"), ("info", "result"), ("stats", "result"),
         ("verify", "snapshot"), ("verify", "result"), ("prune", "snapshot"), ("prune", "result"),
         ("prune", "error"), ("rename", "result"), ("rm", "result"), ("rm", "error"),
-        ("info", "error"), ("generate", "token"), ("generate", "result"), ("tokenize", "result")}
+        ("info", "error"), ("generate", "token"), ("generate", "result"), ("tokenize", "result"),
+        ("search", "hit"), ("search", "result")}
 assert not want - seen, "not exercised: %s" % (want - seen)
 sys.exit(1 if bad else 0)
 PY
