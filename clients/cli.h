@@ -62,7 +62,9 @@ int cli_global_lead(int argc, char **argv);
 #define CLI_O_DOCS 0x85     /* query's --docs A,B: a library question */
 #define CLI_O_MODE 0x86     /* query's --mode side|parts */
 #define CLI_O_MIN_CONF 0x87 /* query's --min-conf X */
+#define CLI_O_ALL 0x88      /* query's --all: a library question over all one may read */
 #define CLI_LIB_OPTIONS \
+	{ "all", no_argument, NULL, CLI_O_ALL }, \
 	{ "docs", required_argument, NULL, CLI_O_DOCS }, \
 	{ "mode", required_argument, NULL, CLI_O_MODE }, \
 	{ "min-conf", required_argument, NULL, CLI_O_MIN_CONF }
@@ -135,7 +137,8 @@ int cli_profile_done(const struct cli_opts *o);
  * cli_lib_flag: 0 set, 1 c is not one, -1 a usage error printed. */
 #define CLI_LIB_MAX 16      /* = SVC_LIB_MAX */
 struct cli_lib {
-	int on;                 /* --docs given */
+	int on;                 /* --docs or --all given */
+	int all;                /* --all: the documents search finds (svc_search) */
 	char *list;             /* --docs' value, split in place (malloc'd) */
 	const char *refs[CLI_LIB_MAX];
 	size_t n;

@@ -76,13 +76,15 @@ dmn_usage(FILE *f, const char *cmd)
 	else
 		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--temp T] [--top-p P] [--seed S]\n"
 		    "                   [--stop S]... [--file PATH] [-v] [--json] DOC QUESTION...\n"
-		    "       kvsnap query [OPTIONS] --docs A,B [--mode side|parts|pick] QUESTION...\n"
+		    "       kvsnap query [OPTIONS] --docs A,B|--all [--mode side|parts|pick] QUESTION...\n"
 		    "Answer QUESTION from DOC's snapshot through kvsnapd; tokens stream to stdout.\n"
 		    "The words of an unquoted QUESTION are joined by single spaces.\n"
 		    "  --docs A,B   a library question: answered from these documents' snapshots\n"
 		    "               (no text read again), the sources named after the answer; an\n"
 		    "               answer the model is not sure of becomes \"the library does not\n"
 		    "               contain the answer\" (abstention)\n"
+		    "  --all        a library question over every document you may read: those\n"
+		    "               the full-text index finds for QUESTION (the best 3), as --docs\n"
 		    "  --mode M     side (the snapshots side by side in one cache, answered once;\n"
 		    "               the default), parts (each alone, the surest answer kept) or\n"
 		    "               pick (each scores the question, the likeliest answers)\n"
@@ -574,7 +576,18 @@ cli_daemon_ingest(int argc, char **argv)
 /* ------------------------------------------------------------------------ */
 /* query                                                                     */
 
-/* A library question's members of the request: docs, mode, min_conf. */
+/* A library question's options in the request: mode, min_conf. */
+static int
+dmn_lib_opts(json_t *req, const struct cli_lib *lib)
+{
+	if (lib->mode && json_object_set_new(req, "mode", json_string(lib->mode)))
+		return -1;
+	if (lib->min_conf_set && json_object_set_new(req, "min_conf", json_real(lib->min_conf)))
+		return -1;
+	return 0;
+}
+
+/* --docs as the request's docs, with the options. */
 static int
 dmn_lib_fields(json_t *req, const struct cli_lib *lib)
 {
@@ -585,11 +598,7 @@ dmn_lib_fields(json_t *req, const struct cli_lib *lib)
 			break;
 	if (!a || k < lib->n || json_object_set_new(req, "docs", a))
 		return -1;
-	if (lib->mode && json_object_set_new(req, "mode", json_string(lib->mode)))
-		return -1;
-	if (lib->min_conf_set && json_object_set_new(req, "min_conf", json_real(lib->min_conf)))
-		return -1;
-	return 0;
+	return dmn_lib_opts(req, lib);
 }
 
 int
@@ -626,7 +635,8 @@ cli_daemon_query(int argc, char **argv)
 		json_decref(req);
 		req = NULL;
 	}
-	if (req && D.lib.on && dmn_lib_fields(req, &D.lib)) {
+	if (req && D.lib.on && (D.lib.all ? json_object_set_new(req, "all", json_true()) ||
+	    dmn_lib_opts(req, &D.lib) : dmn_lib_fields(req, &D.lib))) {
 		json_decref(req);
 		req = NULL;
 	}

@@ -40,6 +40,9 @@ cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib
 		}
 		lib->on = 1;
 		return 0;
+	case CLI_O_ALL:
+		lib->all = lib->on = 1;
+		return 0;
 	case CLI_O_MODE:
 		if (svc_lib_mode_parse(v, &m)) {
 			cli_usage_err(o, "--mode needs side, parts or pick, got '%s'", v);
@@ -59,8 +62,13 @@ cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib
 int
 cli_lib_done(const struct cli_opts *o, const struct cli_lib *lib)
 {
+	if (lib->all && lib->n) {
+		cli_usage_err(o, "--all asks the whole library; --docs A,B names the documents: "
+		    "one of them");
+		return -1;
+	}
 	if (!lib->on && (lib->mode || lib->min_conf_set)) {
-		cli_usage_err(o, "%s is for a library question (--docs A,B)",
+		cli_usage_err(o, "%s is for a library question (--docs A,B or --all)",
 		    lib->mode ? "--mode" : "--min-conf");
 		return -1;
 	}

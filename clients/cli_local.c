@@ -67,7 +67,7 @@ local_usage(FILE *f, const char *cmd)
 		    "                   by their BOM, else Windows-1252)\n");
 	else
 		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION... [-n N]\n"
-		    "       kvsnap query --local [OPTIONS] --docs A,B QUESTION...\n"
+		    "       kvsnap query --local [OPTIONS] --docs A,B|--all QUESTION...\n"
 		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.  A store\n"
 		    "this user cannot write is read read-only (its last-used stamp stays).\n"
 		    "The words of an unquoted QUESTION are joined by single spaces.\n"
@@ -75,6 +75,8 @@ local_usage(FILE *f, const char *cmd)
 		    "                   snapshots (no text read again), its sources named after\n"
 		    "                   the answer; an answer the model is not sure of is the\n"
 		    "                   library does not contain it\n"
+		    "  --all            a library question over every document: those the full-\n"
+		    "                   text index finds for QUESTION (the best 3), as --docs\n"
 		    "  --mode M         side (the snapshots side by side in one cache, answered\n"
 		    "                   once; the default), parts (each answered alone, the\n"
 		    "                   surest answer kept) or pick (each scores the question,\n"
@@ -559,9 +561,10 @@ local_lib_result(const struct svc_lib_answer *a, const char *mode)
 	for (i = 0; srcs && i < a->n_src; i++) {
 		const struct svc_lib_source *s = &a->src[i];
 		store_hex(s->doc_id, SNAP_ID_BYTES, hex);
-		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:I}", "doc_id", hex,
-		    "label", cli_json_cstr(s->label), "consulted", s->used,
+		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
+		    hex, "label", cli_json_cstr(s->label), "consulted", s->used,
 		    "score", isnan(s->score) ? json_null() : json_real(s->score),
+		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
 		    "why", s->used ? json_null() : cli_json_cstr(s->why), "tokens",
 		    (json_int_t)s->tokens));
 	}
@@ -595,7 +598,7 @@ local_library(struct local *L, int argc, char **argv)
 	int ret;
 	json_t *res;
 
-	if ((ret = local_open(L, -1)))
+	if ((ret = local_open(L, L->lib.all ? 0 : -1))) /* --all: the index kept in step */
 		return ret;
 	for (k = 0; k < L->lib.n; k++)
 		if (svc_resolve(L->v->s, L->lib.refs[k], docs[k], &st)) {
@@ -623,8 +626,13 @@ local_library(struct local *L, int argc, char **argv)
 	lr.whole_utf8 = L->json;
 	lr.stop = L->smp.stop;
 	lr.n_stop = L->smp.n_stop;
-	if (svc_library(L->v, L->ss, &lr, &hk, &a, &st)) {
+	if (L->lib.all ? svc_library_search(L->v, L->ss, NULL, &lr, 0, &hk, &a, &st) :
+	    svc_library(L->v, L->ss, &lr, &hk, &a, &st)) {
 		free(question);
+		if (st.step == SVC_AT_SEARCH) {
+			cli_err("cannot search the library: %s", st.why);
+			return CLI_EXIT_FAILURE;
+		}
 		if (st.step == SVC_AT_PICK) {
 			cli_err("%s", st.why);
 			return CLI_EXIT_NOT_FOUND;

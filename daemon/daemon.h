@@ -150,6 +150,8 @@ struct proto_req {
 	 * abstaining below min_conf (min_conf_set) */
 	char *docs[PROTO_DOCS_MAX];
 	size_t n_docs;
+	int lib_all;           /* query "all": over what search finds (svc_search);
+	                        * HTTP's `model` "library" */
 	char *mode;
 	double min_conf;
 	int min_conf_set;

@@ -29,6 +29,11 @@ enum http_route {
 
 /* A parsed HTTP request: the route, how to reply, and the job's request
  * (op and fields, as the socket protocol's parser fills them). */
+/* The model id a library question over everything the caller may read
+ * goes to (docs/HTTP.md; a document of that name is reached by
+ * "document"). */
+#define HTTP_LIBRARY_MODEL "library"
+
 struct http_req {
 	enum http_route route;
 	int stream;          /* server-sent events */

@@ -89,6 +89,10 @@ http_model_field(json_t *o, struct http_req *r, const char *plain, char *msg, si
 		return 0;
 	if (p->doc || p->n_docs)
 		return 0;
+	if (!strcmp(r->model, HTTP_LIBRARY_MODEL)) { /* over what search finds */
+		p->lib_all = 1;
+		return 0;
+	}
 	if (!(p->doc = strdup(r->model)) || !(p->plain_model = strdup(plain ? plain : "")))
 		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 	p->doc_model = 1;
@@ -110,9 +114,12 @@ http_library_fields(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 	if (p->n_docs && p->doc)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "send \"document\" or "
 		    "\"documents\" (a library question), not both");
-	if (!p->n_docs && (json_object_get(o, "library_mode") || json_object_get(o, "min_conf")))
+	if (!p->n_docs && !(json_is_string(json_object_get(o, "model")) &&
+	    !strcmp(json_string_value(json_object_get(o, "model")), HTTP_LIBRARY_MODEL)) &&
+	    (json_object_get(o, "library_mode") || json_object_get(o, "min_conf")))
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"library_mode\" and "
-		    "\"min_conf\" are for a library question (\"documents\")");
+		    "\"min_conf\" are for a library question (\"documents\", or the model "
+		    "\"library\")");
 	if ((rc = proto_json_str(o, "library_mode", 0, 16, PROTO_E_BAD_REQUEST, &p->mode, NULL, msg,
 	    msg_len)))
 		return rc;
@@ -284,10 +291,10 @@ http_chat(json_t *o, struct http_req *r, const char *plain, char *msg, size_t ms
 	if (total > HTTP_CHAT_MAX)
 		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "the messages are %zu bytes, over "
 		    "the limit of %zu", total, (size_t)HTTP_CHAT_MAX);
-	if (p->n_docs && p->n_msgs > 1)
+	if ((p->n_docs || p->lib_all) && p->n_msgs > 1)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "with \"documents\" (a library "
 		    "question), send one user message: the question");
-	if (p->doc || p->n_docs) {
+	if (p->doc || p->n_docs || p->lib_all) {
 		p->op = PROTO_OP_QUERY;
 		return http_doc_question(p, total, msg, msg_len);
 	}
@@ -315,8 +322,8 @@ http_completions(json_t *o, struct http_req *r, const char *plain, char *msg, si
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"prompt\" is empty");
 	if (json_is_true(json_object_get(o, "echo")))
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"echo\" is not supported");
-	p->op = p->doc || p->n_docs ? PROTO_OP_QUERY : PROTO_OP_CHAT;
-	p->raw = !p->doc && !p->n_docs;
+	p->op = p->doc || p->n_docs || p->lib_all ? PROTO_OP_QUERY : PROTO_OP_CHAT;
+	p->raw = p->op == PROTO_OP_CHAT;
 	if (json_string_length(v) > (p->op == PROTO_OP_QUERY ? PROTO_QUESTION_MAX : PROTO_TEXT_MAX))
 		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "\"prompt\" is %zu bytes, over the "
 		    "limit of %zu", json_string_length(v),

@@ -1,5 +1,6 @@
 /*
- * library_job.c: a library question, the query op with "docs" (issue 29):
+ * library_job.c: a library question, the query op with "docs" or "all" (issue
+ * 29; "all": the documents svc_search finds for the question, as the peer may read them):
  * every DOC resolved as the peer sees the store (a document they may not
  * read is not_found, as for one query), then svc_library (the same steps
  * as `kvsnap query --local --docs`): the answer's tokens as "token"
@@ -28,9 +29,10 @@ job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
 		const struct svc_lib_source *s = &a->src[i];
 		json_t *label = json_string(s->label);
 		store_hex(s->doc_id, SNAP_ID_BYTES, hex);
-		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:I}", "doc_id", hex,
-		    "label", label ? label : json_string(hex), "consulted", s->used,
+		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
+		    hex, "label", label ? label : json_string(hex), "consulted", s->used,
 		    "score", isnan(s->score) ? json_null() : json_real(s->score),
+		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
 		    "why", s->used ? json_null() : json_string(s->why), "tokens",
 		    (json_int_t)s->tokens));
 	}
@@ -80,8 +82,11 @@ library_job_run(struct worker *w, struct job *j)
 	lr.local_only = daemon_g->v->tier != NULL;
 	lr.stop = (const char *const *)r->stop;
 	lr.n_stop = r->n_stop;
-	if (svc_library(daemon_g->v, w->ss, &lr, &hk, &a, &st)) {
-		if (st.step == SVC_AT_LOOKUP)
+	if (r->lib_all ? svc_library_search(daemon_g->v, w->ss, &j->who, &lr, 0, &hk, &a, &st) :
+	    svc_library(daemon_g->v, w->ss, &lr, &hk, &a, &st)) {
+		if (st.step == SVC_AT_SEARCH)
+			job_error(j, PROTO_E_STORE, "cannot search the library: %s", st.why);
+		else if (st.step == SVC_AT_LOOKUP)
 			job_lookup_error(j, &st);
 		else if (st.step == SVC_AT_PICK)
 			job_error(j, PROTO_E_NOT_FOUND, "%s", st.why);

@@ -186,7 +186,7 @@ query_job_run(struct worker *w, struct job *j)
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int miss;
 
-	if (r->n_docs) {
+	if (r->n_docs || r->lib_all) {
 		library_job_run(w, j);
 		return;
 	}

@@ -211,6 +211,7 @@ lib_pick(struct svc *v, const struct svc_lib_req *r, int64_t n_pre, int64_t n_ex
 		memset(s, 0, sizeof(*s));
 		memcpy(s->doc_id, r->docs[i], SNAP_ID_BYTES);
 		s->score = NAN;
+		s->bm25 = NAN;
 		lib_label(v, s->doc_id, s->label, sizeof(s->label));
 		out->n_src++;
 		if (svc_pick(v, s->doc_id, p, st) < 0)
@@ -270,6 +271,17 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 	memset(&cur, 0, sizeof(cur));
 	out->chosen = -1;
 	out->confidence = NAN;
+	if (r->n_docs == 0 && r->max_tokens >= 1) { /* retrieval found nothing */
+		snprintf(text, sizeof(text), "The library does not contain the answer to this "
+		    "question (no document matches it).");
+		out->abstained = 1;
+		out->ttft = eng_now() - t0;
+		if (hk->token)
+			hk->token(hk->arg, -1, text, strlen(text));
+		out->tokens = 1;
+		out->seconds = out->ttft;
+		return 0;
+	}
 	if (r->n_docs < 1 || r->n_docs > SVC_LIB_MAX || r->max_tokens < 1) {
 		snprintf(st->why, sizeof(st->why), "a library question takes 1 to %d documents",
 		    SVC_LIB_MAX);
@@ -439,5 +451,51 @@ out:
 	free(pk);
 	free(qids);
 	free(pids);
+	return ret;
+}
+
+int
+svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *w,
+    const struct svc_lib_req *r, unsigned k, const struct svc_hooks *hk,
+    struct svc_lib_answer *out, struct svc_status *st)
+{
+	struct svc_hit hits[SVC_LIB_MAX];
+	uint8_t docs[SVC_LIB_MAX][SNAP_ID_BYTES];
+	struct svc_lib_req q = *r;
+	char *question;
+	unsigned n = 0, i, j, m = 0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	memset(out, 0, sizeof(*out));
+	if (k < 1 || k > SVC_LIB_MAX)
+		k = SVC_LIB_SEARCH_K;
+	/* the question as text: svc_search takes a C string */
+	if (!(question = malloc(r->question_len + 1))) {
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		return svc_fail(st, SVC_AT_LOOKUP, STORE_ERR_NOMEM);
+	}
+	memcpy(question, r->question, r->question_len);
+	question[r->question_len] = 0;
+	ret = svc_search(v, w, question, NULL, k, hits, &n, st->why, sizeof(st->why));
+	free(question);
+	if (ret < 0)
+		return svc_fail(st, SVC_AT_SEARCH, 0);
+	for (i = 0; i < n; i++) { /* parts of one document: the document once */
+		for (j = 0; j < m; j++)
+			if (!memcmp(docs[j], hits[i].doc_id, SNAP_ID_BYTES))
+				break;
+		if (j == m)
+			memcpy(docs[m++], hits[i].doc_id, SNAP_ID_BYTES);
+	}
+	q.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
+	q.n_docs = m;
+	ret = svc_library(v, ss, &q, hk, out, st);
+	for (i = 0; !ret && i < out->n_src; i++) /* each source's best retrieval score */
+		for (j = 0; j < n; j++)
+			if (!memcmp(out->src[i].doc_id, hits[j].doc_id, SNAP_ID_BYTES)) {
+				out->src[i].bm25 = hits[j].score;
+				break;
+			}
 	return ret;
 }

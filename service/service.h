@@ -52,8 +52,9 @@ enum svc_step {
 	SVC_AT_GENERATE,    /* decoding (eng_err) */
 	SVC_AT_SHARED_AUTH, /* open: the shared tier's credentials file (STORE_ERR_) */
 	SVC_AT_SHARED,      /* query: the shared tier's copy failed its checks (SNAPIO_) */
-	SVC_AT_TIER_DOWN    /* not in the local tier, and the shared tier could not be
+	SVC_AT_TIER_DOWN,   /* not in the local tier, and the shared tier could not be
 	                     * asked (an outage: STORE_ERR_IO): never "not found" */
+	SVC_AT_SEARCH       /* a library question: the index could not be searched */
 };
 
 struct svc_status {
@@ -461,6 +462,7 @@ struct svc_lib_source {
 	char why[160];           /* not consulted: why */
 	double score;            /* parts: its answer's mean log-probability; pick: the
 	                          * question's given it; side: NaN */
+	double bm25;             /* svc_library_search: its retrieval score; else NaN */
 	int64_t tokens;          /* the document's tokens */
 };
 struct svc_lib_answer {
@@ -482,6 +484,15 @@ struct svc_lib_answer {
  * SVC_AT_LOAD, SVC_AT_GENERATE. */
 int svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
     const struct svc_hooks *hk, struct svc_lib_answer *out, struct svc_status *st);
+/* A library question over everything w may read (NULL: all): the k best
+ * parts svc_search finds for the question (k 0: SVC_LIB_SEARCH_K), their
+ * documents (once each, best first) as r's documents to svc_library
+ * (r->docs is not read); nothing found: the abstention, naming no
+ * document.  -1 with st as svc_library's, or SVC_AT_SEARCH (no index). */
+#define SVC_LIB_SEARCH_K 3
+int svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *w,
+    const struct svc_lib_req *r, unsigned k, const struct svc_hooks *hk,
+    struct svc_lib_answer *out, struct svc_status *st);
 
 /* The plain model, no document (chat.c). */
 struct svc_chat_req {
