@@ -104,6 +104,24 @@ cmp -s "$T/d.txt" "$T/l.txt"; ok "  --local and kvsnapd give the same answer and
 expect_rc "--local: a document of another profile is not consulted" 2 "$K" query --local --budget 32 --chunk 64 -n 4 --docs alpha,beta "$Q"
 grep -q "none of the 2 documents" "$T/err"; ok "  said so" $?
 
+# ---- --all: the documents the full-text index finds for the question
+expect_rc "query --all (kvsnapd)" 0 "$K" query --json -n 16 --min-conf -1000 --all "What is the password for the archive?"
+result_ok "len(r['sources']) >= 1 and r['sources'][0]['doc_id'] == '$A' and all(isinstance(s['bm25'], float) and s['bm25'] > 0 for s in r['sources']) and not r['abstained']"
+ok "  the document holding 'password' retrieved first, each source with its BM25 score" $?
+expect_rc "query --all, words no document holds" 0 "$K" query --json -n 16 --all "xylophone quokka zeppelin"
+result_ok "r['sources'] == [] and r['abstained'] and 'no document matches' in toks"
+ok "  nothing retrieved: the abstention, no source" $?
+expect_rc "query --local --all" 0 "$K" query --local "${PROFILE[@]}" -t 2 --json -n 16 --min-conf -1000 --all "What is the password for the archive?"
+result_ok "r['sources'][0]['label'] == 'alpha'"
+ok "  --local: alpha first too" $?
+expect_rc "--all with --docs" 1 "$K" query --all --docs alpha "$Q"
+if command -v curl >/dev/null; then
+	curl -s --max-time 300 --unix-socket "$T/http.sock" -o "$T/out" -H 'Content-Type: application/json' \
+		http://localhost/v1/chat/completions -d '{"model":"library","min_conf":-1000,"max_tokens":16,"messages":[{"role":"user","content":"What is the password for the archive?"}]}'
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r["sources"][0]["label"]=="alpha" and r["choices"][0]["message"]["content"] else 1)' "$T/out"
+	ok "HTTP model library: answered over what search finds, alpha first" $? || head -c 400 "$T/out"
+fi
+
 # ---- the CLI's and the protocol's checks
 expect_rc "--docs missing its documents" 1 "$K" query --docs , "$Q"
 expect_rc "--mode without --docs" 1 "$K" query --mode parts alpha "$Q"
@@ -120,6 +138,7 @@ chk "docs not strings" '{"id":1,"op":"query","docs":[1],"question":"q"}' bad_req
 chk "mode unknown" '{"id":1,"op":"query","docs":["alpha"],"mode":"x","question":"q"}' bad_request
 chk "min_conf above 0" '{"id":1,"op":"query","docs":["alpha"],"min_conf":0.5,"question":"q"}' bad_request
 chk "mode without docs" '{"id":1,"op":"query","doc":"alpha","mode":"side","question":"q"}' bad_request
+chk "all and doc" '{"id":1,"op":"query","doc":"alpha","all":true,"question":"q"}' bad_request
 chk "docs with fd" '{"id":1,"op":"query","docs":["alpha"],"fd":true,"question":"q"}' bad_request
 python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":1,"op":"query","docs":["alpha","alpha"],"question":"What is the password?","max_tokens":4,"min_conf":-1000}' > "$T/o"
 python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read()); sys.exit(0 if r["event"]=="result" and len(r["sources"])==1 else 1)' "$T/o"
@@ -166,7 +185,7 @@ if command -v useradd >/dev/null && command -v runuser >/dev/null && [ "$(id -u)
 	done
 	lib_owner_cleanup() { local u; lib_cleanup; for u in "${made[@]}"; do userdel "$u" 2>/dev/null; done; }
 	trap lib_owner_cleanup EXIT
-	mkdir -p "$T/a"; cp "$T/docs/alpha.txt" "$T/a/private.txt"; echo "A private note." >> "$T/a/private.txt"
+	mkdir -p "$T/a"; cp "$T/docs/alpha.txt" "$T/a/private.txt"; echo "The codeword is marzipan." >> "$T/a/private.txt"
 	chown -R "$UA" "$T/a"; chmod 700 "$T/a"
 	asA=(runuser -u "$UA" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
 	asB=(runuser -u "$UB" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
@@ -175,6 +194,11 @@ if command -v useradd >/dev/null && command -v runuser >/dev/null && [ "$(id -u)
 	expect_rc "B asks over A's private one: not found" 2 "${asB[@]}" "$K" query -n 4 --docs a-private,beta "$Q"
 	grep -q "no document matches 'a-private'" "$T/err"; ok "  in a missing document's words" $?
 	expect_rc "B asks over the shared ones: answered" 0 "${asB[@]}" "$K" query -n 4 --min-conf -1000 --docs alpha,beta "$Q"
+	P=$("$K" info --json a-private | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["doc"]["doc_id"])')
+	expect_rc "A asks the whole library about marzipan" 0 "${asA[@]}" "$K" query --json -n 4 --min-conf -1000 --all "What is the codeword marzipan?"
+	result_ok "r['sources'][0]['doc_id'] == '$P'"; ok "  A's private document retrieved first" $?
+	expect_rc "B asks the whole library about marzipan" 0 "${asB[@]}" "$K" query --json -n 4 --min-conf -1000 --all "What is the codeword marzipan?"
+	result_ok "'$P' not in [s['doc_id'] for s in r['sources']]"; ok "  A's private document is never a source for B" $?
 else
 	echo "# ownership part skipped: needs root, useradd and runuser"
 fi
