@@ -429,14 +429,14 @@ int svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req 
 #define SVC_LIB_MAX 16           /* documents of one library question */
 /* The default threshold, chosen on the tuning half of bench/library_qa
  * (bench/RESULTS.md, "Library questions"). */
-#define SVC_LIB_MIN_CONF_DEFAULT (-0.9)
+#define SVC_LIB_MIN_CONF_DEFAULT (-0.40)
 enum svc_lib_mode {
-	SVC_LIB_SIDE = 0,        /* side by side, one answer (the default) */
+	SVC_LIB_SIDE = 0,        /* side by side, one answer */
 	SVC_LIB_PARTS = 1,       /* part by part, the surest answer */
-	SVC_LIB_PICK = 2         /* part by part, the likeliest question answers */
+	SVC_LIB_PICK = 2         /* part by part, the likeliest question answers (the default) */
 };
 /* The mode a library question takes when none is asked for (bench/RESULTS.md). */
-#define SVC_LIB_DEFAULT_MODE SVC_LIB_SIDE
+#define SVC_LIB_DEFAULT_MODE SVC_LIB_PICK
 const char *svc_lib_mode_name(enum svc_lib_mode mode);
 /* "side", "parts" or "pick": 0, else -1. */
 int svc_lib_mode_parse(const char *s, enum svc_lib_mode *out);

@@ -60,7 +60,7 @@ B=$("$K" info --json beta | python3 -c 'import json,sys; print(json.loads(sys.st
 
 Q="What is the password for the archive?"
 # ---- side by side (the default), through kvsnapd
-expect_rc "query --docs alpha,beta (kvsnapd)" 0 "$K" query --json -n 24 --docs alpha,beta "$Q"
+expect_rc "query --docs alpha,beta (kvsnapd)" 0 "$K" query --json -n 24 --mode side --docs alpha,beta "$Q"
 result_ok "r['mode'] == 'side' and [s['doc_id'] for s in r['sources']] == ['$A', '$B'] and all(s['consulted'] for s in r['sources']) and [s['label'] for s in r['sources']] == ['alpha', 'beta'] and isinstance(r['confidence'], float) and r['answered_from'] is None and r['abstained'] in (True, False) and r['prompt_tokens'] > 0"
 ok "  side by side: both documents consulted and named, a confidence, no single source" $?
 # ---- part by part
@@ -71,6 +71,8 @@ ok "  part by part: each document scored, the answer from the best scored, not a
 expect_rc "query --docs alpha,beta --mode pick (kvsnapd)" 0 "$K" query --json -n 24 --mode pick --min-conf -1000 --docs alpha,beta "$Q"
 result_ok "r['mode'] == 'pick' and all(isinstance(s['score'], float) and s['score'] < 0 for s in r['sources']) and r['answered_from'] == [s for s in r['sources'] if s['score'] == max(x['score'] for x in r['sources'])][0]['doc_id'] and not r['abstained'] and len(toks) > 0"
 ok "  pick: the question scored by each, the answer from the likeliest" $?
+expect_rc "query --docs alpha,beta, no mode (kvsnapd)" 0 "$K" query --json -n 8 --min-conf -1000 --docs alpha,beta "$Q"
+result_ok "r['mode'] == 'pick'"; ok "  the default mode is pick (bench/RESULTS.md)" $?
 # ---- the people's output: the answer, then its sources
 expect_rc "query --docs (text)" 0 "$K" query -n 24 --min-conf -1000 --mode parts --docs alpha,beta "$Q"
 grep -q '^sources: .*alpha.*beta\|^sources: .*beta.*alpha' "$T/out" && grep -q "answered from" "$T/out"; ok "  a sources line naming both and the one answered from" $?
@@ -95,7 +97,7 @@ for m in side parts; do
 done
 
 # ---- --local over the same store and profile
-expect_rc "query --local --docs alpha,beta" 0 "$K" query --local "${PROFILE[@]}" -t 2 --json -n 24 --min-conf -1000 --docs alpha,beta "$Q"
+expect_rc "query --local --docs alpha,beta" 0 "$K" query --local "${PROFILE[@]}" -t 2 --json -n 24 --mode side --min-conf -1000 --docs alpha,beta "$Q"
 result_ok "r['mode'] == 'side' and [s['label'] for s in r['sources']] == ['alpha', 'beta'] and all(s['consulted'] for s in r['sources']) and not r['abstained']"
 ok "  --local: the same sources" $?
 "$K" query -n 24 --min-conf -1000 --docs alpha,beta "$Q" > "$T/d.txt" 2>/dev/null
