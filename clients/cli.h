@@ -59,6 +59,15 @@ int cli_global_lead(int argc, char **argv);
 #define CLI_O_SEED 0x82
 #define CLI_O_PROFILE 0x83  /* every profile flag: cli_profile_flag */
 #define CLI_O_STOP 0x84     /* query's --stop S (repeatable) */
+#define CLI_O_DOCS 0x85     /* query's --docs A,B: a library question */
+#define CLI_O_MODE 0x86     /* query's --mode side|parts */
+#define CLI_O_MIN_CONF 0x87 /* query's --min-conf X */
+#define CLI_O_ALL 0x88      /* query's --all: a library question over all one may read */
+#define CLI_LIB_OPTIONS \
+	{ "all", no_argument, NULL, CLI_O_ALL }, \
+	{ "docs", required_argument, NULL, CLI_O_DOCS }, \
+	{ "mode", required_argument, NULL, CLI_O_MODE }, \
+	{ "min-conf", required_argument, NULL, CLI_O_MIN_CONF }
 #define CLI_STOP_MAX 4      /* = SVC_STOP_MAX */
 #define CLI_STOP_OPTION { "stop", required_argument, NULL, CLI_O_STOP }
 #define CLI_TEMP_MAX 2.0    /* as the protocol's temperature */
@@ -123,6 +132,29 @@ int cli_sample_flag(const struct cli_opts *o, int c, const char *v, struct cli_s
 struct svc_conf;
 int cli_profile_flag(struct cli_opts *o, struct svc_conf *sc, const char *v);
 int cli_profile_done(const struct cli_opts *o);
+/* A library question's flags (CLI_LIB_OPTIONS; clients/cli_library.c):
+ * --docs A,B (1 to CLI_LIB_MAX references), --mode, --min-conf.
+ * cli_lib_flag: 0 set, 1 c is not one, -1 a usage error printed. */
+#define CLI_LIB_MAX 16      /* = SVC_LIB_MAX */
+struct cli_lib {
+	int on;                 /* --docs or --all given */
+	int all;                /* --all: the documents search finds (svc_search) */
+	char *list;             /* --docs' value, split in place (malloc'd) */
+	const char *refs[CLI_LIB_MAX];
+	size_t n;
+	const char *mode;       /* "side" or "parts"; NULL: the default */
+	int min_conf_set;
+	double min_conf;
+};
+int cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib);
+/* --mode or --min-conf without --docs: -1 with the usage error printed. */
+int cli_lib_done(const struct cli_opts *o, const struct cli_lib *lib);
+void cli_lib_free(struct cli_lib *lib);
+/* A library question's result event (the protocol's, docs/PROTOCOL.md;
+ * `--local` builds the same): after the answer's line, "sources: ..." on
+ * stdout (consulted documents, the one answered from, scores) and, with
+ * verbose, the timings on stderr. */
+void cli_lib_print(json_t *res, int verbose);
 /* The model: -m/--model, else cli_default_model(). */
 const char *cli_model(void);
 /* words[0..n) joined by single spaces (malloc'd; NULL: out of memory). */

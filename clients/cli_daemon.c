@@ -49,6 +49,7 @@ struct dmn {
 	int json, force, share, tty, verbose;
 	int gone;               /* the daemon closed the connection */
 	struct cli_sample smp;  /* query: --temp, --top-p, --seed */
+	struct cli_lib lib;     /* query: --docs, --mode, --min-conf */
 	int stdin_fd;           /* "-": stdin in a memfd, read before connecting */
 	struct cli_conn c;
 	int64_t next_id;
@@ -75,8 +76,20 @@ dmn_usage(FILE *f, const char *cmd)
 	else
 		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--temp T] [--top-p P] [--seed S]\n"
 		    "                   [--stop S]... [--file PATH] [-v] [--json] DOC QUESTION...\n"
+		    "       kvsnap query [OPTIONS] --docs A,B|--all [--mode side|parts|pick] QUESTION...\n"
 		    "Answer QUESTION from DOC's snapshot through kvsnapd; tokens stream to stdout.\n"
 		    "The words of an unquoted QUESTION are joined by single spaces.\n"
+		    "  --docs A,B   a library question: answered from these documents' snapshots\n"
+		    "               (no text read again), the sources named after the answer; an\n"
+		    "               answer the model is not sure of becomes \"the library does not\n"
+		    "               contain the answer\" (abstention)\n"
+		    "  --all        a library question over every document you may read: those\n"
+		    "               the full-text index finds for QUESTION (the best 3), as --docs\n"
+		    "  --mode M     pick (each snapshot scores the question, the likeliest answers;\n"
+		    "               the default), parts (each alone, the surest answer kept) or\n"
+		    "               side (the snapshots side by side in one cache, answered once)\n"
+		    "  --min-conf X abstain below this mean log-probability of the answer\n"
+		    "               (default -0.4)\n"
 		    "  -n N         at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T     temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P    nucleus sampling share in (0, 1] (default 1: off)\n"
@@ -123,9 +136,10 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 		{ "verbose", no_argument, NULL, 'v' },
 		CLI_SAMPLE_OPTIONS,
 		CLI_STOP_OPTION,
+		CLI_LIB_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
-	int ingest = !strcmp(argv[0], "ingest"), c;
+	int ingest = !strcmp(argv[0], "ingest"), c, rc2;
 	struct cli_opts o = { .shortopts = ingest ? "" : "n:v",
 		.longopts = ingest ? ingest_opts : query_opts,
 		.globals = CLI_G_SOCKET | CLI_G_JSON,
@@ -152,13 +166,29 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 				return -1;
 			break;
 		default:
-			if (cli_sample_flag(&o, c, optarg, &D->smp))
+			if ((rc2 = cli_lib_flag(&o, c, optarg, &D->lib)) < 0)
+				return -1;
+			if (rc2 && cli_sample_flag(&o, c, optarg, &D->smp))
 				return -1; /* '?' too: cli_getopt said why */
 		}
 	}
-	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : 2, -1)))
+	if (cli_lib_done(&o, &D->lib))
 		return -1;
-	if (!ingest && cli_blank(argc - optind - 1, argv + optind + 1)) {
+	if (D->lib.on && D->file) {
+		cli_usage_err(&o, "--file proves one document (DOC), not a library question");
+		return -1;
+	}
+	if (D->lib.on)
+		o.operands = "QUESTION...";
+	if ((*rc = cli_operands(&o, argc, argv, ingest || D->lib.on ? 1 : 2, -1)))
+		return -1;
+	if (D->lib.on && cli_blank(argc - optind, argv + optind)) {
+		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query --docs A,B \"What "
+		    "does it say about X?\")");
+		*rc = CLI_EXIT_USAGE;
+		return -1;
+	}
+	if (!ingest && !D->lib.on && cli_blank(argc - optind - 1, argv + optind + 1)) {
 		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query DOC \"What does "
 		    "it say about X?\")");
 		*rc = CLI_EXIT_USAGE;
@@ -552,6 +582,31 @@ cli_daemon_ingest(int argc, char **argv)
 /* ------------------------------------------------------------------------ */
 /* query                                                                     */
 
+/* A library question's options in the request: mode, min_conf. */
+static int
+dmn_lib_opts(json_t *req, const struct cli_lib *lib)
+{
+	if (lib->mode && json_object_set_new(req, "mode", json_string(lib->mode)))
+		return -1;
+	if (lib->min_conf_set && json_object_set_new(req, "min_conf", json_real(lib->min_conf)))
+		return -1;
+	return 0;
+}
+
+/* --docs as the request's docs, with the options. */
+static int
+dmn_lib_fields(json_t *req, const struct cli_lib *lib)
+{
+	json_t *a = json_array();
+	size_t k;
+	for (k = 0; a && k < lib->n; k++)
+		if (json_array_append_new(a, json_string(lib->refs[k])))
+			break;
+	if (!a || k < lib->n || json_object_set_new(req, "docs", a))
+		return -1;
+	return dmn_lib_opts(req, lib);
+}
+
 int
 cli_daemon_query(int argc, char **argv)
 {
@@ -560,8 +615,10 @@ cli_daemon_query(int argc, char **argv)
 	char *question;
 	int r, i = dmn_parse(argc, argv, &D, &r), ret = CLI_EXIT_UNREACHABLE, fd = -1;
 
-	if (i < 0)
+	if (i < 0) {
+		cli_lib_free(&D.lib);
 		return r;
+	}
 	/* O_NONBLOCK: a FIFO must not hang us (the daemon refuses it anyway) */
 	if (D.file && (fd = open(D.file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
 		cli_err("cannot open %s: %s", D.file, strerror(errno));
@@ -570,6 +627,7 @@ cli_daemon_query(int argc, char **argv)
 	if (cli_conn_open(&D.c, cli_socket_path(cli_g.socket))) {
 		if (fd >= 0)
 			close(fd);
+		cli_lib_free(&D.lib);
 		return CLI_EXIT_UNREACHABLE;
 	}
 	if ((r = cli_conn_ready(&D.c))) {
@@ -579,12 +637,21 @@ cli_daemon_query(int argc, char **argv)
 		return r;
 	}
 	/* an unquoted question's words, joined by single spaces */
-	question = cli_join(argc - i - 1, argv + i + 1);
-	req = !question ? NULL : json_pack("{s:i, s:i, s:s, s:s, s:s, s:i, s:b, s:f, s:f, s:I}",
-	    "v", 1, "id", 1, "op", "query", "doc", argv[i], "question",
+	question = D.lib.on ? cli_join(argc - i, argv + i) : cli_join(argc - i - 1, argv + i + 1);
+	req = !question ? NULL : json_pack("{s:i, s:i, s:s, s:s, s:i, s:b, s:f, s:f, s:I}",
+	    "v", 1, "id", 1, "op", "query", "question",
 	    question, "max_tokens", (int)D.n_max, "fd", fd >= 0, "temperature", D.smp.temp,
 	    "top_p", D.smp.top_p, "seed", (json_int_t)D.smp.seed);
 	free(question);
+	if (req && !D.lib.on && json_object_set_new(req, "doc", json_string(argv[i]))) {
+		json_decref(req);
+		req = NULL;
+	}
+	if (req && D.lib.on && (D.lib.all ? json_object_set_new(req, "all", json_true()) ||
+	    dmn_lib_opts(req, &D.lib) : dmn_lib_fields(req, &D.lib))) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (req && D.smp.n_stop) { /* version 2: a daemon without stop sequences refuses it */
 		json_t *a = json_array();
 		size_t k;
@@ -602,7 +669,8 @@ cli_daemon_query(int argc, char **argv)
 		req = NULL;
 	}
 	if (!req) {
-		cli_err("the question (or --encoding, --stop) is not valid UTF-8");
+		cli_err("the question (or DOC, --docs, --encoding, --stop) is not valid UTF-8");
+		cli_lib_free(&D.lib);
 		cli_conn_close(&D.c);
 		if (fd >= 0)
 			close(fd);
@@ -637,7 +705,9 @@ cli_daemon_query(int argc, char **argv)
 				printf("\n");
 			/* the answer's line is ended and out before the statistics */
 			fflush(stdout);
-			if (D.verbose)
+			if (D.lib.on && !D.json)
+				cli_lib_print(ev, D.verbose);
+			else if (D.verbose && !D.lib.on)
 				fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot%s "
 				    "(%lld question tokens), %lld answer tokens in %.2f s, stop: %s\n",
 				    json_real_value(json_object_get(ev, "ttft_s")),
@@ -660,5 +730,6 @@ cli_daemon_query(int argc, char **argv)
 		json_decref(ev);
 	}
 	cli_conn_close(&D.c);
+	cli_lib_free(&D.lib);
 	return ret;
 }

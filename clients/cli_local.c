@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,7 @@ struct local {
 	int local, json, quant, verbose;
 	int in_dir, n_done, n_not_doc; /* ingest: a folder's walk (as cli_daemon.c's) */
 	struct cli_sample smp; /* query: --temp, --top-p, --seed */
+	struct cli_lib lib;    /* query: --docs, --mode, --min-conf */
 	struct svc *v;
 	struct svc_session *ss;
 };
@@ -65,9 +67,22 @@ local_usage(FILE *f, const char *cmd)
 		    "                   by their BOM, else Windows-1252)\n");
 	else
 		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION... [-n N]\n"
+		    "       kvsnap query --local [OPTIONS] --docs A,B|--all QUESTION...\n"
 		    "Answer QUESTION from DOC's snapshot; tokens stream to stdout.  A store\n"
 		    "this user cannot write is read read-only (its last-used stamp stays).\n"
 		    "The words of an unquoted QUESTION are joined by single spaces.\n"
+		    "  --docs A,B       a library question: answered from these documents'\n"
+		    "                   snapshots (no text read again), its sources named after\n"
+		    "                   the answer; an answer the model is not sure of is the\n"
+		    "                   library does not contain it\n"
+		    "  --all            a library question over every document: those the full-\n"
+		    "                   text index finds for QUESTION (the best 3), as --docs\n"
+		    "  --mode M         pick (each snapshot scores the question, the likeliest\n"
+		    "                   answers; the default), parts (each answers alone, the\n"
+		    "                   surest answer kept) or side (the snapshots side by side\n"
+		    "                   in one cache, answered once)\n"
+		    "  --min-conf X     abstain below this mean log-probability of the answer\n"
+		    "                   (default -0.4)\n"
 		    "  -n N             at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T         temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P        nucleus sampling share in (0, 1] (default 1: off)\n"
@@ -118,13 +133,14 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		{ "verbose", no_argument, NULL, 'v' },
 		CLI_SAMPLE_OPTIONS,
 		CLI_STOP_OPTION,
+		CLI_LIB_OPTIONS,
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct option shrink_opts[] = {
 		{ "ratio", required_argument, NULL, CLI_O_PROFILE },
 		{ NULL, 0, NULL, 0 },
 	};
-	int ingest = !strcmp(argv[0], "ingest"), shrink = !strcmp(argv[0], "shrink"), c;
+	int ingest = !strcmp(argv[0], "ingest"), shrink = !strcmp(argv[0], "shrink"), c, rc2;
 	struct cli_opts o = { .shortopts = ingest ? "t:" : shrink ? "" : "t:n:v",
 		.longopts = ingest ? ingest_opts : shrink ? shrink_opts : query_opts,
 		.globals = CLI_G_STATE | CLI_G_MODEL | CLI_G_JSON | (shrink ? 0 : CLI_G_BACKEND),
@@ -158,19 +174,30 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		case 'E': L->encoding = optarg; break;
 		case 'v': L->verbose = 1; break;
 		default:
-			if (cli_sample_flag(&o, c, optarg, &L->smp))
+			if ((rc2 = cli_lib_flag(&o, c, optarg, &L->lib)) < 0)
+				return -1;
+			if (rc2 && cli_sample_flag(&o, c, optarg, &L->smp))
 				return -1; /* '?' too: cli_getopt said why */
 		}
 	}
-	if (cli_profile_done(&o))
+	if (cli_profile_done(&o) || cli_lib_done(&o, &L->lib))
 		return -1;
 	if (shrink && !o.ratio_set) {
 		cli_usage_err(&o, "missing --ratio R (kvsnap shrink DOC --ratio R)");
 		return -1;
 	}
-	if ((*rc = cli_operands(&o, argc, argv, ingest ? 1 : shrink ? 1 : 2, shrink ? 1 : -1)))
+	if (L->lib.on)
+		o.operands = "QUESTION...";
+	if ((*rc = cli_operands(&o, argc, argv, ingest || shrink || L->lib.on ? 1 : 2,
+	    shrink ? 1 : -1)))
 		return -1;
-	if (!ingest && !shrink && cli_blank(argc - optind - 1, argv + optind + 1)) {
+	if (L->lib.on && cli_blank(argc - optind, argv + optind)) {
+		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query --docs A,B \"What "
+		    "does it say about X?\")");
+		*rc = CLI_EXIT_USAGE;
+		return -1;
+	}
+	if (!ingest && !shrink && !L->lib.on && cli_blank(argc - optind - 1, argv + optind + 1)) {
 		cli_usage_err(&o, "QUESTION is empty: ask something (kvsnap query DOC \"What does "
 		    "it say about X?\")");
 		*rc = CLI_EXIT_USAGE;
@@ -191,6 +218,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 static void
 local_close(struct local *L)
 {
+	cli_lib_free(&L->lib);
 	svc_session_free(L->ss);
 	svc_close(L->v);
 }
@@ -521,6 +549,111 @@ local_query_fail(const struct local *L, const uint8_t doc[SNAP_ID_BYTES],
 	return cli_exit_for_engine(st->rc);
 }
 
+/* A library question's result, as the protocol's result event
+ * (daemon/library_job.c builds the same members). */
+static json_t *
+local_lib_result(const struct svc_lib_answer *a, const char *mode)
+{
+	json_t *o, *srcs = json_array();
+	char hex[2 * SNAP_ID_BYTES + 1];
+	size_t i;
+
+	for (i = 0; srcs && i < a->n_src; i++) {
+		const struct svc_lib_source *s = &a->src[i];
+		store_hex(s->doc_id, SNAP_ID_BYTES, hex);
+		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
+		    hex, "label", cli_json_cstr(s->label), "consulted", s->used,
+		    "score", isnan(s->score) ? json_null() : json_real(s->score),
+		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
+		    "why", s->used ? json_null() : cli_json_cstr(s->why), "tokens",
+		    (json_int_t)s->tokens));
+	}
+	if (a->chosen >= 0)
+		store_hex(a->src[a->chosen].doc_id, SNAP_ID_BYTES, hex);
+	o = json_pack("{s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:s, s:f, s:f, s:f}", "mode", mode,
+	    "sources", srcs ? srcs : json_array(),
+	    "answered_from", a->chosen >= 0 && !a->abstained ? json_string(hex) : json_null(),
+	    "abstained", a->abstained,
+	    "confidence", isfinite(a->confidence) ? json_real(a->confidence) : json_null(),
+	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
+	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
+	    "seconds", a->seconds);
+	return o;
+}
+
+/* kvsnap query --local --docs A,B QUESTION...: each DOC resolved, then
+ * svc_library. */
+static int
+local_library(struct local *L, int argc, char **argv)
+{
+	struct local_emit em;
+	struct svc_hooks hk = { NULL, local_emit, &em, NULL };
+	struct svc_lib_req lr;
+	struct svc_lib_answer a;
+	struct svc_status st;
+	uint8_t docs[CLI_LIB_MAX][SNAP_ID_BYTES];
+	enum svc_lib_mode mode = SVC_LIB_DEFAULT_MODE;
+	char *question;
+	size_t k;
+	int ret;
+	json_t *res;
+
+	if ((ret = local_open(L, L->lib.all ? 0 : -1))) /* --all: the index kept in step */
+		return ret;
+	for (k = 0; k < L->lib.n; k++)
+		if (svc_resolve(L->v->s, L->lib.refs[k], docs[k], &st)) {
+			cli_err("%s", st.why);
+			return st.rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+		}
+	if (L->lib.mode)
+		(void)svc_lib_mode_parse(L->lib.mode, &mode);
+	if (!(question = cli_join(argc, argv))) {
+		cli_err("out of memory");
+		return CLI_EXIT_FAILURE;
+	}
+	em.json = L->json;
+	memset(&lr, 0, sizeof(lr));
+	lr.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
+	lr.n_docs = L->lib.n;
+	lr.question = question;
+	lr.question_len = strlen(question);
+	lr.max_tokens = L->n_max;
+	lr.mode = mode;
+	lr.min_conf = L->lib.min_conf_set ? L->lib.min_conf : SVC_LIB_MIN_CONF_DEFAULT;
+	lr.temperature = (float)L->smp.temp;
+	lr.top_p = (float)L->smp.top_p;
+	lr.seed = L->smp.seed;
+	lr.whole_utf8 = L->json;
+	lr.stop = L->smp.stop;
+	lr.n_stop = L->smp.n_stop;
+	if (L->lib.all ? svc_library_search(L->v, L->ss, NULL, &lr, 0, &hk, &a, &st) :
+	    svc_library(L->v, L->ss, &lr, &hk, &a, &st)) {
+		free(question);
+		if (st.step == SVC_AT_SEARCH) {
+			cli_err("cannot search the library: %s", st.why);
+			return CLI_EXIT_FAILURE;
+		}
+		if (st.step == SVC_AT_PICK) {
+			cli_err("%s", st.why);
+			return CLI_EXIT_NOT_FOUND;
+		}
+		return local_query_fail(L, docs[0], &st, (const struct svc_answer *)NULL);
+	}
+	free(question);
+	res = local_lib_result(&a, svc_lib_mode_name(mode));
+	if (L->json) {
+		if (res && a.stop == SVC_STOP_SEQUENCE && a.stop_index >= 0)
+			json_object_set_new(res, "stop_sequence", json_string(L->smp.stop[a.stop_index]));
+		cli_json_line("result", json_incref(res));
+	} else
+		printf("\n");
+	fflush(stdout);
+	if (!L->json && res)
+		cli_lib_print(res, L->verbose);
+	json_decref(res);
+	return CLI_EXIT_OK;
+}
+
 int
 cli_query(int argc, char **argv)
 {
@@ -537,8 +670,15 @@ cli_query(int argc, char **argv)
 
 	if (!cli_has_flag(argc, argv, "--local"))
 		return cli_daemon_query(argc, argv);
-	if ((i = local_parse(argc, argv, &L, &ret)) < 0)
+	if ((i = local_parse(argc, argv, &L, &ret)) < 0) {
+		cli_lib_free(&L.lib);
 		return ret;
+	}
+	if (L.lib.on) {
+		ret = local_library(&L, argc - i, argv + i);
+		local_close(&L);
+		return ret;
+	}
 	/* an unquoted question's words, joined by single spaces */
 	if (!(question = cli_join(argc - i - 1, argv + i + 1))) {
 		cli_err("out of memory");

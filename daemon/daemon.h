@@ -43,6 +43,7 @@
 #define PROTO_JOBS_PER_CONN 16                  /* requests in flight per connection */
 #define PROTO_STOP_MAX 4                        /* stop sequences of a query (= SVC_STOP_MAX) */
 #define PROTO_STOP_LEN_MAX 256                  /* bytes of one (= SVC_STOP_LEN_MAX) */
+#define PROTO_DOCS_MAX 16                       /* documents of a library query (= SVC_LIB_MAX) */
 
 /* Operations (never renumber). */
 enum proto_op {
@@ -146,6 +147,16 @@ struct proto_req {
 	int raw;               /* chat: question is a raw prompt (no chat template) */
 	char *stop[PROTO_STOP_MAX]; /* query, chat: stop sequences */
 	size_t n_stop;
+	/* query: a library question over these documents (instead of "doc"),
+	 * answered as "mode" says ("side", "parts"; NULL: the default),
+	 * abstaining below min_conf (min_conf_set) */
+	char *docs[PROTO_DOCS_MAX];
+	size_t n_docs;
+	int lib_all;           /* query "all": over what search finds (svc_search);
+	                        * HTTP's `model` "library" */
+	char *mode;
+	double min_conf;
+	int min_conf_set;
 	/* HTTP only: the plain model's id (models, and a query whose document
 	 * came from `model`); doc_model: doc is the request's `model`, looked
 	 * up as GET /v1/models lists it (service/models.c) */
@@ -169,6 +180,11 @@ int proto_json_bool(json_t *o, const char *key, int *out, char *msg, size_t msg_
 /* "stop": a string or an array of at most PROTO_STOP_MAX strings of 1 to
  * PROTO_STOP_LEN_MAX bytes (null or [] : none), into r->stop. */
 int proto_json_stops(json_t *o, const char *key, struct proto_req *r, char *msg,
+    size_t msg_len);
+
+/* "docs" (a library question): an array of 1 to PROTO_DOCS_MAX DOC
+ * references of 1 to PROTO_REF_MAX bytes, into r->docs (null: none). */
+int proto_json_docs(json_t *o, const char *key, struct proto_req *r, char *msg,
     size_t msg_len);
 
 /* Parse one request line (without its newline).  Returns 0, or an error

@@ -295,16 +295,16 @@ http_sink_event(struct job *j, const char *event, json_t *body)
 			if (h->stream) {
 				first = !h->started;
 				hreq_start(h);
-				hpost_json(h, HP_CHUNK, 0, http_chunk(&h->shape, first ? "" : NULL, 0,
-				    first, finish, NULL));
+				hpost_json(h, HP_CHUNK, 0, http_library_reply(http_chunk(&h->shape,
+				    first ? "" : NULL, 0, first, finish, NULL), body));
 				if (h->include_usage)
 					hpost_json(h, HP_CHUNK, 0, http_chunk(&h->shape, NULL, 0, 0, NULL,
 					    http_usage(pt, ct)));
 				hpost(h, HP_CHUNK, 0, "data: [DONE]\n\n", 14);
 				hpost(h, HP_END, 0, NULL, 0);
 			} else {
-				hpost_json(h, HP_REPLY, 200, http_completion(&h->shape, h->text, h->n_text,
-				    finish, http_usage(pt, ct)));
+				hpost_json(h, HP_REPLY, 200, http_library_reply(http_completion(&h->shape,
+				    h->text, h->n_text, finish, http_usage(pt, ct)), body));
 			}
 		} else if (h->route == HTTP_R_MODELS || h->route == HTTP_R_MODEL) {
 			hpost_json(h, HP_REPLY, 200, http_models_reply(h->route, body, hs.model,

@@ -29,6 +29,11 @@ enum http_route {
 
 /* A parsed HTTP request: the route, how to reply, and the job's request
  * (op and fields, as the socket protocol's parser fills them). */
+/* The model id a library question over everything the caller may read
+ * goes to (docs/HTTP.md; a document of that name is reached by
+ * "document"). */
+#define HTTP_LIBRARY_MODEL "library"
+
 struct http_req {
 	enum http_route route;
 	int stream;          /* server-sent events */
@@ -94,6 +99,11 @@ json_t *http_chunk(const struct http_shape *s, const char *text, size_t n, int f
 /* The whole answer (non-streamed). */
 json_t *http_completion(const struct http_shape *s, const char *text, size_t n,
     const char *finish, json_t *usage);
+/* A library question's members (sources, answered_from, abstained,
+ * confidence) from the job's result copied into reply object o (a
+ * completion or its last chunk); o unchanged for any other result.
+ * Returns o (http_library.c). */
+json_t *http_library_reply(json_t *o, const json_t *result);
 json_t *http_usage(int64_t prompt, int64_t completion);
 /* The document endpoints' replies from the admin and ingest jobs' results
  * (body borrowed). */

@@ -88,11 +88,51 @@ http_model_field(json_t *o, struct http_req *r, const char *plain, char *msg, si
 		return rc;
 	if (!r->model || !r->model[0] || (plain && !strcmp(r->model, plain)))
 		return 0;
-	if (p->doc)
+	if (p->doc || p->n_docs)
 		return 0;
+	if (!strcmp(r->model, HTTP_LIBRARY_MODEL)) { /* over what search finds */
+		p->lib_all = 1;
+		return 0;
+	}
 	if (!(p->doc = strdup(r->model)) || !(p->plain_model = strdup(plain ? plain : "")))
 		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
 	p->doc_model = 1;
+	return 0;
+}
+
+/* A library question (issue 29): "documents", the DOC references to
+ * answer from (docs/HTTP.md), in place of "document"; "library_mode" and
+ * "min_conf" as the protocol's "mode" and "min_conf". */
+static int
+http_library_fields(json_t *o, struct http_req *r, char *msg, size_t msg_len)
+{
+	struct proto_req *p = &r->pr;
+	json_t *v;
+	int rc;
+
+	if ((rc = proto_json_docs(o, "documents", p, msg, msg_len)))
+		return rc;
+	if (p->n_docs && p->doc)
+		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "send \"document\" or "
+		    "\"documents\" (a library question), not both");
+	if (!p->n_docs && !(json_is_string(json_object_get(o, "model")) &&
+	    !strcmp(json_string_value(json_object_get(o, "model")), HTTP_LIBRARY_MODEL)) &&
+	    (json_object_get(o, "library_mode") || json_object_get(o, "min_conf")))
+		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"library_mode\" and "
+		    "\"min_conf\" are for a library question (\"documents\", or the model "
+		    "\"library\")");
+	if ((rc = proto_json_str(o, "library_mode", 0, 16, PROTO_E_BAD_REQUEST, &p->mode, NULL, msg,
+	    msg_len)))
+		return rc;
+	if (p->mode && strcmp(p->mode, "side") && strcmp(p->mode, "parts") &&
+	    strcmp(p->mode, "pick"))
+		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"library_mode\" must be "
+		    "\"side\", \"parts\" or \"pick\"");
+	if ((v = json_object_get(o, "min_conf")) && !json_is_null(v)) {
+		if ((rc = proto_json_num(o, "min_conf", -1000.0, 0, 0.0, &p->min_conf, msg, msg_len)))
+			return rc;
+		p->min_conf_set = 1;
+	}
 	return 0;
 }
 
@@ -118,7 +158,8 @@ http_sampling(json_t *o, struct http_req *r, const char *plain, char *msg, size_
 	    (rc = proto_json_int(o, "n", INT64_MIN, INT64_MAX, &n, msg, msg_len)) ||
 	    (rc = proto_json_bool(o, "stream", &r->stream, msg, msg_len)) ||
 	    (rc = proto_json_str(o, "document", 0, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &p->doc, NULL,
-	    msg, msg_len)))
+	    msg, msg_len)) ||
+	    (rc = http_library_fields(o, r, msg, msg_len)))
 		return rc;
 	if (n != 1)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -251,7 +292,10 @@ http_chat(json_t *o, struct http_req *r, const char *plain, char *msg, size_t ms
 	if (total > HTTP_CHAT_MAX)
 		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "the messages are %zu bytes, over "
 		    "the limit of %zu", total, (size_t)HTTP_CHAT_MAX);
-	if (p->doc) {
+	if ((p->n_docs || p->lib_all) && p->n_msgs > 1)
+		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "with \"documents\" (a library "
+		    "question), send one user message: the question");
+	if (p->doc || p->n_docs || p->lib_all) {
 		p->op = PROTO_OP_QUERY;
 		return http_doc_question(p, total, msg, msg_len);
 	}
@@ -279,12 +323,12 @@ http_completions(json_t *o, struct http_req *r, const char *plain, char *msg, si
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"prompt\" is empty");
 	if (json_is_true(json_object_get(o, "echo")))
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"echo\" is not supported");
-	p->op = p->doc ? PROTO_OP_QUERY : PROTO_OP_CHAT;
-	p->raw = !p->doc;
-	if (json_string_length(v) > (p->doc ? PROTO_QUESTION_MAX : PROTO_TEXT_MAX))
+	p->op = p->doc || p->n_docs || p->lib_all ? PROTO_OP_QUERY : PROTO_OP_CHAT;
+	p->raw = p->op == PROTO_OP_CHAT;
+	if (json_string_length(v) > (p->op == PROTO_OP_QUERY ? PROTO_QUESTION_MAX : PROTO_TEXT_MAX))
 		return http_fail(msg, msg_len, PROTO_E_TOO_LARGE, "\"prompt\" is %zu bytes, over the "
 		    "limit of %zu", json_string_length(v),
-		    p->doc ? PROTO_QUESTION_MAX : PROTO_TEXT_MAX);
+		    p->op == PROTO_OP_QUERY ? PROTO_QUESTION_MAX : PROTO_TEXT_MAX);
 	p->question_len = json_string_length(v);
 	if (!(p->question = malloc(p->question_len + 1)))
 		return http_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");

@@ -108,3 +108,30 @@ proto_json_stops(json_t *o, const char *key, struct proto_req *r, char *msg, siz
 	}
 	return 0;
 }
+
+int
+proto_json_docs(json_t *o, const char *key, struct proto_req *r, char *msg, size_t msg_len)
+{
+	json_t *a = json_object_get(o, key), *e;
+	size_t i;
+
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > PROTO_DOCS_MAX)
+		return kv_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be an array of 1 to "
+		    "%d DOC references", key, PROTO_DOCS_MAX);
+	for (i = 0; i < r->n_docs; i++) /* read twice (HTTP: an alias): the last */
+		free(r->docs[i]);
+	r->n_docs = 0;
+	json_array_foreach(a, i, e) {
+		if (!json_is_string(e) || !json_string_length(e) ||
+		    json_string_length(e) > PROTO_REF_MAX ||
+		    strlen(json_string_value(e)) != json_string_length(e))
+			return kv_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\"[%zu] must be a DOC "
+			    "reference of 1 to %d bytes", key, i, PROTO_REF_MAX);
+		if (!(r->docs[i] = strdup(json_string_value(e))))
+			return kv_fail(msg, msg_len, PROTO_E_INTERNAL, "out of memory");
+		r->n_docs = i + 1;
+	}
+	return 0;
+}

@@ -148,7 +148,9 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 	case PROTO_OP_QUERY:
 		r->max_tokens = PROTO_MAX_TOKENS_DEFAULT;
 		r->top_p = 1.0;
-		if ((rc = proto_json_str(o, "doc", 1, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len)) ||
+		if ((rc = proto_json_docs(o, "docs", r, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "all", &r->lib_all, msg, msg_len)) ||
+		    (rc = proto_json_str(o, "doc", !r->n_docs && !r->lib_all, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len)) ||
 		    (rc = proto_json_str(o, "question", 1, PROTO_QUESTION_MAX, PROTO_E_TOO_LARGE, &r->question, &r->question_len, msg, msg_len)) ||
 		    (rc = proto_json_int(o, "max_tokens", 1, PROTO_MAX_TOKENS_MAX, &r->max_tokens, msg,
 		    msg_len)) ||
@@ -160,6 +162,31 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    (rc = proto_json_str(o, "encoding", 0, PROTO_ENCODING_MAX, PROTO_E_BAD_REQUEST, &r->encoding, NULL, msg, msg_len)) ||
 		    (rc = proto_json_stops(o, "stop", r, msg, msg_len)))
 			return rc;
+		if (!!r->doc + !!r->n_docs + !!r->lib_all > 1)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "a query takes one of "
+			    "\"doc\", \"docs\" and \"all\"");
+		if (r->lib_all && r->use_fd)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"fd\" proves one "
+			    "document (\"doc\"), not a library question");
+		if (!r->n_docs && !r->lib_all && (json_object_get(o, "mode") ||
+		    json_object_get(o, "min_conf")))
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"mode\" and \"min_conf\" "
+			    "are for a library question (\"docs\")");
+		if (r->n_docs && r->use_fd)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"fd\" proves one "
+			    "document (\"doc\"), not a library question");
+		if ((rc = proto_json_str(o, "mode", 0, 16, PROTO_E_BAD_REQUEST, &r->mode, NULL, msg,
+		    msg_len)))
+			return rc;
+		if (r->mode && strcmp(r->mode, "side") && strcmp(r->mode, "parts") &&
+		    strcmp(r->mode, "pick"))
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"mode\" must be \"side\", "
+			    "\"parts\" or \"pick\"");
+		if (json_object_get(o, "min_conf") && !json_is_null(json_object_get(o, "min_conf"))) {
+			if ((rc = proto_json_num(o, "min_conf", -1000.0, 0, 0.0, &r->min_conf, msg, msg_len)))
+				return rc;
+			r->min_conf_set = 1;
+		}
 		return 0;
 	case PROTO_OP_HAS:
 	case PROTO_OP_INFO:
@@ -284,6 +311,9 @@ proto_req_free(struct proto_req *r)
 	for (size_t i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
 	free(r->plain_model);
+	for (size_t i = 0; i < r->n_docs; i++)
+		free(r->docs[i]);
+	free(r->mode);
 	memset(r, 0, sizeof(*r));
 }
 

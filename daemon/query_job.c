@@ -186,6 +186,10 @@ query_job_run(struct worker *w, struct job *j)
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int miss;
 
+	if (r->n_docs || r->lib_all) {
+		library_job_run(w, j);
+		return;
+	}
 	if (!j->doc_known && r->doc_model) { /* HTTP's `model`: an id /v1/models lists */
 		int found = svc_model_find(daemon_g->v, &j->who, r->plain_model ? r->plain_model : "",
 		    r->doc, j->doc, &st);

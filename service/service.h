@@ -52,8 +52,9 @@ enum svc_step {
 	SVC_AT_GENERATE,    /* decoding (eng_err) */
 	SVC_AT_SHARED_AUTH, /* open: the shared tier's credentials file (STORE_ERR_) */
 	SVC_AT_SHARED,      /* query: the shared tier's copy failed its checks (SNAPIO_) */
-	SVC_AT_TIER_DOWN    /* not in the local tier, and the shared tier could not be
+	SVC_AT_TIER_DOWN,   /* not in the local tier, and the shared tier could not be
 	                     * asked (an outage: STORE_ERR_IO): never "not found" */
+	SVC_AT_SEARCH       /* a library question: the index could not be searched */
 };
 
 struct svc_status {
@@ -415,6 +416,83 @@ struct svc_answer {
  * the token hook, touch.  0, or -1 with st. */
 int svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
     const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st);
+
+/* A question over several documents' snapshots, no text read again
+ * (library.c; issue 29).  side: the snapshots placed side by side in one
+ * cache (eng_kv_concat) and answered once; parts: each answered alone and
+ * the answer of the highest mean log-probability kept; pick: each scores
+ * the question (its mean log-probability given the document) and the
+ * best answers alone.  The answer is
+ * decoded in full before it is handed on: below min_conf (its mean
+ * log-probability) the reply is the abstention, one text saying the
+ * library does not contain the answer and naming the documents consulted. */
+#define SVC_LIB_MAX 16           /* documents of one library question */
+/* The default threshold, chosen on the tuning half of bench/library_qa
+ * (bench/RESULTS.md, "Library questions"). */
+#define SVC_LIB_MIN_CONF_DEFAULT (-0.40)
+enum svc_lib_mode {
+	SVC_LIB_SIDE = 0,        /* side by side, one answer */
+	SVC_LIB_PARTS = 1,       /* part by part, the surest answer */
+	SVC_LIB_PICK = 2         /* part by part, the likeliest question answers (the default) */
+};
+/* The mode a library question takes when none is asked for (bench/RESULTS.md). */
+#define SVC_LIB_DEFAULT_MODE SVC_LIB_PICK
+const char *svc_lib_mode_name(enum svc_lib_mode mode);
+/* "side", "parts" or "pick": 0, else -1. */
+int svc_lib_mode_parse(const char *s, enum svc_lib_mode *out);
+struct svc_lib_req {
+	const uint8_t (*docs)[SNAP_ID_BYTES]; /* resolved, in retrieval order */
+	size_t n_docs;           /* 1 to SVC_LIB_MAX */
+	const char *question;
+	size_t question_len;
+	int64_t max_tokens;
+	enum svc_lib_mode mode;
+	double min_conf;         /* abstain below it; -HUGE_VAL: never */
+	float temperature, top_p;
+	uint64_t seed;
+	int whole_utf8;
+	int local_only;          /* never ask the shared tier */
+	const char *const *stop;
+	size_t n_stop;
+};
+struct svc_lib_source {
+	uint8_t doc_id[SNAP_ID_BYTES];
+	char label[256];         /* its name, else file name, else 12 hex digits */
+	int used;                /* consulted (placed, or answered alone) */
+	char why[160];           /* not consulted: why */
+	double score;            /* parts: its answer's mean log-probability; pick: the
+	                          * question's given it; side: NaN */
+	double bm25;             /* svc_library_search: its retrieval score; else NaN */
+	int64_t tokens;          /* the document's tokens */
+};
+struct svc_lib_answer {
+	struct svc_lib_source src[SVC_LIB_MAX]; /* each document once, in request order */
+	size_t n_src;
+	int chosen;              /* parts, pick: the source answered from; side: -1 */
+	double confidence;       /* the answer's mean log-probability (end of turn included) */
+	int abstained;           /* the reply is the abstention text */
+	int64_t prompt_tokens, tokens, generated;
+	enum svc_stop stop;
+	int stop_index;
+	int cancelled;
+	double ttft;             /* to the first token handed on (after the full decode) */
+	double ttft_model;       /* to the model's first answer token */
+	double seconds;
+};
+/* 0, or -1 with st: SVC_AT_PICK (no document has a snapshot of this
+ * profile), SVC_AT_LOOKUP, SVC_AT_SHARED / _TIER_DOWN, SVC_AT_TOKENIZE,
+ * SVC_AT_LOAD, SVC_AT_GENERATE. */
+int svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
+    const struct svc_hooks *hk, struct svc_lib_answer *out, struct svc_status *st);
+/* A library question over everything w may read (NULL: all): the k best
+ * parts svc_search finds for the question (k 0: SVC_LIB_SEARCH_K), their
+ * documents (once each, best first) as r's documents to svc_library
+ * (r->docs is not read); nothing found: the abstention, naming no
+ * document.  -1 with st as svc_library's, or SVC_AT_SEARCH (no index). */
+#define SVC_LIB_SEARCH_K 3
+int svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *w,
+    const struct svc_lib_req *r, unsigned k, const struct svc_hooks *hk,
+    struct svc_lib_answer *out, struct svc_status *st);
 
 /* The plain model, no document (chat.c). */
 struct svc_chat_req {

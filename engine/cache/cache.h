@@ -79,6 +79,14 @@ int eng_kv_finish_load(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode m
  * n: undoes eng_forward of n tokens (a question and its answer, a
  * reconstruction pass).  ENG_ERR_ARG if some head holds fewer than n. */
 int eng_kv_drop_tail(struct eng_kv *kv, int64_t n);
+/* Several pools side by side in a new one (engine/cache/kv_concat.c):
+ * parts[0]'s units as they are, then each next part's units at positions
+ * >= skip[i] (its template prefix left out) re-laid to follow the part
+ * before (position p of part i becomes p - skip[i] + the positions before
+ * it), rotated keys derived again; next_pos is the sum.  Room for n_extra
+ * more tokens per head.  ENG_ERR_ARG for slot positions or a PoD layout. */
+int eng_kv_concat(struct eng_kv **out, const struct eng_model *m, struct eng_kv *const *parts,
+    const uint32_t *skip, int n, int64_t n_extra);
 /* Round every key and value to fp16 in place and re-derive the rotated
  * keys: the in-memory twin of an fp16 snapshot (tests compare the two). */
 void eng_kv_round_fp16(struct eng_kv *kv);

@@ -1,0 +1,116 @@
+/*
+ * library_job.c: a library question, the query op with "docs" or "all" (issue
+ * 29; "all": the documents svc_search finds for the question, as the peer may read them):
+ * every DOC resolved as the peer sees the store (a document they may not
+ * read is not_found, as for one query), then svc_library (the same steps
+ * as `kvsnap query --local --docs`): the answer's tokens as "token"
+ * events (or the abstention's one text), then the result naming the
+ * sources.  With a shared tier, only the local tier's snapshots are
+ * consulted (local_only: no model worker waits on the network); a
+ * document whose snapshot is only in the shared tier is reported as not
+ * consulted.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_internal.h"
+
+_Static_assert(PROTO_DOCS_MAX == SVC_LIB_MAX, "the protocol's document limit is the service's");
+
+json_t *
+job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
+{
+	json_t *srcs = json_array(), *o;
+	char hex[2 * SNAP_ID_BYTES + 1];
+	size_t i;
+
+	for (i = 0; srcs && i < a->n_src; i++) {
+		const struct svc_lib_source *s = &a->src[i];
+		json_t *label = json_string(s->label);
+		store_hex(s->doc_id, SNAP_ID_BYTES, hex);
+		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
+		    hex, "label", label ? label : json_string(hex), "consulted", s->used,
+		    "score", isnan(s->score) ? json_null() : json_real(s->score),
+		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
+		    "why", s->used ? json_null() : json_string(s->why), "tokens",
+		    (json_int_t)s->tokens));
+	}
+	if (a->chosen >= 0)
+		store_hex(a->src[a->chosen].doc_id, SNAP_ID_BYTES, hex);
+	o = json_pack("{s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:s, s:f, s:f, s:f}", "mode",
+	    svc_lib_mode_name(mode), "sources", srcs ? srcs : json_array(),
+	    "answered_from", a->chosen >= 0 && !a->abstained ? json_string(hex) : json_null(),
+	    "abstained", a->abstained,
+	    "confidence", isfinite(a->confidence) ? json_real(a->confidence) : json_null(),
+	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
+	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
+	    "seconds", a->seconds);
+	return o;
+}
+
+void
+library_job_run(struct worker *w, struct job *j)
+{
+	const struct proto_req *r = &j->req;
+	struct svc_hooks hk = { NULL, job_token, j, &j->cancel };
+	struct svc_lib_req lr;
+	struct svc_lib_answer a;
+	struct svc_status st;
+	uint8_t docs[PROTO_DOCS_MAX][SNAP_ID_BYTES];
+	enum svc_lib_mode mode = SVC_LIB_DEFAULT_MODE;
+	size_t k;
+	json_t *o;
+
+	for (k = 0; k < r->n_docs; k++)
+		if (job_resolve(j, r->docs[k], docs[k]))
+			return; /* the error was sent */
+	if (r->mode)
+		(void)svc_lib_mode_parse(r->mode, &mode); /* checked by the parser */
+	memset(&lr, 0, sizeof(lr));
+	lr.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
+	lr.n_docs = r->n_docs;
+	lr.question = r->question;
+	lr.question_len = r->question_len;
+	lr.max_tokens = r->max_tokens;
+	lr.mode = mode;
+	lr.min_conf = r->min_conf_set ? r->min_conf : SVC_LIB_MIN_CONF_DEFAULT;
+	lr.temperature = (float)r->temperature;
+	lr.top_p = (float)r->top_p;
+	lr.seed = (uint64_t)r->seed;
+	lr.whole_utf8 = 1;
+	lr.local_only = daemon_g->v->tier != NULL;
+	lr.stop = (const char *const *)r->stop;
+	lr.n_stop = r->n_stop;
+	if (r->lib_all ? svc_library_search(daemon_g->v, w->ss, &j->who, &lr, 0, &hk, &a, &st) :
+	    svc_library(daemon_g->v, w->ss, &lr, &hk, &a, &st)) {
+		if (st.step == SVC_AT_SEARCH)
+			job_error(j, PROTO_E_STORE, "cannot search the library: %s", st.why);
+		else if (st.step == SVC_AT_LOOKUP)
+			job_lookup_error(j, &st);
+		else if (st.step == SVC_AT_PICK)
+			job_error(j, PROTO_E_NOT_FOUND, "%s", st.why);
+		else if (st.step == SVC_AT_TOKENIZE)
+			job_error(j, st.rc == ENG_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_ENGINE,
+			    "%s", st.why);
+		else if (st.step == SVC_AT_LOAD)
+			job_error(j, st.rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+			    st.rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL :
+			    st.rc == SNAPIO_ERR_ENGINE ? PROTO_E_ENGINE : PROTO_E_STORE,
+			    "cannot load a snapshot: %s", st.why);
+		else if (st.step == SVC_AT_SHARED || st.step == SVC_AT_TIER_DOWN)
+			job_error(j, PROTO_E_TIER_UNAVAILABLE, "%s", st.why);
+		else
+			job_error(j, PROTO_E_ENGINE, "generation failed: %s", st.why);
+		return;
+	}
+	if (a.cancelled) {
+		job_error(j, PROTO_E_CANCELLED, "library question cancelled");
+		return;
+	}
+	o = job_lib_result(&a, mode);
+	if (o && a.stop == SVC_STOP_SEQUENCE && a.stop_index >= 0 &&
+	    (size_t)a.stop_index < r->n_stop)
+		json_object_set_new(o, "stop_sequence", json_string(r->stop[a.stop_index]));
+	job_result(j, o);
+}

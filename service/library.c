@@ -1,0 +1,501 @@
+/*
+ * library.c: a question answered from several documents' snapshots, with
+ * no re-read of any text (issue 29, items 3-4), two ways:
+ *
+ *  side:  the snapshots loaded and placed side by side in one cache
+ *         (eng_kv_concat: positions re-laid one after another, keys
+ *         re-rotated), the question prefilled once and answered once;
+ *  parts: each snapshot answered alone, and the answer the model is
+ *         surest of kept: the highest mean log-probability of its own
+ *         tokens (its end of turn included);
+ *  pick:  each snapshot scores the question alone (the mean log-probability
+ *         of the question's tokens given the document, one prefill each),
+ *         and only the best one answers.
+ *
+ * Either way the answer is decoded in full before a token is handed on:
+ * its mean log-probability is the confidence, and below the threshold the
+ * reply says the library does not contain the answer, naming the
+ * documents consulted (abstention), instead of the answer.  The sources
+ * are reported per document: consulted or not (no snapshot of this
+ * profile, the window full), and in parts mode each one's score.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/service_internal.h"
+
+const char *
+svc_lib_mode_name(enum svc_lib_mode mode)
+{
+	return mode == SVC_LIB_PARTS ? "parts" : mode == SVC_LIB_PICK ? "pick" : "side";
+}
+
+int
+svc_lib_mode_parse(const char *s, enum svc_lib_mode *out)
+{
+	if (!strcmp(s, "side"))
+		*out = SVC_LIB_SIDE;
+	else if (!strcmp(s, "parts"))
+		*out = SVC_LIB_PARTS;
+	else if (!strcmp(s, "pick"))
+		*out = SVC_LIB_PICK;
+	else
+		return -1;
+	return 0;
+}
+
+/* One decoded answer: its ids, mean log-probability, and the time its
+ * first token took. */
+struct lib_ans {
+	int32_t *ids;
+	int64_t n;
+	double mean;     /* over the answer's tokens and its end of turn */
+	int ended;       /* the model ended its turn (else max_tokens) */
+	double t_first;  /* eng_now() at the first generated token */
+};
+
+/* log p(id) under logits. */
+static double
+lib_logprob(const float *logits, int32_t n_vocab, int32_t id)
+{
+	double mx = logits[0], sum = 0.0;
+	int32_t i;
+	for (i = 1; i < n_vocab; i++)
+		if (logits[i] > mx)
+			mx = logits[i];
+	for (i = 0; i < n_vocab; i++)
+		sum += exp((double)logits[i] - mx);
+	return (double)logits[id] - mx - log(sum);
+}
+
+/* Prefill the question over kv (unless first: the logits after it, from
+ * a prefill already done) and decode up to n_max tokens, keeping them
+ * (nothing is handed on yet). */
+static int
+lib_decode(struct svc *v, struct svc_session *ss, struct eng_kv *kv, const int32_t *q,
+    int64_t n_q, const float *first, const struct svc_lib_req *r, const struct svc_hooks *hk,
+    struct lib_ans *a)
+{
+	int32_t n_vocab = eng_tok_n_vocab(v->tok), id;
+	struct eng_sampler smp;
+	double sum = 0.0;
+	int64_t n_lp = 0;
+	float *logits;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	logits = malloc((size_t)n_vocab * sizeof(float));
+	a->ids = malloc((size_t)(r->max_tokens > 0 ? r->max_tokens : 1) * sizeof(int32_t));
+	if (!logits || !a->ids) {
+		free(logits);
+		return ENG_ERR_NOMEM;
+	}
+	eng_sampler_init(&smp, r->temperature, r->top_p > 0.0f ? r->top_p : 1.0f, r->seed);
+	if (first) {
+		memcpy(logits, first, (size_t)n_vocab * sizeof(float));
+		rc = 0;
+	} else
+		rc = eng_forward(ss->ctx, kv, q, n_q, NULL, logits);
+	while (!rc && a->n < r->max_tokens) {
+		id = eng_sample(&smp, logits, n_vocab);
+		sum += lib_logprob(logits, n_vocab, id);
+		n_lp++;
+		if (!a->t_first)
+			a->t_first = eng_now();
+		if (eng_tok_is_eog(v->tok, id)) {
+			a->ended = 1;
+			break;
+		}
+		a->ids[a->n++] = id;
+		if (a->n == r->max_tokens || svc_cancelled(hk))
+			break;
+		rc = eng_forward(ss->ctx, kv, &id, 1, NULL, logits);
+	}
+	a->mean = n_lp ? sum / (double)n_lp : -HUGE_VAL;
+	free(logits);
+	return rc;
+}
+
+/* Prefill the question over kv with every position's logits: the mean
+ * log-probability of the question's tokens after its first (each given
+ * the document and the tokens before it) into *score, the logits after
+ * its last into last (n_vocab). */
+static int
+lib_question_score(struct svc *v, struct svc_session *ss, struct eng_kv *kv, const int32_t *q,
+    int64_t n_q, double *score, float *last)
+{
+	int32_t n_vocab = eng_tok_n_vocab(v->tok);
+	uint8_t *want = malloc((size_t)n_q);
+	float *lg = malloc((size_t)n_q * (size_t)n_vocab * sizeof(float));
+	double sum = 0.0;
+	int64_t i;
+	int rc = ENG_ERR_NOMEM;
+
+	if (want && lg) {
+		memset(want, 1, (size_t)n_q);
+		if (!(rc = eng_forward(ss->ctx, kv, q, n_q, want, lg))) {
+			for (i = 0; i + 1 < n_q; i++)
+				sum += lib_logprob(lg + i * n_vocab, n_vocab, q[i + 1]);
+			*score = n_q > 1 ? sum / (double)(n_q - 1) : 0.0;
+			memcpy(last, lg + (n_q - 1) * n_vocab, (size_t)n_vocab * sizeof(float));
+		}
+	}
+	free(want);
+	free(lg);
+	return rc;
+}
+
+/* The label a source is named by: its name, else its file name, else the
+ * first 12 digits of its doc_id. */
+static void
+lib_label(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], char *out, size_t cap)
+{
+	struct store_doc d;
+	char why[256], hex[2 * SNAP_ID_BYTES + 1];
+	const char *f;
+
+	if (!store_info(v->s, doc, &d, why, sizeof(why))) {
+		if (d.name[0]) {
+			snprintf(out, cap, "%s", d.name);
+			return;
+		}
+		if ((f = svc_doc_file_name(&d))[0]) {
+			snprintf(out, cap, "%s", f);
+			return;
+		}
+	}
+	store_hex(doc, SNAP_ID_BYTES, hex);
+	snprintf(out, cap, "%.12s", hex);
+}
+
+/* The abstention's text: the library does not hold it, and what was
+ * consulted. */
+static void
+lib_abstain_text(const struct svc_lib_answer *out, char *buf, size_t cap)
+{
+	size_t i, at;
+	int k = 0;
+
+	at = (size_t)snprintf(buf, cap, "The library does not contain the answer to this "
+	    "question (consulted: ");
+	for (i = 0; i < out->n_src && at < cap; i++)
+		if (out->src[i].used)
+			at += (size_t)snprintf(buf + at, cap - at, "%s%s", k++ ? ", " : "",
+			    out->src[i].label);
+	if (!k && at < cap)
+		at += (size_t)snprintf(buf + at, cap - at, "no document");
+	if (at < cap)
+		snprintf(buf + at, cap - at, ").");
+}
+
+/* Pick each document's snapshot (the shared tier's on a local miss, as
+ * svc_query); mark what cannot be consulted.  The number usable. */
+static int
+lib_pick(struct svc *v, const struct svc_lib_req *r, int64_t n_pre, int64_t n_extra,
+    struct svc_lib_answer *out, struct svc_picked *pk, struct svc_status *st)
+{
+	int64_t window = v->m->hp.n_ctx_train, placed = 0;
+	size_t i, j;
+	int n = 0, rc;
+
+	for (i = 0; i < r->n_docs; i++) {
+		struct svc_lib_source *s = &out->src[out->n_src];
+		struct svc_picked *p = &pk[out->n_src];
+		for (j = 0; j < out->n_src; j++) /* named twice: once */
+			if (!memcmp(out->src[j].doc_id, r->docs[i], SNAP_ID_BYTES))
+				break;
+		if (j < out->n_src)
+			continue;
+		memset(s, 0, sizeof(*s));
+		memcpy(s->doc_id, r->docs[i], SNAP_ID_BYTES);
+		s->score = NAN;
+		s->bm25 = NAN;
+		lib_label(v, s->doc_id, s->label, sizeof(s->label));
+		out->n_src++;
+		if (svc_pick(v, s->doc_id, p, st) < 0)
+			return -1;
+		if (!p->found && v->tier && !r->local_only) {
+			if ((rc = tier_fetch(v, s->doc_id, st)) < 0)
+				return -1;
+			if (rc == 1 && svc_pick(v, s->doc_id, p, st) < 0)
+				return -1;
+		}
+		if (!p->found) {
+			snprintf(s->why, sizeof(s->why), "no snapshot of this profile%s",
+			    p->n_other ? " (stored under another: re-ingest)" : "");
+			continue;
+		}
+		s->tokens = p->fig.tokens;
+		if (r->mode == SVC_LIB_SIDE) {
+			/* every part after the first without its template prefix */
+			int64_t add = n ? s->tokens - n_pre : s->tokens;
+			if (placed + add + n_extra > window) {
+				snprintf(s->why, sizeof(s->why), "the model's window (%lld tokens) is "
+				    "full with the documents before it", (long long)window);
+				continue;
+			}
+			placed += add;
+		}
+		s->used = 1;
+		n++;
+	}
+	return n;
+}
+
+int
+svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
+    const struct svc_hooks *hk, struct svc_lib_answer *out, struct svc_status *st)
+{
+	static const struct svc_hooks none;
+	struct svc_picked *pk = NULL;
+	struct eng_kv **parts = NULL, *kv = NULL, *pick_kv = NULL;
+	float *pick_logits = NULL, *cur_logits = NULL;
+	double pick_score = -HUGE_VAL;
+	struct snap_header h;
+	struct lib_ans best, cur;
+	uint32_t *skip = NULL;
+	int32_t *qids = NULL, *pids = NULL;
+	int64_t n_q, n_pre, n_extra;
+	double t0 = eng_now();
+	char why[8], text[4096];
+	size_t i;
+	int n_used, k, rc, ret = -1;
+
+	if (!hk)
+		hk = &none;
+	memset(st, 0, sizeof(*st));
+	memset(out, 0, sizeof(*out));
+	memset(&best, 0, sizeof(best));
+	memset(&cur, 0, sizeof(cur));
+	out->chosen = -1;
+	out->confidence = NAN;
+	if (r->n_docs == 0 && r->max_tokens >= 1) { /* retrieval found nothing */
+		snprintf(text, sizeof(text), "The library does not contain the answer to this "
+		    "question (no document matches it).");
+		out->abstained = 1;
+		out->ttft = eng_now() - t0;
+		if (hk->token)
+			hk->token(hk->arg, -1, text, strlen(text));
+		out->tokens = 1;
+		out->seconds = out->ttft;
+		return 0;
+	}
+	if (r->n_docs < 1 || r->n_docs > SVC_LIB_MAX || r->max_tokens < 1) {
+		snprintf(st->why, sizeof(st->why), "a library question takes 1 to %d documents",
+		    SVC_LIB_MAX);
+		return svc_fail(st, SVC_AT_TOKENIZE, ENG_ERR_ARG);
+	}
+	if ((n_q = eng_chat_question_ids(v->chat, r->question, r->question_len, &qids)) < 0 ||
+	    (n_pre = eng_chat_doc_ids(v->chat, "", 0, &pids)) < 0) {
+		rc = (int)(n_q < 0 ? n_q : n_pre);
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+		svc_fail(st, SVC_AT_TOKENIZE, rc);
+		goto out;
+	}
+	out->prompt_tokens = n_q;
+	n_extra = n_q + r->max_tokens;
+	pk = calloc(r->n_docs, sizeof(*pk));
+	parts = calloc(r->n_docs, sizeof(*parts));
+	skip = calloc(r->n_docs, sizeof(*skip));
+	if (!pk || !parts || !skip) {
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		svc_fail(st, SVC_AT_LOAD, SNAPIO_ERR_NOMEM);
+		goto out;
+	}
+	if ((n_used = lib_pick(v, r, n_pre, n_extra, out, pk, st)) < 0)
+		goto out;
+	if (n_used == 0) {
+		snprintf(st->why, sizeof(st->why), "none of the %zu documents has a snapshot this "
+		    "profile answers from", out->n_src);
+		svc_fail(st, SVC_AT_PICK, 0);
+		goto out;
+	}
+	/* load: side keeps every part for the concatenation, parts answers
+	 * each as it comes */
+	for (i = 0, k = 0; i < out->n_src; i++) {
+		struct svc_lib_source *s = &out->src[i];
+		if (!s->used)
+			continue;
+		rc = snap_load(v->s, s->doc_id, pk[i].profile_id, v->m,
+		    r->mode == SVC_LIB_SIDE ? 0 : n_extra, &parts[k], &h, st->why, sizeof(st->why));
+		snap_header_free(&h);
+		if (rc) {
+			svc_fail(st, SVC_AT_LOAD, rc);
+			goto out;
+		}
+		if (r->mode == SVC_LIB_SIDE) {
+			skip[k++] = (uint32_t)n_pre;
+			continue;
+		}
+		if (r->mode == SVC_LIB_PICK) {
+			double sc;
+			int32_t nv = eng_tok_n_vocab(v->tok);
+			if ((!cur_logits && !(cur_logits = malloc((size_t)nv * sizeof(float)))) ||
+			    (!pick_logits && !(pick_logits = malloc((size_t)nv * sizeof(float))))) {
+				snprintf(st->why, sizeof(st->why), "out of memory");
+				svc_fail(st, SVC_AT_GENERATE, ENG_ERR_NOMEM);
+				goto out;
+			}
+			if ((rc = lib_question_score(v, ss, parts[k], qids, n_q, &sc, cur_logits))) {
+				snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+				svc_fail(st, SVC_AT_GENERATE, rc);
+				goto out;
+			}
+			s->score = sc;
+			if (out->chosen < 0 || sc > pick_score) { /* keep its cache, questioned */
+				float *t = pick_logits;
+				eng_kv_free(pick_kv);
+				pick_kv = parts[k];
+				pick_logits = cur_logits;
+				cur_logits = t;
+				pick_score = sc;
+				out->chosen = (int)i;
+			} else
+				eng_kv_free(parts[k]);
+			parts[k] = NULL;
+			if (svc_cancelled(hk))
+				break;
+			continue;
+		}
+		rc = lib_decode(v, ss, parts[k], qids, n_q, NULL, r, hk, &cur);
+		eng_kv_free(parts[k]);
+		parts[k] = NULL;
+		if (rc) {
+			free(cur.ids);
+			snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+			svc_fail(st, SVC_AT_GENERATE, rc);
+			goto out;
+		}
+		s->score = cur.mean;
+		if (out->chosen < 0 || cur.mean > best.mean) {
+			free(best.ids);
+			best = cur;
+			out->chosen = (int)i;
+		} else
+			free(cur.ids);
+		memset(&cur, 0, sizeof(cur));
+		if (svc_cancelled(hk))
+			break;
+	}
+	if (r->mode == SVC_LIB_SIDE) {
+		if ((rc = eng_kv_concat(&kv, v->m, parts, skip, k, n_extra))) {
+			snprintf(st->why, sizeof(st->why), "cannot place the snapshots side by side: %s "
+			    "(the part-by-part mode answers from any)", eng_strerror(rc));
+			svc_fail(st, SVC_AT_LOAD, rc == ENG_ERR_NOMEM ? SNAPIO_ERR_NOMEM :
+			    SNAPIO_ERR_ENGINE);
+			goto out;
+		}
+		for (i = 0; i < (size_t)k; i++) {
+			eng_kv_free(parts[i]);
+			parts[i] = NULL;
+		}
+		if ((rc = lib_decode(v, ss, kv, qids, n_q, NULL, r, hk, &best))) {
+			snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+			svc_fail(st, SVC_AT_GENERATE, rc);
+			goto out;
+		}
+	} else if (r->mode == SVC_LIB_PICK && pick_kv && !svc_cancelled(hk) &&
+	    (rc = lib_decode(v, ss, pick_kv, qids, n_q, pick_logits, r, hk, &best))) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+		svc_fail(st, SVC_AT_GENERATE, rc);
+		goto out;
+	}
+	out->confidence = best.mean;
+	out->ttft_model = best.t_first > 0 ? best.t_first - t0 : 0;
+	out->generated = best.n;
+	out->abstained = !(best.mean >= r->min_conf);
+	if (svc_cancelled(hk)) {
+		out->cancelled = 1;
+		out->stop = SVC_STOP_CANCELLED;
+	} else if (out->abstained) {
+		lib_abstain_text(out, text, sizeof(text));
+		out->ttft = eng_now() - t0;
+		if (hk->token)
+			hk->token(hk->arg, -1, text, strlen(text));
+		out->tokens = 1;
+		out->stop = SVC_STOP_EOS;
+	} else {
+		struct svc_emit em;
+		int64_t j;
+		svc_emit_init(&em, v, hk, r->whole_utf8, r->stop, r->n_stop);
+		em.t0 = t0;
+		for (j = 0; j < best.n; j++)
+			if (svc_emit_cb(&em, best.ids[j]))
+				break;
+		svc_emit_flush(&em);
+		out->tokens = em.n;
+		out->ttft = em.n ? em.ttft : eng_now() - t0;
+		out->stop = em.stop.matched >= 0 ? SVC_STOP_SEQUENCE :
+		    best.ended ? SVC_STOP_EOS : SVC_STOP_LENGTH;
+		out->stop_index = em.stop.matched;
+	}
+	if (!out->cancelled) /* every consulted snapshot was used */
+		for (i = 0; i < out->n_src; i++)
+			if (out->src[i].used)
+				store_touch(v->s, out->src[i].doc_id, pk[i].profile_id, why, sizeof(why));
+	out->seconds = eng_now() - t0;
+	ret = 0;
+out:
+	if (parts)
+		for (i = 0; i < r->n_docs; i++)
+			eng_kv_free(parts[i]);
+	eng_kv_free(kv);
+	eng_kv_free(pick_kv);
+	free(pick_logits);
+	free(cur_logits);
+	free(best.ids);
+	free(parts);
+	free(skip);
+	free(pk);
+	free(qids);
+	free(pids);
+	return ret;
+}
+
+int
+svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *w,
+    const struct svc_lib_req *r, unsigned k, const struct svc_hooks *hk,
+    struct svc_lib_answer *out, struct svc_status *st)
+{
+	struct svc_hit hits[SVC_LIB_MAX];
+	uint8_t docs[SVC_LIB_MAX][SNAP_ID_BYTES];
+	struct svc_lib_req q = *r;
+	char *question;
+	unsigned n = 0, i, j, m = 0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	memset(out, 0, sizeof(*out));
+	if (k < 1 || k > SVC_LIB_MAX)
+		k = SVC_LIB_SEARCH_K;
+	/* the question as text: svc_search takes a C string */
+	if (!(question = malloc(r->question_len + 1))) {
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		return svc_fail(st, SVC_AT_LOOKUP, STORE_ERR_NOMEM);
+	}
+	memcpy(question, r->question, r->question_len);
+	question[r->question_len] = 0;
+	ret = svc_search(v, w, question, NULL, k, hits, &n, st->why, sizeof(st->why));
+	free(question);
+	if (ret < 0)
+		return svc_fail(st, SVC_AT_SEARCH, 0);
+	for (i = 0; i < n; i++) { /* parts of one document: the document once */
+		for (j = 0; j < m; j++)
+			if (!memcmp(docs[j], hits[i].doc_id, SNAP_ID_BYTES))
+				break;
+		if (j == m)
+			memcpy(docs[m++], hits[i].doc_id, SNAP_ID_BYTES);
+	}
+	q.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
+	q.n_docs = m;
+	ret = svc_library(v, ss, &q, hk, out, st);
+	for (i = 0; !ret && i < out->n_src; i++) /* each source's best retrieval score */
+		for (j = 0; j < n; j++)
+			if (!memcmp(out->src[i].doc_id, hits[j].doc_id, SNAP_ID_BYTES)) {
+				out->src[i].bm25 = hits[j].score;
+				break;
+			}
+	return ret;
+}
