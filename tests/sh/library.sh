@@ -20,17 +20,7 @@ mkdir -p "$T/docs"
 { prose Apache-2.0 $words; echo; echo "The mascot of the archive is a wombat."; echo; prose MPL-2.0 60; } > "$T/docs/beta.txt"
 PROFILE=(--budget 64 --chunk 64)
 
-cat > "$T/proto.py" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(300); s.connect(sys.argv[1])
-f = s.makefile("rb")
-s.sendall(sys.argv[2].encode() + b"\n")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    e = json.loads(l)
-    if e.get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
+proto_py # readable by the second user too
 chmod 644 "$T/proto.py"
 # the result line of a --json run ($T/out), checked by a Python expression over r
 result_ok() {
@@ -49,7 +39,7 @@ PY
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" "${PROFILE[@]}" -t 2 \
 	--workers 2 --http "unix:$T/http.sock" --log-level debug 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}'; [ -S "$KVSNAP_SOCKET" ]; ok "daemon listening" $?
+wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}' 300; [ -S "$KVSNAP_SOCKET" ]; ok "daemon listening" $?
 chmod 755 "$T"; chmod 666 "$KVSNAP_SOCKET" # every local user may connect: ownership is the only gate
 
 expect_rc "ingest alpha" 0 "$K" ingest --share --name alpha "$T/docs/alpha.txt"
@@ -130,7 +120,7 @@ expect_rc "--mode without --docs" 1 "$K" query --mode parts alpha "$Q"
 expect_rc "--mode other" 1 "$K" query --docs alpha --mode all "$Q"
 expect_rc "--docs with an unknown document" 2 "$K" query --docs alpha,nosuch "$Q"
 chk() { # description, request, expected code
-	python3 "$T/proto.py" "$KVSNAP_SOCKET" "$2" > "$T/o"
+	python3 "$T/proto.py" "$KVSNAP_SOCKET" "$2" 300 > "$T/o"
 	grep -q "\"code\": *\"$3\"" "$T/o"; ok "$1: $3" $? || sed 's/^/#   /' "$T/o"
 }
 chk "doc and docs" '{"id":1,"op":"query","doc":"alpha","docs":["beta"],"question":"q"}' bad_request
@@ -142,7 +132,7 @@ chk "min_conf above 0" '{"id":1,"op":"query","docs":["alpha"],"min_conf":0.5,"qu
 chk "mode without docs" '{"id":1,"op":"query","doc":"alpha","mode":"side","question":"q"}' bad_request
 chk "all and doc" '{"id":1,"op":"query","doc":"alpha","all":true,"question":"q"}' bad_request
 chk "docs with fd" '{"id":1,"op":"query","docs":["alpha"],"fd":true,"question":"q"}' bad_request
-python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":1,"op":"query","docs":["alpha","alpha"],"question":"What is the password?","max_tokens":4,"min_conf":-1000}' > "$T/o"
+python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":1,"op":"query","docs":["alpha","alpha"],"question":"What is the password?","max_tokens":4,"min_conf":-1000}' 300 > "$T/o"
 python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).read()); sys.exit(0 if r["event"]=="result" and len(r["sources"])==1 else 1)' "$T/o"
 ok "a document named twice is consulted once" $? || sed 's/^/#   /' "$T/o"
 

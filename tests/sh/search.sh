@@ -127,17 +127,7 @@ wait_ready "$K" search -k 1 GNU; ok "daemon answers search" $?
 expect_rc "search through kvsnapd" 0 "$K" search --json "Which license comes from Mozilla?"
 [ "$(hit 1)" = MPL-2.0 ]; ok "  MPL-2.0 first" $?
 expect_rc "--local with -s: usage" 1 "$K" search --local -s "$KVSNAP_SOCKET" GNU
-cat > "$T/proto.py" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1])
-f = s.makefile("rb")
-s.sendall(sys.argv[2].encode() + b"\n")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    e = json.loads(l)
-    if e.get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
+proto_py # readable by the second user too
 chmod 644 "$T/proto.py"
 python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":1,"op":"search","question":"x","k":0}' > "$T/o"
 grep -q '"code":"bad_request"' "$T/o"; ok "op search with k 0: bad_request" $?
