@@ -82,9 +82,6 @@ snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *
 	memset(&h, 0, sizeof(h));
 	if (strlen(profile) >= sizeof(h.profile) || strlen(model_fp) >= sizeof(h.model_fp))
 		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "profile or fingerprint too long");
-	if (kv->has_bias) /* issue 28: the format has no field for them yet */
-		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "a refit cache (kvzip refit=1) cannot "
-		    "be stored yet: the snapshot format has no per-unit bias");
 	if ((rc = snap_header_from_kv(&h, kv, n_head)))
 		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool: %s",
 		    snap_strerror(rc));
@@ -249,9 +246,6 @@ snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int 
 	memset(&h, 0, sizeof(h));
 	if (st)
 		memset(st, 0, sizeof(*st));
-	if (kv->has_bias)
-		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "a refit cache (kvzip refit=1) cannot "
-		    "be stored yet: the snapshot format has no per-unit bias");
 	if ((rc = snap_header_from_kv(&h, kv, m->hp.n_head)))
 		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool");
 	h.quant = quant;
