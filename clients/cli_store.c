@@ -28,6 +28,7 @@ struct st_opts {
 	const char *state;
 	const char *shared, *shared_auth; /* --shared ADDR: that store instead */
 	const char *socket;  /* stats: the kvsnapd asked for its shared-tier counters */
+	const char *profile; /* rm --profile P: one snapshot */
 	int json, dry_run;
 	int64_t older_than_us, keep;
 	uint64_t max_bytes;
@@ -38,7 +39,7 @@ st_usage(FILE *f, const char *cmd)
 {
 	fprintf(f, "usage: kvsnap %s [--state DIR | --shared ADDR [--shared-auth FILE]] [--json]%s\n",
 	    cmd,
-	    !strcmp(cmd, "info") || !strcmp(cmd, "rm") ? " DOC" :
+	    !strcmp(cmd, "info") ? " DOC" : !strcmp(cmd, "rm") ? " DOC [--profile P]" :
 	    !strcmp(cmd, "rename") ? " DOC NAME" :
 	    !strcmp(cmd, "verify") ? " [DOC]" :
 	    !strcmp(cmd, "prune") ? " [--older-than AGE] [--max-size BYTES] [--keep N] [--dry-run]" :
@@ -54,6 +55,9 @@ st_usage(FILE *f, const char *cmd)
 	    !strcmp(cmd, "verify"))
 		fprintf(f, "DOC is a full doc_id, a unique hex prefix (4+ digits), a name or the file\n"
 		    "name ls shows when no other document has it.\n");
+	if (!strcmp(cmd, "rm"))
+		fprintf(f, "  --profile P   only the snapshot whose profile id starts with P (4+ hex\n"
+		    "                digits, as info shows it); the document goes with its last one\n");
 	if (!strcmp(cmd, "stats"))
 		fprintf(f, "  -s, --socket PATH  the kvsnapd whose shared-tier counters are shown, when one\n"
 		    "                     answers there (default $KVSNAP_SOCKET, else the usual socket)\n");
@@ -143,8 +147,15 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 		{ "shared-auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const struct option rm_opts[] = {
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
+		{ "profile", required_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int prune = !strcmp(argv[0], "prune"), c;
-	struct cli_opts co = { .longopts = prune ? prune_opts : shared_opts,
+	struct cli_opts co = { .longopts = prune ? prune_opts : !strcmp(argv[0], "rm") ? rm_opts :
+		shared_opts,
 		.globals = CLI_G_STATE | CLI_G_JSON | (!strcmp(argv[0], "stats") ? CLI_G_SOCKET : 0),
 		.usage = st_usage,
 		.operands = !strcmp(argv[0], "info") || !strcmp(argv[0], "rm") ? "DOC" :
@@ -180,6 +191,7 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 		case 'n': o->dry_run = 1; break;
 		case 'T': o->shared = optarg; break;
 		case 'A': o->shared_auth = optarg; break;
+		case 'P': o->profile = optarg; break;
 		default: return -1; /* cli_getopt said why */
 		}
 	}
@@ -680,6 +692,35 @@ st_index_after(const struct st_opts *o, struct store *s, const uint8_t *doc)
 		    "in step)\n", why);
 }
 
+/* rm DOC --profile P: one snapshot; the document (its index rows) with
+ * its last one.  A store code. */
+static int
+st_rm_snapshot(const struct st_opts *o, struct store *s, const uint8_t *id,
+    const struct store_doc *d, const char *label)
+{
+	uint8_t pid[SNAP_ID_BYTES];
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], phex[2 * SNAP_ID_BYTES + 1];
+	int gone = 0, rc;
+
+	if ((rc = svc_profile_ref(s, id, o->profile, pid, why, sizeof(why))) ||
+	    (rc = store_rm_snapshot(s, id, pid, &gone, why, sizeof(why)))) {
+		cli_err("rm: %s", why);
+		return rc;
+	}
+	if (gone && !o->shared)
+		st_index_after(o, s, id);
+	store_hex(id, SNAP_ID_BYTES, hex);
+	store_hex(pid, SNAP_ID_BYTES, phex);
+	if (o->json)
+		cli_json_line("result", json_pack("{s:s, s:o, s:o, s:s, s:b}", "doc_id", hex, "name",
+		    cli_json_cstr(d->name), "source", cli_json_cstr(d->source), "profile_id", phex,
+		    "removed", gone));
+	else
+		printf("removed snapshot %.12s of %s%s\n", phex, label,
+		    gone ? " (its last: the document is removed)" : "");
+	return 0;
+}
+
 int
 cli_rm(int argc, char **argv)
 {
@@ -696,17 +737,22 @@ cli_rm(int argc, char **argv)
 			memset(&d, 0, sizeof(d)); /* unreadable metadata: named by its id */
 		memcpy(d.doc_id, id, SNAP_ID_BYTES);
 		st_label(&d, label, sizeof(label));
-		rc = store_rm(s, id, why, sizeof(why));
-		if (rc)
-			cli_err("rm: %s", why);
-		else if (!o.shared)
-			st_index_after(&o, s, id);
-		store_hex(id, SNAP_ID_BYTES, hex);
-		if (!rc && o.json)
-			cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex, "name",
-			    cli_json_cstr(d.name), "source", cli_json_cstr(d.source), "removed", 1));
-		else if (!rc)
-			printf("removed %s\n", label);
+		if (o.profile)
+			rc = st_rm_snapshot(&o, s, id, &d, label);
+		else {
+			rc = store_rm(s, id, why, sizeof(why));
+			if (rc)
+				cli_err("rm: %s", why);
+			else if (!o.shared)
+				st_index_after(&o, s, id);
+			store_hex(id, SNAP_ID_BYTES, hex);
+			if (!rc && o.json)
+				cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex,
+				    "name", cli_json_cstr(d.name), "source", cli_json_cstr(d.source),
+				    "removed", 1));
+			else if (!rc)
+				printf("removed %s\n", label);
+		}
 		rc = st_exit(rc);
 	}
 	store_close(s);

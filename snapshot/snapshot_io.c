@@ -67,11 +67,36 @@ snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, i
 	    n_tokens, NULL, why, why_len);
 }
 
+static int io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv,
+    int n_head, const char *model_fp, const char *profile,
+    const uint8_t profile_id[SNAP_ID_BYTES], int quant, int zlevel, uint64_t n_tokens,
+    const struct store_text *text, const uint8_t *replaces, char *why, size_t why_len);
+
 int
 snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
     const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
     int quant, int zlevel, uint64_t n_tokens, const struct store_text *text, char *why,
     size_t why_len)
+{
+	return io_save(s, d, kv, n_head, model_fp, profile, profile_id, quant, zlevel, n_tokens,
+	    text, NULL, why, why_len);
+}
+
+int
+snap_save_replacing(struct store *s, const struct store_doc *d, const struct eng_kv *kv,
+    int n_head, const char *model_fp, const char *profile,
+    const uint8_t profile_id[SNAP_ID_BYTES], int quant, int zlevel, uint64_t n_tokens,
+    const uint8_t replaces[SNAP_ID_BYTES], char *why, size_t why_len)
+{
+	return io_save(s, d, kv, n_head, model_fp, profile, profile_id, quant, zlevel, n_tokens,
+	    NULL, replaces, why, why_len);
+}
+
+static int
+io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
+    const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
+    int quant, int zlevel, uint64_t n_tokens, const struct store_text *text,
+    const uint8_t *replaces, char *why, size_t why_len)
 {
 	struct snap_header h;
 	struct store_snapshot snap;
@@ -110,6 +135,7 @@ snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *
 	memset(&snap, 0, sizeof(snap));
 	memcpy(snap.profile_id, profile_id, SNAP_ID_BYTES);
 	snap.text = text;
+	snap.replaces = replaces;
 	snap.header = hdr;
 	snap.header_len = hdr_len;
 	snap.layer = (const uint8_t *const *)rec;
