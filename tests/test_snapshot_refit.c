@@ -21,6 +21,9 @@
  *                    a version-4 record as an unsupported version
  *   encode_refusals  a non-finite bias, a biased pool under an unbiased
  *                    header and the reverse: nothing encoded
+ *   concat           a library question's pools side by side
+ *                    (eng_kv_concat): a refit part keeps its biases, a
+ *                    plain part's units carry 0, the result is biased
  */
 #include <math.h>
 #include <sodium.h>
@@ -436,12 +439,49 @@ test_encode_refusals(void)
 	return TAP_PASS;
 }
 
+/* A library question's pools side by side (eng_kv_concat): a refit part
+ * keeps its biases, a plain part's units get 0, the result is biased. */
+static enum tap_result
+test_concat(void)
+{
+	struct eng_model shell;
+	struct eng_kv *a = NULL, *b = NULL, *both = NULL, *parts[2];
+	uint32_t skip[2] = { 0, 0 };
+	int l, m;
+	int64_t i;
+
+	tr_shell(&shell);
+	TAP_CHECK(tr_pool(&shell, &a, 1) == 0 && tr_pool(&shell, &b, 0) == 0, "pools");
+	parts[0] = a;
+	parts[1] = b;
+	TAP_CHECK(eng_kv_concat(&both, &shell, parts, skip, 2, 4) == 0, "concat");
+	TAP_CHECK(both->has_bias, "the concatenation is biased");
+	for (l = 0; l < TR_L; l++)
+		for (m = 0; m < TR_KV; m++) {
+			const struct eng_kv_layer *A = &a->layer[l], *C = &both->layer[l];
+			TAP_CHECK(C->len[m] == 2 * A->len[m], "layer %d head %d: both parts' units", l, m);
+			for (i = 0; i < C->len[m]; i++)
+				TAP_CHECK(C->bias[C->off[m] + i] == (i < A->len[m] ?
+				    A->bias[A->off[m] + i] : 0.0f), "layer %d head %d unit %lld: bias %g", l,
+				    m, (long long)i, (double)C->bias[C->off[m] + i]);
+		}
+	eng_kv_free(both);
+	parts[0] = b; /* two plain parts: not biased */
+	TAP_CHECK(eng_kv_concat(&both, &shell, parts, skip, 1, 4) == 0 && !both->has_bias,
+	    "plain parts stay unbiased");
+	eng_kv_free(both);
+	eng_kv_free(a);
+	eng_kv_free(b);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "roundtrip", test_roundtrip },
 	{ "unbiased_same", test_unbiased_same },
 	{ "reads_version2", test_reads_version2 },
 	{ "forged", test_forged },
 	{ "encode_refusals", test_encode_refusals },
+	{ "concat", test_concat },
 };
 
 int
