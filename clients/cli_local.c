@@ -42,17 +42,21 @@ struct local {
 	struct cli_lib lib;    /* query: --docs, --mode, --min-conf */
 	struct svc *v;
 	struct svc_session *ss;
+	int replace;           /* shrink --replace */
 };
 
 static void
 local_usage(FILE *f, const char *cmd)
 {
 	if (!strcmp(cmd, "shrink")) {
-		fprintf(f, "usage: kvsnap shrink [--state DIR] [-m GGUF] [--json] DOC --ratio R\n"
+		fprintf(f, "usage: kvsnap shrink [--state DIR] [-m GGUF] [--json] DOC --ratio R "
+		    "[--replace]\n"
 		    "Derive a smaller snapshot of DOC from its largest kvzip snapshot by the\n"
 		    "stored scores (no model run), kept as share R of the document's units;\n"
 		    "filed under the kvzip profile with ratio=R and from=<the source's ratio>.\n"
 		    "  --ratio R        the share kept, such as 1/8 (required)\n"
+		    "  --replace        remove the snapshot it is cut from, in the same store\n"
+		    "                   transaction (never a moment with neither)\n"
 		    "  --state DIR      the store (default $KVSNAP_STATE, else ~/.local/state/kvsnap)\n"
 		    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
 		    "  --json           one JSON object per line\n");
@@ -138,6 +142,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 	};
 	static const struct option shrink_opts[] = {
 		{ "ratio", required_argument, NULL, CLI_O_PROFILE },
+		{ "replace", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ingest = !strcmp(argv[0], "ingest"), shrink = !strcmp(argv[0], "shrink"), c, rc2;
@@ -158,6 +163,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
 		case 'L': L->local = 1; break;
+		case 'R': L->replace = 1; break;
 		case CLI_O_PROFILE:
 			if (cli_profile_flag(&o, &sc, optarg))
 				return -1;
@@ -760,16 +766,16 @@ cli_shrink(int argc, char **argv)
 		return ret;
 	if ((ret = local_open_doc(&L, 0, argv[i], doc)))
 		goto out;
-	if ((rc = svc_shrink(L.v, doc, L.ratio, &r, why, sizeof(why)))) {
+	if ((rc = svc_shrink(L.v, doc, L.ratio, L.replace, &r, why, sizeof(why)))) {
 		cli_err("cannot shrink: %s", why);
 		ret = local_exit_io(rc);
 		goto out;
 	}
 	store_hex(doc, SNAP_ID_BYTES, hex);
 	if (L.json)
-		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:I, s:f}", "doc_id", hex,
+		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:I, s:b, s:f}", "doc_id", hex,
 		    "tokens", (json_int_t)r.n_tokens, "units_from", (json_int_t)r.units_from, "units",
-		    (json_int_t)r.units, "seconds", eng_now() - t0));
+		    (json_int_t)r.units, "replaced", r.replaced, "seconds", eng_now() - t0));
 	else {
 		/* the figure ingest, ls and info give (cli_show.c): the full fp16
 		 * cache's bytes over the snapshot's as stored, not a units ratio */
@@ -778,8 +784,8 @@ cli_shrink(int argc, char **argv)
 		(void)snap_profiles(L.v->s, doc, shrunk_fig_cb, &sf, why, sizeof(why));
 		cli_show_ingested((int64_t)r.n_tokens, r.units, sf.fig.full_units, sf.fig.bytes,
 		    sf.fig.full_bytes, line, sizeof(line));
-		printf("%.12s  cut from %lld units: %s  %.1f s\n", hex, (long long)r.units_from,
-		    line, eng_now() - t0);
+		printf("%.12s  cut from %lld units%s: %s  %.1f s\n", hex, (long long)r.units_from,
+		    r.replaced ? " (replaced)" : "", line, eng_now() - t0);
 	}
 	ret = CLI_EXIT_OK;
 out:

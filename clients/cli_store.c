@@ -28,6 +28,7 @@ struct st_opts {
 	const char *state;
 	const char *shared, *shared_auth; /* --shared ADDR: that store instead */
 	const char *socket;  /* stats: the kvsnapd asked for its shared-tier counters */
+	const char *profile; /* rm --profile P: one snapshot */
 	int json, dry_run;
 	int64_t older_than_us, keep;
 	uint64_t max_bytes;
@@ -38,7 +39,7 @@ st_usage(FILE *f, const char *cmd)
 {
 	fprintf(f, "usage: kvsnap %s [--state DIR | --shared ADDR [--shared-auth FILE]] [--json]%s\n",
 	    cmd,
-	    !strcmp(cmd, "info") || !strcmp(cmd, "rm") ? " DOC" :
+	    !strcmp(cmd, "info") ? " DOC" : !strcmp(cmd, "rm") ? " DOC [--profile P]" :
 	    !strcmp(cmd, "rename") ? " DOC NAME" :
 	    !strcmp(cmd, "verify") ? " [DOC]" :
 	    !strcmp(cmd, "prune") ? " [--older-than AGE] [--max-size BYTES] [--keep N] [--dry-run]" :
@@ -54,6 +55,9 @@ st_usage(FILE *f, const char *cmd)
 	    !strcmp(cmd, "verify"))
 		fprintf(f, "DOC is a full doc_id, a unique hex prefix (4+ digits), a name or the file\n"
 		    "name ls shows when no other document has it.\n");
+	if (!strcmp(cmd, "rm"))
+		fprintf(f, "  --profile P   only the snapshot whose profile id starts with P (4+ hex\n"
+		    "                digits, as info shows it); the document goes with its last one\n");
 	if (!strcmp(cmd, "stats"))
 		fprintf(f, "  -s, --socket PATH  the kvsnapd whose shared-tier counters are shown, when one\n"
 		    "                     answers there (default $KVSNAP_SOCKET, else the usual socket)\n");
@@ -143,8 +147,15 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 		{ "shared-auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const struct option rm_opts[] = {
+		{ "shared", required_argument, NULL, 'T' },
+		{ "shared-auth", required_argument, NULL, 'A' },
+		{ "profile", required_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int prune = !strcmp(argv[0], "prune"), c;
-	struct cli_opts co = { .longopts = prune ? prune_opts : shared_opts,
+	struct cli_opts co = { .longopts = prune ? prune_opts : !strcmp(argv[0], "rm") ? rm_opts :
+		shared_opts,
 		.globals = CLI_G_STATE | CLI_G_JSON | (!strcmp(argv[0], "stats") ? CLI_G_SOCKET : 0),
 		.usage = st_usage,
 		.operands = !strcmp(argv[0], "info") || !strcmp(argv[0], "rm") ? "DOC" :
@@ -180,6 +191,7 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 		case 'n': o->dry_run = 1; break;
 		case 'T': o->shared = optarg; break;
 		case 'A': o->shared_auth = optarg; break;
+		case 'P': o->profile = optarg; break;
 		default: return -1; /* cli_getopt said why */
 		}
 	}
@@ -397,6 +409,14 @@ st_fig_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	return 0;
 }
 
+/* Stored bytes per document token (issue 28: what a library costs);
+ * 0 for a document of no tokens. */
+static double
+st_per_token(uint64_t bytes, uint64_t tokens)
+{
+	return tokens ? (double)bytes / (double)tokens : 0.0;
+}
+
 /* A document as JSON (ls, info); fig: its largest snapshot's figures, or
  * NULL. */
 static json_t *
@@ -417,6 +437,9 @@ st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
 	    "bytes", (json_int_t)d->bytes, "tokens", (json_int_t)d->tokens, "created", c,
 	    "last_used", u, "snapshots", d->n_profiles, "stored_bytes",
 	    (json_int_t)d->stored_bytes, "shared", d->shared, "owners", own);
+	if (o)
+		json_object_set_new(o, "bytes_per_token",
+		    json_real(st_per_token(d->stored_bytes, d->tokens)));
 	if (o && fig)
 		json_object_update_new(o, json_pack("{s:I, s:I, s:I, s:I}", "units",
 		    (json_int_t)fig->units, "full_units", (json_int_t)fig->full_units,
@@ -426,7 +449,8 @@ st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
 }
 
 /* One row of `ls` for people. */
-enum { LS_NAME, LS_TOKENS, LS_SNAPS, LS_SIZE, LS_KEPT, LS_SMALLER, LS_USED, LS_ID, LS_COLS };
+enum { LS_NAME, LS_TOKENS, LS_SNAPS, LS_SIZE, LS_PER_TOKEN, LS_KEPT, LS_SMALLER, LS_USED, LS_ID,
+	LS_COLS };
 #define LS_CELL 128
 
 static void
@@ -446,6 +470,8 @@ st_ls_row(const struct store_doc *d, const struct svc_snap_figures *f, char row[
 	snprintf(row[LS_TOKENS], LS_CELL, "%llu", (unsigned long long)d->tokens);
 	snprintf(row[LS_SNAPS], LS_CELL, "%d", d->n_profiles);
 	cli_show_size(d->stored_bytes, row[LS_SIZE], LS_CELL);
+	cli_show_size((uint64_t)(st_per_token(d->stored_bytes, d->tokens) + 0.5),
+	    row[LS_PER_TOKEN], LS_CELL);
 	cli_show_kept(f->units, f->full_units, f->bytes, f->full_bytes, row[LS_KEPT], LS_CELL,
 	    row[LS_SMALLER], LS_CELL);
 	cli_show_ago(d->last_used_us, row[LS_USED], LS_CELL);
@@ -465,9 +491,9 @@ st_width(const char *s)
 static void
 st_ls_print(char (*rows)[LS_COLS][LS_CELL], size_t n)
 {
-	static const char *const head[LS_COLS] = { "NAME", "TOKENS", "SNAPS", "SIZE", "KEPT",
-		"SMALLER", "USED", "ID" };
-	static const int left[LS_COLS] = { 1, 0, 0, 0, 0, 0, 1, 1 };
+	static const char *const head[LS_COLS] = { "NAME", "TOKENS", "SNAPS", "SIZE", "B/TOKEN",
+		"KEPT", "SMALLER", "USED", "ID" };
+	static const int left[LS_COLS] = { 1, 0, 0, 0, 0, 0, 0, 1, 1 };
 	int w[LS_COLS], c, pad;
 	size_t i;
 	for (c = 0; c < LS_COLS; c++) {
@@ -553,7 +579,8 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 {
 	struct st_info *in = arg;
 	struct svc_snap_figures f;
-	char hex[2 * SNAP_ID_BYTES + 1], u[32], size[32], kept[32], ratio[32], words[512];
+	char hex[2 * SNAP_ID_BYTES + 1], u[32], size[32], kept[32], ratio[32], words[512],
+	    per[32];
 	json_t *o;
 	store_hex(pid, SNAP_ID_BYTES, hex);
 	memset(&f, 0, sizeof(f));
@@ -564,11 +591,12 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 		o = json_pack("{s:s, s:I, s:s}", "profile_id", hex, "stored_bytes", (json_int_t)bytes,
 		    "last_used", u);
 		if (o && h)
-			json_object_update_new(o, json_pack("{s:o, s:I, s:I, s:I, s:I, s:s, s:s}", "profile",
-			    cli_json_cstr(h->profile), "tokens", (json_int_t)h->n_tokens, "units",
-			    (json_int_t)f.units, "full_units", (json_int_t)f.full_units, "full_bytes",
-			    (json_int_t)f.full_bytes, "quant", snap_quant_name(h->quant), "pos_mode",
-			    h->pos_mode ? "slot" : "original"));
+			json_object_update_new(o, json_pack("{s:o, s:I, s:I, s:I, s:I, s:s, s:s, s:f}",
+			    "profile", cli_json_cstr(h->profile), "tokens", (json_int_t)h->n_tokens,
+			    "units", (json_int_t)f.units, "full_units", (json_int_t)f.full_units,
+			    "full_bytes", (json_int_t)f.full_bytes, "quant", snap_quant_name(h->quant),
+			    "pos_mode", h->pos_mode ? "slot" : "original", "bytes_per_token",
+			    st_per_token(bytes, h->n_tokens)));
 		else if (o)
 			json_object_set_new(o, "error", cli_json_cstr(why));
 		json_array_append_new(in->snaps, o);
@@ -583,10 +611,12 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	svc_profile_words(NULL, h->profile, words, sizeof(words));
 	cli_show_kept(f.units, f.full_units, f.bytes, f.full_bytes, kept, sizeof(kept), ratio,
 	    sizeof(ratio));
+	cli_show_size((uint64_t)(st_per_token(bytes, h->n_tokens) + 0.5), per, sizeof(per));
 	printf("  snapshot %.12s  %s  %s  used %s\n", hex, words, size, u);
-	printf("    %llu tokens -> %lld units (%s kept, %s smaller than the full cache; %s, %s "
-	    "positions)\n    %s\n", (unsigned long long)h->n_tokens, (long long)f.units, kept,
-	    ratio, snap_quant_name(h->quant), h->pos_mode ? "slot" : "original", h->profile);
+	printf("    %llu tokens -> %lld units (%s kept, %s smaller than the full cache; %s a "
+	    "token; %s, %s positions)\n    %s\n", (unsigned long long)h->n_tokens,
+	    (long long)f.units, kept, ratio, per, snap_quant_name(h->quant),
+	    h->pos_mode ? "slot" : "original", h->profile);
 	return 0;
 }
 
@@ -594,13 +624,15 @@ static void
 st_info_head(const struct store_doc *d)
 {
 	char hex[2 * SNAP_ID_BYTES + 1], label[6 * 256], src[6 * 1024], size[32], stored[32],
-	    c[32], u[32], fmt[6 * sizeof(d->format)];
+	    c[32], u[32], fmt[6 * sizeof(d->format)], per[32];
 	int i;
 	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
 	cli_show_label(d->name, d->source, hex, label, sizeof(label));
 	cli_term_str(d->source[0] ? d->source : "-", src, sizeof(src));
 	cli_show_size(d->bytes, size, sizeof(size));
 	cli_show_size(d->stored_bytes, stored, sizeof(stored));
+	cli_show_size((uint64_t)(st_per_token(d->stored_bytes, d->tokens) + 0.5), per,
+	    sizeof(per));
 	cli_show_ago(d->created_us, c, sizeof(c));
 	cli_show_ago(d->last_used_us, u, sizeof(u));
 	cli_term_str(d->format[0] ? d->format : "text", fmt, sizeof(fmt));
@@ -609,8 +641,8 @@ st_info_head(const struct store_doc *d)
 	    (unsigned long long)d->tokens, c, u, d->shared ? "yes (every user)" : "no");
 	for (i = 0; i < d->n_owners; i++)
 		printf(" uid %u", (unsigned)d->owners[i]);
-	printf("%s\n  %d snapshot%s, %s\n", d->n_owners ? "" : " none", d->n_profiles,
-	    d->n_profiles == 1 ? "" : "s", stored);
+	printf("%s\n  %d snapshot%s, %s (%s per document token)\n", d->n_owners ? "" : " none",
+	    d->n_profiles, d->n_profiles == 1 ? "" : "s", stored, per);
 }
 
 int
@@ -680,6 +712,35 @@ st_index_after(const struct st_opts *o, struct store *s, const uint8_t *doc)
 		    "in step)\n", why);
 }
 
+/* rm DOC --profile P: one snapshot; the document (its index rows) with
+ * its last one.  A store code. */
+static int
+st_rm_snapshot(const struct st_opts *o, struct store *s, const uint8_t *id,
+    const struct store_doc *d, const char *label)
+{
+	uint8_t pid[SNAP_ID_BYTES];
+	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], phex[2 * SNAP_ID_BYTES + 1];
+	int gone = 0, rc;
+
+	if ((rc = svc_profile_ref(s, id, o->profile, pid, why, sizeof(why))) ||
+	    (rc = store_rm_snapshot(s, id, pid, &gone, why, sizeof(why)))) {
+		cli_err("rm: %s", why);
+		return rc;
+	}
+	if (gone && !o->shared)
+		st_index_after(o, s, id);
+	store_hex(id, SNAP_ID_BYTES, hex);
+	store_hex(pid, SNAP_ID_BYTES, phex);
+	if (o->json)
+		cli_json_line("result", json_pack("{s:s, s:o, s:o, s:s, s:b}", "doc_id", hex, "name",
+		    cli_json_cstr(d->name), "source", cli_json_cstr(d->source), "profile_id", phex,
+		    "removed", gone));
+	else
+		printf("removed snapshot %.12s of %s%s\n", phex, label,
+		    gone ? " (its last: the document is removed)" : "");
+	return 0;
+}
+
 int
 cli_rm(int argc, char **argv)
 {
@@ -696,17 +757,22 @@ cli_rm(int argc, char **argv)
 			memset(&d, 0, sizeof(d)); /* unreadable metadata: named by its id */
 		memcpy(d.doc_id, id, SNAP_ID_BYTES);
 		st_label(&d, label, sizeof(label));
-		rc = store_rm(s, id, why, sizeof(why));
-		if (rc)
-			cli_err("rm: %s", why);
-		else if (!o.shared)
-			st_index_after(&o, s, id);
-		store_hex(id, SNAP_ID_BYTES, hex);
-		if (!rc && o.json)
-			cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex, "name",
-			    cli_json_cstr(d.name), "source", cli_json_cstr(d.source), "removed", 1));
-		else if (!rc)
-			printf("removed %s\n", label);
+		if (o.profile)
+			rc = st_rm_snapshot(&o, s, id, &d, label);
+		else {
+			rc = store_rm(s, id, why, sizeof(why));
+			if (rc)
+				cli_err("rm: %s", why);
+			else if (!o.shared)
+				st_index_after(&o, s, id);
+			store_hex(id, SNAP_ID_BYTES, hex);
+			if (!rc && o.json)
+				cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex,
+				    "name", cli_json_cstr(d.name), "source", cli_json_cstr(d.source),
+				    "removed", 1));
+			else if (!rc)
+				printf("removed %s\n", label);
+		}
 		rc = st_exit(rc);
 	}
 	store_close(s);

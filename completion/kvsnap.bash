@@ -28,10 +28,11 @@ _kvsnap_flags() {
 	case $1 in
 	ingest) echo "$global --name --encoding --force --share --local $engine" ;;
 	query) echo "$global -n --temp --top-p --seed --stop --file --encoding -v --verbose --local --docs --all --mode --min-conf $engine" ;;
-	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
+	shrink) echo "$global --local --ratio --replace --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run --shared --shared-auth" ;;
 	search) echo "$global -k --top --local" ;;
-	ls|info|rm|rename|stats|verify) echo "$global --shared --shared-auth" ;;
+	rm) echo "$global --shared --shared-auth --profile" ;;
+	ls|info|rename|stats|verify) echo "$global --shared --shared-auth" ;;
 	generate) echo "$global -p --prompt -n --temp --top-p --seed --raw -t --threads -v --verbose" ;;
 	tokenize) echo "$global --no-special" ;;
 	ask) echo "$global --policy --ratio --budget --chunk --opts -n -t --threads --compare -v --verbose" ;;

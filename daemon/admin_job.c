@@ -418,19 +418,40 @@ admin_job_run(struct worker *w, struct job *j)
 		job_result(j, json_pack("{s:o, s:o}", "doc", admin_doc_json(&dd, &j->who), "snapshots",
 		    arr));
 		return;
-	case PROTO_OP_RM:
+	case PROTO_OP_RM: {
+		uint8_t pid[SNAP_ID_BYTES];
+		char phex[2 * SNAP_ID_BYTES + 1] = "";
+		int gone = 1;
 		if (job_resolve_owned(j, r->doc, doc))
 			return;
-		if ((rc = store_rm(s, doc, why, sizeof(why)))) {
+		if (r->profile && (rc = svc_profile_ref(s, doc, r->profile, pid, why, sizeof(why)))) {
+			if (rc == STORE_ERR_ARG || rc == STORE_ERR_AMBIGUOUS)
+				job_error(j, PROTO_E_BAD_REQUEST, "%s", why);
+			else
+				admin_fail(j, rc, why);
+			return;
+		}
+		/* one snapshot, its document with the last one; or the document */
+		rc = r->profile ? store_rm_snapshot(s, doc, pid, &gone, why, sizeof(why))
+		                : store_rm(s, doc, why, sizeof(why));
+		if (rc) {
 			admin_fail(j, rc, why);
 			return;
 		}
 		/* its index rows (a failure loses nothing: a search skips rows of
 		 * missing documents, the next sync drops them) */
-		(void)svc_index_forget(daemon_g->v->index, doc, why, sizeof(why));
+		if (gone)
+			(void)svc_index_forget(daemon_g->v->index, doc, why, sizeof(why));
 		store_hex(doc, SNAP_ID_BYTES, hex);
-		job_result(j, json_pack("{s:s, s:b}", "doc_id", hex, "removed", 1));
+		if (!r->profile) {
+			job_result(j, json_pack("{s:s, s:b}", "doc_id", hex, "removed", 1));
+			return;
+		}
+		store_hex(pid, SNAP_ID_BYTES, phex);
+		job_result(j, json_pack("{s:s, s:s, s:b}", "doc_id", hex, "profile_id", phex,
+		    "removed", gone));
 		return;
+	}
 	case PROTO_OP_STATS:
 		if (job_admin_only(j))
 			return;
@@ -472,7 +493,7 @@ admin_job_run(struct worker *w, struct job *j)
 		double t0 = eng_now();
 		if (job_resolve_owned(j, r->doc, doc))
 			return;
-		if ((rc = svc_shrink(daemon_g->v, doc, r->ratio, &sh, why, sizeof(why)))) {
+		if ((rc = svc_shrink(daemon_g->v, doc, r->ratio, r->replace, &sh, why, sizeof(why)))) {
 			job_error(j, rc == SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
 			    rc == SNAPIO_ERR_ARG ? PROTO_E_BAD_REQUEST :
 			    rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
@@ -483,11 +504,11 @@ admin_job_run(struct worker *w, struct job *j)
 		}
 		store_hex(doc, SNAP_ID_BYTES, hex);
 		store_hex(sh.profile_id, SNAP_ID_BYTES, phex);
-		job_result(j, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:f}", "doc_id", hex,
+		job_result(j, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:b, s:f}", "doc_id", hex,
 		    "profile_id", phex, "profile", sh.profile, "tokens", (json_int_t)sh.n_tokens,
 		    "units_from", (json_int_t)sh.units_from, "units", (json_int_t)sh.units,
-		    "serves", svc_profile_is_shrunk(sh.profile, daemon_g->v->profile), "seconds",
-		    eng_now() - t0));
+		    "serves", svc_profile_is_shrunk(sh.profile, daemon_g->v->profile), "replaced",
+		    sh.replaced, "seconds", eng_now() - t0));
 		return;
 	}
 	case PROTO_OP_PRUNE: {

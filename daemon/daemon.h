@@ -142,6 +142,8 @@ struct proto_req {
 	int64_t keep;          /* prune: -1 = no count limit */
 	int dry_run;           /* prune */
 	double ratio;          /* shrink: share of the document's units kept, (0, 1] */
+	int replace;           /* shrink: remove the source in the same transaction */
+	char *profile;         /* rm: one snapshot, a hex prefix of its profile id */
 	struct proto_msg *msgs; /* chat: the conversation, in order */
 	size_t n_msgs;
 	int raw;               /* chat: question is a raw prompt (no chat template) */

@@ -190,10 +190,16 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		return 0;
 	case PROTO_OP_HAS:
 	case PROTO_OP_INFO:
-	case PROTO_OP_RM:
 		return proto_json_str(o, "doc", 1, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len);
-	case PROTO_OP_SHRINK:
+	case PROTO_OP_RM:
 		if ((rc = proto_json_str(o, "doc", 1, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len)))
+			return rc;
+		/* one snapshot: a hex prefix of its profile id (checked by the job) */
+		return proto_json_str(o, "profile", 0, 64, PROTO_E_BAD_REQUEST, &r->profile, NULL,
+		    msg, msg_len);
+	case PROTO_OP_SHRINK:
+		if ((rc = proto_json_str(o, "doc", 1, PROTO_REF_MAX, PROTO_E_BAD_REQUEST, &r->doc, NULL, msg, msg_len)) ||
+		    (rc = proto_json_bool(o, "replace", &r->replace, msg, msg_len)))
 			return rc;
 		return proto_get_ratio(o, "ratio", &r->ratio, msg, msg_len);
 	case PROTO_OP_VERIFY:
@@ -302,6 +308,7 @@ proto_req_free(struct proto_req *r)
 	free(r->source);
 	free(r->encoding);
 	free(r->doc);
+	free(r->profile);
 	free(r->question);
 	for (size_t i = 0; i < r->n_msgs; i++) {
 		free(r->msgs[i].role);

@@ -188,6 +188,11 @@ int svc_model_find(struct svc *v, const struct svc_who *w, const char *plain, co
 
 /* The units (kept positions over every layer and KV head) of a snapshot. */
 int64_t svc_snapshot_units(const struct snap_header *h);
+/* A profile reference: 4 to 64 hex digits of one of the document's
+ * profile ids (as info shows them) into profile_id; STORE_ERR_ARG (not
+ * hex), STORE_ERR_NOT_FOUND, STORE_ERR_AMBIGUOUS, with a reason. */
+int svc_profile_ref(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *ref,
+    uint8_t profile_id[SNAP_ID_BYTES], char *why, size_t why_len);
 
 /* The size in bytes of the full fp16 KV cache of n_tokens tokens (K and V
  * of every layer and KV head): what a snapshot is compared against. */
@@ -524,15 +529,18 @@ struct svc_shrunk {
 	int64_t units_from;                /* units of the snapshot it was cut from */
 	int64_t units;                     /* units kept */
 	uint64_t n_tokens;                 /* the document's tokens */
+	int replaced;                      /* the source went in the same transaction */
+	uint8_t from_id[SNAP_ID_BYTES];    /* the source's profile */
 };
 
 /* Derive a snapshot of doc keeping share `ratio` of its units from its
  * largest kvzip snapshot, by the stored scores (no model run), and store
- * it under the kvzip profile with ratio=R,from=<the source's budget form>.
+ * it under the kvzip profile with ratio=R,from=<the source's budget form>;
+ * with replace the source is removed in the same store transaction.
  * Returns SNAPIO_OK, SNAPIO_ERR_NOT_FOUND (no kvzip snapshot to cut),
  * SNAPIO_ERR_ARG (a ratio that keeps no fewer units than the source),
  * SNAPIO_ERR_CORRUPT / _MISMATCH / _FULL / _IO / _NOMEM, with a reason. */
-int svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
+int svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio, int replace,
     struct svc_shrunk *out, char *why, size_t why_len);
 
 /* 1 if stored profile `have` is `want` with one ",from=..." option added

@@ -4,6 +4,8 @@
  * The source is the document's kvzip snapshot with the most units; the
  * result is filed under the source's kvzip options with ratio=R and
  * from=<the source's ratio or budget>, so it never passes for an ingest.
+ * With replace (`--replace`), the put that stores it removes the source in
+ * the same store transaction: a reader sees the one or the other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +78,7 @@ shrink_target_opts(const char *profile, char *opts, size_t cap, long *chunk)
 }
 
 int
-svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
+svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio, int replace,
     struct svc_shrunk *out, char *why, size_t why_len)
 {
 	struct store *s = v->s;
@@ -127,9 +129,12 @@ svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio,
 		rc = snapio_from_store(rc);
 		goto out;
 	}
-	if ((rc = snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), out->profile,
-	    out->profile_id, sp.quant, SNAP_ZLEVEL_DEFAULT, sp.n_tokens, why, why_len)))
+	if ((rc = snap_save_replacing(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m),
+	    out->profile, out->profile_id, sp.quant, SNAP_ZLEVEL_DEFAULT, sp.n_tokens,
+	    replace ? sp.id : NULL, why, why_len)))
 		goto out;
+	out->replaced = replace;
+	memcpy(out->from_id, sp.id, SNAP_ID_BYTES);
 	for (l = 0; l < kv->n_layer; l++)
 		for (g = 0; g < kv->n_head_kv; g++)
 			out->units += eng_kv_len(kv, l, g);

@@ -6,7 +6,7 @@
  * Every record is stored as ONE zstd frame that declares its content size;
  * the decoded bytes are the layout below, all integers little-endian, and
  * end with the BLAKE2b-128 of every byte before it.  A decoder reads, in
- * order: magic, version (SNAP_ERR_VERSION if not 1 or 2), checksum, fields;
+ * order: magic, version (SNAP_ERR_VERSION if not 1 to 3), checksum, fields;
  * every count is checked against the bytes left and the record must be
  * consumed exactly.  The header further lists the BLAKE2b-128 of each layer
  * record as stored (compressed), checked before anything is decompressed.
@@ -15,8 +15,11 @@
  * version is snap_quant_version(quant) (1 for quant 0..2, 2 for 3..5), and a
  * record whose version is not its quant's is refused, so every snapshot has
  * one encoding and version-1 snapshots are read and written as before.
+ * 3 is a refit cache's (kvzip refit=1, any quant): the flags field set and
+ * a bias section ending each layer record (snapshot_refit.h); a record's
+ * version is snap_record_version(header).
  *
- * Header record (format versions 1 and 2)
+ * Header record (format versions 1 to 3)
  *   0   "KVSH"
  *   4   u32 version (snap_quant_version(quant))
  *   8   u32 n_layer             1..1024
@@ -30,7 +33,7 @@
  *   38  u8 has_pod              0, 1
  *   39  u8 F                    model_fp length: 0 or 64
  *   40  u16 P                   profile length, < SNAP_MAX_PROFILE, no NUL
- *   42  u16 0                   reserved
+ *   42  u16 flags               version 3: SNAP_FLAG_BIAS; else 0
  *   44  u8[32] profile_id
  *   76  F bytes model_fp (hex), P bytes profile
  *       u32 counts[n_layer][n_head_kv]      each <= next_pos
@@ -40,13 +43,13 @@
  *                   every layer of a block has its anchor's counts)
  *       u8[16] BLAKE2b-128 of all the above
  *
- * Layer record (format versions 1 and 2)
+ * Layer record (format versions 1 to 3)
  *   0   "KVSL"
  *   4   u32 version             equal to the header's
  *   8   u32 layer               the record's own layer index
  *   12  u32 n_head_kv, 16 u32 head_dim     equal to the header's
  *   20  u8 quant, u8 has_pod    equal to the header's
- *   22  u16 0                   reserved
+ *   22  u16 flags               equal to the header's
  *   24  per KV head m = 0 … n_head_kv−1:
  *         u32 count             = header counts[layer][m]
  *         if has_pod: u32 anchor (= the header's anc[m][layer]),
@@ -69,6 +72,8 @@
  *       the orthonormal Hadamard matrix (hadamard.h) before it is packed;
  *       the decoder unpacks and multiplies by it again (it is its own
  *       inverse).
+ *       if flags has SNAP_FLAG_BIAS: per KV head m, count fp32 biases
+ *                               (finite; snapshot_refit.h)
  *       u8[16] BLAKE2b-128 of all the above
  *
  * Zip bombs: a frame is decompressed only if its declared size is at most
@@ -90,6 +95,7 @@
 #include "snapshot/hadamard.h"
 #include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/snapshot_refit.h"
 
 #define SNAP_MAX_LAYER 1024
 #define SNAP_MAX_HEAD 1024
@@ -427,6 +433,16 @@ snap_count(const struct snap_header *h, int layer, int m)
 	return h->counts[(size_t)layer * (size_t)h->n_head_kv + (size_t)m];
 }
 
+static uint64_t
+snap_layer_units(const struct snap_header *h, int layer)
+{
+	uint64_t n = 0;
+	int m;
+	for (m = 0; m < h->n_head_kv; m++)
+		n += (uint64_t)h->counts[(size_t)layer * (size_t)h->n_head_kv + (size_t)m];
+	return n;
+}
+
 static int
 snap_anchor(const struct snap_header *h, int layer, int m)
 {
@@ -516,6 +532,8 @@ snap_header_check(const struct snap_header *h, char *why, size_t why_len)
 		}
 	if (h->has_pod != 0 && h->has_pod != 1)
 		return eng_fail(why, why_len, -1, "bad PoD flag %d", h->has_pod);
+	if (h->has_bias != 0 && h->has_bias != 1)
+		return eng_fail(why, why_len, -1, "bad bias flag %d", h->has_bias);
 	return h->has_pod ? snap_pod_meta_check(h, why, why_len) : 0;
 }
 
@@ -540,6 +558,7 @@ snap_header_from_kv(struct snap_header *h, const struct eng_kv *kv, int n_head)
 	h->next_pos = kv->next_pos;
 	h->pos_mode = kv->pos_mode;
 	h->quant = SNAP_FP16;
+	h->has_bias = kv->has_bias != 0;
 	h->counts = malloc(L * H * sizeof(*h->counts));
 	h->layer_sum = calloc(L, sizeof(*h->layer_sum));
 	if (!h->counts || !h->layer_sum)
@@ -604,7 +623,7 @@ snap_header_encode(const struct snap_header *h, int zlevel, uint8_t **out, size_
 	if (!(w.p = malloc(w.cap)))
 		return SNAP_ERR_NOMEM;
 	snap_w_bytes(&w, "KVSH", 4);
-	snap_w_uint(&w, (uint64_t)snap_quant_version(h->quant), 4);
+	snap_w_uint(&w, (uint64_t)snap_record_version(h), 4);
 	snap_w_uint(&w, (uint64_t)h->n_layer, 4);
 	snap_w_uint(&w, (uint64_t)h->n_head, 4);
 	snap_w_uint(&w, (uint64_t)h->n_head_kv, 4);
@@ -616,7 +635,7 @@ snap_header_encode(const struct snap_header *h, int zlevel, uint8_t **out, size_
 	snap_w_uint(&w, (uint64_t)h->has_pod, 1);
 	snap_w_uint(&w, fp_len, 1);
 	snap_w_uint(&w, prof_len, 2);
-	snap_w_uint(&w, 0, 2);
+	snap_w_uint(&w, snap_record_flags(h), 2);
 	snap_w_bytes(&w, h->profile_id, SNAP_ID_BYTES);
 	snap_w_bytes(&w, h->model_fp, fp_len);
 	snap_w_bytes(&w, h->profile, prof_len);
@@ -637,7 +656,7 @@ snap_header_encode(const struct snap_header *h, int zlevel, uint8_t **out, size_
 /* The fixed part of a header record into h (no arrays yet). */
 static void
 snap_header_read_fixed(struct snap_r *r, struct snap_header *h, size_t *fp_len,
-    size_t *prof_len, int *reserved)
+    size_t *prof_len, unsigned *flags)
 {
 	h->n_layer = (int)snap_r_uint(r, 4);
 	h->n_head = (int)snap_r_uint(r, 4);
@@ -650,7 +669,7 @@ snap_header_read_fixed(struct snap_r *r, struct snap_header *h, size_t *fp_len,
 	h->has_pod = (int)snap_r_uint(r, 1);
 	*fp_len = (size_t)snap_r_uint(r, 1);
 	*prof_len = (size_t)snap_r_uint(r, 2);
-	*reserved = (int)snap_r_uint(r, 2);
+	*flags = (unsigned)snap_r_uint(r, 2);
 	memcpy(h->profile_id, snap_r_take(r, SNAP_ID_BYTES), SNAP_ID_BYTES);
 }
 
@@ -695,20 +714,22 @@ snap_header_parse(struct snap_r *r, struct snap_header *h, char *why, size_t why
 {
 	size_t fp_len, prof_len;
 	uint64_t want;
-	int reserved, rc;
+	unsigned flags;
+	int rc;
 
-	snap_header_read_fixed(r, h, &fp_len, &prof_len, &reserved);
+	snap_header_read_fixed(r, h, &fp_len, &prof_len, &flags);
+	h->has_bias = (flags & SNAP_FLAG_BIAS) != 0;
 	/* dims and lengths before allocating anything they size */
-	if (reserved || (fp_len != 0 && fp_len != 64) || prof_len >= SNAP_MAX_PROFILE ||
-	    (h->has_pod != 0 && h->has_pod != 1))
+	if ((flags & ~SNAP_FLAGS_KNOWN) || (fp_len != 0 && fp_len != 64) ||
+	    prof_len >= SNAP_MAX_PROFILE || (h->has_pod != 0 && h->has_pod != 1))
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "header: bad field");
 	if (snap_dims_check(h, why, why_len)) {
 		return snap_refail(why, why_len, SNAP_ERR_CORRUPT, "header: ");
 	}
-	if ((int)h->version != snap_quant_version(h->quant))
+	if ((int)h->version != snap_record_version(h))
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
-		    "header: quantization %s in a format version %u record",
-		    snap_quant_name(h->quant), h->version);
+		    "header: quantization %s%s in a format version %u record",
+		    snap_quant_name(h->quant), h->has_bias ? " with refit biases" : "", h->version);
 	want = snap_header_size((uint64_t)h->n_layer, (uint64_t)h->n_head_kv, h->has_pod, fp_len,
 	    prof_len);
 	if (want != (uint64_t)r->len + SNAP_SUM_BYTES)
@@ -808,7 +829,7 @@ snap_layer_bound(const struct snap_header *h, int layer)
 	int m;
 	for (m = 0; m < h->n_head_kv; m++)
 		b += snap_head_bound((uint64_t)snap_count(h, layer, m), h->head_dim, h->quant);
-	return b;
+	return b + snap_bias_bytes(h, snap_layer_units(h, layer));
 }
 
 /* First position of the recent key window: max(n_s, next_pos − n_r + 1). */
@@ -932,7 +953,7 @@ snap_encode_args_ok(const struct eng_kv *kv, int layer, const struct snap_header
 {
 	int m;
 	if (!kv || !h || snap_header_check(h, NULL, 0) || layer < 0 || layer >= h->n_layer ||
-	    !snap_kv_shape_ok(kv, h))
+	    !snap_kv_shape_ok(kv, h) || !kv->has_bias != !h->has_bias)
 		return 0;
 	for (m = 0; m < h->n_head_kv; m++)
 		if (kv->layer[layer].len[m] != snap_count(h, layer, m))
@@ -957,15 +978,20 @@ snap_layer_encode(const struct eng_kv *kv, int layer, struct snap_header *h, int
 	if (!(w.p = malloc(w.cap)))
 		return SNAP_ERR_NOMEM;
 	snap_w_bytes(&w, "KVSL", 4);
-	snap_w_uint(&w, (uint64_t)snap_quant_version(h->quant), 4);
+	snap_w_uint(&w, (uint64_t)snap_record_version(h), 4);
 	snap_w_uint(&w, (uint64_t)layer, 4);
 	snap_w_uint(&w, (uint64_t)h->n_head_kv, 4);
 	snap_w_uint(&w, (uint64_t)h->head_dim, 4);
 	snap_w_uint(&w, (uint64_t)h->quant, 1);
 	snap_w_uint(&w, (uint64_t)h->has_pod, 1);
-	snap_w_uint(&w, 0, 2);
+	snap_w_uint(&w, snap_record_flags(h), 2);
 	for (m = 0; m < h->n_head_kv && !rc; m++)
 		rc = snap_head_encode(&w, kv, layer, m, h);
+	if (!rc && h->has_bias) {
+		uint8_t *dst = snap_w_take(&w, snap_bias_bytes(h,
+		    (uint64_t)eng_kv_layer_units(kv, layer)));
+		rc = dst ? snap_bias_put(dst, kv, layer) : SNAP_ERR_ARG;
+	}
 	if (!rc)
 		rc = snap_seal(&w, zlevel, out, out_len);
 	free(w.p);
@@ -1131,17 +1157,25 @@ snap_layer_parse(const struct snap_lp *p, const uint8_t *rec, size_t len)
 	if ((rc = snap_open_record(rec, len, "KVSL", SNAP_LAYER_FIXED, what, &r, &version, p->why,
 	         p->why_len)))
 		return rc;
-	if ((int)version != snap_quant_version(h->quant))
+	if ((int)version != snap_record_version(h))
 		return snap_lp_fail(p, -1, "format version differs from the header's");
 	if (snap_r_uint(&r, 4) != (uint64_t)p->layer)
 		return snap_lp_fail(p, -1, "record is for another layer");
 	if (snap_r_uint(&r, 4) != (uint64_t)h->n_head_kv ||
 	    snap_r_uint(&r, 4) != (uint64_t)h->head_dim || snap_r_uint(&r, 1) != (uint64_t)h->quant ||
-	    snap_r_uint(&r, 1) != (uint64_t)h->has_pod || snap_r_uint(&r, 2) != 0)
+	    snap_r_uint(&r, 1) != (uint64_t)h->has_pod ||
+	    snap_r_uint(&r, 2) != snap_record_flags(h))
 		return snap_lp_fail(p, -1, "record shape differs from the header's");
 	for (m = 0; m < h->n_head_kv; m++)
 		if ((rc = snap_head_parse(p, &r, m)))
 			return rc;
+	if (h->has_bias) {
+		const uint8_t *b = snap_r_take(&r, snap_bias_bytes(h, snap_layer_units(h, p->layer)));
+		if (!b)
+			return snap_lp_fail(p, -1, "truncated biases");
+		if ((rc = snap_bias_get(b, h, p->layer, p->kv, p->why, p->why_len)))
+			return rc;
+	}
 	if (r.at != r.len)
 		return snap_lp_fail(p, -1, "bytes left over");
 	return 0;

@@ -39,8 +39,10 @@
  * (snap_quant_version): the forms of version 1 are written byte for byte as
  * before, so their profiles (which name the version) and every stored
  * snapshot stay what they were; version 2 added q8 and the Hadamard-rotated
- * forms and nothing else. */
-#define SNAP_FORMAT_VERSION 2
+ * forms and nothing else; version 3 is a refit cache's (kvzip refit=1): a
+ * flag and a bias section per layer record (snapshot_refit.h), any
+ * quantization. */
+#define SNAP_FORMAT_VERSION 3
 #define SNAP_HEADER_LAYER STORE_HEAD_RECORD /* the header is the store's head record */
 #define SNAP_SUM_BYTES 16                   /* BLAKE2b-128 */
 #define SNAP_ID_BYTES STORE_ID_BYTES        /* doc_id, profile_id: BLAKE2b-256 */
@@ -89,7 +91,7 @@ struct snap_pod {
  * caller owns them. */
 struct snap_header {
 	uint32_t version;                 /* decoded: the record's; encoding writes
-	                                   * snap_quant_version(quant) */
+	                                   * snap_record_version (snapshot_refit.h) */
 	char model_fp[65];                /* eng_model_fingerprint(), hex */
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile[SNAP_MAX_PROFILE];   /* the canonical text profile_id hashes */
@@ -102,6 +104,8 @@ struct snap_header {
 	uint8_t (*layer_sum)[SNAP_SUM_BYTES]; /* (n_layer) BLAKE2b-128 of each stored record */
 	int has_pod;
 	struct snap_pod pod;              /* when has_pod */
+	int has_bias;                     /* version 3: a refit bias per unit (fp32) in
+	                                   * every layer record (snapshot_refit.h) */
 };
 
 /* Fill the header's shape fields (dims, counts, next_pos, pos_mode, PoD)
@@ -128,7 +132,7 @@ int snap_layer_check(const uint8_t *buf, size_t len, const struct snap_header *h
 /* Decode a stored layer record into kv's layer `layer`: the pool must have
  * the header's shape and room (eng_kv_prepare_layer sets the segments from
  * h->counts); rows get pos, score, pre-RoPE k (NaN where PoD dropped it)
- * and v.  Call eng_kv_finish_load() after the last layer. */
+ * and v, and under h->has_bias their bias (the pool is marked biased).  Call eng_kv_finish_load() after the last layer. */
 int snap_layer_decode(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     struct eng_kv *kv, char *why, size_t why_len);
 

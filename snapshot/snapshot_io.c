@@ -67,11 +67,36 @@ snap_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, i
 	    n_tokens, NULL, why, why_len);
 }
 
+static int io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv,
+    int n_head, const char *model_fp, const char *profile,
+    const uint8_t profile_id[SNAP_ID_BYTES], int quant, int zlevel, uint64_t n_tokens,
+    const struct store_text *text, const uint8_t *replaces, char *why, size_t why_len);
+
 int
 snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
     const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
     int quant, int zlevel, uint64_t n_tokens, const struct store_text *text, char *why,
     size_t why_len)
+{
+	return io_save(s, d, kv, n_head, model_fp, profile, profile_id, quant, zlevel, n_tokens,
+	    text, NULL, why, why_len);
+}
+
+int
+snap_save_replacing(struct store *s, const struct store_doc *d, const struct eng_kv *kv,
+    int n_head, const char *model_fp, const char *profile,
+    const uint8_t profile_id[SNAP_ID_BYTES], int quant, int zlevel, uint64_t n_tokens,
+    const uint8_t replaces[SNAP_ID_BYTES], char *why, size_t why_len)
+{
+	return io_save(s, d, kv, n_head, model_fp, profile, profile_id, quant, zlevel, n_tokens,
+	    NULL, replaces, why, why_len);
+}
+
+static int
+io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
+    const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
+    int quant, int zlevel, uint64_t n_tokens, const struct store_text *text,
+    const uint8_t *replaces, char *why, size_t why_len)
 {
 	struct snap_header h;
 	struct store_snapshot snap;
@@ -82,9 +107,6 @@ snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *
 	memset(&h, 0, sizeof(h));
 	if (strlen(profile) >= sizeof(h.profile) || strlen(model_fp) >= sizeof(h.model_fp))
 		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "profile or fingerprint too long");
-	if (kv->has_bias) /* issue 28: the format has no field for them yet */
-		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "a refit cache (kvzip refit=1) cannot "
-		    "be stored yet: the snapshot format has no per-unit bias");
 	if ((rc = snap_header_from_kv(&h, kv, n_head)))
 		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool: %s",
 		    snap_strerror(rc));
@@ -113,6 +135,7 @@ snap_save_text(struct store *s, const struct store_doc *d, const struct eng_kv *
 	memset(&snap, 0, sizeof(snap));
 	memcpy(snap.profile_id, profile_id, SNAP_ID_BYTES);
 	snap.text = text;
+	snap.replaces = replaces;
 	snap.header = hdr;
 	snap.header_len = hdr_len;
 	snap.layer = (const uint8_t *const *)rec;
@@ -249,9 +272,6 @@ snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int 
 	memset(&h, 0, sizeof(h));
 	if (st)
 		memset(st, 0, sizeof(*st));
-	if (kv->has_bias)
-		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "a refit cache (kvzip refit=1) cannot "
-		    "be stored yet: the snapshot format has no per-unit bias");
 	if ((rc = snap_header_from_kv(&h, kv, m->hp.n_head)))
 		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool");
 	h.quant = quant;

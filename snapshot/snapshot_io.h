@@ -53,6 +53,13 @@ int snap_save_text(struct store *s, const struct store_doc *d, const struct eng_
     const uint8_t profile_id[SNAP_ID_BYTES], int quant, int zlevel, uint64_t n_tokens,
     const struct store_text *text, char *why, size_t why_len);
 
+/* The same, removing the document's snapshot `replaces` in the same store
+ * transaction (`kvsnap shrink --replace`; store_snapshot.replaces). */
+int snap_save_replacing(struct store *s, const struct store_doc *d, const struct eng_kv *kv,
+    int n_head, const char *model_fp, const char *profile,
+    const uint8_t profile_id[SNAP_ID_BYTES], int quant, int zlevel, uint64_t n_tokens,
+    const uint8_t replaces[SNAP_ID_BYTES], char *why, size_t why_len);
+
 /* Load a snapshot into a new pool for model m with room for n_extra more
  * tokens per head (question + answer); *h receives the decoded header
  * (free with snap_header_free).  Checks the model's fingerprint and shape. */

@@ -316,6 +316,9 @@ store_put(struct store *s, const struct store_doc *d, const struct store_snapsho
 		return store_fail(why, why_len, STORE_ERR_ARG, "put: no store");
 	if ((rc = st_put_check(d, snap, &payload, why, why_len)) != 0)
 		return rc;
+	if (snap->replaces && !s->ops->rm_snapshot)
+		return store_fail(why, why_len, STORE_ERR_ARG,
+		    "put: the %s backend cannot replace a snapshot", s->ops->name);
 	return s->ops->put(s, d, snap, payload, why, why_len);
 }
 
@@ -346,6 +349,25 @@ store_rm(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], char *why, size_
 	if (!s || !doc_id)
 		return store_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
 	return s->ops->rm(s, doc_id, why, why_len);
+}
+
+int
+store_rm_snapshot(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], int *doc_gone, char *why, size_t why_len)
+{
+	int gone = 0, rc;
+	if (doc_gone)
+		*doc_gone = 0;
+	if (!s || !doc_id || !profile_id)
+		return store_fail(why, why_len, STORE_ERR_ARG, "rm: missing argument");
+	if (!s->ops->rm_snapshot)
+		return store_fail(why, why_len, STORE_ERR_ARG,
+		    "rm: the %s backend cannot remove one snapshot (rm removes the document)",
+		    s->ops->name);
+	rc = s->ops->rm_snapshot(s, doc_id, profile_id, &gone, why, why_len);
+	if (!rc && doc_gone)
+		*doc_gone = gone;
+	return rc;
 }
 
 int

@@ -145,6 +145,12 @@ struct store_snapshot {
 	const size_t *layer_len;
 	int n_layer;
 	const struct store_text *text;
+	/* Another snapshot of the same document this put removes in the same
+	 * transaction (`kvsnap shrink --replace`: never a moment with neither),
+	 * or NULL; STORE_ERR_NOT_FOUND, nothing written, when the document has
+	 * no snapshot of that profile; a backend that cannot remove one
+	 * snapshot (store_rm_snapshot) refuses it with STORE_ERR_ARG. */
+	const uint8_t *replaces;
 };
 
 /* Put a snapshot for document d (metadata created or updated; its name
@@ -212,6 +218,12 @@ int store_texts(struct store *s, const uint8_t *doc_id, store_text_fn fn, void *
 
 /* Remove a document with all its snapshots, its text records and its name. */
 int store_rm(struct store *s, const uint8_t doc_id[STORE_ID_BYTES], char *why, size_t why_len);
+/* Remove one snapshot of a document; its last one removes the document as
+ * store_rm does (*doc_gone, may be NULL, is then 1).  STORE_ERR_NOT_FOUND
+ * when the document has no snapshot of that profile; STORE_ERR_ARG from a
+ * backend that cannot (redis-cluster, today). */
+int store_rm_snapshot(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
+    const uint8_t profile_id[STORE_ID_BYTES], int *doc_gone, char *why, size_t why_len);
 /* Give a document a (new) name; "" removes its name.  A name has 1..255
  * bytes, no control characters, and is not 4+ hex digits alone (it would
  * read as an id prefix): else STORE_ERR_ARG. */

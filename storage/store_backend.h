@@ -101,6 +101,10 @@ struct store_ops {
 	/* text records (NULL: the backend keeps none; store_texts lists none) */
 	int (*texts)(struct store *s, const uint8_t *doc, store_text_fn fn, void *arg, char *why,
 	    size_t why_len);
+	/* one snapshot out, the document with its last (NULL: the backend
+	 * cannot; then put refuses snap->replaces too) */
+	int (*rm_snapshot)(struct store *s, const uint8_t *doc, const uint8_t *prof, int *doc_gone,
+	    char *why, size_t why_len);
 };
 
 /* The handle: the front end's part; the backend's state hangs off be. */

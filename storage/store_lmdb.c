@@ -499,6 +499,7 @@ const struct store_ops store_lmdb_ops = {
 	.ls = stl_ls,
 	.profiles = stl_profiles,
 	.rm = stl_rm,
+	.rm_snapshot = stl_rm_snapshot,
 	.rename = stl_rename,
 	.prune = stl_prune,
 	.verify = stl_verify,

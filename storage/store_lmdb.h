@@ -113,6 +113,8 @@ int stl_open(struct store *fs, const char *dir, const struct store_opts *o, char
 void stl_close(struct store *fs);
 int stl_put(struct store *fs, const struct store_doc *d, const struct store_snapshot *snap,
     uint64_t payload, char *why, size_t why_len);
+int stl_rm_snapshot(struct store *fs, const uint8_t *doc, const uint8_t *prof, int *doc_gone,
+    char *why, size_t why_len);
 int stl_resolve(struct store *fs, const struct st_ref *ref, uint8_t doc_id[STORE_ID_BYTES],
     char *why, size_t why_len);
 int stl_read_begin(struct store_reader *r, char *why, size_t why_len);

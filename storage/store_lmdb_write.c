@@ -272,6 +272,15 @@ sw_put_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len
 		rc = sw_lru(s, t, 1, stamp, doc, prof, why, why_len);
 	if (rc == 0 && st_meta_set(&m, prof, stamp, a->payload) != 0)
 		rc = store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
+	/* shrink --replace: the snapshot it was cut from goes in this same
+	 * transaction (the new one is listed, so the document stays) */
+	if (rc == 0 && a->snap->replaces && memcmp(a->snap->replaces, prof, STORE_ID_BYTES)) {
+		if ((i = st_meta_find(&m, a->snap->replaces)) < 0)
+			rc = store_fail(why, why_len, STORE_ERR_NOT_FOUND,
+			    "put: the snapshot to replace is not stored");
+		else
+			rc = st_drop(s, t, &m, i, why, why_len);
+	}
 	if (rc == 0) {
 		m.d.last_used_us = stamp;
 		rc = st_meta_put(s, t, &m, why, why_len);
@@ -435,4 +444,47 @@ stl_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len)
 {
 	struct sw_ids a = { doc, NULL, NULL };
 	return st_write(fs->be, sw_rm_op, &a, 0, why, why_len);
+}
+
+struct sw_rm1 {
+	const uint8_t *doc, *prof;
+	int gone;
+};
+
+static int
+sw_rm_snapshot_op(struct store_lmdb *s, MDB_txn *t, void *arg, char *why, size_t why_len)
+{
+	struct sw_rm1 *a = arg;
+	struct st_meta m;
+	char id[13], pid[13];
+	int rc, i;
+
+	if ((rc = st_meta_get(s, t, a->doc, &m, why, why_len)) != 0) {
+		if (rc == STORE_ERR_NOT_FOUND) {
+			st_short(a->doc, id);
+			return store_fail(why, why_len, rc, "no document %s", id);
+		}
+		return rc;
+	}
+	if ((i = st_meta_find(&m, a->prof)) < 0) {
+		st_short(a->doc, id);
+		st_short(a->prof, pid);
+		st_meta_free(&m);
+		return store_fail(why, why_len, STORE_ERR_NOT_FOUND,
+		    "document %s has no snapshot %s", id, pid);
+	}
+	a->gone = m.n == 1;
+	rc = st_drop(s, t, &m, i, why, why_len);
+	st_meta_free(&m);
+	return rc;
+}
+
+int
+stl_rm_snapshot(struct store *fs, const uint8_t *doc, const uint8_t *prof, int *doc_gone,
+    char *why, size_t why_len)
+{
+	struct sw_rm1 a = { doc, prof, 0 };
+	int rc = st_write(fs->be, sw_rm_snapshot_op, &a, 0, why, why_len);
+	*doc_gone = !rc && a.gone;
+	return rc;
 }

@@ -19,7 +19,8 @@ static void srd_close(struct store *fs);
 #define SRD_OPS(NAME) { \
 	NAME, srd_open, srd_close, srd_put, srd_resolve, srd_read_begin, srd_read_record, \
 	srd_read_end, srd_touch, srd_info, srd_ls, srd_profiles, srd_rm, srd_rename, srd_prune, \
-	srd_verify, srd_stats, NULL /* texts: none kept yet (docs/STORAGE.md) */ }
+	srd_verify, srd_stats, NULL /* texts: none kept yet (docs/STORAGE.md) */, \
+	NULL /* rm_snapshot: one snapshot out is not written yet (rm removes the document) */ }
 const struct store_ops store_redis_ops = SRD_OPS("redis-cluster");
 const struct store_ops store_redis_url_ops = SRD_OPS("redis");
 

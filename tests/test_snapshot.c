@@ -1190,7 +1190,7 @@ test_version(void)
 	ts_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
 	ts_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_VERSION &&
-	    strstr(why, "version 3"), "header: %s", why);
+	    strstr(why, "format version 4, this build reads 1 to 3"), "header: %s", why);
 	free(z);
 	free(plain);
 	TAP_CHECK(ts_unseal(s.rec[3], s.len[3], &plain, &n) == 0, "unseal layer");
@@ -1547,7 +1547,7 @@ ts_write_seeds(const char *dir)
 	struct eng_model shell;
 	struct eng_kv *kv = NULL;
 	struct ts_snap s;
-	int quant, rc = 0;
+	int quant, rc = 0, l, i;
 	char name[64];
 
 	if (ts_seed_pool(&shell, &kv))
@@ -1560,6 +1560,20 @@ ts_write_seeds(const char *dir)
 		rc = rc || ts_write_seed(dir, name, &s, 0, 0);
 		ts_snap_free(&s);
 	}
+	/* format version 3: a refit pool's biases (tests/test_snapshot_refit.c) */
+	for (l = 0; l < 2 && !rc; l++)
+		for (i = 0; i < 14; i++)
+			kv->layer[l].bias[kv->layer[l].off[i >= 9] + (i >= 9 ? i - 9 : i)] =
+			    (float)(-0.37 * (double)(i + l)); /* heads of 9 and 5 units */
+	kv->has_bias = 1;
+	rc = rc || ts_encode(&s, kv, 4, SNAP_FP16);
+	rc = rc || ts_write_seed(dir, "plain_refit_fp16", &s, 0, 1);
+	rc = rc || ts_write_seed(dir, "stored_refit_fp16", &s, 0, 0);
+	ts_snap_free(&s);
+	rc = rc || ts_encode(&s, kv, 4, SNAP_Q4_KC_H);
+	rc = rc || ts_write_seed(dir, "plain_refit_q4kch", &s, 1, 1);
+	ts_snap_free(&s);
+	kv->has_bias = 0;
 	/* PoD: layer 1 of head 0 is a non-anchor with key windows */
 	rc = rc || eng_kv_set_pod(kv, anc, 40, 100, 0);
 	rc = rc || ts_encode(&s, kv, 4, SNAP_Q4_KC);

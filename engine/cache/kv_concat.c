@@ -87,6 +87,8 @@ eng_kv_concat(struct eng_kv **out, const struct eng_model *m, struct eng_kv *con
 					/* positions ascend within a head, part after part */
 					D->pos[at] = S->pos[r] - drop + base;
 					D->score[at] = S->score[r];
+					/* a refit part's biases go along (0: a part without) */
+					D->bias[at] = parts[i]->has_bias ? S->bias[r] : 0.0f;
 					memcpy(D->k + at * hd, S->k + r * hd, (size_t)hd * sizeof(float));
 					memcpy(D->v + at * hd, S->v + r * hd, (size_t)hd * sizeof(float));
 					at++;
@@ -97,6 +99,8 @@ eng_kv_concat(struct eng_kv **out, const struct eng_model *m, struct eng_kv *con
 	}
 	if ((rc = eng_kv_finish_load(kv, next, ENG_POS_ORIGINAL)))
 		goto out;
+	for (i = 0; i < n; i++)
+		kv->has_bias |= parts[i]->has_bias != 0;
 	*out = kv;
 	kv = NULL;
 out:

@@ -22,7 +22,7 @@
  * structural units (kvpress PR #288: a token of no letter or digit that
  * repeats in the document, not glued between two word characters) by F.
  * refit=1 (0) refits every cut head to the full head's attention on the
- * reconstruction's queries (kvzip_refit.c; not storable yet).  tail,
+ * reconstruction's queries (kvzip_refit.c; snapshot format 3).  tail,
  * demote and refit are named in the description only when set, so the
  * profiles of existing snapshots do not change.
  */

@@ -22,6 +22,10 @@
  * record that decodes must encode again: an encoder refusing what the
  * decoder accepted aborts (the two disagree on what is valid).
  *
+ * A header with the refit flag (format version 3) makes the layer record
+ * end with its bias section (snapshot/snapshot_refit.h), checked like the
+ * rest and re-encoded with the pool's biases; the refit seeds start there.
+ *
  * Seeds (the .seed files in tests/fuzz/corpus/snapshot/) come from the unit test:
  *   make && KVSNAP_WRITE_SEEDS=tests/fuzz/corpus/snapshot build/tests/test_snapshot
  */

@@ -69,15 +69,30 @@ PY
 
 # ---- ls for people
 expect_rc "ls" 0 "$K" ls
-head -1 "$T/out" | grep -Eq '^NAME +TOKENS +SNAPS +SIZE +KEPT +SMALLER +USED +ID$'; ok "ls has a header" $?
+head -1 "$T/out" | grep -Eq '^NAME +TOKENS +SNAPS +SIZE +B/TOKEN +KEPT +SMALLER +USED +ID$'; ok "ls has a header" $?
 # the age shown is the time since the stamp, which a loaded machine's later
 # ingests (gpl above) can push past a minute: the minutes expected are
 # counted, either side of a minute's turn
 age_min=$(((SECONDS - t_apache) / 60))
 if [ "$age_min" -eq 0 ]; then used='(just now|[0-9]+ s ago|1 min ago)'
 else used="($age_min|$((age_min + 1))) min ago"; fi
-grep -Eq "^apache +[0-9]+ +1 +[0-9.]+ (KiB|MiB) +[0-9.]+ % +[0-9.]+x +$used +[0-9a-f]{12}\$" "$T/out"
-ok "the named document: name, tokens, human size, kept, ratio, relative time, short id" $?
+grep -Eq "^apache +[0-9]+ +1 +[0-9.]+ (KiB|MiB) +[0-9.]+ (B|KiB) +[0-9.]+ % +[0-9.]+x +$used +[0-9a-f]{12}\$" "$T/out"
+ok "the named document: name, tokens, human size, bytes a token, kept, ratio, relative time, short id" $?
+"$K" ls --json > "$T/ls.json" 2>&1
+python3 - "$T/ls.json" "$T/out" <<'PY'; ok "ls: bytes_per_token is stored_bytes / tokens, and the B/TOKEN column shows it" $?
+import json, re, sys
+docs = json.loads(open(sys.argv[1]).readline().split("\t", 1)[-1])["docs"]
+rows = open(sys.argv[2]).read().splitlines()
+for d in docs:
+    # --json writes reals to 6 significant digits (cli_json.c)
+    assert abs(d["bytes_per_token"] - d["stored_bytes"] / d["tokens"]) <= 1e-5 * d["bytes_per_token"], d
+    if d["name"] == "apache":
+        row = [r for r in rows if r.startswith("apache ")][0].split()
+        v, u = float(row[5]), row[6]
+        shown = v * (1024 if u == "KiB" else 1)
+        # people see 2 significant digits below 10 KiB ("5.1 KiB"), integers of B
+        assert abs(shown - d["bytes_per_token"]) <= 0.06 * d["bytes_per_token"] + 1, (row, d)
+PY
 grep -Eq '^gpl\.txt +[0-9]+ ' "$T/out" && ! grep -q "$T" "$T/out"
 ok "the unnamed one by its source's base name (the full path only in info)" $?
 [ "$(awk '{ print length($0) - length($NF) }' "$T/out" | sort -u | wc -l)" -eq 1 ]
@@ -101,8 +116,10 @@ expect_rc "info by id prefix" 0 "$K" info "${GPL:0:8}"
 grep -q "^  source    $T/gpl.txt$" "$T/out"; ok "info shows the full source path" $?
 grep -Eq '^  snapshot [0-9a-f]{12}  kvzip budget 64, chunk 128, fp16  [0-9.]+ (KiB|MiB)  used ' "$T/out"
 ok "info names the snapshot's profile in words and its size" $?
-grep -Eq '[0-9]+ tokens -> [0-9]+ units \([0-9.]+ % kept, [0-9.]+x smaller than the full cache' "$T/out"
-ok "... with the kept share and the ratio" $?
+grep -Eq '[0-9]+ tokens -> [0-9]+ units \([0-9.]+ % kept, [0-9.]+x smaller than the full cache; [0-9.]+ (B|KiB) a token' "$T/out"
+ok "... with the kept share, the ratio and the bytes a token" $?
+grep -Eq '^  1 snapshot, [0-9.]+ (KiB|MiB) \([0-9.]+ (B|KiB) per document token\)$' "$T/out"
+ok "info: the document's stored bytes per token" $?
 
 # ---- the one snapshot rule, --local: a mismatch names what is stored, the
 # flags that answer from it, the command that re-ingests; both work
