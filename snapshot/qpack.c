@@ -6,7 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/kernels.h" /* for kern_f32_to_f16, kern_f16_to_f32 */
+#include "kernels/kernels.h"   /* for kern_f32_to_f16, kern_f16_to_f32 */
+#include "kernels/rope_rows.h" /* for kern_f16_to_f32_rows */
 #include "snapshot/qpack.h"
 
 #define QP_F16_MAX 65504.0f
@@ -268,13 +269,6 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 	return 0;
 }
 
-static void
-qp_f16_decode(const uint8_t *src, size_t n, float *dst)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		dst[i] = kern_f16_to_f32(qp_get16(src + 2 * i));
-}
 
 static int
 qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
@@ -348,8 +342,8 @@ qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
 {
 	int64_t g;
 	if (s == QP_F16) {
-		if (dst)
-			qp_f16_decode(src, (size_t)n * (size_t)d, dst);
+		if (dst) /* kern_f16_to_f32 of each, SIMD where the CPU has it */
+			kern_f16_to_f32_rows(src, dst, n * d);
 		return 0;
 	}
 	if (s == QP_Q4)

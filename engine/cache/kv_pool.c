@@ -245,12 +245,23 @@ eng_kv_prepare_layer(struct eng_kv *kv, int layer, const int64_t *counts)
 	return 0;
 }
 
-/* Rotated keys from the pre-RoPE ones: at the unit's position, or its slot. */
+/* Rotated keys from the pre-RoPE ones: at the unit's position, or its slot;
+ * through a table of angles (kv_rotate.c), or row by row when there is no
+ * memory for one (the same bits). */
 static void
 kv_derive_rotated(struct eng_kv *kv)
 {
+	uint32_t span = eng_kv_rope_span(kv, kv->pos_mode);
+	float *table = eng_kv_rope_table_alloc(kv, span);
 	int hd = kv->head_dim, l, m;
 	int64_t i;
+	if (table) {
+		eng_kv_rope_table_fill(kv, table, 0, span);
+		for (l = 0; l < kv->n_layer; l++)
+			eng_kv_derive_layer(kv, l, kv->pos_mode, table);
+		free(table);
+		return;
+	}
 	for (l = 0; l < kv->n_layer; l++) {
 		struct eng_kv_layer *L = &kv->layer[l];
 		for (m = 0; m < kv->n_head_kv; m++)
@@ -265,12 +276,10 @@ kv_derive_rotated(struct eng_kv *kv)
 int
 eng_kv_finish_load(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode)
 {
-	if (mode != ENG_POS_ORIGINAL && mode != ENG_POS_SLOT)
-		return ENG_ERR_ARG;
-	kv->next_pos = next_pos;
-	kv->pos_mode = mode;
-	kv_derive_rotated(kv);
-	return 0;
+	int rc = eng_kv_set_loaded(kv, next_pos, mode);
+	if (!rc)
+		kv_derive_rotated(kv);
+	return rc;
 }
 
 void
