@@ -24,14 +24,17 @@
  *
  * usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192]
  *        [--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc|q8|q4h|q4kch]
- *        [--chunk N] [--reps R] [--full-reps R] [--store DIR] [--json]
+ *        [--chunk N] [--reps R] [--full-reps R] [--store DIR] [--also-quants LIST]
+ *        [--json]
  *
  * --full-reps 0 skips the re-prefill (its columns print 0): the load split
  * alone, without minutes of prefill on a small machine.  --store DIR keeps
  * the store in DIR (created if missing) and, when it already holds this
  * document's snapshot for the profile, loads that one without ingesting
  * again (ingest tok/s and save ms then print 0): two builds can time their
- * loads of the same stored bytes, one run after the other.
+ * loads of the same stored bytes, one run after the other; --also-quants
+ * LIST saves the ingested pool in those forms too, so that runs with
+ * --quant one of them find it stored.
  *
  * Lengths are those of the chat-templated document (eng_chat_doc_ids); the
  * prose is cut as text, not as ids (the longest cut whose template fits,
@@ -55,6 +58,7 @@
 struct bt_opts {
 	const char *model, *policy, *popts, *store_dir;
 	int threads, reps, full_reps, full_set, json, quant;
+	int also[SNAP_QUANT_MAX + 1], n_also; /* --also-quants */
 	int64_t lengths[8], frac, chunk;
 	int n_lengths;
 };
@@ -246,6 +250,15 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 		    SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
 			goto out;
 		row->save_ms = (eng_now() - t0) * 1e3;
+		for (g = 0; g < o->n_also; g++) { /* for later runs with --store */
+			char ap[SNAP_MAX_PROFILE];
+			uint8_t aid[SNAP_ID_BYTES];
+			if (snap_profile(ap, sizeof(ap), aid, eng_model_fingerprint(m), p, o->chunk,
+			    o->also[g]) ||
+			    snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), ap, aid,
+			    o->also[g], SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
+				goto out;
+		}
 	}
 	eng_kv_free(kv);
 	kv = NULL;
@@ -366,6 +379,7 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		{ "chunk", required_argument, NULL, 'c' }, { "reps", required_argument, NULL, 'r' },
 		{ "full-reps", required_argument, NULL, 'F' }, { "json", no_argument, NULL, 'j' },
 		{ "store", required_argument, NULL, 'S' },
+		{ "also-quants", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *spec = "snapkv";
@@ -393,6 +407,16 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		case 'F': o->full_reps = atoi(optarg); o->full_set = 1; break;
 		case 'j': o->json = 1; break;
 		case 'S': o->store_dir = optarg; break;
+		case 'A': {
+			char buf[128], *tok, *save = NULL;
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (o->n_also > SNAP_QUANT_MAX ||
+				    (o->also[o->n_also++] = snap_quant_parse(tok)) < 0)
+					return -1;
+			}
+			break;
+		}
 		case 'q':
 			if ((o->quant = snap_quant_parse(optarg)) < 0)
 				return -1;
@@ -511,7 +535,7 @@ main(int argc, char **argv)
 	if (bt_parse(argc, argv, &o, pname, sizeof(pname))) {
 		fprintf(stderr, "usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192] "
 		    "[--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc|q8|q4h|q4kch] [--chunk N] "
-		    "[--reps R] [--full-reps R] [--store DIR] [--json]\n");
+		    "[--reps R] [--full-reps R] [--store DIR] [--also-quants LIST] [--json]\n");
 		return 1;
 	}
 	why[0] = 0;

@@ -6,6 +6,9 @@
  *    for bit, both styles, head_dims with and without a SIMD tail, every
  *    SIMD level this CPU has; fp16 rows equal kern_f16_to_f32 on all 65536
  *    values.
+ *  - qpack_bits: q4, q8 and q4-per-channel blocks unpacked (AVX2 where the
+ *    CPU has it) equal x̂ = μ + q·δ computed here from qpack.h's layouts,
+ *    value by value, bit for bit.
  *  - pool_equal: a real SmolLM2 cache (snapkv) saved to a real LMDB store
  *    in every form (fp16, q4, q4kc, q8, q4h, q4kch), loaded on one thread
  *    and on two, equals the pool the one-layer-at-a-time decoder gives
@@ -27,6 +30,7 @@
 #include "kernels/cpu/cpu_internal.h" /* for kern_cpu_force_simd */
 #include "kernels/rope.h"
 #include "kernels/rope_rows.h"
+#include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_io.h"
 #include "storage/store.h"
@@ -144,6 +148,88 @@ test_rope_rows(void)
 	}
 	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
 	return r;
+}
+
+/* x̂ = μ + q·δ as qpack.h defines it: one product, then one sum. */
+static float
+tl_deq(uint16_t m16, uint16_t d16, unsigned q)
+{
+	float t = (float)q * kern_f16_to_f32(d16);
+	return kern_f16_to_f32(m16) + t;
+}
+
+static void
+tl_put_pair(uint8_t *p)
+{
+	uint16_t d16 = kern_f32_to_f16((float)(tl_next() % 1000) / 997.0f);
+	uint16_t m16 = kern_f32_to_f16(tl_float());
+	p[0] = (uint8_t)d16;
+	p[1] = (uint8_t)(d16 >> 8);
+	p[2] = (uint8_t)m16;
+	p[3] = (uint8_t)(m16 >> 8);
+}
+
+static uint16_t
+tl_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static enum tap_result
+test_qpack_bits(void)
+{
+	static const int dims[] = { 32, 64, 128 };
+	int s, di;
+	for (s = QP_Q4; s <= QP_Q8; s++)
+		for (di = 0; di < 3; di++) {
+			int d = dims[di], c, ok = 1;
+			int64_t n = 45, r, i; /* the per-channel form's last group: 13 rows */
+			size_t bytes = (size_t)qp_bytes((enum qp_scheme)s, (uint64_t)n, d), at;
+			uint8_t *b = malloc(bytes);
+			float *x = malloc((size_t)(n * d) * sizeof(float));
+			TAP_CHECK(b && x, "out of memory");
+			for (at = 0; at < bytes; at++)
+				b[at] = (uint8_t)tl_next();
+			if (s == QP_Q4_CH) {
+				for (r = 0, at = 0; r < n; r += 32) {
+					int64_t gn = n - r < 32 ? n - r : 32;
+					for (c = 0; c < d; c++)
+						tl_put_pair(b + at + 4 * (size_t)c);
+					at += 4 * (size_t)d + (size_t)gn * (size_t)d / 2;
+				}
+			} else {
+				size_t gb = s == QP_Q4 ? 20 : 36;
+				for (at = 0; at < bytes; at += gb)
+					tl_put_pair(b + at);
+			}
+			TAP_CHECK(qp_decode((enum qp_scheme)s, b, n, d, x) == 0, "decode");
+			for (r = 0; r < n && ok; r++)
+				for (i = 0; i < d && ok; i++) {
+					float w;
+					if (s == QP_Q4_CH) {
+						const uint8_t *g = b + (size_t)(r / 32) * (4 * (size_t)d + 16 * (size_t)d);
+						unsigned q = g[4 * d + (r % 32) * (d / 2) + i / 2];
+						w = tl_deq(tl_get16(g + 4 * i + 2), tl_get16(g + 4 * i),
+						    i % 2 ? q >> 4 : q & 15u);
+					} else {
+						size_t gb = s == QP_Q4 ? 20 : 36;
+						const uint8_t *g = b + ((size_t)r * (size_t)(d / 32) + (size_t)(i / 32)) * gb;
+						unsigned q = s == QP_Q4 ? g[4 + (i % 32) / 2] : g[4 + i % 32];
+						if (s == QP_Q4)
+							q = i % 2 ? q >> 4 : q & 15u;
+						w = tl_deq(tl_get16(g + 2), tl_get16(g), q);
+					}
+					if (memcmp(&w, &x[r * d + i], sizeof(w))) {
+						tap_diag("scheme %d d %d row %lld [%lld]: %.9g, not %.9g", s, d,
+						    (long long)r, (long long)i, (double)x[r * d + i], (double)w);
+						ok = 0;
+					}
+				}
+			free(b);
+			free(x);
+			TAP_CHECK(ok, "unpacked values differ");
+		}
+	return TAP_PASS;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -479,6 +565,7 @@ test_first_error(void)
 
 static const struct tap_test tests[] = {
 	{ "rope_rows", test_rope_rows },
+	{ "qpack_bits", test_qpack_bits },
 	{ "pool_equal", test_pool_equal },
 	{ "first_error", test_first_error },
 };
