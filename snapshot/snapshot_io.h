@@ -60,9 +60,11 @@ int snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
     struct eng_kv **out, struct snap_header *h, char *why, size_t why_len);
 
-/* Where a load's time went (snap_load_ex): seconds of each phase summed
- * over the threads that ran it, and the load's wall time.  Stored MB over
- * a phase's seconds / threads is that phase's speed on all the threads. */
+/* Where a load's time went (snap_load_ex): the CPU seconds of each phase
+ * summed over the threads that ran it (thread CPU time, so a busy machine
+ * does not count the waits for a core), and the load's wall time.  Stored
+ * MB over a phase's seconds / threads is that phase's speed on all the
+ * threads when each has a core. */
 struct snap_load_stats {
 	uint64_t stored_bytes; /* header and layer records as stored */
 	int threads;

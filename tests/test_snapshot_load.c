@@ -9,6 +9,8 @@
  *  - qpack_bits: q4, q8 and q4-per-channel blocks unpacked (AVX2 where the
  *    CPU has it) equal x̂ = μ + q·δ computed here from qpack.h's layouts,
  *    value by value, bit for bit.
+ *  - hadamard_bits: hd_rotate_rows (AVX2 where the CPU has it) equals the
+ *    scalar butterflies in double written out here, bit for bit.
  *  - pool_equal: a real SmolLM2 cache (snapkv) saved to a real LMDB store
  *    in every form (fp16, q4, q4kc, q8, q4h, q4kch), loaded on one thread
  *    and on two, equals the pool the one-layer-at-a-time decoder gives
@@ -30,6 +32,7 @@
 #include "kernels/cpu/cpu_internal.h" /* for kern_cpu_force_simd */
 #include "kernels/rope.h"
 #include "kernels/rope_rows.h"
+#include "snapshot/hadamard.h"
 #include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_io.h"
@@ -229,6 +232,43 @@ test_qpack_bits(void)
 			free(x);
 			TAP_CHECK(ok, "unpacked values differ");
 		}
+	return TAP_PASS;
+}
+
+/* hadamard.c's scalar definition: butterflies in double, one scaling. */
+static void
+tl_hadamard(float *row, int d)
+{
+	double t[HD_MAX_DIM], scale = 1.0 / sqrt((double)d);
+	int i, j, len;
+	for (i = 0; i < d; i++)
+		t[i] = row[i];
+	for (len = 1; len < d; len <<= 1)
+		for (i = 0; i < d; i += len << 1)
+			for (j = i; j < i + len; j++) {
+				double a = t[j], b = t[j + len];
+				t[j] = a + b;
+				t[j + len] = a - b;
+			}
+	for (i = 0; i < d; i++)
+		row[i] = (float)(t[i] * scale);
+}
+
+static enum tap_result
+test_hadamard_bits(void)
+{
+	static float x[3 * HD_MAX_DIM], want[3 * HD_MAX_DIM];
+	int d, i, r;
+	for (d = 2; d <= HD_MAX_DIM; d <<= 1) {
+		for (i = 0; i < 3 * d; i++)
+			x[i] = want[i] = tl_float() * (i % 7 ? 1.0f : 1000.0f);
+		hd_rotate_rows(x, 3, d);
+		for (r = 0; r < 3; r++)
+			tl_hadamard(want + r * d, d);
+		for (i = 0; i < 3 * d; i++)
+			TAP_CHECK(!memcmp(&x[i], &want[i], sizeof(float)), "d %d [%d]: %.9g, not %.9g",
+			    d, i, (double)x[i], (double)want[i]);
+	}
 	return TAP_PASS;
 }
 
@@ -566,6 +606,7 @@ test_first_error(void)
 static const struct tap_test tests[] = {
 	{ "rope_rows", test_rope_rows },
 	{ "qpack_bits", test_qpack_bits },
+	{ "hadamard_bits", test_hadamard_bits },
 	{ "pool_equal", test_pool_equal },
 	{ "first_error", test_first_error },
 };
