@@ -372,12 +372,14 @@ snap_frame_size(const uint8_t *buf, size_t len, uint64_t bound, const char *what
 	return 0;
 }
 
-/* One checked frame (snap_frame_size) of `size` bytes into dst. */
+/* One checked frame (snap_frame_size) of `size` bytes into dst, with the
+ * caller's context (NULL: a new one for this call). */
 static int
-snap_frame_decompress(const uint8_t *buf, size_t len, uint64_t size, const char *what,
-    uint8_t *dst, char *why, size_t why_len)
+snap_frame_decompress(ZSTD_DCtx *dctx, const uint8_t *buf, size_t len, uint64_t size,
+    const char *what, uint8_t *dst, char *why, size_t why_len)
 {
-	size_t got = ZSTD_decompress(dst, (size_t)size, buf, len);
+	size_t got = dctx ? ZSTD_decompressDCtx(dctx, dst, (size_t)size, buf, len) :
+	    ZSTD_decompress(dst, (size_t)size, buf, len);
 	if (ZSTD_isError(got) || got != size)
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: zstd: %s", what,
 		    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
@@ -390,7 +392,7 @@ static int
 snap_unseal(const uint8_t *buf, size_t len, uint64_t bound, const char *what, uint8_t **out,
     size_t *out_len, char *why, size_t why_len)
 {
-	uint64_t size;
+	uint64_t size = 0;
 	uint8_t *dst;
 	int rc;
 
@@ -400,7 +402,7 @@ snap_unseal(const uint8_t *buf, size_t len, uint64_t bound, const char *what, ui
 		return rc;
 	if (!(dst = malloc(size ? (size_t)size : 1)))
 		return SNAP_ERR_NOMEM;
-	if ((rc = snap_frame_decompress(buf, len, size, what, dst, why, why_len))) {
+	if ((rc = snap_frame_decompress(NULL, buf, len, size, what, dst, why, why_len))) {
 		free(dst);
 		return rc;
 	}
@@ -1225,9 +1227,9 @@ snap_layer_unseal(const uint8_t *buf, size_t len, const struct snap_header *h, i
 
 int
 snap_layer_unseal_into(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
-    uint8_t *dst, size_t cap, size_t *rec_len, char *why, size_t why_len)
+    ZSTD_DCtx *dctx, uint8_t *dst, size_t cap, size_t *rec_len, char *why, size_t why_len)
 {
-	uint64_t size;
+	uint64_t size = 0;
 	char what[32];
 	int rc;
 
@@ -1238,7 +1240,7 @@ snap_layer_unseal_into(const uint8_t *buf, size_t len, const struct snap_header 
 	if (size > cap)
 		return eng_fail(why, why_len, SNAP_ERR_ARG, "%s: %llu bytes, the buffer holds %zu",
 		    what, (unsigned long long)size, cap); /* the caller's bound was wrong */
-	if ((rc = snap_frame_decompress(buf, len, size, what, dst, why, why_len)))
+	if ((rc = snap_frame_decompress(dctx, buf, len, size, what, dst, why, why_len)))
 		return rc;
 	*rec_len = (size_t)size;
 	return 0;

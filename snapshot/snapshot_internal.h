@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <zstd.h>
 
 #include "snapshot/snapshot.h"
 
@@ -24,10 +25,13 @@ int snap_layer_sum_check(const uint8_t *buf, size_t len, const struct snap_heade
 uint64_t snap_layer_max_bytes(const struct snap_header *h, int layer);
 
 /* The stored frame decompressed into dst (cap bytes, at least
- * snap_layer_max_bytes); *rec_len the decoded length.  Checks the frame
- * (one frame, declared size within the bound) first. */
+ * snap_layer_max_bytes) with zstd context dctx (one thread's, reused from
+ * record to record; NULL: a new one each call); *rec_len the decoded
+ * length.  Checks the frame (one frame, declared size within the bound)
+ * first. */
 int snap_layer_unseal_into(const uint8_t *buf, size_t len, const struct snap_header *h,
-    int layer, uint8_t *dst, size_t cap, size_t *rec_len, char *why, size_t why_len);
+    int layer, ZSTD_DCtx *dctx, uint8_t *dst, size_t cap, size_t *rec_len, char *why,
+    size_t why_len);
 
 /* The same into a new exactly sized buffer (*rec, free it). */
 int snap_layer_unseal(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,

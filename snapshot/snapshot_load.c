@@ -100,7 +100,7 @@ load_table_part(void *arg, int ith, int nth)
 
 /* Layer l start to end (see the top of the file); 0 or a SNAP_ code. */
 static int
-load_layer(struct load_job *j, struct load_part *p, int l, uint8_t *scratch)
+load_layer(struct load_job *j, struct load_part *p, int l, ZSTD_DCtx *dctx, uint8_t *scratch)
 {
 	const struct snap_header *h = j->h;
 	size_t n = 0;
@@ -110,7 +110,7 @@ load_layer(struct load_job *j, struct load_part *p, int l, uint8_t *scratch)
 	if ((rc = snap_layer_sum_check(j->buf[l], j->len[l], h, l, p->why, sizeof(p->why))))
 		return rc;
 	load_lap(&t, &p->st.verify_s);
-	rc = snap_layer_unseal_into(j->buf[l], j->len[l], h, l, scratch, j->cap, &n, p->why,
+	rc = snap_layer_unseal_into(j->buf[l], j->len[l], h, l, dctx, scratch, j->cap, &n, p->why,
 	    sizeof(p->why));
 	load_lap(&t, &p->st.unzip_s);
 	if (rc || (rc = snap_record_sum_check(scratch, n, l, p->why, sizeof(p->why))))
@@ -132,11 +132,12 @@ load_layers_part(void *arg, int ith, int nth)
 	struct load_job *j = arg;
 	struct load_part *p = &j->part[ith];
 	uint8_t *scratch = malloc(j->cap ? j->cap : 1);
+	ZSTD_DCtx *dctx = ZSTD_createDCtx(); /* NULL: a new one per record */
 	int l, rc;
 
 	(void)nth;
 	while (!atomic_load(&j->stop) && (l = atomic_fetch_add(&j->next, 1)) < j->h->n_layer) {
-		rc = scratch ? load_layer(j, p, l, scratch) : SNAP_ERR_NOMEM;
+		rc = scratch ? load_layer(j, p, l, dctx, scratch) : SNAP_ERR_NOMEM;
 		if (rc) {
 			if (rc == SNAP_ERR_NOMEM)
 				snprintf(p->why, sizeof(p->why), "layer %d: out of memory", l);
@@ -146,6 +147,7 @@ load_layers_part(void *arg, int ith, int nth)
 			break;
 		}
 	}
+	ZSTD_freeDCtx(dctx);
 	free(scratch);
 }
 
