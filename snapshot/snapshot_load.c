@@ -6,7 +6,8 @@
  * stay valid until store_read_end), decodes the header and allocates the
  * pool.  Then, on every thread of the kern_ctx (kern_parallel): first a
  * share of the table of RoPE angles for positions [0, next_pos)
- * (engine/cache/kv_rotate.c), then whole layers, taken in order from a
+ * (engine/cache/kv_rotate.c; none when next_pos exceeds the keys to
+ * rotate: they are rotated row by row), then whole layers, taken in order from a
  * shared counter, each from start to end on one thread: BLAKE2b-128 of the
  * record as stored against the header's, zstd into the thread's scratch
  * buffer, the record's own BLAKE2b-128, the rows unpacked into the pool
@@ -94,7 +95,8 @@ load_table_part(void *arg, int ith, int nth)
 	double t = load_cpu();
 	uint32_t a = (uint32_t)((uint64_t)j->span * (uint64_t)ith / (uint64_t)nth);
 	uint32_t b = (uint32_t)((uint64_t)j->span * (uint64_t)(ith + 1) / (uint64_t)nth);
-	eng_kv_rope_table_fill(j->kv, j->table, a, b - a);
+	if (j->table)
+		eng_kv_rope_table_fill(j->kv, j->table, a, b - a);
 	load_lap(&t, &j->part[ith].st.place_s);
 }
 
@@ -200,6 +202,7 @@ snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	const uint8_t *buf;
 	size_t len;
 	double t0 = eng_now(), t = load_cpu();
+	int64_t units = 0;
 	int l, rc;
 
 	*out = NULL;
@@ -243,9 +246,14 @@ snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 		    eng_strerror(rc));
 		goto out;
 	}
-	/* slots run below the largest count, which is below next_pos */
+	/* slots run below the largest count, which is below next_pos; a table
+	 * only when it has fewer rows than the keys to rotate (a header's
+	 * next_pos alone must not size it), else the angles row by row */
+	for (l = 0; l < h->n_layer * h->n_head_kv; l++)
+		units += h->counts[l];
 	j.span = h->next_pos;
-	if (!(j.table = eng_kv_rope_table_alloc(j.kv, j.span))) {
+	if (eng_kv_rope_table_worth(j.span, units) &&
+	    !(j.table = eng_kv_rope_table_alloc(j.kv, j.span))) {
 		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "out of memory");
 		goto out;
 	}

@@ -17,6 +17,10 @@
  *    (snap_layer_decode) in every field bit for bit, and its rotated keys
  *    are kern_rope_head_at of its keys (NaN rows stay NaN); the question's
  *    logits over it are the reference pool's, bit for bit.
+ *  - far_positions: a pool of two units per head at positions near 2^31
+ *    loads, its keys rotated row by row (a table of next_pos angles would
+ *    be 512 GB: before the table was bounded by the rows, such a header
+ *    made the load fail for memory, or spend minutes on a smaller one).
  *  - first_error: two damaged layers; a two-thread load names the lower,
  *    every time, as a one-thread load does, and returns no pool.
  */
@@ -603,11 +607,67 @@ test_first_error(void)
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
+static enum tap_result
+test_far_positions(void)
+{
+	struct tl_env *e;
+	struct eng_kv *src = NULL, *kv = NULL, *ref = NULL;
+	struct kern_ctx *k2 = NULL;
+	struct snap_header h;
+	uint8_t pid[SNAP_ID_BYTES];
+	char prof[SNAP_MAX_PROFILE], why[256] = "";
+	int64_t counts[16];
+	int rc = tl_setup(), l, m, ok = 0;
+
+	if (rc > 0)
+		return TAP_SKIP;
+	TAP_CHECK(rc == 0, "set-up");
+	e = &g_env;
+	TAP_CHECK(e->kv->n_head_kv <= 16, "too many KV heads for this test");
+	TAP_CHECK(eng_kv_init(&src, e->m, 4) == 0, "pool");
+	for (m = 0; m < src->n_head_kv; m++)
+		counts[m] = 2;
+	for (l = 0; l < src->n_layer; l++) {
+		struct eng_kv_layer *L = &src->layer[l];
+		TAP_EXPECT(eng_kv_prepare_layer(src, l, counts) == 0, "layout");
+		for (m = 0; m < src->n_head_kv; m++) {
+			int64_t r, i;
+			for (r = L->off[m]; r < L->off[m] + 2; r++) {
+				L->pos[r] = 2147483643u + 3u * (uint32_t)(r - L->off[m]);
+				L->score[r] = 1.0f;
+				for (i = 0; i < src->head_dim; i++) {
+					L->k[r * src->head_dim + i] = tl_float();
+					L->v[r * src->head_dim + i] = tl_float();
+				}
+			}
+		}
+	}
+	TAP_EXPECT(eng_kv_finish_load(src, 2147483647u, ENG_POS_ORIGINAL) == 0, "finish");
+	snprintf(prof, sizeof(prof), "test:far-positions");
+	memset(pid, 0xfa, sizeof(pid));
+	TAP_EXPECT(snap_save(e->s, &e->d, src, e->m->hp.n_head, eng_model_fingerprint(e->m), prof,
+	    pid, SNAP_FP16, SNAP_ZLEVEL_DEFAULT, TL_N, why, sizeof(why)) == 0, "save: %s", why);
+	TAP_EXPECT(kern_ctx_init(&k2, 2) == 0, "a 2-thread kern_ctx");
+	TAP_EXPECT(snap_load_ex(e->s, e->d.doc_id, pid, e->m, 1, k2, &kv, &h, NULL, why,
+	    sizeof(why)) == 0, "load: %s", why);
+	snap_header_free(&h);
+	TAP_EXPECT(tl_reference(pid, kv->rows / kv->n_head_kv, &ref) == 0, "reference");
+	TAP_EXPECT(tl_pool_equal(ref, kv, "far positions") == 0, "the loaded pool differs");
+	ok = 1;
+out:
+	eng_kv_free(src);
+	eng_kv_free(kv);
+	eng_kv_free(ref);
+	kern_ctx_free(k2);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
 static const struct tap_test tests[] = {
 	{ "rope_rows", test_rope_rows },
 	{ "qpack_bits", test_qpack_bits },
 	{ "hadamard_bits", test_hadamard_bits },
 	{ "pool_equal", test_pool_equal },
+	{ "far_positions", test_far_positions },
 	{ "first_error", test_first_error },
 };
 

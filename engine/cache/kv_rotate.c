@@ -4,7 +4,11 @@
  * a cosine and a sine per pair of every row: a loaded pool's units share
  * next_pos positions at most, a layer × head × unit's worth of rows.  The
  * table holds kern_rope_angles' values, so the keys are those
- * kern_rope_head_at gives, bit for bit (contract in cache.h).
+ * kern_rope_head_at gives, bit for bit (contract in cache.h).  A table is
+ * built only when it has no more positions than there are rows to rotate
+ * (eng_kv_rope_table_worth), so a pool of few units at large positions (a
+ * hostile snapshot header's next_pos) costs what it did row by row, never
+ * a table of next_pos rows.
  */
 #include <stdlib.h>
 
@@ -51,13 +55,28 @@ void
 eng_kv_derive_layer(struct eng_kv *kv, int layer, enum eng_pos_mode mode, const float *table)
 {
 	struct eng_kv_layer *L = &kv->layer[layer];
+	float ts = kern_rope_theta_scale(kv->rope_base, kv->head_dim);
 	size_t hd = (size_t)kv->head_dim;
+	int64_t i;
 	int m;
 	for (m = 0; m < kv->n_head_kv; m++) {
 		size_t r = (size_t)L->off[m];
-		kern_rope_rows(L->kr + r * hd, L->k + r * hd, L->len[m],
-		    mode == ENG_POS_SLOT ? NULL : L->pos + r, table, kv->head_dim, kv->rope_style);
+		if (table) {
+			kern_rope_rows(L->kr + r * hd, L->k + r * hd, L->len[m],
+			    mode == ENG_POS_SLOT ? NULL : L->pos + r, table, kv->head_dim, kv->rope_style);
+			continue;
+		}
+		for (i = 0; i < L->len[m]; i++, r++) /* the angles made row by row */
+			kern_rope_head_at(L->kr + r * hd, L->k + r * hd,
+			    mode == ENG_POS_SLOT ? (uint32_t)i : L->pos[r], ts, kv->rope_freqs,
+			    kv->head_dim, kv->rope_style);
 	}
+}
+
+int
+eng_kv_rope_table_worth(uint32_t n_pos, int64_t rows)
+{
+	return (int64_t)n_pos <= rows;
 }
 
 int
