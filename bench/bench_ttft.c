@@ -11,6 +11,14 @@
  *           the bytes read; stored MiB = the store's own count);
  *   ttft    snap_load into a fresh pool (read, checksums, zstd, re-rotation)
  *           + the question prefilled over it + the first token (greedy);
+ *   split   the load's phases (snap_load_ex's struct snap_load_stats):
+ *           read (the store's reader), verify (BLAKE2b of the records),
+ *           unzip (zstd), decode (rows unpacked into the pool), place (the
+ *           pool allocated, laid out, keys rotated), each as MB/s of stored
+ *           bytes over the phase's CPU seconds per thread, and all phases
+ *           together ("CPU-bound": what the load runs at when every thread
+ *           has a core; on a busy machine the wall time is far longer)
+ *           (medians of --reps);
  *   full    a fresh cache: document + question prefilled in one call + the
  *           first token: what answering costs without a snapshot (median
  *           of --full-reps runs, default --reps: 1 is enough at 8K on CPU);
@@ -18,8 +26,18 @@
  * KVSNAP_BACKEND=cuda runs the model work on the GPU.
  *
  * usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192]
- *        [--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc] [--chunk N]
- *        [--reps R] [--full-reps R] [--json]
+ *        [--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc|q8|q4h|q4kch]
+ *        [--chunk N] [--reps R] [--full-reps R] [--store DIR] [--also-quants LIST]
+ *        [--json]
+ *
+ * --full-reps 0 skips the re-prefill (its columns print 0): the load split
+ * alone, without minutes of prefill on a small machine.  --store DIR keeps
+ * the store in DIR (created if missing) and, when it already holds this
+ * document's snapshot for the profile, loads that one without ingesting
+ * again (ingest tok/s and save ms then print 0): two builds can time their
+ * loads of the same stored bytes, one run after the other; --also-quants
+ * LIST saves the ingested pool in those forms too, so that runs with
+ * --quant one of them find it stored.
  *
  * Lengths are those of the chat-templated document (eng_chat_doc_ids); the
  * prose is cut as text, not as ids (the longest cut whose template fits,
@@ -41,8 +59,9 @@
 #define BT_DECODE 32
 
 struct bt_opts {
-	const char *model, *policy, *popts;
-	int threads, reps, full_reps, json, quant;
+	const char *model, *policy, *popts, *store_dir;
+	int threads, reps, full_reps, full_set, json, quant;
+	int also[SNAP_QUANT_MAX + 1], n_also; /* --also-quants */
 	int64_t lengths[8], frac, chunk;
 	int n_lengths;
 };
@@ -50,7 +69,16 @@ struct bt_opts {
 struct bt_row {
 	int64_t n, budget, units;
 	double save_ms, stored_mb, read_mb, read_ms, load_ms, prefill_ms, ttft_ms, full_ms, ingest_tps, decode_tps;
+	/* the load split: MB/s of stored bytes per phase, the whole load's */
+	double load_mbs, read_mbs, verify_mbs, unzip_mbs, decode_mbs, place_mbs, cpu_mbs;
 };
+
+/* Stored MB per second of a phase that took `s` thread-seconds on `threads`. */
+static double
+bt_rate(uint64_t bytes, double s, int threads)
+{
+	return s > 0 ? (double)bytes / 1e6 / (s / threads) : 0.0;
+}
 
 static int
 bt_cmp(const void *a, const void *b)
@@ -143,6 +171,7 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
     const char *prose, size_t prose_len, int64_t want, struct bt_row *row)
 {
 	char dir[] = "/tmp/kvsnap-bench-ttft-XXXXXX", why[512] = "", prof[SNAP_MAX_PROFILE];
+	struct store_reader *have = NULL;
 	uint8_t pid[SNAP_ID_BYTES];
 	int32_t *doc = NULL, *q = NULL, *all = NULL, first = 0;
 	int64_t n, n_q, r;
@@ -155,18 +184,25 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 	struct snap_header h;
 	double t0, *rd = calloc((size_t)o->reps, sizeof(double)), *ld = calloc((size_t)o->reps,
 	    sizeof(double)), *pf = calloc((size_t)o->reps, sizeof(double)),
-	    *fl = calloc((size_t)o->full_reps, sizeof(double));
+	    *fl = calloc((size_t)o->full_reps + 1, sizeof(double));
+	double *ph[7];
+	struct snap_load_stats ls;
 	float *logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
 	uint64_t rbytes = 0;
 	int rc = -1, e, l, g;
 
 	memset(row, 0, sizeof(*row));
 	memset(&h, 0, sizeof(h));
-	if (!rd || !ld || !pf || !fl || !logits || !mkdtemp(dir)) {
+	for (g = 0; g < 7; g++)
+		ph[g] = calloc((size_t)o->reps, sizeof(double));
+	if (!rd || !ld || !pf || !fl || !logits || !ph[0] || !ph[1] || !ph[2] || !ph[3] || !ph[4] ||
+	    !ph[5] || !ph[6] || (!o->store_dir && !mkdtemp(dir))) {
 		snprintf(why, sizeof(why), "out of memory or no temp dir");
 		dir[0] = 0;
 		goto out;
 	}
+	if (o->store_dir)
+		dir[0] = 0; /* kept, not removed */
 	/* the re-prefill reads document + question + the answer within the
 	 * model's window */
 	if (want > m->hp.n_ctx_train - 64)
@@ -192,15 +228,6 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 		snprintf(why, sizeof(why), "engine set-up: %s", eng_strerror(e));
 		goto out;
 	}
-	t0 = eng_now();
-	if ((e = eng_ingest(c, kv, p, doc, n, o->chunk, NULL))) {
-		snprintf(why, sizeof(why), "ingest: %s", eng_strerror(e));
-		goto out;
-	}
-	row->ingest_tps = (double)n / (eng_now() - t0);
-	for (l = 0; l < m->hp.n_layer; l++)
-		for (g = 0; g < m->hp.n_head_kv; g++)
-			row->units += eng_kv_len(kv, l, g);
 	memset(&d, 0, sizeof(d));
 	store_doc_id(doc, (size_t)n * sizeof(int32_t), d.doc_id);
 	d.tokens = (uint64_t)n;
@@ -209,22 +236,55 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 		snprintf(why, sizeof(why), "profile: error %d", e);
 		goto out;
 	}
-	t0 = eng_now();
-	if (store_open(&s, dir, &so, why, sizeof(why)) ||
-	    snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), prof, pid, o->quant,
-	    SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
+	if (store_open(&s, o->store_dir ? o->store_dir : dir, &so, why, sizeof(why)))
 		goto out;
-	row->save_ms = (eng_now() - t0) * 1e3;
+	if (o->store_dir && !store_read_begin(s, d.doc_id, pid, &have, why, sizeof(why))) {
+		store_read_end(have); /* stored by an earlier run: load that */
+		why[0] = 0;
+	} else {
+		t0 = eng_now();
+		if ((e = eng_ingest(c, kv, p, doc, n, o->chunk, NULL))) {
+			snprintf(why, sizeof(why), "ingest: %s", eng_strerror(e));
+			goto out;
+		}
+		row->ingest_tps = (double)n / (eng_now() - t0);
+		t0 = eng_now();
+		if (snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), prof, pid, o->quant,
+		    SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
+			goto out;
+		row->save_ms = (eng_now() - t0) * 1e3;
+		for (g = 0; g < o->n_also; g++) { /* for later runs with --store */
+			char ap[SNAP_MAX_PROFILE];
+			uint8_t aid[SNAP_ID_BYTES];
+			if (snap_profile(ap, sizeof(ap), aid, eng_model_fingerprint(m), p, o->chunk,
+			    o->also[g]) ||
+			    snap_save(s, &d, kv, m->hp.n_head, eng_model_fingerprint(m), ap, aid,
+			    o->also[g], SNAP_ZLEVEL_DEFAULT, (uint64_t)n, why, sizeof(why)))
+				goto out;
+		}
+	}
 	eng_kv_free(kv);
 	kv = NULL;
 	for (r = 0; r < o->reps; r++) {
 		if (bt_read(s, d.doc_id, pid, m->hp.n_layer, &rd[r], &rbytes))
 			goto out;
 		t0 = eng_now();
-		if (snap_load(s, d.doc_id, pid, m, n_q + BT_DECODE + 2, &kv, &h, why, sizeof(why)))
+		if (snap_load_ex(s, d.doc_id, pid, m, n_q + BT_DECODE + 2, eng_ctx_kern(c), &kv, &h,
+		    &ls, why, sizeof(why)))
 			goto out;
 		ld[r] = eng_now() - t0;
+		ph[0][r] = bt_rate(ls.stored_bytes, ls.read_s, ls.threads);
+		ph[1][r] = bt_rate(ls.stored_bytes, ls.verify_s, ls.threads);
+		ph[2][r] = bt_rate(ls.stored_bytes, ls.unzip_s, ls.threads);
+		ph[3][r] = bt_rate(ls.stored_bytes, ls.decode_s, ls.threads);
+		ph[4][r] = bt_rate(ls.stored_bytes, ls.place_s, ls.threads);
+		ph[5][r] = bt_rate(ls.stored_bytes, ls.total_s, 1);
+		ph[6][r] = bt_rate(ls.stored_bytes, ls.read_s + ls.verify_s + ls.unzip_s +
+		    ls.decode_s + ls.place_s, ls.threads);
 		snap_header_free(&h);
+		for (row->units = 0, l = 0; l < m->hp.n_layer; l++)
+			for (g = 0; g < m->hp.n_head_kv; g++)
+				row->units += eng_kv_len(kv, l, g);
 		t0 = eng_now();
 		if ((e = bt_first(c, kv, m, q, n_q, logits, &first))) {
 			snprintf(why, sizeof(why), "question: %s", eng_strerror(e));
@@ -266,7 +326,14 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 	for (r = 0; r < o->reps; r++)
 		pf[r] += ld[r]; /* ttft per rep, for its median */
 	row->read_ms = bt_median(rd, o->reps) * 1e3;
-	row->full_ms = bt_median(fl, o->full_reps) * 1e3;
+	row->full_ms = o->full_reps ? bt_median(fl, o->full_reps) * 1e3 : 0.0;
+	row->read_mbs = bt_median(ph[0], o->reps);
+	row->verify_mbs = bt_median(ph[1], o->reps);
+	row->unzip_mbs = bt_median(ph[2], o->reps);
+	row->decode_mbs = bt_median(ph[3], o->reps);
+	row->place_mbs = bt_median(ph[4], o->reps);
+	row->load_mbs = bt_median(ph[5], o->reps);
+	row->cpu_mbs = bt_median(ph[6], o->reps);
 	row->read_mb = (double)rbytes / 1048576.0;
 	row->ttft_ms = bt_median(pf, o->reps) * 1e3;
 	row->load_ms = bt_median(ld, o->reps) * 1e3;
@@ -275,7 +342,8 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 		struct store_stats st;
 		if (store_stats(s, &st, why, sizeof(why)))
 			goto out;
-		row->stored_mb = (double)st.stored_bytes / 1048576.0;
+		row->stored_mb = (double)(o->store_dir ? ls.stored_bytes : st.stored_bytes) /
+		    1048576.0; /* a kept store may hold other snapshots */
 	}
 	rc = 0;
 out:
@@ -303,6 +371,8 @@ out:
 	free(ld);
 	free(pf);
 	free(fl);
+	for (g = 0; g < 7; g++)
+		free(ph[g]);
 	return rc;
 }
 
@@ -314,6 +384,8 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		{ "frac", required_argument, NULL, 'f' }, { "quant", required_argument, NULL, 'q' },
 		{ "chunk", required_argument, NULL, 'c' }, { "reps", required_argument, NULL, 'r' },
 		{ "full-reps", required_argument, NULL, 'F' }, { "json", no_argument, NULL, 'j' },
+		{ "store", required_argument, NULL, 'S' },
+		{ "also-quants", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *spec = "snapkv";
@@ -338,8 +410,19 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		case 'f': o->frac = atoll(optarg); break;
 		case 'c': o->chunk = atoll(optarg); break;
 		case 'r': o->reps = atoi(optarg); break;
-		case 'F': o->full_reps = atoi(optarg); break;
+		case 'F': o->full_reps = atoi(optarg); o->full_set = 1; break;
 		case 'j': o->json = 1; break;
+		case 'S': o->store_dir = optarg; break;
+		case 'A': {
+			char buf[128], *tok, *save = NULL;
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (o->n_also > SNAP_QUANT_MAX ||
+				    (o->also[o->n_also++] = snap_quant_parse(tok)) < 0)
+					return -1;
+			}
+			break;
+		}
 		case 'q':
 			if ((o->quant = snap_quant_parse(optarg)) < 0)
 				return -1;
@@ -365,9 +448,9 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		default: return -1;
 		}
 	}
-	if (!o->full_reps)
+	if (!o->full_set)
 		o->full_reps = o->reps;
-	if (o->reps < 1 || o->full_reps < 1 || o->frac < 1 || o->chunk < 1 || o->threads < 1 ||
+	if (o->reps < 1 || o->full_reps < 0 || o->frac < 1 || o->chunk < 1 || o->threads < 1 ||
 	    optind != argc)
 		return -1;
 	{
@@ -396,6 +479,28 @@ bt_header(const struct bt_opts *o)
 	    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 }
 
+/* The load split of every row, after the main table. */
+static void
+bt_print_split(const struct bt_row *rows, int n)
+{
+	int i;
+	printf("\nload split, MB/s of stored bytes: the load's over its wall time; a phase's "
+	    "over its CPU seconds per thread; CPU-bound: over all phases' CPU seconds per thread "
+	    "(the load's speed when every thread has a core)\n\n"
+	    "| n | stored MiB | load ms | load MB/s | CPU-bound MB/s | read | verify | unzip | "
+	    "decode | place | question ms | TTFT / question |\n"
+	    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (i = 0; i < n; i++) {
+		const struct bt_row *r = &rows[i];
+		printf("| %lld | %.2f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | "
+		    "%.2fx |\n",
+		    (long long)r->n, r->stored_mb, r->load_ms, r->load_mbs, r->cpu_mbs, r->read_mbs,
+		    r->verify_mbs,
+		    r->unzip_mbs, r->decode_mbs, r->place_mbs, r->prefill_ms,
+		    r->ttft_ms / r->prefill_ms);
+	}
+}
+
 static void
 bt_print(const struct bt_opts *o, const struct bt_row *r)
 {
@@ -404,11 +509,14 @@ bt_print(const struct bt_opts *o, const struct bt_row *r)
 		    "\"quant\":\"%s\",\"stored_mb\":%.3f,\"read_mb\":%.3f,\"read_ms\":%.3f,"
 		    "\"load_ms\":%.2f,\"question_ms\":%.2f,\"ttft_ms\":%.2f,"
 		    "\"ttft_over_read\":%.1f,\"reprefill_ms\":%.1f,\"speedup\":%.1f,"
-		    "\"ingest_tok_s\":%.1f,\"save_ms\":%.1f,\"decode_tok_s\":%.1f}\n",
+		    "\"ingest_tok_s\":%.1f,\"save_ms\":%.1f,\"decode_tok_s\":%.1f,"
+		    "\"load_mb_s\":%.0f,\"cpu_bound_mb_s\":%.0f,\"read_mb_s\":%.0f,\"verify_mb_s\":%.0f,"
+		    "\"unzip_mb_s\":%.0f,\"decode_mb_s\":%.0f,\"place_mb_s\":%.0f}\n",
 		    (long long)r->n, o->policy, (long long)r->budget, (long long)r->units,
 		    snap_quant_name(o->quant), r->stored_mb, r->read_mb, r->read_ms, r->load_ms,
 		    r->prefill_ms, r->ttft_ms, r->ttft_ms / r->read_ms, r->full_ms,
-		    r->full_ms / r->ttft_ms, r->ingest_tps, r->save_ms, r->decode_tps);
+		    r->full_ms / r->ttft_ms, r->ingest_tps, r->save_ms, r->decode_tps, r->load_mbs,
+		    r->cpu_mbs, r->read_mbs, r->verify_mbs, r->unzip_mbs, r->decode_mbs, r->place_mbs);
 	else
 		printf("| %lld | %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.0fx | "
 		    "%.0f | %.1fx | %.0f | %.1f | %.1f |\n", (long long)r->n, o->policy,
@@ -426,6 +534,7 @@ main(int argc, char **argv)
 	struct eng_tok *tok = NULL;
 	struct eng_chat *chat = NULL;
 	char why[512], pname[64], *prose;
+	struct bt_row rows[8];
 	size_t prose_len;
 	int i, rc = 0;
 
@@ -435,8 +544,8 @@ main(int argc, char **argv)
 	}
 	if (bt_parse(argc, argv, &o, pname, sizeof(pname))) {
 		fprintf(stderr, "usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192] "
-		    "[--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc] [--chunk N] "
-		    "[--reps R] [--full-reps R] [--json]\n");
+		    "[--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc|q8|q4h|q4kch] [--chunk N] "
+		    "[--reps R] [--full-reps R] [--store DIR] [--also-quants LIST] [--json]\n");
 		return 1;
 	}
 	why[0] = 0;
@@ -458,11 +567,12 @@ main(int argc, char **argv)
 	if (!o.json)
 		bt_header(&o);
 	for (i = 0; i < o.n_lengths && !rc; i++) {
-		struct bt_row r;
-		if ((rc = bt_length(&o, m, chat, prose, prose_len, o.lengths[i], &r)))
+		if ((rc = bt_length(&o, m, chat, prose, prose_len, o.lengths[i], &rows[i])))
 			break;
-		bt_print(&o, &r);
+		bt_print(&o, &rows[i]);
 	}
+	if (!o.json)
+		bt_print_split(rows, i);
 	free(prose);
 	eng_chat_free(chat);
 	eng_tok_free(tok);

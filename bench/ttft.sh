@@ -50,8 +50,9 @@ if [ ! -x "$PY" ]; then
 	echo "== llama.cpp: skipped ($PY missing: run scripts/make-fixtures.sh)"
 	exit 0
 fi
-# the real document lengths: first column of the table rows, or "n" of --json
-mapfile -t NS < <(sed -n -e 's/^| \([0-9][0-9]*\) |.*/\1/p' \
+# the real document lengths: first column of the main table's rows (the
+# load split table after it repeats them), or "n" of --json
+mapfile -t NS < <(sed -n -e '/^load split/q' -e 's/^| \([0-9][0-9]*\) |.*/\1/p' \
     -e 's/^{"n":\([0-9][0-9]*\),.*/\1/p' "$OUT/kvsnap.txt")
 echo
 echo "== llama.cpp: save_state/load_state of the same document ($PY bench/llamacpp_state.py" \

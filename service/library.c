@@ -318,8 +318,9 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 		struct svc_lib_source *s = &out->src[i];
 		if (!s->used)
 			continue;
-		rc = snap_load(v->s, s->doc_id, pk[i].profile_id, v->m,
-		    r->mode == SVC_LIB_SIDE ? 0 : n_extra, &parts[k], &h, st->why, sizeof(st->why));
+		rc = snap_load_ex(v->s, s->doc_id, pk[i].profile_id, v->m,
+		    r->mode == SVC_LIB_SIDE ? 0 : n_extra, eng_ctx_kern(ss->ctx), &parts[k], &h, NULL,
+		    st->why, sizeof(st->why));
 		snap_header_free(&h);
 		if (rc) {
 			svc_fail(st, SVC_AT_LOAD, rc);

@@ -76,8 +76,9 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 		return svc_fail(st, SVC_AT_TOKENIZE, (int)n_q);
 	}
 	out->prompt_tokens = n_q;
-	if ((rc = snap_load(v->s, r->doc_id, out->profile_id, v->m, n_q + r->max_tokens, &kv, &h,
-	    st->why, sizeof(st->why)))) {
+	/* on the session's threads: the records decode in parallel */
+	if ((rc = snap_load_ex(v->s, r->doc_id, out->profile_id, v->m, n_q + r->max_tokens,
+	    eng_ctx_kern(ss->ctx), &kv, &h, NULL, st->why, sizeof(st->why)))) {
 		svc_fail(st, SVC_AT_LOAD, rc);
 		goto out;
 	}

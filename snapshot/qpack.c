@@ -6,8 +6,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/kernels.h" /* for kern_f32_to_f16, kern_f16_to_f32 */
+#include "kernels/kernels.h"   /* for kern_f32_to_f16, kern_f16_to_f32 */
+#include "kernels/rope_rows.h" /* for kern_f16_to_f32_rows */
 #include "snapshot/qpack.h"
+#include "snapshot/qpack_avx2.h"
+
+#define QP_MAX_DIM 1024 /* the widest row decoded (snapshot.c's head_dim limit) */
 
 #define QP_F16_MAX 65504.0f
 #define QP_Q4_GROUP_BYTES (4 + QP_GROUP / 2) /* δ, μ, 32 codes */
@@ -268,19 +272,12 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 	return 0;
 }
 
-static void
-qp_f16_decode(const uint8_t *src, size_t n, float *dst)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		dst[i] = kern_f16_to_f32(qp_get16(src + 2 * i));
-}
 
 static int
 qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 {
 	int64_t r;
-	int g, j;
+	int g, j, avx2 = dst && qp_avx2();
 	for (r = 0; r < n; r++)
 		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q4_GROUP_BYTES) {
 			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
@@ -292,6 +289,10 @@ qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 			dd = kern_f16_to_f32(d16);
 			mm = kern_f16_to_f32(m16);
 			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			if (avx2) {
+				qp_avx2_q4_group(src + 4, mm, dd, x);
+				continue;
+			}
 			for (j = 0; j < QP_GROUP / 2; j++) {
 				x[2 * j] = qp_dequant(mm, dd, src[4 + j] & 15u);
 				x[2 * j + 1] = qp_dequant(mm, dd, (unsigned)src[4 + j] >> 4);
@@ -304,7 +305,7 @@ static int
 qp_q8_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 {
 	int64_t r;
-	int g, j;
+	int g, j, avx2 = dst && qp_avx2();
 	for (r = 0; r < n; r++)
 		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q8_GROUP_BYTES) {
 			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
@@ -316,6 +317,10 @@ qp_q8_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 			dd = kern_f16_to_f32(d16);
 			mm = kern_f16_to_f32(m16);
 			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			if (avx2) {
+				qp_avx2_q8_group(src + 4, mm, dd, x);
+				continue;
+			}
 			for (j = 0; j < QP_GROUP; j++)
 				x[j] = qp_dequant(mm, dd, src[4 + j]);
 		}
@@ -326,6 +331,7 @@ static int
 qp_q4_ch_group_decode(const uint8_t *src, int64_t gn, int d, float *dst)
 {
 	const uint8_t *codes = src + 4 * (size_t)d;
+	float mm[QP_MAX_DIM], dd[QP_MAX_DIM];
 	int64_t r;
 	int c;
 	for (c = 0; c < d; c++)
@@ -333,13 +339,31 @@ qp_q4_ch_group_decode(const uint8_t *src, int64_t gn, int d, float *dst)
 			return -1;
 	if (!dst)
 		return 0;
-	for (r = 0; r < gn; r++)
-		for (c = 0; c < d; c++) {
-			unsigned b = codes[(size_t)r * (size_t)(d / 2) + (size_t)(c / 2)];
-			dst[(size_t)r * (size_t)d + (size_t)c] =
-			    qp_dequant(kern_f16_to_f32(qp_get16(src + 4 * c + 2)),
-				kern_f16_to_f32(qp_get16(src + 4 * c)), (c & 1) ? b >> 4 : b & 15u);
+	if (d > QP_MAX_DIM) { /* never from snapshot.c; each scale converted in place */
+		for (r = 0; r < gn; r++)
+			for (c = 0; c < d; c++) {
+				unsigned b = codes[(size_t)r * (size_t)(d / 2) + (size_t)(c / 2)];
+				dst[(size_t)r * (size_t)d + (size_t)c] =
+				    qp_dequant(kern_f16_to_f32(qp_get16(src + 4 * c + 2)),
+					kern_f16_to_f32(qp_get16(src + 4 * c)), (c & 1) ? b >> 4 : b & 15u);
+			}
+		return 0;
+	}
+	for (c = 0; c < d; c++) {
+		dd[c] = kern_f16_to_f32(qp_get16(src + 4 * c));
+		mm[c] = kern_f16_to_f32(qp_get16(src + 4 * c + 2));
+	}
+	for (r = 0; r < gn; r++) {
+		const uint8_t *row = codes + (size_t)r * (size_t)(d / 2);
+		float *x = dst + (size_t)r * (size_t)d;
+		if (d % QP_GROUP == 0 && qp_avx2()) {
+			qp_avx2_q4_ch_row(row, mm, dd, d, x);
+			continue;
 		}
+		for (c = 0; c < d; c++)
+			x[c] = qp_dequant(mm[c], dd[c], (c & 1) ? (unsigned)row[c / 2] >> 4 :
+			    row[c / 2] & 15u);
+	}
 	return 0;
 }
 
@@ -348,8 +372,8 @@ qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
 {
 	int64_t g;
 	if (s == QP_F16) {
-		if (dst)
-			qp_f16_decode(src, (size_t)n * (size_t)d, dst);
+		if (dst) /* kern_f16_to_f32 of each, SIMD where the CPU has it */
+			kern_f16_to_f32_rows(src, dst, n * d);
 		return 0;
 	}
 	if (s == QP_Q4)

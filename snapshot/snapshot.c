@@ -95,6 +95,7 @@
 #include "snapshot/hadamard.h"
 #include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/snapshot_internal.h"
 #include "snapshot/snapshot_refit.h"
 
 #define SNAP_MAX_LAYER 1024
@@ -351,18 +352,15 @@ snap_seal(struct snap_w *w, int zlevel, uint8_t **out, size_t *out_len)
 	return 0;
 }
 
-/* Decompress one frame of at most `bound` declared bytes into an exactly
- * sized buffer.  `what` names the record in reasons. */
+/* The frame's declared size, if it is exactly one frame declaring at most
+ * `bound` bytes.  `what` names the record in reasons. */
 static int
-snap_unseal(const uint8_t *buf, size_t len, uint64_t bound, const char *what, uint8_t **out,
-    size_t *out_len, char *why, size_t why_len)
+snap_frame_size(const uint8_t *buf, size_t len, uint64_t bound, const char *what,
+    uint64_t *size_out, char *why, size_t why_len)
 {
 	unsigned long long size = ZSTD_getFrameContentSize(buf, len);
 	size_t got;
-	uint8_t *dst;
 
-	*out = NULL;
-	*out_len = 0;
 	if (size == ZSTD_CONTENTSIZE_ERROR)
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: not a zstd frame", what);
 	if (size == ZSTD_CONTENTSIZE_UNKNOWN)
@@ -376,24 +374,56 @@ snap_unseal(const uint8_t *buf, size_t len, uint64_t bound, const char *what, ui
 	if (ZSTD_isError(got) || got != len)
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 		    "%s: not exactly one zstd frame", what);
-	if (!(dst = malloc(size ? (size_t)size : 1)))
-		return SNAP_ERR_NOMEM;
-	got = ZSTD_decompress(dst, (size_t)size, buf, len);
-	if (ZSTD_isError(got) || got != size) {
-		free(dst);
+	*size_out = size;
+	return 0;
+}
+
+/* One checked frame (snap_frame_size) of `size` bytes into dst, with the
+ * caller's context (NULL: a new one for this call). */
+static int
+snap_frame_decompress(ZSTD_DCtx *dctx, const uint8_t *buf, size_t len, uint64_t size,
+    const char *what, uint8_t *dst, char *why, size_t why_len)
+{
+	size_t got = dctx ? ZSTD_decompressDCtx(dctx, dst, (size_t)size, buf, len) :
+	    ZSTD_decompress(dst, (size_t)size, buf, len);
+	if (ZSTD_isError(got) || got != size)
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: zstd: %s", what,
 		    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
+	return 0;
+}
+
+/* Decompress one frame of at most `bound` declared bytes into an exactly
+ * sized buffer.  `what` names the record in reasons. */
+static int
+snap_unseal(const uint8_t *buf, size_t len, uint64_t bound, const char *what, uint8_t **out,
+    size_t *out_len, char *why, size_t why_len)
+{
+	uint64_t size = 0;
+	uint8_t *dst;
+	int rc;
+
+	*out = NULL;
+	*out_len = 0;
+	if ((rc = snap_frame_size(buf, len, bound, what, &size, why, why_len)))
+		return rc;
+	if (!(dst = malloc(size ? (size_t)size : 1)))
+		return SNAP_ERR_NOMEM;
+	if ((rc = snap_frame_decompress(NULL, buf, len, size, what, dst, why, why_len))) {
+		free(dst);
+		return rc;
 	}
 	*out = dst;
 	*out_len = (size_t)size;
 	return 0;
 }
 
-/* Magic, version and trailing checksum of a decoded record; on success
- * r covers the fields (the checksum excluded). */
+/* Magic, version and trailing checksum of a decoded record (the checksum
+ * skipped when `summed`: the caller checked it, snap_record_sum_check); on
+ * success r covers the fields (the checksum excluded). */
 static int
 snap_open_record(const uint8_t *rec, size_t len, const char *magic, size_t min_len,
-    const char *what, struct snap_r *r, uint32_t *version_out, char *why, size_t why_len)
+    const char *what, int summed, struct snap_r *r, uint32_t *version_out, char *why,
+    size_t why_len)
 {
 	uint8_t sum[SNAP_SUM_BYTES];
 	uint32_t version;
@@ -412,9 +442,9 @@ snap_open_record(const uint8_t *rec, size_t len, const char *magic, size_t min_l
 	if (len < min_len + SNAP_SUM_BYTES)
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: truncated (%zu bytes)", what,
 		    len);
-	if ((rc = snap_sum(sum, rec, len - SNAP_SUM_BYTES)))
+	if (!summed && (rc = snap_sum(sum, rec, len - SNAP_SUM_BYTES)))
 		return rc;
-	if (memcmp(sum, rec + len - SNAP_SUM_BYTES, SNAP_SUM_BYTES))
+	if (!summed && memcmp(sum, rec + len - SNAP_SUM_BYTES, SNAP_SUM_BYTES))
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "%s: checksum mismatch", what);
 	r->p = rec;
 	r->at = 8;
@@ -762,8 +792,8 @@ snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *
 		return eng_fail(why, why_len, SNAP_ERR_ARG, "header: no bytes");
 	rc = snap_unseal(buf, len, SNAP_HDR_MAX, "header", &rec, &n, why, why_len);
 	if (!rc)
-		rc = snap_open_record(rec, n, "KVSH", SNAP_HDR_FIXED, "header", &r, &h->version, why,
-		    why_len);
+		rc = snap_open_record(rec, n, "KVSH", SNAP_HDR_FIXED, "header", 0, &r, &h->version,
+		    why, why_len);
 	if (!rc)
 		rc = snap_header_parse(&r, h, why, why_len);
 	free(rec);
@@ -1014,6 +1044,7 @@ struct snap_lp {
 	struct eng_kv *kv;
 	char *why;
 	size_t why_len;
+	int summed; /* the record's own checksum was checked by the caller */
 };
 
 static int
@@ -1154,8 +1185,8 @@ snap_layer_parse(const struct snap_lp *p, const uint8_t *rec, size_t len)
 	int rc, m;
 
 	snprintf(what, sizeof(what), "layer %d", p->layer);
-	if ((rc = snap_open_record(rec, len, "KVSL", SNAP_LAYER_FIXED, what, &r, &version, p->why,
-	         p->why_len)))
+	if ((rc = snap_open_record(rec, len, "KVSL", SNAP_LAYER_FIXED, what, p->summed, &r, &version,
+	         p->why, p->why_len)))
 		return rc;
 	if ((int)version != snap_record_version(h))
 		return snap_lp_fail(p, -1, "format version differs from the header's");
@@ -1197,31 +1228,89 @@ snap_layer_args(const uint8_t *buf, const struct snap_header *h, int layer, char
 	return 0;
 }
 
-/* Stored checksum against the header, then the decoded bytes. */
-static int
-snap_layer_open(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
-    uint8_t **rec, size_t *rec_len, char *why, size_t why_len)
+/* The stored record against the header's checksum of it. */
+int
+snap_layer_sum_check(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
+    char *why, size_t why_len)
 {
 	uint8_t sum[SNAP_SUM_BYTES];
-	char what[32];
 	int rc;
-
-	*rec = NULL;
 	if ((rc = snap_sum(sum, buf, len)))
 		return rc;
 	if (memcmp(sum, h->layer_sum[layer], SNAP_SUM_BYTES))
 		return eng_fail(why, why_len, SNAP_ERR_CORRUPT,
 		    "layer %d: record does not match the header's checksum (damaged, or from another "
 		    "layer or snapshot)", layer);
+	return 0;
+}
+
+uint64_t
+snap_layer_max_bytes(const struct snap_header *h, int layer)
+{
+	return snap_layer_bound(h, layer);
+}
+
+int
+snap_layer_unseal(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
+    uint8_t **rec, size_t *rec_len, char *why, size_t why_len)
+{
+	char what[32];
 	snprintf(what, sizeof(what), "layer %d", layer);
 	return snap_unseal(buf, len, snap_layer_bound(h, layer), what, rec, rec_len, why, why_len);
+}
+
+int
+snap_layer_unseal_into(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
+    ZSTD_DCtx *dctx, uint8_t *dst, size_t cap, size_t *rec_len, char *why, size_t why_len)
+{
+	uint64_t size = 0;
+	char what[32];
+	int rc;
+
+	snprintf(what, sizeof(what), "layer %d", layer);
+	*rec_len = 0;
+	if ((rc = snap_frame_size(buf, len, snap_layer_bound(h, layer), what, &size, why, why_len)))
+		return rc;
+	if (size > cap)
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "%s: %llu bytes, the buffer holds %zu",
+		    what, (unsigned long long)size, cap); /* the caller's bound was wrong */
+	if ((rc = snap_frame_decompress(dctx, buf, len, size, what, dst, why, why_len)))
+		return rc;
+	*rec_len = (size_t)size;
+	return 0;
+}
+
+int
+snap_record_sum_check(const uint8_t *rec, size_t len, int layer, char *why, size_t why_len)
+{
+	uint8_t sum[SNAP_SUM_BYTES];
+	int rc;
+	if (len < 8 + SNAP_SUM_BYTES) /* snap_open_record names what is short */
+		return 0;
+	if ((rc = snap_sum(sum, rec, len - SNAP_SUM_BYTES)))
+		return rc;
+	if (memcmp(sum, rec + len - SNAP_SUM_BYTES, SNAP_SUM_BYTES))
+		return eng_fail(why, why_len, SNAP_ERR_CORRUPT, "layer %d: checksum mismatch", layer);
+	return 0;
+}
+
+/* Stored checksum against the header, then the decoded bytes. */
+static int
+snap_layer_open(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
+    uint8_t **rec, size_t *rec_len, char *why, size_t why_len)
+{
+	int rc;
+	*rec = NULL;
+	if ((rc = snap_layer_sum_check(buf, len, h, layer, why, why_len)))
+		return rc;
+	return snap_layer_unseal(buf, len, h, layer, rec, rec_len, why, why_len);
 }
 
 int
 snap_layer_check(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     char *why, size_t why_len)
 {
-	struct snap_lp p = { h, layer, NULL, why, why_len };
+	struct snap_lp p = { h, layer, NULL, why, why_len, 0 };
 	uint8_t *rec;
 	size_t n;
 	int rc;
@@ -1256,10 +1345,33 @@ snap_layer_fits(const struct eng_kv *kv, const struct snap_header *h, int layer,
 }
 
 int
+snap_layer_fill(const uint8_t *rec, size_t len, const struct snap_header *h, int layer,
+    struct eng_kv *kv, int flags, char *why, size_t why_len)
+{
+	struct snap_lp p = { h, layer, NULL, why, why_len, !!(flags & SNAP_FILL_SUMMED) };
+	int rc;
+
+	if ((rc = snap_layer_args(rec, h, layer, why, why_len)))
+		return rc;
+	if (!kv)
+		return eng_fail(why, why_len, SNAP_ERR_ARG, "layer %d: no pool", layer);
+	if ((rc = snap_layer_fits(kv, h, layer, why, why_len)))
+		return rc;
+	/* validate everything first, so a bad record leaves the pool as it was
+	 * (one pass checks the same while it writes) */
+	if (!(flags & SNAP_FILL_ONE_PASS) && (rc = snap_layer_parse(&p, rec, len)))
+		return rc;
+	if (eng_kv_prepare_layer(kv, layer, h->counts + (size_t)layer * (size_t)h->n_head_kv))
+		return eng_fail(why, why_len, SNAP_ERR_MISMATCH, "layer %d: pool refused the layout",
+		    layer); /* unreachable after snap_layer_fits */
+	p.kv = kv;
+	return snap_layer_parse(&p, rec, len);
+}
+
+int
 snap_layer_decode(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     struct eng_kv *kv, char *why, size_t why_len)
 {
-	struct snap_lp p = { h, layer, NULL, why, why_len };
 	uint8_t *rec = NULL;
 	size_t n;
 	int rc;
@@ -1272,15 +1384,7 @@ snap_layer_decode(const uint8_t *buf, size_t len, const struct snap_header *h, i
 		return rc;
 	if ((rc = snap_layer_open(buf, len, h, layer, &rec, &n, why, why_len)))
 		return rc;
-	/* validate everything first, so a bad record leaves the pool as it was */
-	rc = snap_layer_parse(&p, rec, n);
-	if (!rc && eng_kv_prepare_layer(kv, layer, h->counts + (size_t)layer * (size_t)h->n_head_kv))
-		rc = eng_fail(why, why_len, SNAP_ERR_MISMATCH, "layer %d: pool refused the layout",
-		    layer); /* unreachable after snap_layer_fits */
-	if (!rc) {
-		p.kv = kv;
-		rc = snap_layer_parse(&p, rec, n);
-	}
+	rc = snap_layer_fill(rec, n, h, layer, kv, 0, why, why_len);
 	free(rec);
 	return rc;
 }

@@ -9,6 +9,7 @@
 
 #include <sodium.h>
 
+#include "snapshot/snapshot_internal.h"
 #include "snapshot/snapshot_io.h"
 
 int
@@ -25,8 +26,8 @@ snapio_from_store(int rc)
 	}
 }
 
-static int
-io_from_snap(int rc)
+int
+snapio_from_snap(int rc)
 {
 	switch (rc) {
 	case SNAP_OK: return SNAPIO_OK;
@@ -108,7 +109,7 @@ io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int
 	if (strlen(profile) >= sizeof(h.profile) || strlen(model_fp) >= sizeof(h.model_fp))
 		return eng_fail(why, why_len, SNAPIO_ERR_ARG, "profile or fingerprint too long");
 	if ((rc = snap_header_from_kv(&h, kv, n_head)))
-		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool: %s",
+		return eng_fail(why, why_len, snapio_from_snap(rc), "cannot describe the pool: %s",
 		    snap_strerror(rc));
 	snprintf(h.model_fp, sizeof(h.model_fp), "%s", model_fp);
 	snprintf(h.profile, sizeof(h.profile), "%s", profile);
@@ -123,12 +124,12 @@ io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int
 	}
 	for (l = 0; l < kv->n_layer; l++)
 		if ((rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]))) {
-			rc = eng_fail(why, why_len, io_from_snap(rc), "layer %d: cannot encode: %s", l,
+			rc = eng_fail(why, why_len, snapio_from_snap(rc), "layer %d: cannot encode: %s", l,
 			    snap_strerror(rc));
 			goto out;
 		}
 	if ((rc = snap_header_encode(&h, zlevel, &hdr, &hdr_len))) {
-		rc = eng_fail(why, why_len, io_from_snap(rc), "cannot encode the header: %s",
+		rc = eng_fail(why, why_len, snapio_from_snap(rc), "cannot encode the header: %s",
 		    snap_strerror(rc));
 		goto out;
 	}
@@ -153,26 +154,8 @@ out:
 	return rc;
 }
 
-/* The header's shape against the model that will run it. */
-static int
-io_check_model(const struct snap_header *h, const struct eng_model *m, char *why,
-    size_t why_len)
-{
-	const char *fp = eng_model_fingerprint(m);
-	if (h->model_fp[0] && strcmp(h->model_fp, fp))
-		return eng_fail(why, why_len, SNAPIO_ERR_MISMATCH,
-		    "the snapshot was made with model %.16s…, this is %.16s…", h->model_fp, fp);
-	if (h->n_layer != m->hp.n_layer || h->n_head != m->hp.n_head ||
-	    h->n_head_kv != m->hp.n_head_kv || h->head_dim != m->hp.head_dim)
-		return eng_fail(why, why_len, SNAPIO_ERR_MISMATCH,
-		    "the snapshot's shape (%d layers, %d/%d heads, head_dim %d) is not the model's",
-		    h->n_layer, h->n_head, h->n_head_kv, h->head_dim);
-	return 0;
-}
-
-/* Rows per head a pool needs for h's largest layer plus n_extra per head. */
-static int64_t
-io_rows_per_head(const struct snap_header *h, int64_t n_extra)
+int64_t
+snap_rows_per_head(const struct snap_header *h, int64_t n_extra)
 {
 	int64_t most = 0, t;
 	int l, m;
@@ -183,70 +166,6 @@ io_rows_per_head(const struct snap_header *h, int64_t n_extra)
 		most = t > most ? t : most;
 	}
 	return (most + h->n_head_kv - 1) / h->n_head_kv + n_extra + 1;
-}
-
-int
-snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
-    struct eng_kv **out, struct snap_header *h, char *why, size_t why_len)
-{
-	struct store_reader *r = NULL;
-	struct eng_kv *kv = NULL;
-	const uint8_t *buf;
-	size_t len;
-	int l, rc;
-
-	*out = NULL;
-	memset(h, 0, sizeof(*h));
-	if ((rc = store_read_begin(s, doc_id, profile_id, &r, why, why_len)))
-		return snapio_from_store(rc);
-	if ((rc = store_read_layer(r, SNAP_HEADER_LAYER, &buf, &len, why, why_len))) {
-		rc = snapio_from_store(rc);
-		goto out;
-	}
-	if ((rc = snap_header_decode(buf, len, h, why, why_len))) {
-		rc = io_from_snap(rc);
-		goto out;
-	}
-	if ((rc = io_check_model(h, m, why, why_len)))
-		goto out;
-	if ((rc = eng_kv_init(&kv, m, io_rows_per_head(h, n_extra)))) {
-		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache: %s",
-		    eng_strerror(rc));
-		goto out;
-	}
-	for (l = 0; l < h->n_layer; l++) {
-		if ((rc = store_read_layer(r, (unsigned)l, &buf, &len, why, why_len))) {
-			rc = snapio_from_store(rc);
-			goto out;
-		}
-		if ((rc = snap_layer_decode(buf, len, h, l, kv, why, why_len))) {
-			rc = io_from_snap(rc);
-			goto out;
-		}
-	}
-	if (h->has_pod && (rc = snap_pod_check_blocks(h, kv, why, why_len))) {
-		rc = io_from_snap(rc); /* a block's layers must hold the same units */
-		goto out;
-	}
-	if ((rc = eng_kv_finish_load(kv, h->next_pos, (enum eng_pos_mode)h->pos_mode))) {
-		rc = eng_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad position mode in the header");
-		goto out;
-	}
-	if (h->has_pod && (rc = eng_kv_set_pod(kv, h->pod.anc, h->pod.n_s, h->pod.n_r,
-	    h->pod.distant_own))) {
-		rc = eng_fail(why, why_len, SNAPIO_ERR_CORRUPT, "bad PoD layout in the header");
-		goto out;
-	}
-	*out = kv;
-	kv = NULL;
-out:
-	if (r)
-		store_read_end(r);
-	eng_kv_free(kv);
-	if (rc)
-		snap_header_free(h);
-	return rc;
 }
 
 int
@@ -273,11 +192,11 @@ snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int 
 	if (st)
 		memset(st, 0, sizeof(*st));
 	if ((rc = snap_header_from_kv(&h, kv, m->hp.n_head)))
-		return eng_fail(why, why_len, io_from_snap(rc), "cannot describe the pool");
+		return eng_fail(why, why_len, snapio_from_snap(rc), "cannot describe the pool");
 	h.quant = quant;
 	rec = calloc((size_t)kv->n_layer, sizeof(*rec));
 	len = calloc((size_t)kv->n_layer, sizeof(*len));
-	if (!rec || !len || (rc = eng_kv_init(&back, m, io_rows_per_head(&h, n_extra)))) {
+	if (!rec || !len || (rc = eng_kv_init(&back, m, snap_rows_per_head(&h, n_extra)))) {
 		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache");
 		goto out;
 	}
@@ -285,13 +204,13 @@ snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int 
 	 * decode alone is what a load does after reading the store */
 	for (l = 0; l < kv->n_layer; l++)
 		if ((rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]))) {
-			rc = eng_fail(why, why_len, io_from_snap(rc), "layer %d: %s", l,
+			rc = eng_fail(why, why_len, snapio_from_snap(rc), "layer %d: %s", l,
 			    snap_strerror(rc));
 			goto out;
 		}
 	if (st) {
 		if ((rc = snap_header_encode(&h, zlevel, &hdr, &hdr_len))) {
-			rc = eng_fail(why, why_len, io_from_snap(rc), "header: %s", snap_strerror(rc));
+			rc = eng_fail(why, why_len, snapio_from_snap(rc), "header: %s", snap_strerror(rc));
 			goto out;
 		}
 		st->bytes = hdr_len;
@@ -301,7 +220,7 @@ snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int 
 	t0 = eng_now();
 	for (l = 0; l < kv->n_layer; l++)
 		if ((rc = snap_layer_decode(rec[l], len[l], &h, l, back, why, why_len))) {
-			rc = eng_fail(why, why_len, io_from_snap(rc), "layer %d: %s", l,
+			rc = eng_fail(why, why_len, snapio_from_snap(rc), "layer %d: %s", l,
 			    snap_strerror(rc));
 			goto out;
 		}

@@ -67,6 +67,30 @@ int snap_load(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
     struct eng_kv **out, struct snap_header *h, char *why, size_t why_len);
 
+/* Where a load's time went (snap_load_ex): the CPU seconds of each phase
+ * summed over the threads that ran it (thread CPU time, so a busy machine
+ * does not count the waits for a core), and the load's wall time.  Stored
+ * MB over a phase's seconds / threads is that phase's speed on all the
+ * threads when each has a core. */
+struct snap_load_stats {
+	uint64_t stored_bytes; /* header and layer records as stored */
+	int threads;
+	double read_s;   /* the store's reader: records found, header decoded */
+	double verify_s; /* BLAKE2b-128 of every record as stored and decoded
+	                  * (first touch of the stored bytes: their page faults) */
+	double unzip_s;  /* zstd */
+	double decode_s; /* fields checked, rows unpacked into the pool */
+	double place_s;  /* the pool allocated and laid out, keys rotated */
+	double total_s;  /* wall time of the whole load */
+};
+
+/* snap_load, measured (st: NULL for none), on the threads of kc (NULL: the
+ * caller's alone).  kc must not be in use by another thread meanwhile. */
+int snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
+    struct kern_ctx *kc, struct eng_kv **out, struct snap_header *h,
+    struct snap_load_stats *st, char *why, size_t why_len);
+
 /* The profiles stored for a document, as store_profiles() lists them, with
  * each header record decoded: fn gets the header, or NULL and the reason
  * when it is missing or does not decode (snapshot_check.c). */

@@ -167,8 +167,10 @@ int store_resolve(struct store *s, const char *ref, uint8_t doc_id[STORE_ID_BYTE
 
 /* Reading a snapshot record by record: one consistent view (LMDB: a read
  * transaction) held by the reader handle; the returned bytes stay valid
- * until the next call or the end.  read_begin: STORE_ERR_NOT_FOUND when
- * the snapshot has no head record. */
+ * until store_read_end (LMDB: pages of the transaction's map; Redis: the
+ * reply the reader holds), so a loader may find every record first and
+ * decode them on other threads (snapshot/snapshot_load.c).  read_begin:
+ * STORE_ERR_NOT_FOUND when the snapshot has no head record. */
 struct store_reader;
 int store_read_begin(struct store *s, const uint8_t doc_id[STORE_ID_BYTES],
     const uint8_t profile_id[STORE_ID_BYTES], struct store_reader **out, char *why,

@@ -68,7 +68,8 @@ struct store_ops {
 
 	/* Reading a snapshot record by record (r->s, r->doc, r->prof are set;
 	 * read_begin sets r->be).  read_record: STORE_ERR_NOT_FOUND for a
-	 * missing head record, STORE_ERR_CORRUPT for another missing record. */
+	 * missing head record, STORE_ERR_CORRUPT for another missing record;
+	 * the bytes it returns stay valid until read_end (store.h). */
 	int (*read_begin)(struct store_reader *r, char *why, size_t why_len);
 	int (*read_record)(struct store_reader *r, unsigned index, const uint8_t **buf,
 	    size_t *len, char *why, size_t why_len);

@@ -75,6 +75,24 @@ int eng_kv_compact(struct eng_kv *kv, int layer, const int64_t *const *keep,
  * next position and mode and derive the rotated keys (NaN rows stay NaN). */
 int eng_kv_prepare_layer(struct eng_kv *kv, int layer, const int64_t *counts);
 int eng_kv_finish_load(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode);
+/* The same in parts, for a loader that derives each layer's rotated keys
+ * on its own thread (engine/cache/kv_rotate.c): a table of the pool's RoPE
+ * angles for positions [0, n_pos) (allocated: free(); filled in any
+ * parts, p0 .. p0 + n − 1, from any threads), every key of a layer rotated
+ * through it (positions, or slots in slot mode, below the table's n_pos;
+ * table NULL: the angles made row by row), then next_pos and the mode set
+ * without deriving again.  Equal bit for bit to eng_kv_finish_load's keys.
+ * eng_kv_rope_span: the n_pos a pool's units need in a mode (its largest
+ * position + 1, or its largest count); eng_kv_rope_table_worth: whether a
+ * table of n_pos rows is cheaper than rotating `rows` rows one by one (it
+ * bounds the table by the rows, whatever positions a header names). */
+float *eng_kv_rope_table_alloc(const struct eng_kv *kv, uint32_t n_pos);
+void eng_kv_rope_table_fill(const struct eng_kv *kv, float *table, uint32_t p0, uint32_t n);
+void eng_kv_derive_layer(struct eng_kv *kv, int layer, enum eng_pos_mode mode,
+    const float *table);
+int eng_kv_set_loaded(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode);
+uint32_t eng_kv_rope_span(const struct eng_kv *kv, enum eng_pos_mode mode);
+int eng_kv_rope_table_worth(uint32_t n_pos, int64_t rows);
 /* Drop the last n units of every (layer, head) and move next_pos back by
  * n: undoes eng_forward of n tokens (a question and its answer, a
  * reconstruction pass).  ENG_ERR_ARG if some head holds fewer than n. */

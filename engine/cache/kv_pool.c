@@ -245,32 +245,32 @@ eng_kv_prepare_layer(struct eng_kv *kv, int layer, const int64_t *counts)
 	return 0;
 }
 
-/* Rotated keys from the pre-RoPE ones: at the unit's position, or its slot. */
+/* Rotated keys from the pre-RoPE ones: at the unit's position, or its slot;
+ * through a table of angles (kv_rotate.c) when that is cheaper and there
+ * is memory for it, else row by row (the same bits). */
 static void
 kv_derive_rotated(struct eng_kv *kv)
 {
-	int hd = kv->head_dim, l, m;
-	int64_t i;
-	for (l = 0; l < kv->n_layer; l++) {
-		struct eng_kv_layer *L = &kv->layer[l];
-		for (m = 0; m < kv->n_head_kv; m++)
-			for (i = 0; i < L->len[m]; i++) {
-				int64_t r = L->off[m] + i;
-				uint32_t p = kv->pos_mode == ENG_POS_SLOT ? (uint32_t)i : L->pos[r];
-				kv_rotate(kv, L->kr + r * hd, L->k + r * hd, p);
-			}
-	}
+	uint32_t span = eng_kv_rope_span(kv, kv->pos_mode);
+	int64_t rows = 0;
+	float *table = NULL;
+	int l;
+	for (l = 0; l < kv->n_layer; l++)
+		rows += eng_kv_layer_units(kv, l);
+	if (eng_kv_rope_table_worth(span, rows) && (table = eng_kv_rope_table_alloc(kv, span)))
+		eng_kv_rope_table_fill(kv, table, 0, span);
+	for (l = 0; l < kv->n_layer; l++)
+		eng_kv_derive_layer(kv, l, kv->pos_mode, table);
+	free(table);
 }
 
 int
 eng_kv_finish_load(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode)
 {
-	if (mode != ENG_POS_ORIGINAL && mode != ENG_POS_SLOT)
-		return ENG_ERR_ARG;
-	kv->next_pos = next_pos;
-	kv->pos_mode = mode;
-	kv_derive_rotated(kv);
-	return 0;
+	int rc = eng_kv_set_loaded(kv, next_pos, mode);
+	if (!rc)
+		kv_derive_rotated(kv);
+	return rc;
 }
 
 void

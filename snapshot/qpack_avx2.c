@@ -1,0 +1,115 @@
+/*
+ * qpack_avx2.c: qpack's q4 and q8 unpacking eight values at a time
+ * (qpack_avx2.h).  Each value is x̂ = μ + q·δ as qp_dequant computes it:
+ * the code widened exactly to float, one product, one sum, in that order
+ * and never fused (the target leaves FMA out), so the bits are the scalar
+ * ones.  Plain C elsewhere: the functions are then never called.
+ */
+#include <stdatomic.h>
+
+#include "snapshot/qpack_avx2.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+int
+qp_avx2(void)
+{
+	static atomic_int have = -1; /* racing first callers store the same value */
+	int h = atomic_load_explicit(&have, memory_order_relaxed);
+	if (h < 0) {
+		__builtin_cpu_init();
+		h = __builtin_cpu_supports("avx2") ? 1 : 0;
+		atomic_store_explicit(&have, h, memory_order_relaxed);
+	}
+	return h;
+}
+
+/* μ + q·δ for eight codes (bytes) */
+static inline __attribute__((target("avx2"), always_inline)) __m256
+qp_avx2_deq(__m128i q8, __m256 m, __m256 d)
+{
+	__m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q8));
+	return _mm256_add_ps(m, _mm256_mul_ps(q, d));
+}
+
+/* 16 bytes of nibbles as 32 code bytes in order (2j low, 2j + 1 high) */
+static inline __attribute__((target("avx2"), always_inline)) void
+qp_avx2_nibbles(const uint8_t *codes, __m128i *a, __m128i *b)
+{
+	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)codes);
+	__m128i mask = _mm_set1_epi8(15);
+	__m128i lo = _mm_and_si128(raw, mask), hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
+	*a = _mm_unpacklo_epi8(lo, hi); /* values 0..15 */
+	*b = _mm_unpackhi_epi8(lo, hi); /* values 16..31 */
+}
+
+__attribute__((target("avx2"))) void
+qp_avx2_q4_group(const uint8_t *codes, float m, float d, float *x)
+{
+	__m256 vm = _mm256_set1_ps(m), vd = _mm256_set1_ps(d);
+	__m128i a, b;
+	qp_avx2_nibbles(codes, &a, &b);
+	_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
+	_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
+	_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
+	_mm256_storeu_ps(x + 24, qp_avx2_deq(_mm_srli_si128(b, 8), vm, vd));
+}
+
+__attribute__((target("avx2"))) void
+qp_avx2_q8_group(const uint8_t *codes, float m, float d, float *x)
+{
+	__m256 vm = _mm256_set1_ps(m), vd = _mm256_set1_ps(d);
+	__m128i a = _mm_loadu_si128((const __m128i *)(const void *)codes);
+	__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(codes + 16));
+	_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
+	_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
+	_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
+	_mm256_storeu_ps(x + 24, qp_avx2_deq(_mm_srli_si128(b, 8), vm, vd));
+}
+
+__attribute__((target("avx2"))) void
+qp_avx2_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, int d, float *x)
+{
+	int c;
+	for (c = 0; c < d; c += 32) { /* d is a multiple of 32 */
+		__m128i a, b;
+		qp_avx2_nibbles(codes + c / 2, &a, &b);
+		_mm256_storeu_ps(x + c, qp_avx2_deq(a, _mm256_loadu_ps(mm + c),
+		    _mm256_loadu_ps(dd + c)));
+		_mm256_storeu_ps(x + c + 8, qp_avx2_deq(_mm_srli_si128(a, 8),
+		    _mm256_loadu_ps(mm + c + 8), _mm256_loadu_ps(dd + c + 8)));
+		_mm256_storeu_ps(x + c + 16, qp_avx2_deq(b, _mm256_loadu_ps(mm + c + 16),
+		    _mm256_loadu_ps(dd + c + 16)));
+		_mm256_storeu_ps(x + c + 24, qp_avx2_deq(_mm_srli_si128(b, 8),
+		    _mm256_loadu_ps(mm + c + 24), _mm256_loadu_ps(dd + c + 24)));
+	}
+}
+
+#else
+
+int
+qp_avx2(void)
+{
+	return 0;
+}
+
+void
+qp_avx2_q4_group(const uint8_t *codes, float m, float d, float *x)
+{
+	(void)codes, (void)m, (void)d, (void)x;
+}
+
+void
+qp_avx2_q8_group(const uint8_t *codes, float m, float d, float *x)
+{
+	(void)codes, (void)m, (void)d, (void)x;
+}
+
+void
+qp_avx2_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, int d, float *x)
+{
+	(void)codes, (void)mm, (void)dd, (void)d, (void)x;
+}
+
+#endif

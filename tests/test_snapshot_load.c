@@ -1,0 +1,685 @@
+/*
+ * test_snapshot_load.c: the parallel snapshot loader (snapshot/snapshot_load.c)
+ * and its kernels (kernels/cpu/rope_rows.c, engine/cache/kv_rotate.c).
+ *
+ *  - rope_rows: rows rotated through a table equal kern_rope_head_at bit
+ *    for bit, both styles, head_dims with and without a SIMD tail, every
+ *    SIMD level this CPU has; fp16 rows equal kern_f16_to_f32 on all 65536
+ *    values.
+ *  - qpack_bits: q4, q8 and q4-per-channel blocks unpacked (AVX2 where the
+ *    CPU has it) equal x̂ = μ + q·δ computed here from qpack.h's layouts,
+ *    value by value, bit for bit.
+ *  - hadamard_bits: hd_rotate_rows (AVX2 where the CPU has it) equals the
+ *    scalar butterflies in double written out here, bit for bit.
+ *  - pool_equal: a real SmolLM2 cache (snapkv) saved to a real LMDB store
+ *    in every form (fp16, q4, q4kc, q8, q4h, q4kch), loaded on one thread
+ *    and on two, equals the pool the one-layer-at-a-time decoder gives
+ *    (snap_layer_decode) in every field bit for bit, and its rotated keys
+ *    are kern_rope_head_at of its keys (NaN rows stay NaN); the question's
+ *    logits over it are the reference pool's, bit for bit.
+ *  - far_positions: a pool of two units per head at positions near 2^31
+ *    loads, its keys rotated row by row (a table of next_pos angles would
+ *    be 512 GB: before the table was bounded by the rows, such a header
+ *    made the load fail for memory, or spend minutes on a smaller one).
+ *  - first_error: two damaged layers; a two-thread load names the lower,
+ *    every time, as a one-thread load does, and returns no pool.
+ */
+#include <math.h>
+#include <sodium.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "kernels/cpu/cpu_internal.h" /* for kern_cpu_force_simd */
+#include "kernels/rope.h"
+#include "kernels/rope_rows.h"
+#include "snapshot/hadamard.h"
+#include "snapshot/qpack.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/snapshot_io.h"
+#include "storage/store.h"
+#include "tests/tap.h"
+
+#define TL_N 640    /* document tokens */
+#define TL_B 160    /* snapkv budget per KV head */
+#define TL_NQ 6     /* question tokens */
+#define TL_CHUNK 128
+
+static uint64_t tl_rng = 0x9e3779b97f4a7c15u;
+
+static uint32_t
+tl_next(void)
+{
+	tl_rng ^= tl_rng >> 12;
+	tl_rng ^= tl_rng << 25;
+	tl_rng ^= tl_rng >> 27;
+	return (uint32_t)((tl_rng * 2685821657736338717u) >> 32);
+}
+
+static float
+tl_float(void)
+{
+	return ((float)(tl_next() % 20001) - 10000.0f) / 1000.0f;
+}
+
+/* Equal bits, or both NaN (a NaN's payload is not part of the contract). */
+static int
+tl_same(float a, float b)
+{
+	return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof(a));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                   */
+
+static enum tap_result
+tl_rows_at_level(int level)
+{
+	static const int64_t dims[] = { 8, 32, 64, 72, 128, 136 };
+	size_t di;
+	int style;
+	for (di = 0; di < sizeof(dims) / sizeof(dims[0]); di++)
+		for (style = KERN_ROPE_NORM; style <= KERN_ROPE_NEOX; style++) {
+			int64_t hd = dims[di], n = 37, i, r;
+			uint32_t span = 5000, pos[37];
+			float ff[68], *table = malloc((size_t)span * (size_t)hd * sizeof(float));
+			float *src = malloc((size_t)(n * hd) * sizeof(float));
+			float *got = malloc((size_t)(n * hd) * sizeof(float));
+			float want[136], ts = kern_rope_theta_scale(10000.0f, hd);
+			const float *ffp = di % 2 ? ff : NULL;
+			TAP_CHECK(table && src && got, "out of memory");
+			for (i = 0; i < hd / 2; i++)
+				ff[i] = 1.0f + (float)(tl_next() % 100) / 25.0f;
+			for (i = 0; i < n * hd; i++)
+				src[i] = tl_float();
+			for (r = 0; r < n; r++)
+				pos[r] = r == 0 ? 0 : r == 1 ? span - 1 : tl_next() % span;
+			kern_rope_table_fill(table, 0, 2000, ts, ffp, hd, (enum kern_rope_style)style);
+			kern_rope_table_fill(table + 2000 * hd, 2000, span - 2000, ts, ffp, hd,
+			    (enum kern_rope_style)style);
+			kern_rope_rows(got, src, n, pos, table, hd, (enum kern_rope_style)style);
+			for (r = 0; r < n; r++) {
+				kern_rope_head_at(want, src + r * hd, pos[r], ts, ffp, hd,
+				    (enum kern_rope_style)style);
+				for (i = 0; i < hd; i++)
+					TAP_CHECK(tl_same(want[i], got[r * hd + i]),
+					    "level %d hd %lld style %d row %lld [%lld]: %.9g, not %.9g", level,
+					    (long long)hd, style, (long long)r, (long long)i,
+					    (double)got[r * hd + i], (double)want[i]);
+			}
+			/* in place, rows by index (slot positions) */
+			kern_rope_rows(src, src, n, NULL, table, hd, (enum kern_rope_style)style);
+			for (r = 0; r < n; r++)
+				for (i = 0; i < hd; i++)
+					TAP_CHECK(isfinite(src[r * hd + i]), "in place: not finite");
+			free(table);
+			free(src);
+			free(got);
+		}
+	return TAP_PASS;
+}
+
+static enum tap_result
+test_rope_rows(void)
+{
+	static uint8_t h16[2 * 65536 + 2];
+	static float got[65537];
+	int level, best = kern_cpu_simd_detect();
+	enum tap_result r = TAP_PASS;
+	uint32_t i;
+
+	for (i = 0; i < 65536; i++) {
+		h16[2 * i] = (uint8_t)i;
+		h16[2 * i + 1] = (uint8_t)(i >> 8);
+	}
+	for (level = KERN_CPU_SIMD_SCALAR; level <= best && r == TAP_PASS; level++) {
+		TAP_CHECK(kern_cpu_force_simd(level) == 0, "level %d", level);
+		r = tl_rows_at_level(level);
+		/* odd start and count: the unaligned load and the tail */
+		kern_f16_to_f32_rows(h16 + 2, got, 65535);
+		for (i = 1; i < 65536 && r == TAP_PASS; i++) {
+			float w = kern_f16_to_f32((uint16_t)i);
+			uint32_t bw, bg;
+			memcpy(&bw, &w, sizeof(bw));
+			memcpy(&bg, &got[i - 1], sizeof(bg));
+			if (bw != bg) {
+				tap_diag("level %d: fp16 %04x widened to %08x, not %08x", level, i, bg, bw);
+				r = TAP_FAIL;
+			}
+		}
+		tap_diag("SIMD level %d: rotations and fp16 rows %s", level,
+		    r == TAP_PASS ? "equal" : "differ");
+	}
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	return r;
+}
+
+/* x̂ = μ + q·δ as qpack.h defines it: one product, then one sum. */
+static float
+tl_deq(uint16_t m16, uint16_t d16, unsigned q)
+{
+	float t = (float)q * kern_f16_to_f32(d16);
+	return kern_f16_to_f32(m16) + t;
+}
+
+static void
+tl_put_pair(uint8_t *p)
+{
+	uint16_t d16 = kern_f32_to_f16((float)(tl_next() % 1000) / 997.0f);
+	uint16_t m16 = kern_f32_to_f16(tl_float());
+	p[0] = (uint8_t)d16;
+	p[1] = (uint8_t)(d16 >> 8);
+	p[2] = (uint8_t)m16;
+	p[3] = (uint8_t)(m16 >> 8);
+}
+
+static uint16_t
+tl_get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static enum tap_result
+test_qpack_bits(void)
+{
+	static const int dims[] = { 32, 64, 128 };
+	int s, di;
+	for (s = QP_Q4; s <= QP_Q8; s++)
+		for (di = 0; di < 3; di++) {
+			int d = dims[di], c, ok = 1;
+			int64_t n = 45, r, i; /* the per-channel form's last group: 13 rows */
+			size_t bytes = (size_t)qp_bytes((enum qp_scheme)s, (uint64_t)n, d), at;
+			uint8_t *b = malloc(bytes);
+			float *x = malloc((size_t)(n * d) * sizeof(float));
+			TAP_CHECK(b && x, "out of memory");
+			for (at = 0; at < bytes; at++)
+				b[at] = (uint8_t)tl_next();
+			if (s == QP_Q4_CH) {
+				for (r = 0, at = 0; r < n; r += 32) {
+					int64_t gn = n - r < 32 ? n - r : 32;
+					for (c = 0; c < d; c++)
+						tl_put_pair(b + at + 4 * (size_t)c);
+					at += 4 * (size_t)d + (size_t)gn * (size_t)d / 2;
+				}
+			} else {
+				size_t gb = s == QP_Q4 ? 20 : 36;
+				for (at = 0; at < bytes; at += gb)
+					tl_put_pair(b + at);
+			}
+			TAP_CHECK(qp_decode((enum qp_scheme)s, b, n, d, x) == 0, "decode");
+			for (r = 0; r < n && ok; r++)
+				for (i = 0; i < d && ok; i++) {
+					float w;
+					if (s == QP_Q4_CH) {
+						const uint8_t *g = b + (size_t)(r / 32) * (4 * (size_t)d + 16 * (size_t)d);
+						unsigned q = g[4 * d + (r % 32) * (d / 2) + i / 2];
+						w = tl_deq(tl_get16(g + 4 * i + 2), tl_get16(g + 4 * i),
+						    i % 2 ? q >> 4 : q & 15u);
+					} else {
+						size_t gb = s == QP_Q4 ? 20 : 36;
+						const uint8_t *g = b + ((size_t)r * (size_t)(d / 32) + (size_t)(i / 32)) * gb;
+						unsigned q = s == QP_Q4 ? g[4 + (i % 32) / 2] : g[4 + i % 32];
+						if (s == QP_Q4)
+							q = i % 2 ? q >> 4 : q & 15u;
+						w = tl_deq(tl_get16(g + 2), tl_get16(g), q);
+					}
+					if (memcmp(&w, &x[r * d + i], sizeof(w))) {
+						tap_diag("scheme %d d %d row %lld [%lld]: %.9g, not %.9g", s, d,
+						    (long long)r, (long long)i, (double)x[r * d + i], (double)w);
+						ok = 0;
+					}
+				}
+			free(b);
+			free(x);
+			TAP_CHECK(ok, "unpacked values differ");
+		}
+	return TAP_PASS;
+}
+
+/* hadamard.c's scalar definition: butterflies in double, one scaling. */
+static void
+tl_hadamard(float *row, int d)
+{
+	double t[HD_MAX_DIM], scale = 1.0 / sqrt((double)d);
+	int i, j, len;
+	for (i = 0; i < d; i++)
+		t[i] = row[i];
+	for (len = 1; len < d; len <<= 1)
+		for (i = 0; i < d; i += len << 1)
+			for (j = i; j < i + len; j++) {
+				double a = t[j], b = t[j + len];
+				t[j] = a + b;
+				t[j + len] = a - b;
+			}
+	for (i = 0; i < d; i++)
+		row[i] = (float)(t[i] * scale);
+}
+
+static enum tap_result
+test_hadamard_bits(void)
+{
+	static float x[3 * HD_MAX_DIM], want[3 * HD_MAX_DIM];
+	int d, i, r;
+	for (d = 2; d <= HD_MAX_DIM; d <<= 1) {
+		for (i = 0; i < 3 * d; i++)
+			x[i] = want[i] = tl_float() * (i % 7 ? 1.0f : 1000.0f);
+		hd_rotate_rows(x, 3, d);
+		for (r = 0; r < 3; r++)
+			tl_hadamard(want + r * d, d);
+		for (i = 0; i < 3 * d; i++)
+			TAP_CHECK(!memcmp(&x[i], &want[i], sizeof(float)), "d %d [%d]: %.9g, not %.9g",
+			    d, i, (double)x[i], (double)want[i]);
+	}
+	return TAP_PASS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A real cache in a real store                                              */
+
+struct tl_env {
+	struct eng_model *m;
+	struct eng_ctx *c;
+	struct eng_kv *kv;
+	struct eng_policy *p;
+	int32_t ids[TL_N + TL_NQ];
+	char dir[64];
+	struct store *s;
+	struct store_doc d;
+};
+
+static struct tl_env g_env;
+
+static int
+tl_setup(void)
+{
+	struct tl_env *e = &g_env;
+	struct store_opts so;
+	char why[256] = "";
+	int64_t i, rph;
+
+	if (e->m)
+		return 0;
+	if (access(tap_model_path(), R_OK) != 0)
+		return 1;
+	if (eng_model_open(&e->m, tap_model_path(), why, sizeof(why)))
+		return -1;
+	for (i = 0; i < TL_N + TL_NQ; i++)
+		e->ids[i] = (int32_t)(tl_next() % (uint32_t)e->m->hp.n_vocab);
+	if (eng_policy_create(&e->p, "snapkv", "", TL_B, why, sizeof(why)) ||
+	    eng_policy_bind(e->p, e->m, why, sizeof(why)))
+		return -1;
+	rph = eng_policy_rows_per_head(e->p, TL_N, TL_CHUNK, TL_NQ);
+	if (eng_ctx_init(&e->c, e->m, 2, eng_policy_max_chunk(e->p, TL_CHUNK)) ||
+	    eng_kv_init(&e->kv, e->m, rph) ||
+	    eng_ingest(e->c, e->kv, e->p, e->ids, TL_N, TL_CHUNK, NULL))
+		return -1;
+	snprintf(e->dir, sizeof(e->dir), "/tmp/kvsnap-test-load-XXXXXX");
+	if (!mkdtemp(e->dir))
+		return -1;
+	memset(&so, 0, sizeof(so));
+	memset(&e->d, 0, sizeof(e->d));
+	store_doc_id(e->ids, TL_N * sizeof(int32_t), e->d.doc_id);
+	e->d.tokens = TL_N;
+	return store_open(&e->s, e->dir, &so, why, sizeof(why)) ? -1 : 0;
+}
+
+static void
+tl_teardown(void)
+{
+	struct tl_env *e = &g_env;
+	char cmd[128];
+	if (e->s)
+		store_close(e->s);
+	if (e->dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%.63s'", e->dir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", e->dir);
+	}
+	eng_kv_free(e->kv);
+	eng_ctx_free(e->c);
+	eng_policy_free(e->p);
+	eng_model_close(e->m);
+}
+
+/* Save the cache in `quant`; its profile id into pid. */
+static int
+tl_save(int quant, uint8_t pid[SNAP_ID_BYTES])
+{
+	struct tl_env *e = &g_env;
+	char prof[SNAP_MAX_PROFILE], why[256] = "";
+	if (snap_profile(prof, sizeof(prof), pid, eng_model_fingerprint(e->m), e->p, TL_CHUNK,
+	    quant))
+		return -1;
+	if (snap_save(e->s, &e->d, e->kv, e->m->hp.n_head, eng_model_fingerprint(e->m), prof, pid,
+	    quant, SNAP_ZLEVEL_DEFAULT, TL_N, why, sizeof(why))) {
+		tap_diag("save: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The reference: every record through snap_layer_decode, one layer at a
+ * time, then eng_kv_finish_load. */
+static int
+tl_reference(const uint8_t pid[SNAP_ID_BYTES], int64_t rows_per_head, struct eng_kv **out)
+{
+	struct tl_env *e = &g_env;
+	struct store_reader *r = NULL;
+	struct snap_header h;
+	struct eng_kv *kv = NULL;
+	const uint8_t *buf;
+	size_t len;
+	char why[256] = "";
+	int l, rc;
+
+	memset(&h, 0, sizeof(h));
+	rc = store_read_begin(e->s, e->d.doc_id, pid, &r, why, sizeof(why)) ||
+	    store_read_layer(r, SNAP_HEADER_LAYER, &buf, &len, why, sizeof(why)) ||
+	    snap_header_decode(buf, len, &h, why, sizeof(why)) ||
+	    eng_kv_init(&kv, e->m, rows_per_head);
+	for (l = 0; !rc && l < h.n_layer; l++)
+		rc = store_read_layer(r, (unsigned)l, &buf, &len, why, sizeof(why)) ||
+		    snap_layer_decode(buf, len, &h, l, kv, why, sizeof(why));
+	if (!rc)
+		rc = eng_kv_finish_load(kv, h.next_pos, (enum eng_pos_mode)h.pos_mode);
+	if (r)
+		store_read_end(r);
+	snap_header_free(&h);
+	if (rc) {
+		tap_diag("reference load: %s", why);
+		eng_kv_free(kv);
+		return -1;
+	}
+	*out = kv;
+	return 0;
+}
+
+/* Every field of every used row of a and b, bit for bit; b's rotated keys
+ * are kern_rope_head_at of its keys.  0, or -1 with a diagnostic. */
+static int
+tl_pool_equal(const struct eng_kv *a, const struct eng_kv *b, const char *what)
+{
+	float want[256], ts = kern_rope_theta_scale(b->rope_base, b->head_dim);
+	int hd = a->head_dim, l, m;
+	int64_t i, j;
+
+	if (a->n_layer != b->n_layer || a->n_head_kv != b->n_head_kv || hd != b->head_dim ||
+	    a->rows != b->rows || a->next_pos != b->next_pos || a->pos_mode != b->pos_mode ||
+	    hd > 256) {
+		tap_diag("%s: shapes differ", what);
+		return -1;
+	}
+	for (l = 0; l < a->n_layer; l++) {
+		const struct eng_kv_layer *A = &a->layer[l], *B = &b->layer[l];
+		for (m = 0; m < a->n_head_kv; m++) {
+			if (A->off[m] != B->off[m] || A->len[m] != B->len[m] || A->cap[m] != B->cap[m]) {
+				tap_diag("%s: layer %d head %d laid out differently", what, l, m);
+				return -1;
+			}
+			for (i = A->off[m]; i < A->off[m] + A->len[m]; i++) {
+				uint32_t p = b->pos_mode == ENG_POS_SLOT ? (uint32_t)(i - B->off[m]) : B->pos[i];
+				if (A->pos[i] != B->pos[i] || !tl_same(A->score[i], B->score[i])) {
+					tap_diag("%s: layer %d row %lld: position or score", what, l, (long long)i);
+					return -1;
+				}
+				kern_rope_head_at(want, B->k + i * hd, p, ts, b->rope_freqs, hd, b->rope_style);
+				for (j = 0; j < hd; j++)
+					if (!tl_same(A->k[i * hd + j], B->k[i * hd + j]) ||
+					    !tl_same(A->v[i * hd + j], B->v[i * hd + j]) ||
+					    !tl_same(A->kr[i * hd + j], B->kr[i * hd + j]) ||
+					    !tl_same(want[j], B->kr[i * hd + j])) {
+						tap_diag("%s: layer %d row %lld [%lld]: k %.9g/%.9g v %.9g/%.9g "
+						    "kr %.9g/%.9g (kern_rope_head_at %.9g)", what, l, (long long)i,
+						    (long long)j, (double)A->k[i * hd + j], (double)B->k[i * hd + j],
+						    (double)A->v[i * hd + j], (double)B->v[i * hd + j],
+						    (double)A->kr[i * hd + j], (double)B->kr[i * hd + j],
+						    (double)want[j]);
+						return -1;
+					}
+			}
+		}
+	}
+	return 0;
+}
+
+static enum tap_result
+test_pool_equal(void)
+{
+	struct tl_env *e;
+	struct kern_ctx *k2 = NULL;
+	float *ref_logits = NULL, *got_logits = NULL;
+	int quant, t, ok = 1, rc = tl_setup();
+
+	if (rc > 0)
+		return TAP_SKIP;
+	TAP_CHECK(rc == 0, "set-up");
+	e = &g_env;
+	ref_logits = malloc((size_t)e->m->hp.n_vocab * sizeof(float));
+	got_logits = malloc((size_t)e->m->hp.n_vocab * sizeof(float));
+	TAP_EXPECT(ref_logits && got_logits, "out of memory");
+	TAP_EXPECT(kern_ctx_init(&k2, 2) == 0, "a 2-thread kern_ctx");
+	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
+		uint8_t pid[SNAP_ID_BYTES];
+		struct eng_kv *ref = NULL;
+		TAP_EXPECT(tl_save(quant, pid) == 0, "save %s", snap_quant_name(quant));
+		for (t = 0; t < 2 && ok; t++) {
+			struct snap_load_stats st;
+			struct snap_header h;
+			struct eng_kv *kv = NULL;
+			char why[256] = "", what[64];
+			snprintf(what, sizeof(what), "%s, %d thread%s", snap_quant_name(quant), t + 1,
+			    t ? "s" : "");
+			if (snap_load_ex(e->s, e->d.doc_id, pid, e->m, TL_NQ, t ? k2 : NULL, &kv, &h, &st,
+			    why, sizeof(why))) {
+				tap_diag("%s: load: %s", what, why);
+				ok = 0;
+			} else {
+				snap_header_free(&h);
+				ok = st.threads == t + 1 &&
+				    tl_reference(pid, kv->rows / kv->n_head_kv, &ref) == 0 &&
+				    tl_pool_equal(ref, kv, what) == 0;
+				/* and it answers as the reference does */
+				if (ok && t) {
+					ok = eng_forward(e->c, ref, e->ids + TL_N, TL_NQ, NULL, ref_logits) == 0 &&
+					    eng_forward(e->c, kv, e->ids + TL_N, TL_NQ, NULL, got_logits) == 0 &&
+					    !memcmp(ref_logits, got_logits,
+					        (size_t)e->m->hp.n_vocab * sizeof(float));
+					if (!ok)
+						tap_diag("%s: the question's logits differ", what);
+				}
+				eng_kv_free(ref);
+				ref = NULL;
+			}
+			eng_kv_free(kv);
+		}
+		TAP_EXPECT(ok, "%s: the loaded pool differs", snap_quant_name(quant));
+		tap_diag("%s: equal on 1 and 2 threads", snap_quant_name(quant));
+	}
+out:
+	kern_ctx_free(k2);
+	free(ref_logits);
+	free(got_logits);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+/* The stored snapshot of pid with layers a and b's records swapped with
+ * their neighbours' (each then fails the header's checksum). */
+static int
+tl_damage(const uint8_t pid[SNAP_ID_BYTES], int a, int b)
+{
+	struct tl_env *e = &g_env;
+	struct store_reader *r = NULL;
+	struct store_snapshot snap;
+	const uint8_t *buf, *hdr = NULL;
+	uint8_t **rec;
+	size_t *len, hdr_len = 0;
+	char why[256] = "";
+	int n = e->m->hp.n_layer, l, rc;
+
+	rec = calloc((size_t)n, sizeof(*rec));
+	len = calloc((size_t)n, sizeof(*len));
+	rc = !rec || !len || store_read_begin(e->s, e->d.doc_id, pid, &r, why, sizeof(why));
+	for (l = -1; !rc && l < n; l++) {
+		size_t got;
+		rc = store_read_layer(r, l < 0 ? SNAP_HEADER_LAYER : (unsigned)l, &buf, &got, why,
+		    sizeof(why));
+		if (rc)
+			break;
+		if (l < 0) {
+			hdr = buf;
+			hdr_len = got;
+			continue;
+		}
+		rc = !(rec[l] = malloc(got));
+		if (!rc)
+			memcpy(rec[l], buf, got);
+		len[l] = got;
+	}
+	if (!rc) {
+		uint8_t *hcopy = malloc(hdr_len), *t;
+		size_t tl;
+		rc = !hcopy;
+		if (hcopy) {
+			memcpy(hcopy, hdr, hdr_len);
+			store_read_end(r);
+			r = NULL;
+			t = rec[a]; rec[a] = rec[a + 1]; rec[a + 1] = t;
+			tl = len[a]; len[a] = len[a + 1]; len[a + 1] = tl;
+			t = rec[b]; rec[b] = rec[b + 1]; rec[b + 1] = t;
+			tl = len[b]; len[b] = len[b + 1]; len[b + 1] = tl;
+			memset(&snap, 0, sizeof(snap));
+			memcpy(snap.profile_id, pid, SNAP_ID_BYTES);
+			snap.header = hcopy;
+			snap.header_len = hdr_len;
+			snap.layer = (const uint8_t *const *)rec;
+			snap.layer_len = len;
+			snap.n_layer = n;
+			rc = store_put(e->s, &e->d, &snap, why, sizeof(why));
+			free(hcopy);
+		}
+	}
+	if (r)
+		store_read_end(r);
+	for (l = 0; rec && l < n; l++)
+		free(rec[l]);
+	free(rec);
+	free(len);
+	if (rc)
+		tap_diag("damage: %s", why);
+	return rc ? -1 : 0;
+}
+
+static enum tap_result
+test_first_error(void)
+{
+	struct tl_env *e;
+	struct kern_ctx *k2 = NULL;
+	uint8_t pid[SNAP_ID_BYTES];
+	char want[256] = "", why[256];
+	int rc = tl_setup(), i, ok = 1;
+
+	if (rc > 0)
+		return TAP_SKIP;
+	TAP_CHECK(rc == 0, "set-up");
+	e = &g_env;
+	TAP_CHECK(tl_save(SNAP_Q4, pid) == 0, "save");
+	TAP_CHECK(tl_damage(pid, 7, 20) == 0, "damage layers 7 and 20");
+	TAP_CHECK(kern_ctx_init(&k2, 2) == 0, "a 2-thread kern_ctx");
+	for (i = 0; i < 24 && ok; i++) {
+		struct snap_header h;
+		struct eng_kv *kv = NULL;
+		why[0] = 0;
+		rc = snap_load_ex(e->s, e->d.doc_id, pid, e->m, TL_NQ, i ? k2 : NULL, &kv, &h, NULL,
+		    why, sizeof(why));
+		if (i == 0)
+			snprintf(want, sizeof(want), "%s", why);
+		ok = rc == SNAPIO_ERR_CORRUPT && !kv && !strcmp(why, want) &&
+		    strstr(why, "layer 7:") != NULL;
+		if (!ok)
+			tap_diag("run %d: rc %d, '%s' (the one-thread load: '%s')", i, rc, why, want);
+		eng_kv_free(kv);
+	}
+	kern_ctx_free(k2);
+	tap_diag("a damaged snapshot: '%s'", want);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+static enum tap_result
+test_far_positions(void)
+{
+	struct tl_env *e;
+	struct eng_kv *src = NULL, *kv = NULL, *ref = NULL;
+	struct kern_ctx *k2 = NULL;
+	struct snap_header h;
+	uint8_t pid[SNAP_ID_BYTES];
+	char prof[SNAP_MAX_PROFILE], why[256] = "";
+	int64_t counts[16];
+	int rc = tl_setup(), l, m, ok = 0;
+
+	if (rc > 0)
+		return TAP_SKIP;
+	TAP_CHECK(rc == 0, "set-up");
+	e = &g_env;
+	TAP_CHECK(e->kv->n_head_kv <= 16, "too many KV heads for this test");
+	TAP_CHECK(eng_kv_init(&src, e->m, 4) == 0, "pool");
+	for (m = 0; m < src->n_head_kv; m++)
+		counts[m] = 2;
+	for (l = 0; l < src->n_layer; l++) {
+		struct eng_kv_layer *L = &src->layer[l];
+		TAP_EXPECT(eng_kv_prepare_layer(src, l, counts) == 0, "layout");
+		for (m = 0; m < src->n_head_kv; m++) {
+			int64_t r, i;
+			for (r = L->off[m]; r < L->off[m] + 2; r++) {
+				L->pos[r] = 2147483643u + 3u * (uint32_t)(r - L->off[m]);
+				L->score[r] = 1.0f;
+				for (i = 0; i < src->head_dim; i++) {
+					L->k[r * src->head_dim + i] = tl_float();
+					L->v[r * src->head_dim + i] = tl_float();
+				}
+			}
+		}
+	}
+	TAP_EXPECT(eng_kv_finish_load(src, 2147483647u, ENG_POS_ORIGINAL) == 0, "finish");
+	snprintf(prof, sizeof(prof), "test:far-positions");
+	memset(pid, 0xfa, sizeof(pid));
+	TAP_EXPECT(snap_save(e->s, &e->d, src, e->m->hp.n_head, eng_model_fingerprint(e->m), prof,
+	    pid, SNAP_FP16, SNAP_ZLEVEL_DEFAULT, TL_N, why, sizeof(why)) == 0, "save: %s", why);
+	TAP_EXPECT(kern_ctx_init(&k2, 2) == 0, "a 2-thread kern_ctx");
+	TAP_EXPECT(snap_load_ex(e->s, e->d.doc_id, pid, e->m, 1, k2, &kv, &h, NULL, why,
+	    sizeof(why)) == 0, "load: %s", why);
+	snap_header_free(&h);
+	TAP_EXPECT(tl_reference(pid, kv->rows / kv->n_head_kv, &ref) == 0, "reference");
+	TAP_EXPECT(tl_pool_equal(ref, kv, "far positions") == 0, "the loaded pool differs");
+	ok = 1;
+out:
+	eng_kv_free(src);
+	eng_kv_free(kv);
+	eng_kv_free(ref);
+	kern_ctx_free(k2);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+static const struct tap_test tests[] = {
+	{ "rope_rows", test_rope_rows },
+	{ "qpack_bits", test_qpack_bits },
+	{ "hadamard_bits", test_hadamard_bits },
+	{ "pool_equal", test_pool_equal },
+	{ "far_positions", test_far_positions },
+	{ "first_error", test_first_error },
+};
+
+int
+main(int argc, char **argv)
+{
+	int rc;
+	if (sodium_init() < 0) {
+		printf("Bail out! libsodium\n");
+		return 1;
+	}
+	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	tl_teardown();
+	return rc;
+}
