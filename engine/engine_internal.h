@@ -421,6 +421,11 @@ int eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_si
     int64_t target, int64_t cap_layer,
     int (*before_compact)(void *, struct eng_kv *, int, const int64_t *const *, const int64_t *),
     void *arg);
+/* Units per head kvzip keeps of the first `seen` tokens, n_sink of them the
+ * sinks: under a ratio R, ceil(R x the document's tokens) plus the sinks,
+ * which KVzip's reference keeps outside the pruned range; a budget is the
+ * total, sinks included. */
+int64_t eng_kvzip_keep(const struct eng_policy *p, int64_t seen, int64_t n_sink);
 /* Pool rows per head kvzip's ingest needs (segments + reconstruction). */
 int64_t eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
     int64_t n_extra);

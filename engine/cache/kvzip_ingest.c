@@ -181,14 +181,6 @@ kvzip_seg_len(const struct eng_policy *p, int64_t lo, int64_t n, int64_t n_ctx,
 	return s;
 }
 
-/* Units per head to keep once `seen` tokens are read. */
-static int64_t
-kvzip_target(const struct eng_policy *p, int64_t seen)
-{
-	int64_t t = p->ratio > 0.0 ? (int64_t)ceil(p->ratio * (double)seen - 1e-9) : p->budget;
-	return t < 1 ? 1 : t;
-}
-
 /* The reconstruction input of segment [lo, hi): prompt, then the segment's
  * tokens from `from`.  *out malloc'd. */
 static int64_t
@@ -325,7 +317,7 @@ eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
 	}
 	while (lo < n) {
 		int64_t s = kvzip_seg_len(p, lo, n, n_ctx, prompt_max), hi = lo + s, n_rep, u;
-		int64_t from = lo > tpl ? lo : tpl, target = kvzip_target(p, hi);
+		int64_t from = lo > tpl ? lo : tpl, target = eng_kvzip_keep(p, hi, n_sink);
 		int64_t room = 2 * (p->i[0] + KVZIP_MIN_SEG) + prompt_max; /* the next segment's */
 		for (l = 0; l < NL; l++)
 			for (g = 0; g < H; g++)

@@ -337,6 +337,23 @@ eng_kvzip_select(const struct eng_policy *p, struct eng_kv *kv, int64_t n_sink, 
 	return eng_select_scores(kv, &sel, target);
 }
 
+int64_t
+eng_kvzip_keep(const struct eng_policy *p, int64_t seen, int64_t n_sink)
+{
+	int64_t t;
+	if (p->ratio <= 0.0)
+		return p->budget < 1 ? 1 : p->budget;
+	/* the ratio is of the document: the chat template's system turn and user
+	 * header (the sinks) are kept on top, as KVzip's reference prunes only
+	 * the context range [start_idx, end_idx) and keeps the system prompt
+	 * (attention/kvcache.py); counted inside, they took most of a short
+	 * document's budget (a 166-token page at 1/4 kept an eighth of its text) */
+	if (n_sink > seen)
+		n_sink = seen;
+	t = (int64_t)ceil(p->ratio * (double)(seen - n_sink) - 1e-9) + n_sink;
+	return t < 1 ? 1 : t;
+}
+
 int
 eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *why,
     size_t why_len)
@@ -354,6 +371,8 @@ eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *w
 	while (n_sink < L0->len[0] && isinf(L0->score[L0->off[0] + n_sink]) &&
 	    L0->score[L0->off[0] + n_sink] > 0)
 		n_sink++;
+	if (p->ratio > 0.0)
+		p->budget = eng_kvzip_keep(p, n_doc, n_sink);
 	for (l = 0; l < kv->n_layer; l++)
 		total += eng_kv_layer_units(kv, l);
 	if (p->budget * kv->n_layer * kv->n_head_kv >= total)
@@ -366,7 +385,15 @@ eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *w
 int64_t
 eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk, int64_t n_extra)
 {
-	int64_t target = p->ratio > 0.0 ? (int64_t)(p->ratio * (double)n_doc) + 1 : p->budget;
+	const struct kvzip_prompt *pr = p->priv;
+	/* the most sinks a document can have: the template's, or sinks=N, or 4;
+	 * before the bind knows the template, a bound above any chat template's
+	 * system turn (this only sizes the pool) */
+	int64_t sinks = !pr ? 256 : pr->n_tpl > 4 ? pr->n_tpl : 4;
+	int64_t target;
+	if (p->i[2] > sinks)
+		sinks = p->i[2];
+	target = eng_kvzip_keep(p, n_doc, sinks < n_doc ? sinks : n_doc);
 	int64_t seg = p->i[0] < n_doc ? p->i[0] : n_doc;
 	/* a segment (a short remainder may join it) and its reconstruction */
 	int64_t room = 2 * (seg + KVZIP_MIN_SEG) + KVZIP_PROMPT_MAX + KVZIP_ANCHOR;

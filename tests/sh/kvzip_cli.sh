@@ -28,8 +28,19 @@ read -r tokens units < <(python3 -c '
 import json, sys
 snaps = json.loads(open(sys.argv[1]).readline())["snapshots"]
 print(snaps[0]["tokens"], snaps[0]["units"])' "$T/info.json")
-want=$(( (tokens + 1) / 2 * 30 * 3 ))
-[ "$units" -eq "$want" ]; ok "ratio 1/2 of $tokens tokens keeps ceil(n/2) units per head: $units (want $want)" $?
+# a ratio is of the document's tokens, the sinks (the chat template's system
+# turn and user header, s units per head) kept on top: ceil(R (n - s)) + s per
+# head (docs/KVZIP.md).  s is not printed anywhere: the sink counts in 1..64
+# this count allows are kept, and the 1/8 and 1/4 cuts below must each be
+# given exactly by one of them (each check narrows the list).
+keep() { echo $(( ($2 - $3 + $1 - 1) / $1 + $3 )); } # DENOM n s
+fits() { # DENOM UNITS: the sink counts of $sinks that give UNITS
+	local s out=
+	for s in $sinks; do [ $(( $(keep "$1" "$tokens" "$s") * 90 )) -eq "$2" ] && out="$out $s"; done
+	echo $out
+}
+sinks=$(seq 1 64); sinks=$(fits 2 "$units")
+[ -n "$sinks" ]; ok "ratio 1/2 of $tokens tokens keeps ceil((n - s)/2) + s units per head for a sink count s in 1..64: $units (s in: $sinks)" $?
 $K info gpl > "$T/info.txt" 2>&1
 grep -q "policy=kvzip:ratio=0.5,seg=2048,alloc=global,sinks=auto,norm=prob" "$T/info.txt"
 ok "the profile names the ratio and kvzip's options" $?
@@ -39,8 +50,8 @@ $K info gpl > "$T/info.txt" 2>&1
 grep -q "policy=kvzip:ratio=0.125,.*,from=0.5 " "$T/info.txt"
 ok "the shrunk snapshot is filed under ratio=0.125 ... from=0.5" $?
 n8=$(grep -o "tokens -> [0-9]* units" "$T/info.txt" | awk '{print $3}' | sort -n | head -1)
-want=$(( (tokens + 7) / 8 * 30 * 3 ))
-[ "$n8" -eq "$want" ]; ok "it keeps an eighth: $n8 units (want $want)" $?
+sinks=$(fits 8 "$n8")
+[ -n "$sinks" ]; ok "it keeps an eighth of the document and the sinks: $n8 units (s in: $sinks)" $?
 expect_rc "the store verifies" 0 "$K" verify
 expect_rc "the shrunk snapshot answers" 0 "$K" query "${P[@]}" --ratio 1/8 --opts from=0.5 -n 12 gpl "What is the archive code word?"
 [ -s "$T/out" ]; _s=$?; ok "with some text: $(head -c 80 "$T/out" | tr '\n' ' ')" $_s
@@ -84,8 +95,8 @@ field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.g
 r=$(req '{"v":1,"id":1,"op":"query","doc":"gpl","question":"Hi","max_tokens":2}')
 [ "$(field code <<<"$r")" = profile_mismatch ]; _s=$?; ok "before shrink the daemon has no snapshot of its profile: $(field code <<<"$r")" $_s
 r=$(req '{"v":1,"id":2,"op":"shrink","doc":"gpl","ratio":0.25}')
-want=$(( (tokens + 3) / 4 * 30 * 3 ))
-[ "$(field units <<<"$r")" = "$want" ]; _s=$?; ok "shrink op: gpl cut to a quarter, $(field units <<<"$r") units (want $want)" $_s
+n4=$(field units <<<"$r")
+[ "$n4" != - ] && [ -n "$(fits 4 "$n4")" ]; _s=$?; ok "shrink op: gpl cut to a quarter of the document and the sinks, $n4 units (s in: $sinks)" $_s
 [ "$(field serves <<<"$r")" = True ]; ok "and the daemon says it serves the result" $?
 r=$(req '{"v":1,"id":3,"op":"query","doc":"gpl","question":"What is the archive code word?","max_tokens":8}')
 [ "$(field event <<<"$r")" = result ] && [ "$(field tokens <<<"$r")" -gt 0 ]
