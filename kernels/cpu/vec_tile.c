@@ -6,12 +6,13 @@
  * again for every token.  The tile kernels here unpack a block once (quants,
  * scales, the f16 → f32 conversions) and dot it with 4 tokens (AVX2) or 8
  * (AVX-512: twice the registers): Q4_K, Q5_K and Q6_K one row at a time
- * (their unpacking is the expensive part), Q4_1 and Q8_0 four rows at a time
- * in vec_dot.c's layout.  The AVX2 bodies come from the templates
+ * (their unpacking is the expensive part), Q4_0, Q4_1 and Q8_0 four rows
+ * at a time in vec_dot.c's layout.  The AVX2 bodies come from the templates
  * vec_tile_kq.h and vec_tile_q.h (vpmaddubsw + vpmaddwd); AVX-512 takes
  * vec_tile_q.h with VNNI's vpdpbusd, and its own K-quant kernels on 512-bit
  * vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K, even on
- * Q4_K, in bench_quant prefill on the busy VM).
+ * Q4_K, in bench_quant prefill on the busy VM).  Q5_0, Q5_1, Q2_K and Q3_K
+ * have no tiles yet.
  *
  * Every (row, token) result equals kern_vec_dot's at the same level bit for
  * bit (the integer sums are exact and the f32 steps the same), so a token's
@@ -57,6 +58,11 @@
 	_mm256_sign_epi8(x, w)), _mm256_set1_epi16(1))
 #define KT_S8DOT(b, wl, yl, wh, yh) ((void)(b), \
 	_mm256_add_epi32(KT_S8ONE(wl, yl), KT_S8ONE(wh, yh)))
+/* Σ (n − 8)·x = Σ n·x − 8·Σx, the correction in int16 (vec_dot.c's Q4_0) */
+#define KT_N8BIAS(yl, yh) _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), yl), \
+	_mm256_maddubs_epi16(_mm256_set1_epi8(8), yh))
+#define KT_N8DOT(b, lo, yl, hi, yh) _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16( \
+	_mm256_maddubs_epi16(lo, yl), _mm256_maddubs_epi16(hi, yh)), b), _mm256_set1_epi16(1))
 #include "kernels/cpu/vec_tile_kq.h"
 #include "kernels/cpu/vec_tile_q.h"
 #undef KT_TILE
@@ -66,6 +72,8 @@
 #undef KT_U8DOT
 #undef KT_S8BIAS
 #undef KT_S8DOT
+#undef KT_N8BIAS
+#undef KT_N8DOT
 
 /* AVX-512 VNNI on 256-bit vectors (the K-quants: on 512-bit ones, below):
  * signed Q8_0 weights are dotted as
@@ -81,6 +89,10 @@
 	_mm256_dpbusd_epi32(_mm256_setzero_si256(), KT_FLIP, yl), KT_FLIP, yh))
 #define KT_S8DOT(b, wl, yl, wh, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, \
 	_mm256_xor_si256(KT_FLIP, wl), yl), _mm256_xor_si256(KT_FLIP, wh), yh)
+/* nibbles n = q + 8 from a start of −8·Σx */
+#define KT_N8BIAS(yl, yh) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32( \
+	_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), yl), _mm256_set1_epi8(8), yh))
+#define KT_N8DOT(b, lo, yl, hi, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, lo, yl), hi, yh)
 #include "kernels/cpu/vec_tile_q.h"
 #undef KT_TILE
 #undef KT_ATTR
@@ -88,6 +100,8 @@
 #undef KT_U8DOT
 #undef KT_S8BIAS
 #undef KT_S8DOT
+#undef KT_N8BIAS
+#undef KT_N8DOT
 #undef KT_FLIP
 
 /* The K-quants on 512-bit vectors (AVX-512 BW + VNNI): a 64-quant step of
@@ -270,7 +284,7 @@ kern_tile_kq(enum kern_type t, int lvl, const uint8_t *x,
 	}
 }
 
-/* Four Q4_1 or Q8_0 rows · kern_tile_n(lvl) tokens at level lvl: o[4k + r]. */
+/* Four Q4_0, Q4_1 or Q8_0 rows · kern_tile_n(lvl) tokens at level lvl: o[4k + r]. */
 static void
 kern_tile_q(enum kern_type t, int lvl, const uint8_t *const x[4],
     const void *const y[KERN_TILE_MAX], int64_t nb, float o[4 * KERN_TILE_MAX])
@@ -281,6 +295,12 @@ kern_tile_q(enum kern_type t, int lvl, const uint8_t *const x[4],
 			kern_avx512_tile_q4_1(x, y1, nb, o);
 		else
 			kern_avx2_tile_q4_1(x, y1, nb, o);
+	} else if (t == KERN_TYPE_Q4_0) {
+		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_avx512_tile_q4_0(x, y0, nb, o);
+		else
+			kern_avx2_tile_q4_0(x, y0, nb, o);
 	} else {
 		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
 		if (lvl >= KERN_CPU_SIMD_AVX512)
@@ -331,7 +351,7 @@ kern_tile_has(enum kern_type t, int lvl)
 	if (lvl < KERN_CPU_SIMD_AVX2)
 		return 0;
 	return t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K ||
-	    t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q8_0;
+	    t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q8_0;
 }
 #endif /* KERN_X86 */
 
