@@ -156,6 +156,16 @@ kern_avx2_scales_k4(const uint8_t *s, uint8_t sc[16])
 	memcpy(sc, o, 16);
 }
 
+/* The mins of kern_avx2_scales_k4's sc[8..15], each twice, as 16 int16
+ * lanes: one vpmaddwd with a Q8_K block's 16 bsums gives mn_j · (Σ of the
+ * 32 quants of sub-block j) in int32 lane j. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_mins_dup(const uint8_t sc[16])
+{
+	return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)sc),
+	    _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+}
+
 /* The byte shuffles that put [sc(2k) ×8 | sc(2k+1) ×8] in int16 lanes from
  * a vector holding 8 int16 scales in each 128-bit half. */
 static inline KERN_AVX2_INLINE void

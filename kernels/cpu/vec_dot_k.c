@@ -250,17 +250,17 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
  * bytes, the 5th bits from qh (shifted down 2 per pair); u ≤ 31 so no int16
  * saturation.
  * The scales go to int16 lanes once per block and each sub-block's is
- * spread by a byte shuffle; the mins meet the pairwise-summed bsums in one
- * vpmaddwd and are accumulated as a vector, so nothing is summed across
- * lanes until the end. */
+ * spread by a byte shuffle; the mins, each twice, meet the bsums in one
+ * vpmaddwd (lane j: sub-block j's min · its 32 quants' sum) and are
+ * accumulated as a vector, so nothing is summed across lanes until the end
+ * (vec_tile.c's kernels take the same steps). */
 static KERN_AVX2 float
 kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
 	__m256i spread[8]; /* int16 lane j of 8 into every lane */
-	__m256 acc = _mm256_setzero_ps();
-	__m128 accm = _mm_setzero_ps();
+	__m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
 	int64_t ib;
 	int g;
 
@@ -278,10 +278,8 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		kern_avx2_scales_k4(b + 4, sc);
 		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
 		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-		accm = _mm_fmadd_ps(_mm_set1_ps(kern_avx2_h2f(b + 2) * y[ib].d),
-		    _mm_cvtepi32_ps(_mm_madd_epi16(_mm256_extracti128_si256(sm, 1),
-		    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)))),
-		    accm);
+		accm = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b + 2) * y[ib].d),
+		    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, kern_avx2_mins_dup(sc))), accm);
 		for (g = 0; g < 4; g++) {
 			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
 			__m256i lo = _mm256_and_si256(q, m4);
@@ -302,9 +300,7 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b) * y[ib].d),
 		    _mm256_cvtepi32_ps(sumi), acc);
 	}
-	accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
-	accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
-	return kern_avx2_hsum(acc) - _mm_cvtss_f32(accm);
+	return kern_avx2_hsum(acc) - kern_avx2_hsum(accm);
 }
 
 /* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants

@@ -22,14 +22,14 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
-	__m256 acc[KT_TILE];
-	__m128 accm[KT_TILE];
+	__m256 acc[KT_TILE], accm[KT_TILE];
+
 	int64_t ib;
 	int g, k;
 
 	for (k = 0; k < KT_TILE; k++) {
 		acc[k] = _mm256_setzero_ps();
-		accm[k] = _mm_setzero_ps();
+		accm[k] = _mm256_setzero_ps();
 	}
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
@@ -37,13 +37,13 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 		    : _mm256_setzero_si256();
 		const float d = kern_avx2_h2f(b), dmin = kern_avx2_h2f(b + 2);
 		__m256i sumi[KT_TILE], sm, scales;
-		__m128i mins;
+		__m256i mdup;
 		uint8_t sc[16]; /* scales, then mins */
 
 		kern_avx2_scales_k4(b + 4, sc);
 		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
 		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-		mins = _mm256_extracti128_si256(sm, 1);
+		mdup = kern_avx2_mins_dup(sc);
 		for (k = 0; k < KT_TILE; k++)
 			sumi[k] = _mm256_setzero_si256();
 		for (g = 0; g < 4; g++) {
@@ -70,18 +70,14 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 		for (k = 0; k < KT_TILE; k++) {
 			const struct kern_block_q8_k *yk = &y[k][ib];
 			const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)yk->bsums);
-			accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmin * yk->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins,
-			    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)))),
-			    accm[k]);
+			accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * yk->d),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mdup)), accm[k]);
 			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * yk->d), _mm256_cvtepi32_ps(sumi[k]),
 			    acc[k]);
 		}
 	}
-	for (k = 0; k < KT_TILE; k++) {
-		__m128 m = _mm_add_ps(accm[k], _mm_movehl_ps(accm[k], accm[k]));
-		m = _mm_add_ss(m, _mm_movehdup_ps(m));
-		out[k] = kern_avx2_hsum(acc[k]) - _mm_cvtss_f32(m);
-	}
+	for (k = 0; k < KT_TILE; k++)
+		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(accm[k]);
 }
 
 /* One Q6_K row · KT_TILE tokens (see kern_avx2_q6k in vec_dot_k.c). */
