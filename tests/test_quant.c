@@ -1112,14 +1112,14 @@ test_vec_dot_kquants(void)
  * every level, every (row, token) bit for bit kern_vec_dot's at that level
  * (the tile kernels share the one-token kernels' integer lanes and f32
  * steps), so within KQ_REL·Σ|terms| of the exact value; token counts and
- * row counts around the tile sizes (4 tokens; 4 rows for Q4_1/Q8_0), odd
- * strides, and nothing written outside the rows and tokens asked for. */
+ * row counts around the tile sizes (4 tokens at AVX2, 8 at AVX-512; 4 rows
+ * for Q4_0/Q4_1/Q8_0), odd strides, and nothing written outside the rows and tokens asked for. */
 static int
 kq_check_tile(enum kern_type t, int64_t n)
 {
-	enum { NR = 13, NT = 11, OS = NR + 3 };
+	enum { NR = 13, NT = 17, OS = NR + 3 };
 	static const int64_t row_counts[] = { 1, 3, 4, 5, 8, 13 };
-	static const int64_t tok_counts[] = { 1, 3, 4, 5, 7, 8, 11 };
+	static const int64_t tok_counts[] = { 1, 3, 4, 5, 7, 8, 11, 16, 17 };
 	enum kern_type at = kern_vec_dot_act_type(t);
 	size_t rb = kern_type_row_bytes(t, n) + 6;
 	size_t ab = (at == KERN_TYPE_F32 ? (size_t)n * sizeof(float) : kern_type_row_bytes(at, n)) + 4;

@@ -10,8 +10,8 @@
  * use the SIMD integer dot products of vec_dot.c (decode reads the weights
  * once per token, which is what bounds its speed; a prefill reuses each
  * 64-row slice of weights from cache for every token, through vec_tile.c's
- * kernels that unpack a weight block once for 4 tokens, with the same
- * results bit for bit as the one-token dots).  The other prefills
+ * kernels that unpack a weight block once for 4 or 8 tokens, with the
+ * same results bit for bit as the one-token dots).  The other prefills
  * round the activations (quantize, dequantize), dequantize the weight
  * matrix a block of rows at a time into per-thread scratch and multiply
  * with OpenBLAS sgemm.  Either way every output element is one call's sum,
