@@ -13,12 +13,17 @@
  * Qwen2.5-1.5B's shapes instead; "prefill [TYPE]": a whole 128-token matmul
  * (the op table's, one thread) of every weight type on attn_q's shape, by
  * dequantize + sgemm and by the integer dots, the choice ops.c's
- * KERN_PREFILL_QDOT_TYPES records.
+ * KERN_PREFILL_QDOT_TYPES records; beside them "1-tok", the integer dots
+ * one token at a time (kern_cpu_vec_dot_rows per token and 64-row slice,
+ * the activations quantized as ops.c does: the matmul before vec_tile.c),
+ * so "1-tok/qdot" is what the tile kernels gain; timed in the thread's CPU
+ * time, the three paths taking turns.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_internal.h"
@@ -238,8 +243,46 @@ bq_all_types(double secs, const char *only)
 	}
 }
 
+/* CPU seconds this thread has run: on a busy machine, unlike the wall
+ * clock, it leaves out the time the thread waited for a core (the prefill
+ * rows run on one thread, the caller's). */
+static double
+bq_thread_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The integer-dot matmul one token at a time, as ops.c ran it before the
+ * tile kernels: quantize every token's activations, then per 64-row slice
+ * kern_cpu_vec_dot_rows for each token. */
+static void
+bq_matmul_onetok(const struct kern_mat *m, const float *x, int64_t n_tok, void *act,
+    float *out)
+{
+	enum kern_type at = kern_vec_dot_act_type(m->type);
+	size_t as = kern_type_row_bytes(at, m->cols);
+	float tmp[64];
+	int64_t t, r0;
+
+	for (t = 0; t < n_tok; t++)
+		kern_quant_row_act(at, x + t * m->cols, (uint8_t *)act + (size_t)t * as, m->cols);
+	for (r0 = 0; r0 < m->rows; r0 += 64) {
+		int64_t n = m->rows - r0 < 64 ? m->rows - r0 : 64;
+		const uint8_t *rows = (const uint8_t *)m->data + (size_t)r0 * m->row_bytes;
+		for (t = 0; t < n_tok; t++) {
+			kern_cpu_vec_dot_rows(m->type, rows, m->row_bytes, n,
+			    (const uint8_t *)act + (size_t)t * as, m->cols, tmp);
+			memcpy(out + t * m->rows + r0, tmp, (size_t)n * sizeof(float));
+		}
+	}
+}
+
 /* One table row: a 128-token prefill matmul of (rows × cols) of type t on
- * one thread, by each path. */
+ * one thread, by each path (sgemm, the tile kernels, one token at a time),
+ * the paths taking turns so that a change in the machine's load hits all. */
 static void
 bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 {
@@ -248,13 +291,14 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 	uint8_t *w = malloc(rb * (size_t)rows);
 	float *x = malloc((size_t)(n_tok * cols) * sizeof(float));
 	float *out = malloc((size_t)(n_tok * rows) * sizeof(float));
+	void *act = malloc((size_t)(n_tok * cols) * sizeof(float));
 	struct kern_mat m = { t, rows, cols, rb, NULL };
 	struct kern_ctx *ctx = NULL;
-	double best[2];
+	double best[3] = { 1e9, 1e9, 1e9 }, t0, t1;
 	int64_t i;
-	int path;
+	int path, round;
 
-	if (!w || !x || !out || kern_ctx_init(&ctx, 1)) {
+	if (!w || !x || !out || !act || kern_ctx_init(&ctx, 1)) {
 		fprintf(stderr, "bench_quant: out of memory\n");
 		exit(1);
 	}
@@ -262,28 +306,31 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 	m.data = w;
 	for (i = 0; i < n_tok * cols; i++)
 		x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
-	for (path = 0; path < 2; path++) {
-		double t0, t1;
-		kern_ctx_set_prefill(ctx, path ? KERN_PREFILL_QDOT : KERN_PREFILL_GEMM);
-		best[path] = 1e9;
-		t0 = t1 = eng_now();
-		do {
-			double ts = t1;
-			if (kern_ctx_ops(ctx)->matmul(ctx, out, &m, x, n_tok)) {
-				fprintf(stderr, "bench_quant: matmul failed\n");
-				exit(1);
-			}
-			t1 = eng_now();
-			best[path] = t1 - ts < best[path] ? t1 - ts : best[path];
-		} while (t1 - t0 < secs);
-	}
-	printf("prefill %-5s %4lld tok x %5lld x %-5lld  %-6s  sgemm %9.1f us  qdot %9.1f us  qdot/sgemm %.2f\n",
+	for (round = 0; round < 3; round++)
+		for (path = 0; path < 3; path++) {
+			kern_ctx_set_prefill(ctx, path == 0 ? KERN_PREFILL_GEMM : KERN_PREFILL_QDOT);
+			t0 = t1 = bq_thread_now();
+			do {
+				double ts = t1;
+				if (path == 2)
+					bq_matmul_onetok(&m, x, n_tok, act, out);
+				else if (kern_ctx_ops(ctx)->matmul(ctx, out, &m, x, n_tok)) {
+					fprintf(stderr, "bench_quant: matmul failed\n");
+					exit(1);
+				}
+				t1 = bq_thread_now();
+				best[path] = t1 - ts < best[path] ? t1 - ts : best[path];
+			} while (t1 - t0 < secs / 3);
+		}
+	printf("prefill %-5s %4lld tok x %5lld x %-5lld  %-6s  sgemm %9.1f us  qdot %9.1f us  "
+	    "1-tok %9.1f us  qdot/sgemm %.2f  1-tok/qdot %.2f\n",
 	    kern_type_name(t), (long long)n_tok, (long long)rows, (long long)cols, kern_simd_name(),
-	    1e6 * best[0], 1e6 * best[1], best[0] / best[1]);
+	    1e6 * best[0], 1e6 * best[1], 1e6 * best[2], best[0] / best[1], best[2] / best[1]);
 	kern_ctx_free(ctx);
 	free(w);
 	free(x);
 	free(out);
+	free(act);
 }
 
 int
@@ -297,9 +344,16 @@ main(int argc, char **argv)
 			KERN_TYPE_Q5_1, KERN_TYPE_Q8_0, KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_Q4_K,
 			KERN_TYPE_Q5_K, KERN_TYPE_Q6_K };
 		size_t i;
-		for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
-			if (argc <= 3 || strcmp(argv[3], kern_type_name(ts[i])) == 0)
-				bq_prefill(ts[i], 1536, 1536, secs);
+		int l;
+		/* the best level, then AVX2 (what a CPU without AVX-512 runs) */
+		for (l = kern_cpu_simd_detect(); l >= KERN_CPU_SIMD_AVX2 ||
+		    l == kern_cpu_simd_detect(); l--) {
+			kern_cpu_force_simd(l);
+			for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+				if (argc <= 3 || strcmp(argv[3], kern_type_name(ts[i])) == 0)
+					bq_prefill(ts[i], 1536, 1536, secs);
+		}
+		kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "types") == 0) {

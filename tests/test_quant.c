@@ -1108,6 +1108,94 @@ test_vec_dot_kquants(void)
 	return TAP_PASS;
 }
 
+/* kern_cpu_vec_dot_tile (the prefill's matmul) of type t, n elements: at
+ * every level, every (row, token) bit for bit kern_vec_dot's at that level
+ * (the tile kernels share the one-token kernels' integer lanes and f32
+ * steps), so within KQ_REL·Σ|terms| of the exact value; token counts and
+ * row counts around the tile sizes (4 tokens at AVX2, 8 at AVX-512; 4 rows
+ * for Q4_0/Q4_1/Q8_0), odd strides, and nothing written outside the rows and tokens asked for. */
+static int
+kq_check_tile(enum kern_type t, int64_t n)
+{
+	enum { NR = 13, NT = 17, OS = NR + 3 };
+	static const int64_t row_counts[] = { 1, 3, 4, 5, 8, 13 };
+	static const int64_t tok_counts[] = { 1, 3, 4, 5, 7, 8, 11, 16, 17 };
+	enum kern_type at = kern_vec_dot_act_type(t);
+	size_t rb = kern_type_row_bytes(t, n) + 6;
+	size_t ab = (at == KERN_TYPE_F32 ? (size_t)n * sizeof(float) : kern_type_row_bytes(at, n)) + 4;
+	uint8_t *buf = malloc(rb * NR + 1), *rows = buf + 1;
+	uint8_t *acts = malloc(ab * NT);
+	float *x = malloc((size_t)n * sizeof(float));
+	float *out = malloc((size_t)OS * NT * sizeof(float));
+	float want[NT][NR];
+	int64_t i, r, k;
+	int l, a, b, ok = 0;
+
+	kq_rand_rows(t, rows, rb, NR, n);
+	for (k = 0; k < NT; k++) {
+		for (i = 0; i < n; i++)
+			x[i] = kq_uniform(-2.0f, 2.0f);
+		kq_make_act(t, x, n, acts + (size_t)k * ab);
+	}
+	for (l = 0; l < kq_n_levels(); l++) {
+		kern_cpu_force_simd(l);
+		for (k = 0; k < NT; k++)
+			for (r = 0; r < NR; r++) {
+				double mag, ex = kq_exact_dot(t, rows + r * rb, acts + (size_t)k * ab, n, &mag);
+				want[k][r] = kern_vec_dot(t, rows + r * rb, acts + (size_t)k * ab, n);
+				if (!(fabs(want[k][r] - ex) <= KQ_REL * mag)) {
+					printf("#   %s n=%lld %s: vec_dot %.9g exact %.9g\n", kern_type_name(t),
+					    (long long)n, kq_level_name(l), (double)want[k][r], ex);
+					goto out;
+				}
+			}
+		for (a = 0; a < (int)(sizeof(row_counts) / sizeof(row_counts[0])); a++)
+			for (b = 0; b < (int)(sizeof(tok_counts) / sizeof(tok_counts[0])); b++) {
+				int64_t nr = row_counts[a], nt = tok_counts[b];
+				for (i = 0; i < (int64_t)OS * NT; i++)
+					out[i] = -12345.0f;
+				kern_cpu_vec_dot_tile(t, rows, rb, nr, acts, ab, nt, n, out, OS);
+				for (k = 0; k < NT; k++)
+					for (r = 0; r < OS; r++) {
+						float g = out[k * OS + r];
+						int inside = k < nt && r < nr;
+						if (inside ? memcmp(&g, &want[k][r], sizeof(g)) != 0
+						    : g != -12345.0f) {
+							printf("#   %s n=%lld %s: %lld rows x %lld tokens: "
+							    "[tok %lld][row %lld] %.9g want %.9g\n",
+							    kern_type_name(t), (long long)n, kq_level_name(l),
+							    (long long)nr, (long long)nt, (long long)k, (long long)r,
+							    (double)g, inside ? (double)want[k][r] : -12345.0);
+							goto out;
+						}
+					}
+			}
+	}
+	ok = 1;
+out:
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	free(buf);
+	free(acts);
+	free(x);
+	free(out);
+	return ok;
+}
+
+static enum tap_result
+test_vec_dot_tile(void)
+{
+	static const enum kern_type ts[] = { KERN_TYPE_Q4_1, KERN_TYPE_Q8_0, KERN_TYPE_Q4_K,
+		KERN_TYPE_Q5_K, KERN_TYPE_Q6_K, KERN_TYPE_Q4_0, KERN_TYPE_Q5_0, KERN_TYPE_Q5_1,
+		KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_F16 };
+	size_t i;
+
+	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		TAP_CHECK(kq_check_tile(ts[i], 256), "%s n=256", kern_type_name(ts[i]));
+		TAP_CHECK(kq_check_tile(ts[i], 1536), "%s n=1536", kern_type_name(ts[i]));
+	}
+	return TAP_PASS;
+}
+
 static enum tap_result
 test_vec_dot_plain(void)
 {
@@ -1444,6 +1532,7 @@ static const struct tap_test tests[] = {
 	{ "vec_dot_kquants", test_vec_dot_kquants },
 	{ "vec_dot_edges", test_vec_dot_edges },
 	{ "vec_dot_plain", test_vec_dot_plain },
+	{ "vec_dot_tile", test_vec_dot_tile },
 	{ "real_model", test_real_model },
 	{ "real_qwen", test_real_qwen },
 };

@@ -9,7 +9,9 @@
  * the types kern_mm_prefill_qdot names, keep the activations quantized and
  * use the SIMD integer dot products of vec_dot.c (decode reads the weights
  * once per token, which is what bounds its speed; a prefill reuses each
- * 64-row slice of weights from cache for every token).  The other prefills
+ * 64-row slice of weights from cache for every token, through vec_tile.c's
+ * kernels that unpack a weight block once for 4 or 8 tokens, with the
+ * same results bit for bit as the one-token dots).  The other prefills
  * round the activations (quantize, dequantize), dequantize the weight
  * matrix a block of rows at a time into per-thread scratch and multiply
  * with OpenBLAS sgemm.  Either way every output element is one call's sum,
@@ -111,24 +113,22 @@ kern_mm_gemm_worker(void *arg, int ith, int nth)
 	}
 }
 
-/* vec path: each thread owns a range of output rows, for every token. */
+/* vec path: each thread owns a range of output rows, for every token, a
+ * 64-row slice at a time (it stays in cache while the tile kernels of
+ * vec_tile.c take the tokens a few at a time). */
 static void
 kern_mm_vec_worker(void *arg, int ith, int nth)
 {
 	struct kern_mm_job *j = arg;
 	const struct kern_mat *w = j->w;
-	int64_t lo, hi, t, r0;
-	float tmp[64];
+	int64_t lo, hi, r0;
 
 	kern_cpu_split(w->rows, 16, ith, nth, &lo, &hi);
 	for (r0 = lo; r0 < hi; r0 += 64) {
 		int64_t n = hi - r0 < 64 ? hi - r0 : 64;
 		const uint8_t *rows = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
-		for (t = 0; t < j->n_tok; t++) {
-			const uint8_t *act = (const uint8_t *)j->act + (size_t)t * j->act_stride;
-			kern_cpu_vec_dot_rows(w->type, rows, w->row_bytes, n, act, w->cols, tmp);
-			memcpy(j->dst + t * w->rows + r0, tmp, (size_t)n * sizeof(float));
-		}
+		kern_cpu_vec_dot_tile(w->type, rows, w->row_bytes, n, j->act, j->act_stride,
+		    j->n_tok, w->cols, j->dst + r0, (size_t)w->rows);
 	}
 }
 

@@ -236,106 +236,9 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
 	return (s0 + s1) + (s2 + s3);
 }
 
-/* ------------------------------------------------------------------------ */
-/* x86 layout shared by both SIMD levels                                     */
-/*
- * A pass covers four weight rows.  Each 256-bit vector holds 16 bytes of two
- * rows (rows 0 and 1 in one, 2 and 3 in the other, the first row in the low
- * 128 bits), and the activations are broadcast to both halves, so one
- * integer dot serves two rows and leaves row 0's partial sums in lanes 0..3,
- * row 1's in lanes 4..7.  Folding the two vectors gives lanes
- * [r0 r2 r0 r2 | r1 r3 r1 r3], converted to f32 once and scaled by one FMA
- * for all four rows.  The four weight scales are gathered into one vector
- * and converted by one vcvtph2ps.  Per block and row that is about 6 vector
- * uops instead of the 12 of the one-row-per-vector scheme.
- */
-
 #if KERN_X86
-#define KERN_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define KERN_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline))
+#include "kernels/cpu/simd_x86.h"
 
-/* f16 pair at p (d and m, or d and s) to [f32, f32, 0, 0]. */
-static inline KERN_AVX2_INLINE __m128
-kern_avx2_f16x2(const uint8_t *p)
-{
-	return _mm_cvtph_ps(_mm_cvtsi32_si128((int)kern_ld32(p)));
-}
-
-/* Lanes 0 and 1 of pair repeated: [p0, p1, p0, p1, p0, p1, p0, p1]. */
-static inline KERN_AVX2_INLINE __m256
-kern_avx2_bcast_pair(__m128 pair)
-{
-	return _mm256_castpd_ps(_mm256_broadcastsd_pd(_mm_castps_pd(pair)));
-}
-
-/* 16 bytes at p in both halves. */
-static inline KERN_AVX2_INLINE __m256i
-kern_avx2_bcast128(const uint8_t *p)
-{
-	return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
-}
-
-/* 16 bytes of one row at pa and of another at pb, as [a | b]. */
-static inline KERN_AVX2_INLINE __m256i
-kern_avx2_load2x128(const uint8_t *pa, const uint8_t *pb)
-{
-	return _mm256_inserti128_si256(_mm256_castsi128_si256(
-	    _mm_loadu_si128((const __m128i *)(const void *)pa)),
-	    _mm_loadu_si128((const __m128i *)(const void *)pb), 1);
-}
-
-/* The f16 pairs at offset off of the four rows, to f32 and times ab:
- * [a·h0, b·h1] of row 0, then of rows 1..3.  For Q4_0/Q8_0 the second half
- * of each pair is the first quant byte pair: garbage in lanes never used. */
-static inline KERN_AVX2_INLINE __m256
-kern_avx2_f16x2x4(const uint8_t *const x[4], size_t off, __m256 ab)
-{
-	__m128i h = _mm_cvtsi32_si128((int)kern_ld32(x[0] + off));
-	h = _mm_insert_epi32(h, (int)kern_ld32(x[1] + off), 1);
-	h = _mm_insert_epi32(h, (int)kern_ld32(x[2] + off), 2);
-	h = _mm_insert_epi32(h, (int)kern_ld32(x[3] + off), 3);
-	return _mm256_mul_ps(_mm256_cvtph_ps(h), ab);
-}
-
-/* Lanes [r0 r2 r0 r2 | r1 r3 r1 r3] of the per-row scales held in the even
- * lanes of f (as kern_avx2_f16x2x4 returns them). */
-static inline KERN_AVX2_INLINE __m256
-kern_avx2_scale4(__m256 f)
-{
-	return _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 4, 0, 4, 2, 6, 2, 6));
-}
-
-/* [r0 ×4 | r1 ×4] and [r2 ×4 | r3 ×4] int32 partial sums to f32 lanes
- * [r0 r2 r0 r2 | r1 r3 r1 r3] (the integer adds are exact). */
-static inline KERN_AVX2_INLINE __m256
-kern_avx2_fold2(__m256i p01, __m256i p23)
-{
-	return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_unpacklo_epi32(p01, p23),
-	    _mm256_unpackhi_epi32(p01, p23)));
-}
-
-/* acc lanes [r0 r2 r0 r2 | r1 r3 r1 r3] to out[0..3]. */
-static inline KERN_AVX2_INLINE void
-kern_avx2_unfold(__m256 acc, float out[4])
-{
-	float a[8];
-
-	_mm256_storeu_ps(a, acc);
-	out[0] = a[0] + a[2];
-	out[1] = a[4] + a[6];
-	out[2] = a[1] + a[3];
-	out[3] = a[5] + a[7];
-}
-
-/* Sum of 8 lanes. */
-static inline KERN_AVX2_INLINE float
-kern_avx2_hsum(__m256 v)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
 
 /* Driver for the four-row kernels: whole groups of four, then a short last
  * group that repeats its last row, so every row gets the same arithmetic
@@ -795,11 +698,6 @@ kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
 }
 /* ------------------------------------------------------------------------ */
 /* AVX-512 VNNI (on 256-bit vectors): vpdpbusd, u8·s8 straight into int32    */
-
-#define KERN_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#define KERN_AVX512_INLINE                                                       \
-	__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"), \
-	    always_inline))
 
 /* Four Q4_1 rows · Q8_1: low nibbles · x[0..15], then high nibbles ·
  * x[16..31] into the same int32 lanes. */

@@ -170,52 +170,7 @@ kern_scalar_kq(enum kern_type t, const uint8_t *x, const struct kern_block_q8_k 
 }
 
 #if KERN_X86
-#define KERN_AVX2 __attribute__((target("avx2,fma,f16c")))
-
-static inline __attribute__((target("avx2,fma,f16c"), always_inline)) float
-kern_kq_hsum(__m256 v)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
-/* f16 → f32 with F16C. */
-static inline __attribute__((target("avx2,fma,f16c"), always_inline)) float
-kern_kq_h2f(const uint8_t *p)
-{
-	return _cvtsh_ss(kern_ld16(p));
-}
-
-/* Q4_K/Q5_K's 8 six-bit scales (sc[0..7]) and mins (sc[8..15]) from the
- * 12 packed bytes s, four at a time: j < 4 is the low 6 bits of byte j
- * (mins: j + 4); j >= 4 is the low (mins: high) nibble of byte j + 4 with
- * the top 2 bits of byte j - 4 (mins: j) above it. */
-static inline __attribute__((target("avx2,fma,f16c"), always_inline)) void
-kern_kq_scales_k4(const uint8_t *s, uint8_t sc[16])
-{
-	uint32_t a[3], o[4];
-
-	memcpy(a, s, 12);
-	o[0] = a[0] & 0x3f3f3f3fu;
-	o[1] = (a[2] & 0x0f0f0f0fu) | ((a[0] >> 6) & 0x03030303u) << 4;
-	o[2] = a[1] & 0x3f3f3f3fu;
-	o[3] = ((a[2] >> 4) & 0x0f0f0f0fu) | ((a[1] >> 6) & 0x03030303u) << 4;
-	memcpy(sc, o, 16);
-}
-
-/* The byte shuffles that put [sc(2k) ×8 | sc(2k+1) ×8] in int16 lanes from
- * a vector holding 8 int16 scales in each 128-bit half. */
-static inline __attribute__((target("avx2,fma,f16c"), always_inline)) void
-kern_kq_picks(__m256i pick[4])
-{
-	int k;
-
-	for (k = 0; k < 4; k++)
-		pick[k] = _mm256_set_m128i(_mm_set1_epi16((short)((4 * k + 2) | (4 * k + 3) << 8)),
-		    _mm_set1_epi16((short)(4 * k | (4 * k + 1) << 8)));
-}
+#include "kernels/cpu/simd_x86.h"
 
 /* Q3_K's 16 scales as bytes (before the -32), four at a time: the low
  * nibbles of bytes 0..7, then their high nibbles, each with 2 bits of bytes
@@ -250,12 +205,12 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 	int64_t ib;
 	int h, q;
 
-	kern_kq_picks(pick);
+	kern_avx2_picks(pick);
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (three ? 32 : 16);
 		const int8_t *q8 = y[ib].qs;
 		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
-		const float d = kern_kq_h2f(b + (three ? 108 : 80)) * y[ib].d;
+		const float d = kern_avx2_h2f(b + (three ? 108 : 80)) * y[ib].d;
 		__m256i sc16, sumi = _mm256_setzero_si256();
 		if (three) {
 			sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_kq_scales_k3(b + 96),
@@ -266,7 +221,7 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 			const __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)b);
 			const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
 			sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
-			acco = _mm256_fmadd_ps(_mm256_set1_ps(kern_kq_h2f(b + 82) * y[ib].d),
+			acco = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b + 82) * y[ib].d),
 			    _mm256_cvtepi32_ps(_mm256_madd_epi16(mn16, bs)), acco);
 		}
 		for (h = 0; h < 2; h++) {
@@ -287,7 +242,7 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		}
 		acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
 	}
-	return kern_kq_hsum(acc) - kern_kq_hsum(acco);
+	return kern_avx2_hsum(acc) - kern_avx2_hsum(acco);
 }
 
 /* Q4_K (five 0) or Q5_K (five 1) straight from the packed block: for each
@@ -295,17 +250,17 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
  * bytes, the 5th bits from qh (shifted down 2 per pair); u ≤ 31 so no int16
  * saturation.
  * The scales go to int16 lanes once per block and each sub-block's is
- * spread by a byte shuffle; the mins meet the pairwise-summed bsums in one
- * vpmaddwd and are accumulated as a vector, so nothing is summed across
- * lanes until the end. */
+ * spread by a byte shuffle; the mins, each twice, meet the bsums in one
+ * vpmaddwd (lane j: sub-block j's min · its 32 quants' sum) and are
+ * accumulated as a vector, so nothing is summed across lanes until the end
+ * (vec_tile.c's kernels take the same steps). */
 static KERN_AVX2 float
 kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
 	__m256i spread[8]; /* int16 lane j of 8 into every lane */
-	__m256 acc = _mm256_setzero_ps();
-	__m128 accm = _mm_setzero_ps();
+	__m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
 	int64_t ib;
 	int g;
 
@@ -320,13 +275,11 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
 		__m256i sumi = _mm256_setzero_si256(), sm, scales;
 		uint8_t sc[16]; /* scales, then mins */
-		kern_kq_scales_k4(b + 4, sc);
+		kern_avx2_scales_k4(b + 4, sc);
 		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
 		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-		accm = _mm_fmadd_ps(_mm_set1_ps(kern_kq_h2f(b + 2) * y[ib].d),
-		    _mm_cvtepi32_ps(_mm_madd_epi16(_mm256_extracti128_si256(sm, 1),
-		    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)))),
-		    accm);
+		accm = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b + 2) * y[ib].d),
+		    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, kern_avx2_mins_dup(sc))), accm);
 		for (g = 0; g < 4; g++) {
 			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
 			__m256i lo = _mm256_and_si256(q, m4);
@@ -344,12 +297,10 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 			    _mm256_shuffle_epi8(scales, spread[2 * g + 1]));
 			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(lo, hi));
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_kq_h2f(b) * y[ib].d),
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b) * y[ib].d),
 		    _mm256_cvtepi32_ps(sumi), acc);
 	}
-	accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
-	accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
-	return kern_kq_hsum(acc) - _mm_cvtss_f32(accm);
+	return kern_avx2_hsum(acc) - kern_avx2_hsum(accm);
 }
 
 /* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants
@@ -367,14 +318,14 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 	int64_t ib;
 	int h, k;
 
-	kern_kq_picks(pick);
+	kern_avx2_picks(pick);
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
 		const int8_t *q8 = y[ib].qs;
 		const __m256i sc16 = _mm256_cvtepi8_epi16(
 		    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
 		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
-		const float dd = kern_kq_h2f(b + 208) * y[ib].d;
+		const float dd = kern_avx2_h2f(b + 208) * y[ib].d;
 		__m256i sumi = _mm256_setzero_si256();
 		for (h = 0; h < 2; h++) {
 			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
@@ -402,7 +353,7 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 		acco = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
 		    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
 	}
-	return kern_kq_hsum(acc) - kern_kq_hsum(acco);
+	return kern_avx2_hsum(acc) - kern_avx2_hsum(acco);
 }
 #endif /* KERN_X86 */
 

@@ -1,0 +1,181 @@
+/*
+ * simd_x86.h: the x86 helpers the SIMD dot kernels of kernels/cpu/ share
+ * (vec_dot.c, vec_dot_k.c, vec_tile.c): target attributes, the four-row
+ * layout of the 32-element quants, horizontal sums, the K-quants' scales.
+ * Static inline only; include on x86 alone.
+ */
+#ifndef KERNELS_CPU_SIMD_X86_H
+#define KERNELS_CPU_SIMD_X86_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#define KERN_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define KERN_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline))
+#define KERN_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define KERN_AVX512_INLINE                                                       \
+	__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"), \
+	    always_inline))
+
+/* Unaligned little-endian u32. */
+static inline uint32_t
+kern_x86_ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* ------------------------------------------------------------------------ */
+/* x86 layout shared by both SIMD levels                                     */
+/*
+ * A pass covers four weight rows.  Each 256-bit vector holds 16 bytes of two
+ * rows (rows 0 and 1 in one, 2 and 3 in the other, the first row in the low
+ * 128 bits), and the activations are broadcast to both halves, so one
+ * integer dot serves two rows and leaves row 0's partial sums in lanes 0..3,
+ * row 1's in lanes 4..7.  Folding the two vectors gives lanes
+ * [r0 r2 r0 r2 | r1 r3 r1 r3], converted to f32 once and scaled by one FMA
+ * for all four rows.  The four weight scales are gathered into one vector
+ * and converted by one vcvtph2ps.  Per block and row that is about 6 vector
+ * uops instead of the 12 of the one-row-per-vector scheme.
+ */
+
+
+/* f16 pair at p (d and m, or d and s) to [f32, f32, 0, 0]. */
+static inline KERN_AVX2_INLINE __m128
+kern_avx2_f16x2(const uint8_t *p)
+{
+	return _mm_cvtph_ps(_mm_cvtsi32_si128((int)kern_x86_ld32(p)));
+}
+
+/* Lanes 0 and 1 of pair repeated: [p0, p1, p0, p1, p0, p1, p0, p1]. */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_bcast_pair(__m128 pair)
+{
+	return _mm256_castpd_ps(_mm256_broadcastsd_pd(_mm_castps_pd(pair)));
+}
+
+/* 16 bytes at p in both halves. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_bcast128(const uint8_t *p)
+{
+	return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* 16 bytes of one row at pa and of another at pb, as [a | b]. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_load2x128(const uint8_t *pa, const uint8_t *pb)
+{
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(
+	    _mm_loadu_si128((const __m128i *)(const void *)pa)),
+	    _mm_loadu_si128((const __m128i *)(const void *)pb), 1);
+}
+
+/* The f16 pairs at offset off of the four rows, to f32: [h0, h1] of row 0,
+ * then of rows 1..3.  For Q4_0/Q8_0 the second half of each pair is the
+ * first quant byte pair: garbage in lanes never used. */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_f16x2x4_raw(const uint8_t *const x[4], size_t off)
+{
+	__m128i h = _mm_cvtsi32_si128((int)kern_x86_ld32(x[0] + off));
+	h = _mm_insert_epi32(h, (int)kern_x86_ld32(x[1] + off), 1);
+	h = _mm_insert_epi32(h, (int)kern_x86_ld32(x[2] + off), 2);
+	h = _mm_insert_epi32(h, (int)kern_x86_ld32(x[3] + off), 3);
+	return _mm256_cvtph_ps(h);
+}
+
+/* The same times ab: [a·h0, b·h1] of row 0, then of rows 1..3. */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_f16x2x4(const uint8_t *const x[4], size_t off, __m256 ab)
+{
+	return _mm256_mul_ps(kern_avx2_f16x2x4_raw(x, off), ab);
+}
+
+/* Lanes [r0 r2 r0 r2 | r1 r3 r1 r3] of the per-row scales held in the even
+ * lanes of f (as kern_avx2_f16x2x4 returns them). */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_scale4(__m256 f)
+{
+	return _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 4, 0, 4, 2, 6, 2, 6));
+}
+
+/* [r0 ×4 | r1 ×4] and [r2 ×4 | r3 ×4] int32 partial sums to f32 lanes
+ * [r0 r2 r0 r2 | r1 r3 r1 r3] (the integer adds are exact). */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_fold2(__m256i p01, __m256i p23)
+{
+	return _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_unpacklo_epi32(p01, p23),
+	    _mm256_unpackhi_epi32(p01, p23)));
+}
+
+/* acc lanes [r0 r2 r0 r2 | r1 r3 r1 r3] to out[0..3]. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_unfold(__m256 acc, float out[4])
+{
+	float a[8];
+
+	_mm256_storeu_ps(a, acc);
+	out[0] = a[0] + a[2];
+	out[1] = a[4] + a[6];
+	out[2] = a[1] + a[3];
+	out[3] = a[5] + a[7];
+}
+
+/* Sum of 8 lanes. */
+static inline KERN_AVX2_INLINE float
+kern_avx2_hsum(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+/* f16 at p to f32 with F16C. */
+static inline KERN_AVX2_INLINE float
+kern_avx2_h2f(const uint8_t *p)
+{
+	return _cvtsh_ss((unsigned short)(p[0] | (p[1] << 8)));
+}
+
+/* Q4_K/Q5_K's 8 six-bit scales (sc[0..7]) and mins (sc[8..15]) from the
+ * 12 packed bytes s, four at a time: j < 4 is the low 6 bits of byte j
+ * (mins: j + 4); j >= 4 is the low (mins: high) nibble of byte j + 4 with
+ * the top 2 bits of byte j - 4 (mins: j) above it. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_scales_k4(const uint8_t *s, uint8_t sc[16])
+{
+	uint32_t a[3], o[4];
+
+	memcpy(a, s, 12);
+	o[0] = a[0] & 0x3f3f3f3fu;
+	o[1] = (a[2] & 0x0f0f0f0fu) | ((a[0] >> 6) & 0x03030303u) << 4;
+	o[2] = a[1] & 0x3f3f3f3fu;
+	o[3] = ((a[2] >> 4) & 0x0f0f0f0fu) | ((a[1] >> 6) & 0x03030303u) << 4;
+	memcpy(sc, o, 16);
+}
+
+/* The mins of kern_avx2_scales_k4's sc[8..15], each twice, as 16 int16
+ * lanes: one vpmaddwd with a Q8_K block's 16 bsums gives mn_j · (Σ of the
+ * 32 quants of sub-block j) in int32 lane j. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_mins_dup(const uint8_t sc[16])
+{
+	return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)sc),
+	    _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+}
+
+/* The byte shuffles that put [sc(2k) ×8 | sc(2k+1) ×8] in int16 lanes from
+ * a vector holding 8 int16 scales in each 128-bit half. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_picks(__m256i pick[4])
+{
+	int k;
+
+	for (k = 0; k < 4; k++)
+		pick[k] = _mm256_set_m128i(_mm_set1_epi16((short)((4 * k + 2) | (4 * k + 3) << 8)),
+		    _mm_set1_epi16((short)(4 * k | (4 * k + 1) << 8)));
+}
+
+#endif /* KERNELS_CPU_SIMD_X86_H */

@@ -1,0 +1,376 @@
+/*
+ * vec_tile.c: many weight rows · many tokens' quantized activations, the
+ * prefill's integer-dot matmul (ops.c).
+ *
+ * A token-at-a-time dot (kern_cpu_vec_dot_rows) unpacks each weight block
+ * again for every token.  The tile kernels here unpack a block once (quants,
+ * scales, the f16 → f32 conversions) and dot it with 4 tokens (AVX2) or 8
+ * (AVX-512: twice the registers): Q4_K, Q5_K and Q6_K one row at a time
+ * (their unpacking is the expensive part), Q4_0, Q4_1 and Q8_0 four rows
+ * at a time in vec_dot.c's layout.  The AVX2 bodies come from the templates
+ * vec_tile_kq.h and vec_tile_q.h (vpmaddubsw + vpmaddwd); AVX-512 takes
+ * vec_tile_q.h with VNNI's vpdpbusd, and its own K-quant kernels on 512-bit
+ * vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K, even on
+ * Q4_K, in bench_quant prefill on the busy VM).  Q5_0, Q5_1, Q2_K and Q3_K
+ * have no tiles yet.
+ *
+ * Every (row, token) result equals kern_vec_dot's at the same level bit for
+ * bit (the integer sums are exact and the f32 steps the same), so a token's
+ * result does not depend on the tile it falls in, and tokens left over after
+ * the last whole tile simply take the one-token path.  Types and levels
+ * without a tile kernel take the one-token path for every token.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/cpu/cpu_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define KERN_X86 1
+#else
+#define KERN_X86 0
+#endif
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* tokens per tile: as many accumulators as the level's registers hold */
+#define KERN_TILE_AVX2 4
+#define KERN_TILE_AVX512 8
+#define KERN_TILE_MAX 8
+
+#if KERN_X86
+#include "kernels/cpu/simd_x86.h"
+
+/* AVX2 + FMA + F16C (16 vector registers) */
+#define KT_TILE KERN_TILE_AVX2
+#define KT_ATTR KERN_AVX2
+#define KT_FN(name) kern_avx2_tile_##name
+#define KT_DOTACC(acc, a, b) _mm256_add_epi32(acc, _mm256_madd_epi16(a, b))
+#define KT_U8DOT(lo, yl, hi, yh) _mm256_madd_epi16(_mm256_add_epi16( \
+	_mm256_maddubs_epi16(lo, yl), _mm256_maddubs_epi16(hi, yh)), _mm256_set1_epi16(1))
+#define KT_S8BIAS(yl, yh) _mm256_setzero_si256()
+/* |w|·(x with w's sign), as vec_dot.c's kern_avx2_dot_s8 (the same
+ * saturation) */
+#define KT_S8ONE(w, x) _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), \
+	_mm256_sign_epi8(x, w)), _mm256_set1_epi16(1))
+#define KT_S8DOT(b, wl, yl, wh, yh) ((void)(b), \
+	_mm256_add_epi32(KT_S8ONE(wl, yl), KT_S8ONE(wh, yh)))
+/* Σ (n − 8)·x = Σ n·x − 8·Σx, the correction in int16 (vec_dot.c's Q4_0) */
+#define KT_N8BIAS(yl, yh) _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), yl), \
+	_mm256_maddubs_epi16(_mm256_set1_epi8(8), yh))
+#define KT_N8DOT(b, lo, yl, hi, yh) _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16( \
+	_mm256_maddubs_epi16(lo, yl), _mm256_maddubs_epi16(hi, yh)), b), _mm256_set1_epi16(1))
+#include "kernels/cpu/vec_tile_kq.h"
+#include "kernels/cpu/vec_tile_q.h"
+#undef KT_TILE
+#undef KT_ATTR
+#undef KT_FN
+#undef KT_DOTACC
+#undef KT_U8DOT
+#undef KT_S8BIAS
+#undef KT_S8DOT
+#undef KT_N8BIAS
+#undef KT_N8DOT
+
+/* AVX-512 VNNI on 256-bit vectors (the K-quants: on 512-bit ones, below):
+ * signed Q8_0 weights are dotted as
+ * w ^ 0x80 = w + 128 from a start of −128·Σx (as vec_dot.c's AVX-512
+ * Q8_0 kernel); 32 vector registers */
+#define KT_TILE KERN_TILE_AVX512
+#define KT_ATTR KERN_AVX512
+#define KT_FN(name) kern_avx512_tile_##name
+#define KT_U8DOT(lo, yl, hi, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32( \
+	_mm256_setzero_si256(), lo, yl), hi, yh)
+#define KT_FLIP _mm256_set1_epi8((char)0x80)
+#define KT_S8BIAS(yl, yh) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32( \
+	_mm256_dpbusd_epi32(_mm256_setzero_si256(), KT_FLIP, yl), KT_FLIP, yh))
+#define KT_S8DOT(b, wl, yl, wh, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, \
+	_mm256_xor_si256(KT_FLIP, wl), yl), _mm256_xor_si256(KT_FLIP, wh), yh)
+/* nibbles n = q + 8 from a start of −8·Σx */
+#define KT_N8BIAS(yl, yh) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32( \
+	_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), yl), _mm256_set1_epi8(8), yh))
+#define KT_N8DOT(b, lo, yl, hi, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, lo, yl), hi, yh)
+#include "kernels/cpu/vec_tile_q.h"
+#undef KT_TILE
+#undef KT_ATTR
+#undef KT_FN
+#undef KT_U8DOT
+#undef KT_S8BIAS
+#undef KT_S8DOT
+#undef KT_N8BIAS
+#undef KT_N8DOT
+#undef KT_FLIP
+
+/* The K-quants on 512-bit vectors (AVX-512 BW + VNNI): a 64-quant step of
+ * vec_tile_kq.h's (two 32-quant runs, two scales) is one vpmaddubsw and one
+ * vpdpwssd, the runs in the vector's two halves.  The halves' int32 lanes
+ * are added at the end of a super-block, giving exactly the 256-bit
+ * kernels' lanes, and from there the f32 steps are theirs. */
+
+/* Two 256-bit halves as one 512-bit vector [lo | hi]. */
+static inline KERN_AVX512_INLINE __m512i
+kern_z_cat(__m256i lo, __m256i hi)
+{
+	return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* The int32 lanes of the two halves added. */
+static inline KERN_AVX512_INLINE __m256i
+kern_z_fold(__m512i v)
+{
+	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+/* One Q4_K (five 0) or Q5_K (five 1) row · KERN_TILE_AVX512 tokens. */
+static KERN_AVX512 void
+kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TILE_AVX512],
+    int64_t nb, int five, float out[KERN_TILE_AVX512])
+{
+	enum { NT = KERN_TILE_AVX512 };
+	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
+	__m512i spread[4]; /* [sc(2g) ×16 | sc(2g+1) ×16] from 8 int16 scales per 128 bits */
+	__m256 acc[NT], accm[NT];
+
+	int64_t ib;
+	int g, k;
+
+	for (g = 0; g < 4; g++)
+		spread[g] = kern_z_cat(_mm256_set1_epi16((short)(4 * g | (4 * g + 1) << 8)),
+		    _mm256_set1_epi16((short)((4 * g + 2) | (4 * g + 3) << 8)));
+	for (k = 0; k < NT; k++) {
+		acc[k] = _mm256_setzero_ps();
+		accm[k] = _mm256_setzero_ps();
+	}
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
+		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
+		    : _mm256_setzero_si256();
+		const float d = kern_avx2_h2f(b), dmin = kern_avx2_h2f(b + 2);
+		__m512i sumi[NT], scales;
+		__m256i sm;
+		__m256i mdup;
+		uint8_t sc[16]; /* scales, then mins */
+
+		kern_avx2_scales_k4(b + 4, sc);
+		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
+		scales = _mm512_broadcast_i32x4(_mm256_castsi256_si128(sm));
+		mdup = kern_avx2_mins_dup(sc);
+		for (k = 0; k < NT; k++)
+			sumi[k] = _mm512_setzero_si512();
+		for (g = 0; g < 4; g++) {
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
+			const __m512i s = _mm512_shuffle_epi8(scales, spread[g]);
+			__m256i lo = _mm256_and_si256(q, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			__m512i u;
+			if (five) {
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(qh, two), 3));
+				qh = _mm256_srli_epi16(qh, 2);
+			}
+			u = kern_z_cat(lo, hi);
+			for (k = 0; k < NT; k++)
+				sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(u,
+				    _mm512_loadu_si512((const void *)(y[k][ib].qs + 64 * g))), s);
+		}
+		for (k = 0; k < NT; k++) {
+			const struct kern_block_q8_k *yk = &y[k][ib];
+			const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)yk->bsums);
+			accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * yk->d),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mdup)), accm[k]);
+			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * yk->d),
+			    _mm256_cvtepi32_ps(kern_z_fold(sumi[k])), acc[k]);
+		}
+	}
+	for (k = 0; k < NT; k++)
+		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(accm[k]);
+}
+
+/* One Q6_K row · KERN_TILE_AVX512 tokens: runs 0|1 and 2|3 of each half. */
+static KERN_AVX512 void
+kern_z_tile_q6k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TILE_AVX512],
+    int64_t nb, float out[KERN_TILE_AVX512])
+{
+	enum { NT = KERN_TILE_AVX512 };
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+	__m256i pick[4];
+	__m256 acc[NT], acco[NT];
+	int64_t ib;
+	int h, k;
+
+	kern_avx2_picks(pick);
+	for (k = 0; k < NT; k++) {
+		acc[k] = _mm256_setzero_ps();
+		acco[k] = _mm256_setzero_ps();
+	}
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
+		const __m256i sc16 = _mm256_cvtepi8_epi16(
+		    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
+		const float dw = kern_avx2_h2f(b + 208);
+		__m512i sumi[NT];
+
+		for (k = 0; k < NT; k++)
+			sumi[k] = _mm512_setzero_si512();
+		for (h = 0; h < 2; h++) {
+			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
+			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
+			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+			const __m512i u01 = kern_z_cat(_mm256_or_si256(_mm256_and_si256(l0, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
+			    _mm256_or_si256(_mm256_and_si256(l1, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)));
+			const __m512i u23 = kern_z_cat(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4)),
+			    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)));
+			const __m512i s01 = kern_z_cat(_mm256_shuffle_epi8(sch, pick[0]),
+			    _mm256_shuffle_epi8(sch, pick[1]));
+			const __m512i s23 = kern_z_cat(_mm256_shuffle_epi8(sch, pick[2]),
+			    _mm256_shuffle_epi8(sch, pick[3]));
+			for (k = 0; k < NT; k++) {
+				const int8_t *q8 = y[k][ib].qs + 128 * h;
+				sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(u01,
+				    _mm512_loadu_si512((const void *)q8)), s01);
+				sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(u23,
+				    _mm512_loadu_si512((const void *)(q8 + 64))), s23);
+			}
+		}
+		for (k = 0; k < NT; k++) {
+			const float dd = dw * y[k][ib].d;
+			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(kern_z_fold(sumi[k])),
+			    acc[k]);
+			acco[k] = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, _mm256_loadu_si256(
+			    (const __m256i *)(const void *)y[k][ib].bsums))), acco[k]);
+		}
+	}
+	for (k = 0; k < NT; k++)
+		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(acco[k]);
+}
+
+/* Tokens per tile at level lvl. */
+static int
+kern_tile_n(int lvl)
+{
+	return lvl >= KERN_CPU_SIMD_AVX512 ? KERN_TILE_AVX512 : KERN_TILE_AVX2;
+}
+
+/* One K-quant row · kern_tile_n(lvl) tokens at level lvl. */
+static void
+kern_tile_kq(enum kern_type t, int lvl, const uint8_t *x,
+    const struct kern_block_q8_k *const y[KERN_TILE_MAX], int64_t nb, float o[KERN_TILE_MAX])
+{
+	if (t == KERN_TYPE_Q6_K) {
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_z_tile_q6k(x, y, nb, o);
+		else
+			kern_avx2_tile_q6k(x, y, nb, o);
+	} else {
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_z_tile_q45k(x, y, nb, t == KERN_TYPE_Q5_K, o);
+		else
+			kern_avx2_tile_q45k(x, y, nb, t == KERN_TYPE_Q5_K, o);
+	}
+}
+
+/* Four Q4_0, Q4_1 or Q8_0 rows · kern_tile_n(lvl) tokens at level lvl: o[4k + r]. */
+static void
+kern_tile_q(enum kern_type t, int lvl, const uint8_t *const x[4],
+    const void *const y[KERN_TILE_MAX], int64_t nb, float o[4 * KERN_TILE_MAX])
+{
+	if (t == KERN_TYPE_Q4_1) {
+		const struct kern_block_q8_1 *const *y1 = (const struct kern_block_q8_1 *const *)y;
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_avx512_tile_q4_1(x, y1, nb, o);
+		else
+			kern_avx2_tile_q4_1(x, y1, nb, o);
+	} else if (t == KERN_TYPE_Q4_0) {
+		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_avx512_tile_q4_0(x, y0, nb, o);
+		else
+			kern_avx2_tile_q4_0(x, y0, nb, o);
+	} else {
+		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_avx512_tile_q8_0(x, y0, nb, o);
+		else
+			kern_avx2_tile_q8_0(x, y0, nb, o);
+	}
+}
+
+/* kern_tile_n(lvl) tokens (act, as bytes apart) · n_rows rows: the K-quants
+ * row by row, the others four rows at a time, a short last group repeating
+ * its last row (its results dropped). */
+static void
+kern_tile_group(enum kern_type t, int lvl, const uint8_t *rows, size_t rb, int64_t n_rows,
+    const uint8_t *act, size_t as, int64_t n, float *out, size_t os)
+{
+	const void *y[KERN_TILE_MAX];
+	float o[4 * KERN_TILE_MAX];
+	const int nt = kern_tile_n(lvl);
+	int64_t r;
+	int k, i;
+
+	for (k = 0; k < nt; k++)
+		y[k] = act + (size_t)k * as;
+	if (kern_vec_dot_act_type(t) == KERN_TYPE_Q8_K) {
+		for (r = 0; r < n_rows; r++) {
+			kern_tile_kq(t, lvl, rows + (size_t)r * rb,
+			    (const struct kern_block_q8_k *const *)y, n / KERN_QK_K, o);
+			for (k = 0; k < nt; k++)
+				out[(size_t)k * os + (size_t)r] = o[k];
+		}
+		return;
+	}
+	for (r = 0; r < n_rows; r += 4) {
+		const uint8_t *x[4];
+		for (i = 0; i < 4; i++)
+			x[i] = rows + (size_t)(r + i < n_rows ? r + i : n_rows - 1) * rb;
+		kern_tile_q(t, lvl, x, y, n / KERN_QK, o);
+		for (k = 0; k < nt; k++)
+			for (i = 0; i < 4 && r + i < n_rows; i++)
+				out[(size_t)k * os + (size_t)(r + i)] = o[4 * k + i];
+	}
+}
+/* Whether level lvl has a tile kernel for type t. */
+static int
+kern_tile_has(enum kern_type t, int lvl)
+{
+	if (lvl < KERN_CPU_SIMD_AVX2)
+		return 0;
+	return t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K ||
+	    t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q8_0;
+}
+#endif /* KERN_X86 */
+
+
+void
+kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
+    const void *act, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
+{
+	const uint8_t *a = act;
+	const int lvl = kern_cpu_simd_level();
+	const int be = kern_type_block_elems(t);
+	int64_t k = 0;
+
+#if KERN_X86
+	if (n_rows > 0 && be > 0 && n > 0 && n % be == 0 && kern_tile_has(t, lvl))
+		for (; k + kern_tile_n(lvl) <= n_tok; k += kern_tile_n(lvl))
+			kern_tile_group(t, lvl, rows, row_bytes, n_rows, a + (size_t)k * act_stride,
+			    act_stride, n, out + (size_t)k * out_stride, out_stride);
+#else
+	(void)lvl;
+	(void)be;
+#endif
+	for (; k < n_tok; k++)
+		kern_cpu_vec_dot_rows(t, rows, row_bytes, n_rows, a + (size_t)k * act_stride, n,
+		    out + (size_t)k * out_stride);
+}

@@ -1,0 +1,141 @@
+/*
+ * vec_tile_kq.h: the body of the K-quant tile kernels (one weight row ·
+ * KT_TILE tokens' Q8_K activations), included by vec_tile.c for AVX2 (a
+ * template, so that a 256-bit VNNI level could share it) with
+ *   KT_TILE              tokens per tile,
+ *   KT_ATTR              the level's target attribute,
+ *   KT_FN(name)          the level's function name,
+ *   KT_DOTACC(acc, a, b) acc + vpmaddwd(a, b) in int32 lanes (vpmaddwd +
+ *                        vpaddd; VNNI's vpdpwssd is the same sum).
+ * A super-block's quants and scales are unpacked once and dotted with every
+ * token.  The integer sums are exact and land in the same lanes as in
+ * vec_dot_k.c's one-token kernels, and the f32 steps are theirs, so each
+ * (row, token) result equals kern_vec_dot's at the same level bit for bit.
+ * Not a normal header: no include guard, on purpose.
+ */
+
+/* One Q4_K (five 0) or Q5_K (five 1) row · KT_TILE tokens (see
+ * kern_avx2_q45k in vec_dot_k.c for the layout). */
+static KT_ATTR void
+KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], int64_t nb,
+    int five, float out[KT_TILE])
+{
+	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
+	__m256 acc[KT_TILE], accm[KT_TILE];
+
+	int64_t ib;
+	int g, k;
+
+	for (k = 0; k < KT_TILE; k++) {
+		acc[k] = _mm256_setzero_ps();
+		accm[k] = _mm256_setzero_ps();
+	}
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
+		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
+		    : _mm256_setzero_si256();
+		const float d = kern_avx2_h2f(b), dmin = kern_avx2_h2f(b + 2);
+		__m256i sumi[KT_TILE], sm, scales;
+		__m256i mdup;
+		uint8_t sc[16]; /* scales, then mins */
+
+		kern_avx2_scales_k4(b + 4, sc);
+		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
+		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+		mdup = kern_avx2_mins_dup(sc);
+		for (k = 0; k < KT_TILE; k++)
+			sumi[k] = _mm256_setzero_si256();
+		for (g = 0; g < 4; g++) {
+			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
+			const __m256i slo = _mm256_shuffle_epi8(scales,
+			    _mm256_set1_epi16((short)(4 * g | (4 * g + 1) << 8)));
+			const __m256i shi = _mm256_shuffle_epi8(scales,
+			    _mm256_set1_epi16((short)((4 * g + 2) | (4 * g + 3) << 8)));
+			__m256i lo = _mm256_and_si256(q, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			if (five) {
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(qh, two), 3));
+				qh = _mm256_srli_epi16(qh, 2);
+			}
+			for (k = 0; k < KT_TILE; k++) {
+				const int8_t *q8 = y[k][ib].qs + 64 * g;
+				sumi[k] = KT_DOTACC(sumi[k], _mm256_maddubs_epi16(lo,
+				    _mm256_loadu_si256((const __m256i *)(const void *)q8)), slo);
+				sumi[k] = KT_DOTACC(sumi[k], _mm256_maddubs_epi16(hi,
+				    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 32))), shi);
+			}
+		}
+		for (k = 0; k < KT_TILE; k++) {
+			const struct kern_block_q8_k *yk = &y[k][ib];
+			const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)yk->bsums);
+			accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * yk->d),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mdup)), accm[k]);
+			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * yk->d), _mm256_cvtepi32_ps(sumi[k]),
+			    acc[k]);
+		}
+	}
+	for (k = 0; k < KT_TILE; k++)
+		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(accm[k]);
+}
+
+/* One Q6_K row · KT_TILE tokens (see kern_avx2_q6k in vec_dot_k.c). */
+static KT_ATTR void
+KT_FN(q6k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], int64_t nb,
+    float out[KT_TILE])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+	__m256i pick[4];
+	__m256 acc[KT_TILE], acco[KT_TILE];
+	int64_t ib;
+	int h, j, k;
+
+	kern_avx2_picks(pick);
+	for (k = 0; k < KT_TILE; k++) {
+		acc[k] = _mm256_setzero_ps();
+		acco[k] = _mm256_setzero_ps();
+	}
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
+		const __m256i sc16 = _mm256_cvtepi8_epi16(
+		    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
+		const float dw = kern_avx2_h2f(b + 208);
+		__m256i sumi[KT_TILE];
+
+		for (k = 0; k < KT_TILE; k++)
+			sumi[k] = _mm256_setzero_si256();
+		for (h = 0; h < 2; h++) {
+			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
+			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
+			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+			__m256i u[4];
+			u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+			u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+			u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+			u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+			for (j = 0; j < 4; j++) {
+				const __m256i s = _mm256_shuffle_epi8(sch, pick[j]);
+				for (k = 0; k < KT_TILE; k++)
+					sumi[k] = KT_DOTACC(sumi[k], _mm256_maddubs_epi16(u[j],
+					    _mm256_loadu_si256((const __m256i *)(const void *)
+					    (y[k][ib].qs + 128 * h + 32 * j))), s);
+			}
+		}
+		for (k = 0; k < KT_TILE; k++) {
+			const float dd = dw * y[k][ib].d;
+			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
+			acco[k] = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
+			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, _mm256_loadu_si256(
+			    (const __m256i *)(const void *)y[k][ib].bsums))), acco[k]);
+		}
+	}
+	for (k = 0; k < KT_TILE; k++)
+		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(acco[k]);
+}
