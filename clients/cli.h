@@ -63,6 +63,8 @@ int cli_global_lead(int argc, char **argv);
 #define CLI_O_MODE 0x86     /* query's --mode side|parts */
 #define CLI_O_MIN_CONF 0x87 /* query's --min-conf X */
 #define CLI_O_ALL 0x88      /* query's --all: a library question over all one may read */
+#define CLI_O_PART_TOKENS 0x89 /* ingest's --part-tokens N: parts of at most N tokens */
+#define CLI_PART_TOKENS_MAX 1048576
 #define CLI_LIB_OPTIONS \
 	{ "all", no_argument, NULL, CLI_O_ALL }, \
 	{ "docs", required_argument, NULL, CLI_O_DOCS }, \

@@ -87,6 +87,7 @@ cli_lib_print(json_t *res, int verbose)
 {
 	json_t *srcs = json_object_get(res, "sources"), *s;
 	const char *from = json_string_value(json_object_get(res, "answered_from"));
+	json_t *apart = json_object_get(res, "answered_part");
 	size_t i;
 	int k = 0, skipped = 0;
 	char label[6 * 256];
@@ -99,15 +100,18 @@ cli_lib_print(json_t *res, int verbose)
 			skipped++;
 			continue;
 		}
+		int this;
 		cli_term_str(json_string_value(json_object_get(s, "label")), label, sizeof(label));
 		printf("%s %s", k++ ? "," : "", label);
-		if (from && id && !strcmp(from, id))
+		/* a document in parts: the part answered from */
+		this = from && id && !strcmp(from, id) && (!json_is_integer(apart) ||
+		    json_integer_value(apart) == json_integer_value(json_object_get(s, "part")));
+		if (this)
 			printf(" (answered from%s", json_is_number(sc) ? "" : ")");
 		else if (json_is_number(sc))
 			printf(" (");
 		if (json_is_number(sc))
-			printf("%sscore %.2f)", from && id && !strcmp(from, id) ? ", " : "",
-			    json_number_value(sc));
+			printf("%sscore %.2f)", this ? ", " : "", json_number_value(sc));
 	}
 	if (!k)
 		printf(" none");

@@ -152,6 +152,15 @@ ingest_named(json_t *o, const struct svc_ingested *res, const char *name)
 }
 
 /* The job's result: skipped, or stored (with the shared tier's part). */
+/* The parts it is stored in (1: whole). */
+static json_t *
+ingest_parts(json_t *o, const struct svc_ingested *res)
+{
+	if (o)
+		json_object_set_new(o, "parts", json_integer(res->parts ? (json_int_t)res->parts : 1));
+	return o;
+}
+
 static void
 ingest_result(struct job *j, const struct svc_ingested *res)
 {
@@ -160,20 +169,20 @@ ingest_result(struct job *j, const struct svc_ingested *res)
 		if (res->from_shared)
 			dlog(DLOG_INFO, "%s: skipped %.12s: a shared-tier hit, copied into the local "
 			    "tier (no model pass)", j->label, res->hex);
-		job_result(j, ingest_named(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, "
+		job_result(j, ingest_parts(ingest_named(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, "
 		    "s:I, s:I, s:I, s:I}", "doc_id", res->hex, "skipped", 1, "bytes", (json_int_t)len,
 		    "format", res->format, "reason",
 		    "already stored for this profile", "tokens", (json_int_t)res->tokens, "units",
 		    (json_int_t)res->units, "full_units", (json_int_t)res->fig.full_units,
 		    "snapshot_bytes", (json_int_t)res->fig.bytes, "full_bytes",
-		    (json_int_t)res->fig.full_bytes), res), res, j->req.name));
+		    (json_int_t)res->fig.full_bytes), res), res, j->req.name), res));
 	} else {
-		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
+		job_result(j, ingest_parts(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
 		    "doc_id", res->hex, "skipped", 0, "bytes", (json_int_t)len, "format", res->format,
 		    "tokens", (json_int_t)res->tokens, "units", (json_int_t)res->units, "full_units",
 		    (json_int_t)res->fig.full_units, "snapshot_bytes", (json_int_t)res->fig.bytes,
 		    "full_bytes", (json_int_t)res->fig.full_bytes, "seconds", eng_now() - j->t0),
-		    res));
+		    res), res));
 	}
 }
 
@@ -221,6 +230,7 @@ ingest_begin(struct worker *w, struct job *j)
 	ir.check_name = 1;
 	ir.who = &j->who;
 	ir.share = r->share || daemon_g->cfg.share;
+	ir.part_tokens = r->part_tokens;
 	j->ing_bytes = len;
 	if (!(j->ing_out = calloc(1, sizeof(*j->ing_out))))
 		job_error(j, PROTO_E_INTERNAL, "out of memory");
