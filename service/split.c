@@ -113,7 +113,8 @@ find_cands(const char *t, size_t start, size_t end, struct cand **out, size_t *n
 			in_ws = 1;
 			continue;
 		}
-		if (in_ws && i > start && q > start) {
+		/* (never at a continuation byte: text that is not UTF-8) */
+		if (in_ws && i > start && q > start && !is_cont((unsigned char)t[i])) {
 			if (*n == cap) {
 				struct cand *c;
 				cap = cap ? 2 * cap : 256;
@@ -130,6 +131,18 @@ find_cands(const char *t, size_t start, size_t end, struct cand **out, size_t *n
 	return 0;
 }
 
+/* 1 when t(lo..mid] holds no non-space character start: a cut there must
+ * fall in white space. */
+static int
+nonspace_only_ws(const struct splitter *sp, size_t lo, size_t mid)
+{
+	size_t i;
+	for (i = lo + 1; i <= mid; i++)
+		if (!is_space((unsigned char)sp->t[i]) && !is_cont((unsigned char)sp->t[i]))
+			return 0;
+	return 1;
+}
+
 /* A cut inside a run with no white space: the longest prefix of t[start..
  * end) ending at a character's start that fits.  0 with *cut, *tokens;
  * 1 when not even one character fits; -1 a count's error. */
@@ -141,7 +154,10 @@ char_cut(struct splitter *sp, size_t start, size_t end, size_t *cut, int64_t *to
 
 	while (hi - lo > 1) {
 		mid = lo + (hi - lo) / 2;
-		while (mid > lo && is_cont((unsigned char)sp->t[mid]))
+		/* a character's start, not white space (the next part would
+		 * begin blank), where there is one */
+		while (mid > lo && (is_cont((unsigned char)sp->t[mid]) ||
+		    (!nonspace_only_ws(sp, lo, mid) && is_space((unsigned char)sp->t[mid]))))
 			mid--;
 		if (mid == lo) { /* the next character's start after lo */
 			mid = lo + 1;
@@ -311,6 +327,19 @@ svc_split(const char *text, size_t len, int64_t limit, svc_split_count_fn count,
 		p[*n].len = cut - start;
 		p[(*n)++].tokens = tokens;
 		start = cut;
+	}
+	/* a blank tail (white space a run's cut left alone) joins the part
+	 * before it when they fit together */
+	if (*n > 1) {
+		size_t i, k = *n - 1;
+		for (i = 0; i < p[k].len && is_space((unsigned char)text[p[k].off + i]); i++)
+			;
+		if (i == p[k].len && (tokens = count(arg, text + p[k - 1].off, p[k - 1].len +
+		    p[k].len)) >= 0 && tokens <= limit) {
+			p[k - 1].len += p[k].len;
+			p[k - 1].tokens = tokens;
+			(*n)--;
+		}
 	}
 	*parts = p;
 	return 0;
