@@ -43,6 +43,17 @@ ingest_too_long(struct svc_status *st, int64_t n, int64_t max, int at_least)
 	return svc_fail(st, SVC_AT_INGEST, ENG_ERR_CONTEXT);
 }
 
+/* Refuse a document that would need over SVC_PARTS_MAX parts of limit
+ * tokens (at_least: n from the byte count alone). */
+static int
+ingest_too_many(struct svc_status *st, int64_t n, int64_t limit, int at_least)
+{
+	snprintf(st->why, sizeof(st->why), "%s%lld tokens: %s in %d parts of at most %lld tokens "
+	    "(the most one document is stored in)", at_least ? "at least " : "", (long long)n,
+	    eng_strerror(ENG_ERR_CONTEXT), SVC_PARTS_MAX, (long long)limit);
+	return svc_fail(st, SVC_AT_INGEST, ENG_ERR_CONTEXT);
+}
+
 /* Units kept over every layer and KV head. */
 static int64_t
 ingest_units(const struct eng_kv *kv)
@@ -365,36 +376,34 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 	memset(st, 0, sizeof(*st));
 	max = eng_policy_max_doc(ss->p, v->m);
 	limit = pd->part_tokens > 0 && pd->part_tokens < max ? pd->part_tokens : max;
-	/* one part when it fits: tokenized whole, unless its bytes alone prove
-	 * it cannot (a 50 MB file took 1.8 s to tokenize) */
-	if ((n = eng_tok_min_tokens(v->tok, fd->text, fd->len)) <= limit) {
-		n = eng_chat_doc_ids(v->chat, fd->text, fd->len, &ids);
-		free(ids);
-		if (n < 0) {
-			snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
-			return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
-		}
+	/* tokenized whole (the parts it needs at least: its tokens over a
+	 * part's), unless its bytes alone prove it needs over SVC_PARTS_MAX (a
+	 * 50 MB file took 1.8 s to tokenize) */
+	if ((n = eng_tok_min_tokens(v->tok, fd->text, fd->len)) / limit > SVC_PARTS_MAX)
+		return ingest_too_many(st, n, limit, 1);
+	n = eng_chat_doc_ids(v->chat, fd->text, fd->len, &ids);
+	free(ids);
+	if (n < 0) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
+		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
 	}
+	if (hooks.progress && n > limit) /* a part's own "tokenized" follows */
+		hooks.progress(hooks.arg, "tokenized", 0, n);
+	if (n / limit > SVC_PARTS_MAX) /* before any prefill */
+		return ingest_too_many(st, n, limit, 0);
 	if (n <= limit) {
 		pd->doc.tokens = (uint64_t)n;
 		if (ingest_one(v, ss, pd, &hooks, fd->text, fd->len, 0, 1, max, &tokens, &units, st))
 			return -1;
 	} else {
-		if (n / limit > SVC_PARTS_MAX) {
-			snprintf(st->why, sizeof(st->why), "at least %lld tokens: over %d parts of "
-			    "%lld tokens", (long long)n, SVC_PARTS_MAX, (long long)limit);
-			return svc_fail(st, SVC_AT_INGEST, ENG_ERR_CONTEXT);
-		}
 		if ((rc = svc_split(fd->text, fd->len, limit, ingest_count, v, &sp, &n_sp, st->why,
 		    sizeof(st->why)))) {
 			svc_fail(st, SVC_AT_TOKENIZE, rc < -1 ? rc : ENG_ERR_NOMEM);
 			return -1;
 		}
 		if (n_sp > SVC_PARTS_MAX) {
-			snprintf(st->why, sizeof(st->why), "%zu parts of at most %lld tokens: over %d",
-			    n_sp, (long long)limit, SVC_PARTS_MAX);
 			free(sp);
-			return svc_fail(st, SVC_AT_INGEST, ENG_ERR_CONTEXT);
+			return ingest_too_many(st, n, limit, 0);
 		}
 		for (i = 0, n = 0; i < n_sp; i++)
 			n += sp[i].tokens;
