@@ -89,6 +89,7 @@ dmn_usage(FILE *f, const char *cmd)
 		    "               contain the answer\" (abstention)\n"
 		    "  --all        a library question over every document you may read: those\n"
 		    "               the full-text index finds for QUESTION (the best 3), as --docs\n"
+		    "  --top N      with --all: the best N parts (1 to 16, default 3)\n"
 		    "  --mode M     pick (each snapshot scores the question, the likeliest answers;\n"
 		    "               the default), parts (each alone, the surest answer kept) or\n"
 		    "               side (the snapshots side by side in one cache, answered once)\n"
@@ -618,6 +619,8 @@ dmn_lib_opts(json_t *req, const struct cli_lib *lib)
 		return -1;
 	if (lib->min_conf_set && json_object_set_new(req, "min_conf", json_real(lib->min_conf)))
 		return -1;
+	if (lib->top && json_object_set_new(req, "top", json_integer(lib->top)))
+		return -1;
 	return 0;
 }
 
@@ -733,9 +736,11 @@ cli_daemon_query(int argc, char **argv)
 				printf("\n");
 			/* the answer's line is ended and out before the statistics */
 			fflush(stdout);
-			if (D.lib.on && !D.json)
+			/* a library answer: asked as one, or a document stored in parts */
+			int lib = D.lib.on || json_is_array(json_object_get(ev, "sources"));
+			if (lib && !D.json)
 				cli_lib_print(ev, D.verbose);
-			else if (D.verbose && !D.lib.on)
+			else if (D.verbose && !lib)
 				fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot%s "
 				    "(%lld question tokens), %lld answer tokens in %.2f s, stop: %s\n",
 				    json_real_value(json_object_get(ev, "ttft_s")),

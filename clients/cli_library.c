@@ -50,6 +50,10 @@ cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib
 		}
 		lib->mode = v;
 		return 0;
+	case CLI_O_TOP:
+		if (cli_long(o, v, 1, CLI_LIB_MAX, &lib->top))
+			return -1;
+		return 0;
 	case CLI_O_MIN_CONF:
 		if (cli_double(o, v, -1000.0, 0, 0.0, &lib->min_conf))
 			return -1;
@@ -65,6 +69,10 @@ cli_lib_done(const struct cli_opts *o, const struct cli_lib *lib)
 	if (lib->all && lib->n) {
 		cli_usage_err(o, "--all asks the whole library; --docs A,B names the documents: "
 		    "one of them");
+		return -1;
+	}
+	if (lib->top && !lib->all) {
+		cli_usage_err(o, "--top N is for --all (the best N parts the index finds)");
 		return -1;
 	}
 	if (!lib->on && (lib->mode || lib->min_conf_set)) {

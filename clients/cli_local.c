@@ -81,6 +81,7 @@ local_usage(FILE *f, const char *cmd)
 		    "                   library does not contain it\n"
 		    "  --all            a library question over every document: those the full-\n"
 		    "                   text index finds for QUESTION (the best 3), as --docs\n"
+		    "  --top N          with --all: the best N parts (1 to 16, default 3)\n"
 		    "  --mode M         pick (each snapshot scores the question, the likeliest\n"
 		    "                   answers; the default), parts (each answers alone, the\n"
 		    "                   surest answer kept) or side (the snapshots side by side\n"
@@ -652,7 +653,8 @@ local_library(struct local *L, int argc, char **argv, const uint8_t *one)
 	lr.whole_utf8 = L->json;
 	lr.stop = L->smp.stop;
 	lr.n_stop = L->smp.n_stop;
-	if (L->lib.all ? svc_library_search(L->v, L->ss, NULL, &lr, 0, &hk, &a, &st) :
+	if (L->lib.all ? svc_library_search(L->v, L->ss, NULL, &lr, (unsigned)L->lib.top, &hk, &a,
+	    &st) :
 	    one ? svc_library_doc(L->v, L->ss, &lr, &hk, &a, &st) :
 	    svc_library(L->v, L->ss, &lr, &hk, &a, &st)) {
 		free(question);

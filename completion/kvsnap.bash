@@ -27,7 +27,7 @@ _kvsnap_flags() {
 	local engine="--policy --ratio --budget --chunk --opts --quant -t --threads"
 	case $1 in
 	ingest) echo "$global --name --encoding --force --share --part-tokens --local $engine" ;;
-	query) echo "$global -n --temp --top-p --seed --stop --file --encoding -v --verbose --local --docs --all --mode --min-conf $engine" ;;
+	query) echo "$global -n --temp --top-p --seed --stop --file --encoding -v --verbose --local --docs --all --top --mode --min-conf $engine" ;;
 	shrink) echo "$global --local --ratio --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run --shared --shared-auth" ;;
 	search) echo "$global -k --top --local" ;;

@@ -160,6 +160,7 @@ struct proto_req {
 	char *mode;
 	double min_conf;
 	int min_conf_set;
+	int64_t lib_top;       /* "all": the best parts retrieved (0: the default, 3) */
 	/* HTTP only: the plain model's id (models, and a query whose document
 	 * came from `model`); doc_model: doc is the request's `model`, looked
 	 * up as GET /v1/models lists it (service/models.c) */

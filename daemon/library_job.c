@@ -90,7 +90,8 @@ library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SNAP_I
 	lr.local_only = daemon_g->v->tier != NULL;
 	lr.stop = (const char *const *)r->stop;
 	lr.n_stop = r->n_stop;
-	if (r->lib_all ? svc_library_search(daemon_g->v, w->ss, &j->who, &lr, 0, &hk, &a, &st) :
+	if (r->lib_all ? svc_library_search(daemon_g->v, w->ss, &j->who, &lr, (unsigned)r->lib_top,
+	    &hk, &a, &st) :
 	    one ? svc_library_doc(daemon_g->v, w->ss, &lr, &hk, &a, &st) :
 	    svc_library(daemon_g->v, w->ss, &lr, &hk, &a, &st)) {
 		if (st.step == SVC_AT_SEARCH)

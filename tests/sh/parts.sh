@@ -7,7 +7,8 @@
 # (tokens, units, bytes); `query DOC` answers over the parts, and the part
 # that alone holds the answer is the first source (the index ranks it
 # first: asserted on the sources, never on the model's wording); search
-# and --all name the part; HTTP names it too; shrink refuses clearly; an
+# and --all name the part (--all --top N: the N best parts); HTTP names it
+# too; shrink refuses clearly; an
 # ingest stopped between parts (the client gone) leaves a set `verify`
 # reports and that answers nothing, and ingesting again completes it; rm
 # removes every part and its index rows (verify clean, search finds
@@ -90,6 +91,13 @@ ok "  hit 1: big, part $((N - 1))" $?
 expect_rc "query --all" 0 "$K" query --json -n 8 --min-conf -1000 --all "$Q"
 jq_ok "r['sources'][0]['part'] == $N - 1 and r['sources'][0]['parts'] == $N"
 ok "  --all: the first source is part $((N - 1)) of $N" $?
+expect_rc "query --all --top 5" 0 "$K" query --json -n 4 --all --top 5 "$Q"
+jq_ok "len(r['sources']) == 5 and len(set(s['part'] for s in r['sources'])) == 5 and r['sources'][0]['part'] == $N - 1"
+ok "  --top 5: the five best parts, each a source" $?
+expect_rc "--top without --all: usage" 1 "$K" query --top 2 big "$Q"
+expect_rc "--top 17: usage" 1 "$K" query --all --top 17 "$Q"
+python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":1,"op":"query","doc":"big","question":"q","top":2}' > "$T/o"
+grep -q '"code": *"bad_request"' "$T/o"; ok "the query op: \"top\" without \"all\" is bad_request" $? || cat "$T/o"
 if command -v curl >/dev/null; then
 	curl -s --max-time 300 --unix-socket "$T/http.sock" -o "$T/out" -H 'Content-Type: application/json' \
 		http://localhost/v1/chat/completions -d "{\"model\":\"big\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"$Q\"}]}"
