@@ -107,14 +107,16 @@ ingest_fail(struct job *j, const struct svc_status *st, int named)
 		job_lookup_error(j, st);
 	else if (st->step == SVC_AT_TOKENIZE)
 		job_error(j, PROTO_E_ENGINE, "cannot tokenize the document: %s", st->why);
-	else if (st->step == SVC_AT_INGEST && rc == ENG_ERR_CANCELLED)
-		job_error(j, atomic_load(&daemon_g->stopping) ? PROTO_E_SHUTTING_DOWN :
-		    PROTO_E_CANCELLED, "ingest cancelled; nothing was stored");
+	else if ((st->step == SVC_AT_INGEST && rc == ENG_ERR_CANCELLED) ||
+	    st->step == SVC_AT_COMMIT)
+		/* a document in parts: the parts before are stored (svc_ingest_model) */
+		job_error(j, st->step == SVC_AT_INGEST && atomic_load(&daemon_g->stopping) ?
+		    PROTO_E_SHUTTING_DOWN : PROTO_E_CANCELLED, "ingest cancelled; nothing was "
+		    "stored%s%s", strstr(st->why, " (at part ") ? " of this part" : "",
+		    strstr(st->why, " (at part ") ? strstr(st->why, " (at part ") : "");
 	else if (st->step == SVC_AT_INGEST)
 		job_error(j, rc == ENG_ERR_CONTEXT ? PROTO_E_TOO_LONG : PROTO_E_ENGINE, "%s",
 		    st->why);
-	else if (st->step == SVC_AT_COMMIT)
-		job_error(j, PROTO_E_CANCELLED, "ingest cancelled; nothing was stored");
 	else /* SVC_AT_SAVE */
 		job_error(j, rc == SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
 		    rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :

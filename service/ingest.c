@@ -413,7 +413,7 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 				hooks.progress(hooks.arg, "part", (int64_t)i + 1, (int64_t)n_sp);
 			if (ingest_one(v, ss, pd, &hooks, fd->text + sp[i].off, sp[i].len, (unsigned)i,
 			    (unsigned)n_sp, max, &t, &u, st)) {
-				if (i && st->step != SVC_AT_SAVE) { /* say what stays */
+				if (i) { /* say what stays */
 					size_t k = strlen(st->why);
 					snprintf(st->why + k, sizeof(st->why) - k, " (at part %zu of %zu; the "
 					    "%zu before it are stored, and answer nothing until an ingest "
