@@ -211,6 +211,11 @@ build-fuzz/fuzz_http_route: tests/fuzz/fuzz_http_route.c daemon/http_route.c dae
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< daemon/http_route.c $(PKG_LIBS)
+# the splitter of long documents is libc only
+build-fuzz/fuzz_split: tests/fuzz/fuzz_split.c service/split.c service/split.h
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< service/split.c
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h \
 		formats/*.h index/*.h)

@@ -63,8 +63,12 @@ int cli_global_lead(int argc, char **argv);
 #define CLI_O_MODE 0x86     /* query's --mode side|parts */
 #define CLI_O_MIN_CONF 0x87 /* query's --min-conf X */
 #define CLI_O_ALL 0x88      /* query's --all: a library question over all one may read */
+#define CLI_O_PART_TOKENS 0x89 /* ingest's --part-tokens N: parts of at most N tokens */
+#define CLI_PART_TOKENS_MAX 1048576
+#define CLI_O_TOP 0x8A      /* query's --top N with --all: the parts retrieved */
 #define CLI_LIB_OPTIONS \
 	{ "all", no_argument, NULL, CLI_O_ALL }, \
+	{ "top", required_argument, NULL, CLI_O_TOP }, \
 	{ "docs", required_argument, NULL, CLI_O_DOCS }, \
 	{ "mode", required_argument, NULL, CLI_O_MODE }, \
 	{ "min-conf", required_argument, NULL, CLI_O_MIN_CONF }
@@ -145,6 +149,7 @@ struct cli_lib {
 	const char *mode;       /* "side" or "parts"; NULL: the default */
 	int min_conf_set;
 	double min_conf;
+	long top;               /* --all: the best parts retrieved (0: SVC_LIB_SEARCH_K) */
 };
 int cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib);
 /* --mode or --min-conf without --docs: -1 with the usage error printed. */

@@ -47,6 +47,7 @@ struct dmn {
 	const char *name, *file, *encoding;
 	long n_max;
 	int json, force, share, tty, verbose;
+	long part_tokens;       /* ingest: --part-tokens (0: not sent) */
 	int gone;               /* the daemon closed the connection */
 	struct cli_sample smp;  /* query: --temp, --top-p, --seed */
 	struct cli_lib lib;     /* query: --docs, --mode, --min-conf */
@@ -72,7 +73,10 @@ dmn_usage(FILE *f, const char *cmd)
 		    "  --encoding E the text's encoding (iconv's name, e.g. ISO-8859-15; default:\n"
 		    "               UTF-8, UTF-16/32 by their BOM, else Windows-1252)\n"
 		    "  --force      ingest again even if stored\n"
-		    "  --share      let every user of the daemon query it\n");
+		    "  --share      let every user of the daemon query it\n"
+		    "  --part-tokens N  store a document longer than N tokens in parts of at most\n"
+		    "               N, cut at its pages, headings, paragraphs or sentences\n"
+		    "               (default: only one longer than the model's window)\n");
 	else
 		fprintf(f, "usage: kvsnap query [-s SOCK] [-n N] [--temp T] [--top-p P] [--seed S]\n"
 		    "                   [--stop S]... [--file PATH] [-v] [--json] DOC QUESTION...\n"
@@ -85,6 +89,7 @@ dmn_usage(FILE *f, const char *cmd)
 		    "               contain the answer\" (abstention)\n"
 		    "  --all        a library question over every document you may read: those\n"
 		    "               the full-text index finds for QUESTION (the best 3), as --docs\n"
+		    "  --top N      with --all: the best N parts (1 to 16, default 3)\n"
 		    "  --mode M     pick (each snapshot scores the question, the likeliest answers;\n"
 		    "               the default), parts (each alone, the surest answer kept) or\n"
 		    "               side (the snapshots side by side in one cache, answered once)\n"
@@ -128,6 +133,7 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 		{ "force", no_argument, NULL, 'F' },
 		{ "share", no_argument, NULL, 'A' },
 		{ "encoding", required_argument, NULL, 'E' },
+		{ "part-tokens", required_argument, NULL, CLI_O_PART_TOKENS },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct option query_opts[] = {
@@ -160,6 +166,10 @@ dmn_parse(int argc, char **argv, struct dmn *D, int *rc)
 		case 'A': D->share = 1; break;
 		case 'f': D->file = optarg; break;
 		case 'E': D->encoding = optarg; break;
+		case CLI_O_PART_TOKENS:
+			if (cli_long(&o, optarg, 1, CLI_PART_TOKENS_MAX, &D->part_tokens))
+				return -1;
+			break;
 		case 'v': D->verbose = 1; break;
 		case 'n':
 			if (cli_long(&o, optarg, 1, 4096, &D->n_max))
@@ -245,6 +255,17 @@ dmn_queued(const struct dmn *D, json_t *ev)
 /* ------------------------------------------------------------------------ */
 /* ingest                                                                    */
 
+/* ", in N parts" for a result stored in parts, else "" (in buf). */
+static const char *
+dmn_parts_words(json_t *ev, char *buf, size_t cap)
+{
+	json_int_t n = json_integer_value(json_object_get(ev, "parts"));
+	if (n < 2)
+		return "";
+	snprintf(buf, cap, ", in %lld parts", (long long)n);
+	return buf;
+}
+
 /* The progress bar on stderr: fraction, tokens/s, ETA. */
 static void
 dmn_bar(const char *path, int64_t done, int64_t total, double elapsed)
@@ -326,6 +347,8 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 	}
 	req = json_pack("{s:i, s:I, s:s, s:b, s:b, s:b}", "v", 1, "id", (json_int_t)id, "op",
 	    "ingest", "fd", 1, "force", D->force, "share", D->share);
+	if (req && D->part_tokens)
+		json_object_set_new(req, "part_tokens", json_integer(D->part_tokens));
 	/* a path that is not UTF-8 cannot travel as JSON: the source stays unset */
 	src = json_string(in ? "stdin" : realpath(path, real) ? real : path);
 	if (req)
@@ -382,7 +405,12 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 			continue;
 		}
 		if (!strcmp(kind, "progress")) {
-			if (D->tty && !D->json)
+			const char *stage = json_string_value(json_object_get(ev, "stage"));
+			if (stage && !strcmp(stage, "part") && D->tty && !D->json)
+				fprintf(stderr, "\r\033[Kpart %lld/%lld\n",
+				    (long long)json_integer_value(json_object_get(ev, "done")),
+				    (long long)json_integer_value(json_object_get(ev, "total")));
+			else if (D->tty && !D->json)
 				dmn_bar(path, json_integer_value(json_object_get(ev, "done")),
 				    json_integer_value(json_object_get(ev, "total")),
 				    json_real_value(json_object_get(ev, "elapsed_s")));
@@ -429,7 +457,7 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 				const char *serr = json_string_value(json_object_get(ev, "shared_error"));
 				const char *named = json_string_value(json_object_get(ev, "named"));
 				const char *nerr = json_string_value(json_object_get(ev, "name_error"));
-				char term[6 * 256], nm[6 * 256 + 32] = "";
+				char term[6 * 256], nm[6 * 256 + 32] = "", pw[48];
 				if (named) {
 					cli_term_str(named, term, sizeof(term));
 					snprintf(nm, sizeof(nm), ", now named \"%s\"", term);
@@ -442,10 +470,11 @@ dmn_ingest_one(struct dmn *D, const char *path, const char *name)
 					fprintf(stderr, "kvsnap: warning: %s: stored already and not named "
 					    "\"%s\": %s\n", shown, D->name ? D->name : "?", nerr);
 				else
-					printf("%s (%.12s), %.1f s: %s, %s\n", shown, hex ? hex : "?",
+					printf("%s (%.12s), %.1f s: %s, %s%s\n", shown, hex ? hex : "?",
 					    json_real_value(json_object_get(ev, "seconds")),
 					    json_string_value(json_object_get(ev, "format")) ?
-					    json_string_value(json_object_get(ev, "format")) : "?", line);
+					    json_string_value(json_object_get(ev, "format")) : "?", line,
+					    dmn_parts_words(ev, pw, sizeof(pw)));
 				/* kvsnapd with a shared tier that did not take it: stored here only */
 				if (json_is_false(json_object_get(ev, "shared")))
 					fprintf(stderr, "kvsnap: warning: %s: stored by kvsnapd but not in its "
@@ -590,6 +619,8 @@ dmn_lib_opts(json_t *req, const struct cli_lib *lib)
 		return -1;
 	if (lib->min_conf_set && json_object_set_new(req, "min_conf", json_real(lib->min_conf)))
 		return -1;
+	if (lib->top && json_object_set_new(req, "top", json_integer(lib->top)))
+		return -1;
 	return 0;
 }
 
@@ -705,9 +736,11 @@ cli_daemon_query(int argc, char **argv)
 				printf("\n");
 			/* the answer's line is ended and out before the statistics */
 			fflush(stdout);
-			if (D.lib.on && !D.json)
+			/* a library answer: asked as one, or a document stored in parts */
+			int lib = D.lib.on || json_is_array(json_object_get(ev, "sources"));
+			if (lib && !D.json)
 				cli_lib_print(ev, D.verbose);
-			else if (D.verbose && !D.lib.on)
+			else if (D.verbose && !lib)
 				fprintf(stderr, "kvsnap: time to first token %.3f s from the snapshot%s "
 				    "(%lld question tokens), %lld answer tokens in %.2f s, stop: %s\n",
 				    json_real_value(json_object_get(ev, "ttft_s")),

@@ -50,6 +50,10 @@ cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib
 		}
 		lib->mode = v;
 		return 0;
+	case CLI_O_TOP:
+		if (cli_long(o, v, 1, CLI_LIB_MAX, &lib->top))
+			return -1;
+		return 0;
 	case CLI_O_MIN_CONF:
 		if (cli_double(o, v, -1000.0, 0, 0.0, &lib->min_conf))
 			return -1;
@@ -65,6 +69,10 @@ cli_lib_done(const struct cli_opts *o, const struct cli_lib *lib)
 	if (lib->all && lib->n) {
 		cli_usage_err(o, "--all asks the whole library; --docs A,B names the documents: "
 		    "one of them");
+		return -1;
+	}
+	if (lib->top && !lib->all) {
+		cli_usage_err(o, "--top N is for --all (the best N parts the index finds)");
 		return -1;
 	}
 	if (!lib->on && (lib->mode || lib->min_conf_set)) {
@@ -87,6 +95,7 @@ cli_lib_print(json_t *res, int verbose)
 {
 	json_t *srcs = json_object_get(res, "sources"), *s;
 	const char *from = json_string_value(json_object_get(res, "answered_from"));
+	json_t *apart = json_object_get(res, "answered_part");
 	size_t i;
 	int k = 0, skipped = 0;
 	char label[6 * 256];
@@ -99,15 +108,18 @@ cli_lib_print(json_t *res, int verbose)
 			skipped++;
 			continue;
 		}
+		int this;
 		cli_term_str(json_string_value(json_object_get(s, "label")), label, sizeof(label));
 		printf("%s %s", k++ ? "," : "", label);
-		if (from && id && !strcmp(from, id))
+		/* a document in parts: the part answered from */
+		this = from && id && !strcmp(from, id) && (!json_is_integer(apart) ||
+		    json_integer_value(apart) == json_integer_value(json_object_get(s, "part")));
+		if (this)
 			printf(" (answered from%s", json_is_number(sc) ? "" : ")");
 		else if (json_is_number(sc))
 			printf(" (");
 		if (json_is_number(sc))
-			printf("%sscore %.2f)", from && id && !strcmp(from, id) ? ", " : "",
-			    json_number_value(sc));
+			printf("%sscore %.2f)", this ? ", " : "", json_number_value(sc));
 	}
 	if (!k)
 		printf(" none");

@@ -40,6 +40,7 @@ struct local {
 	int in_dir, n_done, n_not_doc; /* ingest: a folder's walk (as cli_daemon.c's) */
 	struct cli_sample smp; /* query: --temp, --top-p, --seed */
 	struct cli_lib lib;    /* query: --docs, --mode, --min-conf */
+	long part_tokens;      /* ingest: --part-tokens (0: the window's limit) */
 	struct svc *v;
 	struct svc_session *ss;
 	int replace;           /* shrink --replace */
@@ -68,7 +69,10 @@ local_usage(FILE *f, const char *cmd)
 		    "-: stdin).  PDF, HTML, Markdown and plain text, told apart by content.\n"
 		    "  --name NAME      name the document (one FILE only)\n"
 		    "  --encoding E     the text's encoding (iconv's name; default: UTF-8, UTF-16/32\n"
-		    "                   by their BOM, else Windows-1252)\n");
+		    "                   by their BOM, else Windows-1252)\n"
+		    "  --part-tokens N  store a document longer than N tokens in parts of at most\n"
+		    "                   N, cut at its pages, headings, paragraphs or sentences\n"
+		    "                   (default: only one longer than the model's window)\n");
 	else
 		fprintf(f, "usage: kvsnap query --local [OPTIONS] DOC QUESTION... [-n N]\n"
 		    "       kvsnap query --local [OPTIONS] --docs A,B|--all QUESTION...\n"
@@ -81,6 +85,7 @@ local_usage(FILE *f, const char *cmd)
 		    "                   library does not contain it\n"
 		    "  --all            a library question over every document: those the full-\n"
 		    "                   text index finds for QUESTION (the best 3), as --docs\n"
+		    "  --top N          with --all: the best N parts (1 to 16, default 3)\n"
 		    "  --mode M         pick (each snapshot scores the question, the likeliest\n"
 		    "                   answers; the default), parts (each answers alone, the\n"
 		    "                   surest answer kept) or side (the snapshots side by side\n"
@@ -128,6 +133,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		{ "threads", required_argument, NULL, 't' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "encoding", required_argument, NULL, 'E' },
+		{ "part-tokens", required_argument, NULL, CLI_O_PART_TOKENS },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct option query_opts[] = {
@@ -178,6 +184,10 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 			break;
 		case 'N': L->name = optarg; break;
 		case 'E': L->encoding = optarg; break;
+		case CLI_O_PART_TOKENS:
+			if (cli_long(&o, optarg, 1, CLI_PART_TOKENS_MAX, &L->part_tokens))
+				return -1;
+			break;
 		case 'v': L->verbose = 1; break;
 		default:
 			if ((rc2 = cli_lib_flag(&o, c, optarg, &L->lib)) < 0)
@@ -398,6 +408,7 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	ir.source = source;
 	/* the running user owns what it stores (kvsnapd shows it to them) */
 	ir.who = &(const struct svc_who){ (uint32_t)getuid(), 1 };
+	ir.part_tokens = L->part_tokens;
 	rc = svc_ingest(L->v, L->ss, &ir, NULL, &res, &st);
 	free(text);
 	if (rc) {
@@ -409,18 +420,22 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	}
 	if (L->json) {
 		cli_json_line("result", json_pack("{s:o, s:s, s:o, s:o, s:b, s:I, s:I, s:I, s:I, s:I, "
-		    "s:I, s:f}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",
+		    "s:I, s:f, s:I}", "path", cli_json_cstr(path), "doc_id", res.hex, "source",
 		    cli_json_cstr(source), "format", cli_json_cstr(res.format), "skipped", 0, "bytes",
 		    (json_int_t)len, "tokens",
 		    (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
 		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
-		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - t0));
+		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - t0,
+		    "parts", (json_int_t)(res.parts ? res.parts : 1)));
 	} else {
 		cli_show_ingested(res.tokens, res.units, res.fig.full_units, res.fig.bytes,
 		    res.fig.full_bytes, line, sizeof(line));
 		cli_term_str(path, shown, sizeof(shown));
-		printf("%s (%.12s), %.1f s: %s, %s\n", shown, res.hex, eng_now() - t0, res.format,
+		printf("%s (%.12s), %.1f s: %s, %s", shown, res.hex, eng_now() - t0, res.format,
 		    line);
+		if (res.parts)
+			printf(", in %u parts", res.parts);
+		printf("\n");
 	}
 	fflush(stdout);
 	L->n_done++;
@@ -573,6 +588,11 @@ local_lib_result(const struct svc_lib_answer *a, const char *mode)
 		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
 		    "why", s->used ? json_null() : cli_json_cstr(s->why), "tokens",
 		    (json_int_t)s->tokens));
+		/* the part (from 0) of how many (1: stored whole) */
+		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "part",
+		    json_integer((json_int_t)s->part));
+		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "parts",
+		    json_integer(s->n_parts ? (json_int_t)s->n_parts : 1));
 	}
 	if (a->chosen >= 0)
 		store_hex(a->src[a->chosen].doc_id, SNAP_ID_BYTES, hex);
@@ -584,13 +604,18 @@ local_lib_result(const struct svc_lib_answer *a, const char *mode)
 	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
 	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
 	    "seconds", a->seconds);
+	if (o) /* the part answered from (from 0), when it is one */
+		json_object_set_new(o, "answered_part", a->chosen >= 0 && !a->abstained &&
+		    a->src[a->chosen].n_parts ? json_integer((json_int_t)a->src[a->chosen].part) :
+		    json_null());
 	return o;
 }
 
 /* kvsnap query --local --docs A,B QUESTION...: each DOC resolved, then
- * svc_library. */
+ * svc_library; one: a DOC stored in parts, already open (svc_library_doc
+ * over its parts). */
 static int
-local_library(struct local *L, int argc, char **argv)
+local_library(struct local *L, int argc, char **argv, const uint8_t *one)
 {
 	struct local_emit em;
 	struct svc_hooks hk = { NULL, local_emit, &em, NULL };
@@ -604,9 +629,11 @@ local_library(struct local *L, int argc, char **argv)
 	int ret;
 	json_t *res;
 
-	if ((ret = local_open(L, L->lib.all ? 0 : -1))) /* --all: the index kept in step */
+	if (!one && (ret = local_open(L, L->lib.all ? 0 : -1))) /* --all: the index in step */
 		return ret;
-	for (k = 0; k < L->lib.n; k++)
+	if (one)
+		memcpy(docs[0], one, SNAP_ID_BYTES);
+	for (k = 0; !one && k < L->lib.n; k++)
 		if (svc_resolve(L->v->s, L->lib.refs[k], docs[k], &st)) {
 			cli_err("%s", st.why);
 			return st.rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
@@ -620,7 +647,7 @@ local_library(struct local *L, int argc, char **argv)
 	em.json = L->json;
 	memset(&lr, 0, sizeof(lr));
 	lr.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
-	lr.n_docs = L->lib.n;
+	lr.n_docs = one ? 1 : L->lib.n;
 	lr.question = question;
 	lr.question_len = strlen(question);
 	lr.max_tokens = L->n_max;
@@ -632,7 +659,9 @@ local_library(struct local *L, int argc, char **argv)
 	lr.whole_utf8 = L->json;
 	lr.stop = L->smp.stop;
 	lr.n_stop = L->smp.n_stop;
-	if (L->lib.all ? svc_library_search(L->v, L->ss, NULL, &lr, 0, &hk, &a, &st) :
+	if (L->lib.all ? svc_library_search(L->v, L->ss, NULL, &lr, (unsigned)L->lib.top, &hk, &a,
+	    &st) :
+	    one ? svc_library_doc(L->v, L->ss, &lr, &hk, &a, &st) :
 	    svc_library(L->v, L->ss, &lr, &hk, &a, &st)) {
 		free(question);
 		if (st.step == SVC_AT_SEARCH) {
@@ -681,7 +710,7 @@ cli_query(int argc, char **argv)
 		return ret;
 	}
 	if (L.lib.on) {
-		ret = local_library(&L, argc - i, argv + i);
+		ret = local_library(&L, argc - i, argv + i, NULL);
 		local_close(&L);
 		return ret;
 	}
@@ -692,6 +721,14 @@ cli_query(int argc, char **argv)
 	}
 	if ((ret = local_open_doc(&L, -1, argv[i], doc)))
 		goto out;
+	{
+		struct svc_picked pk;
+		if (svc_pick(L.v, doc, &pk, &st) == 0 && pk.found && pk.n_parts) {
+			/* stored in parts: a library question over them */
+			ret = local_library(&L, argc - i - 1, argv + i + 1, doc);
+			goto out;
+		}
+	}
 	em.json = L.json;
 	memset(&qr, 0, sizeof(qr));
 	qr.doc_id = doc;

@@ -392,20 +392,46 @@ st_docs_label(const struct st_docs *ds, const uint8_t id[SNAP_ID_BYTES], char *o
 	snprintf(out, cap, "%.12s", hex);
 }
 
-/* The figures of a document's largest snapshot (most units kept). */
+/* The figures of a document's largest snapshot (most units kept); a
+ * document in parts (service/parts.c): its parts summed, and their count
+ * (of the set with the most parts). */
+struct st_fig {
+	struct svc_snap_figures f, sum;
+	unsigned parts;
+};
+
 static int
 st_fig_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
     const struct snap_header *h, const char *why, int64_t last_used_us)
 {
-	struct svc_snap_figures *f = arg, g;
+	struct st_fig *fg = arg;
+	struct svc_snap_figures g;
+	size_t bl;
+	unsigned part, n;
 	(void)pid;
 	(void)why;
 	(void)last_used_us;
 	if (!h)
 		return 0;
 	svc_snap_figures(h, bytes, &g);
-	if (g.units > f->units)
-		*f = g;
+	if (svc_part_parse(h->profile, &bl, &part, &n)) {
+		if (n > fg->parts) {
+			memset(&fg->sum, 0, sizeof(fg->sum));
+			fg->parts = n;
+		}
+		if (n == fg->parts) {
+			fg->sum.bytes += g.bytes;
+			fg->sum.tokens += g.tokens;
+			fg->sum.units += g.units;
+			fg->sum.full_units += g.full_units;
+			fg->sum.full_bytes += g.full_bytes;
+		}
+		if (fg->sum.units > fg->f.units)
+			fg->f = fg->sum;
+		return 0;
+	}
+	if (g.units > fg->f.units)
+		fg->f = g;
 	return 0;
 }
 
@@ -417,11 +443,12 @@ st_per_token(uint64_t bytes, uint64_t tokens)
 	return tokens ? (double)bytes / (double)tokens : 0.0;
 }
 
-/* A document as JSON (ls, info); fig: its largest snapshot's figures, or
+/* A document as JSON (ls, info); fg: its largest snapshot's figures, or
  * NULL. */
 static json_t *
-st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
+st_doc_json(const struct store_doc *d, const struct st_fig *fg)
 {
+	const struct svc_snap_figures *fig = fg ? &fg->f : NULL;
 	char hex[2 * SNAP_ID_BYTES + 1], c[32], u[32];
 	json_t *o, *own = json_array();
 	int i;
@@ -445,6 +472,8 @@ st_doc_json(const struct store_doc *d, const struct svc_snap_figures *fig)
 		    (json_int_t)fig->units, "full_units", (json_int_t)fig->full_units,
 		    "snapshot_bytes", (json_int_t)fig->bytes, "full_bytes",
 		    (json_int_t)fig->full_bytes));
+	if (o && fg) /* the parts it is stored in (1: whole) */
+		json_object_set_new(o, "parts", json_integer(fg->parts ? fg->parts : 1));
 	return o;
 }
 
@@ -454,8 +483,9 @@ enum { LS_NAME, LS_TOKENS, LS_SNAPS, LS_SIZE, LS_PER_TOKEN, LS_KEPT, LS_SMALLER,
 #define LS_CELL 128
 
 static void
-st_ls_row(const struct store_doc *d, const struct svc_snap_figures *f, char row[LS_COLS][LS_CELL])
+st_ls_row(const struct store_doc *d, const struct st_fig *fg, char row[LS_COLS][LS_CELL])
 {
+	const struct svc_snap_figures *f = &fg->f;
 	char hex[2 * SNAP_ID_BYTES + 1], name[6 * 256];
 	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
 	cli_show_label(d->name, d->source, hex, name, sizeof(name));
@@ -468,7 +498,12 @@ st_ls_row(const struct store_doc *d, const struct svc_snap_figures *f, char row[
 	}
 	memcpy(row[LS_NAME], name, strlen(name) + 1); /* at most 40 bytes, cut above */
 	snprintf(row[LS_TOKENS], LS_CELL, "%llu", (unsigned long long)d->tokens);
-	snprintf(row[LS_SNAPS], LS_CELL, "%d", d->n_profiles);
+	if (!fg->parts)
+		snprintf(row[LS_SNAPS], LS_CELL, "%d", d->n_profiles);
+	else if ((unsigned)d->n_profiles == fg->parts) /* a document in parts */
+		snprintf(row[LS_SNAPS], LS_CELL, "%u parts", fg->parts);
+	else
+		snprintf(row[LS_SNAPS], LS_CELL, "%d (%u parts)", d->n_profiles, fg->parts);
 	cli_show_size(d->stored_bytes, row[LS_SIZE], LS_CELL);
 	cli_show_size((uint64_t)(st_per_token(d->stored_bytes, d->tokens) + 0.5),
 	    row[LS_PER_TOKEN], LS_CELL);
@@ -521,7 +556,7 @@ cli_ls(int argc, char **argv)
 	struct st_opts o;
 	struct store *s;
 	struct st_docs ds;
-	struct svc_snap_figures *fig = NULL;
+	struct st_fig *fig = NULL;
 	char (*rows)[LS_COLS][LS_CELL] = NULL;
 	char why[512];
 	json_t *arr;
@@ -581,6 +616,8 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	struct svc_snap_figures f;
 	char hex[2 * SNAP_ID_BYTES + 1], u[32], size[32], kept[32], ratio[32], words[512],
 	    per[32];
+	size_t bl;
+	unsigned part, n;
 	json_t *o;
 	store_hex(pid, SNAP_ID_BYTES, hex);
 	memset(&f, 0, sizeof(f));
@@ -599,6 +636,10 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 			    st_per_token(bytes, h->n_tokens)));
 		else if (o)
 			json_object_set_new(o, "error", cli_json_cstr(why));
+		if (o && h && svc_part_parse(h->profile, &bl, &part, &n)) { /* one part of n */
+			json_object_set_new(o, "part", json_integer(part));
+			json_object_set_new(o, "parts", json_integer(n));
+		}
 		json_array_append_new(in->snaps, o);
 		return 0;
 	}
@@ -612,7 +653,11 @@ st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	cli_show_kept(f.units, f.full_units, f.bytes, f.full_bytes, kept, sizeof(kept), ratio,
 	    sizeof(ratio));
 	cli_show_size((uint64_t)(st_per_token(bytes, h->n_tokens) + 0.5), per, sizeof(per));
-	printf("  snapshot %.12s  %s  %s  used %s\n", hex, words, size, u);
+	if (svc_part_parse(h->profile, &bl, &part, &n)) /* a document in parts: which */
+		printf("  snapshot %.12s  part %u/%u  %s  %s  used %s\n", hex, part + 1, n, words,
+		    size, u);
+	else
+		printf("  snapshot %.12s  %s  %s  used %s\n", hex, words, size, u);
 	printf("    %llu tokens -> %lld units (%s kept, %s smaller than the full cache; %s a "
 	    "token; %s, %s positions)\n    %s\n", (unsigned long long)h->n_tokens,
 	    (long long)f.units, kept, ratio, per, snap_quant_name(h->quant),
@@ -652,7 +697,7 @@ cli_info(int argc, char **argv)
 	struct store *s;
 	struct store_doc d;
 	struct st_info in;
-	struct svc_snap_figures fig;
+	struct st_fig fig;
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
 	int i, rc;
@@ -934,7 +979,25 @@ cli_stats(int argc, char **argv)
 struct st_verify {
 	const struct st_docs *ds;
 	int json, bad, n;
+	int parts_bad;           /* sets of parts with parts missing */
 };
+
+/* A document whose set of parts lacks some (service/parts.c). */
+static void
+st_parts_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const char *why)
+{
+	struct st_verify *v = arg;
+	char dh[2 * SNAP_ID_BYTES + 1], label[8 * 256];
+	store_hex(did, SNAP_ID_BYTES, dh);
+	v->parts_bad++;
+	if (v->json) {
+		cli_json_line("parts", json_pack("{s:s, s:b, s:o}", "doc_id", dh, "ok", 0, "error",
+		    cli_json_cstr(why)));
+		return;
+	}
+	st_docs_label(v->ds, did, label, sizeof(label));
+	printf("%s  INCOMPLETE: %s\n", label, why);
+}
 
 static int
 st_verify_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP_ID_BYTES],
@@ -1034,7 +1097,7 @@ cli_verify(int argc, char **argv)
 	struct st_opts o;
 	struct store *s;
 	struct st_docs ds;
-	struct st_verify v = { &ds, 0, 0, 0 };
+	struct st_verify v = { &ds, 0, 0, 0, 0 };
 	struct st_ix ix;
 	uint8_t id[SNAP_ID_BYTES];
 	char why[512] = "";
@@ -1052,12 +1115,19 @@ cli_verify(int argc, char **argv)
 	rc = snap_verify(s, i == argc - 1 ? id : NULL, st_verify_cb, &v, why, sizeof(why));
 	if (rc && rc != STORE_ERR_CORRUPT)
 		cli_err("verify: %s", why);
+	/* documents in parts: every set whole */
+	if (i == argc - 1)
+		(void)svc_parts_check(s, id, st_parts_cb, &v, why, sizeof(why));
+	else
+		for (size_t k = 0; k < ds.n; k++)
+			(void)svc_parts_check(s, ds.d[k].doc_id, st_parts_cb, &v, why, sizeof(why));
 	/* the whole local store: its text records and the index beside it */
 	if (i != argc - 1 && !o.shared && (!rc || rc == STORE_ERR_CORRUPT) &&
 	    st_verify_index(&o, s, &v, &ix))
 		rc = STORE_ERR_IO;
 	if (o.json) {
-		json_t *res = json_pack("{s:i, s:i}", "checked", v.n, "corrupt", v.bad);
+		json_t *res = json_pack("{s:i, s:i, s:i}", "checked", v.n, "corrupt", v.bad,
+		    "incomplete_parts", v.parts_bad);
 		if (res && ix.on)
 			json_object_set_new(res, "index", json_pack("{s:b, s:I, s:I, s:I, s:I}",
 			    "exists", ix.r.exists, "rows", (json_int_t)ix.r.rows, "texts",
@@ -1066,13 +1136,19 @@ cli_verify(int argc, char **argv)
 		cli_json_line("result", res);
 	} else {
 		printf("%d snapshot%s checked, %d corrupt\n", v.n, v.n == 1 ? "" : "s", v.bad);
+		if (v.parts_bad)
+			printf("%d document%s with parts missing\n", v.parts_bad,
+			    v.parts_bad == 1 ? "" : "s");
 		if (ix.on)
 			st_index_summary(&ix.r);
 	}
-	rc = v.bad || (ix.on && ix.r.problems) ? CLI_EXIT_CORRUPT : st_exit(rc);
+	rc = v.bad || v.parts_bad || (ix.on && ix.r.problems) ? CLI_EXIT_CORRUPT : st_exit(rc);
 	if (rc && o.json && v.bad)
 		cli_json_error("corrupt", rc, "corrupt snapshots found (see the snapshot lines)",
 		    NULL);
+	else if (rc && o.json && v.parts_bad)
+		cli_json_error("corrupt", rc, "documents with parts missing (see the parts lines; "
+		    "ingest them again)", NULL);
 	else if (rc && o.json && ix.on && ix.r.problems)
 		cli_json_error("corrupt", rc, "the text index is out of step with the store (see the "
 		    "index lines; the next search or kvsnapd start rebuilds it)", NULL);

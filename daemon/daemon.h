@@ -37,6 +37,7 @@
 #define PROTO_ENCODING_MAX 63                   /* an encoding's name (iconv's) */
 #define PROTO_ID_MAX 128                        /* bytes of a string id */
 #define PROTO_MAX_TOKENS_MAX 4096               /* max_tokens of a query */
+#define PROTO_PART_TOKENS_MAX 1048576           /* part_tokens of an ingest */
 #define PROTO_TEMPERATURE_MAX 2.0               /* as OpenAI's API */
 #define PROTO_MAX_TOKENS_DEFAULT 128
 #define PROTO_FDS_PER_CONN 4                    /* passed fds not yet claimed */
@@ -128,6 +129,8 @@ struct proto_req {
 	                        * detected) */
 	int force;             /* ingest: re-ingest even if stored */
 	int share;             /* ingest: readable by every user of the socket */
+	int64_t part_tokens;   /* ingest: parts of at most this many tokens (0: past the
+	                        * window's limit only) */
 	char *doc;             /* query/has/info/rm/verify/shrink: DOC reference */
 	char *question;        /* query; search: its words */
 	size_t question_len;
@@ -159,6 +162,7 @@ struct proto_req {
 	char *mode;
 	double min_conf;
 	int min_conf_set;
+	int64_t lib_top;       /* "all": the best parts retrieved (0: the default, 3) */
 	/* HTTP only: the plain model's id (models, and a query whose document
 	 * came from `model`); doc_model: doc is the request's `model`, looked
 	 * up as GET /v1/models lists it (service/models.c) */

@@ -223,6 +223,8 @@ void ingest_job_run(struct worker *w, struct job *j);
 void query_job_run(struct worker *w, struct job *j);
 /* A query with "docs": a library question (library_job.c). */
 void library_job_run(struct worker *w, struct job *j);
+/* A query of one document stored in parts: a library question over them. */
+void library_job_parts(struct worker *w, struct job *j, const uint8_t doc[SNAP_ID_BYTES]);
 /* A library question's result body: mode, sources (doc_id, label,
  * consulted, score, why, tokens), answered_from, abstained, confidence,
  * tokens, prompt_tokens, stop, ttft_s, ttft_model_s, seconds. */

@@ -14,7 +14,7 @@
 
 /* Read by http_parse.c: both routes, then chat, then completions. */
 static const char *const read_both[] = { "model", "document", "documents", "library_mode",
-	"min_conf", "max_tokens",
+	"min_conf", "library_top", "max_tokens",
 	"max_completion_tokens", "temperature", "top_p", "seed", "n", "stream", "stream_options",
 	"stop", NULL };
 static const char *const read_chat[] = { "messages", NULL };

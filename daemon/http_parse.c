@@ -133,6 +133,16 @@ http_library_fields(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 			return rc;
 		p->min_conf_set = 1;
 	}
+	/* the model "library": how many of the best parts (the query op's "top") */
+	if ((v = json_object_get(o, "library_top")) && !json_is_null(v)) {
+		if (!(json_is_string(json_object_get(o, "model")) &&
+		    !strcmp(json_string_value(json_object_get(o, "model")), HTTP_LIBRARY_MODEL)))
+			return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"library_top\" is for "
+			    "the model \"library\"");
+		if ((rc = proto_json_int(o, "library_top", 1, PROTO_DOCS_MAX, &p->lib_top, msg,
+		    msg_len)))
+			return rc;
+	}
 	return 0;
 }
 

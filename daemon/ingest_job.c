@@ -107,14 +107,16 @@ ingest_fail(struct job *j, const struct svc_status *st, int named)
 		job_lookup_error(j, st);
 	else if (st->step == SVC_AT_TOKENIZE)
 		job_error(j, PROTO_E_ENGINE, "cannot tokenize the document: %s", st->why);
-	else if (st->step == SVC_AT_INGEST && rc == ENG_ERR_CANCELLED)
-		job_error(j, atomic_load(&daemon_g->stopping) ? PROTO_E_SHUTTING_DOWN :
-		    PROTO_E_CANCELLED, "ingest cancelled; nothing was stored");
+	else if ((st->step == SVC_AT_INGEST && rc == ENG_ERR_CANCELLED) ||
+	    st->step == SVC_AT_COMMIT)
+		/* a document in parts: the parts before are stored (svc_ingest_model) */
+		job_error(j, st->step == SVC_AT_INGEST && atomic_load(&daemon_g->stopping) ?
+		    PROTO_E_SHUTTING_DOWN : PROTO_E_CANCELLED, "ingest cancelled; nothing was "
+		    "stored%s%s", strstr(st->why, " (at part ") ? " of this part" : "",
+		    strstr(st->why, " (at part ") ? strstr(st->why, " (at part ") : "");
 	else if (st->step == SVC_AT_INGEST)
 		job_error(j, rc == ENG_ERR_CONTEXT ? PROTO_E_TOO_LONG : PROTO_E_ENGINE, "%s",
 		    st->why);
-	else if (st->step == SVC_AT_COMMIT)
-		job_error(j, PROTO_E_CANCELLED, "ingest cancelled; nothing was stored");
 	else /* SVC_AT_SAVE */
 		job_error(j, rc == SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
 		    rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
@@ -152,6 +154,15 @@ ingest_named(json_t *o, const struct svc_ingested *res, const char *name)
 }
 
 /* The job's result: skipped, or stored (with the shared tier's part). */
+/* The parts it is stored in (1: whole). */
+static json_t *
+ingest_parts(json_t *o, const struct svc_ingested *res)
+{
+	if (o)
+		json_object_set_new(o, "parts", json_integer(res->parts ? (json_int_t)res->parts : 1));
+	return o;
+}
+
 static void
 ingest_result(struct job *j, const struct svc_ingested *res)
 {
@@ -160,20 +171,20 @@ ingest_result(struct job *j, const struct svc_ingested *res)
 		if (res->from_shared)
 			dlog(DLOG_INFO, "%s: skipped %.12s: a shared-tier hit, copied into the local "
 			    "tier (no model pass)", j->label, res->hex);
-		job_result(j, ingest_named(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, "
+		job_result(j, ingest_parts(ingest_named(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:s, s:I, "
 		    "s:I, s:I, s:I, s:I}", "doc_id", res->hex, "skipped", 1, "bytes", (json_int_t)len,
 		    "format", res->format, "reason",
 		    "already stored for this profile", "tokens", (json_int_t)res->tokens, "units",
 		    (json_int_t)res->units, "full_units", (json_int_t)res->fig.full_units,
 		    "snapshot_bytes", (json_int_t)res->fig.bytes, "full_bytes",
-		    (json_int_t)res->fig.full_bytes), res), res, j->req.name));
+		    (json_int_t)res->fig.full_bytes), res), res, j->req.name), res));
 	} else {
-		job_result(j, ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
+		job_result(j, ingest_parts(ingest_tier(json_pack("{s:s, s:b, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:f}",
 		    "doc_id", res->hex, "skipped", 0, "bytes", (json_int_t)len, "format", res->format,
 		    "tokens", (json_int_t)res->tokens, "units", (json_int_t)res->units, "full_units",
 		    (json_int_t)res->fig.full_units, "snapshot_bytes", (json_int_t)res->fig.bytes,
 		    "full_bytes", (json_int_t)res->fig.full_bytes, "seconds", eng_now() - j->t0),
-		    res));
+		    res), res));
 	}
 }
 
@@ -221,6 +232,7 @@ ingest_begin(struct worker *w, struct job *j)
 	ir.check_name = 1;
 	ir.who = &j->who;
 	ir.share = r->share || daemon_g->cfg.share;
+	ir.part_tokens = r->part_tokens;
 	j->ing_bytes = len;
 	if (!(j->ing_out = calloc(1, sizeof(*j->ing_out))))
 		job_error(j, PROTO_E_INTERNAL, "out of memory");

@@ -8,7 +8,8 @@
  * sources.  With a shared tier, only the local tier's snapshots are
  * consulted (local_only: no model worker waits on the network); a
  * document whose snapshot is only in the shared tier is reported as not
- * consulted.
+ * consulted.  A query of one document stored in parts comes here too
+ * (library_job_parts: svc_library_doc over its parts).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +36,11 @@ job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
 		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
 		    "why", s->used ? json_null() : json_string(s->why), "tokens",
 		    (json_int_t)s->tokens));
+		/* the part (from 0) of how many (1: stored whole) */
+		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "part",
+		    json_integer((json_int_t)s->part));
+		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "parts",
+		    json_integer(s->n_parts ? (json_int_t)s->n_parts : 1));
 	}
 	if (a->chosen >= 0)
 		store_hex(a->src[a->chosen].doc_id, SNAP_ID_BYTES, hex);
@@ -46,30 +52,32 @@ job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
 	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
 	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
 	    "seconds", a->seconds);
+	if (o) /* the part answered from (from 0), when it is one */
+		json_object_set_new(o, "answered_part", a->chosen >= 0 && !a->abstained &&
+		    a->src[a->chosen].n_parts ? json_integer((json_int_t)a->src[a->chosen].part) :
+		    json_null());
 	return o;
 }
 
-void
-library_job_run(struct worker *w, struct job *j)
+/* The question over docs[0..n) (one: a document in parts, over its
+ * parts), or the library (all). */
+static void
+library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SNAP_ID_BYTES],
+    size_t n, int one)
 {
 	const struct proto_req *r = &j->req;
 	struct svc_hooks hk = { NULL, job_token, j, &j->cancel };
 	struct svc_lib_req lr;
 	struct svc_lib_answer a;
 	struct svc_status st;
-	uint8_t docs[PROTO_DOCS_MAX][SNAP_ID_BYTES];
 	enum svc_lib_mode mode = SVC_LIB_DEFAULT_MODE;
-	size_t k;
 	json_t *o;
 
-	for (k = 0; k < r->n_docs; k++)
-		if (job_resolve(j, r->docs[k], docs[k]))
-			return; /* the error was sent */
 	if (r->mode)
 		(void)svc_lib_mode_parse(r->mode, &mode); /* checked by the parser */
 	memset(&lr, 0, sizeof(lr));
-	lr.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
-	lr.n_docs = r->n_docs;
+	lr.docs = docs;
+	lr.n_docs = n;
 	lr.question = r->question;
 	lr.question_len = r->question_len;
 	lr.max_tokens = r->max_tokens;
@@ -82,7 +90,9 @@ library_job_run(struct worker *w, struct job *j)
 	lr.local_only = daemon_g->v->tier != NULL;
 	lr.stop = (const char *const *)r->stop;
 	lr.n_stop = r->n_stop;
-	if (r->lib_all ? svc_library_search(daemon_g->v, w->ss, &j->who, &lr, 0, &hk, &a, &st) :
+	if (r->lib_all ? svc_library_search(daemon_g->v, w->ss, &j->who, &lr, (unsigned)r->lib_top,
+	    &hk, &a, &st) :
+	    one ? svc_library_doc(daemon_g->v, w->ss, &lr, &hk, &a, &st) :
 	    svc_library(daemon_g->v, w->ss, &lr, &hk, &a, &st)) {
 		if (st.step == SVC_AT_SEARCH)
 			job_error(j, PROTO_E_STORE, "cannot search the library: %s", st.why);
@@ -113,4 +123,25 @@ library_job_run(struct worker *w, struct job *j)
 	    (size_t)a.stop_index < r->n_stop)
 		json_object_set_new(o, "stop_sequence", json_string(r->stop[a.stop_index]));
 	job_result(j, o);
+}
+
+void
+library_job_run(struct worker *w, struct job *j)
+{
+	uint8_t docs[PROTO_DOCS_MAX][SNAP_ID_BYTES];
+	size_t k;
+
+	for (k = 0; k < j->req.n_docs; k++)
+		if (job_resolve(j, j->req.docs[k], docs[k]))
+			return; /* the error was sent */
+	library_job_answer(w, j, (const uint8_t (*)[SNAP_ID_BYTES])docs, j->req.n_docs, 0);
+}
+
+void
+library_job_parts(struct worker *w, struct job *j, const uint8_t doc[SNAP_ID_BYTES])
+{
+	uint8_t docs[1][SNAP_ID_BYTES];
+
+	memcpy(docs[0], doc, SNAP_ID_BYTES);
+	library_job_answer(w, j, (const uint8_t (*)[SNAP_ID_BYTES])docs, 1, 1);
 }

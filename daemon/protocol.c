@@ -134,7 +134,9 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    (rc = proto_json_str(o, "source", 0, PROTO_SOURCE_MAX, PROTO_E_BAD_REQUEST, &r->source, NULL, msg, msg_len)) ||
 		    (rc = proto_json_str(o, "encoding", 0, PROTO_ENCODING_MAX, PROTO_E_BAD_REQUEST, &r->encoding, NULL, msg, msg_len)) ||
 		    (rc = proto_json_bool(o, "force", &r->force, msg, msg_len)) ||
-		    (rc = proto_json_bool(o, "share", &r->share, msg, msg_len)))
+		    (rc = proto_json_bool(o, "share", &r->share, msg, msg_len)) ||
+		    (rc = proto_json_int(o, "part_tokens", 1, PROTO_PART_TOKENS_MAX, &r->part_tokens,
+		    msg, msg_len)))
 			return rc;
 		if (!r->use_fd == !r->text)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST,
@@ -182,6 +184,10 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		    strcmp(r->mode, "pick"))
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"mode\" must be \"side\", "
 			    "\"parts\" or \"pick\"");
+		if ((rc = proto_json_int(o, "top", 1, PROTO_DOCS_MAX, &r->lib_top, msg, msg_len)))
+			return rc;
+		if (r->lib_top && !r->lib_all)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"top\" is for \"all\"");
 		if (json_object_get(o, "min_conf") && !json_is_null(json_object_get(o, "min_conf"))) {
 			if ((rc = proto_json_num(o, "min_conf", -1000.0, 0, 0.0, &r->min_conf, msg, msg_len)))
 				return rc;

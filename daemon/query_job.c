@@ -206,14 +206,19 @@ query_job_run(struct worker *w, struct job *j)
 			query_to_tier(j); /* not here: the shared tier's step, off this worker */
 		return;
 	}
-	if (daemon_g->v->tier && !j->tier_done) {
+	{
 		struct svc_picked pk;
 		if (svc_pick(daemon_g->v, doc, &pk, &st) < 0) {
 			job_lookup_error(j, &st);
 			return;
 		}
-		if (!pk.found) { /* the shared tier may hold this profile's snapshot */
+		if (!pk.found && daemon_g->v->tier && !j->tier_done) {
+			/* the shared tier may hold this profile's snapshot */
 			query_to_tier(j);
+			return;
+		}
+		if (pk.found && pk.n_parts) { /* in parts: a library question over them */
+			library_job_parts(w, j, doc);
 			return;
 		}
 	}

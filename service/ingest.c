@@ -8,14 +8,17 @@
  * store the snapshot and the text record in one transaction, then index
  * the text (index_sync.c) (with a shared tier: skip what
  * it holds, copying it in; copy what was stored there: tiers.c).  A
- * document longer than the model's window is refused before any prefill.  A cancelled ingest stores
- * nothing.  Reading the document is the caller's (a descriptor, a file).
+ * document longer than the model's window (or the part size asked for) is
+ * split at its own boundaries (split.c) and stored in parts, one snapshot
+ * each (parts.c).  A cancelled ingest stores nothing of the part it was
+ * in.  Reading the document is the caller's (a descriptor, a file).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/service_internal.h"
+#include "service/split.h"
 #include "service/text_record.h"
 
 /* After every chunk: the caller's progress hook; stop if cancelled. */
@@ -37,6 +40,17 @@ ingest_too_long(struct svc_status *st, int64_t n, int64_t max, int at_least)
 	snprintf(st->why, sizeof(st->why), "%s%lld tokens: %s (longer than the model's window "
 	    "for this policy's positions: at most %lld)", at_least ? "at least " : "",
 	    (long long)n, eng_strerror(ENG_ERR_CONTEXT), (long long)max);
+	return svc_fail(st, SVC_AT_INGEST, ENG_ERR_CONTEXT);
+}
+
+/* Refuse a document that would need over SVC_PARTS_MAX parts of limit
+ * tokens (at_least: n from the byte count alone). */
+static int
+ingest_too_many(struct svc_status *st, int64_t n, int64_t limit, int at_least)
+{
+	snprintf(st->why, sizeof(st->why), "%s%lld tokens: %s in %d parts of at most %lld tokens "
+	    "(the most one document is stored in)", at_least ? "at least " : "", (long long)n,
+	    eng_strerror(ENG_ERR_CONTEXT), SVC_PARTS_MAX, (long long)limit);
 	return svc_fail(st, SVC_AT_INGEST, ENG_ERR_CONTEXT);
 }
 
@@ -71,19 +85,19 @@ ingest_seen(struct store *s, const uint8_t *doc_id, const struct svc_who *who,
  * there is one, so a search made earlier does not go stale.  A failure
  * loses nothing: the next sync adds the row from the text record. */
 static void
-ingest_index(struct svc *v, const uint8_t *doc_id, const uint8_t *rec, size_t rec_len,
-    const char *text, size_t len)
+ingest_index(struct svc *v, const uint8_t *doc_id, unsigned part, const uint8_t *rec,
+    size_t rec_len, const char *text, size_t len)
 {
 	struct svc_index *ix = NULL;
 	char why[256];
 
 	if (v->index || v->index_tried) {
-		(void)index_put_text(v->index, doc_id, 0, rec, rec_len, text, len, why, sizeof(why));
+		(void)index_put_text(v->index, doc_id, part, rec, rec_len, text, len, why, sizeof(why));
 		return;
 	}
 	if (store_lmdb_dir(v->state) && svc_index_open(v->s, v->state, 0, 0, &ix, NULL, why,
 	    sizeof(why)) == 0 && ix)
-		(void)index_put_text(ix, doc_id, 0, rec, rec_len, text, len, why, sizeof(why));
+		(void)index_put_text(ix, doc_id, part, rec, rec_len, text, len, why, sizeof(why));
 	svc_index_close(ix);
 }
 
@@ -98,6 +112,8 @@ struct svc_ingest_doc {
 	uint8_t prof[SNAP_ID_BYTES]; /* skipped locally: its snapshot's profile */
 	double t0;                /* when the ingest began (out->seconds) */
 	char name_asked[256];     /* the request's name: a skipped document takes it */
+	int64_t part_tokens;      /* the request's */
+	unsigned n_parts;         /* stored in parts: their count, else 0 */
 };
 
 void
@@ -117,6 +133,7 @@ ingest_skipped(struct svc_ingested *out, const struct svc_picked *pk)
 	out->fig = pk->fig;
 	out->tokens = pk->fig.tokens;
 	out->units = pk->fig.units;
+	out->parts = pk->n_parts;
 }
 
 /* A document skipped as already stored still takes the name asked for
@@ -194,6 +211,7 @@ svc_ingest_begin(struct svc *v, const struct svc_ingest_req *r, const struct svc
 	}
 	pd->share = pd->doc.shared = r->share;
 	pd->skip = r->skip_stored;
+	pd->part_tokens = r->part_tokens;
 	pd->seen = ingest_seen(v->s, pd->doc.doc_id, r->who, &pd->had);
 	/* claiming another user's document by its bytes: it keeps the name its
 	 * owners gave it (a claim must not break their references) */
@@ -248,39 +266,41 @@ svc_ingest_tier(struct svc *v, struct svc_ingest_doc *pd, struct svc_ingested *o
 	return 0;
 }
 
-int
-svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *pd,
-    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
+/* One part (the whole document when n_parts is 1) through the model into
+ * the store: tokenize, chunked ingest, the snapshot and its text record in
+ * one transaction, then the index.  *tokens and *units get its figures. */
+static int
+ingest_one(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *pd,
+    struct svc_hooks *hooks, const char *text, size_t len, unsigned part, unsigned n_parts,
+    int64_t max, int64_t *tokens, int64_t *units, struct svc_status *st)
 {
-	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
-	struct fmt_doc *fd = &pd->fd;
 	struct eng_kv *kv = NULL;
 	int32_t *ids = NULL;
-	struct svc_picked pk;
-	struct store_text text = { 0, NULL, 0 };
+	struct store_text tr = { part, NULL, 0 };
 	uint8_t *rec = NULL;
-	int64_t n, max;
+	char profile[SNAP_MAX_PROFILE];
+	uint8_t profile_id[SNAP_ID_BYTES];
+	int64_t n;
 	int rc, ret = -1;
 
-	if (hk)
-		hooks = *hk; /* the chunk callback's argument (not const) */
-	memset(st, 0, sizeof(*st));
-	/* a document that cannot fit by its bytes alone is refused before
-	 * tokenizing (a 50 MB file took 1.8 s) */
-	max = eng_policy_max_doc(ss->p, v->m);
-	if ((n = eng_tok_min_tokens(v->tok, fd->text, fd->len)) > max) {
-		ingest_too_long(st, n, max, 1);
-		goto out;
+	if (n_parts < 2) {
+		snprintf(profile, sizeof(profile), "%s", v->profile);
+		memcpy(profile_id, v->profile_id, SNAP_ID_BYTES);
+	} else if (svc_part_profile(v->profile, part, n_parts, profile, sizeof(profile),
+	    profile_id)) {
+		snprintf(st->why, sizeof(st->why), "the profile with a part number is over %d bytes",
+		    SNAP_MAX_PROFILE - 1);
+		return svc_fail(st, SVC_AT_SAVE, SNAPIO_ERR_ARG);
 	}
-	n = eng_chat_doc_ids(v->chat, fd->text, fd->len, &ids);
+	n = eng_chat_doc_ids(v->chat, text, len, &ids);
 	if (n < 0) {
 		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
 		svc_fail(st, SVC_AT_TOKENIZE, (int)n);
 		goto out;
 	}
-	out->tokens = n;
-	if (hooks.progress)
-		hooks.progress(hooks.arg, "tokenized", 0, n);
+	*tokens = n;
+	if (hooks->progress)
+		hooks->progress(hooks->arg, "tokenized", 0, n);
 	if (n > max) { /* before any prefill */
 		ingest_too_long(st, n, max, 0);
 		goto out;
@@ -288,7 +308,7 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 	rc = eng_kv_init(&kv, v->m, eng_policy_rows_per_head(ss->p, n, v->chunk, 0));
 	if (!rc)
 		rc = eng_ingest_cb(ss->ctx, kv, ss->p, ids, n, v->chunk, NULL, ingest_chunk_cb,
-		    &hooks);
+		    hooks);
 	if (rc) {
 		snprintf(st->why, sizeof(st->why), "%lld tokens: %s%s", (long long)n,
 		    eng_strerror(rc), rc == ENG_ERR_CONTEXT ? " (longer than the model's window "
@@ -296,21 +316,20 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 		svc_fail(st, SVC_AT_INGEST, rc);
 		goto out;
 	}
-	if (svc_cancelled(&hooks)) { /* a last look before committing */
+	if (svc_cancelled(hooks)) { /* a last look before committing */
 		svc_fail(st, SVC_AT_COMMIT, ENG_ERR_CANCELLED);
 		goto out;
 	}
-	pd->doc.tokens = (uint64_t)n;
 	/* the text record beside the snapshot, in its transaction: the index
 	 * can always be rebuilt from the store (index_sync.c) */
-	if (textrec_encode(0, fd->text, fd->len, &rec, &text.len, st->why, sizeof(st->why))) {
+	if (textrec_encode(part, text, len, &rec, &tr.len, st->why, sizeof(st->why))) {
 		svc_fail(st, SVC_AT_SAVE, SNAPIO_ERR_NOMEM);
 		goto out;
 	}
-	text.buf = rec;
+	tr.buf = rec;
 	/* created_us = 0: the store stamps a new document itself (and the last use) */
 	rc = snap_save_text(v->s, &pd->doc, kv, v->m->hp.n_head, eng_model_fingerprint(v->m),
-	    v->profile, v->profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, &text, st->why,
+	    profile, profile_id, v->quant, SNAP_ZLEVEL_DEFAULT, (uint64_t)n, &tr, st->why,
 	    sizeof(st->why));
 	if (rc) {
 		svc_fail(st, SVC_AT_SAVE, rc);
@@ -318,14 +337,8 @@ svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *p
 	}
 	/* then the index; a failure here loses nothing (the next sync adds the
 	 * row from the record) */
-	ingest_index(v, pd->doc.doc_id, rec, text.len, fd->text, fd->len);
-	out->units = ingest_units(kv);
-	out->seconds = eng_now() - pd->t0;
-	/* the stored snapshot's figures (its size as stored); a failed look
-	 * leaves them unknown (bytes 0), the snapshot is stored all the same */
-	if (svc_pick(v, pd->doc.doc_id, &pk, st) == 0 && pk.found)
-		out->fig = pk.fig;
-	memset(st, 0, sizeof(*st));
+	ingest_index(v, pd->doc.doc_id, part, rec, tr.len, text, len);
+	*units = ingest_units(kv);
 	ret = 0;
 out:
 	eng_kv_free(kv);
@@ -334,12 +347,115 @@ out:
 	return ret;
 }
 
+/* A part's tokens as the ingest counts them: the prompt's document half. */
+static int64_t
+ingest_count(void *arg, const char *text, size_t len)
+{
+	struct svc *v = arg;
+	int32_t *ids = NULL;
+	int64_t n = eng_chat_doc_ids(v->chat, text, len, &ids);
+	free(ids);
+	return n;
+}
+
+int
+svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_doc *pd,
+    const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st)
+{
+	struct svc_hooks hooks = { NULL, NULL, NULL, NULL };
+	struct fmt_doc *fd = &pd->fd;
+	struct svc_split_part *sp = NULL;
+	struct svc_picked pk;
+	size_t n_sp = 0, i;
+	int64_t n, max, limit, tokens = 0, units = 0, t, u;
+	int32_t *ids = NULL;
+	int rc;
+
+	if (hk)
+		hooks = *hk; /* the chunk callback's argument (not const) */
+	memset(st, 0, sizeof(*st));
+	max = eng_policy_max_doc(ss->p, v->m);
+	limit = pd->part_tokens > 0 && pd->part_tokens < max ? pd->part_tokens : max;
+	/* tokenized whole (the parts it needs at least: its tokens over a
+	 * part's), unless its bytes alone prove it needs over SVC_PARTS_MAX (a
+	 * 50 MB file took 1.8 s to tokenize) */
+	if ((n = eng_tok_min_tokens(v->tok, fd->text, fd->len)) / limit > SVC_PARTS_MAX)
+		return ingest_too_many(st, n, limit, 1);
+	n = eng_chat_doc_ids(v->chat, fd->text, fd->len, &ids);
+	free(ids);
+	if (n < 0) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
+		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
+	}
+	if (hooks.progress && n > limit) /* a part's own "tokenized" follows */
+		hooks.progress(hooks.arg, "tokenized", 0, n);
+	if (n / limit > SVC_PARTS_MAX) /* before any prefill */
+		return ingest_too_many(st, n, limit, 0);
+	if (n <= limit) {
+		pd->doc.tokens = (uint64_t)n;
+		if (ingest_one(v, ss, pd, &hooks, fd->text, fd->len, 0, 1, max, &tokens, &units, st))
+			return -1;
+	} else {
+		if ((rc = svc_split(fd->text, fd->len, limit, ingest_count, v, &sp, &n_sp, st->why,
+		    sizeof(st->why)))) {
+			svc_fail(st, SVC_AT_TOKENIZE, rc < -1 ? rc : ENG_ERR_NOMEM);
+			return -1;
+		}
+		if (n_sp > SVC_PARTS_MAX) {
+			free(sp);
+			return ingest_too_many(st, n, limit, 0);
+		}
+		for (i = 0, n = 0; i < n_sp; i++)
+			n += sp[i].tokens;
+		pd->doc.tokens = (uint64_t)n; /* every part's metadata: the whole document's */
+		for (i = 0; i < n_sp; i++) {
+			if (n_sp > 1 && hooks.progress)
+				hooks.progress(hooks.arg, "part", (int64_t)i + 1, (int64_t)n_sp);
+			if (ingest_one(v, ss, pd, &hooks, fd->text + sp[i].off, sp[i].len, (unsigned)i,
+			    (unsigned)n_sp, max, &t, &u, st)) {
+				if (i) { /* say what stays */
+					size_t k = strlen(st->why);
+					snprintf(st->why + k, sizeof(st->why) - k, " (at part %zu of %zu; the "
+					    "%zu before it are stored, and answer nothing until an ingest "
+					    "completes the set)", i + 1, n_sp, i);
+				}
+				free(sp);
+				return -1;
+			}
+			tokens += t;
+			units += u;
+		}
+		free(sp);
+		pd->n_parts = n_sp > 1 ? (unsigned)n_sp : 0;
+	}
+	out->tokens = tokens;
+	out->units = units;
+	out->parts = pd->n_parts;
+	out->seconds = eng_now() - pd->t0;
+	/* the stored snapshot's figures (its size as stored); a failed look
+	 * leaves them unknown (bytes 0), the snapshot is stored all the same */
+	if (svc_pick(v, pd->doc.doc_id, &pk, st) == 0 && pk.found)
+		out->fig = pk.fig;
+	memset(st, 0, sizeof(*st));
+	return 0;
+}
+
 void
 svc_ingest_publish(struct svc *v, struct svc_ingest_doc *pd, struct svc_ingested *out)
 {
+	char text[SNAP_MAX_PROFILE];
+	uint8_t id[SNAP_ID_BYTES];
+	unsigned i;
+
 	/* a failure there is a warning (out->shared 0 with the reason), the
-	 * local snapshot stays */
-	tier_push(v, pd->doc.doc_id, v->profile_id, 0, out);
+	 * local snapshot stays; a document in parts: each part's */
+	if (!pd->n_parts) {
+		tier_push(v, pd->doc.doc_id, v->profile_id, 0, out);
+		return;
+	}
+	for (i = 0; i < pd->n_parts; i++)
+		if (!svc_part_profile(v->profile, i, pd->n_parts, text, sizeof(text), id))
+			tier_push(v, pd->doc.doc_id, id, 0, out);
 }
 
 int

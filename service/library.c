@@ -190,56 +190,124 @@ lib_abstain_text(const struct svc_lib_answer *out, char *buf, size_t cap)
 		snprintf(buf + at, cap - at, ").");
 }
 
+/* A new source for doc (its label; not consulted until said so), or NULL
+ * when SVC_LIB_MAX are there. */
+static struct svc_lib_source *
+lib_src_new(struct svc *v, struct svc_lib_answer *out, const uint8_t *doc, unsigned part,
+    unsigned n_parts)
+{
+	struct svc_lib_source *s;
+	size_t k;
+
+	if (out->n_src == SVC_LIB_MAX)
+		return NULL;
+	s = &out->src[out->n_src++];
+	memset(s, 0, sizeof(*s));
+	memcpy(s->doc_id, doc, SNAP_ID_BYTES);
+	s->part = part;
+	s->n_parts = n_parts;
+	s->score = NAN;
+	s->bm25 = NAN;
+	lib_label(v, doc, s->label, sizeof(s->label));
+	if (n_parts && (k = strlen(s->label)) < sizeof(s->label))
+		snprintf(s->label + k, sizeof(s->label) - k, " (part %u/%u)", part + 1, n_parts);
+	return s;
+}
+
+/* Is (doc, part) a source already (a whole document's entry covers its
+ * parts)? */
+static int
+lib_src_seen(const struct svc_lib_answer *out, const uint8_t *doc, unsigned part)
+{
+	size_t j;
+	for (j = 0; j < out->n_src; j++)
+		if (!memcmp(out->src[j].doc_id, doc, SNAP_ID_BYTES) &&
+		    (part == SVC_LIB_PART_ALL || out->src[j].part == part))
+			return 1;
+	return 0;
+}
+
+/* A source consulted: its snapshot and tokens, and, side by side, room in
+ * the window (else why not). */
+static void
+lib_src_use(struct svc_lib_source *s, struct svc_picked *p, const uint8_t *profile_id,
+    int64_t tokens, const struct svc_lib_req *r, int64_t window, int64_t n_pre,
+    int64_t n_extra, int64_t *placed, int *n)
+{
+	memcpy(p->profile_id, profile_id, SNAP_ID_BYTES);
+	s->tokens = tokens;
+	if (r->mode == SVC_LIB_SIDE) {
+		/* every part after the first without its template prefix */
+		int64_t add = *n ? s->tokens - n_pre : s->tokens;
+		if (*placed + add + n_extra > window) {
+			snprintf(s->why, sizeof(s->why), "the model's window (%lld tokens) is "
+			    "full with the documents before it", (long long)window);
+			return;
+		}
+		*placed += add;
+	}
+	s->used = 1;
+	(*n)++;
+}
+
 /* Pick each document's snapshot (the shared tier's on a local miss, as
- * svc_query); mark what cannot be consulted.  The number usable. */
+ * svc_query), a document in parts as its parts; mark what cannot be
+ * consulted.  pk: one per source (SVC_LIB_MAX).  The number usable. */
 static int
 lib_pick(struct svc *v, const struct svc_lib_req *r, int64_t n_pre, int64_t n_extra,
     struct svc_lib_answer *out, struct svc_picked *pk, struct svc_status *st)
 {
 	int64_t window = v->m->hp.n_ctx_train, placed = 0;
-	size_t i, j;
+	struct svc_part_info *pl;
+	struct svc_picked dp;
+	struct svc_lib_source *s;
+	unsigned want, np, p;
+	size_t i;
 	int n = 0, rc;
 
 	for (i = 0; i < r->n_docs; i++) {
-		struct svc_lib_source *s = &out->src[out->n_src];
-		struct svc_picked *p = &pk[out->n_src];
-		for (j = 0; j < out->n_src; j++) /* named twice: once */
-			if (!memcmp(out->src[j].doc_id, r->docs[i], SNAP_ID_BYTES))
-				break;
-		if (j < out->n_src)
+		const uint8_t *doc = r->docs[i];
+		want = r->parts ? r->parts[i] : SVC_LIB_PART_ALL;
+		if (lib_src_seen(out, doc, want)) /* named twice: once */
 			continue;
-		memset(s, 0, sizeof(*s));
-		memcpy(s->doc_id, r->docs[i], SNAP_ID_BYTES);
-		s->score = NAN;
-		s->bm25 = NAN;
-		lib_label(v, s->doc_id, s->label, sizeof(s->label));
-		out->n_src++;
-		if (svc_pick(v, s->doc_id, p, st) < 0)
+		if (svc_pick(v, doc, &dp, st) < 0)
 			return -1;
-		if (!p->found && v->tier && !r->local_only) {
-			if ((rc = tier_fetch(v, s->doc_id, st)) < 0)
+		if (!dp.found && v->tier && !r->local_only) {
+			if ((rc = tier_fetch(v, doc, st)) < 0)
 				return -1;
-			if (rc == 1 && svc_pick(v, s->doc_id, p, st) < 0)
+			if (rc == 1 && svc_pick(v, doc, &dp, st) < 0)
 				return -1;
 		}
-		if (!p->found) {
-			snprintf(s->why, sizeof(s->why), "no snapshot of this profile%s",
-			    p->n_other ? " (stored under another: re-ingest)" : "");
+		if (!dp.found || !dp.n_parts) {
+			if (!(s = lib_src_new(v, out, doc, 0, 0)))
+				break;
+			if (!dp.found)
+				snprintf(s->why, sizeof(s->why), "no snapshot of this profile%s",
+				    dp.parts_of ? " (only some of its parts: ingest it again)" :
+				    dp.n_other ? " (stored under another: re-ingest)" : "");
+			else if (want != SVC_LIB_PART_ALL && want != 0)
+				snprintf(s->why, sizeof(s->why), "no part %u: stored whole now", want + 1);
+			else
+				lib_src_use(s, &pk[out->n_src - 1], dp.profile_id, dp.fig.tokens, r, window,
+				    n_pre, n_extra, &placed, &n);
 			continue;
 		}
-		s->tokens = p->fig.tokens;
-		if (r->mode == SVC_LIB_SIDE) {
-			/* every part after the first without its template prefix */
-			int64_t add = n ? s->tokens - n_pre : s->tokens;
-			if (placed + add + n_extra > window) {
-				snprintf(s->why, sizeof(s->why), "the model's window (%lld tokens) is "
-				    "full with the documents before it", (long long)window);
+		if (svc_parts_list(v, doc, &pl, &np, st) < 0)
+			return -1;
+		for (p = 0; p < np; p++) {
+			if (want != SVC_LIB_PART_ALL && p != want)
 				continue;
-			}
-			placed += add;
+			if (lib_src_seen(out, doc, p))
+				continue;
+			if (!(s = lib_src_new(v, out, doc, p, np)))
+				break;
+			lib_src_use(s, &pk[out->n_src - 1], pl[p].profile_id, pl[p].fig.tokens, r,
+			    window, n_pre, n_extra, &placed, &n);
 		}
-		s->used = 1;
-		n++;
+		if (want != SVC_LIB_PART_ALL && want >= np && (s = lib_src_new(v, out, doc, want, np)))
+			snprintf(s->why, sizeof(s->why), "no part %u: stored in %u parts now", want + 1,
+			    np);
+		free(pl);
 	}
 	return n;
 }
@@ -296,9 +364,9 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 	}
 	out->prompt_tokens = n_q;
 	n_extra = n_q + r->max_tokens;
-	pk = calloc(r->n_docs, sizeof(*pk));
-	parts = calloc(r->n_docs, sizeof(*parts));
-	skip = calloc(r->n_docs, sizeof(*skip));
+	pk = calloc(SVC_LIB_MAX, sizeof(*pk)); /* one per source: a document in parts has many */
+	parts = calloc(SVC_LIB_MAX, sizeof(*parts));
+	skip = calloc(SVC_LIB_MAX, sizeof(*skip));
 	if (!pk || !parts || !skip) {
 		snprintf(st->why, sizeof(st->why), "out of memory");
 		svc_fail(st, SVC_AT_LOAD, SNAPIO_ERR_NOMEM);
@@ -440,7 +508,7 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 	ret = 0;
 out:
 	if (parts)
-		for (i = 0; i < r->n_docs; i++)
+		for (i = 0; i < SVC_LIB_MAX; i++)
 			eng_kv_free(parts[i]);
 	eng_kv_free(kv);
 	eng_kv_free(pick_kv);
@@ -462,6 +530,7 @@ svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *
 {
 	struct svc_hit hits[SVC_LIB_MAX];
 	uint8_t docs[SVC_LIB_MAX][SNAP_ID_BYTES];
+	unsigned parts[SVC_LIB_MAX];
 	struct svc_lib_req q = *r;
 	char *question;
 	unsigned n = 0, i, j, m = 0;
@@ -482,21 +551,72 @@ svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *
 	free(question);
 	if (ret < 0)
 		return svc_fail(st, SVC_AT_SEARCH, 0);
-	for (i = 0; i < n; i++) { /* parts of one document: the document once */
+	for (i = 0; i < n && m < SVC_LIB_MAX; i++) { /* each part found: a source */
 		for (j = 0; j < m; j++)
-			if (!memcmp(docs[j], hits[i].doc_id, SNAP_ID_BYTES))
+			if (!memcmp(docs[j], hits[i].doc_id, SNAP_ID_BYTES) && parts[j] == hits[i].part)
 				break;
-		if (j == m)
-			memcpy(docs[m++], hits[i].doc_id, SNAP_ID_BYTES);
+		if (j == m) {
+			memcpy(docs[m], hits[i].doc_id, SNAP_ID_BYTES);
+			parts[m++] = hits[i].part;
+		}
 	}
 	q.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
 	q.n_docs = m;
+	q.parts = parts;
 	ret = svc_library(v, ss, &q, hk, out, st);
 	for (i = 0; !ret && i < out->n_src; i++) /* each source's best retrieval score */
 		for (j = 0; j < n; j++)
-			if (!memcmp(out->src[i].doc_id, hits[j].doc_id, SNAP_ID_BYTES)) {
+			if (!memcmp(out->src[i].doc_id, hits[j].doc_id, SNAP_ID_BYTES) &&
+			    out->src[i].part == hits[j].part) {
 				out->src[i].bm25 = hits[j].score;
 				break;
 			}
 	return ret;
+}
+
+int
+svc_library_doc(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
+    const struct svc_hooks *hk, struct svc_lib_answer *out, struct svc_status *st)
+{
+	struct svc_hit hits[SVC_LIB_MAX];
+	uint8_t docs[SVC_LIB_MAX][SNAP_ID_BYTES];
+	unsigned parts[SVC_LIB_MAX], i, j, n = 0, m = 0, np = 0;
+	struct svc_part_info *pl = NULL;
+	struct svc_doc_filter f;
+	struct svc_lib_req q = *r;
+	char *question, why[256];
+
+	memset(out, 0, sizeof(*out));
+	if (r->n_docs != 1)
+		return svc_library(v, ss, r, hk, out, st);
+	if (svc_parts_list(v, r->docs[0], &pl, &np, st) < 0)
+		return -1;
+	free(pl);
+	if (np <= SVC_LIB_MAX) /* every part */
+		return svc_library(v, ss, r, hk, out, st);
+	/* the parts the index ranks best for the question, then the first ones */
+	f.ids = r->docs;
+	f.n = 1;
+	if ((question = malloc(r->question_len + 1))) {
+		memcpy(question, r->question, r->question_len);
+		question[r->question_len] = 0;
+		if (svc_search(v, NULL, question, &f, SVC_LIB_MAX, hits, &n, why, sizeof(why)))
+			n = 0; /* no index: the first parts */
+		free(question);
+	}
+	for (i = 0; i < n; i++)
+		if (hits[i].part < np)
+			parts[m++] = hits[i].part;
+	for (i = 0; i < np && m < SVC_LIB_MAX; i++) {
+		for (j = 0; j < m && parts[j] != i; j++)
+			;
+		if (j == m)
+			parts[m++] = i;
+	}
+	for (i = 0; i < m; i++)
+		memcpy(docs[i], r->docs[0], SNAP_ID_BYTES);
+	q.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
+	q.n_docs = m;
+	q.parts = parts;
+	return svc_library(v, ss, &q, hk, out, st);
 }

@@ -15,6 +15,7 @@ struct pick {
 	int shrunk;                      /* a shrink cut to this profile seen */
 	uint8_t shrunk_id[SNAP_ID_BYTES];
 	struct svc_snap_figures shrunk_fig;
+	struct parts_scan parts;         /* this profile's parts (parts.c) */
 };
 
 static int
@@ -24,7 +25,8 @@ pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	struct pick *p = arg;
 	struct svc_picked *pk = p->pk;
 	(void)why;
-	(void)last_used_us;
+	if (parts_scan_add(&p->parts, h, bytes, last_used_us))
+		return 0;
 	if (!memcmp(pid, p->v->profile_id, SNAP_ID_BYTES)) {
 		pk->found = 1;
 		memcpy(pk->profile_id, pid, SNAP_ID_BYTES);
@@ -64,9 +66,27 @@ svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	memset(&p, 0, sizeof(p));
 	p.v = v;
 	p.pk = pk;
+	parts_scan_init(&p.parts, v->profile);
 	rc = snap_profiles(s, doc_id, pick_cb, &p, st->why, sizeof(st->why));
 	if (rc && rc != STORE_ERR_NOT_FOUND)
 		return svc_fail(st, SVC_AT_LOOKUP, rc);
+	parts_scan_end(&p.parts);
+	if (p.parts.chosen >= 0) { /* a whole set of parts: over a one-part snapshot too */
+		const struct parts_group *g = &p.parts.g[p.parts.chosen];
+		char text[SNAP_MAX_PROFILE];
+		pk->found = 1;
+		pk->n_parts = g->n;
+		pk->fig = g->fig;
+		(void)svc_part_profile(v->profile, 0, g->n, text, sizeof(text), pk->profile_id);
+		return 0;
+	} else if (p.parts.n_groups) { /* the most complete set, for the advice */
+		int i;
+		for (i = 0; i < p.parts.n_groups; i++)
+			if (p.parts.g[i].have > pk->parts_have) {
+				pk->parts_have = p.parts.g[i].have;
+				pk->parts_of = p.parts.g[i].n;
+			}
+	}
 	if (!pk->found && p.shrunk) {
 		pk->found = 1;
 		memcpy(pk->profile_id, p.shrunk_id, SNAP_ID_BYTES);

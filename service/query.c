@@ -63,6 +63,11 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	out->n_other = out->pick.n_other;
 	if (!out->pick.found)
 		return svc_fail(st, SVC_AT_PICK, 0);
+	if (out->pick.n_parts) { /* the callers ask svc_library_doc */
+		snprintf(st->why, sizeof(st->why), "the document is stored in %u parts: a question "
+		    "to it is a library question over them", out->pick.n_parts);
+		return svc_fail(st, SVC_AT_PICK, 0);
+	}
 	memcpy(out->profile_id, out->pick.profile_id, SNAP_ID_BYTES);
 	n_q = r->msgs ? eng_chat_followup_ids(v->chat, r->msgs, r->n_msgs, &qids) :
 	    eng_chat_question_ids(v->chat, r->question, r->question_len, &qids);

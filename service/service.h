@@ -214,8 +214,11 @@ void svc_snap_figures(const struct snap_header *h, uint64_t bytes, struct svc_sn
 /* What svc_pick found among a document's snapshots. */
 struct svc_picked {
 	int found;               /* a snapshot to answer from */
-	uint8_t profile_id[SNAP_ID_BYTES]; /* it, when found */
-	struct svc_snap_figures fig; /* its figures, when found */
+	uint8_t profile_id[SNAP_ID_BYTES]; /* it, when found (in parts: part 0's) */
+	struct svc_snap_figures fig; /* its figures, when found (in parts: summed) */
+	unsigned n_parts;        /* found in parts: their count (svc_parts_list); else 0 */
+	unsigned parts_have, parts_of; /* an incomplete set of this profile's parts (an
+	                          * ingest stopped between parts): parts stored, of */
 	int n_other;             /* snapshots of other profiles (not answerable) */
 	int n_listed;            /* of them, the profiles kept in `other` */
 	char other[SVC_PICK_LISTED][SNAP_MAX_PROFILE];
@@ -227,6 +230,33 @@ struct svc_picked {
  * such snapshot), -1 with st (SVC_AT_LOOKUP). */
 int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_picked *pk,
     struct svc_status *st);
+/* Documents longer than the window, in parts (parts.c; issue 29): part I of
+ * N (N >= 2) is a snapshot under the profile text with " part=I/N" added
+ * (svc_part_profile: the text and its id); one-part documents are stored as
+ * before.  svc_pick finds a document in parts when every part of one set is
+ * stored (several sets of other counts: the one stored or used last), and
+ * a set with parts missing answers from none of them. */
+#define SVC_PARTS_MAX 1024       /* parts of one document */
+int svc_part_profile(const char *base, unsigned part, unsigned n, char *text, size_t cap,
+    uint8_t id[SNAP_ID_BYTES]);
+/* 1 when profile is a part's (base_len: the base profile's length), else 0. */
+int svc_part_parse(const char *profile, size_t *base_len, unsigned *part, unsigned *n);
+struct svc_part_info {
+	unsigned part;
+	uint8_t profile_id[SNAP_ID_BYTES];
+	struct svc_snap_figures fig;
+	int64_t last_used_us;
+};
+/* The parts of doc for v's profile, in order (*out malloc'd; *n 0 when it
+ * is not stored in parts).  0, or -1 with st (SVC_AT_LOOKUP). */
+int svc_parts_list(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_part_info **out,
+    unsigned *n, struct svc_status *st);
+/* verify: fn gets each set of parts of doc (any profile) with parts
+ * missing.  The count of such sets, or -1 with why. */
+int svc_parts_check(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    void (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why), void *arg,
+    char *why, size_t why_len);
+
 /* The same rule over another store (the shared tier's). */
 int svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     struct svc_picked *pk, struct svc_status *st);
@@ -254,7 +284,8 @@ void svc_pick_advice(const struct svc *v, const struct svc_picked *pk, const str
 /* Where an ingest or query reports as it goes (any member may be NULL). */
 struct svc_hooks {
 	/* ingest: stage "tokenized" (0, tokens) once, then "prefill" (done,
-	 * total) after every chunk */
+	 * total) after every chunk; a document in parts: "part" (K, N) before
+	 * part K of N (from 1), then its own "tokenized" and "prefill" */
 	void (*progress)(void *arg, const char *stage, int64_t done, int64_t total);
 	/* query: one generated token's text (id -1: the bytes held back at the
 	 * end) */
@@ -303,6 +334,9 @@ struct svc_ingest_req {
 	                            * a stored document is skipped only when who
 	                            * may read it, else ingested again (no leak) */
 	int share;               /* readable by every user (never turned off) */
+	int64_t part_tokens;     /* > 0: a document longer is stored in parts of at most
+	                          * this many tokens (never more than the window's
+	                          * limit); 0: parts only past that limit */
 };
 
 struct svc_ingested {
@@ -311,8 +345,10 @@ struct svc_ingested {
 	int skipped;             /* already stored for this profile */
 	char format[STORE_FORMAT_MAX + 1]; /* what it was read as ("pdf (3 pages)") */
 	int64_t tokens, units;
+	unsigned parts;          /* stored in parts: their count (skipped too); else 0 */
 	double seconds;
-	struct svc_snap_figures fig; /* the stored snapshot (skipped too); bytes 0: unknown */
+	struct svc_snap_figures fig; /* the stored snapshot (skipped too; in parts: summed);
+	                          * bytes 0: unknown */
 	int from_shared;         /* skipped: copied from the shared tier, no model pass */
 	int shared;              /* the shared tier holds the snapshot now: 1, it does not
 	                          * (shared_why says why): 0, no shared tier: -1 */
@@ -344,6 +380,9 @@ int svc_doc_id(const void *bytes, size_t len, const char *encoding, atomic_int *
 /* Extract the text (refused before any model work when it is not a
  * document kvsnap reads), hash it, (skip), tokenize as the start of a user
  * turn, chunked ingest with the session's policy, one store transaction.
+ * A document longer than the window's limit (or part_tokens) is split
+ * (split.h) and each part ingested and stored in turn, one transaction
+ * each (parts.c says what an ingest stopped between parts leaves).
  * 0, or -1 with st. */
 int svc_ingest(struct svc *v, struct svc_session *ss, const struct svc_ingest_req *r,
     const struct svc_hooks *hk, struct svc_ingested *out, struct svc_status *st);
@@ -445,9 +484,14 @@ enum svc_lib_mode {
 const char *svc_lib_mode_name(enum svc_lib_mode mode);
 /* "side", "parts" or "pick": 0, else -1. */
 int svc_lib_mode_parse(const char *s, enum svc_lib_mode *out);
+#define SVC_LIB_PART_ALL 0xFFFFFFFFu /* svc_lib_req.parts: the whole document */
 struct svc_lib_req {
 	const uint8_t (*docs)[SNAP_ID_BYTES]; /* resolved, in retrieval order */
 	size_t n_docs;           /* 1 to SVC_LIB_MAX */
+	/* each document's part (NULL: every one SVC_LIB_PART_ALL): a document
+	 * stored in parts is consulted as its parts, each a source, as many as
+	 * SVC_LIB_MAX sources hold */
+	const unsigned *parts;
 	const char *question;
 	size_t question_len;
 	int64_t max_tokens;
@@ -462,7 +506,10 @@ struct svc_lib_req {
 };
 struct svc_lib_source {
 	uint8_t doc_id[SNAP_ID_BYTES];
-	char label[256];         /* its name, else file name, else 12 hex digits */
+	unsigned part, n_parts;  /* a document in parts: this part (from 0) of n_parts;
+	                          * else 0 and 0 */
+	char label[256];         /* its name, else file name, else 12 hex digits; a part:
+	                          * " (part K/N)" added, K from 1 */
 	int used;                /* consulted (placed, or answered alone) */
 	char why[160];           /* not consulted: why */
 	double score;            /* parts: its answer's mean log-probability; pick: the
@@ -495,6 +542,12 @@ int svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req 
  * (r->docs is not read); nothing found: the abstention, naming no
  * document.  -1 with st as svc_library's, or SVC_AT_SEARCH (no index). */
 #define SVC_LIB_SEARCH_K 3
+/* A question to one document stored in parts (`query DOC` when svc_pick
+ * says n_parts): svc_library over its parts, r->docs[0] the document; over
+ * SVC_LIB_MAX parts, the ones svc_search ranks best for the question
+ * (then the first ones in order).  Returns as svc_library. */
+int svc_library_doc(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
+    const struct svc_hooks *hk, struct svc_lib_answer *out, struct svc_status *st);
 int svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *w,
     const struct svc_lib_req *r, unsigned k, const struct svc_hooks *hk,
     struct svc_lib_answer *out, struct svc_status *st);

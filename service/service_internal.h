@@ -82,4 +82,26 @@ void open_index(struct svc *v, const struct svc_conf *conf);
 struct idx;
 struct idx *index_idx(struct svc_index *ix);
 
+/* The sets of parts of one base profile among a document's snapshots
+ * (parts.c): add each snapshot's header (1 when it is a part of base),
+ * then end: chosen is the complete set (every part there) stored or used
+ * last, or -1. */
+#define PARTS_GROUPS 8
+struct parts_group {
+	unsigned n, have;        /* its part count, the parts stored */
+	int64_t last_us;         /* the latest last use among them */
+	struct svc_snap_figures fig; /* summed over the parts stored */
+};
+struct parts_scan {
+	const char *base;
+	size_t base_len;
+	struct parts_group g[PARTS_GROUPS];
+	int n_groups;
+	int chosen;
+};
+void parts_scan_init(struct parts_scan *ps, const char *base);
+int parts_scan_add(struct parts_scan *ps, const struct snap_header *h, uint64_t bytes,
+    int64_t last_used_us);
+void parts_scan_end(struct parts_scan *ps);
+
 #endif /* SERVICE_INTERNAL_H */

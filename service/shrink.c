@@ -19,6 +19,7 @@ struct shrink_pick {
 	int64_t units;
 	uint64_t n_tokens;
 	int quant, n;
+	unsigned parts;          /* parts seen: a document in parts is not shrunk */
 };
 
 static int
@@ -30,6 +31,12 @@ shrink_pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	(void)bytes;
 	(void)why;
 	(void)last_used_us;
+	size_t bl;
+	unsigned part, n;
+	if (h && svc_part_parse(h->profile, &bl, &part, &n)) { /* a document in parts */
+		sp->parts = n;
+		return 0;
+	}
 	if (!h || !strstr(h->profile, " policy=kvzip:"))
 		return 0;
 	units = svc_snapshot_units(h);
@@ -97,6 +104,12 @@ svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio, int re
 	memset(&sp, 0, sizeof(sp));
 	if ((rc = snap_profiles(s, doc, shrink_pick_cb, &sp, why, why_len)))
 		return snapio_from_store(rc);
+	if (!sp.n && sp.parts) {
+		snprintf(why, why_len, "the document is stored in %u parts, and shrink cuts a "
+		    "whole document's snapshot only (not built for parts: ingest it again with "
+		    "--ratio R instead)", sp.parts);
+		return SNAPIO_ERR_ARG;
+	}
 	if (!sp.n) {
 		snprintf(why, why_len, "the document has no kvzip snapshot to shrink (shrink "
 		    "selects by kvzip's stored scores: ingest it with --policy kvzip)");

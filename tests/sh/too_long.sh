@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# A document longer than the model's window is refused before any prefill
-# (issue 15, defect 4), through kvsnapd and with ingest --local, with the
-# same too_long error as before: one of ~3 windows (refused by its token
-# count) and one of 20 MB (refused by its bytes alone, untokenized).  The
+# A document too long to store is refused before any prefill (issue 15,
+# defect 4), through kvsnapd and with ingest --local, with the same
+# too_long error as before: one of ~3 windows (refused by its token count)
+# and one of 20 MB (refused by its bytes alone, untokenized).  Since issue
+# 29 a document longer than the window is stored in parts (tests/sh/
+# parts.sh) and too long means over 1024 parts (SVC_PARTS_MAX): parts of
+# 16 tokens here (--part-tokens 16), so ~3 windows need ~1500.  The
 # old code prefilled a whole window first: the refusal must take less than
 # a quarter of a window's prefill, estimated as 8 times a measured prefill
 # of an eighth of a window, and the daemon must post no prefill progress.
@@ -62,13 +65,14 @@ tokens=$(grep -o '[0-9]* tokens' "$T/out" | cut -d' ' -f1)
 quarter=$(python3 -c "import sys; print(2 * float(sys.argv[1]))" "$eighth")
 echo "# an eighth of a window: ${tokens:-?} tokens in $eighth s; a quarter window: $quarter s"
 t0=$(now)
-expect_rc "ingest --local of ~3 windows: exit 4 (unsupported input, not usage)" 4 "$K" ingest --local "${P[@]}" -t 2 "$T/long.txt" --name long
+TOO=(--part-tokens 16) # over 1024 parts for either document
+expect_rc "ingest --local of ~3 windows: exit 4 (unsupported input, not usage)" 4 "$K" ingest --local "${P[@]}" "${TOO[@]}" -t 2 "$T/long.txt" --name long
 dt=$(elapsed "$t0" "$(now)")
 grep -q "more tokens than the context window" "$T/err"; ok "--local: the engine's too-long message" $? ||
 	sed 's/^/#   /' "$T/err" | tail -3
 lt "$dt" "$quarter"; ok "--local refused in $dt s, under a quarter of a window's prefill (8 x $eighth s)" $?
 t0=$(now)
-expect_rc "ingest --local of 20 MB: exit 4" 4 "$K" ingest --local "${P[@]}" -t 2 "$T/huge.txt"
+expect_rc "ingest --local of 20 MB: exit 4" 4 "$K" ingest --local "${P[@]}" "${TOO[@]}" -t 2 "$T/huge.txt"
 dt=$(elapsed "$t0" "$(now)")
 grep -q "at least [0-9]* tokens: more tokens than the context window" "$T/err"
 ok "--local: 20 MB refused by its bytes alone" $? || sed 's/^/#   /' "$T/err" | tail -3
@@ -83,7 +87,7 @@ DPID=$!
 wait_ready daemon_ready; ok "daemon starts" $?
 for doc in long huge; do
 	t0=$(now)
-	EXPECT_TIMEOUT=300 expect_rc "daemon: ingest of $doc: exit 4" 4 "$K" ingest --json "$T/$doc.txt"
+	EXPECT_TIMEOUT=300 expect_rc "daemon: ingest of $doc: exit 4" 4 "$K" ingest --json "${TOO[@]}" "$T/$doc.txt"
 	dt=$(elapsed "$t0" "$(now)")
 	grep -q "(too_long)\|too_long" "$T/err"; ok "daemon: $doc is too_long" $? ||
 		sed 's/^/#   /' "$T/err" | tail -3
