@@ -938,7 +938,8 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	}
 	if ((r.route == HTTP_R_MODELS || r.route == HTTP_R_MODEL) &&
 	    (code = http_models_route(&r, hs.model)) != 0) { /* else the caller's documents: a job */
-		o = code > 0 ? http_model(hs.model, hs.created) : NULL;
+		o = code > 0 ? http_model(code == 2 ? HTTP_LIBRARY_MODEL : hs.model, hs.created) :
+		    NULL;
 		if ((body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL))
 			http_reply_now(req, 200, body, strlen(body), 0);
 		else

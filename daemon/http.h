@@ -32,7 +32,8 @@ enum http_route {
 /* The model id a library question over everything the caller may read
  * goes to (docs/HTTP.md; a document of that name is reached by
  * "document"). */
-#define HTTP_LIBRARY_MODEL "library"
+#define HTTP_LIBRARY_MODEL "library" /* service.h's SVC_LIBRARY_MODEL: this header is
+                                       * built without service/ (fuzz_http) */
 
 struct http_req {
 	enum http_route route;
@@ -116,8 +117,9 @@ json_t *http_model(const char *name, int64_t created);
 /* Documents as models (http_models.c)                                       */
 
 /* GET /v1/models and /v1/models/{id}: 1 when the plain model answers it
- * now (the list without documents is never answered so), else 0 with r
- * made the models job's request (the caller's documents). */
+ * now, 2 when the model `library` does (GET /v1/models/library; the list
+ * is never answered so), else 0 with r made the models job's request (the
+ * caller's documents). */
 int http_models_route(struct http_req *r, const char *plain);
 /* The list (the plain model first, then the caller's documents) or one
  * model, from the models job's result (body borrowed). */

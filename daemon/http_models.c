@@ -1,7 +1,8 @@
 /*
  * http_models.c: documents as models on the OpenAI-compatible endpoint
  * (docs/HTTP.md, "Documents as models").  GET /v1/models lists the plain
- * model and then every document the caller may read, by the id
+ * model, `library` (a question over them all) when there is any document,
+ * and then every document the caller may read, by the id
  * service/models.c gives it (name, else file name, else doc_id), so that a
  * tool that picks a model (Open WebUI, LangChain's `model=`) picks a
  * document; a completion whose `model` is such an id answers from that
@@ -19,6 +20,8 @@ http_models_route(struct http_req *r, const char *plain)
 {
 	if (r->route == HTTP_R_MODEL && !strcmp(r->model, plain))
 		return 1;
+	if (r->route == HTTP_R_MODEL && !strcmp(r->model, HTTP_LIBRARY_MODEL))
+		return 2;
 	r->pr.op = PROTO_OP_MODELS;
 	if (!(r->pr.plain_model = strdup(plain)))
 		return -1;
@@ -56,6 +59,10 @@ http_models_reply(enum http_route route, const json_t *body, const char *plain,
 	if (!(arr = json_array()))
 		return NULL;
 	json_array_append_new(arr, http_model(plain, created));
+	/* the library question's model, for tools that can only pick a model,
+	 * once the caller has a document to ask (issue 29) */
+	if (json_array_size(ms))
+		json_array_append_new(arr, http_model(HTTP_LIBRARY_MODEL, created));
 	json_array_foreach((json_t *)(uintptr_t)ms, i, m)
 		json_array_append_new(arr, http_models_doc(m));
 	return json_pack("{s:s, s:o}", "object", "list", "data", arr);

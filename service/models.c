@@ -4,7 +4,8 @@
  * tool can show and send back.  The id is the document's name; else its
  * file name (the last part of its source path, as `kvsnap ls` shows an
  * unnamed document) when no other listed document has that name or file
- * name; else its doc_id in hex.  No document takes the plain model's id.
+ * name; else its doc_id in hex.  No document takes the plain model's id or
+ * `library` (SVC_LIBRARY_MODEL).
  * The list and the lookup of an id are the same walk, so an id that is
  * listed is answered and one that is not is not; but a name, the id of
  * most documents tools pick, is looked up through the store's name index
@@ -126,9 +127,10 @@ svc_models(struct svc *v, const struct svc_who *w, const char *plain, struct svc
 	qsort(all, n_all, sizeof(*all), models_strcmp);
 	for (i = 0; i < mw.n; i++) {
 		m = &mw.v[i];
-		if (m->name[0] && strcmp(m->name, plain))
+		if (m->name[0] && strcmp(m->name, plain) && strcmp(m->name, SVC_LIBRARY_MODEL))
 			snprintf(m->id, sizeof(m->id), "%s", m->name);
 		else if (m->file[0] && !m->name[0] && strcmp(m->file, plain) &&
+		    strcmp(m->file, SVC_LIBRARY_MODEL) &&
 		    models_count(all, n_all, m->file) == 1)
 			snprintf(m->id, sizeof(m->id), "%s", m->file);
 		else
@@ -152,7 +154,7 @@ svc_model_find(struct svc *v, const struct svc_who *w, const char *plain, const 
 	memset(st, 0, sizeof(*st));
 	/* a document's name is its id (unless it is the plain model's): the
 	 * name index answers it without the walk */
-	if (strcmp(id, plain) && !store_resolve(v->s, id, doc_id, why, sizeof(why)) &&
+	if (strcmp(id, plain) && strcmp(id, SVC_LIBRARY_MODEL) && !store_resolve(v->s, id, doc_id, why, sizeof(why)) &&
 	    !store_info(v->s, doc_id, &d, why, sizeof(why)) && !strcmp(d.name, id) &&
 	    kv_utf8_valid(d.name, strlen(d.name)) && svc_may_read(&d, w))
 		return 1;

@@ -178,6 +178,10 @@ struct svc_model {
 	int64_t owner;           /* its first owner's uid, or -1 */
 	int shared;
 };
+/* The model id of a library question over everything a caller may read
+ * (kvsnapd's HTTP model `library`): like the plain model's, no document's
+ * listed id. */
+#define SVC_LIBRARY_MODEL "library"
 /* The list (malloc'd, in doc_id order): 0, or -1 with st (SVC_AT_LOOKUP). */
 int svc_models(struct svc *v, const struct svc_who *w, const char *plain,
     struct svc_model **out, size_t *n, struct svc_status *st);

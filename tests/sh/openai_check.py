@@ -173,14 +173,17 @@ def as_models(c, hc, base, expected, q, fname):
     sequences and conversations over them, unsupported fields refused."""
     ms = c.models.list().data
     ids = [m.id for m in ms]
-    docs = [m for m in ms if m.id != M]
-    check("models.list: the plain model first, then the documents by name and file name",
-          ids[0] == M and sorted(ids[1:]) == sorted(["facts", fname]), ids)
+    docs = [m for m in ms if m.id not in (M, "library")]
+    check("models.list: the plain model first, `library` second, then the documents by name "
+          "and file name", ids[0] == M and ids[1] == "library" and
+          sorted(ids[2:]) == sorted(["facts", fname]), ids)
     now = time.time()
     check("  each document with owned_by and created", all(
         isinstance(m.owned_by, str) and m.owned_by and now - 3600 < m.created <= now + 5
         for m in docs), docs)
     check("models.retrieve(facts)", c.models.retrieve("facts").id == "facts")
+    check("models.retrieve(library): the library question's model",
+          c.models.retrieve("library").id == "library")
     raises("models.retrieve of an unknown id: NotFoundError", openai.NotFoundError,
            lambda: c.models.retrieve("no-such-model"))
     msgs = [{"role": "user", "content": q}]
