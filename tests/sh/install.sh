@@ -193,8 +193,8 @@ has() { local w; for w; do grep -qxF -- "$w" "$T/comp" || return 1; done; }
 comp kvsnap ""; has $cmds && [ "$(wc -l < "$T/comp")" -eq "$(echo "$cmds" | wc -l)" ]
 ok "bash: kvsnap <TAB> offers exactly the commands" $?
 comp kvsnap q; [ "$(cat "$T/comp")" = query ]; ok "bash: kvsnap q<TAB> -> query" $?
-comp kvsnap query --t; has --temp --top-p --threads && [ "$(wc -l < "$T/comp")" -eq 3 ]
-ok "bash: query --t<TAB> -> --temp --top-p --threads" $?
+comp kvsnap query --t; has --temp --top --top-p --threads && [ "$(wc -l < "$T/comp")" -eq 4 ]
+ok "bash: query --t<TAB> -> --temp --top --top-p --threads" $?
 comp kvsnap --json query -n 4 --; has --seed --file --local; ok "bash: flags after global flags and values" $?
 comp kvsnap --backend ""; has cpu cuda; ok "bash: --backend values" $?
 comp kvsnap ask --policy lo; [ "$(cat "$T/comp")" = locret ]; ok "bash: --policy values" $?
@@ -212,7 +212,7 @@ ok "bash: no DOC names when the store cannot be read" $?
 Z=$I/share/zsh/vendor-completions
 zc() { timeout 30 zsh tests/sh/zsh_complete.zsh "$1" "$2" > "$T/comp" 2>/dev/null; }
 zc "$Z" "kvsnap "; has $cmds; ok "zsh: kvsnap <TAB> offers the commands" $?
-zc "$Z" "kvsnap query --t"; has --temp --top-p --threads; ok "zsh: query --t<TAB>" $?
+zc "$Z" "kvsnap query --t"; has --temp --top --top-p --threads; ok "zsh: query --t<TAB>" $?
 zc "$Z" "kvsnap --backend "; has cpu cuda; ok "zsh: --backend values" $?
 zc "$Z" "$ROOT/$K info --state $T/state "; has 'install\ test'; ok "zsh: DOC names from kvsnap ls --json" $? ||
 	sed 's/^/#   /' "$T/comp"

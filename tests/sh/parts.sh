@@ -86,11 +86,12 @@ grep -q "^sources: big (part $N/$N)" "$T/out"; ok "  sources line names part $N/
 
 # ---- search and --all carry the part
 expect_rc "search --json" 0 "$K" search --json "quuxly archive password"
+last=$((N - 1))
 python3 -c 'import json,sys; h=[json.loads(l) for l in open(sys.argv[1])]; h=[e for e in h if e["event"]=="hit"]; sys.exit(0 if h and h[0]["name"]=="big" and h[0]["part"]==int(sys.argv[2])-1 else 1)' "$T/out" "$N"
-ok "  hit 1: big, part $((N - 1))" $?
+ok "  hit 1: big, part $last" $?
 expect_rc "query --all" 0 "$K" query --json -n 8 --min-conf -1000 --all "$Q"
 jq_ok "r['sources'][0]['part'] == $N - 1 and r['sources'][0]['parts'] == $N"
-ok "  --all: the first source is part $((N - 1)) of $N" $?
+ok "  --all: the first source is part $last of $N" $?
 # words every license part has: more parts found than asked for
 expect_rc "query --all --top 5" 0 "$K" query --json -n 4 --all --top 5 "What does the license say about software?"
 jq_ok "len(r['sources']) == 5 and len(set(s['part'] for s in r['sources'])) == 5"
