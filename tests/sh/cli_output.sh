@@ -203,7 +203,7 @@ jrun prune --keep 2 --dry-run; ok "prune --json --dry-run (exit $?)" $?
 jrun rename gpl gnu; ok "rename --json (exit $?)" $?
 grep -q '"name":"gnu","old_name":"gpl"' "$T/out"; ok "rename --json prints its result" $?
 # 1/16: a cut below the budget-64 snapshot (kvzip's ratio is of the
-# document's ~400 tokens, its ~24 template sinks kept on top: 1/8 is 74)
+# document's ~430 tokens, its 24 template sinks kept on top: 1/8 is ~75)
 jrun shrink gnu --ratio 1/16; ok "shrink --json (exit $?)" $?
 jrun rm other; ok "rm --json (exit $?)" $?
 jrun rm other; [ $? -eq 2 ]; ok "rm --json of a removed one: exit 2" $?
