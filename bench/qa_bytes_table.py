@@ -23,21 +23,13 @@ def load_heldout(path):
         return {l.strip() for l in f if l.strip() and not l.startswith("#")}
 
 
-def main():
-    args = sys.argv[1:]
-    held_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "qa", "heldout.txt")
-    if "--heldout" in args:
-        i = args.index("--heldout")
-        held_path = args[i + 1]
-        del args[i:i + 2]
-    if not args:
-        print(__doc__, file=sys.stderr)
-        return 2
-    held = load_heldout(held_path)
+def aggregate(paths, held):
+    """Pool the files' finished documents: (docs, cells, order); cells[(ratio, quant)]
+    holds per split ("tune"/"held") the sums of answers, bytes, tokens and load time."""
     docs = {}   # file -> doc entry
     cells = {}  # (ratio, quant) -> per split sums
     order = []
-    for path in args:
+    for path in paths:
         d = json.load(open(path))
         done = {x["file"]: x for x in d["docs"] if x.get("done") and x["file"] not in docs}
         for r in d["rows"]:
@@ -65,6 +57,21 @@ def main():
                 c["fullbytes"] += done[f]["full_fp16_bytes"]
                 c["docs"] += 1
         docs.update(done)
+    return docs, cells, order
+
+
+def main():
+    args = sys.argv[1:]
+    held_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "qa", "heldout.txt")
+    if "--heldout" in args:
+        i = args.index("--heldout")
+        held_path = args[i + 1]
+        del args[i:i + 2]
+    if not args:
+        print(__doc__, file=sys.stderr)
+        return 2
+    held = load_heldout(held_path)
+    docs, cells, order = aggregate(args, held)
     if not docs:
         print("no finished document", file=sys.stderr)
         return 1
