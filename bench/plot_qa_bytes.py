@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Plot answers against stored bytes (issue 28) from bench_qa --quants JSON.
 
-usage: plot_qa_bytes.py OUT.PNG LABEL=QA.JSON[,QA.JSON...] [LABEL=...]
+usage: plot_qa_bytes.py [--quants LIST] OUT.PNG LABEL=QA.JSON[,QA.JSON...] [LABEL=...]
 
 One LABEL per model (its files pooled as bench/qa_bytes_table.py pools
 them).  Two panels: the tuning documents and the held-out ones
@@ -30,17 +30,22 @@ TARGETS = ((16, 95), (32, 85), (64, 70))
 
 
 def main():
-    if len(sys.argv) < 3 or any("=" not in a for a in sys.argv[2:]):
+    args = sys.argv[1:]
+    quants = None
+    if args[:1] == ["--quants"] and len(args) > 1:
+        quants = set(args[1].split(","))
+        args = args[2:]
+    if len(args) < 2 or any("=" not in a for a in args[1:]):
         print(__doc__, file=sys.stderr)
         return 2
-    out = sys.argv[1]
+    out = args[0]
     held = load_heldout(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                      "qa", "heldout.txt"))
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), sharey=True)
     ref = None
-    for m, arg in enumerate(sys.argv[2:]):
+    for m, arg in enumerate(args[1:]):
         label, files = arg.split("=", 1)
-        docs, cells, _ = aggregate(files.split(","), held)
+        docs, cells, _ = aggregate(files.split(","), held, quants)
         for ax, split in zip(axes, ("tune", "held")):
             ds = [x for f, x in docs.items() if (f in held) == (split == "held")]
             if not ds:

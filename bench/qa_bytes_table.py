@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The answers-per-byte table (issue 28) from bench_qa --quants JSON files.
 
-usage: bench/qa_bytes_table.py QA.JSON [QA.JSON ...] [--heldout FILE]
+usage: bench/qa_bytes_table.py QA.JSON [QA.JSON ...] [--heldout FILE] [--quants LIST]
 
 The files' documents are pooled (a document in two files counts once, the
 first file's).  Rows: each (ratio, stored precision).  Columns: answered
@@ -9,7 +9,9 @@ share of the full cache's answers on the tuning documents and on the
 held-out ones (bench/qa/heldout.txt) apart; ROUGE-L against the full
 cache's replies (all questions, both splits); stored bytes per document
 token and as a share of the full cache's fp16 snapshot; the records'
-decode time per 1,000 document tokens.
+decode time per 1,000 document tokens.  --quants keeps only the listed
+precisions (files measured with different sets pooled: a precision only
+some documents have would be a cell of fewer documents).
 """
 import json
 import os
@@ -23,7 +25,7 @@ def load_heldout(path):
         return {l.strip() for l in f if l.strip() and not l.startswith("#")}
 
 
-def aggregate(paths, held):
+def aggregate(paths, held, quants=None):
     """Pool the files' finished documents: (docs, cells, order); cells[(ratio, quant)]
     holds per split ("tune"/"held") the sums of answers, bytes, tokens and load time."""
     docs = {}   # file -> doc entry
@@ -33,7 +35,7 @@ def aggregate(paths, held):
         d = json.load(open(path))
         done = {x["file"]: x for x in d["docs"] if x.get("done") and x["file"] not in docs}
         for r in d["rows"]:
-            if "quant" not in r:
+            if "quant" not in r or (quants and r["quant"] not in quants):
                 continue
             key = (r["ratio"], r["quant"])
             if key not in cells:
@@ -67,11 +69,16 @@ def main():
         i = args.index("--heldout")
         held_path = args[i + 1]
         del args[i:i + 2]
+    quants = None
+    if "--quants" in args:
+        i = args.index("--quants")
+        quants = set(args[i + 1].split(","))
+        del args[i:i + 2]
     if not args:
         print(__doc__, file=sys.stderr)
         return 2
     held = load_heldout(held_path)
-    docs, cells, order = aggregate(args, held)
+    docs, cells, order = aggregate(args, held, quants)
     if not docs:
         print("no finished document", file=sys.stderr)
         return 1
