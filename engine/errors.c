@@ -4,4 +4,4 @@
  */
 #include <stdio.h>
 
-#include "engine/engine_internal.h"
+#include "engine/base.h"

@@ -47,7 +47,9 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/cache/kvzip.h"
+#include "engine/cache/refit.h"
+#include "engine/run/forward_hook.h"
 #include "snapshot/snapshot_io.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
 #include "kernels/rope.h"
 
 static void

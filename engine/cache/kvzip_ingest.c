@@ -32,7 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kvzip.h"
+#include "engine/run/forward_hook.h"
 
 struct kvzip_run {
 	struct eng_kv *kv;

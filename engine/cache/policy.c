@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/policy_ops.h"
 
 /* The policies, one file each (engine/cache/policy_NAME.c); adding one is
  * its file, a line in each list here and its page in docs/POLICIES.md. */

@@ -31,7 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kvzip.h"
+#include "engine/cache/select.h"
 
 extern const struct eng_policy_ops eng_policy_kvzip; /* defined at the end */
 

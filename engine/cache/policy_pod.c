@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
+#include "engine/cache/policy_ops.h"
 
 enum { POD_N_S = 0, POD_N_R = 1, POD_BASE = 2, POD_W = 3, POD_SEED = 4, POD_BYTES = 5,
 	POD_OWN = 6 };

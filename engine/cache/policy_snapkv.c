@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/snapkv.h"
 
 int
 eng_snapkv_set(struct eng_policy *p, const char *key, const char *val, char *why,

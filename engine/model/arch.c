@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/model/arch.h"
 
 const struct eng_arch_names eng_arch_gguf_names = {
 	.tok_embd = "token_embd.weight",

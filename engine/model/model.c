@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/model/model.h"
+#include "engine/model/arch.h"
+#include "engine/fingerprint.h"
 
 /* Read an integer hyperparameter "<prefix>.<key>" into *out (1 .. max). */
 static int

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/model/model.h"
+#include "engine/model/unicode.h"
 
 /* GGUF token types (tokenizer.ggml.token_type). */
 enum eng_tok_type {

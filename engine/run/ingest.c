@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
+#include "engine/cache/policy_ops.h"
+#include "engine/run/forward_hook.h"
 
 struct ingest {
 	struct eng_policy *p;

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/model/arch.h"
+#include "engine/run/run.h"
 #include "kernels/rope.h"
 
 /* y(rows) = W · x, W dequantized one row at a time. */
