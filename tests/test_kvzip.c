@@ -1,6 +1,7 @@
 /*
- * test_kvzip.c: the kvzip policy (engine/cache/policy_kvzip.c, kvzip_ingest.c,
- * select_scores.c) on the real model, and its selection on hand-made pools.
+ * test_kvzip.c: the kvzip policy (engine/cache/policy_kvzip.c,
+ * engine/run/kvzip_ingest.c, engine/cache/select_scores.c) on the real model,
+ * and its selection on hand-made pools.
  *
  *   keep_all_is_full   with ratio 1 nothing is evicted, and the cache and the
  *                      last logits are bitwise those of a plain full ingest

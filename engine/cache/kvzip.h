@@ -1,7 +1,8 @@
 /*
  * kvzip.h: what KVzip's files share (engine/cache/policy_kvzip.c: options,
- * the reconstruction prompt, the selection; kvzip_ingest.c: the ingest;
- * kvzip_refit.c: refit=1); engine/ only.
+ * the reconstruction prompt, the selection; engine/cache/kvzip_refit.c:
+ * refit=1; engine/run/kvzip_ingest.c: the ingest, which runs the forward
+ * pass and so sits in run/); engine/ only.
  */
 #ifndef ENGINE_CACHE_KVZIP_H
 #define ENGINE_CACHE_KVZIP_H
@@ -69,8 +70,8 @@ int64_t eng_kvzip_keep(const struct eng_policy *p, int64_t seen, int64_t n_sink)
 /* Pool rows per head kvzip's ingest needs (segments + reconstruction). */
 int64_t eng_kvzip_rows(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
     int64_t n_extra);
-int eng_kvzip_ingest(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
-    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
-    void *arg);
+/* The policy's ops table (engine/run/ingest.c hands a kvzip ingest to
+ * engine/run/kvzip_ingest.c by it). */
+extern const struct eng_policy_ops eng_policy_kvzip;
 
 #endif /* ENGINE_CACHE_KVZIP_H */

@@ -7,7 +7,7 @@
 #define ENGINE_CACHE_POLICY_OPS_H
 
 #include "engine/cache/layer_info.h"
-#include "engine/run/run.h" /* for struct eng_ctx, eng_progress_cb (ops->ingest) */
+#include "engine/cache/cache.h"
 
 /* One KV head of one layer at an eviction step. */
 struct eng_evict_head {
@@ -80,12 +80,6 @@ struct eng_policy_ops {
 	 * when the policy's own ingest needs more than kept + chunk */
 	int64_t (*rows_per_head)(const struct eng_policy *p, int64_t n_doc, int64_t chunk,
 	    int64_t n_extra);
-	/* optional: the policy drives the whole ingest itself (KVzip's
-	 * segments and reconstruction passes); eng_ingest_cb has checked the
-	 * arguments, set the position mode and bound the policy */
-	int (*ingest)(struct eng_policy *p, struct eng_ctx *c, struct eng_kv *kv,
-	    const int32_t *ids, int64_t n, int64_t chunk, float *last_logits, eng_progress_cb cb,
-	    void *arg);
 	/* optional: eng_ingest calls it after every chunk has run through all
 	 * layers (`seen` of the n ids read), for a selection across layers
 	 * (Locret's alloc=global) */

@@ -34,6 +34,7 @@
 
 #include "engine/cache/kvzip.h"
 #include "engine/run/forward_hook.h"
+#include "engine/run/kvzip_ingest.h"
 
 struct kvzip_run {
 	struct eng_kv *kv;
