@@ -21,8 +21,6 @@
 #include "engine/cache/policy_ops.h"
 #include "tests/tap.h"
 
-/* The ops tables are declared where they are listed (engine/cache/policy.c). */
-extern const struct eng_policy_ops eng_policy_nacl;
 
 #define NT_H 4 /* most KV heads a case uses */
 

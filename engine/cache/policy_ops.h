@@ -1,7 +1,8 @@
 /*
  * policy_ops.h: what an eviction policy is inside engine/: its ops table,
  * the eviction step's view of a layer, and the helpers policies share
- * (engine/cache/policy.c; called by engine/run/ingest.c); engine/ only.
+ * (engine/cache/policy_object.c, policy_helpers.c; called by
+ * engine/run/ingest.c); engine/ only.
  */
 #ifndef ENGINE_CACHE_POLICY_OPS_H
 #define ENGINE_CACHE_POLICY_OPS_H
@@ -99,7 +100,13 @@ struct eng_policy {
 	void *priv; /* policy-owned state (freed by ops->destroy), or NULL */
 };
 
-/* Helpers shared by policies (engine/cache/policy.c). */
+/* A policy of the table ops (engine/cache/policy_object.c): its defaults,
+ * then opts ("k=v,…"), then its check; eng_policy_create is this after the
+ * registry's look-up by name. */
+int eng_policy_new(struct eng_policy **out, const struct eng_policy_ops *ops, const char *opts,
+    int64_t budget, char *why, size_t why_len);
+
+/* Helpers shared by policies (engine/cache/policy_helpers.c). */
 /* Sort idx[0..n) of head h by score desc, then by position asc (Ada-KV's
  * per-head tie rule) or desc (Locret/NaCl's) when newer_first. */
 void eng_policy_rank(const struct eng_evict_head *h, const float *key, int64_t *idx,
@@ -129,7 +136,10 @@ void eng_adakv_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alph
     const int *rank_head, int64_t n_rank, int64_t *a, int64_t *work, double *frac);
 
 /* Each policy's ops table (eng_policy_NAME, in its own file) is declared
- * where it is listed: the registry in engine/cache/policy.c. */
+ * where it is listed, the registry in engine/cache/policy.c, and here or in
+ * its family's header where another file names it: NaCl's by PoD, whose
+ * bases are NaCl policies (policy_pod.c), and by its test. */
+extern const struct eng_policy_ops eng_policy_nacl;
 
 /* Entry points of single policies that the tests reach. */
 /* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6

@@ -1,6 +1,6 @@
 /*
  * snapkv.h: the SnapKV family's shared pieces (engine/cache/policy_snapkv.c),
- * used by SnapKV, Ada-KV and PyramidKV, and PyramidKV's layer budget;
+ * used by SnapKV, Ada-KV and PyramidKV, PyramidKV's layer budget among them;
  * engine/ only.
  */
 #ifndef ENGINE_CACHE_SNAPKV_H
@@ -26,7 +26,7 @@ int64_t eng_snapkv_score(const struct eng_policy *p, struct eng_evict *e, int m,
 /* Keep head h's `a` best candidates (score desc, position asc) + window. */
 void eng_snapkv_keep(struct eng_evict_head *h, int64_t *cand, int64_t n_cand, int64_t a);
 
-/* PyramidKV's selectable budget b'_l of a layer (engine/cache/policy_pyramidkv.c),
+/* PyramidKV's selectable budget b'_l of a layer (policy_pyramidkv.c's schedule),
  * for a policy with SnapKV parameters and f[0] = beta. */
 int64_t eng_pyramid_layer_budget(const struct eng_policy *p, int layer, int n_layer,
     int64_t n_doc);

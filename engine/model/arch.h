@@ -52,7 +52,7 @@ struct eng_arch {
 };
 
 /* llama.cpp's GGUF tensor names (its LLM_TENSOR table), which every
- * architecture described so far uses. */
+ * architecture described so far uses (engine/model/arch_names.c). */
 extern const struct eng_arch_names eng_arch_gguf_names;
 extern const struct eng_arch eng_arch_llama;
 extern const struct eng_arch eng_arch_qwen2;
