@@ -1,7 +1,7 @@
 /*
  * fingerprint.h: files' content fingerprints (engine/fingerprint.c,
- * engine/fingerprint_cache.c), which the model and the policies' sidecars
- * are recorded by; engine/ only.
+ * engine/fingerprint_cache.c), which the model and the policies' sidecars are
+ * recorded by; engine/ and its tests only.
  */
 #ifndef ENGINE_FINGERPRINT_H
 #define ENGINE_FINGERPRINT_H

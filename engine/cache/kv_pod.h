@@ -1,6 +1,7 @@
 /*
  * kv_pod.h: a pool's PoD layout as the ingest, the forward pass and PoD's
- * policy change and read it (engine/cache/kv_pod.c); engine/ only.
+ * policy change and read it (engine/cache/kv_pod.c); engine/ and its tests
+ * only.
  */
 #ifndef ENGINE_CACHE_KV_POD_H
 #define ENGINE_CACHE_KV_POD_H

@@ -1,8 +1,8 @@
 /*
  * kvzip.h: what KVzip's files share (engine/cache/policy_kvzip.c: options,
  * the reconstruction prompt, the selection; engine/cache/kvzip_refit.c:
- * refit=1; engine/run/kvzip_ingest.c: the ingest, which runs the forward
- * pass and so sits in run/); engine/ only.
+ * refit=1; engine/run/kvzip_ingest.c: the ingest, which runs the forward pass
+ * and so sits in run/); engine/ and its tests only.
  */
 #ifndef ENGINE_CACHE_KVZIP_H
 #define ENGINE_CACHE_KVZIP_H

@@ -1,7 +1,8 @@
 /*
  * layer_info.h: what a forward pass shows of one layer's attention over a
  * chunk (filled by engine/run/forward.c; read by the policies and by the
- * forward hooks of engine/run/ and engine/train/); engine/ only.
+ * forward hooks of engine/run/ and engine/train/); engine/ and its tests
+ * only.
  */
 #ifndef ENGINE_CACHE_LAYER_INFO_H
 #define ENGINE_CACHE_LAYER_INFO_H

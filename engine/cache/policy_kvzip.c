@@ -6,8 +6,9 @@
  * The document is read in segments; after each, the model is asked to
  * repeat the segment (teacher-forced) and every cached unit is scored by
  * the largest attention any reconstruction query pays it
- * (engine/run/kvzip_ingest.c); then one selection over all layers and heads cuts the cache to its
- * budget (eng_kvzip_select, over engine/cache/select_scores.c).
+ * (engine/run/kvzip_ingest.c); then one selection over all layers and heads
+ * cuts the cache to its budget (eng_kvzip_select, over
+ * engine/cache/select_scores.c).
  *
  * Options: seg=N (2048) tokens per segment, at most what fits the model's
  * window with the reconstruction; alloc=global|uniform|adakv (global);

@@ -1,8 +1,8 @@
 /*
- * policy_ops.h: what an eviction policy is inside engine/: its ops table,
- * the eviction step's view of a layer, and the helpers policies share
+ * policy_ops.h: what an eviction policy is inside engine/: its ops table, the
+ * eviction step's view of a layer, and the helpers policies share
  * (engine/cache/policy_object.c, policy_helpers.c; called by
- * engine/run/ingest.c); engine/ only.
+ * engine/run/ingest.c); engine/ and its tests only.
  */
 #ifndef ENGINE_CACHE_POLICY_OPS_H
 #define ENGINE_CACHE_POLICY_OPS_H

@@ -1,7 +1,7 @@
 /*
  * refit.h: Attention Matching's refit of one cut head (engine/cache/refit.c),
  * which kvzip's refit=1 runs at every selection (engine/cache/kvzip_refit.c);
- * engine/ only.
+ * engine/ and its tests only.
  */
 #ifndef ENGINE_CACHE_REFIT_H
 #define ENGINE_CACHE_REFIT_H

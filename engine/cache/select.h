@@ -1,7 +1,7 @@
 /*
- * select.h: one selection over every layer and head of a pool by its
- * units' stored scores (engine/cache/select_scores.c), for KVzip and
- * Locret's alloc=global; engine/ only.
+ * select.h: one selection over every layer and head of a pool by its units'
+ * stored scores (engine/cache/select_scores.c), for KVzip and Locret's
+ * alloc=global; engine/ and its tests only.
  */
 #ifndef ENGINE_CACHE_SELECT_H
 #define ENGINE_CACHE_SELECT_H

@@ -1,7 +1,7 @@
 /*
  * snapkv.h: the SnapKV family's shared pieces (engine/cache/policy_snapkv.c),
  * used by SnapKV, Ada-KV and PyramidKV, PyramidKV's layer budget among them;
- * engine/ only.
+ * engine/ and its tests only.
  */
 #ifndef ENGINE_CACHE_SNAPKV_H
 #define ENGINE_CACHE_SNAPKV_H

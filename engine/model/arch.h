@@ -1,7 +1,7 @@
 /*
- * arch.h: an architecture's description, as the loader and the forward
- * passes read it (engine/model/arch.c, one engine/model/arch_NAME.c per
- * architecture); engine/ only.
+ * arch.h: an architecture's description, as the loader and the forward passes
+ * read it (engine/model/arch.c, one engine/model/arch_NAME.c per
+ * architecture); engine/ and its tests only.
  */
 #ifndef ENGINE_MODEL_ARCH_H
 #define ENGINE_MODEL_ARCH_H

@@ -938,7 +938,7 @@ eng_tok_min_tokens(const struct eng_tok *t, const char *text, size_t len)
 /* ------------------------------------------------------------------------ */
 /* Decoding and queries                                                      */
 
-/* Decoded bytes of token id (see engine.h). */
+/* Decoded bytes of token id (see model.h). */
 const char *
 eng_tok_piece(const struct eng_tok *t, int32_t id, int special, size_t *len)
 {

@@ -1,6 +1,7 @@
 /*
  * unicode.h: code-point classes and UTF-8 as the tokenizer sees them
- * (engine/model/unicode.c, engine/model/unicode_tables.c); engine/ only.
+ * (engine/model/unicode.c, engine/model/unicode_tables.c); engine/ and its
+ * tests only.
  */
 #ifndef ENGINE_MODEL_UNICODE_H
 #define ENGINE_MODEL_UNICODE_H

@@ -1,7 +1,7 @@
 /*
  * forward_hook.h: a forward pass over one chunk with a hook after every
  * layer's attention (engine/run/forward.c), for chunked ingest, KVzip's
- * reconstruction and the training passes; engine/ only.
+ * reconstruction and the training passes; engine/ and its tests only.
  */
 #ifndef ENGINE_RUN_FORWARD_HOOK_H
 #define ENGINE_RUN_FORWARD_HOOK_H

@@ -1,6 +1,7 @@
 /*
  * kvzip_ingest.h: KVzip's ingest (engine/run/kvzip_ingest.c), which
- * eng_ingest_cb (engine/run/ingest.c) runs for a kvzip policy; engine/ only.
+ * eng_ingest_cb (engine/run/ingest.c) runs for a kvzip policy; engine/ and
+ * its tests only.
  */
 #ifndef ENGINE_RUN_KVZIP_INGEST_H
 #define ENGINE_RUN_KVZIP_INGEST_H

@@ -1,6 +1,7 @@
 /*
  * locret_train.h: retaining-head training, one layer's loss and gradients
- * (engine/train/locret_train.c; spec/locret.md §3); engine/ only.
+ * (engine/train/locret_train.c; spec/locret.md §3); engine/ and its tests
+ * only.
  */
 #ifndef ENGINE_TRAIN_LOCRET_TRAIN_H
 #define ENGINE_TRAIN_LOCRET_TRAIN_H
