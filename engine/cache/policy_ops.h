@@ -136,21 +136,20 @@ void eng_adakv_allocate(const int64_t *n_cand, int H, int64_t b_sel, double alph
     const int *rank_head, int64_t n_rank, int64_t *a, int64_t *work, double *frac);
 
 /* Each policy's ops table (eng_policy_NAME, in its own file) is declared
- * where it is listed, the registry in engine/cache/policy.c, and here or in
- * its family's header where another file names it: NaCl's by PoD, whose
- * bases are NaCl policies (policy_pod.c), and by its test. */
+ * where it is listed, the registry in engine/cache/policy.c, and again in a
+ * header where another file names it: NaCl's here (PoD's bases are NaCl
+ * policies, policy_pod.c; its test), kvzip's in kvzip.h (run/ingest.c). */
 extern const struct eng_policy_ops eng_policy_nacl;
 
 /* Entry points of single policies that the tests reach. */
 /* NaCl's Gumbel noise G(seed, layer, KV head, pos, stream), spec/nacl.md §2.6
  * (engine/cache/policy_nacl.c). */
 double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
-/* Locret (engine/cache/policy_locret.c; spec/locret.md §5.3, §8). */
-/* Test hook (spec/locret.md §8): replaces the retaining heads' score of the
- * unit of (layer, KV head) whose token has original position pos.  Token
- * ids are not visible at eviction time; a test maps pos to its document's
- * token itself (through arg).  fn == NULL restores the heads.  ENG_ERR_ARG
- * if p is not a locret policy. */
+/* Locret's test hook (engine/cache/policy_locret.c; spec/locret.md §8):
+ * replaces the retaining heads' score of the unit of (layer, KV head) whose
+ * token has original position pos.  Token ids are not visible at eviction
+ * time; a test maps pos to its document's token itself (through arg).
+ * fn == NULL restores the heads.  ENG_ERR_ARG if p is not a locret policy. */
 typedef float (*eng_locret_score_fn)(void *arg, int layer, int head, uint32_t pos);
 int eng_locret_set_score_fn(struct eng_policy *p, eng_locret_score_fn fn, void *arg);
 
