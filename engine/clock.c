@@ -3,7 +3,7 @@
  */
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/base.h"
 
 double
 eng_now(void)

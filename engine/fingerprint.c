@@ -5,7 +5,8 @@
  */
 #include <sodium.h> /* crypto_generichash (BLAKE2b), sodium_bin2hex */
 
-#include "engine/engine_internal.h"
+#include "engine/base.h"
+#include "engine/fingerprint.h"
 
 int
 eng_fingerprint(const void *p, size_t n, char hex[ENG_FINGERPRINT_HEX + 1])

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "common/paths.h"
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/base.h"
+#include "engine/fingerprint.h"
 
 #define FP_MAGIC "kvsnap-model-fp 1"
 /* Smaller files hash in under ~0.1 s: not worth an entry each (tests make

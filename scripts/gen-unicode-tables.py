@@ -172,7 +172,7 @@ def main():
          counts[CAT_MARK]))
     w(" * %d symbol.\n" % counts[CAT_SYMBOL])
     w(" */\n")
-    w('#include "engine/engine_internal.h"\n\n')
+    w('#include "engine/model/unicode.h"\n\n')
     w("const struct eng_ucd_range eng_ucd_ranges[] = {\n")
     for lo, hi, c in rs:
         w("\t{0x%06X, 0x%06X, %s},\n" % (lo, hi, CAT_NAMES[c]))

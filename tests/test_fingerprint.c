@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/fingerprint.h"
 #include "tests/tap.h"
 
 #define BIG ((size_t)64 << 20) /* the cache's threshold (FP_CACHE_MIN) */

@@ -1,6 +1,7 @@
 /*
- * test_kvzip.c: the kvzip policy (engine/cache/policy_kvzip.c, kvzip_ingest.c,
- * select_scores.c) on the real model, and its selection on hand-made pools.
+ * test_kvzip.c: the kvzip policy (engine/cache/policy_kvzip.c,
+ * engine/run/kvzip_ingest.c, engine/cache/select_scores.c) on the real model,
+ * and its selection on hand-made pools.
  *
  *   keep_all_is_full   with ratio 1 nothing is evicted, and the cache and the
  *                      last logits are bitwise those of a plain full ingest
@@ -47,7 +48,9 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/cache/kvzip.h"
+#include "engine/cache/refit.h"
+#include "engine/run/forward_hook.h"
 #include "snapshot/snapshot_io.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"

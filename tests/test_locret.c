@@ -27,7 +27,8 @@
 #include <unistd.h>
 
 #include "common/rng.h"
-#include "engine/engine_internal.h"
+#include "engine/engine.h"
+#include "engine/cache/policy_ops.h"
 #include "tests/gguf_builder.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"

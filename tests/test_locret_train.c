@@ -16,7 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/engine_internal.h"
+#include "engine/engine.h"
+#include "engine/run/forward_hook.h"
+#include "engine/train/locret_train.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 

@@ -18,12 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/policy_ops.h"
 #include "tests/tap.h"
 
-/* Declared here until engine_internal.h carries them (lead's header). */
-extern const struct eng_policy_ops eng_policy_nacl;
-double eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t stream);
 
 #define NT_H 4 /* most KV heads a case uses */
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define TINY_N_LAYER 4
-#include "engine/engine_internal.h"
+#include "engine/engine.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 

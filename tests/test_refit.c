@@ -25,7 +25,7 @@
 
 #include "common/rng.h"
 #include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/cache/refit.h"
 #include "kernels/kernels.h"
 #include "tests/tap.h"
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/cache.h"
 
 int
 eng_kv_concat(struct eng_kv **out, const struct eng_model *m, struct eng_kv *const *parts,

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
 
 int
 eng_kv_set_pod(struct eng_kv *kv, const uint8_t *anc, uint32_t n_s, uint32_t n_r,

@@ -1,6 +1,6 @@
 /*
  * kv_pool.c: the KV cache pool: per layer, one arena of ragged head
- * segments (layout in engine.h), compaction after eviction, position modes.
+ * segments (layout in cache.h), compaction after eviction, position modes.
  *
  * Memory is allocated once at init: n_layer arenas plus one spare arena for
  * compaction, so eviction never allocates.  Compaction writes the survivors
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
 #include "kernels/rope.h"
 
 static void

@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/cache.h"
 #include "kernels/rope.h"
 #include "kernels/rope_rows.h"
 

@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kvzip.h"
+#include "engine/cache/refit.h"
 
 struct kvzip_refit {
 	int n_layer, n_head, head_dim;

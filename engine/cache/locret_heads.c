@@ -43,8 +43,8 @@
 #include <string.h>
 #include <strings.h> /* for strcasecmp */
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/cache/cache.h"
+#include "engine/fingerprint.h"
 
 #define HEADS_ARCH "kvsnap-locret"
 #define HEADS_ALIGN 32

@@ -43,8 +43,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/cache/cache.h"
+#include "engine/fingerprint.h"
 
 #define POD_FORMAT "kvsnap-pod-map"
 #define POD_VERSION 1

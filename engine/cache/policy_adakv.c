@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/snapkv.h"
 
 static int
 adakv_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)

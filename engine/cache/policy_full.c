@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/policy_ops.h"
 
 static int
 full_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)

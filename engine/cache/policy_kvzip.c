@@ -5,9 +5,10 @@
  *
  * The document is read in segments; after each, the model is asked to
  * repeat the segment (teacher-forced) and every cached unit is scored by
- * the largest attention any reconstruction query pays it (kvzip_ingest.c);
- * then one selection over all layers and heads cuts the cache to its
- * budget (eng_kvzip_select, over engine/cache/select_scores.c).
+ * the largest attention any reconstruction query pays it
+ * (engine/run/kvzip_ingest.c); then one selection over all layers and heads
+ * cuts the cache to its budget (eng_kvzip_select, over
+ * engine/cache/select_scores.c).
  *
  * Options: seg=N (2048) tokens per segment, at most what fits the model's
  * window with the reconstruction; alloc=global|uniform|adakv (global);
@@ -31,9 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
-
-extern const struct eng_policy_ops eng_policy_kvzip; /* defined at the end */
+#include "engine/cache/kvzip.h"
+#include "engine/cache/select.h"
 
 static const char kvzip_first_text[] = "\n\nRepeat the previous context exactly.";
 static const char kvzip_pre_text[] =
@@ -367,7 +367,7 @@ eng_kvzip_shrink(struct eng_policy *p, struct eng_kv *kv, int64_t n_doc, char *w
 		    "policy %s has none", p->ops->name);
 	if ((rc = eng_policy_resolve(p, n_doc, why, why_len)))
 		return (int)rc;
-	/* the sinks are the leading units scored +inf (kvzip_ingest.c) */
+	/* the sinks are the leading units scored +inf (engine/run/kvzip_ingest.c) */
 	while (n_sink < L0->len[0] && isinf(L0->score[L0->off[0] + n_sink]) &&
 	    L0->score[L0->off[0] + n_sink] > 0)
 		n_sink++;
@@ -416,5 +416,4 @@ const struct eng_policy_ops eng_policy_kvzip = {
 	.destroy = kvzip_destroy,
 	.bind = kvzip_bind,
 	.rows_per_head = eng_kvzip_rows,
-	.ingest = eng_kvzip_ingest,
 };

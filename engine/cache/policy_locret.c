@@ -63,7 +63,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/policy_ops.h"
+#include "engine/cache/select.h"
 
 extern const struct eng_policy_ops eng_policy_locret; /* defined at the end */
 

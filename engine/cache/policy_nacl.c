@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "common/rng.h"
-#include "engine/engine_internal.h"
+#include "engine/cache/policy_ops.h"
 
 enum {
 	NACL_N_SINK = 0,

@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
+#include "engine/cache/policy_ops.h"
 
 enum { POD_N_S = 0, POD_N_R = 1, POD_BASE = 2, POD_W = 3, POD_SEED = 4, POD_BYTES = 5,
 	POD_OWN = 6 };
@@ -164,7 +165,7 @@ pod_make_base(struct eng_policy *p, int64_t t, struct eng_policy **out, char *wh
 	snprintf(opts, sizeof(opts), "n_sink=%lld,n_recent=%lld,window=%lld,rho=%.17g,seed=%lld",
 	    (long long)p->i[POD_N_S], (long long)(p->i[POD_N_R] - 1), (long long)p->i[POD_W],
 	    p->f[POD_RHO], (long long)p->i[POD_SEED]);
-	return eng_policy_create(out, "nacl", opts, t, why, why_len);
+	return eng_policy_new(out, &eng_policy_nacl, opts, t, why, why_len);
 }
 
 /* Targets per (m, l) from the block lengths, and a base per distinct one. */

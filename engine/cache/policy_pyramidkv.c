@@ -3,16 +3,17 @@
  * per-layer selectable budget b'_l that falls linearly from the first layer
  * to the last, with the same average b − w, computed from the document
  * length (known at ingest) and integerized exactly so the layers sum to
- * L·(b − w).  Also used by adakv's pyramid mode.
+ * L·(b − w) (eng_pyramid_layer_budget, in policy_snapkv.c with the rest of
+ * the family's shared pieces: adakv's pyramid mode and snapkv's pool sizing
+ * use it too).
  *
  * Options: SnapKV's plus beta=20.  Parameters: i[0..3] as snapkv, f[0] beta.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/snapkv.h"
 
 static int
 pyramid_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
@@ -32,50 +33,6 @@ pyramid_describe(const struct eng_policy *p, char *buf, size_t cap)
 	size_t n = eng_snapkv_describe(p, buf, cap);
 	int k = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0, ",beta=%g", p->f[0]);
 	return n + (k > 0 ? (size_t)k : 0);
-}
-
-int64_t
-eng_pyramid_layer_budget(const struct eng_policy *p, int layer, int n_layer, int64_t n_doc)
-{
-	double base = (double)(p->budget - p->i[0]), mn, mx, step, x[1024], frac_best;
-	int64_t w = p->i[0], total = 0, a[1024], target;
-	int l, k, L = n_layer > 1024 ? 1024 : n_layer;
-
-	if (L <= 1)
-		return (int64_t)base;
-	mn = base / p->f[0];
-	mx = 2.0 * base - mn;
-	if (mx >= (double)(n_doc - w)) {
-		mx = (double)(n_doc - w);
-		mn = 2.0 * base - mx;
-	}
-	step = (mx - mn) / (double)(L - 1);
-	for (l = 0; l < L; l++) {
-		x[l] = mx - (double)l * step;
-		if (x[l] < 0.0)
-			x[l] = 0.0;
-		a[l] = (int64_t)floor(x[l]);
-		total += a[l];
-	}
-	/* hand the remainder to the largest fractional parts, lower layer first */
-	target = (int64_t)llround(base * (double)L);
-	while (total < target) {
-		int best = -1;
-		frac_best = -1.0;
-		for (k = 0; k < L; k++) {
-			double fr = x[k] - (double)a[k];
-			if (fr > frac_best && fr < 1.0 + 1e-9) {
-				frac_best = fr;
-				best = k;
-			}
-		}
-		if (best < 0)
-			break;
-		a[best]++;
-		x[best] = (double)a[best]; /* used: no fraction left */
-		total++;
-	}
-	return a[layer < L ? layer : L - 1];
 }
 
 static int

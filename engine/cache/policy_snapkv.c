@@ -1,6 +1,7 @@
 /*
  * policy_snapkv.c: SnapKV under chunked prefill (spec/adakv.md §1.3, §4.2),
- * and the scorer it shares with pyramidkv and adakv.
+ * and the pieces it shares with pyramidkv and adakv: the scorer, the options,
+ * and PyramidKV's per-layer budget.
  *
  * At each eviction the last w queries of the chunk are the observation
  * window: every candidate unit (those before the window) is scored by the
@@ -12,10 +13,11 @@
  * Options: window=32 kernel=7 pool=max|avg slack=0.
  * Parameters: i[0] window, i[1] kernel, i[2] pool (0 max, 1 avg), i[3] slack.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/snapkv.h"
 
 int
 eng_snapkv_set(struct eng_policy *p, const char *key, const char *val, char *why,
@@ -176,3 +178,48 @@ const struct eng_policy_ops eng_policy_snapkv = {
 	.select = snapkv_select,
 	.kept_per_head = snapkv_kept_per_head,
 };
+
+/* PyramidKV's layer budget (policy_pyramidkv.c; adakv's pyramid mode). */
+int64_t
+eng_pyramid_layer_budget(const struct eng_policy *p, int layer, int n_layer, int64_t n_doc)
+{
+	double base = (double)(p->budget - p->i[0]), mn, mx, step, x[1024], frac_best;
+	int64_t w = p->i[0], total = 0, a[1024], target;
+	int l, k, L = n_layer > 1024 ? 1024 : n_layer;
+
+	if (L <= 1)
+		return (int64_t)base;
+	mn = base / p->f[0];
+	mx = 2.0 * base - mn;
+	if (mx >= (double)(n_doc - w)) {
+		mx = (double)(n_doc - w);
+		mn = 2.0 * base - mx;
+	}
+	step = (mx - mn) / (double)(L - 1);
+	for (l = 0; l < L; l++) {
+		x[l] = mx - (double)l * step;
+		if (x[l] < 0.0)
+			x[l] = 0.0;
+		a[l] = (int64_t)floor(x[l]);
+		total += a[l];
+	}
+	/* hand the remainder to the largest fractional parts, lower layer first */
+	target = (int64_t)llround(base * (double)L);
+	while (total < target) {
+		int best = -1;
+		frac_best = -1.0;
+		for (k = 0; k < L; k++) {
+			double fr = x[k] - (double)a[k];
+			if (fr > frac_best && fr < 1.0 + 1e-9) {
+				frac_best = fr;
+				best = k;
+			}
+		}
+		if (best < 0)
+			break;
+		a[best]++;
+		x[best] = (double)a[best]; /* used: no fraction left */
+		total++;
+	}
+	return a[layer < L ? layer : L - 1];
+}

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/policy_ops.h"
 
 static int
 streaming_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)

@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/base.h"
+#include "engine/cache/refit.h"
 
 /* Cholesky solve of the SPD system A x = B (A m×m, B m×r, in place: A is
  * destroyed, B becomes x).  0, or ENG_ERR_ARG when A is not positive. */

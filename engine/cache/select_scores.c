@@ -20,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/policy_ops.h"
+#include "engine/cache/select.h"
 
 struct kz_ent {
 	float score;

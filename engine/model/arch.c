@@ -1,5 +1,5 @@
 /*
- * arch.c: the list of architecture descriptions (one engine/arch_NAME.c
+ * arch.c: the list of architecture descriptions (one engine/model/arch_NAME.c
  * each) and the lookup by GGUF's general.architecture.
  *
  * The list names no architecture's details: adding one is its description
@@ -8,24 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
-
-const struct eng_arch_names eng_arch_gguf_names = {
-	.tok_embd = "token_embd.weight",
-	.output = "output.weight",
-	.output_norm = "output_norm.weight",
-	.attn_norm = "attn_norm",
-	.attn_q = "attn_q",
-	.attn_k = "attn_k",
-	.attn_v = "attn_v",
-	.attn_out = "attn_output",
-	.attn_q_norm = "attn_q_norm",
-	.attn_k_norm = "attn_k_norm",
-	.ffn_norm = "ffn_norm",
-	.ffn_gate = "ffn_gate",
-	.ffn_up = "ffn_up",
-	.ffn_down = "ffn_down",
-};
+#include "engine/model/arch.h"
 
 static const struct eng_arch *const arch_list[] = {
 	&eng_arch_llama,

@@ -5,7 +5,7 @@
  * frequency factors: the llama3 RoPE scaling), which model.c loads for any
  * architecture and every rotation applies (kernels/rope.h).
  */
-#include "engine/engine_internal.h"
+#include "engine/model/arch.h"
 
 const struct eng_arch eng_arch_llama = {
 	.name = "llama",

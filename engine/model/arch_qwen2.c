@@ -10,7 +10,7 @@
  * 1.5B), tied output embeddings when there is no output.weight (the 0.5B
  * and smaller), the end-of-generation tokens (<|im_end|>, <|endoftext|>).
  */
-#include "engine/engine_internal.h"
+#include "engine/model/arch.h"
 
 const struct eng_arch eng_arch_qwen2 = {
 	.name = "qwen2",

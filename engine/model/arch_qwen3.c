@@ -11,7 +11,7 @@
  * refuses other head layouts, e.g. Qwen3-0.6B's and 4B's, by name) and a
  * chat template kvsnap renders (Qwen3's <think> template is refused).
  */
-#include "engine/engine_internal.h"
+#include "engine/model/arch.h"
 
 const struct eng_arch eng_arch_qwen3 = {
 	.name = "qwen3",

@@ -24,7 +24,7 @@
 #include <stdlib.h> /* for realloc, free */
 #include <string.h> /* for strlen, memcpy */
 
-#include "engine/engine_internal.h"
+#include "engine/model/model.h"
 #include "engine/model/chat_internal.h"
 
 struct chat_piece {

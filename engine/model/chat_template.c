@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/model/model.h"
 #include "engine/model/chat_internal.h"
 
 /* Find needle in hay[0..len); NULL if absent. */

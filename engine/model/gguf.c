@@ -18,8 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h" /* for enum eng_err */
+#include "engine/base.h"
 
 #define GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian u32 */
 #define GGUF_DEFAULT_ALIGNMENT 32

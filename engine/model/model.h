@@ -42,7 +42,7 @@ struct eng_layer {
 	struct kern_mat w_down; /* (n_embd, n_ff) */
 };
 
-struct eng_arch; /* an architecture's description (engine_internal.h) */
+struct eng_arch; /* an architecture's description (engine/model/arch.h) */
 
 struct eng_model {
 	struct eng_gguf *gguf; /* owns the map the weights point into */

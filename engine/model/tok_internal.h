@@ -1,11 +1,13 @@
 /*
  * tok_internal.h: what the tokenizer's files share (engine/model/tokenizer.c,
- * tok_pre.c, tok_bpe.c, tok_spm.c, tok_regex.c); nothing else includes it.
+ * tok_hash.c, tok_pre.c, tok_bpe.c, tok_spm.c, tok_regex.c); nothing else
+ * includes it.
  *
  * tokenizer.c loads the vocabulary and runs the pipeline; tok_pre.c is the
  * pre-tokenizers (which text pieces BPE sees), tok_regex.c the small regex
  * matcher some of them use, tok_bpe.c the merge loop shared by byte-level
- * BPE and SentencePiece, tok_spm.c SentencePiece's text handling.
+ * BPE and SentencePiece, tok_spm.c SentencePiece's text handling, tok_hash.c
+ * the look-up tables from a token's text and a merge pair.
  */
 #ifndef ENGINE_MODEL_TOK_INTERNAL_H
 #define ENGINE_MODEL_TOK_INTERNAL_H
@@ -13,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/model/model.h"
+#include "engine/model/unicode.h"
 
 /* GGUF token types (tokenizer.ggml.token_type). */
 enum eng_tok_type {
@@ -151,10 +153,14 @@ eng_tok_emit(struct eng_tok_enc *e, int32_t id)
 }
 
 
-/* tokenizer.c: id of the token whose text is p[0..n), or -1; rank of merging
- * p[0..llen) with p[llen..llen+rlen), or -1. */
+/* tok_hash.c: id of the token whose text is p[0..n), or -1; rank of merging
+ * p[0..llen) with p[llen..llen+rlen), or -1; the tables' hash (FNV-1a over n
+ * bytes, finished with a multiply-xorshift mix) and size (the smallest power
+ * of two >= 2n, n <= ENG_TOK_MAX_VOCAB), for tokenizer.c to fill them. */
 int32_t eng_tok_lookup(const struct eng_tok *t, const char *p, size_t n);
 int32_t eng_tok_merge_rank(const struct eng_tok *t, const char *p, size_t llen, size_t rlen);
+uint64_t eng_tok_hash(const char *p, size_t n, uint64_t seed);
+size_t eng_tok_ht_size(size_t n);
 
 /* tok_pre.c: the pipeline for a tokenizer.ggml.pre name (0 if unknown), the
  * supported names for an error message, building and freeing the pre's

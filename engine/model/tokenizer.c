@@ -3,7 +3,8 @@
  * (tokenizer.ggml.model = "gpt2", with the pre-tokenizer named by
  * tokenizer.ggml.pre) and SentencePiece ("llama": Llama 2, Mistral, Phi-3),
  * spec/model.md section 7.  This file loads the vocabulary and runs the
- * pipeline; tok_pre.c, tok_regex.c, tok_bpe.c and tok_spm.c do the steps.
+ * pipeline; tok_pre.c, tok_regex.c, tok_bpe.c and tok_spm.c do the steps,
+ * tok_hash.c holds the look-up tables they all read.
  *
  * eng_tok_init() copies the vocabulary out of the GGUF (so the tokenizer
  * outlives the map), applies llama.cpp's token-type overrides, and builds the
@@ -79,70 +80,6 @@ eng_tok_bytemap_build(struct eng_tok_bytemap map[256], int16_t inv[0x144])
 		map[b].s[1] = u[1];
 		inv[cp] = (int16_t)b;
 	}
-}
-
-/* ------------------------------------------------------------------------ */
-/* Hashing                                                                   */
-
-/* FNV-1a over n bytes, finished with a multiply-xorshift mix. */
-static uint64_t
-eng_tok_hash(const char *p, size_t n, uint64_t seed)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= (uint8_t)p[i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 32;
-	return h;
-}
-
-/* Id of the token whose text is p[0..n), or -1. */
-int32_t
-eng_tok_lookup(const struct eng_tok *t, const char *p, size_t n)
-{
-	size_t i = (size_t)eng_tok_hash(p, n, 0) & t->vocab_mask;
-	int32_t id;
-
-	while ((id = t->vocab_ht[i]) >= 0) {
-		size_t off = t->text_off[id], len = t->text_off[id + 1] - off;
-		if (len == n && memcmp(t->text + off, p, n) == 0)
-			return id;
-		i = (i + 1) & t->vocab_mask;
-	}
-	return -1;
-}
-
-/* Rank of merging p[0..llen) with p[llen..llen+rlen), or -1. */
-int32_t
-eng_tok_merge_rank(const struct eng_tok *t, const char *p, size_t llen, size_t rlen)
-{
-	size_t n = llen + rlen;
-	size_t i = (size_t)eng_tok_hash(p, n, llen) & t->merge_mask;
-	int32_t r;
-
-	while ((r = t->merge_ht[i]) >= 0) {
-		size_t off = t->merge_off[r];
-		if (t->merge_split[r] == llen && t->merge_off[r + 1] - off == n &&
-		    memcmp(t->merge_text + off, p, n) == 0)
-			return r;
-		i = (i + 1) & t->merge_mask;
-	}
-	return -1;
-}
-
-/* Smallest power of two >= 2n (n <= ENG_TOK_MAX_VOCAB). */
-static size_t
-eng_tok_ht_size(size_t n)
-{
-	size_t c = 16;
-	while (c < 2 * n)
-		c <<= 1;
-	return c;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1001,7 +938,7 @@ eng_tok_min_tokens(const struct eng_tok *t, const char *text, size_t len)
 /* ------------------------------------------------------------------------ */
 /* Decoding and queries                                                      */
 
-/* Decoded bytes of token id (see engine.h). */
+/* Decoded bytes of token id (see model.h). */
 const char *
 eng_tok_piece(const struct eng_tok *t, int32_t id, int special, size_t *len)
 {

@@ -7,7 +7,7 @@
  * llama.cpp's unicode_cpts_from_utf8 byte for byte, because the tokenizer's
  * output on invalid input must match llama.cpp's.
  */
-#include "engine/engine_internal.h"
+#include "engine/model/unicode.h"
 
 /* Classes of U+0000..U+007F: spaces are 0x09-0x0D and 0x20; punctuation
  * and symbols as llama.cpp's flags (S: $ + < = > ^ ` | ~). */
@@ -50,7 +50,7 @@ eng_ucd_cat(uint32_t cp)
 	return c > ENG_UCAT_SPACE ? ENG_UCAT_OTHER : c;
 }
 
-/* One code point, llama.cpp style (see engine_internal.h). */
+/* One code point, llama.cpp style (see unicode.h). */
 uint32_t
 eng_utf8_decode(const uint8_t *s, size_t len, size_t *adv)
 {

@@ -9,7 +9,7 @@
  * Ranges: 660 letter, 137 number, 10 whitespace, 191 punctuation, 310 mark,
  * 233 symbol.
  */
-#include "engine/engine_internal.h"
+#include "engine/model/unicode.h"
 
 const struct eng_ucd_range eng_ucd_ranges[] = {
 	{0x000009, 0x00000D, ENG_UCAT_SPACE},

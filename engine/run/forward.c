@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
+#include "engine/model/arch.h"
+#include "engine/run/forward_hook.h"
 
 struct eng_ctx {
 	const struct eng_model *m;

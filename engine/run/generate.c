@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/rng.h"
-#include "engine/engine.h"
+#include "engine/run/run.h"
 
 void
 eng_sampler_init(struct eng_sampler *s, float temp, float top_p, uint64_t seed)

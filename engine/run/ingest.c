@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kv_pod.h"
+#include "engine/cache/kvzip.h" /* for eng_policy_kvzip */
+#include "engine/cache/policy_ops.h"
+#include "engine/run/forward_hook.h"
+#include "engine/run/kvzip_ingest.h"
 
 struct ingest {
 	struct eng_policy *p;
@@ -115,8 +119,10 @@ eng_ingest_cb(struct eng_ctx *c, struct eng_kv *kv, struct eng_policy *p, const 
 	if ((rc = eng_policy_bind(p, m, NULL, 0)) || (rc = eng_policy_resolve(p, n, NULL, 0)))
 		return rc;
 	eng_kv_drop_pod(kv); /* dense unless the policy installs a PoD layout */
-	if (p->ops->ingest) /* the policy reads the document its own way (KVzip) */
-		return p->ops->ingest(p, c, kv, ids, n, chunk, last_logits, cb, arg);
+	/* KVzip reads the document its own way: segments and reconstruction
+	 * passes, driven from run/ since they run the forward pass */
+	if (p->ops == &eng_policy_kvzip)
+		return eng_kvzip_ingest(p, c, kv, ids, n, chunk, last_logits, cb, arg);
 	if (p->ops->ingest_begin && (rc = p->ops->ingest_begin(p, kv, m)))
 		return rc;
 	memset(&in, 0, sizeof(in));

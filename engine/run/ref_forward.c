@@ -2,11 +2,11 @@
  * ref_forward.c: the plain reference forward pass (STYLE.md rule 2).
  *
  * Scalar fp32 code written to be read, in the order of spec/model.md §5,
- * with the building blocks the model's architecture (engine/model/arch_*.c) has:
- * every weight row is dequantized with kern_dequant_row and dotted in plain
- * loops, attention is computed over the whole prefix with a causal mask,
- * and nothing is rounded to 8 bits.  The fast paths (sgemm prefill, SIMD
- * decode, later CUDA) are checked against it in exact mode
+ * with the building blocks the model's architecture (engine/model/arch_*.c)
+ * has: every weight row is dequantized with kern_dequant_row and dotted in
+ * plain loops, attention is computed over the whole prefix with a causal
+ * mask, and nothing is rounded to 8 bits.  The CPU's fast paths (sgemm
+ * prefill, SIMD decode) are checked against it in exact mode
  * (eng_ctx_set_exact), where they must agree within a stated tolerance.
  * Slow (O(n²·d) attention, one dequantization per row per token): tests only.
  */
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/model/arch.h"
+#include "engine/run/run.h"
 #include "kernels/rope.h"
 
 /* y(rows) = W · x, W dequantized one row at a time. */

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/run/forward_hook.h"
+#include "engine/train/train.h"
 
 #define LAB_BLOCK 64 /* answer tokens per logit sgemm */
 

@@ -39,8 +39,8 @@
 
 #include <sodium.h>
 
-#include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/train/locret_train.h"
+#include "engine/train/train.h"
 
 #define TRAIN_MAGIC "KVSNAPTR"
 #define TRAIN_VERSION 1

@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/run/forward_hook.h"
+#include "engine/train/train.h"
 
 struct calib {
 	const struct eng_model *m;

@@ -32,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/cache/kvzip.h"
+#include "engine/run/forward_hook.h"
+#include "engine/run/kvzip_ingest.h"
 
 struct kvzip_run {
 	struct eng_kv *kv;
