@@ -2,12 +2,15 @@
 """The library bench (issue 29, item 5): bench/library/questions.tsv asked of
 the library make_library.py writes, three ways, one JSON line per answer.
 
-  bench.py [--build DIR] [--model GGUF] [--state DIR] [--docs DIR]
-           [--part-tokens N] [-n N] [--limit K] [--out FILE]
+  bench.py [--build DIR] [--model GGUF] [--state DIR] [--docs DIR] [--jobs N]
+           [--part-tokens N] [-n N] [--limit K] [--ways W,...] [--out FILE]
+           [--wait] [--lib-from FILE]
 
-1. ingest: `kvsnap ingest --local --part-tokens N DOCS` into --state (the
-   default profile: kvzip 1/4, chunk 512, fp16); documents a reused state
-   already holds are skipped by ingest itself.
+1. ingest: `kvsnap ingest --local --part-tokens N FILES...` into --state (the
+   default profile: kvzip 1/4, chunk 512, fp16) in --jobs processes over
+   disjoint sets of the files; documents a reused state already holds are
+   skipped by ingest itself.  --wait: no ingest, wait for each document
+   another run is ingesting (the oracle pass can run beside the ingest).
 2. per question:
    library  `kvsnap query --local --all --json --min-conf -1000 -n N Q`: the
             parts the text index ranks best (--top 3), answered from their
@@ -21,10 +24,12 @@ the library make_library.py writes, three ways, one JSON line per answer.
             ([user: TEXT "\\n\\n" QUESTION]), prefilled in full by
             `kvsnap generate --json -n N -p ...` (every token attended: what
             --policy full keeps);
-   oracle   (answerable questions) the right document's whole text the same
-            way (a document in parts: its parts joined when they fit the
-            window, else the part that holds the fact): what its full cache
-            answers.
+   oracle   (answerable questions) the text of the right document's part that
+            holds the fact (a document of at most --part-tokens tokens is
+            one part: the whole document) the same way: what the right
+            snapshot's full cache answers.
+   With --lib-from FILE a text pass takes the consulted parts from a library
+   pass's lines (the two run side by side).
    generate reports no time to first token: it is taken here as the first
    token event's arrival after the process started, less the model load the
    result reports (so it holds tokenization and the whole prefill).
@@ -42,9 +47,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-# the oracle's whole document must leave the question and the answer room
-# in SmolLM2's 8,192-token window (these texts run ~3.5-4.5 characters a token)
-ORACLE_MAX_CHARS = 26000
 
 
 def load_questions():
@@ -87,11 +89,56 @@ def run_json(cmd):
     return text, res, p.returncode, err[-400:], t_first, time.time() - t0
 
 
-def part_texts(db, doc_id):
-    """{part: text} of a document, from the FTS index."""
+def part_texts(kv, state, doc_id):
+    """{part: text} of a document, from the FTS index (`kvsnap search --local`
+    brings the index in step with the store first: ingest --local leaves it)."""
+    path = os.path.join(state, "index.sqlite")
+    for _ in range(2):
+        if os.path.exists(path):
+            db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+            rows = part_rows(db, doc_id)
+            db.close()
+            if rows:
+                return rows
+        subprocess.run([kv, "search", "--local", "--state", state, "-k", "1", "sync"],
+                       capture_output=True)
+    return {}
+
+
+def part_rows(db, doc_id):
     rows = db.execute("SELECT r.part, p.body FROM rows r JOIN parts p ON p.rowid = r.id "
                       "WHERE r.doc = ? ORDER BY r.part", (bytes.fromhex(doc_id),)).fetchall()
     return {int(a): b for a, b in rows}
+
+
+def wait_lib(path, question):
+    """The library's answer to question from another run's --out (a text pass
+    beside a library pass: the same consulted parts), once it is written."""
+    while True:
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        r = json.loads(line)
+                    except ValueError:
+                        continue  # being written
+                    if r["question"] == question and "library" in r:
+                        return r["library"]
+        time.sleep(10)
+
+
+def stored(kv, state):
+    """{doc_id: file name} of the stored documents (ingest of a directory
+    names them by their file's name)."""
+    ls = subprocess.run([kv, "ls", "--state", state, "--json"], capture_output=True, text=True)
+    docs = []
+    for line in ls.stdout.splitlines():
+        ev = json.loads(line)
+        if ev.get("event") == "result":
+            docs = ev.get("docs", [])
+    # a document in parts is whole once every part is stored
+    return {d["doc_id"]: os.path.basename(d.get("name") or d.get("source") or "") for d in docs
+            if d.get("snapshots", 0) >= d.get("parts", 1)}
 
 
 def generate(kv, model, text, q, n):
@@ -111,32 +158,33 @@ def main():
     ap.add_argument("--state", default="build/bench-library/state")
     ap.add_argument("--docs", default="build/bench-library/docs")
     ap.add_argument("--part-tokens", type=int, default=2000)
+    ap.add_argument("--jobs", type=int, default=1, help="ingest processes")
     ap.add_argument("-n", type=int, default=48)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--ways", default="library,text,oracle")
+    ap.add_argument("--lib-from", default=None,
+                    help="text pass: the consulted parts from this library run's --out")
+    ap.add_argument("--wait", action="store_true",
+                    help="no ingest: wait for each document another run is ingesting")
     ap.add_argument("--out", default="bench/results/library-bench.jsonl")
     a = ap.parse_args()
     os.chdir(ROOT)
     kv = os.path.join(a.build, "kvsnap")
     ways = a.ways.split(",")
     t0 = time.time()
-    r = subprocess.run([kv, "ingest", "--local", "--state", a.state, "-m", a.model,
-                        "--part-tokens", str(a.part_tokens), a.docs])
-    if r.returncode:
-        sys.exit("ingest failed (exit %d)" % r.returncode)
-    print("ingest: %.0f s" % (time.time() - t0), file=sys.stderr)
-    ls = subprocess.run([kv, "ls", "--local", "--state", a.state, "--json"],
-                        capture_output=True, text=True)
-    names = {}
-    docs = []
-    for line in ls.stdout.splitlines():
-        ev = json.loads(line)
-        if ev.get("event") == "result":
-            docs = ev.get("docs", [])
-    for d in docs:  # named by their file's name (ingest of a directory)
-        names[d["doc_id"]] = os.path.basename(d.get("name") or d.get("source") or "")
+    if not a.wait:
+        # --jobs processes over disjoint sets of files (LMDB serializes their
+        # writes): the machine's other users' load is shared per process group
+        files = sorted(os.path.join(a.docs, f) for f in os.listdir(a.docs))
+        procs = [subprocess.Popen([kv, "ingest", "--local", "--state", a.state, "-m", a.model,
+                                   "--part-tokens", str(a.part_tokens)] + files[j::a.jobs],
+                                  start_new_session=True) for j in range(a.jobs)]
+        rcs = [p.wait() for p in procs]
+        if any(rcs):
+            sys.exit("ingest failed (exit %s)" % rcs)
+        print("ingest: %.0f s" % (time.time() - t0), file=sys.stderr)
+    names = stored(kv, a.state)
     by_name = {v: k for k, v in names.items()}
-    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(a.state, "index.sqlite"), uri=True)
     qs = load_questions()
     if a.limit:
         qs = qs[:a.limit]
@@ -145,7 +193,7 @@ def main():
         for k, q in enumerate(qs):
             rec = dict(q)
             lib = None
-            if "library" in ways or "text" in ways:
+            if "library" in ways or ("text" in ways and not a.lib_from):
                 cmd = [kv, "query", "--local", "--state", a.state, "-m", a.model, "--json",
                        "--all", "--min-conf", "-1000", "-n", str(a.n), q["question"]]
                 ans, res, rc, err, _, wall = run_json(cmd)
@@ -160,27 +208,30 @@ def main():
                            ttft_model_s=(res or {}).get("ttft_model_s"),
                            seconds=(res or {}).get("seconds"))
                 rec["library"] = lib
+            if "text" in ways and not lib and a.lib_from:
+                lib = wait_lib(a.lib_from, q["question"])
             if "text" in ways and lib:
                 texts = []
                 for s in lib["sources"]:
                     if s["consulted"]:
-                        t = part_texts(db, s["doc_id"]).get(s["part"] or 0)
+                        t = part_texts(kv, a.state, s["doc_id"]).get(s["part"] or 0)
                         if t:
                             texts.append(t)
                 rec["text"] = generate(kv, a.model, "\n\n".join(texts), q["question"], a.n) \
                     if texts else dict(answer="", rc=-1, ttft_s=None, stderr="no part")
                 rec["text"]["n_parts"] = len(texts)
             if "oracle" in ways and q["kind"] == "answer":
-                pt = part_texts(db, by_name.get(q["doc"], "00"))
-                whole = "\n\n".join(pt[p] for p in sorted(pt))
-                how = "whole"
-                if len(whole) > ORACLE_MAX_CHARS:
-                    s = subject(q["question"])
-                    whole = next((pt[p] for p in sorted(pt) if s and s in pt[p]), "")
-                    how = "part"
-                rec["oracle"] = generate(kv, a.model, whole, q["question"], a.n) if whole \
-                    else dict(answer="", rc=-1, ttft_s=None, stderr="no text")
-                rec["oracle"]["text"] = how
+                while a.wait and q["doc"] not in by_name:  # ingest still running
+                    time.sleep(20)
+                    names = stored(kv, a.state)
+                    by_name = {v: k for k, v in names.items()}
+                pt = part_texts(kv, a.state, by_name.get(q["doc"], "00"))
+                s = subject(q["question"])
+                part = next((p for p in sorted(pt) if s and s in pt[p]), None)
+                rec["oracle"] = generate(kv, a.model, pt[part], q["question"], a.n) \
+                    if part is not None else dict(answer="", rc=-1, ttft_s=None, stderr="no text")
+                rec["oracle"]["part"] = part
+                rec["oracle"]["parts"] = len(pt)
             out.write(json.dumps(rec) + "\n")
             out.flush()
             print("%d/%d %s %s lib=%r text=%r oracle=%r" % (
