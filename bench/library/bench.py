@@ -4,7 +4,7 @@ the library make_library.py writes, three ways, one JSON line per answer.
 
   bench.py [--build DIR] [--model GGUF] [--state DIR] [--docs DIR] [--jobs N]
            [--part-tokens N] [-n N] [--limit K] [--ways W,...] [--out FILE]
-           [--wait] [--lib-from FILE]
+           [--wait] [--lib-from FILE] [--shard I/N]
 
 1. ingest: `kvsnap ingest --local --part-tokens N FILES...` into --state (the
    default profile: kvzip 1/4, chunk 512, fp16) in --jobs processes over
@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--docs", default="build/bench-library/docs")
     ap.add_argument("--part-tokens", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=1, help="ingest processes")
+    ap.add_argument("--shard", default=None, help="I/N: only every N-th question from the I-th")
     ap.add_argument("-n", type=int, default=48)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--ways", default="library,text,oracle")
@@ -188,6 +189,9 @@ def main():
     qs = load_questions()
     if a.limit:
         qs = qs[:a.limit]
+    if a.shard:  # i/n: every n-th question from the i-th (passes split over processes)
+        i, n = (int(x) for x in a.shard.split("/"))
+        qs = qs[i::n]
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     with open(a.out, "w", encoding="utf-8") as out:
         for k, q in enumerate(qs):
