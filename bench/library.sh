@@ -60,5 +60,5 @@ wait $LIB $ORACLE "${TEXT[@]}"
 {
 	echo "command: bench/library.sh --model $MODEL ${ARGS[*]}"
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
-	python3 bench/library/bench_table.py "${OUT%.jsonl}"-{library,text0,text1,text2,oracle}.jsonl
+	python3 bench/library/bench_table.py "${OUT%.jsonl}"-*.jsonl
 } | tee "${OUT%.jsonl}.txt"

@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--docs", default="build/bench-library/docs")
     ap.add_argument("--part-tokens", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=1, help="ingest processes")
+    ap.add_argument("--only-docs", default=None, help="REGEX: the questions about these documents")
     ap.add_argument("--shard", default=None, help="I/N: only every N-th question from the I-th")
     ap.add_argument("-n", type=int, default=48)
     ap.add_argument("--limit", type=int, default=0)
@@ -189,6 +190,8 @@ def main():
     qs = load_questions()
     if a.limit:
         qs = qs[:a.limit]
+    if a.only_docs:  # the questions whose answer is in these documents
+        qs = [q for q in qs if re.search(a.only_docs, q["doc"])]
     if a.shard:  # i/n: every n-th question from the i-th (passes split over processes)
         i, n = (int(x) for x in a.shard.split("/"))
         qs = qs[i::n]
