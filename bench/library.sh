@@ -12,8 +12,8 @@
 # bench/qa's, groff for HTML and PDF) under build/bench-library/docs,
 # ingests them once into --state (default build/bench-library/state; reused
 # by later runs, which skip what is stored), writes one JSON line per
-# question and pass to FILE-{library,text,oracle}.jsonl (default FILE
-# bench/results/library-bench.jsonl), then the table
+# question and pass under build/bench-library/passes/, merged into --out
+# FILE (default bench/results/library-bench.jsonl), then the table
 # (bench/library/bench_table.py) with the command and the machine to
 # FILE's .txt.  Ingest is the heavy step (~45K tokens).
 # Options after -- go to bench.py (-n, --limit, --ways, --part-tokens).
@@ -44,21 +44,23 @@ python3 bench/library/make_library.py --out build/bench-library
 # (after ingesting in 3 processes), the text baseline on the library's parts
 B=(python3 bench/library/bench.py --build "$BUILD" --model "$MODEL" --state "$STATE"
    --docs build/bench-library/docs "${ARGS[@]}")
-rm -f "${OUT%.jsonl}"-*.jsonl
-"${B[@]}" --wait --ways oracle --out "${OUT%.jsonl}-oracle.jsonl" 2>"${OUT%.jsonl}-oracle.log" &
+P=build/bench-library/passes # each pass's lines and log, merged into OUT at the end
+rm -rf "$P" && mkdir -p "$P"
+"${B[@]}" --wait --ways oracle --out $P/oracle.jsonl 2>$P/oracle.log &
 ORACLE=$!
-"${B[@]}" --jobs 3 --ways library --out "${OUT%.jsonl}-library.jsonl" &
+"${B[@]}" --jobs 3 --ways library --out $P/library.jsonl &
 LIB=$!
 sleep 5
 TEXT=()
 for i in 0 1 2; do # the text baseline's full prefills are the slowest: 3 processes
-	"${B[@]}" --wait --ways text --lib-from "${OUT%.jsonl}-library.jsonl" --shard $i/3 \
-		--out "${OUT%.jsonl}-text$i.jsonl" 2>"${OUT%.jsonl}-text$i.log" &
+	"${B[@]}" --wait --ways text --lib-from $P/library.jsonl --shard $i/3 \
+		--out $P/text$i.jsonl 2>$P/text$i.log &
 	TEXT+=($!)
 done
 wait $LIB $ORACLE "${TEXT[@]}"
+python3 bench/library/bench_table.py --merge "$OUT" $P/*.jsonl
 {
 	echo "command: bench/library.sh --model $MODEL ${ARGS[*]}"
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
-	python3 bench/library/bench_table.py "${OUT%.jsonl}"-*.jsonl
+	python3 bench/library/bench_table.py "$OUT"
 } | tee "${OUT%.jsonl}.txt"

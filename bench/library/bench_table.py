@@ -17,6 +17,7 @@ as an abstention.
 
   bench_table.py [FILE...] [--min-conf X]   (default bench/results/library-bench.jsonl;
                                             several: the passes' lines merged by question)
+  bench_table.py --merge OUT FILE...        write the merged lines to OUT, no table
 """
 import json
 import re
@@ -53,12 +54,22 @@ def main():
         i = args.index("--min-conf")
         thr = float(args[i + 1])
         del args[i:i + 2]
+    merge = None
+    if "--merge" in args:
+        i = args.index("--merge")
+        merge = args[i + 1]
+        del args[i:i + 2]
     merged = {}  # the passes' lines of one question, merged
     for path in args or ["bench/results/library-bench.jsonl"]:
         for line in open(path, encoding="utf-8"):
             r = json.loads(line)
             merged.setdefault(r["question"], {}).update(r)
     recs = list(merged.values())
+    if merge:
+        with open(merge, "w", encoding="utf-8") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+        return
     print("| way | split | answerable: right | answerable: abstained | unanswerable: abstained |"
           " unanswerable: answered | right document consulted | answered from it |"
           " median time to first token |")

@@ -266,10 +266,13 @@ def write_doc(path, fmt, title, text):
     else:
         dev = "-Thtml" if fmt == "html" else "-Tpdf"
         r = subprocess.run(["groff", "-k", "-ms", dev], input=roff(title, text).encode(),
-                           capture_output=True)
+                           capture_output=True, env=dict(os.environ, SOURCE_DATE_EPOCH="0"))
         if r.returncode or not r.stdout:
             sys.exit("groff %s failed on %s: %s" % (dev, path, r.stderr.decode()[-300:]))
-        data = r.stdout
+        # the same bytes every run: gropdf dates the file whatever SOURCE_DATE_EPOCH
+        # says (same length, so the cross-reference offsets hold)
+        data = re.sub(rb"/(CreationDate|ModDate) \(D:\d{14}", rb"/\1 (D:19700101000000",
+                      r.stdout)
     with open(path, "wb") as f:
         f.write(data)
 
