@@ -11,7 +11,7 @@
 # Makes the documents (bench/library/make_library.py: Debian 12's texts and
 # bench/qa's, groff for HTML and PDF) under build/bench-library/docs,
 # ingests them once into --state (default build/bench-library/state; reused
-# by later runs, which skip what is stored), writes one JSON line per
+# by later runs, which skip what is stored by name), writes one JSON line per
 # question and pass under build/bench-library/passes/, merged into --out
 # FILE (default bench/results/library-bench.jsonl), then the table
 # (bench/library/bench_table.py) with the command and the machine to

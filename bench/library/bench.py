@@ -8,8 +8,8 @@ the library make_library.py writes, three ways, one JSON line per answer.
 
 1. ingest: `kvsnap ingest --local --part-tokens N FILES...` into --state (the
    default profile: kvzip 1/4, chunk 512, fp16) in --jobs processes over
-   disjoint sets of the files; documents a reused state already holds are
-   skipped by ingest itself.  --wait: no ingest, wait for each document
+   disjoint sets of the files; a file whose name a whole document in a
+   reused state has is not ingested again (ingest --local would).  --wait: no ingest, wait for each document
    another run is ingesting (the oracle pass can run beside the ingest).
 2. per question:
    library  `kvsnap query --local --all --json --min-conf -1000 -n N Q`: the
@@ -161,7 +161,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="ingest processes")
     ap.add_argument("--only-docs", default=None, help="REGEX: the questions about these documents")
     ap.add_argument("--shard", default=None, help="I/N: only every N-th question from the I-th")
-    ap.add_argument("-n", type=int, default=48)
+    ap.add_argument("-n", type=int, default=32)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--ways", default="library,text,oracle")
     ap.add_argument("--lib-from", default=None,
@@ -177,10 +177,14 @@ def main():
     if not a.wait:
         # --jobs processes over disjoint sets of files (LMDB serializes their
         # writes): the machine's other users' load is shared per process group
-        files = sorted(os.path.join(a.docs, f) for f in os.listdir(a.docs))
-        procs = [subprocess.Popen([kv, "ingest", "--local", "--state", a.state, "-m", a.model,
-                                   "--part-tokens", str(a.part_tokens)] + files[j::a.jobs],
-                                  start_new_session=True) for j in range(a.jobs)]
+        # `ingest --local` ingests again what is stored (only kvsnapd skips):
+        # a file whose name a whole stored document has is left out
+        have = set(stored(kv, a.state).values())
+        files = sorted(os.path.join(a.docs, f) for f in os.listdir(a.docs) if f not in have)
+        cmd = [kv, "ingest", "--local", "--state", a.state, "-m", a.model, "--part-tokens",
+               str(a.part_tokens)]
+        procs = [subprocess.Popen(cmd + files[j::a.jobs], start_new_session=True)
+                 for j in range(min(a.jobs, len(files)))]
         rcs = [p.wait() for p in procs]
         if any(rcs):
             sys.exit("ingest failed (exit %s)" % rcs)
