@@ -36,7 +36,8 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -x "$BUILD/kvsnap" ] || { echo "bench/library.sh: build first (make)" >&2; exit 1; }
-command -v groff >/dev/null || { echo "bench/library.sh: needs groff (apt-get install groff)" >&2; exit 1; }
+{ echo | groff -Tpdf && echo | groff -Thtml; } >/dev/null 2>&1 ||
+	{ echo "bench/library.sh: needs groff's PDF and HTML devices (apt-get install groff)" >&2; exit 1; }
 python3 bench/library/make_library.py --check ||
 	{ echo "bench/library.sh: questions.tsv differs from make_library.py's rule" >&2; exit 1; }
 python3 bench/library/make_library.py --out build/bench-library
