@@ -30,7 +30,7 @@ done
 for f in "$T"/a/docs/01-*.txt "$T"/a/docs/02-*.md; do
 	n=$("$K" tokenize -m "$MODEL" --json "$(cat "$f")" | python3 -c \
 	    'import json,sys; print(json.loads(sys.stdin.readlines()[-1])["count"])')
-	[ "$n" -gt 8192 ]; ok "$(basename "$f"): $n tokens, past the 8,192-token window" $?
+	[ "$n" -gt 8192 ]; _s=$?; ok "${f##*/}: $n tokens, past the 8,192-token window" $_s
 done
 python3 - "$T/a/docs" <<'PY'
 import os, re, sys
