@@ -9,7 +9,8 @@ PKGS=(build-essential pkg-config clang libclang-rt-14-dev
       groff-base mandoc zsh libpoppler-glib-dev libxml2-dev libcmark-dev
       faketime   # tests/sh/cli_output.sh: relative times (yesterday, a date)
       redis-server redis-tools libhiredis-dev   # the redis-cluster backend and its tests
-      libsqlite3-dev)  # index/: the text index (SQLite FTS5)
+      libsqlite3-dev   # index/: the text index (SQLite FTS5)
+      groff)           # bench/library.sh: its HTML and PDF documents (-Thtml, -Tpdf)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

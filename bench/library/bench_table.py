@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""The library bench's table (bench/RESULTS.md) from bench.py's lines.
+
+Per way (library, text baseline, oracle) and split (tune, held out):
+answerable questions answered right (an accepted answer in the reply,
+case-insensitive, and not abstained), answerable abstained on,
+unanswerable abstained on and answered (confidently: a wrong answer), the
+library's sources (the right document among the consulted parts, and the
+part answered from), and the median time to first token.
+
+Abstention: the library's default threshold (-0.4 on the answer's mean
+log-probability, SVC_LIB_MIN_CONF_DEFAULT), not retuned here; the text
+baseline and the oracle have none (kvsnap generate answers whatever it
+reads), so their answers to unanswerable questions are counted as given,
+and a reply that itself says the text does not tell (NOT_SAID) is counted
+as an abstention.
+
+  bench_table.py [FILE...] [--min-conf X]   (default bench/results/library-bench.jsonl;
+                                            several: the passes' lines merged by question)
+  bench_table.py --merge OUT FILE...        write the merged lines to OUT, no table
+"""
+import json
+import re
+import statistics
+import sys
+
+MIN_CONF = -0.4
+NOT_SAID = re.compile(r"\b(not (mentioned|specified|stated|provided|given)|does not (say|mention|"
+                      r"specify|state)|no information|not known|unknown|cannot be determined|"
+                      r"does not contain)\b", re.I)
+
+
+def right(ans, exp):
+    return any(e.lower() in ans.lower() for e in exp.split("|"))
+
+
+def abstained(way, r, thr):
+    w = r.get(way)
+    if way == "library":
+        c = w.get("confidence")
+        return c is None or c < thr
+    return bool(NOT_SAID.search(w.get("answer", "")))
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return "%.2f s" % statistics.median(xs) if xs else "-"
+
+
+def main():
+    args = sys.argv[1:]
+    thr = MIN_CONF
+    if "--min-conf" in args:
+        i = args.index("--min-conf")
+        thr = float(args[i + 1])
+        del args[i:i + 2]
+    merge = None
+    if "--merge" in args:
+        i = args.index("--merge")
+        merge = args[i + 1]
+        del args[i:i + 2]
+    merged = {}  # the passes' lines of one question, merged
+    for path in args or ["bench/results/library-bench.jsonl"]:
+        for line in open(path, encoding="utf-8"):
+            r = json.loads(line)
+            merged.setdefault(r["question"], {}).update(r)
+    recs = list(merged.values())
+    if merge:
+        with open(merge, "w", encoding="utf-8") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+        return
+    print("| way | split | answerable: right | answerable: abstained | unanswerable: abstained |"
+          " unanswerable: answered | right document consulted | answered from it |"
+          " median time to first token |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for way in ("library", "text", "oracle"):
+        for split in ("tune", "heldout", "all"):
+            rs = [r for r in recs if way in r and (split == "all" or r["split"] == split)
+                  and r[way].get("rc") == 0]
+            if not rs:
+                continue
+            ans = [r for r in rs if r["kind"] == "answer"]
+            un = [r for r in rs if r["kind"] == "abstain"]
+            ok = sum(1 for r in ans if not abstained(way, r, thr) and
+                     right(r[way]["answer"], r["expected"]))
+            src = frm = "-"
+            if way in ("library", "text"):
+                lib = [r for r in ans if "library" in r]
+                src = "%d / %d" % (sum(1 for r in lib if any(
+                    s["consulted"] and s["doc"] == r["doc"] for s in r["library"]["sources"])),
+                    len(lib))
+                if way == "library":
+                    frm = "%d / %d" % (sum(1 for r in lib if r["library"]["answered_from"] ==
+                                           r["doc"]), len(lib))
+            if way == "library":
+                # what the caller waits for: the answer is decoded and judged before it is
+                # handed on (ttft_s); the model's own first token is ttft_model_s
+                t = "%s (model: %s)" % (med(r["library"]["ttft_s"] for r in rs),
+                                        med(r["library"]["ttft_model_s"] for r in rs))
+            else:
+                t = med(r[way]["ttft_s"] for r in rs)
+            print("| %s | %s | %d / %d | %d | %s | %s | %s | %s | %s |" % (
+                way, split, ok, len(ans), sum(1 for r in ans if abstained(way, r, thr)),
+                "%d / %d" % (sum(1 for r in un if abstained(way, r, thr)), len(un)) if un else "-",
+                sum(1 for r in un if not abstained(way, r, thr)) if un else "-", src, frm, t))
+    for way in ("library", "text", "oracle"):
+        ans = [r for r in recs if way in r and r["kind"] == "answer" and r[way].get("rc") == 0]
+        lng = [r for r in ans if r["depth"] > 0.5 and r["doc"][:2] <= "03"]
+        print("<!-- %s: %d / %d right with no abstention; long documents' later parts: "
+              "%d / %d -->" % (way, sum(1 for r in ans if right(r[way]["answer"], r["expected"])),
+                               len(ans), sum(1 for r in lng if right(r[way]["answer"],
+                                                                      r["expected"])), len(lng)))
+
+
+if __name__ == "__main__":
+    main()
