@@ -105,6 +105,7 @@ static int
 load_layer(struct load_job *j, struct load_part *p, int l, ZSTD_DCtx *dctx, uint8_t *scratch)
 {
 	const struct snap_header *h = j->h;
+	const uint8_t *rec = NULL;
 	size_t n = 0;
 	double t = load_cpu();
 	int rc;
@@ -112,13 +113,13 @@ load_layer(struct load_job *j, struct load_part *p, int l, ZSTD_DCtx *dctx, uint
 	if ((rc = snap_layer_sum_check(j->buf[l], j->len[l], h, l, p->why, sizeof(p->why))))
 		return rc;
 	load_lap(&t, &p->st.verify_s);
-	rc = snap_layer_unseal_into(j->buf[l], j->len[l], h, l, dctx, scratch, j->cap, &n, p->why,
-	    sizeof(p->why));
+	rc = snap_layer_unseal_into(j->buf[l], j->len[l], h, l, dctx, scratch, j->cap, &rec, &n,
+	    p->why, sizeof(p->why));
 	load_lap(&t, &p->st.unzip_s);
-	if (rc || (rc = snap_record_sum_check(scratch, n, l, p->why, sizeof(p->why))))
+	if (rc || (rc = snap_record_sum_check(rec, n, h, l, p->why, sizeof(p->why))))
 		return rc;
 	load_lap(&t, &p->st.verify_s);
-	rc = snap_layer_fill(scratch, n, h, l, j->kv, SNAP_FILL_SUMMED | SNAP_FILL_ONE_PASS,
+	rc = snap_layer_fill(rec, n, h, l, j->kv, SNAP_FILL_SUMMED | SNAP_FILL_ONE_PASS,
 	    p->why, sizeof(p->why));
 	load_lap(&t, &p->st.decode_s);
 	if (rc)
