@@ -8,9 +8,11 @@
  * share of the table of RoPE angles for positions [0, next_pos)
  * (engine/cache/kv_rotate.c; none when next_pos exceeds the keys to
  * rotate: they are rotated row by row), then whole layers, taken in order from a
- * shared counter, each from start to end on one thread: BLAKE2b-128 of the
- * record as stored against the header's, zstd into the thread's scratch
- * buffer, the record's own BLAKE2b-128, the rows unpacked into the pool
+ * shared counter, each from start to end on one thread: the checksum of
+ * the record as stored against the header's (XXH3-128 in format version
+ * 4, BLAKE2b-128 before), zstd into the thread's scratch buffer (a raw
+ * version-4 record is parsed where the store keeps it: nothing copied),
+ * the record's own BLAKE2b-128 (versions 1 to 3), the rows unpacked into the pool
  * (one pass that checks every field as it writes: on an error the pool is
  * dropped, so nothing half written is ever seen), and the layer's keys
  * rotated while its rows are still in cache.  Every check of
