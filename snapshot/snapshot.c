@@ -220,8 +220,8 @@ int
 snap_quant_raw(int quant)
 {
 	/* every form: zstd saves 6-10 % of these records' bytes on prose
-	 * (fp16 9.7 %, q4 9.5 %, q4kc 6.3 %, q4h 8.2 %) for a third to a half
-	 * of a legacy load's CPU (bench/RESULTS.md, "Format version 4";
+	 * (fp16 9.7 %, q4 9.5 %, q4kc 6.3 %, q4h 8.2 %) for 18-30 % of a
+	 * legacy load's CPU (bench/RESULTS.md, "Format version 4";
 	 * tests/test_snapshot_load.c legacy_equal prints the sizes per form) */
 	return quant >= SNAP_FP16 && quant <= SNAP_QUANT_MAX;
 }
