@@ -42,7 +42,8 @@
  *
  * Header record (format versions 1 to 4)
  *   0   "KVSH"
- *   4   u32 version (snap_quant_version(quant))
+ *   4   u32 version (snap_record_version: 4, or the legacy 1 to 3 by
+ *                       form and bias)
  *   8   u32 n_layer             1..1024
  *   12  u32 n_head              1..1024
  *   16  u32 n_head_kv           divides n_head
