@@ -38,7 +38,7 @@ endif
 # formats/: PDF (poppler's glib API), HTML (libxml2), Markdown (cmark)
 FORMAT_PKGS := poppler-glib libxml-2.0 libcmark
 # index/: the text index (SQLite FTS5)
-PKGS     := openblas jansson libsodium lmdb libzstd hiredis sqlite3 $(FORMAT_PKGS)
+PKGS     := openblas jansson libsodium libxxhash lmdb libzstd hiredis sqlite3 $(FORMAT_PKGS)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

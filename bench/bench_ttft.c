@@ -12,8 +12,8 @@
  *   ttft    snap_load into a fresh pool (read, checksums, zstd, re-rotation)
  *           + the question prefilled over it + the first token (greedy);
  *   split   the load's phases (snap_load_ex's struct snap_load_stats):
- *           read (the store's reader), verify (BLAKE2b of the records),
- *           unzip (zstd), decode (rows unpacked into the pool), place (the
+ *           read (the store's reader), verify (the records' checksums),
+ *           unzip (zstd; nothing for a raw version-4 record), decode (rows unpacked into the pool), place (the
  *           pool allocated, laid out, keys rotated), each as MB/s of stored
  *           bytes over the phase's CPU seconds per thread, and all phases
  *           together ("CPU-bound": what the load runs at when every thread

@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential pkg-config clang libclang-rt-14-dev
       libopenblas-dev liblmdb-dev lmdb-utils libzstd-dev libevent-dev libjansson-dev
-      libsodium-dev libsystemd-dev systemd unicode-data unzip python3 python3-venv
+      libsodium-dev libxxhash-dev libsystemd-dev systemd unicode-data unzip python3 python3-venv
       fortunes fortunes-min wamerican python3-matplotlib
       groff-base mandoc zsh libpoppler-glib-dev libxml2-dev libcmark-dev
       faketime   # tests/sh/cli_output.sh: relative times (yesterday, a date)

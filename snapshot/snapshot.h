@@ -3,11 +3,17 @@
  * record plus one record per layer, each a self-checking byte string that
  * the store (store.h) keeps under doc_id ‖ profile_id ‖ layer.
  *
- * Records are zstd frames of a little-endian binary layout (written at the
- * top of snapshot/snapshot.c) that ends with a BLAKE2b-128 checksum of the
- * decoded bytes before it.  The header also lists the BLAKE2b-128 of every
- * layer record as stored (compressed), so `verify` can check a snapshot
- * without decoding it and a record from another snapshot is refused.
+ * Records are a little-endian binary layout (written at the top of
+ * snapshot/snapshot.c).  The header is a zstd frame whose decoded bytes end
+ * with their BLAKE2b-128.  The header lists a checksum of every layer
+ * record as stored, so `verify` can check a snapshot without decoding it
+ * and a record from another snapshot is refused: in format versions 1 to 3
+ * a layer record is a zstd frame whose decoded bytes end with their own
+ * BLAKE2b-128 and the header's is BLAKE2b-128; in version 4 (what this
+ * build writes) the header's is XXH3-128, each byte is hashed once (the
+ * record has no checksum of its own), and a form's layer records are
+ * stored as their plain bytes, not in a zstd frame, when
+ * snap_quant_raw() says so (SNAP_FLAG_RAW).
  *
  * Layer record, per KV head: count, positions (delta-coded varints,
  * strictly increasing), scores (fp16), then K rows and V rows as fp16 or q4
@@ -34,17 +40,22 @@
 #include "engine/engine.h"   /* struct eng_kv, enum eng_pos_mode */
 #include "storage/store.h"   /* STORE_ID_BYTES, STORE_HEAD_RECORD */
 
-/* The newest record format this build writes and reads.  A snapshot's
- * records carry the oldest version that has its quantization
- * (snap_quant_version): the forms of version 1 are written byte for byte as
- * before, so their profiles (which name the version) and every stored
- * snapshot stay what they were; version 2 added q8 and the Hadamard-rotated
- * forms and nothing else; version 3 is a refit cache's (kvzip refit=1): a
- * flag and a bias section per layer record (snapshot_refit.h), any
- * quantization. */
-#define SNAP_FORMAT_VERSION 3
+/* The newest record format this build writes and reads.  Versions 1 to 3
+ * (the legacy encodings, still read and, for a header whose version is set
+ * below 4, written): a snapshot's records carry the oldest version that
+ * has its quantization (snap_quant_version): version 2 added q8 and the
+ * Hadamard-rotated forms and nothing else; version 3 is a refit cache's
+ * (kvzip refit=1): a flag and a bias section per layer record
+ * (snapshot_refit.h), any quantization.  Version 4 (issue 31, the load at
+ * disk speed) is every new snapshot's, any form, biased or not: the same
+ * fields, hashed once with XXH3-128, layer records raw for the forms zstd
+ * barely shrinks.  Profiles still name snap_quant_version (what a snapshot
+ * means, not how its bytes are laid out), so a store's old snapshots keep
+ * answering under the profiles they were made for. */
+#define SNAP_FORMAT_VERSION 4
+#define SNAP_FAST_VERSION 4 /* the first version hashed once (XXH3-128) */
 #define SNAP_HEADER_LAYER STORE_HEAD_RECORD /* the header is the store's head record */
-#define SNAP_SUM_BYTES 16                   /* BLAKE2b-128 */
+#define SNAP_SUM_BYTES 16                   /* BLAKE2b-128; XXH3-128 (version 4) */
 #define SNAP_ID_BYTES STORE_ID_BYTES        /* doc_id, profile_id: BLAKE2b-256 */
 #define SNAP_MAX_PROFILE 1024     /* canonical profile text, NUL included */
 
@@ -78,6 +89,10 @@ int snap_quant_version(int quant);
 /* 1 when the form rotates K and V rows by H before packing them (head_dim
  * must then be a power of two). */
 int snap_quant_rotated(int quant);
+/* 1 when format version 4 stores this form's layer records as their plain
+ * bytes (SNAP_FLAG_RAW): zstd shrinks them too little for its decode time
+ * (measured in bench/RESULTS.md, "Snapshot load: format version 4"). */
+int snap_quant_raw(int quant);
 
 /* PoD metadata of a snapshot (spec/pod.md §3.6). */
 struct snap_pod {
@@ -91,7 +106,9 @@ struct snap_pod {
  * caller owns them. */
 struct snap_header {
 	uint32_t version;                 /* decoded: the record's; encoding writes
-	                                   * snap_record_version (snapshot_refit.h) */
+	                                   * snap_record_version (snapshot_refit.h):
+	                                   * 4 when this is 4, else the legacy one;
+	                                   * snap_header_from_kv sets 4 */
 	char model_fp[65];                /* eng_model_fingerprint(), hex */
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile[SNAP_MAX_PROFILE];   /* the canonical text profile_id hashes */
@@ -101,7 +118,8 @@ struct snap_header {
 	int pos_mode;                     /* enum eng_pos_mode */
 	int quant;                        /* enum snap_quant */
 	int64_t *counts;                  /* (n_layer, n_head_kv) units per head */
-	uint8_t (*layer_sum)[SNAP_SUM_BYTES]; /* (n_layer) BLAKE2b-128 of each stored record */
+	uint8_t (*layer_sum)[SNAP_SUM_BYTES]; /* (n_layer) checksum of each stored
+	                                   * record (snap_layer_sum) */
 	int has_pod;
 	struct snap_pod pod;              /* when has_pod */
 	int has_bias;                     /* version 3: a refit bias per unit (fp32) in
@@ -118,14 +136,22 @@ int snap_header_encode(const struct snap_header *h, int zlevel, uint8_t **out, s
 int snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *why,
     size_t why_len);
 
+/* The header's checksum of a stored layer record: BLAKE2b-128 for a
+ * version 1 to 3 header, XXH3-128 (canonical, big-endian bytes) for 4.
+ * 0, or SNAP_ERR_NOMEM when libsodium cannot start. */
+int snap_layer_sum(const struct snap_header *h, const uint8_t *buf, size_t len,
+    uint8_t out[SNAP_SUM_BYTES]);
+
 /* Encode layer `layer` of kv with h->quant (h gives the PoD map and the
- * next position that fix the key rows).  Writes the stored record's
- * BLAKE2b-128 into h->layer_sum[layer]. */
+ * next position that fix the key rows; its version and raw flag the
+ * encoding).  Writes the stored record's snap_layer_sum into
+ * h->layer_sum[layer]. */
 int snap_layer_encode(const struct eng_kv *kv, int layer, struct snap_header *h, int zlevel,
     uint8_t **out, size_t *out_len);
 
 /* Check a stored layer record against the header without loading it: its
- * BLAKE2b-128 as stored, then the decoded bytes' own checksum and shape. */
+ * checksum as stored, then (versions 1 to 3) the decoded bytes' own
+ * checksum, and its shape. */
 int snap_layer_check(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     char *why, size_t why_len);
 

@@ -3,8 +3,8 @@
  * same record bytes, no decode and re-encode), verified on the way: every
  * record is read in one consistent view of the source, the header and each
  * layer record pass the codec's content check (snap_verify_records: the
- * header decodes and names the profile, each layer's BLAKE2b-128 is the
- * header's, its own checksum and shape hold), and only then is the whole
+ * header decodes and names the profile, each layer's checksum is the
+ * header's, its own checksum (versions 1 to 3) and shape hold), and only then is the whole
  * snapshot put into the destination in one store_put.  A bad record copies
  * nothing.  The shared tier's fetch and push (service/tiers.c) are this.
  */

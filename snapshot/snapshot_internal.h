@@ -15,8 +15,9 @@
 
 #include "snapshot/snapshot.h"
 
-/* The stored record (a zstd frame) against the header's BLAKE2b-128 of it;
- * SNAP_ERR_CORRUPT naming the layer. */
+/* The stored record against the header's checksum of it (snap_layer_sum:
+ * BLAKE2b-128 in versions 1 to 3, XXH3-128 in 4); SNAP_ERR_CORRUPT naming
+ * the layer. */
 int snap_layer_sum_check(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     char *why, size_t why_len);
 
@@ -24,22 +25,27 @@ int snap_layer_sum_check(const uint8_t *buf, size_t len, const struct snap_heade
  * bound snap_layer_unseal enforces). */
 uint64_t snap_layer_max_bytes(const struct snap_header *h, int layer);
 
-/* The stored frame decompressed into dst (cap bytes, at least
- * snap_layer_max_bytes) with zstd context dctx (one thread's, reused from
- * record to record; NULL: a new one each call); *rec_len the decoded
- * length.  Checks the frame (one frame, declared size within the bound)
- * first. */
+/* The decoded record: the stored frame decompressed into dst (cap bytes,
+ * at least snap_layer_max_bytes) with zstd context dctx (one thread's,
+ * reused from record to record; NULL: a new one each call), *rec = dst;
+ * or, when the snapshot's layers are raw (snap_record_raw), *rec = buf
+ * itself, nothing copied.  *rec_len the decoded length.  Checks the frame
+ * (one frame, declared size within the bound) or the raw length (within
+ * the bound) first. */
 int snap_layer_unseal_into(const uint8_t *buf, size_t len, const struct snap_header *h,
-    int layer, ZSTD_DCtx *dctx, uint8_t *dst, size_t cap, size_t *rec_len, char *why,
-    size_t why_len);
+    int layer, ZSTD_DCtx *dctx, uint8_t *dst, size_t cap, const uint8_t **rec, size_t *rec_len,
+    char *why, size_t why_len);
 
-/* The same into a new exactly sized buffer (*rec, free it). */
+/* The same into a new exactly sized buffer (*rec, free it; a raw record
+ * copied). */
 int snap_layer_unseal(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     uint8_t **rec, size_t *rec_len, char *why, size_t why_len);
 
 /* The decoded record's own trailing BLAKE2b-128 (a record too short to
- * hold one passes here and is refused by snap_layer_fill). */
-int snap_record_sum_check(const uint8_t *rec, size_t len, int layer, char *why, size_t why_len);
+ * hold one passes here and is refused by snap_layer_fill; a version-4
+ * record has none and passes). */
+int snap_record_sum_check(const uint8_t *rec, size_t len, const struct snap_header *h,
+    int layer, char *why, size_t why_len);
 
 /* Flags of snap_layer_fill. */
 #define SNAP_FILL_SUMMED 1   /* snap_record_sum_check passed: not hashed again */

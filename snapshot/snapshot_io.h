@@ -76,9 +76,11 @@ struct snap_load_stats {
 	uint64_t stored_bytes; /* header and layer records as stored */
 	int threads;
 	double read_s;   /* the store's reader: records found, header decoded */
-	double verify_s; /* BLAKE2b-128 of every record as stored and decoded
-	                  * (first touch of the stored bytes: their page faults) */
-	double unzip_s;  /* zstd */
+	double verify_s; /* every record's checksums: as stored (XXH3-128 in
+	                  * version 4, BLAKE2b-128 before) and, in versions 1
+	                  * to 3, decoded (first touch of the stored bytes:
+	                  * their page faults) */
+	double unzip_s;  /* zstd (a raw version-4 record: its length checked) */
 	double decode_s; /* fields checked, rows unpacked into the pool */
 	double place_s;  /* the pool allocated and laid out, keys rotated */
 	double total_s;  /* wall time of the whole load */
@@ -101,8 +103,8 @@ int snap_profiles(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 
 /* store_verify() with the codec's content check: every snapshot's header
  * decodes and names its profile, and each layer record is present once and
- * passes snap_layer_check (its BLAKE2b-128 as the header lists it, then its
- * own checksum and shape).  Reports and results as store_verify's. */
+ * passes snap_layer_check (its checksum as the header lists it, then its
+ * own checksum (versions 1 to 3) and shape).  Reports and results as store_verify's. */
 int snap_verify(struct store *s, const uint8_t *doc_id,
     int (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
         const uint8_t profile_id[SNAP_ID_BYTES], const char *why),

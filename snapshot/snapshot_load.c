@@ -8,9 +8,11 @@
  * share of the table of RoPE angles for positions [0, next_pos)
  * (engine/cache/kv_rotate.c; none when next_pos exceeds the keys to
  * rotate: they are rotated row by row), then whole layers, taken in order from a
- * shared counter, each from start to end on one thread: BLAKE2b-128 of the
- * record as stored against the header's, zstd into the thread's scratch
- * buffer, the record's own BLAKE2b-128, the rows unpacked into the pool
+ * shared counter, each from start to end on one thread: the checksum of
+ * the record as stored against the header's (XXH3-128 in format version
+ * 4, BLAKE2b-128 before), zstd into the thread's scratch buffer (a raw
+ * version-4 record is parsed where the store keeps it: nothing copied),
+ * the record's own BLAKE2b-128 (versions 1 to 3), the rows unpacked into the pool
  * (one pass that checks every field as it writes: on an error the pool is
  * dropped, so nothing half written is ever seen), and the layer's keys
  * rotated while its rows are still in cache.  Every check of
@@ -105,6 +107,7 @@ static int
 load_layer(struct load_job *j, struct load_part *p, int l, ZSTD_DCtx *dctx, uint8_t *scratch)
 {
 	const struct snap_header *h = j->h;
+	const uint8_t *rec = NULL;
 	size_t n = 0;
 	double t = load_cpu();
 	int rc;
@@ -112,13 +115,13 @@ load_layer(struct load_job *j, struct load_part *p, int l, ZSTD_DCtx *dctx, uint
 	if ((rc = snap_layer_sum_check(j->buf[l], j->len[l], h, l, p->why, sizeof(p->why))))
 		return rc;
 	load_lap(&t, &p->st.verify_s);
-	rc = snap_layer_unseal_into(j->buf[l], j->len[l], h, l, dctx, scratch, j->cap, &n, p->why,
-	    sizeof(p->why));
+	rc = snap_layer_unseal_into(j->buf[l], j->len[l], h, l, dctx, scratch, j->cap, &rec, &n,
+	    p->why, sizeof(p->why));
 	load_lap(&t, &p->st.unzip_s);
-	if (rc || (rc = snap_record_sum_check(scratch, n, l, p->why, sizeof(p->why))))
+	if (rc || (rc = snap_record_sum_check(rec, n, h, l, p->why, sizeof(p->why))))
 		return rc;
 	load_lap(&t, &p->st.verify_s);
-	rc = snap_layer_fill(scratch, n, h, l, j->kv, SNAP_FILL_SUMMED | SNAP_FILL_ONE_PASS,
+	rc = snap_layer_fill(rec, n, h, l, j->kv, SNAP_FILL_SUMMED | SNAP_FILL_ONE_PASS,
 	    p->why, sizeof(p->why));
 	load_lap(&t, &p->st.decode_s);
 	if (rc)

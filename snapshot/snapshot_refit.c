@@ -11,13 +11,21 @@ int
 snap_record_version(const struct snap_header *h)
 {
 	int v = snap_quant_version(h->quant);
+	if (v && h->version >= SNAP_FAST_VERSION)
+		return SNAP_FAST_VERSION;
 	return v && h->has_bias ? SNAP_REFIT_VERSION : v;
 }
 
 unsigned
 snap_record_flags(const struct snap_header *h)
 {
-	return h->has_bias ? SNAP_FLAG_BIAS : 0u;
+	return (h->has_bias ? SNAP_FLAG_BIAS : 0u) | (snap_record_raw(h) ? SNAP_FLAG_RAW : 0u);
+}
+
+int
+snap_record_raw(const struct snap_header *h)
+{
+	return snap_record_version(h) >= SNAP_FAST_VERSION && snap_quant_raw(h->quant);
 }
 
 uint64_t

@@ -32,13 +32,20 @@
 
 #define SNAP_REFIT_VERSION 3
 #define SNAP_FLAG_BIAS 1u /* the layer records carry the bias section */
-#define SNAP_FLAGS_KNOWN SNAP_FLAG_BIAS
+#define SNAP_FLAG_RAW 2u  /* version 4: layer records stored plain (snapshot.h) */
+#define SNAP_FLAGS_KNOWN (SNAP_FLAG_BIAS | SNAP_FLAG_RAW)
 
-/* The version a snapshot with this header is written in: 3 for a biased
- * one, else its quantization's (snap_quant_version); 0 if unknown. */
+/* The version a snapshot with this header is written in: 4 when
+ * h->version is 4 (SNAP_FAST_VERSION, any form, biased or not); else the
+ * legacy one: 3 for a biased one, else its quantization's
+ * (snap_quant_version); 0 if unknown. */
 int snap_record_version(const struct snap_header *h);
-/* The flags field of its records. */
+/* The flags field of its records (SNAP_FLAG_RAW only in version 4). */
 unsigned snap_record_flags(const struct snap_header *h);
+/* 1 when its layer records are stored plain (version 4 and
+ * snap_quant_raw of its form): one encoding per snapshot, so a decoder
+ * refuses a header whose raw flag is not this. */
+int snap_record_raw(const struct snap_header *h);
 
 /* Bytes of the bias section of a layer of `units` units (0 unbiased). */
 uint64_t snap_bias_bytes(const struct snap_header *h, uint64_t units);

@@ -23,6 +23,11 @@
  *    made the load fail for memory, or spend minutes on a smaller one).
  *  - first_error: two damaged layers; a two-thread load names the lower,
  *    every time, as a one-thread load does, and returns no pool.
+ *  - legacy_equal: the same cache saved in every form in the legacy
+ *    encoding (format versions 1 and 2: zstd, BLAKE2b-128 twice) under a
+ *    second document loads, on two threads, into the pool the version-4
+ *    snapshot gives, bit for bit; the stored sizes of both are printed
+ *    (what zstd saves per form, the raw flag's price).
  */
 #include <math.h>
 #include <sodium.h>
@@ -662,6 +667,125 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
+/* The cache in the legacy encoding of quant (header version 1: the
+ * form's own version, as builds before format version 4 wrote it), put
+ * under doc d with profile pid by hand (snap_save writes version 4). */
+static int
+tl_save_legacy(const struct store_doc *d, int quant, const uint8_t pid[SNAP_ID_BYTES],
+    size_t *bytes)
+{
+	struct tl_env *e = &g_env;
+	struct snap_header h;
+	struct store_snapshot snap;
+	uint8_t *rec[64] = { 0 }, *hdr = NULL;
+	size_t len[64] = { 0 }, hdr_len = 0;
+	char why[256] = "";
+	int l, rc, n = e->kv->n_layer;
+
+	if (n > 64 || snap_header_from_kv(&h, e->kv, e->m->hp.n_head))
+		return -1;
+	h.version = 1;
+	h.quant = quant;
+	h.n_tokens = TL_N;
+	memcpy(h.profile_id, pid, SNAP_ID_BYTES);
+	snprintf(h.model_fp, sizeof(h.model_fp), "%s", eng_model_fingerprint(e->m));
+	snprintf(h.profile, sizeof(h.profile), "legacy %s", snap_quant_name(quant));
+	rc = 0;
+	for (l = 0; !rc && l < n; l++)
+		rc = snap_layer_encode(e->kv, l, &h, SNAP_ZLEVEL_DEFAULT, &rec[l], &len[l]);
+	if (!rc)
+		rc = snap_header_encode(&h, SNAP_ZLEVEL_DEFAULT, &hdr, &hdr_len);
+	*bytes = hdr_len;
+	for (l = 0; l < n; l++)
+		*bytes += len[l];
+	if (!rc) {
+		memset(&snap, 0, sizeof(snap));
+		memcpy(snap.profile_id, pid, SNAP_ID_BYTES);
+		snap.header = hdr;
+		snap.header_len = hdr_len;
+		snap.layer = (const uint8_t *const *)rec;
+		snap.layer_len = len;
+		snap.n_layer = n;
+		if ((rc = store_put(e->s, d, &snap, why, sizeof(why))))
+			tap_diag("legacy put: %s", why);
+	}
+	for (l = 0; l < n; l++)
+		free(rec[l]);
+	free(hdr);
+	snap_header_free(&h);
+	return rc ? -1 : 0;
+}
+
+/* Stored bytes of doc's snapshot pid, every record. */
+static size_t
+tl_stored(const uint8_t doc[SNAP_ID_BYTES], const uint8_t pid[SNAP_ID_BYTES])
+{
+	struct tl_env *e = &g_env;
+	struct store_reader *r = NULL;
+	const uint8_t *buf;
+	size_t len, total = 0;
+	char why[256];
+	int l;
+	if (store_read_begin(e->s, doc, pid, &r, why, sizeof(why)))
+		return 0;
+	for (l = -1; l < e->m->hp.n_layer; l++)
+		if (!store_read_layer(r, l < 0 ? SNAP_HEADER_LAYER : (unsigned)l, &buf, &len, why,
+		    sizeof(why)))
+			total += len;
+	store_read_end(r);
+	return total;
+}
+
+static enum tap_result
+test_legacy_equal(void)
+{
+	struct tl_env *e;
+	struct kern_ctx *k2 = NULL;
+	struct store_doc d2;
+	int quant, ok = 1, rc = tl_setup();
+
+	if (rc > 0)
+		return TAP_SKIP;
+	TAP_CHECK(rc == 0, "set-up");
+	e = &g_env;
+	TAP_CHECK(kern_ctx_init(&k2, 2) == 0, "a 2-thread kern_ctx");
+	d2 = e->d;
+	d2.doc_id[0] ^= 0xff; /* another document, the same cache */
+	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX && ok; quant++) {
+		uint8_t pid[SNAP_ID_BYTES];
+		struct snap_header h4, h1;
+		struct eng_kv *kv4 = NULL, *kv1 = NULL;
+		size_t legacy = 0, fast;
+		char why[256] = "", what[64];
+		snprintf(what, sizeof(what), "%s legacy", snap_quant_name(quant));
+		ok = tl_save(quant, pid) == 0 && tl_save_legacy(&d2, quant, pid, &legacy) == 0;
+		if (ok && (snap_load_ex(e->s, e->d.doc_id, pid, e->m, TL_NQ, k2, &kv4, &h4, NULL, why,
+		    sizeof(why)) || snap_load_ex(e->s, d2.doc_id, pid, e->m, TL_NQ, k2, &kv1, &h1, NULL,
+		    why, sizeof(why)))) {
+			tap_diag("%s: load: %s", what, why);
+			ok = 0;
+		}
+		if (ok) {
+			ok = h4.version == SNAP_FORMAT_VERSION &&
+			    h1.version == (uint32_t)snap_quant_version(quant);
+			if (!ok)
+				tap_diag("%s: versions %u and %u", what, h4.version, h1.version);
+			ok = ok && tl_pool_equal(kv4, kv1, what) == 0;
+			snap_header_free(&h4);
+			snap_header_free(&h1);
+		}
+		fast = tl_stored(e->d.doc_id, pid);
+		tap_diag("%s: version 4 %zu bytes (%s), legacy %zu bytes: zstd saves %.1f %%",
+		    snap_quant_name(quant), fast, snap_quant_raw(quant) ? "raw" : "zstd", legacy,
+		    100.0 * (1.0 - (double)legacy / (double)fast));
+		eng_kv_free(kv4);
+		eng_kv_free(kv1);
+	}
+	kern_ctx_free(k2);
+	TAP_CHECK(ok, "a legacy snapshot loads into another pool than version 4's");
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "rope_rows", test_rope_rows },
 	{ "qpack_bits", test_qpack_bits },
@@ -669,6 +793,7 @@ static const struct tap_test tests[] = {
 	{ "pool_equal", test_pool_equal },
 	{ "far_positions", test_far_positions },
 	{ "first_error", test_first_error },
+	{ "legacy_equal", test_legacy_equal },
 };
 
 int

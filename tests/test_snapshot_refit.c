@@ -3,7 +3,9 @@
  * (snapshot/snapshot_refit.c and its hooks in snapshot/snapshot.c).
  *
  *   roundtrip        a biased synthetic pool in every quantization: written
- *                    in version 3, flags set, loaded back with every bias
+ *                    in version 4 (flags: bias, and raw where the form is
+ *                    stored raw) and in the legacy version 3, flags set,
+ *                    loaded back with every bias
  *                    bit for bit and the pool marked biased; the loaded
  *                    pool re-encodes to the same bytes (but under the
  *                    Hadamard-rotated forms)
@@ -18,7 +20,9 @@
  *                    a version-3 record without the flag, an unknown flag,
  *                    layer flags that differ from the header's, a short
  *                    bias section: each refused as corrupt with a reason;
- *                    a version-4 record as an unsupported version
+ *                    a version-5 record as an unsupported version
+ * (every test but roundtrip's version-4 run and concat on the legacy
+ * encodings: g_enc_version 1)
  *   encode_refusals  a non-finite bias, a biased pool under an unbiased
  *                    header and the reverse: nothing encoded
  *   concat           a library question's pools side by side
@@ -108,6 +112,9 @@ tr_pool(const struct eng_model *shell, struct eng_kv **kv, int biased)
 	return eng_kv_finish_load(*kv, 300, ENG_POS_ORIGINAL);
 }
 
+/* What tr_encode writes: version 4, or (1) the legacy encodings. */
+static uint32_t g_enc_version = SNAP_FORMAT_VERSION;
+
 static int
 tr_encode(struct tr_snap *s, const struct eng_kv *kv, int quant)
 {
@@ -115,6 +122,7 @@ tr_encode(struct tr_snap *s, const struct eng_kv *kv, int quant)
 	memset(s, 0, sizeof(*s));
 	if ((rc = snap_header_from_kv(&s->h, kv, 4)))
 		return rc;
+	s->h.version = g_enc_version;
 	s->h.quant = quant;
 	snprintf(s->h.profile, sizeof(s->h.profile), "test:quant=%s", snap_quant_name(quant));
 	for (l = 0; l < kv->n_layer; l++)
@@ -209,14 +217,17 @@ test_roundtrip(void)
 		size_t n = 0;
 		char why[256] = "";
 		int l;
+		uint32_t want = g_enc_version < SNAP_FAST_VERSION ? 3 : SNAP_FAST_VERSION;
+		unsigned flags = SNAP_FLAG_BIAS |
+		    (want == SNAP_FAST_VERSION && snap_quant_raw(quant) ? SNAP_FLAG_RAW : 0u);
 		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "%s: encode", snap_quant_name(quant));
-		TAP_CHECK(tr_unseal(s.hdr, s.hdr_len, &plain, &n) == 0 && tr_u32(plain + 4) == 3 &&
-		    (plain[42] | plain[43] << 8) == SNAP_FLAG_BIAS, "%s: header version 3, flags",
-		    snap_quant_name(quant));
+		TAP_CHECK(tr_unseal(s.hdr, s.hdr_len, &plain, &n) == 0 && tr_u32(plain + 4) == want &&
+		    (unsigned)(plain[42] | plain[43] << 8) == flags, "%s: header version %u, flags",
+		    snap_quant_name(quant), want);
 		free(plain);
 		TAP_CHECK(tr_load(&s, &shell, &back, &h, why, sizeof(why)) == 0, "%s: load: %s",
 		    snap_quant_name(quant), why);
-		TAP_CHECK(h.version == 3 && h.has_bias && back->has_bias, "%s: biased",
+		TAP_CHECK(h.version == want && h.has_bias && back->has_bias, "%s: biased",
 		    snap_quant_name(quant));
 		TAP_CHECK(tr_same_biases(kv, back), "%s: biases differ after the load",
 		    snap_quant_name(quant));
@@ -398,9 +409,9 @@ test_forged(void)
 	rc = tr_forge_header(&u, 42, flag1, 2, why, sizeof(why));
 	TAP_CHECK(rc == SNAP_ERR_CORRUPT && strstr(why, "with refit biases"),
 	    "the flag in a version-2 header: %d %s", rc, why);
-	tr_put_u32(v, 4);
+	tr_put_u32(v, SNAP_FORMAT_VERSION + 1);
 	rc = tr_forge_header(&s, 4, v, 4, why, sizeof(why));
-	TAP_CHECK(rc == SNAP_ERR_VERSION && strstr(why, "1 to 3"), "version 4: %d %s", rc, why);
+	TAP_CHECK(rc == SNAP_ERR_VERSION && strstr(why, "1 to 4"), "version 5: %d %s", rc, why);
 	tr_snap_free(&s);
 	tr_snap_free(&u);
 	eng_kv_free(kv);
@@ -475,11 +486,27 @@ test_concat(void)
 	return TAP_PASS;
 }
 
+/* The tests of the legacy encodings (versions 1 to 3). */
+static enum tap_result
+tr_legacy(enum tap_result (*fn)(void))
+{
+	enum tap_result r;
+	g_enc_version = 1;
+	r = fn();
+	g_enc_version = SNAP_FORMAT_VERSION;
+	return r;
+}
+static enum tap_result legacy_roundtrip(void) { return tr_legacy(test_roundtrip); }
+static enum tap_result legacy_unbiased_same(void) { return tr_legacy(test_unbiased_same); }
+static enum tap_result legacy_reads_version2(void) { return tr_legacy(test_reads_version2); }
+static enum tap_result legacy_forged(void) { return tr_legacy(test_forged); }
+
 static const struct tap_test tests[] = {
 	{ "roundtrip", test_roundtrip },
-	{ "unbiased_same", test_unbiased_same },
-	{ "reads_version2", test_reads_version2 },
-	{ "forged", test_forged },
+	{ "legacy_roundtrip", legacy_roundtrip },
+	{ "unbiased_same", legacy_unbiased_same },
+	{ "reads_version2", legacy_reads_version2 },
+	{ "forged", legacy_forged },
 	{ "encode_refusals", test_encode_refusals },
 	{ "concat", test_concat },
 };

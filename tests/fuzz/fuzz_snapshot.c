@@ -7,13 +7,17 @@
  *   the rest  one layer record
  *
  * Stored mode (bit 31 clear): both records are passed as stored (zstd
- * frames), so the fuzzer works on framing, bounds and checksums; the layer
- * is decoded as layer 0.  Plain mode: both records are decoded bytes
- * without their trailing BLAKE2b-128, which the target appends before
- * compressing them, and the header's checksum of the layer record is set
- * to match: the fuzzer then reaches every field check of both parsers
- * (no fuzzer forges a BLAKE2b).  The layer record decodes as the layer its
- * bytes 8..9 name (mod n_layer), so PoD non-anchor layers are reachable.
+ * frames; a version-4 raw layer record as it is), so the fuzzer works on
+ * framing, bounds and checksums; the layer is decoded as layer 0.  Plain
+ * mode: both records are decoded bytes without their trailing checksums:
+ * the target appends the header's BLAKE2b-128 and compresses it, then
+ * stores the layer record as the decoded header says (versions 1 to 3:
+ * with its BLAKE2b-128, in a zstd frame; 4: no checksum of its own, raw
+ * or in a frame as the form is), and sets the header's checksum of it
+ * (snap_layer_sum) to match: the fuzzer then reaches every field check of
+ * both parsers (no fuzzer forges a BLAKE2b or an XXH3-128).  The layer
+ * record decodes as the layer its bytes 8..9 name (mod n_layer), so PoD
+ * non-anchor layers are reachable.
  *
  * After a header decodes, a pool is built from its dims (a model shell
  * holding only the hyperparameters eng_kv_init reads; skipped when larger
@@ -22,9 +26,11 @@
  * record that decodes must encode again: an encoder refusing what the
  * decoder accepted aborts (the two disagree on what is valid).
  *
- * A header with the refit flag (format version 3) makes the layer record
- * end with its bias section (snapshot/snapshot_refit.h), checked like the
- * rest and re-encoded with the pool's biases; the refit seeds start there.
+ * A header with the refit flag (format version 3 or 4) makes the layer
+ * record end with its bias section (snapshot/snapshot_refit.h), checked
+ * like the rest and re-encoded with the pool's biases; the refit seeds
+ * start there.  The v4_ seeds are version-4 snapshots, the others the
+ * legacy encodings (the bytes builds before version 4 wrote).
  *
  * Seeds (the .seed files in tests/fuzz/corpus/snapshot/) come from the unit test:
  *   make && KVSNAP_WRITE_SEEDS=tests/fuzz/corpus/snapshot build/tests/test_snapshot
@@ -52,19 +58,26 @@ fz_copy(const uint8_t *p, size_t n)
 	return c;
 }
 
-/* plain[0..n) + its BLAKE2b-128, as one zstd frame (exactly sized). */
+/* plain[0..n) + its BLAKE2b-128 (when summed), as one zstd frame (when
+ * not raw: then an exact copy), exactly sized. */
 static uint8_t *
-fz_seal(const uint8_t *plain, size_t n, size_t *out_len)
+fz_seal(const uint8_t *plain, size_t n, int summed, int raw, size_t *out_len)
 {
-	uint8_t *rec = malloc(n + SNAP_SUM_BYTES), *z = NULL, *exact = NULL;
-	size_t cap = ZSTD_compressBound(n + SNAP_SUM_BYTES), got;
+	size_t sum = summed ? SNAP_SUM_BYTES : 0;
+	uint8_t *rec = malloc(n + sum), *z = NULL, *exact = NULL;
+	size_t cap = ZSTD_compressBound(n + sum), got;
 	if (!rec)
 		return NULL;
 	if (n)
 		memcpy(rec, plain, n);
-	crypto_generichash(rec + n, SNAP_SUM_BYTES, rec, n, NULL, 0);
+	if (summed)
+		crypto_generichash(rec + n, SNAP_SUM_BYTES, rec, n, NULL, 0);
+	if (raw) {
+		*out_len = n;
+		return rec;
+	}
 	if ((z = malloc(cap))) {
-		got = ZSTD_compress(z, cap, rec, n + SNAP_SUM_BYTES, 1);
+		got = ZSTD_compress(z, cap, rec, n + sum, 1);
 		if (!ZSTD_isError(got) && (exact = fz_copy(z, got)))
 			*out_len = got;
 	}
@@ -115,25 +128,41 @@ fz_after_decode(struct snap_header *h, struct eng_kv *kv, int layer)
 	(void)eng_kv_finish_load(kv, h->next_pos, (enum eng_pos_mode)h->pos_mode);
 }
 
+/* Decode the header; the layer record is `in` as given (stored mode), or
+ * (plain) stored as the header says, with the header's checksum of it
+ * set.  `in` stays the caller's. */
 static void
-fz_run(const uint8_t *hdr, size_t hdr_len, const uint8_t *lay, size_t lay_len, int layer,
+fz_run(const uint8_t *hdr, size_t hdr_len, const uint8_t *in, size_t in_len, int layer,
     int plain)
 {
 	struct snap_header h;
 	struct eng_kv *kv = NULL;
+	const uint8_t *lay = in;
+	uint8_t *sealed = NULL;
+	size_t lay_len = in_len;
 	char why[256];
 
 	if (snap_header_decode(hdr, hdr_len, &h, why, sizeof(why)))
 		return;
 	layer = plain ? layer % h.n_layer : 0;
-	if (plain)
-		crypto_generichash(h.layer_sum[layer], SNAP_SUM_BYTES, lay, lay_len, NULL, 0);
+	if (plain) {
+		int fast = h.version >= SNAP_FAST_VERSION;
+		/* raw: the form's flag, which the header decode checked */
+		int raw = fast && snap_quant_raw(h.quant);
+		if (!(sealed = fz_seal(in, in_len, !fast, raw, &lay_len))) {
+			snap_header_free(&h);
+			return;
+		}
+		lay = sealed;
+		(void)snap_layer_sum(&h, lay, lay_len, h.layer_sum[layer]);
+	}
 	(void)snap_layer_check(lay, lay_len, &h, layer, why, sizeof(why));
 	if ((kv = fz_pool(&h, layer)) &&
 	    snap_layer_decode(lay, lay_len, &h, layer, kv, why, sizeof(why)) == 0)
 		fz_after_decode(&h, kv, layer);
 	eng_kv_free(kv);
 	snap_header_free(&h);
+	free(sealed);
 }
 
 int
@@ -155,8 +184,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (plain) {
 		const uint8_t *l = data + 4 + hn;
 		layer = ln >= 10 ? l[8] | l[9] << 8 : 0;
-		hdr = fz_seal(data + 4, hn, &hn);
-		lay = fz_seal(l, ln, &ln);
+		hdr = fz_seal(data + 4, hn, 1, 0, &hn);
+		lay = fz_copy(l, ln);
 	} else {
 		hdr = fz_copy(data + 4, hn);
 		lay = fz_copy(data + 4 + hn, ln);
