@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "clients/tools/tools.h"
 #include "common/paths.h"
 #include "engine/engine.h"
 #include "formats/formats.h"
