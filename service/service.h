@@ -138,7 +138,8 @@ const char *svc_eng_strerror(int rc);
 /* The settings that make a profile, and where things are. */
 struct svc_conf {
 	const char *model;       /* GGUF path */
-	const char *state;       /* the store's directory */
+	const char *state;       /* the store's directory; NULL: no store (the model
+	                          * alone: svc_ask, svc_chat) */
 	int read_only;           /* open the store read-only */
 	const char *policy;      /* policy name */
 	const char *opts;        /* its options; the policy's defaults are added */
@@ -180,6 +181,9 @@ struct svc_session;
 
 /* Policy (checked before the model loads), model, tokenizer, the policy
  * bound to the model, profile, store.  On failure *out is NULL. */
+/* The policy step of svc_open alone (its name and options, the budget or
+ * ratio), before any file is read: 0, or -1 with st (SVC_AT_POLICY). */
+int svc_conf_check(const struct svc_conf *conf, struct svc_status *st);
 int svc_open(struct svc **out, const struct svc_conf *conf, struct svc_status *st);
 void svc_close(struct svc *v);
 /* A session of `threads` threads (0: all cores) with its own policy. */
@@ -622,6 +626,41 @@ struct svc_chat_req {
  * out: prompt_tokens, tokens, generated, stop, cancelled, ttft, seconds. */
 int svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
     const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st);
+
+/* `kvsnap ask` (ask.c): a document and a question in one process, nothing
+ * stored (v opened without a store: svc_conf.state NULL). */
+struct svc_doc_text {
+	char *text;              /* UTF-8, NUL-terminated (malloc'd) */
+	size_t len;
+};
+/* A document's text as svc_ingest reads it (svc_extract: formats/ in a
+ * child process); svc_doc_text_free.  0, or -1 with st (SVC_AT_FORMAT). */
+int svc_doc_text(const void *bytes, size_t len, struct svc_doc_text *t, struct svc_status *st);
+void svc_doc_text_free(struct svc_doc_text *t);
+struct svc_ask_req {
+	const char *doc;         /* the document's text (svc_doc_text) */
+	size_t doc_len;
+	const char *question;
+	size_t question_len;
+	int64_t max_tokens;      /* answer tokens at most */
+	int compare;             /* also time a full re-prefill of document and question */
+};
+struct svc_asked {
+	const char *policy;      /* the session's policy, by name */
+	int64_t doc_tokens, question_tokens, generated;
+	int64_t kept;            /* units the cache kept over every layer and KV head */
+	double full_units;       /* doc_tokens x layers x KV heads */
+	double ingest_s;         /* the chunked ingest */
+	double ttft_s;           /* the question's prefill to the first token */
+	double full_s;           /* compare: the full re-prefill */
+};
+/* The chunked ingest with ss's policy, the question over the compressed
+ * cache, a greedy answer token by token to hk->token (each token's text as
+ * decoded).  0, or -1 with st, st->why the whole message:
+ * SVC_AT_TOKENIZE (ENG_ERR_CONTEXT: document, question and answer exceed
+ * the window), SVC_AT_ENGINE, SVC_AT_INGEST, SVC_AT_GENERATE. */
+int svc_ask(struct svc *v, struct svc_session *ss, const struct svc_ask_req *r,
+    const struct svc_hooks *hk, struct svc_asked *out, struct svc_status *st);
 
 /* ------------------------------------------------------------------------ */
 /* Shrink                                                                    */
