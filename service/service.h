@@ -662,6 +662,13 @@ struct svc_asked {
 int svc_ask(struct svc *v, struct svc_session *ss, const struct svc_ask_req *r,
     const struct svc_hooks *hk, struct svc_asked *out, struct svc_status *st);
 
+/* `kvsnap tokenize` (tokenize.c): text's ids by model's tokenizer alone
+ * (special: control tokens written in the text are parsed); *ids malloc'd.
+ * 0, or -1 with st: SVC_AT_MODEL (the GGUF), SVC_AT_TOKENIZER,
+ * SVC_AT_TOKENIZE. */
+int svc_tokenize(const char *model, const char *text, size_t len, int special, int32_t **ids,
+    int64_t *n, struct svc_status *st);
+
 /* ------------------------------------------------------------------------ */
 /* Shrink                                                                    */
 
