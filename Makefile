@@ -89,7 +89,7 @@ DAEMON_SRC  := $(wildcard daemon/*.c)
 DAEMON_OBJ  := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 DAEMON      := $(BUILD)/kvsnapd
 
-CLI_SRC     := $(wildcard clients/*.c)
+CLI_SRC     := $(wildcard clients/*.c clients/tools/*.c)
 CLI_OBJ     := $(CLI_SRC:%.c=$(BUILD)/%.o)
 CLI         := $(BUILD)/kvsnap
 
@@ -234,7 +234,7 @@ demo: deps
 	BUILD=$(BUILD) DEMO_STATE=$(DEMO_STATE) scripts/demo.sh
 
 # Locret retaining heads for the bundled model (spec/locret.md §4.2, issue
-# 19): one pass over generated examples (clients/train_data.c; needs the
+# 19): one pass over generated examples (clients/tools/train_data.c; needs the
 # fortunes and wamerican packages) whose labels are kvzip's scores of each
 # unit (cached under $(HEADS).labels/), ≈ 15 min on 2 idle cores.
 # Resumable: rerun after an interruption.  The sidecar and its SHA-256 land

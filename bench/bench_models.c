@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "service/service.h"
+#include "service/service_internal.h" /* struct svc: a store alone */
 #include "storage/store.h"
 
 static double

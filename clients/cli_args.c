@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "clients/cli.h"
-#include "engine/engine.h"
 #include "service/service.h"
 #include "service/service.h"
 
@@ -212,11 +211,11 @@ cli_operands(struct cli_opts *o, int argc, char **argv, int min, int max)
 	}
 	if ((o->globals & CLI_G_BACKEND) && !o->backend_own) {
 		/* in-process model work: --backend, else $KVSNAP_BACKEND, else cpu */
-		if (cli_g.backend && eng_use_backend(cli_g.backend, why, sizeof(why))) {
+		if (cli_g.backend && svc_use_backend(cli_g.backend, why, sizeof(why))) {
 			cli_err("backend %s: %s", cli_g.backend, why);
 			return CLI_EXIT_NO_BACKEND;
 		}
-		if (!cli_g.backend && eng_use_backend_env(why, sizeof(why))) {
+		if (!cli_g.backend && svc_use_backend(NULL, why, sizeof(why))) {
 			cli_err("backend %s: %s", getenv("KVSNAP_BACKEND"), why);
 			return CLI_EXIT_NO_BACKEND;
 		}

@@ -23,7 +23,7 @@
 
 #include "clients/cli.h"
 #include "common/version.h"
-#include "storage/store.h"
+#include "service/service.h"
 
 #define CLI_DAEMON_DEPTH_MAX 32 /* directory recursion */
 #define CLI_DAEMON_STDIN_MAX ((size_t)64 << 20) /* the daemon's limit on a document */
@@ -563,7 +563,7 @@ cli_daemon_ingest(int argc, char **argv)
 		cli_err("--name needs exactly one document");
 		return CLI_EXIT_USAGE;
 	}
-	if (D.name && store_name_check(D.name, why, sizeof(why))) {
+	if (D.name && svc_name_check(D.name, why, sizeof(why))) {
 		cli_err("--name: %s", why);
 		return CLI_EXIT_USAGE;
 	}

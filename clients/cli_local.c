@@ -26,7 +26,6 @@
 
 #include "clients/cli.h"
 #include "common/paths.h"
-#include "engine/engine.h"
 #include "service/service.h"
 
 #define LOCAL_MAX_DOC (64u << 20)
@@ -160,7 +159,7 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		.hint = "%s belongs to the daemon path, without --local" };
 	/* the QA bench's choice (bench/RESULTS.md): kvzip keeping a quarter */
 	struct svc_conf sc = { .policy = "kvzip", .opts = "", .budget = 1024, .ratio = 0.25,
-		.chunk = 512, .quant = SNAP_FP16 };
+		.chunk = 512, .quant = SVC_QUANT_FP16 };
 
 	memset(L, 0, sizeof(*L));
 	L->n_max = 128;
@@ -252,11 +251,11 @@ local_open_fail(const struct svc_status *st, const char *dir)
 	else if (st->step == SVC_AT_STORE_OPEN)
 		cli_err("cannot open the store in %s: %s", dir, st->why);
 	else
-		cli_err("%s", st->why[0] ? st->why : eng_strerror(st->rc));
+		cli_err("%s", st->why[0] ? st->why : svc_eng_strerror(st->rc));
 	if (st->step == SVC_AT_POLICY || st->step == SVC_AT_PROFILE)
 		return CLI_EXIT_USAGE;
 	if (st->step == SVC_AT_STORE_OPEN)
-		return st->rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
+		return st->rc == SVC_STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
 	return cli_exit_for_engine(st->rc);
 }
 
@@ -310,15 +309,15 @@ local_open(struct local *L, int read_only)
 /* local_open (read_only as there), then the document DOC names (a
  * doc_id, hex prefix or name). */
 static int
-local_open_doc(struct local *L, int read_only, const char *ref, uint8_t doc[SNAP_ID_BYTES])
+local_open_doc(struct local *L, int read_only, const char *ref, uint8_t doc[SVC_ID_BYTES])
 {
 	struct svc_status st;
 	int ret;
 	if ((ret = local_open(L, read_only)))
 		return ret;
-	if (svc_resolve(L->v->s, ref, doc, &st)) {
+	if (svc_doc_resolve(L->v, ref, NULL, doc, &st)) {
 		cli_err("%s", st.why);
-		return st.rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+		return st.rc == SVC_STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
 	}
 	return CLI_EXIT_OK;
 }
@@ -327,10 +326,10 @@ static int
 local_exit_io(int rc)
 {
 	switch (rc) {
-	case SNAPIO_OK: return CLI_EXIT_OK;
-	case SNAPIO_ERR_NOT_FOUND: return CLI_EXIT_NOT_FOUND;
-	case SNAPIO_ERR_CORRUPT: case SNAPIO_ERR_MISMATCH: return CLI_EXIT_CORRUPT;
-	case SNAPIO_ERR_ARG: return CLI_EXIT_USAGE;
+	case SVC_SNAPIO_OK: return CLI_EXIT_OK;
+	case SVC_SNAPIO_ERR_NOT_FOUND: return CLI_EXIT_NOT_FOUND;
+	case SVC_SNAPIO_ERR_CORRUPT: case SVC_SNAPIO_ERR_MISMATCH: return CLI_EXIT_CORRUPT;
+	case SVC_SNAPIO_ERR_ARG: return CLI_EXIT_USAGE;
 	default: return CLI_EXIT_FAILURE;
 	}
 }
@@ -342,7 +341,7 @@ local_exit_io(int rc)
 static int
 local_ingest_fail(struct local *L, const char *path, const struct svc_status *st)
 {
-	if (st->step == SVC_AT_FORMAT && st->rc == FMT_ERR_UNSUPPORTED && L->in_dir) {
+	if (st->step == SVC_AT_FORMAT && st->rc == SVC_FMT_ERR_UNSUPPORTED && L->in_dir) {
 		/* a folder's stray binary: skipped with a warning (cli_daemon.c) */
 		char shown[6 * PATH_MAX];
 		cli_term_str(path, shown, sizeof(shown));
@@ -354,13 +353,13 @@ local_ingest_fail(struct local *L, const char *path, const struct svc_status *st
 		return CLI_EXIT_OK;
 	}
 	if (st->step == SVC_AT_FORMAT) {
-		if (st->rc == FMT_ERR_ENCODING) {
+		if (st->rc == SVC_FMT_ERR_ENCODING) {
 			cli_err("--encoding: %s", st->why);
 			return CLI_EXIT_USAGE;
 		}
 		cli_err("%s %s", path, st->why); /* "FILE looks like binary data ..." */
-		return st->rc == FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
-		    st->rc == FMT_ERR_TOO_LARGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+		return st->rc == SVC_FMT_ERR_UNSUPPORTED ? CLI_EXIT_CORRUPT :
+		    st->rc == SVC_FMT_ERR_TOO_LARGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
 	if (st->step == SVC_AT_TOKENIZE) {
 		cli_err("%s: cannot tokenize: %s", path, st->why);
@@ -370,11 +369,11 @@ local_ingest_fail(struct local *L, const char *path, const struct svc_status *st
 		cli_err("%s: cannot store the snapshot: %s", path, st->why);
 		return local_exit_io(st->rc);
 	}
-	cli_err("%s: %s%s", path, st->why, st->rc == ENG_ERR_ARG && strstr(L->opts, "from=") ?
+	cli_err("%s: %s%s", path, st->why, st->rc == SVC_ENG_ERR_ARG && strstr(L->opts, "from=") ?
 	    " (from= names a snapshot kvsnap shrink made; it is not ingested)" : "");
 	/* a document too long for the window: the input's fault, not the
 	 * command line's (exit 4, as kvsnapd's too_long) */
-	return st->rc == ENG_ERR_CONTEXT ? CLI_EXIT_CORRUPT : cli_exit_for_engine(st->rc);
+	return st->rc == SVC_ENG_ERR_CONTEXT ? CLI_EXIT_CORRUPT : cli_exit_for_engine(st->rc);
 }
 
 /* Compress and store one document ("-": stdin). */
@@ -386,7 +385,7 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 	struct svc_status st;
 	char *text, real[PATH_MAX], source[1024], line[256], shown[6 * PATH_MAX];
 	size_t len;
-	double t0 = eng_now();
+	double t0 = svc_now();
 	int rc;
 
 	if (!(text = cli_read_file(path, LOCAL_MAX_DOC, &len)))
@@ -425,13 +424,13 @@ local_ingest_one(struct local *L, const char *path, const char *name)
 		    (json_int_t)len, "tokens",
 		    (json_int_t)res.tokens, "units", (json_int_t)res.units, "full_units",
 		    (json_int_t)res.fig.full_units, "snapshot_bytes", (json_int_t)res.fig.bytes,
-		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", eng_now() - t0,
+		    "full_bytes", (json_int_t)res.fig.full_bytes, "seconds", svc_now() - t0,
 		    "parts", (json_int_t)(res.parts ? res.parts : 1)));
 	} else {
 		cli_show_ingested(res.tokens, res.units, res.fig.full_units, res.fig.bytes,
 		    res.fig.full_bytes, line, sizeof(line));
 		cli_term_str(path, shown, sizeof(shown));
-		printf("%s (%.12s), %.1f s: %s, %s", shown, res.hex, eng_now() - t0, res.format,
+		printf("%s (%.12s), %.1f s: %s, %s", shown, res.hex, svc_now() - t0, res.format,
 		    line);
 		if (res.parts)
 			printf(", in %u parts", res.parts);
@@ -492,7 +491,7 @@ cli_ingest(int argc, char **argv)
 		cli_err("--name needs exactly one document");
 		return CLI_EXIT_USAGE;
 	}
-	if (L.name && store_name_check(L.name, why, sizeof(why))) {
+	if (L.name && svc_name_check(L.name, why, sizeof(why))) {
 		cli_err("--name: %s", why);
 		return CLI_EXIT_USAGE;
 	}
@@ -534,7 +533,7 @@ local_emit(void *arg, int32_t id, const char *text, size_t len)
 
 /* A failed svc_query: the message and the exit code. */
 static int
-local_query_fail(const struct local *L, const uint8_t doc[SNAP_ID_BYTES],
+local_query_fail(const struct local *L, const uint8_t doc[SVC_ID_BYTES],
     const struct svc_status *st, const struct svc_answer *a)
 {
 	if (st->step == SVC_AT_LOOKUP) {
@@ -543,12 +542,11 @@ local_query_fail(const struct local *L, const uint8_t doc[SNAP_ID_BYTES],
 	}
 	if (st->step == SVC_AT_PICK && a->n_other) {
 		/* the one rule (svc_pick): say what is stored and how to get on */
-		struct store_doc d;
-		char why[256], hex[2 * SNAP_ID_BYTES + 1], advice[2400], label[6 * 256];
-		int known = !store_info(L->v->s, doc, &d, why, sizeof(why));
-		store_hex(doc, SNAP_ID_BYTES, hex);
-		svc_pick_advice(L->v, &a->pick, known ? &d : NULL, 1, advice, sizeof(advice));
-		cli_term_str(known && d.name[0] ? d.name : "the document", label, sizeof(label));
+		char name[256], hex[2 * SVC_ID_BYTES + 1], advice[2400], label[6 * 256];
+		svc_hex(doc, SVC_ID_BYTES, hex);
+		svc_pick_advice_doc(L->v, &a->pick, doc, 1, name, sizeof(name), advice,
+		    sizeof(advice));
+		cli_term_str(name[0] ? name : "the document", label, sizeof(label));
 		cli_err("%s (%.12s): %s", label, hex, advice);
 		if (cli_json_mode)
 			cli_json_error("profile_mismatch", CLI_EXIT_CORRUPT, advice, NULL);
@@ -576,12 +574,12 @@ static json_t *
 local_lib_result(const struct svc_lib_answer *a, const char *mode)
 {
 	json_t *o, *srcs = json_array();
-	char hex[2 * SNAP_ID_BYTES + 1];
+	char hex[2 * SVC_ID_BYTES + 1];
 	size_t i;
 
 	for (i = 0; srcs && i < a->n_src; i++) {
 		const struct svc_lib_source *s = &a->src[i];
-		store_hex(s->doc_id, SNAP_ID_BYTES, hex);
+		svc_hex(s->doc_id, SVC_ID_BYTES, hex);
 		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
 		    hex, "label", cli_json_cstr(s->label), "consulted", s->used,
 		    "score", isnan(s->score) ? json_null() : json_real(s->score),
@@ -595,7 +593,7 @@ local_lib_result(const struct svc_lib_answer *a, const char *mode)
 		    json_integer(s->n_parts ? (json_int_t)s->n_parts : 1));
 	}
 	if (a->chosen >= 0)
-		store_hex(a->src[a->chosen].doc_id, SNAP_ID_BYTES, hex);
+		svc_hex(a->src[a->chosen].doc_id, SVC_ID_BYTES, hex);
 	o = json_pack("{s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:s, s:f, s:f, s:f}", "mode", mode,
 	    "sources", srcs ? srcs : json_array(),
 	    "answered_from", a->chosen >= 0 && !a->abstained ? json_string(hex) : json_null(),
@@ -622,7 +620,7 @@ local_library(struct local *L, int argc, char **argv, const uint8_t *one)
 	struct svc_lib_req lr;
 	struct svc_lib_answer a;
 	struct svc_status st;
-	uint8_t docs[CLI_LIB_MAX][SNAP_ID_BYTES];
+	uint8_t docs[CLI_LIB_MAX][SVC_ID_BYTES];
 	enum svc_lib_mode mode = SVC_LIB_DEFAULT_MODE;
 	char *question;
 	size_t k;
@@ -632,11 +630,12 @@ local_library(struct local *L, int argc, char **argv, const uint8_t *one)
 	if (!one && (ret = local_open(L, L->lib.all ? 0 : -1))) /* --all: the index in step */
 		return ret;
 	if (one)
-		memcpy(docs[0], one, SNAP_ID_BYTES);
+		memcpy(docs[0], one, SVC_ID_BYTES);
 	for (k = 0; !one && k < L->lib.n; k++)
-		if (svc_resolve(L->v->s, L->lib.refs[k], docs[k], &st)) {
+		if (svc_doc_resolve(L->v, L->lib.refs[k], NULL, docs[k], &st)) {
 			cli_err("%s", st.why);
-			return st.rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND : CLI_EXIT_USAGE;
+			return st.rc == SVC_STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
+			    CLI_EXIT_USAGE;
 		}
 	if (L->lib.mode)
 		(void)svc_lib_mode_parse(L->lib.mode, &mode);
@@ -646,7 +645,7 @@ local_library(struct local *L, int argc, char **argv, const uint8_t *one)
 	}
 	em.json = L->json;
 	memset(&lr, 0, sizeof(lr));
-	lr.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
+	lr.docs = (const uint8_t (*)[SVC_ID_BYTES])docs;
 	lr.n_docs = one ? 1 : L->lib.n;
 	lr.question = question;
 	lr.question_len = strlen(question);
@@ -698,8 +697,8 @@ cli_query(int argc, char **argv)
 	struct svc_query_req qr;
 	struct svc_answer a;
 	struct svc_status st;
-	uint8_t doc[SNAP_ID_BYTES];
-	char hex[2 * SNAP_ID_BYTES + 1];
+	uint8_t doc[SVC_ID_BYTES];
+	char hex[2 * SVC_ID_BYTES + 1];
 	char *question;
 	int i, ret;
 
@@ -745,7 +744,7 @@ cli_query(int argc, char **argv)
 		ret = local_query_fail(&L, doc, &st, &a);
 		goto out;
 	}
-	store_hex(doc, SNAP_ID_BYTES, hex);
+	svc_hex(doc, SVC_ID_BYTES, hex);
 	if (L.json) {
 		json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:f, s:f}", "doc_id", hex,
 		    "tokens", (json_int_t)a.tokens, "prompt_tokens", (json_int_t)a.prompt_tokens,
@@ -770,33 +769,15 @@ out:
 /* ------------------------------------------------------------------------ */
 /* shrink                                                                    */
 
-struct shrunk_fig {
-	const uint8_t *profile_id;
-	struct svc_snap_figures fig;
-};
-
-/* The figures of the snapshot shrink stored (its profile's). */
-static int
-shrunk_fig_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
-    const struct snap_header *h, const char *why, int64_t last_used_us)
-{
-	struct shrunk_fig *f = arg;
-	(void)why;
-	(void)last_used_us;
-	if (h && !memcmp(pid, f->profile_id, SNAP_ID_BYTES))
-		svc_snap_figures(h, bytes, &f->fig);
-	return 0;
-}
-
 int
 cli_shrink(int argc, char **argv)
 {
 	struct local L;
 	struct svc_shrunk r;
-	uint8_t doc[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], line[256];
-	struct shrunk_fig sf;
-	double t0 = eng_now();
+	uint8_t doc[SVC_ID_BYTES];
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], line[256];
+	struct svc_snap_figures fig;
+	double t0 = svc_now();
 	int i, ret, rc;
 
 	if ((i = local_parse(argc, argv, &L, &ret)) < 0)
@@ -808,21 +789,19 @@ cli_shrink(int argc, char **argv)
 		ret = local_exit_io(rc);
 		goto out;
 	}
-	store_hex(doc, SNAP_ID_BYTES, hex);
+	svc_hex(doc, SVC_ID_BYTES, hex);
 	if (L.json)
 		cli_json_line("result", json_pack("{s:s, s:I, s:I, s:I, s:b, s:f}", "doc_id", hex,
 		    "tokens", (json_int_t)r.n_tokens, "units_from", (json_int_t)r.units_from, "units",
-		    (json_int_t)r.units, "replaced", r.replaced, "seconds", eng_now() - t0));
+		    (json_int_t)r.units, "replaced", r.replaced, "seconds", svc_now() - t0));
 	else {
 		/* the figure ingest, ls and info give (cli_show.c): the full fp16
 		 * cache's bytes over the snapshot's as stored, not a units ratio */
-		memset(&sf, 0, sizeof(sf));
-		sf.profile_id = r.profile_id;
-		(void)snap_profiles(L.v->s, doc, shrunk_fig_cb, &sf, why, sizeof(why));
-		cli_show_ingested((int64_t)r.n_tokens, r.units, sf.fig.full_units, sf.fig.bytes,
-		    sf.fig.full_bytes, line, sizeof(line));
+		svc_snapshot_figures(L.v, doc, r.profile_id, &fig);
+		cli_show_ingested((int64_t)r.n_tokens, r.units, fig.full_units, fig.bytes,
+		    fig.full_bytes, line, sizeof(line));
 		printf("%.12s  cut from %lld units%s: %s  %.1f s\n", hex, (long long)r.units_from,
-		    r.replaced ? " (replaced)" : "", line, eng_now() - t0);
+		    r.replaced ? " (replaced)" : "", line, svc_now() - t0);
 	}
 	ret = CLI_EXIT_OK;
 out:

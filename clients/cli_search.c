@@ -14,7 +14,6 @@
 
 #include "clients/cli.h"
 #include "service/service.h"
-#include "storage/store.h"
 
 #define SEARCH_K_DEFAULT 5
 
@@ -82,10 +81,9 @@ search_local(const char *question, long k)
 	struct svc_hit *hits = NULL;
 	struct svc_index_sync sy;
 	struct svc_index *ix = NULL;
-	struct store_opts so = { .read_only = 1 };
 	struct store *s = NULL;
 	const char *dir = cli_state_dir(cli_g.state);
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1];
 	unsigned n = 0, i;
 	json_t *arr;
 	int rc;
@@ -94,13 +92,13 @@ search_local(const char *question, long k)
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
 	}
-	if ((rc = store_open(&s, dir, &so, why, sizeof(why)))) {
+	if ((rc = svc_store_open(&s, dir, 1, why, sizeof(why)))) {
 		cli_err("cannot open the store in %s: %s", dir, why);
-		return rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
+		return rc == SVC_STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
 	}
 	if (svc_index_open(s, dir, access(dir, W_OK) != 0, 1, &ix, &sy, why, sizeof(why))) {
 		cli_err("search: the text index: %s", why);
-		store_close(s);
+		svc_store_close(s);
 		return CLI_EXIT_FAILURE;
 	}
 	if (sy.bad)
@@ -111,12 +109,12 @@ search_local(const char *question, long k)
 		cli_err("search: %s", hits ? why : "out of memory");
 		free(hits);
 		svc_index_close(ix);
-		store_close(s);
+		svc_store_close(s);
 		return CLI_EXIT_FAILURE;
 	}
 	arr = json_array();
 	for (i = 0; arr && i < n; i++) {
-		store_hex(hits[i].doc_id, SNAP_ID_BYTES, hex);
+		svc_hex(hits[i].doc_id, SVC_ID_BYTES, hex);
 		json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:f, s:o}", "doc_id", hex,
 		    "name", cli_json_cstr(hits[i].name), "part", (json_int_t)hits[i].part, "score",
 		    hits[i].score, "snippet", cli_json_cstr(hits[i].snippet)));
@@ -125,7 +123,7 @@ search_local(const char *question, long k)
 	json_decref(arr);
 	free(hits);
 	svc_index_close(ix);
-	store_close(s);
+	svc_store_close(s);
 	return rc;
 }
 

@@ -21,6 +21,7 @@
 
 #include "clients/cli.h"
 #include "service/service.h"
+#include "snapshot/snapshot_io.h" /* pending: the store commands into service/ (issue 32 item 2) */
 #include "storage/store.h"
 
 /* Options every store command takes. */

@@ -10,7 +10,7 @@
 
 #include "clients/cli.h"
 #include "common/paths.h"
-#include "engine/engine.h"
+#include "service/service.h"
 
 void
 cli_err(const char *fmt, ...)
@@ -28,21 +28,21 @@ int
 cli_exit_for_engine(int err)
 {
 	switch (err) {
-	case ENG_OK:
+	case SVC_ENG_OK:
 		return CLI_EXIT_OK;
-	case ENG_ERR_IO:
-	case ENG_ERR_NOT_FOUND:
+	case SVC_ENG_ERR_IO:
+	case SVC_ENG_ERR_NOT_FOUND:
 		return CLI_EXIT_NOT_FOUND;
-	case ENG_ERR_FORMAT:
-	case ENG_ERR_VERSION:
-	case ENG_ERR_ARCH:
-	case ENG_ERR_TYPE:
-	case ENG_ERR_SHAPE:
-	case ENG_ERR_TOKENIZER:
+	case SVC_ENG_ERR_FORMAT:
+	case SVC_ENG_ERR_VERSION:
+	case SVC_ENG_ERR_ARCH:
+	case SVC_ENG_ERR_TYPE:
+	case SVC_ENG_ERR_SHAPE:
+	case SVC_ENG_ERR_TOKENIZER:
 		return CLI_EXIT_CORRUPT;
-	case ENG_ERR_CONTEXT:
-	case ENG_ERR_TOKEN:
-	case ENG_ERR_ARG:
+	case SVC_ENG_ERR_CONTEXT:
+	case SVC_ENG_ERR_TOKEN:
+	case SVC_ENG_ERR_ARG:
 		return CLI_EXIT_USAGE;
 	default:
 		return CLI_EXIT_FAILURE;

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "clients/tools/tools.h"
 #include "common/paths.h"
-#include "engine/engine.h"
-#include "formats/formats.h"
+#include "service/service.h"
 
 static const struct cli_cmd cli_cmds[] = {
 	{ "ingest", "compress documents into snapshots (--local: in-process)", cli_ingest },
@@ -66,7 +66,7 @@ main(int argc, char **argv)
 	const char *near;
 	int at;
 
-	fmt_child_main(argc, argv); /* a document's extraction (formats/isolate.c) */
+	svc_child_main(argc, argv); /* a document's extraction (formats/isolate.c) */
 	if ((at = cli_global_lead(argc, argv)) < 0)
 		return CLI_EXIT_USAGE;
 	if (at < argc && !strcmp(argv[at], "help")) { /* kvsnap help [COMMAND] */

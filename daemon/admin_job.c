@@ -11,6 +11,9 @@
 
 #include "common/escape.h"
 #include "daemon/daemon_internal.h"
+#include "service/store_commands.h"
+#include "snapshot/snapshot_io.h" /* pending: the store commands into service/ (issue 32 item 2) */
+#include "storage/store.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shared lookups                                                            */
@@ -41,7 +44,7 @@ int
 job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 {
 	struct svc_status st;
-	if (!svc_resolve_as(daemon_g->v->s, ref, &j->who, doc_id, &st))
+	if (!svc_doc_resolve(daemon_g->v, ref, &j->who, doc_id, &st))
 		return 0;
 	return job_resolve_fail(j, &st);
 }
@@ -65,7 +68,7 @@ job_resolve_owned(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 	int rc;
 	if ((rc = job_resolve(j, ref, doc_id)) != 0 || j->who.all)
 		return rc;
-	if ((rc = store_info(daemon_g->v->s, doc_id, &dd, why, sizeof(why))) != 0) {
+	if ((rc = store_info(svc_store(daemon_g->v), doc_id, &dd, why, sizeof(why))) != 0) {
 		rc = rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
 		    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE;
 		job_error(j, (enum proto_code)rc, "%s", why);
@@ -197,7 +200,7 @@ admin_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 	store_hex(pid, SNAP_ID_BYTES, hex);
 	o = json_pack("{s:s, s:I, s:I, s:b}", "profile_id", hex, "bytes", (json_int_t)bytes,
 	    "last_used_us", (json_int_t)last_used_us, "active",
-	    !memcmp(pid, daemon_g->v->profile_id, SNAP_ID_BYTES));
+	    !memcmp(pid, svc_profile_id(daemon_g->v), SNAP_ID_BYTES));
 	if (o && h) {
 		json_object_set_new(o, "profile", admin_str(h->profile));
 		json_object_set_new(o, "quant", json_string(snap_quant_name(h->quant)));
@@ -361,7 +364,7 @@ admin_search(struct job *j)
 void
 admin_job_run(struct worker *w, struct job *j)
 {
-	struct store *s = daemon_g->v->s;
+	struct store *s = svc_store(daemon_g->v);
 	const struct proto_req *r = &j->req;
 	uint8_t doc[SNAP_ID_BYTES];
 	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
@@ -441,7 +444,7 @@ admin_job_run(struct worker *w, struct job *j)
 		/* its index rows (a failure loses nothing: a search skips rows of
 		 * missing documents, the next sync drops them) */
 		if (gone)
-			(void)svc_index_forget(daemon_g->v->index, doc, why, sizeof(why));
+			(void)svc_index_forget(svc_text_index(daemon_g->v), doc, why, sizeof(why));
 		store_hex(doc, SNAP_ID_BYTES, hex);
 		if (!r->profile) {
 			job_result(j, json_pack("{s:s, s:b}", "doc_id", hex, "removed", 1));
@@ -463,7 +466,7 @@ admin_job_run(struct worker *w, struct job *j)
 		    "snapshots", (json_int_t)st.n_snapshots, "stored_bytes",
 		    (json_int_t)st.stored_bytes, "map_size", (json_int_t)st.map_size, "map_used",
 		    (json_int_t)st.map_used);
-		if (o && daemon_g->v->tier) /* the shared tier's state and counters */
+		if (o && svc_has_tier(daemon_g->v)) /* the shared tier's state and counters */
 			json_object_set_new(o, "shared", job_tier_json(1));
 		job_result(j, o);
 		return;
@@ -490,7 +493,7 @@ admin_job_run(struct worker *w, struct job *j)
 	case PROTO_OP_SHRINK: {
 		struct svc_shrunk sh;
 		char phex[2 * SNAP_ID_BYTES + 1];
-		double t0 = eng_now();
+		double t0 = svc_now();
 		if (job_resolve_owned(j, r->doc, doc))
 			return;
 		if ((rc = svc_shrink(daemon_g->v, doc, r->ratio, r->replace, &sh, why, sizeof(why)))) {
@@ -507,8 +510,8 @@ admin_job_run(struct worker *w, struct job *j)
 		job_result(j, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:b, s:f}", "doc_id", hex,
 		    "profile_id", phex, "profile", sh.profile, "tokens", (json_int_t)sh.n_tokens,
 		    "units_from", (json_int_t)sh.units_from, "units", (json_int_t)sh.units,
-		    "serves", svc_profile_is_shrunk(sh.profile, daemon_g->v->profile), "replaced",
-		    sh.replaced, "seconds", eng_now() - t0));
+		    "serves", svc_profile_is_shrunk(sh.profile, svc_profile_text(daemon_g->v)),
+		    "replaced", sh.replaced, "seconds", svc_now() - t0));
 		return;
 	}
 	case PROTO_OP_PRUNE: {
@@ -534,7 +537,7 @@ admin_job_run(struct worker *w, struct job *j)
 			return;
 		}
 		if (!r->dry_run && n_drop) /* documents gone with their last snapshot */
-			(void)svc_index_sync(daemon_g->v->index, s, NULL, why, sizeof(why));
+			(void)svc_index_sync(svc_text_index(daemon_g->v), s, NULL, why, sizeof(why));
 		o = json_pack("{s:I, s:I, s:b, s:o}", "dropped", (json_int_t)n_drop,
 		    "bytes", (json_int_t)b_drop, "dry_run", r->dry_run, "snapshots", arr);
 		if (o && json_array_size(pb.damaged))

@@ -14,7 +14,7 @@ chat_job_run(struct worker *w, struct job *j)
 {
 	const struct proto_req *r = &j->req;
 	struct svc_hooks hk = { NULL, job_token, j, &j->cancel };
-	struct eng_chat_msg *msgs = NULL;
+	struct svc_msg *msgs = NULL;
 	struct svc_chat_req cr = { 0 };
 	struct svc_answer a;
 	struct svc_status st;
@@ -26,7 +26,7 @@ chat_job_run(struct worker *w, struct job *j)
 			return;
 		}
 		for (i = 0; i < r->n_msgs; i++)
-			msgs[i] = (struct eng_chat_msg){ r->msgs[i].role, r->msgs[i].content,
+			msgs[i] = (struct svc_msg){ r->msgs[i].role, r->msgs[i].content,
 				r->msgs[i].content_len };
 		cr.msgs = msgs;
 		cr.n_msgs = r->n_msgs;
@@ -42,9 +42,9 @@ chat_job_run(struct worker *w, struct job *j)
 	cr.stop = (const char *const *)r->stop;
 	cr.n_stop = r->n_stop;
 	if (svc_chat(daemon_g->v, w->ss, &cr, &hk, &a, &st)) {
-		if (st.step == SVC_AT_TOKENIZE && st.rc == ENG_ERR_CONTEXT)
+		if (st.step == SVC_AT_TOKENIZE && st.rc == SVC_ENG_ERR_CONTEXT)
 			job_error(j, PROTO_E_TOO_LONG, "%s: shorten the conversation", st.why);
-		else if (st.step == SVC_AT_TOKENIZE && st.rc == ENG_ERR_ARG)
+		else if (st.step == SVC_AT_TOKENIZE && st.rc == SVC_ENG_ERR_ARG)
 			job_error(j, PROTO_E_BAD_REQUEST, "%s", st.why);
 		else if (st.step == SVC_AT_TOKENIZE)
 			job_error(j, PROTO_E_ENGINE, "cannot tokenize the prompt: %s", st.why);

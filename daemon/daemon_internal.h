@@ -17,9 +17,7 @@
 #include <stdint.h>
 
 #include "daemon/daemon.h"
-#include "engine/engine.h"
 #include "service/service.h"
-#include "snapshot/snapshot_io.h"
 
 /* ------------------------------------------------------------------------ */
 /* Logging (log.c): levels, to stderr (journald keeps the rest).            */
@@ -175,9 +173,9 @@ struct job {
 	enum job_kind then;
 	int tier_done;             /* the shared tier was consulted (and copied from) */
 	int doc_known, from_shared;
-	uint8_t doc[SNAP_ID_BYTES]; /* resolved, when doc_known */
+	uint8_t doc[SVC_ID_BYTES]; /* resolved, when doc_known */
 	int held_known;
-	uint8_t held[SNAP_ID_BYTES]; /* the passed descriptor's doc_id (the proof) */
+	uint8_t held[SVC_ID_BYTES]; /* the passed descriptor's doc_id (the proof) */
 	/* an ingest's steps (ingest_job.c): 0 read and extract, 1 the shared
 	 * tier before the model (tier worker), 2 the model (a model worker), 3
 	 * the copy to the shared tier (tier worker) */
@@ -224,7 +222,7 @@ void query_job_run(struct worker *w, struct job *j);
 /* A query with "docs": a library question (library_job.c). */
 void library_job_run(struct worker *w, struct job *j);
 /* A query of one document stored in parts: a library question over them. */
-void library_job_parts(struct worker *w, struct job *j, const uint8_t doc[SNAP_ID_BYTES]);
+void library_job_parts(struct worker *w, struct job *j, const uint8_t doc[SVC_ID_BYTES]);
 /* A library question's result body: mode, sources (doc_id, label,
  * consulted, score, why, tokens), answered_from, abstained, confidence,
  * tokens, prompt_tokens, stop, ttft_s, ttft_model_s, seconds. */
@@ -242,9 +240,9 @@ void admin_job_run(struct worker *w, struct job *j);
 /* Resolve a DOC reference to an id with the protocol's error codes, as
  * the job's peer sees the store (a document they may not read is
  * not_found); 0 or a proto_code (the error already sent). */
-int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
+int job_resolve(struct job *j, const char *ref, uint8_t doc_id[SVC_ID_BYTES]);
 /* job_resolve over the local tier, then the shared one (a query). */
-int job_resolve_tiers(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES]);
+int job_resolve_tiers(struct job *j, const char *ref, uint8_t doc_id[SVC_ID_BYTES]);
 /* Read a passed descriptor (a readable regular file, at most
  * PROTO_FILE_MAX): a malloc'd copy, or NULL with the error sent. */
 char *job_read_fd(struct job *j, int fd, size_t *len);

@@ -61,7 +61,6 @@
 #include "daemon/daemon_internal.h"
 #include "daemon/http.h"
 #include "daemon/http_ops.h"
-#include "storage/store.h"
 
 #define HTTP_HUP_CHECK_S 1     /* a running job's client still there? */
 #define HTTP_HEADERS_MAX 65536
@@ -950,7 +949,7 @@ http_request_cb(struct evhttp_request *req, void *arg)
 	}
 	/* a bad name is refused now, not after the whole ingest */
 	if (r.pr.op == PROTO_OP_INGEST && r.pr.name &&
-	    store_name_check(r.pr.name, msg, sizeof(msg))) {
+	    svc_name_check(r.pr.name, msg, sizeof(msg))) {
 		http_error_now(req, PROTO_E_BAD_REQUEST, 400, msg, 0);
 		goto out;
 	}

@@ -72,7 +72,7 @@ static void
 ingest_progress(void *arg, const char *stage, int64_t done, int64_t total)
 {
 	struct ingest_prog *pg = arg;
-	double now = eng_now();
+	double now = svc_now();
 	int prefill = !strcmp(stage, "prefill");
 	if (!prefill || done == total || now - pg->last >= INGEST_PROGRESS_EVERY_S) {
 		if (prefill)
@@ -87,10 +87,10 @@ ingest_progress(void *arg, const char *stage, int64_t done, int64_t total)
 void
 job_format_error(struct job *j, const struct svc_status *st, const char *what)
 {
-	job_error(j, st->rc == FMT_ERR_UNSUPPORTED ? PROTO_E_UNSUPPORTED :
-	    st->rc == FMT_ERR_ENCODING ? PROTO_E_BAD_REQUEST :
-	    st->rc == FMT_ERR_TOO_LARGE ? PROTO_E_TOO_LARGE : PROTO_E_INTERNAL, "%s%s%s",
-	    st->rc == FMT_ERR_ENCODING ? "" : what, st->rc == FMT_ERR_ENCODING ? "" : " ",
+	job_error(j, st->rc == SVC_FMT_ERR_UNSUPPORTED ? PROTO_E_UNSUPPORTED :
+	    st->rc == SVC_FMT_ERR_ENCODING ? PROTO_E_BAD_REQUEST :
+	    st->rc == SVC_FMT_ERR_TOO_LARGE ? PROTO_E_TOO_LARGE : PROTO_E_INTERNAL, "%s%s%s",
+	    st->rc == SVC_FMT_ERR_ENCODING ? "" : what, st->rc == SVC_FMT_ERR_ENCODING ? "" : " ",
 	    st->why);
 }
 
@@ -107,7 +107,7 @@ ingest_fail(struct job *j, const struct svc_status *st, int named)
 		job_lookup_error(j, st);
 	else if (st->step == SVC_AT_TOKENIZE)
 		job_error(j, PROTO_E_ENGINE, "cannot tokenize the document: %s", st->why);
-	else if ((st->step == SVC_AT_INGEST && rc == ENG_ERR_CANCELLED) ||
+	else if ((st->step == SVC_AT_INGEST && rc == SVC_ENG_ERR_CANCELLED) ||
 	    st->step == SVC_AT_COMMIT)
 		/* a document in parts: the parts before are stored (svc_ingest_model) */
 		job_error(j, st->step == SVC_AT_INGEST && atomic_load(&daemon_g->stopping) ?
@@ -115,13 +115,13 @@ ingest_fail(struct job *j, const struct svc_status *st, int named)
 		    "stored%s%s", strstr(st->why, " (at part ") ? " of this part" : "",
 		    strstr(st->why, " (at part ") ? strstr(st->why, " (at part ") : "");
 	else if (st->step == SVC_AT_INGEST)
-		job_error(j, rc == ENG_ERR_CONTEXT ? PROTO_E_TOO_LONG : PROTO_E_ENGINE, "%s",
+		job_error(j, rc == SVC_ENG_ERR_CONTEXT ? PROTO_E_TOO_LONG : PROTO_E_ENGINE, "%s",
 		    st->why);
 	else /* SVC_AT_SAVE */
-		job_error(j, rc == SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
-		    rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
-		    rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL :
-		    rc == SNAPIO_ERR_ARG ? (named ? PROTO_E_NAME_TAKEN : PROTO_E_INTERNAL) :
+		job_error(j, rc == SVC_SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
+		    rc == SVC_SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+		    rc == SVC_SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL :
+		    rc == SVC_SNAPIO_ERR_ARG ? (named ? PROTO_E_NAME_TAKEN : PROTO_E_INTERNAL) :
 		    PROTO_E_STORE, "cannot store the snapshot: %s", st->why);
 }
 
@@ -183,7 +183,7 @@ ingest_result(struct job *j, const struct svc_ingested *res)
 		    "doc_id", res->hex, "skipped", 0, "bytes", (json_int_t)len, "format", res->format,
 		    "tokens", (json_int_t)res->tokens, "units", (json_int_t)res->units, "full_units",
 		    (json_int_t)res->fig.full_units, "snapshot_bytes", (json_int_t)res->fig.bytes,
-		    "full_bytes", (json_int_t)res->fig.full_bytes, "seconds", eng_now() - j->t0),
+		    "full_bytes", (json_int_t)res->fig.full_bytes, "seconds", svc_now() - j->t0),
 		    res), res));
 	}
 }
@@ -212,7 +212,7 @@ ingest_begin(struct worker *w, struct job *j)
 	size_t len = 0;
 	int rc;
 
-	j->t0 = eng_now();
+	j->t0 = svc_now();
 	if (r->use_fd) {
 		if (!(text = job_read_fd(j, j->fd, &len)))
 			return;
@@ -242,7 +242,7 @@ ingest_begin(struct worker *w, struct job *j)
 		free(text);
 	if (!j->ing)
 		return;
-	if (daemon_g->v->tier)
+	if (svc_has_tier(daemon_g->v))
 		ingest_next(j, 1, JOB_TIER); /* the shared tier, off this worker */
 	else if (j->ing_out->skipped)
 		ingest_result(j, j->ing_out);
@@ -301,14 +301,14 @@ ingest_job_run(struct worker *w, struct job *j)
 	res = j->ing_out;
 	pg.j = j;
 	pg.t0 = j->t0;
-	pg.last = eng_now();
+	pg.last = svc_now();
 	if (svc_ingest_model(daemon_g->v, w->ss, j->ing, &hk, res, &st)) {
 		ingest_fail(j, &st, j->req.name != NULL);
 		return;
 	}
 	dlog(DLOG_INFO, "%s: ingested %.12s (%lld tokens -> %lld units, %.1f s)", j->label, res->hex,
-	    (long long)res->tokens, (long long)res->units, eng_now() - j->t0);
-	if (daemon_g->v->tier)
+	    (long long)res->tokens, (long long)res->units, svc_now() - j->t0);
+	if (svc_has_tier(daemon_g->v))
 		ingest_next(j, 3, JOB_TIER); /* the copy to the shared tier, off this worker */
 	else
 		ingest_result(j, res);

@@ -23,13 +23,13 @@ json_t *
 job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
 {
 	json_t *srcs = json_array(), *o;
-	char hex[2 * SNAP_ID_BYTES + 1];
+	char hex[2 * SVC_ID_BYTES + 1];
 	size_t i;
 
 	for (i = 0; srcs && i < a->n_src; i++) {
 		const struct svc_lib_source *s = &a->src[i];
 		json_t *label = json_string(s->label);
-		store_hex(s->doc_id, SNAP_ID_BYTES, hex);
+		svc_hex(s->doc_id, SVC_ID_BYTES, hex);
 		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
 		    hex, "label", label ? label : json_string(hex), "consulted", s->used,
 		    "score", isnan(s->score) ? json_null() : json_real(s->score),
@@ -43,7 +43,7 @@ job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
 		    json_integer(s->n_parts ? (json_int_t)s->n_parts : 1));
 	}
 	if (a->chosen >= 0)
-		store_hex(a->src[a->chosen].doc_id, SNAP_ID_BYTES, hex);
+		svc_hex(a->src[a->chosen].doc_id, SVC_ID_BYTES, hex);
 	o = json_pack("{s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:s, s:f, s:f, s:f}", "mode",
 	    svc_lib_mode_name(mode), "sources", srcs ? srcs : json_array(),
 	    "answered_from", a->chosen >= 0 && !a->abstained ? json_string(hex) : json_null(),
@@ -62,7 +62,7 @@ job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
 /* The question over docs[0..n) (one: a document in parts, over its
  * parts), or the library (all). */
 static void
-library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SNAP_ID_BYTES],
+library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SVC_ID_BYTES],
     size_t n, int one)
 {
 	const struct proto_req *r = &j->req;
@@ -87,7 +87,7 @@ library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SNAP_I
 	lr.top_p = (float)r->top_p;
 	lr.seed = (uint64_t)r->seed;
 	lr.whole_utf8 = 1;
-	lr.local_only = daemon_g->v->tier != NULL;
+	lr.local_only = svc_has_tier(daemon_g->v);
 	lr.stop = (const char *const *)r->stop;
 	lr.n_stop = r->n_stop;
 	if (r->lib_all ? svc_library_search(daemon_g->v, w->ss, &j->who, &lr, (unsigned)r->lib_top,
@@ -101,12 +101,12 @@ library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SNAP_I
 		else if (st.step == SVC_AT_PICK)
 			job_error(j, PROTO_E_NOT_FOUND, "%s", st.why);
 		else if (st.step == SVC_AT_TOKENIZE)
-			job_error(j, st.rc == ENG_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_ENGINE,
+			job_error(j, st.rc == SVC_ENG_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_ENGINE,
 			    "%s", st.why);
 		else if (st.step == SVC_AT_LOAD)
-			job_error(j, st.rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
-			    st.rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL :
-			    st.rc == SNAPIO_ERR_ENGINE ? PROTO_E_ENGINE : PROTO_E_STORE,
+			job_error(j, st.rc == SVC_SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+			    st.rc == SVC_SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL :
+			    st.rc == SVC_SNAPIO_ERR_ENGINE ? PROTO_E_ENGINE : PROTO_E_STORE,
 			    "cannot load a snapshot: %s", st.why);
 		else if (st.step == SVC_AT_SHARED || st.step == SVC_AT_TIER_DOWN)
 			job_error(j, PROTO_E_TIER_UNAVAILABLE, "%s", st.why);
@@ -128,20 +128,20 @@ library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SNAP_I
 void
 library_job_run(struct worker *w, struct job *j)
 {
-	uint8_t docs[PROTO_DOCS_MAX][SNAP_ID_BYTES];
+	uint8_t docs[PROTO_DOCS_MAX][SVC_ID_BYTES];
 	size_t k;
 
 	for (k = 0; k < j->req.n_docs; k++)
 		if (job_resolve(j, j->req.docs[k], docs[k]))
 			return; /* the error was sent */
-	library_job_answer(w, j, (const uint8_t (*)[SNAP_ID_BYTES])docs, j->req.n_docs, 0);
+	library_job_answer(w, j, (const uint8_t (*)[SVC_ID_BYTES])docs, j->req.n_docs, 0);
 }
 
 void
-library_job_parts(struct worker *w, struct job *j, const uint8_t doc[SNAP_ID_BYTES])
+library_job_parts(struct worker *w, struct job *j, const uint8_t doc[SVC_ID_BYTES])
 {
-	uint8_t docs[1][SNAP_ID_BYTES];
+	uint8_t docs[1][SVC_ID_BYTES];
 
-	memcpy(docs[0], doc, SNAP_ID_BYTES);
-	library_job_answer(w, j, (const uint8_t (*)[SNAP_ID_BYTES])docs, 1, 1);
+	memcpy(docs[0], doc, SVC_ID_BYTES);
+	library_job_answer(w, j, (const uint8_t (*)[SVC_ID_BYTES])docs, 1, 1);
 }

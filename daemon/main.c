@@ -21,7 +21,6 @@
 
 #include "common/paths.h"
 #include "daemon/daemon_internal.h"
-#include "formats/formats.h"
 
 struct daemon *daemon_g;
 
@@ -64,11 +63,11 @@ main_open(struct daemon *d)
 	struct svc_status st;
 	int quant;
 
-	if ((quant = snap_quant_parse(d->cfg.quant)) < 0) {
+	if ((quant = svc_quant_parse(d->cfg.quant)) < 0) {
 		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q8, q4, q4kc, q4h, q4kch)", d->cfg.quant);
 		return -1;
 	}
-	if (eng_use_backend(d->cfg.backend, st.why, sizeof(st.why))) {
+	if (svc_use_backend(d->cfg.backend, st.why, sizeof(st.why))) {
 		dlog(DLOG_ERROR, "backend %s: %s", d->cfg.backend, st.why);
 		return -1;
 	}
@@ -93,12 +92,12 @@ main_open(struct daemon *d)
 		else if (st.step == SVC_AT_PROFILE)
 			dlog(DLOG_ERROR, "%s", st.why);
 		else
-			dlog(DLOG_ERROR, "policy: %s", st.why[0] ? st.why : eng_strerror(st.rc));
+			dlog(DLOG_ERROR, "policy: %s", st.why[0] ? st.why : svc_eng_strerror(st.rc));
 		return -1;
 	}
 	dlog(DLOG_INFO, "model %s (%.12s), store %s", d->cfg.model,
-	    eng_model_fingerprint(d->v->m), d->cfg.state);
-	dlog(DLOG_INFO, "profile %.12s: %s", d->v->profile_hex, d->v->profile);
+	    svc_model_fingerprint(d->v), d->cfg.state);
+	dlog(DLOG_INFO, "profile %.12s: %s", svc_profile_hex(d->v), svc_profile_text(d->v));
 	if (d->cfg.shared)
 		dlog(DLOG_INFO, "shared tier %s%s", d->cfg.shared, d->cfg.shared_auth ?
 		    " (with credentials)" : "");
@@ -129,7 +128,7 @@ main(int argc, char **argv)
 	static struct daemon d;
 	int rc, fd, own_socket = 0, status = EXIT_FAILURE;
 
-	fmt_child_main(argc, argv); /* a document's extraction (formats/isolate.c) */
+	svc_child_main(argc, argv); /* a document's extraction (formats/isolate.c) */
 	if ((rc = dcfg_load(&d.cfg, argc, argv))) {
 		dcfg_free(&d.cfg);
 		return rc < 0 ? EXIT_SUCCESS : rc;

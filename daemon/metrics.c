@@ -17,7 +17,6 @@
 #include "common/version.h"
 #include "daemon/daemon_internal.h"
 #include "daemon/metrics.h"
-#include "storage/store.h"
 
 #define MET_STATUS_SLOTS 24  /* distinct HTTP statuses per route (a handful in use) */
 #define MET_OPS 16           /* enum proto_op values counted */
@@ -236,7 +235,7 @@ met_render_jobs(FILE *f)
 static void
 met_render_gauges(FILE *f, struct daemon *d)
 {
-	struct store_stats ss;
+	struct svc_store_totals ss;
 	struct svc_tier_stats ts;
 	char why[256];
 	int queued = 0, running = 0;
@@ -246,7 +245,7 @@ met_render_gauges(FILE *f, struct daemon *d)
 	fprintf(f, "kvsnap_queue_depth %d\n", queued);
 	met_head(f, "kvsnap_jobs_running", "gauge", "Jobs a worker is running.");
 	fprintf(f, "kvsnap_jobs_running %d\n", running);
-	if (d && d->v && !store_stats(d->v->s, &ss, why, sizeof(why))) {
+	if (d && d->v && !svc_store_totals(d->v, &ss, why, sizeof(why))) {
 		met_head(f, "kvsnap_store_documents", "gauge", "Documents in the local store.");
 		fprintf(f, "kvsnap_store_documents %llu\n", (unsigned long long)ss.n_docs);
 		met_head(f, "kvsnap_store_snapshots", "gauge", "Snapshots in the local store.");

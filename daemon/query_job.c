@@ -38,7 +38,7 @@ job_stop_sequence(json_t *o, const struct proto_req *r, const struct svc_answer 
 /* A failed svc_query as the protocol's error. */
 static void
 query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *a,
-    const uint8_t doc[SNAP_ID_BYTES], const char *hex)
+    const uint8_t doc[SVC_ID_BYTES], const char *hex)
 {
 	int rc = st->rc;
 	if (st->step == SVC_AT_TIER_DOWN)
@@ -46,32 +46,31 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
 	else if (st->step == SVC_AT_LOOKUP)
 		job_lookup_error(j, st);
 	else if (st->step == SVC_AT_PICK && a->n_other) {
-		struct store_doc d;
-		char why[256], advice[900];
-		int known = !store_info(daemon_g->v->s, doc, &d, why, sizeof(why));
-		svc_pick_advice(daemon_g->v, &a->pick, known ? &d : NULL, 0, advice, sizeof(advice));
-		job_error(j, PROTO_E_PROFILE, "%s (%.12s): %s", known && d.name[0] ? d.name : "the "
-		    "document", hex, advice);
+		char name[256], advice[900];
+		svc_pick_advice_doc(daemon_g->v, &a->pick, doc, 0, name, sizeof(name), advice,
+		    sizeof(advice));
+		job_error(j, PROTO_E_PROFILE, "%s (%.12s): %s", name[0] ? name : "the document", hex,
+		    advice);
 	}
 	else if (st->step == SVC_AT_PICK)
 		job_error(j, PROTO_E_NOT_FOUND, "%.12s has no snapshot", hex);
-	else if (st->step == SVC_AT_TOKENIZE && rc == ENG_ERR_ARG)
+	else if (st->step == SVC_AT_TOKENIZE && rc == SVC_ENG_ERR_ARG)
 		job_error(j, PROTO_E_BAD_REQUEST, "%s", st->why);
 	else if (st->step == SVC_AT_TOKENIZE)
 		job_error(j, PROTO_E_ENGINE, "cannot tokenize the question: %s", st->why);
 	else if (st->step == SVC_AT_LOAD)
-		job_error(j, rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
-		    rc == SNAPIO_ERR_MISMATCH ? PROTO_E_PROFILE :
-		    rc == SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-		    rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE,
+		job_error(j, rc == SVC_SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+		    rc == SVC_SNAPIO_ERR_MISMATCH ? PROTO_E_PROFILE :
+		    rc == SVC_SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+		    rc == SVC_SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE,
 		    "cannot load the snapshot of %.12s: %s%s", hex, st->why,
-		    rc == SNAPIO_ERR_MISMATCH ? " (re-ingest the document)" : "");
+		    rc == SVC_SNAPIO_ERR_MISMATCH ? " (re-ingest the document)" : "");
 	else if (st->step == SVC_AT_SHARED)
-		job_error(j, rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
-		    rc == SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
-		    rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE,
+		job_error(j, rc == SVC_SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+		    rc == SVC_SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
+		    rc == SVC_SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE,
 		    "the shared tier's snapshot of %.12s %s: %s; nothing was copied", hex,
-		    rc == SNAPIO_ERR_CORRUPT ? "is corrupt" : "could not be copied in", st->why);
+		    rc == SVC_SNAPIO_ERR_CORRUPT ? "is corrupt" : "could not be copied in", st->why);
 	else /* SVC_AT_GENERATE */
 		job_error(j, PROTO_E_ENGINE, "generation failed: %s", st->why);
 }
@@ -85,7 +84,7 @@ query_fail(struct job *j, const struct svc_status *st, const struct svc_answer *
  * and the job goes to the tier worker), 1 the local tier then the shared
  * one (the tier worker). */
 static int
-query_resolve(struct job *j, int tiers, uint8_t doc[SNAP_ID_BYTES], int *miss)
+query_resolve(struct job *j, int tiers, uint8_t doc[SVC_ID_BYTES], int *miss)
 {
 	struct svc_status st;
 	struct svc *v = daemon_g->v;
@@ -102,7 +101,7 @@ query_resolve(struct job *j, int tiers, uint8_t doc[SNAP_ID_BYTES], int *miss)
 		free(text);
 		close(j->fd);
 		j->fd = -1;
-		if (rc && st.step == SVC_AT_INGEST && st.rc == ENG_ERR_CANCELLED) {
+		if (rc && st.step == SVC_AT_INGEST && st.rc == SVC_ENG_ERR_CANCELLED) {
 			/* a disconnect or cancel killed the file's reading child */
 			job_error(j, atomic_load(&daemon_g->stopping) ? PROTO_E_SHUTTING_DOWN :
 			    PROTO_E_CANCELLED, "query cancelled while its file was read");
@@ -116,19 +115,19 @@ query_resolve(struct job *j, int tiers, uint8_t doc[SNAP_ID_BYTES], int *miss)
 	}
 	if (j->held_known) {
 		rc = tiers ? svc_tier_resolve_as(v, j->req.doc, NULL, doc, &st)
-		           : svc_resolve_as(v->s, j->req.doc, NULL, doc, &st);
-		if (rc == 0 && !memcmp(j->held, doc, SNAP_ID_BYTES))
+		           : svc_doc_resolve(v, j->req.doc, NULL, doc, &st);
+		if (rc == 0 && !memcmp(j->held, doc, SVC_ID_BYTES))
 			return 0;
 	}
 	/* else as the caller sees the store: theirs or shared, or not_found (an
 	 * ambiguity among others' documents is not shown either) */
 	if (tiers)
 		return job_resolve_tiers(j, j->req.doc, doc);
-	if (!v->tier)
+	if (!svc_has_tier(v))
 		return job_resolve(j, j->req.doc, doc);
-	if (svc_resolve_as(v->s, j->req.doc, &j->who, doc, &st) == 0)
+	if (svc_doc_resolve(v, j->req.doc, &j->who, doc, &st) == 0)
 		return 0;
-	if (st.rc == STORE_ERR_NOT_FOUND) {
+	if (st.rc == SVC_STORE_ERR_NOT_FOUND) {
 		*miss = 1;
 		return PROTO_E_NOT_FOUND;
 	}
@@ -154,13 +153,13 @@ tier_job_run(struct worker *w, struct job *j)
 {
 	struct svc_status st;
 	struct svc_answer a;
-	char hex[2 * SNAP_ID_BYTES + 1];
+	char hex[2 * SVC_ID_BYTES + 1];
 	int miss, rc;
 
 	(void)w;
 	if (query_resolve(j, 1, j->doc, &miss))
 		return;
-	store_hex(j->doc, SNAP_ID_BYTES, hex);
+	svc_hex(j->doc, SVC_ID_BYTES, hex);
 	memset(&a, 0, sizeof(a));
 	if ((rc = svc_tier_prefetch(daemon_g->v, j->doc, &st)) < 0) {
 		query_fail(j, &st, &a, j->doc, hex);
@@ -179,11 +178,11 @@ query_job_run(struct worker *w, struct job *j)
 	const struct proto_req *r = &j->req;
 	struct svc_hooks hk = { NULL, job_token, j, &j->cancel };
 	struct svc_query_req qr;
-	struct eng_chat_msg *msgs = NULL;
+	struct svc_msg *msgs = NULL;
 	struct svc_answer a;
 	struct svc_status st;
-	uint8_t doc[SNAP_ID_BYTES];
-	char hex[2 * SNAP_ID_BYTES + 1];
+	uint8_t doc[SVC_ID_BYTES];
+	char hex[2 * SVC_ID_BYTES + 1];
 	int miss;
 
 	if (r->n_docs || r->lib_all) {
@@ -200,7 +199,7 @@ query_job_run(struct worker *w, struct job *j)
 		j->doc_known = found; /* else a doc_id prefix, or the shared tier's, as DOC */
 	}
 	if (j->doc_known) {
-		memcpy(doc, j->doc, SNAP_ID_BYTES);
+		memcpy(doc, j->doc, SVC_ID_BYTES);
 	} else if (query_resolve(j, 0, doc, &miss)) {
 		if (miss)
 			query_to_tier(j); /* not here: the shared tier's step, off this worker */
@@ -212,7 +211,7 @@ query_job_run(struct worker *w, struct job *j)
 			job_lookup_error(j, &st);
 			return;
 		}
-		if (!pk.found && daemon_g->v->tier && !j->tier_done) {
+		if (!pk.found && svc_has_tier(daemon_g->v) && !j->tier_done) {
 			/* the shared tier may hold this profile's snapshot */
 			query_to_tier(j);
 			return;
@@ -222,14 +221,14 @@ query_job_run(struct worker *w, struct job *j)
 			return;
 		}
 	}
-	store_hex(doc, SNAP_ID_BYTES, hex);
+	svc_hex(doc, SVC_ID_BYTES, hex);
 	memset(&qr, 0, sizeof(qr));
 	qr.doc_id = doc;
 	qr.question = r->question;
 	qr.question_len = r->question_len;
 	if (r->n_msgs > 1 && (msgs = calloc(r->n_msgs, sizeof(*msgs)))) { /* HTTP's turns */
 		for (qr.n_msgs = 0; qr.n_msgs < r->n_msgs; qr.n_msgs++)
-			msgs[qr.n_msgs] = (struct eng_chat_msg){ r->msgs[qr.n_msgs].role,
+			msgs[qr.n_msgs] = (struct svc_msg){ r->msgs[qr.n_msgs].role,
 				r->msgs[qr.n_msgs].content, r->msgs[qr.n_msgs].content_len };
 		qr.msgs = msgs;
 	}
@@ -238,7 +237,7 @@ query_job_run(struct worker *w, struct job *j)
 	qr.temperature = (float)r->temperature;
 	qr.top_p = (float)r->top_p;
 	qr.seed = (uint64_t)r->seed;
-	qr.local_only = daemon_g->v->tier != NULL; /* the tier worker did the shared part */
+	qr.local_only = svc_has_tier(daemon_g->v); /* the tier worker did the shared part */
 	qr.stop = (const char *const *)r->stop;
 	qr.n_stop = r->n_stop;
 	if (svc_query(daemon_g->v, w->ss, &qr, &hk, &a, &st))

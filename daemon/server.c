@@ -48,7 +48,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon/daemon_internal.h"
-#include "storage/store.h"
 
 #define SRV_READ_CHUNK 65536
 #define SRV_STOP_GRACE_S 5 /* after the jobs ended, time to flush replies */
@@ -538,11 +537,11 @@ conn_hello(struct conn *c, const struct proto_req *r)
 	char *line;
 	json_t *b = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:I, s:f, s:I, s:s, s:i}",
 	    "protocol", PROTO_VERSION, "server", "kvsnapd " KVSNAP_VERSION, "model",
-	    eng_model_fingerprint(d->v->m), "profile", d->v->profile, "profile_id",
-	    d->v->profile_hex, "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget,
+	    svc_model_fingerprint(d->v), "profile", svc_profile_text(d->v), "profile_id",
+	    svc_profile_hex(d->v), "policy", d->cfg.policy, "budget", (json_int_t)d->cfg.budget,
 	    "ratio", d->cfg.ratio, "chunk", (json_int_t)d->cfg.chunk, "quant",
-	    snap_quant_name(d->v->quant), "workers", (int)d->cfg.workers);
-	if (b && d->v->tier) /* the shared tier: where, and whether it answers */
+	    svc_quant_name(svc_profile_quant(d->v)), "workers", (int)d->cfg.workers);
+	if (b && svc_has_tier(d->v)) /* the shared tier: where, and whether it answers */
 		json_object_set_new(b, "shared", job_tier_json(0));
 	if ((line = proto_event(r->id, "result", b, &n))) {
 		conn_send(c, line, n);
@@ -619,7 +618,7 @@ conn_line(struct conn *c, const char *line, size_t len)
 		memmove(c->fds, c->fds + 1, (size_t)(--c->n_fds) * sizeof(int));
 	}
 	/* a bad name is refused now, not after the whole ingest */
-	if (r.op == PROTO_OP_INGEST && r.name && store_name_check(r.name, msg, sizeof(msg))) {
+	if (r.op == PROTO_OP_INGEST && r.name && svc_name_check(r.name, msg, sizeof(msg))) {
 		conn_send_error(c, r.id, PROTO_E_BAD_REQUEST, msg);
 		goto out;
 	}

@@ -11,13 +11,34 @@
 
 #include "service/service_internal.h"
 
+int64_t
+svc_msgs_ids(const struct svc *v, const struct svc_msg *msgs, size_t n, int followup,
+    int32_t **ids)
+{
+	struct eng_chat_msg *m = NULL;
+	int64_t r;
+	size_t i;
+
+	if (n && !(m = calloc(n, sizeof(*m))))
+		return ENG_ERR_NOMEM;
+	for (i = 0; i < n; i++) {
+		m[i].role = msgs[i].role;
+		m[i].content = msgs[i].content;
+		m[i].len = msgs[i].len;
+	}
+	r = followup ? eng_chat_followup_ids(v->chat, m, n, ids) :
+	    eng_chat_messages_ids(v->chat, m, n, ids);
+	free(m);
+	return r;
+}
+
 /* The prompt's ids (malloc'd) or a negative eng_err. */
 static int64_t
 chat_prompt_ids(const struct svc *v, const struct svc_chat_req *r, int32_t **ids)
 {
 	int64_t cap, n;
 	if (r->msgs)
-		return eng_chat_messages_ids(v->chat, r->msgs, r->n_msgs, ids);
+		return svc_msgs_ids(v, r->msgs, r->n_msgs, 0, ids);
 	cap = (int64_t)r->prompt_len + 8;
 	if (!(*ids = malloc((size_t)cap * sizeof(**ids))))
 		return ENG_ERR_NOMEM;

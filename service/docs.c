@@ -120,3 +120,16 @@ svc_profile_ref(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char
 	memcpy(profile_id, p.id, SNAP_ID_BYTES);
 	return 0;
 }
+
+int
+svc_store_open(struct store **out, const char *state, int read_only, char *why, size_t why_len)
+{
+	struct store_opts so = { .read_only = read_only };
+	return store_open(out, state, &so, why, why_len);
+}
+
+void
+svc_store_close(struct store *s)
+{
+	store_close(s);
+}

@@ -105,6 +105,8 @@ open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
 		return svc_fail(st, SVC_AT_PROFILE, ENG_ERR_ARG);
 	}
 	store_hex(v->profile_id, SNAP_ID_BYTES, v->profile_hex);
+	if (!conf->state) /* the model alone (svc_ask, svc_chat) */
+		return 0;
 	if ((rc = store_open(&v->s, conf->state, &so, why, cap))) {
 		v->s = NULL;
 		return svc_fail(st, SVC_AT_STORE_OPEN, rc);
@@ -146,6 +148,23 @@ svc_open(struct svc **out, const struct svc_conf *conf, struct svc_status *st)
 	}
 	*out = v;
 	return 0;
+}
+
+int
+svc_conf_check(const struct svc_conf *conf, struct svc_status *st)
+{
+	struct svc v = { .budget = conf->budget, .ratio = conf->ratio };
+	struct eng_policy *p = NULL;
+	int rc = ENG_ERR_NOMEM;
+
+	memset(st, 0, sizeof(*st));
+	if ((v.policy = strdup(conf->policy)) &&
+	    (v.opts = eng_policy_default_opts(conf->policy, conf->opts, conf->model)))
+		rc = svc_policy_create(&v, &p, st->why, sizeof(st->why));
+	eng_policy_free(p);
+	free(v.policy);
+	free(v.opts);
+	return rc ? svc_fail(st, SVC_AT_POLICY, rc) : 0;
 }
 
 int

@@ -9,7 +9,7 @@
 
 #include "common/cmdline.h"
 #include "common/paths.h"
-#include "service/service.h"
+#include "service/service_internal.h"
 
 int
 svc_profile_flag(struct svc_conf *c, const char *flag, const char *value, char *why,

@@ -69,7 +69,7 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 		return svc_fail(st, SVC_AT_PICK, 0);
 	}
 	memcpy(out->profile_id, out->pick.profile_id, SNAP_ID_BYTES);
-	n_q = r->msgs ? eng_chat_followup_ids(v->chat, r->msgs, r->n_msgs, &qids) :
+	n_q = r->msgs ? svc_msgs_ids(v, r->msgs, r->n_msgs, 1, &qids) :
 	    eng_chat_question_ids(v->chat, r->question, r->question_len, &qids);
 	if (n_q < 0) {
 		if (n_q == ENG_ERR_ARG && r->msgs) /* the template raises on it */

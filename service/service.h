@@ -3,10 +3,14 @@
  * written once: open (model, tokenizer, profile, store), ingest, query,
  * the snapshot a document answers from, shrink.  A service call reports in
  * plain values: which step failed (enum svc_step), that module's own code
- * (an eng_err, STORE_ERR_ or SNAPIO_ value) and a reason; turning it into
- * a protocol event or an exit code and a line on a terminal is the
- * caller's business.  Every call this program makes into storage/ for
- * these steps is in service/.
+ * (an eng_err, STORE_ERR_ or SNAPIO_ value, by name here as enum
+ * svc_eng_code and its kin) and a reason; turning it into a protocol
+ * event or an exit code and a line on a terminal is the caller's
+ * business.  Every call this program makes into storage/ for these steps
+ * is in service/.  This header is the front ends' whole view of what lies
+ * below: it includes none of engine/, storage/, snapshot/, formats/ or
+ * index/, and struct svc and struct svc_session are opaque here
+ * (service_internal.h).
  *
  * Threads: a struct svc (the model, tokenizer and store) is shared
  * read-only by every thread; a struct svc_session (an engine scratch and
@@ -17,13 +21,21 @@
 #define KVSNAP_SERVICE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/engine.h"
-#include "formats/formats.h"
-#include "snapshot/snapshot_io.h"
-#include "storage/store.h"
+/* The folders below (engine/, storage/, snapshot/, formats/, index/) are
+ * not included: daemon/ and clients/ see them through this header only
+ * (tests/sh/layers.sh).  These are opaque here. */
+struct store;
+struct store_doc;
+struct snap_header;
+struct fmt_doc;
+
+#define SVC_ID_BYTES 32          /* a doc_id or profile_id (BLAKE2b-256) */
+#define SVC_PROFILE_MAX 1024     /* a profile's canonical text, NUL included */
+#define SVC_FORMAT_MAX 47        /* bytes of a format description ("pdf (3 pages)") */
 
 /* ------------------------------------------------------------------------ */
 /* Status                                                                    */
@@ -63,13 +75,71 @@ struct svc_status {
 	char why[512];      /* the reason, without the step's own words */
 };
 
+/* The codes svc_status.rc holds, by the module its step names: the values
+ * of engine/'s enum eng_err, storage/'s enum store_err, snapshot/'s enum
+ * snapio_err and formats/' enum fmt_err (service/base.c checks that they
+ * agree), so a front end maps an outcome to its protocol error or exit
+ * code without including those folders. */
+enum svc_eng_code {
+	SVC_ENG_OK = 0,
+	SVC_ENG_ERR_NOMEM = -1,
+	SVC_ENG_ERR_IO = -10,
+	SVC_ENG_ERR_FORMAT = -11,
+	SVC_ENG_ERR_VERSION = -12,
+	SVC_ENG_ERR_NOT_FOUND = -13,
+	SVC_ENG_ERR_ARCH = -20,
+	SVC_ENG_ERR_TYPE = -21,
+	SVC_ENG_ERR_SHAPE = -22,
+	SVC_ENG_ERR_TOKENIZER = -23,
+	SVC_ENG_ERR_CONTEXT = -30,   /* more tokens than the context window */
+	SVC_ENG_ERR_TOKEN = -31,
+	SVC_ENG_ERR_ARG = -32,
+	SVC_ENG_ERR_CANCELLED = -33, /* the cancel flag was set */
+	SVC_ENG_ERR_KERNEL = -40,
+	SVC_ENG_ERR_BACKEND = -41
+};
+enum svc_store_code {
+	SVC_STORE_OK = 0,
+	SVC_STORE_ERR_NOMEM = -1,
+	SVC_STORE_ERR_ARG = -2,
+	SVC_STORE_ERR_IO = -3,
+	SVC_STORE_ERR_FULL = -4,      /* map or disk full: nothing was written */
+	SVC_STORE_ERR_NOT_FOUND = -5,
+	SVC_STORE_ERR_AMBIGUOUS = -6, /* a hex prefix that names several documents */
+	SVC_STORE_ERR_CORRUPT = -7,
+	SVC_STORE_ERR_EXISTS = -8,
+	SVC_STORE_ERR_BUSY = -9
+};
+enum svc_snapio_code {
+	SVC_SNAPIO_OK = 0,
+	SVC_SNAPIO_ERR_NOMEM = -1,
+	SVC_SNAPIO_ERR_ARG = -2,
+	SVC_SNAPIO_ERR_NOT_FOUND = -3,
+	SVC_SNAPIO_ERR_CORRUPT = -4,
+	SVC_SNAPIO_ERR_MISMATCH = -5, /* a snapshot of another model or shape */
+	SVC_SNAPIO_ERR_FULL = -6,
+	SVC_SNAPIO_ERR_IO = -7,
+	SVC_SNAPIO_ERR_ENGINE = -8
+};
+enum svc_fmt_code {
+	SVC_FMT_OK = 0,
+	SVC_FMT_ERR_UNSUPPORTED,      /* not a document kvsnap reads */
+	SVC_FMT_ERR_ENCODING,         /* an encoding iconv does not know */
+	SVC_FMT_ERR_TOO_LARGE,
+	SVC_FMT_ERR_NOMEM,
+	SVC_FMT_ERR_CANCELLED
+};
+/* An engine code's words (eng_strerror), for a status without a reason. */
+const char *svc_eng_strerror(int rc);
+
 /* ------------------------------------------------------------------------ */
 /* Open and close                                                            */
 
 /* The settings that make a profile, and where things are. */
 struct svc_conf {
 	const char *model;       /* GGUF path */
-	const char *state;       /* the store's directory */
+	const char *state;       /* the store's directory; NULL: no store (the model
+	                          * alone: svc_ask, svc_chat) */
 	int read_only;           /* open the store read-only */
 	const char *policy;      /* policy name */
 	const char *opts;        /* its options; the policy's defaults are added */
@@ -90,26 +160,8 @@ struct svc_conf {
 struct svc_tier;
 struct svc_index;
 
-struct svc {
-	struct eng_model *m;     /* shared read-only */
-	struct eng_tok *tok;     /* encode/decode are read-only after init */
-	struct eng_chat *chat;   /* the model's chat template (borrows tok) */
-	struct store *s;         /* thread-safe */
-	char *policy, *opts;     /* the policy and its effective options */
-	long budget, chunk;
-	double ratio;
-	int quant;
-	char profile[SNAP_MAX_PROFILE];
-	uint8_t profile_id[SNAP_ID_BYTES];
-	char profile_hex[2 * SNAP_ID_BYTES + 1];
-	struct svc_tier *tier;   /* the shared tier, or NULL (tiers.c) */
-	struct svc_index *index; /* the text index, or NULL (index_sync.c; why not:
-	                          * index_why) */
-	char index_why[256];
-	int index_tried;         /* opened (or failed) once: not again */
-	char *state;             /* the store's address (the index's place) */
-	int read_only;
-};
+/* An open service: the model, tokenizer, profile, store (service_internal.h). */
+struct svc;
 
 /* The profile's settings by flag name without dashes (policy, opts,
  * budget, ratio, chunk, quant; the same names in kvsnapd.conf): 0 with
@@ -123,14 +175,15 @@ struct svc {
 int svc_profile_flag(struct svc_conf *c, const char *flag, const char *value, char *why,
     size_t why_len);
 
-/* What one thread runs the model with. */
-struct svc_session {
-	struct eng_ctx *ctx;
-	struct eng_policy *p;
-};
+/* What one thread runs the model with: an engine scratch and its own
+ * policy object (service_internal.h). */
+struct svc_session;
 
 /* Policy (checked before the model loads), model, tokenizer, the policy
  * bound to the model, profile, store.  On failure *out is NULL. */
+/* The policy step of svc_open alone (its name and options, the budget or
+ * ratio), before any file is read: 0, or -1 with st (SVC_AT_POLICY). */
+int svc_conf_check(const struct svc_conf *conf, struct svc_status *st);
 int svc_open(struct svc **out, const struct svc_conf *conf, struct svc_status *st);
 void svc_close(struct svc *v);
 /* A session of `threads` threads (0: all cores) with its own policy. */
@@ -138,8 +191,6 @@ int svc_session_new(struct svc *v, int threads, struct svc_session **out,
     struct svc_status *st);
 void svc_session_free(struct svc_session *ss);
 
-/* The policy of the profile (ratio form when conf.ratio > 0), unbound. */
-int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* Documents and their snapshots                                             */
@@ -147,7 +198,7 @@ int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, s
 /* A DOC reference (doc_id, unique hex prefix of 4+ digits, name, or the file
  * name ls shows when one document has it: access.c);
  * -1 with st (SVC_AT_RESOLVE, a STORE_ERR_ code, always a reason). */
-int svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_BYTES],
+int svc_resolve(struct store *s, const char *ref, uint8_t doc_id[SVC_ID_BYTES],
     struct svc_status *st);
 
 /* Who asks (access.c).  kvsnapd: the peer's uid; all for root and the
@@ -163,14 +214,14 @@ int svc_may_change(const struct store_doc *d, const struct svc_who *w);
  * (the store's own words), and a hex prefix is matched among w's
  * documents when it is ambiguous among all. */
 int svc_resolve_as(struct store *s, const char *ref, const struct svc_who *w,
-    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+    uint8_t doc_id[SVC_ID_BYTES], struct svc_status *st);
 /* Documents as models (models.c; kvsnapd's GET /v1/models and `model`):
  * every document w may read, with an id a tool can show: its name, else
  * its file name (its source's last path part) when no other listed
  * document has that name or file name, else its doc_id in hex; never
  * `plain`, the plain model's id.  Damaged documents are left out. */
 struct svc_model {
-	uint8_t doc_id[SNAP_ID_BYTES];
+	uint8_t doc_id[SVC_ID_BYTES];
 	char id[1024];
 	char name[256];          /* "" when unnamed */
 	char file[1024];         /* "" when the source is no path */
@@ -188,15 +239,15 @@ int svc_models(struct svc *v, const struct svc_who *w, const char *plain,
 /* The document whose listed id is exactly id: 1 with doc_id, 0 none, -1
  * with st. */
 int svc_model_find(struct svc *v, const struct svc_who *w, const char *plain, const char *id,
-    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+    uint8_t doc_id[SVC_ID_BYTES], struct svc_status *st);
 
 /* The units (kept positions over every layer and KV head) of a snapshot. */
 int64_t svc_snapshot_units(const struct snap_header *h);
 /* A profile reference: 4 to 64 hex digits of one of the document's
  * profile ids (as info shows them) into profile_id; STORE_ERR_ARG (not
  * hex), STORE_ERR_NOT_FOUND, STORE_ERR_AMBIGUOUS, with a reason. */
-int svc_profile_ref(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES], const char *ref,
-    uint8_t profile_id[SNAP_ID_BYTES], char *why, size_t why_len);
+int svc_profile_ref(struct store *s, const uint8_t doc_id[SVC_ID_BYTES], const char *ref,
+    uint8_t profile_id[SVC_ID_BYTES], char *why, size_t why_len);
 
 /* The size in bytes of the full fp16 KV cache of n_tokens tokens (K and V
  * of every layer and KV head): what a snapshot is compared against. */
@@ -218,21 +269,21 @@ void svc_snap_figures(const struct snap_header *h, uint64_t bytes, struct svc_sn
 /* What svc_pick found among a document's snapshots. */
 struct svc_picked {
 	int found;               /* a snapshot to answer from */
-	uint8_t profile_id[SNAP_ID_BYTES]; /* it, when found (in parts: part 0's) */
+	uint8_t profile_id[SVC_ID_BYTES]; /* it, when found (in parts: part 0's) */
 	struct svc_snap_figures fig; /* its figures, when found (in parts: summed) */
 	unsigned n_parts;        /* found in parts: their count (svc_parts_list); else 0 */
 	unsigned parts_have, parts_of; /* an incomplete set of this profile's parts (an
 	                          * ingest stopped between parts): parts stored, of */
 	int n_other;             /* snapshots of other profiles (not answerable) */
 	int n_listed;            /* of them, the profiles kept in `other` */
-	char other[SVC_PICK_LISTED][SNAP_MAX_PROFILE];
+	char other[SVC_PICK_LISTED][SVC_PROFILE_MAX];
 };
 
 /* The one rule for the snapshot a document answers from, for kvsnapd and
  * `kvsnap --local` alike: this profile's, else one `shrink` cut to exactly
  * this profile's budget; nothing else.  0 with pk filled (pk->found 0: no
  * such snapshot), -1 with st (SVC_AT_LOOKUP). */
-int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_picked *pk,
+int svc_pick(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES], struct svc_picked *pk,
     struct svc_status *st);
 /* Documents longer than the window, in parts (parts.c; issue 29): part I of
  * N (N >= 2) is a snapshot under the profile text with " part=I/N" added
@@ -242,27 +293,27 @@ int svc_pick(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_pick
  * a set with parts missing answers from none of them. */
 #define SVC_PARTS_MAX 1024       /* parts of one document */
 int svc_part_profile(const char *base, unsigned part, unsigned n, char *text, size_t cap,
-    uint8_t id[SNAP_ID_BYTES]);
+    uint8_t id[SVC_ID_BYTES]);
 /* 1 when profile is a part's (base_len: the base profile's length), else 0. */
 int svc_part_parse(const char *profile, size_t *base_len, unsigned *part, unsigned *n);
 struct svc_part_info {
 	unsigned part;
-	uint8_t profile_id[SNAP_ID_BYTES];
+	uint8_t profile_id[SVC_ID_BYTES];
 	struct svc_snap_figures fig;
 	int64_t last_used_us;
 };
 /* The parts of doc for v's profile, in order (*out malloc'd; *n 0 when it
  * is not stored in parts).  0, or -1 with st (SVC_AT_LOOKUP). */
-int svc_parts_list(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES], struct svc_part_info **out,
+int svc_parts_list(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES], struct svc_part_info **out,
     unsigned *n, struct svc_status *st);
 /* verify: fn gets each set of parts of doc (any profile) with parts
  * missing.  The count of such sets, or -1 with why. */
-int svc_parts_check(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
-    void (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why), void *arg,
+int svc_parts_check(struct store *s, const uint8_t doc_id[SVC_ID_BYTES],
+    void (*fn)(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why), void *arg,
     char *why, size_t why_len);
 
 /* The same rule over another store (the shared tier's). */
-int svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+int svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SVC_ID_BYTES],
     struct svc_picked *pk, struct svc_status *st);
 
 /* A stored profile in words: "kvzip ratio 0.25, chunk 512, fp16" (the
@@ -274,13 +325,6 @@ void svc_profile_words(const struct svc *v, const char *profile, char *out, size
  * (the options that differ from the policy's defaults; file options,
  * stored by fingerprint, are left to their defaults). */
 void svc_profile_flags(const char *profile, char *out, size_t cap);
-/* What to say when pk found nothing but snapshots of other profiles: the
- * stored profiles in words and the exact command that re-ingests d for
- * v's profile (`kvsnap ingest --force PATH`, with --local and the
- * profile's flags when local; FILE when d's source path is unknown), and
- * for local also the flags that answer from a stored snapshot. */
-void svc_pick_advice(const struct svc *v, const struct svc_picked *pk, const struct store_doc *d,
-    int local, char *out, size_t cap);
 
 /* ------------------------------------------------------------------------ */
 /* Ingest and query                                                          */
@@ -344,10 +388,10 @@ struct svc_ingest_req {
 };
 
 struct svc_ingested {
-	uint8_t doc_id[SNAP_ID_BYTES];
-	char hex[2 * SNAP_ID_BYTES + 1];
+	uint8_t doc_id[SVC_ID_BYTES];
+	char hex[2 * SVC_ID_BYTES + 1];
 	int skipped;             /* already stored for this profile */
-	char format[STORE_FORMAT_MAX + 1]; /* what it was read as ("pdf (3 pages)") */
+	char format[SVC_FORMAT_MAX + 1]; /* what it was read as ("pdf (3 pages)") */
 	int64_t tokens, units;
 	unsigned parts;          /* stored in parts: their count (skipped too); else 0 */
 	double seconds;
@@ -379,7 +423,7 @@ int svc_extract(const void *bytes, size_t len, const char *encoding, atomic_int 
 /* The doc_id of a document's bytes: the hash of its extracted text (what
  * svc_ingest files it under).  0, or -1 with st as svc_extract. */
 int svc_doc_id(const void *bytes, size_t len, const char *encoding, atomic_int *cancel,
-    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+    uint8_t doc_id[SVC_ID_BYTES], struct svc_status *st);
 
 /* Extract the text (refused before any model work when it is not a
  * document kvsnap reads), hash it, (skip), tokenize as the start of a user
@@ -414,6 +458,13 @@ int svc_ingest_model(struct svc *v, struct svc_session *ss, struct svc_ingest_do
 void svc_ingest_publish(struct svc *v, struct svc_ingest_doc *pd, struct svc_ingested *out);
 void svc_ingest_end(struct svc_ingest_doc *pd);
 
+/* One message of a conversation (the chat template's turns). */
+struct svc_msg {
+	const char *role;        /* "system", "user", "assistant" */
+	const char *content;
+	size_t len;
+};
+
 struct svc_query_req {
 	const uint8_t *doc_id;   /* resolved (svc_resolve) */
 	const char *question;
@@ -423,7 +474,7 @@ struct svc_query_req {
 	 * message continues the document's turn; a system message first follows
 	 * the document's turn); then the question above is not used.  A
 	 * conversation the template refuses is SVC_AT_TOKENIZE, ENG_ERR_ARG */
-	const struct eng_chat_msg *msgs;
+	const struct svc_msg *msgs;
 	size_t n_msgs;
 	int64_t max_tokens;
 	int whole_utf8;          /* token texts end on whole UTF-8 characters */
@@ -447,7 +498,7 @@ enum svc_stop {
 const char *svc_stop_name(enum svc_stop stop);
 
 struct svc_answer {
-	uint8_t profile_id[SNAP_ID_BYTES]; /* the snapshot answered from */
+	uint8_t profile_id[SVC_ID_BYTES]; /* the snapshot answered from */
 	int n_other;             /* SVC_AT_PICK: snapshots of other profiles */
 	struct svc_picked pick;  /* the pick in full (the two above are from it) */
 	int64_t prompt_tokens;   /* the question's tokens */
@@ -490,7 +541,7 @@ const char *svc_lib_mode_name(enum svc_lib_mode mode);
 int svc_lib_mode_parse(const char *s, enum svc_lib_mode *out);
 #define SVC_LIB_PART_ALL 0xFFFFFFFFu /* svc_lib_req.parts: the whole document */
 struct svc_lib_req {
-	const uint8_t (*docs)[SNAP_ID_BYTES]; /* resolved, in retrieval order */
+	const uint8_t (*docs)[SVC_ID_BYTES]; /* resolved, in retrieval order */
 	size_t n_docs;           /* 1 to SVC_LIB_MAX */
 	/* each document's part (NULL: every one SVC_LIB_PART_ALL): a document
 	 * stored in parts is consulted as its parts, each a source, as many as
@@ -509,7 +560,7 @@ struct svc_lib_req {
 	size_t n_stop;
 };
 struct svc_lib_source {
-	uint8_t doc_id[SNAP_ID_BYTES];
+	uint8_t doc_id[SVC_ID_BYTES];
 	unsigned part, n_parts;  /* a document in parts: this part (from 0) of n_parts;
 	                          * else 0 and 0 */
 	char label[256];         /* its name, else file name, else 12 hex digits; a part:
@@ -558,7 +609,7 @@ int svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_w
 
 /* The plain model, no document (chat.c). */
 struct svc_chat_req {
-	const struct eng_chat_msg *msgs; /* the conversation (chat template), or NULL: */
+	const struct svc_msg *msgs; /* the conversation (chat template), or NULL: */
 	size_t n_msgs;
 	const char *prompt;      /* a raw prompt (control tokens parsed, no template) */
 	size_t prompt_len;
@@ -576,18 +627,60 @@ struct svc_chat_req {
 int svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
     const struct svc_hooks *hk, struct svc_answer *out, struct svc_status *st);
 
+/* `kvsnap ask` (ask.c): a document and a question in one process, nothing
+ * stored (v opened without a store: svc_conf.state NULL). */
+struct svc_doc_text {
+	char *text;              /* UTF-8, NUL-terminated (malloc'd) */
+	size_t len;
+};
+/* A document's text as svc_ingest reads it (svc_extract: formats/ in a
+ * child process); svc_doc_text_free.  0, or -1 with st (SVC_AT_FORMAT). */
+int svc_doc_text(const void *bytes, size_t len, struct svc_doc_text *t, struct svc_status *st);
+void svc_doc_text_free(struct svc_doc_text *t);
+struct svc_ask_req {
+	const char *doc;         /* the document's text (svc_doc_text) */
+	size_t doc_len;
+	const char *question;
+	size_t question_len;
+	int64_t max_tokens;      /* answer tokens at most */
+	int compare;             /* also time a full re-prefill of document and question */
+};
+struct svc_asked {
+	const char *policy;      /* the session's policy, by name */
+	int64_t doc_tokens, question_tokens, generated;
+	int64_t kept;            /* units the cache kept over every layer and KV head */
+	double full_units;       /* doc_tokens x layers x KV heads */
+	double ingest_s;         /* the chunked ingest */
+	double ttft_s;           /* the question's prefill to the first token */
+	double full_s;           /* compare: the full re-prefill */
+};
+/* The chunked ingest with ss's policy, the question over the compressed
+ * cache, a greedy answer token by token to hk->token (each token's text as
+ * decoded).  0, or -1 with st, st->why the whole message:
+ * SVC_AT_TOKENIZE (ENG_ERR_CONTEXT: document, question and answer exceed
+ * the window), SVC_AT_ENGINE, SVC_AT_INGEST, SVC_AT_GENERATE. */
+int svc_ask(struct svc *v, struct svc_session *ss, const struct svc_ask_req *r,
+    const struct svc_hooks *hk, struct svc_asked *out, struct svc_status *st);
+
+/* `kvsnap tokenize` (tokenize.c): text's ids by model's tokenizer alone
+ * (special: control tokens written in the text are parsed); *ids malloc'd.
+ * 0, or -1 with st: SVC_AT_MODEL (the GGUF), SVC_AT_TOKENIZER,
+ * SVC_AT_TOKENIZE. */
+int svc_tokenize(const char *model, const char *text, size_t len, int special, int32_t **ids,
+    int64_t *n, struct svc_status *st);
+
 /* ------------------------------------------------------------------------ */
 /* Shrink                                                                    */
 
 /* What a shrink made. */
 struct svc_shrunk {
-	uint8_t profile_id[SNAP_ID_BYTES]; /* the new snapshot's profile */
-	char profile[SNAP_MAX_PROFILE];
+	uint8_t profile_id[SVC_ID_BYTES]; /* the new snapshot's profile */
+	char profile[SVC_PROFILE_MAX];
 	int64_t units_from;                /* units of the snapshot it was cut from */
 	int64_t units;                     /* units kept */
 	uint64_t n_tokens;                 /* the document's tokens */
 	int replaced;                      /* the source went in the same transaction */
-	uint8_t from_id[SNAP_ID_BYTES];    /* the source's profile */
+	uint8_t from_id[SVC_ID_BYTES];    /* the source's profile */
 };
 
 /* Derive a snapshot of doc keeping share `ratio` of its units from its
@@ -597,7 +690,7 @@ struct svc_shrunk {
  * Returns SNAPIO_OK, SNAPIO_ERR_NOT_FOUND (no kvzip snapshot to cut),
  * SNAPIO_ERR_ARG (a ratio that keeps no fewer units than the source),
  * SNAPIO_ERR_CORRUPT / _MISMATCH / _FULL / _IO / _NOMEM, with a reason. */
-int svc_shrink(struct svc *v, const uint8_t doc[SNAP_ID_BYTES], double ratio, int replace,
+int svc_shrink(struct svc *v, const uint8_t doc[SVC_ID_BYTES], double ratio, int replace,
     struct svc_shrunk *out, char *why, size_t why_len);
 
 /* 1 if stored profile `have` is `want` with one ",from=..." option added
@@ -631,12 +724,12 @@ void svc_tier_stats(struct svc *v, struct svc_tier_stats *out);
 /* svc_resolve_as over the local tier, then (when it finds nothing) the
  * shared one. */
 int svc_tier_resolve_as(struct svc *v, const char *ref, const struct svc_who *w,
-    uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+    uint8_t doc_id[SVC_ID_BYTES], struct svc_status *st);
 /* A query's shared-tier step alone: when the local tier has no snapshot
  * for this profile, copy the shared tier's in (verified).  1 copied, 0
  * nothing to copy (local already, no tier, not there), -1 with st
  * (SVC_AT_LOOKUP, SVC_AT_SHARED, SVC_AT_TIER_DOWN: the tier is down). */
-int svc_tier_prefetch(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES],
+int svc_tier_prefetch(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES],
     struct svc_status *st);
 
 /* ------------------------------------------------------------------------ */
@@ -652,13 +745,13 @@ int svc_tier_prefetch(struct svc *v, const uint8_t doc_id[SNAP_ID_BYTES],
 /* The documents a search may return: ids[0..n) (the caller's resolved
  * DOCs); a NULL filter: every document the caller may read. */
 struct svc_doc_filter {
-	const uint8_t (*ids)[SNAP_ID_BYTES];
+	const uint8_t (*ids)[SVC_ID_BYTES];
 	size_t n;
 };
 
 /* One retrieved part. */
 struct svc_hit {
-	uint8_t doc_id[SNAP_ID_BYTES];
+	uint8_t doc_id[SVC_ID_BYTES];
 	unsigned part;           /* the document's part (0: a single-part document) */
 	double score;            /* BM25 (FTS5's bm25(), negated): > 0, higher = better;
 	                          * comparable within one search only (it grows with
@@ -681,6 +774,12 @@ struct svc_hit {
 int svc_search(struct svc *v, const struct svc_who *w, const char *query,
     const struct svc_doc_filter *filter, unsigned k, struct svc_hit *hits, unsigned *n,
     char *why, size_t why_len);
+
+/* The store of a state directory alone, no model (`kvsnap search --local`,
+ * the store commands): 0, or a STORE_ERR_ code with why. */
+int svc_store_open(struct store **out, const char *state, int read_only, char *why,
+    size_t why_len);
+void svc_store_close(struct store *s);
 
 /* The index of a store without a struct svc (the store commands, `kvsnap
  * search --local`; index_sync.c).  open: STATE/index.sqlite for the LMDB
@@ -705,7 +804,7 @@ void svc_index_close(struct svc_index *x);
 int svc_index_sync(struct svc_index *x, struct store *s, struct svc_index_sync *sy, char *why,
     size_t why_len);
 /* A removed document's rows out (rm; prune syncs). */
-int svc_index_forget(struct svc_index *x, const uint8_t doc_id[SNAP_ID_BYTES], char *why,
+int svc_index_forget(struct svc_index *x, const uint8_t doc_id[SVC_ID_BYTES], char *why,
     size_t why_len);
 /* svc_search over a store and its index. */
 int svc_search_in(struct store *s, struct svc_index *x, const struct svc_who *w,
@@ -725,9 +824,64 @@ struct svc_index_verified {
 	long rows, texts, problems, docs_without_text;
 };
 int svc_index_verify(struct store *s, const char *state,
-    void (*fn)(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], long part, int problem,
+    void (*fn)(void *arg, const uint8_t doc_id[SVC_ID_BYTES], long part, int problem,
         const char *why),
     void *arg, struct svc_index_verified *out, char *why, size_t why_len);
+
+/* ------------------------------------------------------------------------ */
+/* What else the front ends take from below, under service/'s name (base.c,  */
+/* about.c): daemon/ and clients/ include this header and common/ only.     */
+
+/* Seconds on the monotonic clock (eng_now: the one timer of the program). */
+double svc_now(void);
+/* bytes[0..n) as 2n lowercase hex digits and a NUL (store_hex). */
+void svc_hex(const uint8_t *bytes, size_t n, char *out);
+/* A document name the store takes: 0, or -1 with why (store_name_check). */
+int svc_name_check(const char *name, char *why, size_t why_len);
+/* The compute backend by name ("cpu", "cuda"), or with name NULL the one
+ * $KVSNAP_BACKEND names (eng_use_backend, eng_use_backend_env): 0, or
+ * non-zero with why (ENG_ERR_BACKEND: not usable here). */
+int svc_use_backend(const char *name, char *why, size_t why_len);
+/* A snapshot quantization's name ("fp16", "q4", ...) and back (-1: not one). */
+#define SVC_QUANT_FP16 0
+const char *svc_quant_name(int quant);
+int svc_quant_parse(const char *name);
+/* First thing in main of both programs: when started as the document
+ * reader's child (svc_extract), read and exit; else return. */
+void svc_child_main(int argc, char **argv);
+
+/* An open service, read-only (about.c). */
+const char *svc_model_fingerprint(const struct svc *v);
+const char *svc_profile_text(const struct svc *v);  /* the canonical profile text */
+const char *svc_profile_hex(const struct svc *v);   /* its id in hex */
+const uint8_t *svc_profile_id(const struct svc *v); /* SVC_ID_BYTES */
+int svc_profile_quant(const struct svc *v);         /* enum snap_quant */
+int svc_has_tier(const struct svc *v);              /* a shared tier is configured */
+
+/* A DOC reference in v's store as w sees it (svc_resolve_as; w NULL: all). */
+int svc_doc_resolve(struct svc *v, const char *ref, const struct svc_who *w,
+    uint8_t doc_id[SVC_ID_BYTES], struct svc_status *st);
+/* What to say when pk found nothing but snapshots of other profiles: the
+ * stored profiles in words and the exact command that re-ingests d for
+ * v's profile (`kvsnap ingest --force PATH`, with --local and the
+ * profile's flags when local; FILE when d's source path is unknown), and
+ * for local also the flags that answer from a stored snapshot.
+ * d is looked up by doc_id in v's store (unknown: neither path nor name
+ * said); name gets its name ("" when unnamed or unknown). */
+void svc_pick_advice_doc(struct svc *v, const struct svc_picked *pk,
+    const uint8_t doc_id[SVC_ID_BYTES], int local, char *name, size_t name_cap, char *out,
+    size_t cap);
+/* The figures of doc's stored snapshot of profile_id (all 0 when it is not
+ * there or cannot be read). */
+void svc_snapshot_figures(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES],
+    const uint8_t profile_id[SVC_ID_BYTES], struct svc_snap_figures *fig);
+/* The local store's totals (store_stats), for kvsnapd's /metrics. */
+struct svc_store_totals {
+	uint64_t n_docs, n_snapshots;
+	uint64_t stored_bytes;   /* the snapshots' bytes as stored */
+	uint64_t map_used;       /* bytes of the store's file in use (LMDB's map) */
+};
+int svc_store_totals(struct svc *v, struct svc_store_totals *out, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */

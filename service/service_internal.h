@@ -5,7 +5,47 @@
 #ifndef SERVICE_INTERNAL_H
 #define SERVICE_INTERNAL_H
 
+#include "engine/engine.h"
+#include "formats/formats.h"
 #include "service/service.h"
+#include "snapshot/snapshot_io.h"
+#include "storage/store.h"
+
+/* An open service (opaque in service.h).  Shared read-only by every
+ * thread. */
+struct svc {
+	struct eng_model *m;     /* shared read-only */
+	struct eng_tok *tok;     /* encode/decode are read-only after init */
+	struct eng_chat *chat;   /* the model's chat template (borrows tok) */
+	struct store *s;         /* thread-safe */
+	char *policy, *opts;     /* the policy and its effective options */
+	long budget, chunk;
+	double ratio;
+	int quant;
+	char profile[SNAP_MAX_PROFILE];
+	uint8_t profile_id[SNAP_ID_BYTES];
+	char profile_hex[2 * SNAP_ID_BYTES + 1];
+	struct svc_tier *tier;   /* the shared tier, or NULL (tiers.c) */
+	struct svc_index *index; /* the text index, or NULL (index_sync.c; why not:
+	                          * index_why) */
+	char index_why[256];
+	int index_tried;         /* opened (or failed) once: not again */
+	char *state;             /* the store's address (the index's place) */
+	int read_only;
+};
+
+/* What one thread runs the model with (opaque in service.h). */
+struct svc_session {
+	struct eng_ctx *ctx;
+	struct eng_policy *p;
+};
+
+/* The policy of the profile (ratio form when conf.ratio > 0), unbound. */
+int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, size_t why_len);
+
+/* svc_pick_advice_doc with the document's record (NULL: unknown; advice.c). */
+void svc_pick_advice(const struct svc *v, const struct svc_picked *pk, const struct store_doc *d,
+    int local, char *out, size_t cap);
 
 /* Record in st that `step` failed with `rc` (the reason, if any, is
  * already in st->why); returns -1. */
@@ -26,6 +66,12 @@ int svc_resolve_store(struct store *s, const char *ref, uint8_t doc_id[SNAP_ID_B
  * short); -1 with st (the store's words kept when nothing better). */
 int svc_resolve_file(struct store *s, const char *ref, const struct svc_who *w,
     uint8_t doc_id[SNAP_ID_BYTES], struct svc_status *st);
+
+/* A conversation's ids (chat.c; *ids malloc'd): the template's whole prompt
+ * (eng_chat_messages_ids), or with followup its turns after a document's
+ * (eng_chat_followup_ids).  The count, or a negative eng_err. */
+int64_t svc_msgs_ids(const struct svc *v, const struct svc_msg *msgs, size_t n, int followup,
+    int32_t **ids);
 
 /* Whether the hooks' cancel flag is set. */
 int svc_cancelled(const struct svc_hooks *hk);

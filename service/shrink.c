@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/service.h"
+#include "service/service_internal.h"
 
 struct shrink_pick {
 	uint8_t id[SNAP_ID_BYTES];

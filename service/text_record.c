@@ -12,7 +12,7 @@
 
 #include "common/fail.h"
 #include "common/le.h"
-#include "service/service.h"
+#include "service/service_internal.h"
 #include "service/text_record.h"
 
 #define TEXTREC_VERSION 1

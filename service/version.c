@@ -6,7 +6,7 @@
 
 #include "common/version.h"
 #include "kernels/kernels.h"
-#include "service/service.h"
+#include "service/service_internal.h"
 
 void
 svc_version(FILE *f, const char *prog)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/service.h"
+#include "service/service_internal.h" /* struct svc: a store alone */
 #include "storage/store.h"
 #include "tests/tap.h"
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "clients/cli.h"
+#include "clients/tools/tools.h"
 #include "engine/engine.h"
 
 #define POD_MAX_TEXT (64u << 20)

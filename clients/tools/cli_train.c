@@ -3,7 +3,7 @@
  * the frozen model (spec/locret.md §2–§4) and write the sidecar that
  * `--policy locret --opts heads=FILE` loads.
  *
- * One pass over N generated examples (clients/train_data.c), one optimizer
+ * One pass over N generated examples (clients/tools/train_data.c), one optimizer
  * step each: for example i, the label pass over prompt ++ answer
  * (eng_train_collect: gold answers teacher-forced, document-QA answers
  * generated greedily by the model), then eng_train_step.  Example i depends
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "clients/cli.h"
+#include "clients/tools/tools.h"
 #include "engine/engine.h"
 
 #define TRAIN_WINDOW 20
@@ -431,7 +432,7 @@ train_run(const struct train_cfg *cf, struct eng_model *m, struct eng_tok *tok,
 		snprintf(recipe + strlen(recipe), sizeof(recipe) - strlen(recipe),
 		    ", floored at log(%g) (--label-floor)", cf->label_floor);
 	snprintf(data, sizeof(data),
-	    "clients/train_data.c: Debian fortunes + fortunes-min entries (%zu) as prose, "
+	    "clients/tools/train_data.c: Debian fortunes + fortunes-min entries (%zu) as prose, "
 	    "wamerican words as keys; 1/4 number retrieval (repeated filler or prose), 1/4 "
 	    "key-value facts in prose (gold answers), 1/4 document QA and 1/4 questions on the "
 	    "ending, answered greedily by the model (<= %ld tokens); disjoint from "

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "clients/tools/tools.h"
 
 #define TD_MAX_FILE (16u << 20)
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "clients/tools/tools.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 

@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "clients/cli.h"
+#include "clients/tools/tools.h"
 #include "engine/engine.h"
 
 #define TL_MAGIC "KVSNAPLB"
