@@ -28,8 +28,8 @@
  *                      named in the description only when set
  *   refit              refit=1 at 1/8 keeps the same units with the same keys
  *                      as without, with new values and finite biases the
- *                      attention adds (eng_kv.has_bias); stored (format
- *                      version 3, fp16) in memory and in a real LMDB store
+ *                      attention adds (eng_kv.has_bias); stored (the current
+ *                      format, 4: the bias flag and section, fp16) in memory and in a real LMDB store
  *                      and loaded back, it holds the same biases bit for bit
  *                      and the question's logits equal the pool's rounded to
  *                      fp16 bit for bit (and differ without the biases)
@@ -755,8 +755,8 @@ refit_stored(struct eng_kv *kr, struct eng_ctx *c, const int32_t *qids, int64_t 
 	    SNAP_FP16, SNAP_ZLEVEL_DEFAULT, kr->next_pos, why, sizeof(why)) == 0, "save: %s", why);
 	TAP_CHECK(snap_load(st, doc, pid, g_m, nq, &disk, &h, why, sizeof(why)) == 0, "load: %s",
 	    why);
-	TAP_CHECK(h.version == 3 && h.has_bias, "header: version %u, bias %d", h.version,
-	    h.has_bias);
+	TAP_CHECK(h.version == SNAP_FORMAT_VERSION && h.has_bias, "header: version %u, bias %d",
+	    h.version, h.has_bias);
 	TAP_CHECK(mem->has_bias && disk->has_bias && same_biases(kr, mem) &&
 	    same_biases(kr, disk), "biases loaded bit for bit");
 	eng_kv_round_fp16(kr);
