@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kvzip refit=1 stored (snapshot format version 3, issue 28), end to end
+# kvzip refit=1 stored (the bias section of snapshot formats 3 and 4, issue 28), end to end
 # with the real model and LMDB: ingest --local --policy kvzip --opts refit=1
 # stores the snapshot (the profile names refit=1, the store verifies, a
 # query --local answers from it); a shrink of it is a refit cut too; then a
@@ -21,7 +21,7 @@ expect_rc "ingest --policy kvzip --opts refit=1" 0 "$K" ingest "${P[@]}" "$T/gpl
 $K info gpl > "$T/info.txt" 2>&1
 grep -q "policy=kvzip:ratio=0.25,.*,refit=1 " "$T/info.txt"
 ok "the profile names refit=1" $?
-expect_rc "the store verifies (every version-3 record checked)" 0 "$K" verify
+expect_rc "the store verifies (every biased record checked)" 0 "$K" verify
 expect_rc "query --local answers from the refit snapshot" 0 "$K" query "${P[@]}" -n 12 gpl "What is the archive code word?"
 [ -s "$T/out" ]; _s=$?; ok "with some text: $(head -c 80 "$T/out" | tr '\n' ' ')" $_s
 expect_rc "an ingest of the same profile skips it" 0 "$K" ingest "${P[@]}" "$T/gpl.txt"
