@@ -61,6 +61,7 @@
 #include "daemon/daemon_internal.h"
 #include "daemon/http.h"
 #include "daemon/http_ops.h"
+#include "daemon/loop_queue.h"
 
 #define HTTP_HUP_CHECK_S 1     /* a running job's client still there? */
 #define HTTP_HEADERS_MAX 65536
@@ -105,8 +106,8 @@ struct hreq {
 enum hpost_kind { HP_START, HP_CHUNK, HP_END, HP_REPLY };
 
 struct hpost {
+	struct loopq_item q;       /* first: the queue's link */
 	struct hreq *h;            /* a reference */
-	struct hpost *next;
 	enum hpost_kind kind;
 	int status;
 	size_t len;
@@ -124,9 +125,6 @@ static struct {
 	uint64_t serial;
 	char model[128];
 	int64_t created;
-	pthread_mutex_t mu;        /* the post queue */
-	struct hpost *head, *tail;
-	struct event *post_ev;
 	/* admission (loop thread) */
 	struct http_allow allow;
 	gid_t sock_gid;            /* the main socket's group */
@@ -136,7 +134,11 @@ static struct {
 	int fd_room, fd_limit;     /* a connection's fd must be below fd_room */
 	struct timeval io_timeout; /* evhttp's read and write timeout (evhttp_set_timeout) */
 	struct dlog_limit lim_ident, lim_allow, lim_caps, lim_fds, lim_accept, lim_slow;
-} hs = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} hs;
+
+static void hpost_run(struct loopq_item *it);
+/* The reply pieces workers post (lock order: a request's mu, then its). */
+static struct loopq hposts = LOOPQ_INIT(hpost_run);
 
 /* ------------------------------------------------------------------------ */
 /* Requests: references, posting (any thread)                                */
@@ -164,7 +166,6 @@ hpost(struct hreq *h, enum hpost_kind kind, int status, const char *data, size_t
 	if (!p)
 		return;
 	p->h = h;
-	p->next = NULL;
 	p->kind = kind;
 	p->status = status;
 	p->len = len;
@@ -173,17 +174,7 @@ hpost(struct hreq *h, enum hpost_kind kind, int status, const char *data, size_t
 	pthread_mutex_lock(&h->mu);
 	if (!h->gone) {
 		h->refs++;
-		pthread_mutex_lock(&hs.mu);
-		if (hs.post_ev) {
-			if (hs.tail)
-				hs.tail->next = p;
-			else
-				hs.head = p;
-			hs.tail = p;
-			event_active(hs.post_ev, EV_READ, 0);
-			queued = 1;
-		}
-		pthread_mutex_unlock(&hs.mu);
+		queued = loopq_push(&hposts, &p->q) == 0;
 		if (!queued)
 			h->refs--;
 	}
@@ -519,30 +510,14 @@ hpost_send(struct hpost *p)
 	}
 }
 
-static struct hpost *
-hposts_take(void)
-{
-	struct hpost *p;
-	pthread_mutex_lock(&hs.mu);
-	p = hs.head;
-	hs.head = hs.tail = NULL;
-	pthread_mutex_unlock(&hs.mu);
-	return p;
-}
-
+/* A posted piece, sent (loop thread; the queue keeps their order). */
 static void
-hposts_drain_cb(evutil_socket_t fd, short what, void *arg)
+hpost_run(struct loopq_item *it)
 {
-	struct hpost *p = hposts_take(), *next;
-	(void)fd;
-	(void)what;
-	(void)arg;
-	for (; p; p = next) {
-		next = p->next;
-		hpost_send(p);
-		hreq_unref(p->h);
-		free(p);
-	}
+	struct hpost *p = (struct hpost *)it;
+	hpost_send(p);
+	hreq_unref(p->h);
+	free(p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1045,7 +1020,7 @@ http_start(struct daemon *d, struct event_base *base, int listen_fd)
 	}
 	http_model_name(d);
 	if (!(hs.http = evhttp_new(base)) ||
-	    !(hs.post_ev = event_new(base, -1, 0, hposts_drain_cb, NULL))) {
+	    loopq_open(&hposts, base)) {
 		dlog(DLOG_ERROR, "cannot set up the HTTP server");
 		return -1;
 	}
@@ -1102,11 +1077,7 @@ http_pending(void)
 {
 	struct hconn *c;
 	struct bufferevent *bev;
-	int n;
-	pthread_mutex_lock(&hs.mu);
-	n = hs.head != NULL;
-	pthread_mutex_unlock(&hs.mu);
-	if (n || hs.n_open)
+	if (loopq_pending(&hposts) || hs.n_open)
 		return 1;
 	for (c = hs.conns; c; c = c->next)
 		if ((bev = evhttp_connection_get_bufferevent(c->evcon)) &&
@@ -1131,10 +1102,5 @@ http_free(void)
 	free(hs.fresh);
 	hs.fresh = NULL;
 	hs.n_fresh = hs.cap_fresh = 0;
-	pthread_mutex_lock(&hs.mu);
-	if (hs.post_ev)
-		event_free(hs.post_ev);
-	hs.post_ev = NULL;
-	pthread_mutex_unlock(&hs.mu);
-	hposts_drain_cb(-1, 0, NULL);
+	loopq_close(&hposts);
 }

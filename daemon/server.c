@@ -8,7 +8,7 @@
  * drop passed descriptors) into an evbuffer and writes through a
  * bufferevent that only the loop touches.  Workers do not write: they post
  * their events (conn_post) to one queue, first in first out, and wake the
- * loop (event_active on the queue's event), which writes them out in that
+ * loop (daemon/loop_queue.c, shared with http.c), which writes them out in that
  * order, so a job's events keep theirs.  A connection is refcounted: the
  * loop holds one reference while it is open, every job holds one and
  * every posted event holds one; closing marks it closed under its mutex
@@ -48,6 +48,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon/daemon_internal.h"
+#include "daemon/loop_queue.h"
 
 #define SRV_READ_CHUNK 65536
 #define SRV_STOP_GRACE_S 5 /* after the jobs ended, time to flush replies */
@@ -90,20 +91,18 @@ struct conn {
 	struct conn *prev, *next;  /* the loop's list */
 };
 
-/* An event line posted by a worker, waiting for the loop. */
+/* An event line posted by a worker, waiting for the loop (an empty one:
+ * conn_job_done's marker). */
 struct post {
+	struct loopq_item q;       /* first: the queue's link */
 	struct conn *c;            /* a reference */
-	struct post *next;
 	size_t len;
 	char line[];
 };
 
-/* The queue workers post to (lock order: a connection's mu, then mu). */
-static struct {
-	pthread_mutex_t mu;
-	struct post *head, *tail;
-	struct event *ev;          /* the loop's wake-up; NULL when no loop runs */
-} posts = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static void post_run(struct loopq_item *it);
+/* The queue workers post to (lock order: a connection's mu, then its). */
+static struct loopq posts = LOOPQ_INIT(post_run);
 
 static struct {
 	struct daemon *d;
@@ -179,24 +178,13 @@ conn_post(struct conn *c, const char *line, size_t len)
 	if (!p)
 		return -1;
 	p->c = c;
-	p->next = NULL;
 	p->len = len;
 	if (len)
 		memcpy(p->line, line, len);
 	pthread_mutex_lock(&c->mu);
 	if (!c->closed) {
 		c->refs++; /* the post's reference */
-		pthread_mutex_lock(&posts.mu);
-		if (posts.ev) {
-			if (posts.tail)
-				posts.tail->next = p;
-			else
-				posts.head = p;
-			posts.tail = p;
-			event_active(posts.ev, EV_READ, 0);
-			queued = 1;
-		}
-		pthread_mutex_unlock(&posts.mu);
+		queued = loopq_push(&posts, &p->q) == 0;
 		if (!queued)
 			c->refs--; /* no loop to hand it to */
 	}
@@ -206,46 +194,17 @@ conn_post(struct conn *c, const char *line, size_t len)
 	return queued ? 0 : -1;
 }
 
-/* Take the whole queue (NULL if empty). */
-static struct post *
-posts_take(void)
-{
-	struct post *list;
-	pthread_mutex_lock(&posts.mu);
-	list = posts.head;
-	posts.head = posts.tail = NULL;
-	pthread_mutex_unlock(&posts.mu);
-	return list;
-}
-
-/* Posted events, written out in the order they came (loop thread). */
+/* A posted event, written out (loop thread; the queue keeps their order). */
 static void
-posts_drain_cb(evutil_socket_t fd, short what, void *arg)
+post_run(struct loopq_item *it)
 {
-	struct post *p = posts_take(), *next;
-	(void)fd;
-	(void)what;
-	(void)arg;
-	for (; p; p = next) {
-		next = p->next;
-		if (p->len)
-			conn_send(p->c, p->line, p->len);
-		else
-			conn_jobs_ended(p->c); /* conn_job_done's marker */
-		conn_unref(p->c);
-		free(p);
-	}
-}
-
-/* Events posted and not yet written? (loop thread) */
-static int
-posts_pending(void)
-{
-	int n;
-	pthread_mutex_lock(&posts.mu);
-	n = posts.head != NULL;
-	pthread_mutex_unlock(&posts.mu);
-	return n;
+	struct post *p = (struct post *)it;
+	if (p->len)
+		conn_send(p->c, p->line, p->len);
+	else
+		conn_jobs_ended(p->c); /* conn_job_done's marker */
+	conn_unref(p->c);
+	free(p);
 }
 
 uint64_t
@@ -1061,7 +1020,7 @@ srv_stop_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (jobs_busy() || posts_pending() || (srv.d->cfg.http && http_pending()))
+	if (jobs_busy() || loopq_pending(&posts) || (srv.d->cfg.http && http_pending()))
 		return;
 	for (c = srv.conns; c; c = c->next)
 		if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)))
@@ -1147,7 +1106,7 @@ srv_loaded_cb(evutil_socket_t fd, short what, void *arg)
 int
 srv_run(struct daemon *d, int listen_fd, int (*load)(struct daemon *d))
 {
-	int rc = -1;
+	int rc = -1, posts_ok;
 
 	memset(&srv, 0, sizeof(srv));
 	srv.d = d;
@@ -1166,11 +1125,9 @@ srv_run(struct daemon *d, int listen_fd, int (*load)(struct daemon *d))
 	/* SIGHUP drains too (no reload: docs/PROTOCOL.md "Stopping"); its
 	 * default action would kill us mid-reply */
 	srv.sig_hup = evsignal_new(srv.base, SIGHUP, srv_signal_cb, NULL);
-	pthread_mutex_lock(&posts.mu);
-	posts.ev = event_new(srv.base, -1, 0, posts_drain_cb, NULL);
-	pthread_mutex_unlock(&posts.mu);
+	posts_ok = loopq_open(&posts, srv.base) == 0;
 	srv.loaded_ev = event_new(srv.base, -1, 0, srv_loaded_cb, NULL);
-	if (!srv.lis || !srv.sig_term || !srv.sig_int || !srv.sig_hup || !posts.ev ||
+	if (!srv.lis || !srv.sig_term || !srv.sig_int || !srv.sig_hup || !posts_ok ||
 	    !srv.loaded_ev) {
 		dlog(DLOG_ERROR, "cannot set up the event loop");
 		goto out;
@@ -1200,12 +1157,7 @@ out:
 		http_free();
 	/* every connection is closed: what is still queued goes nowhere, and
 	 * workers still running post no more */
-	pthread_mutex_lock(&posts.mu);
-	if (posts.ev)
-		event_free(posts.ev);
-	posts.ev = NULL;
-	pthread_mutex_unlock(&posts.mu);
-	posts_drain_cb(-1, 0, NULL);
+	loopq_close(&posts);
 	if (srv.lis)
 		evconnlistener_free(srv.lis);
 	if (srv.stop_timer)

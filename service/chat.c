@@ -58,7 +58,6 @@ svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
 	static const struct svc_hooks none;
 	struct svc_emit em;
 	struct eng_kv *kv = NULL;
-	struct eng_sampler smp;
 	int32_t *ids = NULL;
 	int64_t n, n_max, window = v->m->hp.n_ctx_train;
 	int rc, ret = -1;
@@ -91,25 +90,9 @@ svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
 		svc_fail(st, SVC_AT_ENGINE, rc);
 		goto out;
 	}
-	eng_sampler_init(&smp, r->temperature, r->top_p > 0.0f ? r->top_p : 1.0f, r->seed);
-	rc = eng_generate(ss->ctx, kv, v->tok, ids, n, n_max, &smp, svc_emit_cb, &em,
-	    &out->generated);
-	out->tokens = em.n;
-	out->ttft = em.ttft;
-	if (rc) {
-		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
-		svc_fail(st, SVC_AT_GENERATE, rc);
+	if (svc_emit_answer(&em, ss, kv, ids, n, n_max, r->temperature, r->top_p, r->seed, out,
+	    st))
 		goto out;
-	}
-	svc_emit_flush(&em);
-	out->stop = em.stop.matched >= 0 ? SVC_STOP_SEQUENCE :
-	    out->generated >= n_max ? SVC_STOP_LENGTH : SVC_STOP_EOS;
-	out->stop_index = em.stop.matched;
-	if (svc_cancelled(hk)) {
-		out->cancelled = 1;
-		out->stop = SVC_STOP_CANCELLED;
-	}
-	out->seconds = eng_now() - em.t0;
 	ret = 0;
 out:
 	free(ids);

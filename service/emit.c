@@ -1,10 +1,12 @@
 /*
- * emit.c: generated token ids to the caller's token hook as text (the
- * query over a snapshot and the plain chat both decode through it).  With
+ * emit.c: generated token ids to the caller's token hook as text, and the
+ * answer step around it (the query over a snapshot and the plain chat
+ * both decode through svc_emit_answer).  With
  * whole_utf8, the bytes of a character split across tokens wait for the
  * token that completes it (the daemon's events are JSON strings, which
  * must be valid UTF-8); the time to the first token is taken here.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "service/service_internal.h"
@@ -90,4 +92,33 @@ svc_emit_flush(struct svc_emit *e)
 	e->n_pend = 0;
 	if (e->stop.matched < 0)
 		svc_stopper_flush(&e->stop, emit_out, e);
+}
+
+int
+svc_emit_answer(struct svc_emit *e, struct svc_session *ss, struct eng_kv *kv,
+    const int32_t *ids, int64_t n, int64_t n_max, float temperature, float top_p,
+    uint64_t seed, struct svc_answer *out, struct svc_status *st)
+{
+	struct eng_sampler smp;
+	int rc;
+
+	eng_sampler_init(&smp, temperature, top_p > 0.0f ? top_p : 1.0f, seed);
+	rc = eng_generate(ss->ctx, kv, e->v->tok, ids, n, n_max, &smp, svc_emit_cb, e,
+	    &out->generated);
+	out->tokens = e->n;
+	out->ttft = e->ttft;
+	if (rc) {
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
+		return svc_fail(st, SVC_AT_GENERATE, rc);
+	}
+	svc_emit_flush(e);
+	out->stop = e->stop.matched >= 0 ? SVC_STOP_SEQUENCE :
+	    out->generated >= n_max ? SVC_STOP_LENGTH : SVC_STOP_EOS;
+	out->stop_index = e->stop.matched;
+	if (svc_cancelled(e->hk)) {
+		out->cancelled = 1;
+		out->stop = SVC_STOP_CANCELLED;
+	}
+	out->seconds = eng_now() - e->t0;
+	return 0;
 }

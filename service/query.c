@@ -38,7 +38,6 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	struct svc_emit em;
 	struct snap_header h;
 	struct eng_kv *kv = NULL;
-	struct eng_sampler smp;
 	int32_t *qids = NULL;
 	int64_t n_q;
 	char why[8];
@@ -87,26 +86,11 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 		svc_fail(st, SVC_AT_LOAD, rc);
 		goto out;
 	}
-	eng_sampler_init(&smp, r->temperature, r->top_p > 0.0f ? r->top_p : 1.0f, r->seed);
-	rc = eng_generate(ss->ctx, kv, v->tok, qids, n_q, r->max_tokens, &smp, svc_emit_cb, &em,
-	    &out->generated);
-	out->tokens = em.n;
-	out->ttft = em.ttft;
-	if (rc) {
-		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
-		svc_fail(st, SVC_AT_GENERATE, rc);
+	if (svc_emit_answer(&em, ss, kv, qids, n_q, r->max_tokens, r->temperature, r->top_p,
+	    r->seed, out, st))
 		goto out;
-	}
-	svc_emit_flush(&em);
-	out->stop = em.stop.matched >= 0 ? SVC_STOP_SEQUENCE :
-	    out->generated >= r->max_tokens ? SVC_STOP_LENGTH : SVC_STOP_EOS;
-	out->stop_index = em.stop.matched;
-	if (svc_cancelled(hk)) {
-		out->cancelled = 1; /* not marked used: the answer did not finish */
-		out->stop = SVC_STOP_CANCELLED;
-	} else
+	if (!out->cancelled) /* a cancelled answer did not finish: not marked used */
 		store_touch(v->s, r->doc_id, out->profile_id, why, sizeof(why));
-	out->seconds = eng_now() - em.t0;
 	ret = 0;
 out:
 	free(qids);

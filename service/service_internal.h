@@ -95,6 +95,15 @@ void svc_emit_init(struct svc_emit *e, const struct svc *v, const struct svc_hoo
     int whole_utf8, const char *const *stop, size_t n_stop);
 int svc_emit_cb(void *arg, int32_t id);
 void svc_emit_flush(struct svc_emit *e);
+/* The answer step the query and the plain chat share (emit.c): the
+ * sampler from the request's temperature, top_p (0: off) and seed, at
+ * most n_max tokens decoded after ids[0..n) on kv through e (initialised
+ * by the caller), flushed; out's tokens, generated, ttft, stop reason
+ * (length at n_max) and cancellation, and seconds since e started.  0, or
+ * -1 with st (SVC_AT_GENERATE). */
+int svc_emit_answer(struct svc_emit *e, struct svc_session *ss, struct eng_kv *kv,
+    const int32_t *ids, int64_t n, int64_t n_max, float temperature, float top_p,
+    uint64_t seed, struct svc_answer *out, struct svc_status *st);
 
 /* The shared tier (tiers.c).  tier_open: nothing without conf->shared; a
  * credentials file that will not do fails (SVC_AT_SHARED_AUTH), an
