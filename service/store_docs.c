@@ -87,6 +87,32 @@ doc_figures(struct store *s, struct svc_doc *d)
 	(void)snap_profiles(s, d->doc_id, fig_cb, &fs, why, sizeof(why));
 }
 
+/* Room for one more of n elements of size in *p (cap: its room): 0, or -1
+ * out of memory (*p kept). */
+static int
+grow(void *p, size_t *cap, size_t n, size_t size)
+{
+	void *q;
+	size_t c;
+	if (n < *cap)
+		return 0;
+	c = *cap ? 2 * *cap : 8;
+	if (!(q = realloc(*(void **)p, c * size)))
+		return -1;
+	*(void **)p = q;
+	*cap = c;
+	return 0;
+}
+
+/* A store failure: rc, why given the code's words when the store gave none. */
+static int
+fail_words(int rc, char *why, size_t why_len)
+{
+	if (why_len && !why[0])
+		snprintf(why, why_len, "%s", store_strerror(rc));
+	return rc;
+}
+
 struct ls_scan {
 	const struct svc_target *t;
 	svc_damaged_fn damaged;
@@ -111,14 +137,8 @@ ls_cb(void *arg, const struct store_doc *sd)
 	struct ls_scan *ls = arg;
 	if (!svc_may_read(sd, ls->t->who))
 		return 0;
-	if (ls->n == ls->cap) {
-		size_t cap = ls->cap ? 2 * ls->cap : 16;
-		struct svc_doc *nd = realloc(ls->d, cap * sizeof(*nd));
-		if (!nd)
-			return -1;
-		ls->d = nd;
-		ls->cap = cap;
-	}
+	if (grow(&ls->d, &ls->cap, ls->n, sizeof(*ls->d)))
+		return -1;
 	doc_from(sd, ls->t->who, &ls->d[ls->n++]);
 	return 0;
 }
@@ -134,10 +154,8 @@ svc_ls(const struct svc_target *t, int figures, svc_damaged_fn damaged, void *ar
 	*out = NULL;
 	*n = 0;
 	if ((rc = store_ls_each(t->s, ls_cb, ls_bad, &ls, why, why_len))) {
-		if (why_len && !why[0])
-			snprintf(why, why_len, "%s", store_strerror(rc));
 		free(ls.d);
-		return rc;
+		return fail_words(rc, why, why_len);
 	}
 	for (i = 0; figures && i < ls.n; i++)
 		doc_figures(t->s, &ls.d[i]);
@@ -152,11 +170,8 @@ svc_doc_get(const struct svc_target *t, const uint8_t doc_id[SVC_ID_BYTES], int 
 {
 	struct store_doc sd;
 	int rc;
-	if ((rc = store_info(t->s, doc_id, &sd, why, why_len))) {
-		if (why_len && !why[0])
-			snprintf(why, why_len, "%s", store_strerror(rc));
-		return rc;
-	}
+	if ((rc = store_info(t->s, doc_id, &sd, why, why_len)))
+		return fail_words(rc, why, why_len);
 	doc_from(&sd, t->who, d);
 	if (figures)
 		doc_figures(t->s, d);
@@ -188,14 +203,8 @@ info_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes, const struc
 	struct info_scan *in = arg;
 	struct svc_snap *sn;
 	size_t bl;
-	if (in->n == in->cap) {
-		size_t cap = in->cap ? 2 * in->cap : 4;
-		struct svc_snap *ns = realloc(in->sn, cap * sizeof(*ns));
-		if (!ns)
-			return -1;
-		in->sn = ns;
-		in->cap = cap;
-	}
+	if (grow(&in->sn, &in->cap, in->n, sizeof(*in->sn)))
+		return -1;
 	sn = &in->sn[in->n++];
 	memset(sn, 0, sizeof(*sn));
 	memcpy(sn->profile_id, pid, SVC_ID_BYTES);
@@ -228,10 +237,8 @@ svc_info(const struct svc_target *t, const uint8_t doc_id[SVC_ID_BYTES], struct 
 	if ((rc = svc_doc_get(t, doc_id, 1, d, why, why_len)))
 		return rc;
 	if ((rc = snap_profiles(t->s, doc_id, info_cb, &in, why, why_len))) {
-		if (why_len && !why[0])
-			snprintf(why, why_len, "%s", store_strerror(rc));
 		free(in.sn);
-		return rc;
+		return fail_words(rc, why, why_len);
 	}
 	*snaps = in.sn;
 	*n = in.n;
