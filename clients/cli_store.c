@@ -517,28 +517,43 @@ st_info_head(const struct svc_doc *d)
 	    d->snapshots, d->snapshots == 1 ? "" : "s", stored, per);
 }
 
-int
-cli_info(int argc, char **argv)
+/* What info, rm and rename share: the store opened, DOC (the first
+ * operand) resolved, the command run on it (an exit code), the store
+ * closed.  rest: the operands after DOC. */
+typedef int (*st_doc_fn)(const struct st_opts *o, const struct svc_target *t,
+    const uint8_t id[SVC_ID_BYTES], char **rest);
+
+static int
+st_on_doc(int argc, char **argv, int operands, int read_only, st_doc_fn fn)
 {
 	struct st_opts o;
 	struct svc_target t;
+	uint8_t id[SVC_ID_BYTES];
+	int i, rc;
+	if ((rc = st_begin(argc, argv, operands, operands, read_only, &o, &t, &i)))
+		return rc;
+	if (!(rc = st_resolve(&t, argv[i], id)))
+		rc = fn(&o, &t, id, argv + i + 1);
+	svc_target_close(&t);
+	return rc;
+}
+
+static int
+st_info(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+    char **rest)
+{
 	struct svc_doc d;
 	struct svc_snap *sn = NULL;
-	uint8_t id[SVC_ID_BYTES];
 	char why[512] = "";
 	json_t *arr;
 	size_t n = 0, k;
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 1, 1, 1, &o, &t, &i)))
-		return rc;
-	if ((rc = st_resolve(&t, argv[i], id)))
-		goto out;
-	if ((rc = svc_info(&t, id, &d, &sn, &n, why, sizeof(why)))) {
+	int rc;
+	(void)rest;
+	if ((rc = svc_info(t, id, &d, &sn, &n, why, sizeof(why)))) {
 		cli_err("info: %s", why);
-		rc = st_exit(rc);
-		goto out;
+		return st_exit(rc);
 	}
-	if (o.json) {
+	if (o->json) {
 		arr = json_array();
 		for (k = 0; k < n; k++)
 			json_array_append_new(arr, svc_snap_json(&sn[k], 0));
@@ -549,10 +564,14 @@ cli_info(int argc, char **argv)
 		for (k = 0; k < n; k++)
 			st_snap_print(&sn[k]);
 	}
-out:
 	free(sn);
-	svc_target_close(&t);
-	return rc;
+	return CLI_EXIT_OK;
+}
+
+int
+cli_info(int argc, char **argv)
+{
+	return st_on_doc(argc, argv, 1, 1, st_info);
 }
 
 /* The text index not brought in step after rm or prune: a warning, it is
@@ -565,77 +584,76 @@ st_index_warn(const char *why)
 		    "in step)\n", why);
 }
 
+/* rm DOC [--profile P]: one snapshot, the document with its last one; or
+ * the document. */
+static int
+st_rm(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+    char **rest)
+{
+	struct svc_removed rm;
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], phex[2 * SVC_ID_BYTES + 1],
+	    label[8 * 256];
+	int rc;
+	(void)rest;
+	if ((rc = svc_rm(t, id, o->profile, &rm, why, sizeof(why)))) {
+		cli_err("rm: %s", why);
+		return st_exit(rc);
+	}
+	st_index_warn(rm.index_why);
+	st_label(&rm.doc, label, sizeof(label));
+	svc_hex(id, SVC_ID_BYTES, hex);
+	svc_hex(rm.profile_id, SVC_ID_BYTES, phex);
+	if (o->json && rm.one)
+		cli_json_line("result", json_pack("{s:s, s:o, s:o, s:s, s:b}", "doc_id", hex, "name",
+		    cli_json_cstr(rm.doc.name), "source", cli_json_cstr(rm.doc.source),
+		    "profile_id", phex, "removed", rm.gone));
+	else if (o->json)
+		cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex, "name",
+		    cli_json_cstr(rm.doc.name), "source", cli_json_cstr(rm.doc.source), "removed",
+		    1));
+	else if (rm.one)
+		printf("removed snapshot %.12s of %s%s\n", phex, label,
+		    rm.gone ? " (its last: the document is removed)" : "");
+	else
+		printf("removed %s\n", label);
+	return CLI_EXIT_OK;
+}
+
 int
 cli_rm(int argc, char **argv)
 {
-	struct st_opts o;
-	struct svc_target t;
-	struct svc_removed rm;
-	uint8_t id[SVC_ID_BYTES];
-	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], phex[2 * SVC_ID_BYTES + 1],
-	    label[8 * 256];
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 1, 1, 0, &o, &t, &i)))
-		return rc;
-	if (!(rc = st_resolve(&t, argv[i], id))) {
-		/* one snapshot, the document with its last one; or the document */
-		if ((rc = svc_rm(&t, id, o.profile, &rm, why, sizeof(why)))) {
-			cli_err("rm: %s", why);
-		} else {
-			st_index_warn(rm.index_why);
-			st_label(&rm.doc, label, sizeof(label));
-			svc_hex(id, SVC_ID_BYTES, hex);
-			svc_hex(rm.profile_id, SVC_ID_BYTES, phex);
-			if (o.json && rm.one)
-				cli_json_line("result", json_pack("{s:s, s:o, s:o, s:s, s:b}", "doc_id",
-				    hex, "name", cli_json_cstr(rm.doc.name), "source",
-				    cli_json_cstr(rm.doc.source), "profile_id", phex, "removed", rm.gone));
-			else if (o.json)
-				cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex,
-				    "name", cli_json_cstr(rm.doc.name), "source",
-				    cli_json_cstr(rm.doc.source), "removed", 1));
-			else if (rm.one)
-				printf("removed snapshot %.12s of %s%s\n", phex, label,
-				    rm.gone ? " (its last: the document is removed)" : "");
-			else
-				printf("removed %s\n", label);
-		}
-		rc = st_exit(rc);
+	return st_on_doc(argc, argv, 1, 0, st_rm);
+}
+
+static int
+st_rename(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+    char **rest)
+{
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], was[256], old[6 * 256], name[6 * 256];
+	int rc;
+	svc_hex(id, SVC_ID_BYTES, hex);
+	if ((rc = svc_rename(t, id, rest[0], was, why, sizeof(why)))) {
+		cli_err("rename: %s", why);
+		return st_exit(rc);
 	}
-	svc_target_close(&t);
-	return rc;
+	if (o->json) {
+		cli_json_line("result", json_pack("{s:s, s:o, s:o}", "doc_id", hex, "name",
+		    cli_json_cstr(rest[0]), "old_name", cli_json_cstr(was)));
+		return CLI_EXIT_OK;
+	}
+	cli_term_str(was, old, sizeof(old));
+	cli_term_str(rest[0], name, sizeof(name));
+	if (old[0])
+		printf("renamed %s (%.12s) to %s\n", old, hex, name);
+	else
+		printf("renamed %.12s to %s\n", hex, name);
+	return CLI_EXIT_OK;
 }
 
 int
 cli_rename(int argc, char **argv)
 {
-	struct st_opts o;
-	struct svc_target t;
-	uint8_t id[SVC_ID_BYTES];
-	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], was[256], old[6 * 256], name[6 * 256];
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 2, 2, 0, &o, &t, &i)))
-		return rc;
-	if (!(rc = st_resolve(&t, argv[i], id))) {
-		rc = svc_rename(&t, id, argv[i + 1], was, why, sizeof(why));
-		svc_hex(id, SVC_ID_BYTES, hex);
-		if (rc) {
-			cli_err("rename: %s", why);
-		} else if (o.json) {
-			cli_json_line("result", json_pack("{s:s, s:o, s:o}", "doc_id", hex, "name",
-			    cli_json_cstr(argv[i + 1]), "old_name", cli_json_cstr(was)));
-		} else {
-			cli_term_str(was, old, sizeof(old));
-			cli_term_str(argv[i + 1], name, sizeof(name));
-			if (old[0])
-				printf("renamed %s (%.12s) to %s\n", old, hex, name);
-			else
-				printf("renamed %.12s to %s\n", hex, name);
-		}
-		rc = st_exit(rc);
-	}
-	svc_target_close(&t);
-	return rc;
+	return st_on_doc(argc, argv, 2, 0, st_rename);
 }
 
 /* The shared tier of the kvsnapd at the socket, as its stats op reports
