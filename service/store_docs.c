@@ -87,21 +87,20 @@ doc_figures(struct store *s, struct svc_doc *d)
 	(void)snap_profiles(s, d->doc_id, fig_cb, &fs, why, sizeof(why));
 }
 
-/* Room for one more of n elements of size in *p (cap: its room): 0, or -1
- * out of memory (*p kept). */
-static int
+/* The array p (room for *cap elements of size, n of them used) with room
+ * for one more: p, or a larger copy, or NULL out of memory (p kept). */
+static void *
 grow(void *p, size_t *cap, size_t n, size_t size)
 {
 	void *q;
 	size_t c;
 	if (n < *cap)
-		return 0;
+		return p;
 	c = *cap ? 2 * *cap : 8;
-	if (!(q = realloc(*(void **)p, c * size)))
-		return -1;
-	*(void **)p = q;
+	if (!(q = realloc(p, c * size)))
+		return NULL;
 	*cap = c;
-	return 0;
+	return q;
 }
 
 /* A store failure: rc, why given the code's words when the store gave none. */
@@ -135,10 +134,12 @@ static int
 ls_cb(void *arg, const struct store_doc *sd)
 {
 	struct ls_scan *ls = arg;
+	struct svc_doc *d;
 	if (!svc_may_read(sd, ls->t->who))
 		return 0;
-	if (grow(&ls->d, &ls->cap, ls->n, sizeof(*ls->d)))
+	if (!(d = grow(ls->d, &ls->cap, ls->n, sizeof(*d))))
 		return -1;
+	ls->d = d;
 	doc_from(sd, ls->t->who, &ls->d[ls->n++]);
 	return 0;
 }
@@ -203,8 +204,9 @@ info_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes, const struc
 	struct info_scan *in = arg;
 	struct svc_snap *sn;
 	size_t bl;
-	if (grow(&in->sn, &in->cap, in->n, sizeof(*in->sn)))
+	if (!(sn = grow(in->sn, &in->cap, in->n, sizeof(*sn))))
 		return -1;
+	in->sn = sn;
 	sn = &in->sn[in->n++];
 	memset(sn, 0, sizeof(*sn));
 	memcpy(sn->profile_id, pid, SVC_ID_BYTES);
