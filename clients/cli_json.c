@@ -12,6 +12,7 @@
 
 #include "clients/cli.h"
 #include "common/cmdline.h"
+#include "service/service.h"
 
 int cli_json_mode;
 static int json_errors;        /* error events written */
@@ -23,31 +24,13 @@ cli_json_note(const char *msg)
 	snprintf(json_last_err, sizeof(json_last_err), "%s", msg);
 }
 
+/* not UTF-8 (a path, a token's partial bytes): each byte outside ASCII
+ * becomes U+FFFD, so the line stays valid JSON (the service's one rule,
+ * which the document shape uses too) */
 json_t *
 cli_json_text(const char *s, size_t len)
 {
-	json_t *j = json_stringn(s, len);
-	char *fix;
-	size_t i, o = 0;
-
-	if (j)
-		return j;
-	/* not UTF-8 (a path, a token's partial bytes): each byte outside ASCII
-	 * becomes U+FFFD, so the line stays valid JSON */
-	if (!(fix = malloc(3 * len + 1)))
-		return json_string("");
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x80 && c) {
-			fix[o++] = (char)c;
-		} else {
-			memcpy(fix + o, "\xEF\xBF\xBD", 3);
-			o += 3;
-		}
-	}
-	j = json_stringn(fix, o);
-	free(fix);
-	return j ? j : json_string("");
+	return svc_json_text(s, len);
 }
 
 json_t *

@@ -1,12 +1,13 @@
 /*
  * cli_store.c: the store commands that need no daemon (DESIGN.md §7):
  * ls, info DOC, rm DOC, rename DOC NAME, stats, verify [DOC], prune.
- * They open the LMDB store in the state directory directly (no model;
- * the lookups kvsnapd's admin jobs share are service/docs.c's); LMDB's
- * lock file lets them run next to a daemon too.  With --shared ADDR they
+ * They open the LMDB store in the state directory directly (no model) and
+ * run the same service calls as kvsnapd's admin jobs (service/store.h);
+ * LMDB's lock file lets them run next to a daemon too.  With --shared ADDR they
  * act on a shared tier's store instead (kvsnapd --shared; any backend).
  * For people they name documents (the short id beside), sizes and times as
- * cli_show.c writes them; --json lines go through cli_json.c (docs/JSON.md).
+ * cli_show.c writes them; --json lines go through cli_json.c, a document
+ * and a snapshot in the service's one shape (docs/JSON.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,8 +22,6 @@
 
 #include "clients/cli.h"
 #include "service/service.h"
-#include "snapshot/snapshot_io.h" /* pending: the store commands into service/ (issue 32 item 2) */
-#include "storage/store.h"
 
 /* Options every store command takes. */
 struct st_opts {
@@ -120,11 +119,11 @@ static int
 st_exit(int rc)
 {
 	switch (rc) {
-	case STORE_OK: return CLI_EXIT_OK;
-	case STORE_ERR_NOT_FOUND: return CLI_EXIT_NOT_FOUND;
-	case STORE_ERR_AMBIGUOUS: case STORE_ERR_ARG: case STORE_ERR_EXISTS:
+	case SVC_STORE_OK: return CLI_EXIT_OK;
+	case SVC_STORE_ERR_NOT_FOUND: return CLI_EXIT_NOT_FOUND;
+	case SVC_STORE_ERR_AMBIGUOUS: case SVC_STORE_ERR_ARG: case SVC_STORE_ERR_EXISTS:
 		return CLI_EXIT_USAGE;
-	case STORE_ERR_CORRUPT: return CLI_EXIT_CORRUPT;
+	case SVC_STORE_ERR_CORRUPT: return CLI_EXIT_CORRUPT;
 	default: return CLI_EXIT_FAILURE;
 	}
 }
@@ -216,69 +215,50 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 	return optind;
 }
 
-/* The shared tier's store (--shared ADDR, --shared-auth FILE). */
+/* The store of --state DIR, or of --shared ADDR [--shared-auth FILE]; for
+ * the local one, its text index too (rm, prune, verify).  An exit code,
+ * the reason printed. */
 static int
-st_open_shared(const struct st_opts *o, int read_only, struct store **s)
+st_open(const struct st_opts *o, int read_only, struct svc_target *t)
 {
-	struct store_opts so = { .read_only = read_only };
-	char why[512] = "", user[256], pass[1024];
-	int rc;
-	if (o->shared_auth && (rc = store_redis_auth_file(o->shared_auth, user, sizeof(user), pass,
-	    sizeof(pass), why, sizeof(why)))) {
-		cli_err("%s", why);
-		return rc == STORE_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
-	}
-	if (o->shared_auth) {
-		so.user = user;
-		so.password = pass;
-	}
-	rc = store_open(s, o->shared, &so, why, sizeof(why));
-	explicit_bzero(pass, sizeof(pass));
-	if (rc) {
-		cli_err("cannot open the shared tier %s: %s", o->shared, why);
-		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
-		    rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT :
-		    rc == STORE_ERR_IO ? CLI_EXIT_UNREACHABLE : CLI_EXIT_FAILURE;
-	}
-	return CLI_EXIT_OK;
-}
-
-static int
-st_open(const struct st_opts *o, int read_only, struct store **s)
-{
-	struct store_opts so = { .read_only = read_only };
-	char why[512] = "";
-	const char *dir = cli_state_dir(o->state);
-	int rc;
-	if (o->shared)
-		return st_open_shared(o, read_only, s);
+	struct svc_status st;
+	const char *dir = o->shared ? o->shared : cli_state_dir(o->state);
 	if (!dir) {
 		cli_err("no state directory: pass --state DIR or set KVSNAP_STATE");
 		return CLI_EXIT_USAGE;
 	}
-	if ((rc = store_open(s, dir, &so, why, sizeof(why)))) {
-		cli_err("cannot open the store in %s: %s", dir, why);
-		return rc == STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
-		    rc == STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
+	if (!svc_target_open(t, dir, o->shared_auth, read_only, !o->shared, &st))
+		return CLI_EXIT_OK;
+	if (st.step == SVC_AT_SHARED_AUTH) {
+		cli_err("%s", st.why);
+		return st.rc == SVC_STORE_ERR_ARG ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
-	return CLI_EXIT_OK;
+	if (o->shared) {
+		cli_err("cannot open the shared tier %s: %s", o->shared, st.why);
+		return st.rc == SVC_STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
+		    st.rc == SVC_STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT :
+		    st.rc == SVC_STORE_ERR_IO ? CLI_EXIT_UNREACHABLE : CLI_EXIT_FAILURE;
+	}
+	cli_err("cannot open the store in %s: %s", dir, st.why);
+	return st.rc == SVC_STORE_ERR_NOT_FOUND ? CLI_EXIT_NOT_FOUND :
+	    st.rc == SVC_STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
 }
 
 /* st_args, then st_open; *first: the first operand.  An exit code. */
 static int
 st_begin(int argc, char **argv, int lo, int hi, int read_only, struct st_opts *o,
-    struct store **s, int *first)
+    struct svc_target *t, int *first)
 {
 	if ((*first = st_args(argc, argv, o, lo, hi)) < 0)
 		return CLI_EXIT_USAGE;
-	return st_open(o, read_only, s);
+	return st_open(o, read_only, t);
 }
 
 static int
-st_resolve(struct store *s, const char *ref, uint8_t id[SNAP_ID_BYTES])
+st_resolve(const struct svc_target *t, const char *ref, uint8_t id[SVC_ID_BYTES])
 {
 	struct svc_status st;
-	if (!svc_resolve(s, ref, id, &st))
+	if (!svc_resolve(t->s, ref, id, &st))
 		return CLI_EXIT_OK;
 	cli_err("%s", st.why);
 	return st_exit(st.rc);
@@ -294,29 +274,19 @@ st_fresh(const struct st_opts *o)
 	const char *dir = cli_state_dir(o->state);
 	char path[4096];
 	struct stat sb;
-	if (!dir || o->shared || !(dir = store_lmdb_dir(dir)))
+	if (!dir || o->shared || !(dir = svc_lmdb_dir(dir)))
 		return 0;
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	return stat(path, &sb) != 0 && errno == ENOENT;
 }
 
-/* A stamp for JSON: UTC, ISO 8601; "-" when never. */
-static void
-st_time(int64_t us, char *buf, size_t cap)
-{
-	time_t t = (time_t)(us / 1000000);
-	struct tm tm;
-	if (us <= 0 || !gmtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(buf, cap, "-");
-}
-
 /* "gpl (1e22ab4c9f01)", or the short id alone when it has no name and no
  * source file: how rm, prune and verify name a document. */
 static void
-st_label(const struct store_doc *d, char *out, size_t cap)
+st_label(const struct svc_doc *d, char *out, size_t cap)
 {
-	char hex[2 * SNAP_ID_BYTES + 1], label[6 * 256];
-	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
+	char hex[2 * SVC_ID_BYTES + 1], label[6 * 256];
+	svc_hex(d->doc_id, SVC_ID_BYTES, hex);
 	cli_show_label(d->name, d->source, hex, label, sizeof(label));
 	if (!strcmp(label, hex) || !strncmp(label, hex, 12))
 		snprintf(out, cap, "%.12s", hex);
@@ -324,55 +294,35 @@ st_label(const struct store_doc *d, char *out, size_t cap)
 		snprintf(out, cap, "%s (%.12s)", label, hex);
 }
 
-/* The documents of the store, as store_ls lists them (copies). */
+/* The documents of the store (svc_ls). */
 struct st_docs {
-	struct store_doc *d;
-	size_t n, cap;
-	const char *warn;    /* the command warning about damaged documents, or NULL */
+	struct svc_doc *d;
+	size_t n;
 };
 
 /* A document whose metadata is damaged costs only itself: named in a
  * warning and left out (issue 26); verify reports it as a problem. */
-static int
-st_docs_bad(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
+static void
+st_docs_bad(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
 {
-	struct st_docs *ds = arg;
 	(void)doc_id;
-	if (ds->warn)
-		fprintf(stderr, "kvsnap: warning: %s: %s; skipped (kvsnap verify reports it, "
-		    "kvsnap rm removes it)\n", ds->warn, why);
-	return 0;
+	fprintf(stderr, "kvsnap: warning: %s: %s; skipped (kvsnap verify reports it, "
+	    "kvsnap rm removes it)\n", (const char *)arg, why);
 }
 
+/* All readable documents into ds (0), with their figures when figures is
+ * set, damaged ones warned about unless quiet; or an exit code with the
+ * message printed. */
 static int
-st_docs_cb(void *arg, const struct store_doc *d)
-{
-	struct st_docs *ds = arg;
-	if (ds->n == ds->cap) {
-		size_t cap = ds->cap ? 2 * ds->cap : 16;
-		struct store_doc *nd = realloc(ds->d, cap * sizeof(*nd));
-		if (!nd)
-			return -1;
-		ds->d = nd;
-		ds->cap = cap;
-	}
-	ds->d[ds->n++] = *d;
-	return 0;
-}
-
-/* All readable documents into ds (0), damaged ones warned about unless
- * quiet, or an exit code with the message printed. */
-static int
-st_docs(struct store *s, struct st_docs *ds, const char *what, int quiet)
+st_docs(const struct svc_target *t, struct st_docs *ds, const char *what, int quiet,
+    int figures)
 {
 	char why[512] = "";
 	int rc;
 	memset(ds, 0, sizeof(*ds));
-	ds->warn = quiet ? NULL : what;
-	if ((rc = store_ls_each(s, st_docs_cb, st_docs_bad, ds, why, sizeof(why)))) {
-		cli_err("%s: %s", what, why[0] ? why : store_strerror(rc));
-		free(ds->d);
-		memset(ds, 0, sizeof(*ds));
+	if ((rc = svc_ls(t, figures, quiet ? NULL : st_docs_bad, (void *)(uintptr_t)what, &ds->d,
+	    &ds->n, why, sizeof(why)))) {
+		cli_err("%s: %s", what, why);
 		return st_exit(rc);
 	}
 	return CLI_EXIT_OK;
@@ -380,102 +330,17 @@ st_docs(struct store *s, struct st_docs *ds, const char *what, int quiet)
 
 /* The label of doc_id among ds (the short id when it is not there). */
 static void
-st_docs_label(const struct st_docs *ds, const uint8_t id[SNAP_ID_BYTES], char *out, size_t cap)
+st_docs_label(const struct st_docs *ds, const uint8_t id[SVC_ID_BYTES], char *out, size_t cap)
 {
-	char hex[2 * SNAP_ID_BYTES + 1];
+	char hex[2 * SVC_ID_BYTES + 1];
 	size_t i;
 	for (i = 0; i < ds->n; i++)
-		if (!memcmp(ds->d[i].doc_id, id, SNAP_ID_BYTES)) {
+		if (!memcmp(ds->d[i].doc_id, id, SVC_ID_BYTES)) {
 			st_label(&ds->d[i], out, cap);
 			return;
 		}
-	store_hex(id, SNAP_ID_BYTES, hex);
+	svc_hex(id, SVC_ID_BYTES, hex);
 	snprintf(out, cap, "%.12s", hex);
-}
-
-/* The figures of a document's largest snapshot (most units kept); a
- * document in parts (service/parts.c): its parts summed, and their count
- * (of the set with the most parts). */
-struct st_fig {
-	struct svc_snap_figures f, sum;
-	unsigned parts;
-};
-
-static int
-st_fig_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
-    const struct snap_header *h, const char *why, int64_t last_used_us)
-{
-	struct st_fig *fg = arg;
-	struct svc_snap_figures g;
-	size_t bl;
-	unsigned part, n;
-	(void)pid;
-	(void)why;
-	(void)last_used_us;
-	if (!h)
-		return 0;
-	svc_snap_figures(h, bytes, &g);
-	if (svc_part_parse(h->profile, &bl, &part, &n)) {
-		if (n > fg->parts) {
-			memset(&fg->sum, 0, sizeof(fg->sum));
-			fg->parts = n;
-		}
-		if (n == fg->parts) {
-			fg->sum.bytes += g.bytes;
-			fg->sum.tokens += g.tokens;
-			fg->sum.units += g.units;
-			fg->sum.full_units += g.full_units;
-			fg->sum.full_bytes += g.full_bytes;
-		}
-		if (fg->sum.units > fg->f.units)
-			fg->f = fg->sum;
-		return 0;
-	}
-	if (g.units > fg->f.units)
-		fg->f = g;
-	return 0;
-}
-
-/* Stored bytes per document token (issue 28: what a library costs);
- * 0 for a document of no tokens. */
-static double
-st_per_token(uint64_t bytes, uint64_t tokens)
-{
-	return tokens ? (double)bytes / (double)tokens : 0.0;
-}
-
-/* A document as JSON (ls, info); fg: its largest snapshot's figures, or
- * NULL. */
-static json_t *
-st_doc_json(const struct store_doc *d, const struct st_fig *fg)
-{
-	const struct svc_snap_figures *fig = fg ? &fg->f : NULL;
-	char hex[2 * SNAP_ID_BYTES + 1], c[32], u[32];
-	json_t *o, *own = json_array();
-	int i;
-	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
-	st_time(d->created_us, c, sizeof(c));
-	st_time(d->last_used_us, u, sizeof(u));
-	/* who kvsnapd shows it to (the store commands themselves see all) */
-	for (i = 0; i < d->n_owners; i++)
-		json_array_append_new(own, json_integer(d->owners[i]));
-	o = json_pack("{s:s, s:o, s:o, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:b, s:o}", "doc_id",
-	    hex, "name", cli_json_cstr(d->name), "source", cli_json_cstr(d->source), "format",
-	    cli_json_cstr(d->format[0] ? d->format : "text"),
-	    "bytes", (json_int_t)d->bytes, "tokens", (json_int_t)d->tokens, "created", c,
-	    "last_used", u, "snapshots", d->n_profiles, "stored_bytes",
-	    (json_int_t)d->stored_bytes, "shared", d->shared, "owners", own);
-	if (o)
-		json_object_set_new(o, "bytes_per_token",
-		    json_real(st_per_token(d->stored_bytes, d->tokens)));
-	if (o && fig)
-		json_object_update_new(o, json_pack("{s:I, s:I, s:I, s:I}", "units",
-		    (json_int_t)fig->units, "full_units", (json_int_t)fig->full_units,
-		    "snapshot_bytes", (json_int_t)fig->bytes, "full_bytes",
-		    (json_int_t)fig->full_bytes));
-	if (o && fg) /* the parts it is stored in (1: whole) */
-		json_object_set_new(o, "parts", json_integer(fg->parts ? fg->parts : 1));
-	return o;
 }
 
 /* One row of `ls` for people. */
@@ -484,11 +349,11 @@ enum { LS_NAME, LS_TOKENS, LS_SNAPS, LS_SIZE, LS_PER_TOKEN, LS_KEPT, LS_SMALLER,
 #define LS_CELL 128
 
 static void
-st_ls_row(const struct store_doc *d, const struct st_fig *fg, char row[LS_COLS][LS_CELL])
+st_ls_row(const struct svc_doc *d, char row[LS_COLS][LS_CELL])
 {
-	const struct svc_snap_figures *f = &fg->f;
-	char hex[2 * SNAP_ID_BYTES + 1], name[6 * 256];
-	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
+	const struct svc_snap_figures *f = &d->fig;
+	char hex[2 * SVC_ID_BYTES + 1], name[6 * 256];
+	svc_hex(d->doc_id, SVC_ID_BYTES, hex);
 	cli_show_label(d->name, d->source, hex, name, sizeof(name));
 	/* a long name is cut (on a character boundary) to keep the columns */
 	if (strlen(name) > 40) {
@@ -499,14 +364,14 @@ st_ls_row(const struct store_doc *d, const struct st_fig *fg, char row[LS_COLS][
 	}
 	memcpy(row[LS_NAME], name, strlen(name) + 1); /* at most 40 bytes, cut above */
 	snprintf(row[LS_TOKENS], LS_CELL, "%llu", (unsigned long long)d->tokens);
-	if (!fg->parts)
-		snprintf(row[LS_SNAPS], LS_CELL, "%d", d->n_profiles);
-	else if ((unsigned)d->n_profiles == fg->parts) /* a document in parts */
-		snprintf(row[LS_SNAPS], LS_CELL, "%u parts", fg->parts);
+	if (!d->parts)
+		snprintf(row[LS_SNAPS], LS_CELL, "%d", d->snapshots);
+	else if ((unsigned)d->snapshots == d->parts) /* a document in parts */
+		snprintf(row[LS_SNAPS], LS_CELL, "%u parts", d->parts);
 	else
-		snprintf(row[LS_SNAPS], LS_CELL, "%d (%u parts)", d->n_profiles, fg->parts);
+		snprintf(row[LS_SNAPS], LS_CELL, "%d (%u parts)", d->snapshots, d->parts);
 	cli_show_size(d->stored_bytes, row[LS_SIZE], LS_CELL);
-	cli_show_size((uint64_t)(st_per_token(d->stored_bytes, d->tokens) + 0.5),
+	cli_show_size((uint64_t)(svc_per_token(d->stored_bytes, d->tokens) + 0.5),
 	    row[LS_PER_TOKEN], LS_CELL);
 	cli_show_kept(f->units, f->full_units, f->bytes, f->full_bytes, row[LS_KEPT], LS_CELL,
 	    row[LS_SMALLER], LS_CELL);
@@ -555,11 +420,9 @@ int
 cli_ls(int argc, char **argv)
 {
 	struct st_opts o;
-	struct store *s;
+	struct svc_target t;
 	struct st_docs ds;
-	struct st_fig *fig = NULL;
 	char (*rows)[LS_COLS][LS_CELL] = NULL;
-	char why[512];
 	json_t *arr;
 	size_t i;
 	int rc;
@@ -572,112 +435,75 @@ cli_ls(int argc, char **argv)
 			printf("no documents yet: kvsnap ingest FILE\n");
 		return CLI_EXIT_OK;
 	}
-	if ((rc = st_open(&o, 1, &s)))
+	if ((rc = st_open(&o, 1, &t)))
 		return rc;
-	if ((rc = st_docs(s, &ds, "ls", 0)))
+	if ((rc = st_docs(&t, &ds, "ls", 0, 1)))
 		goto out;
-	if (ds.n && (!(fig = calloc(ds.n, sizeof(*fig))) || !(rows = calloc(ds.n, sizeof(*rows))))) {
-		cli_err("ls: out of memory");
-		rc = CLI_EXIT_FAILURE;
-		goto out;
-	}
-	for (i = 0; i < ds.n; i++) /* an unreadable header leaves its figures unknown */
-		(void)snap_profiles(s, ds.d[i].doc_id, st_fig_cb, &fig[i], why, sizeof(why));
 	if (o.json) {
 		arr = json_array();
 		for (i = 0; i < ds.n; i++)
-			json_array_append_new(arr, st_doc_json(&ds.d[i], &fig[i]));
+			json_array_append_new(arr, svc_doc_json(&ds.d[i], NULL));
 		cli_json_line("result", json_pack("{s:o}", "docs", arr));
 	} else if (!ds.n) {
 		printf("no documents yet: kvsnap ingest FILE\n");
+	} else if (!(rows = calloc(ds.n, sizeof(*rows)))) {
+		cli_err("ls: out of memory");
+		rc = CLI_EXIT_FAILURE;
 	} else {
 		for (i = 0; i < ds.n; i++)
-			st_ls_row(&ds.d[i], &fig[i], rows[i]);
+			st_ls_row(&ds.d[i], rows[i]);
 		st_ls_print(rows, ds.n);
 	}
 out:
 	free(rows);
-	free(fig);
 	free(ds.d);
-	store_close(s);
+	svc_target_close(&t);
 	return rc;
 }
 
-struct st_info {
-	const struct store_doc *d;
-	int json;
-	json_t *snaps;
-};
-
-static int
-st_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
-    const struct snap_header *h, const char *why, int64_t last_used_us)
+/* One snapshot of info for people. */
+static void
+st_snap_print(const struct svc_snap *sn)
 {
-	struct st_info *in = arg;
-	struct svc_snap_figures f;
-	char hex[2 * SNAP_ID_BYTES + 1], u[32], size[32], kept[32], ratio[32], words[512],
+	const struct svc_snap_figures *f = &sn->fig;
+	char hex[2 * SVC_ID_BYTES + 1], u[32], size[32], kept[32], ratio[32], words[512],
 	    per[32];
-	size_t bl;
-	unsigned part, n;
-	json_t *o;
-	store_hex(pid, SNAP_ID_BYTES, hex);
-	memset(&f, 0, sizeof(f));
-	if (h)
-		svc_snap_figures(h, bytes, &f);
-	if (in->json) {
-		st_time(last_used_us, u, sizeof(u));
-		o = json_pack("{s:s, s:I, s:s}", "profile_id", hex, "stored_bytes", (json_int_t)bytes,
-		    "last_used", u);
-		if (o && h)
-			json_object_update_new(o, json_pack("{s:o, s:I, s:I, s:I, s:I, s:s, s:s, s:f}",
-			    "profile", cli_json_cstr(h->profile), "tokens", (json_int_t)h->n_tokens,
-			    "units", (json_int_t)f.units, "full_units", (json_int_t)f.full_units,
-			    "full_bytes", (json_int_t)f.full_bytes, "quant", snap_quant_name(h->quant),
-			    "pos_mode", h->pos_mode ? "slot" : "original", "bytes_per_token",
-			    st_per_token(bytes, h->n_tokens)));
-		else if (o)
-			json_object_set_new(o, "error", cli_json_cstr(why));
-		if (o && h && svc_part_parse(h->profile, &bl, &part, &n)) { /* one part of n */
-			json_object_set_new(o, "part", json_integer(part));
-			json_object_set_new(o, "parts", json_integer(n));
-		}
-		json_array_append_new(in->snaps, o);
-		return 0;
+	svc_hex(sn->profile_id, SVC_ID_BYTES, hex);
+	cli_show_size(sn->stored_bytes, size, sizeof(size));
+	cli_show_ago(sn->last_used_us, u, sizeof(u));
+	if (!sn->readable) {
+		printf("  snapshot %.12s  %s  used %s\n    unreadable header: %s\n", hex, size, u,
+		    sn->error);
+		return;
 	}
-	cli_show_size(bytes, size, sizeof(size));
-	cli_show_ago(last_used_us, u, sizeof(u));
-	if (!h) {
-		printf("  snapshot %.12s  %s  used %s\n    unreadable header: %s\n", hex, size, u, why);
-		return 0;
-	}
-	svc_profile_words(NULL, h->profile, words, sizeof(words));
-	cli_show_kept(f.units, f.full_units, f.bytes, f.full_bytes, kept, sizeof(kept), ratio,
+	svc_profile_words(NULL, sn->profile, words, sizeof(words));
+	cli_show_kept(f->units, f->full_units, f->bytes, f->full_bytes, kept, sizeof(kept), ratio,
 	    sizeof(ratio));
-	cli_show_size((uint64_t)(st_per_token(bytes, h->n_tokens) + 0.5), per, sizeof(per));
-	if (svc_part_parse(h->profile, &bl, &part, &n)) /* a document in parts: which */
-		printf("  snapshot %.12s  part %u/%u  %s  %s  used %s\n", hex, part + 1, n, words,
-		    size, u);
+	cli_show_size((uint64_t)(svc_per_token(sn->stored_bytes, (uint64_t)f->tokens) + 0.5), per,
+	    sizeof(per));
+	if (sn->parts) /* a document in parts: which */
+		printf("  snapshot %.12s  part %u/%u  %s  %s  used %s\n", hex, sn->part + 1,
+		    sn->parts, words, size, u);
 	else
 		printf("  snapshot %.12s  %s  %s  used %s\n", hex, words, size, u);
 	printf("    %llu tokens -> %lld units (%s kept, %s smaller than the full cache; %s a "
-	    "token; %s, %s positions)\n    %s\n", (unsigned long long)h->n_tokens,
-	    (long long)f.units, kept, ratio, per, snap_quant_name(h->quant),
-	    h->pos_mode ? "slot" : "original", h->profile);
-	return 0;
+	    "token; %s, %s positions)\n    %s\n", (unsigned long long)f->tokens,
+	    (long long)f->units, kept, ratio, per, svc_quant_name(sn->quant),
+	    sn->pos_slot ? "slot" : "original", sn->profile);
 }
 
 static void
-st_info_head(const struct store_doc *d)
+st_info_head(const struct svc_doc *d)
 {
-	char hex[2 * SNAP_ID_BYTES + 1], label[6 * 256], src[6 * 1024], size[32], stored[32],
+	char hex[2 * SVC_ID_BYTES + 1], label[6 * 256], src[6 * 1024], size[32], stored[32],
 	    c[32], u[32], fmt[6 * sizeof(d->format)], per[32];
 	int i;
-	store_hex(d->doc_id, SNAP_ID_BYTES, hex);
+	svc_hex(d->doc_id, SVC_ID_BYTES, hex);
 	cli_show_label(d->name, d->source, hex, label, sizeof(label));
 	cli_term_str(d->source[0] ? d->source : "-", src, sizeof(src));
 	cli_show_size(d->bytes, size, sizeof(size));
 	cli_show_size(d->stored_bytes, stored, sizeof(stored));
-	cli_show_size((uint64_t)(st_per_token(d->stored_bytes, d->tokens) + 0.5), per,
+	cli_show_size((uint64_t)(svc_per_token(d->stored_bytes, d->tokens) + 0.5), per,
 	    sizeof(per));
 	cli_show_ago(d->created_us, c, sizeof(c));
 	cli_show_ago(d->last_used_us, u, sizeof(u));
@@ -688,176 +514,146 @@ st_info_head(const struct store_doc *d)
 	for (i = 0; i < d->n_owners; i++)
 		printf(" uid %u", (unsigned)d->owners[i]);
 	printf("%s\n  %d snapshot%s, %s (%s per document token)\n", d->n_owners ? "" : " none",
-	    d->n_profiles, d->n_profiles == 1 ? "" : "s", stored, per);
+	    d->snapshots, d->snapshots == 1 ? "" : "s", stored, per);
+}
+
+/* What info, rm and rename share: the store opened, DOC (the first
+ * operand) resolved, the command run on it (an exit code), the store
+ * closed.  rest: the operands after DOC. */
+typedef int (*st_doc_fn)(const struct st_opts *o, const struct svc_target *t,
+    const uint8_t id[SVC_ID_BYTES], char **rest);
+
+static int
+st_on_doc(int argc, char **argv, int operands, int read_only, st_doc_fn fn)
+{
+	struct st_opts o;
+	struct svc_target t;
+	uint8_t id[SVC_ID_BYTES];
+	int i, rc;
+	if ((rc = st_begin(argc, argv, operands, operands, read_only, &o, &t, &i)))
+		return rc;
+	if (!(rc = st_resolve(&t, argv[i], id)))
+		rc = fn(&o, &t, id, argv + i + 1);
+	svc_target_close(&t);
+	return rc;
+}
+
+static int
+st_info(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+    char **rest)
+{
+	struct svc_doc d;
+	struct svc_snap *sn = NULL;
+	char why[512] = "";
+	json_t *arr;
+	size_t n = 0, k;
+	int rc;
+	(void)rest;
+	if ((rc = svc_info(t, id, &d, &sn, &n, why, sizeof(why)))) {
+		cli_err("info: %s", why);
+		return st_exit(rc);
+	}
+	if (o->json) {
+		arr = json_array();
+		for (k = 0; k < n; k++)
+			json_array_append_new(arr, svc_snap_json(&sn[k], 0));
+		cli_json_line("result", json_pack("{s:o, s:o}", "doc", svc_doc_json(&d, NULL),
+		    "snapshots", arr));
+	} else {
+		st_info_head(&d);
+		for (k = 0; k < n; k++)
+			st_snap_print(&sn[k]);
+	}
+	free(sn);
+	return CLI_EXIT_OK;
 }
 
 int
 cli_info(int argc, char **argv)
 {
-	struct st_opts o;
-	struct store *s;
-	struct store_doc d;
-	struct st_info in;
-	struct st_fig fig;
-	uint8_t id[SNAP_ID_BYTES];
-	char why[512] = "";
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 1, 1, 1, &o, &s, &i)))
-		return rc;
-	if ((rc = st_resolve(s, argv[i], id)))
-		goto out;
-	if ((rc = store_info(s, id, &d, why, sizeof(why)))) {
-		cli_err("info: %s", why);
-		rc = st_exit(rc);
-		goto out;
-	}
-	memset(&in, 0, sizeof(in));
-	in.d = &d;
-	in.json = o.json;
-	if (o.json)
-		in.snaps = json_array();
-	else
-		st_info_head(&d);
-	if ((rc = snap_profiles(s, id, st_profile_cb, &in, why, sizeof(why)))) {
-		cli_err("info: %s", why);
-		rc = st_exit(rc);
-		json_decref(in.snaps);
-		goto out;
-	}
-	if (o.json) {
-		memset(&fig, 0, sizeof(fig));
-		(void)snap_profiles(s, id, st_fig_cb, &fig, why, sizeof(why));
-		cli_json_line("result", json_pack("{s:o, s:o}", "doc", st_doc_json(&d, &fig),
-		    "snapshots", in.snaps));
-	}
-out:
-	store_close(s);
-	return rc;
+	return st_on_doc(argc, argv, 1, 1, st_info);
 }
 
-/* After rm (doc) or prune (NULL): the text index beside the store follows,
- * when there is one (index_sync.c).  A failure is a warning: the index is
- * derived data, brought in step by the next search or kvsnapd start. */
+/* The text index not brought in step after rm or prune: a warning, it is
+ * derived data the next search or kvsnapd start brings in step. */
 static void
-st_index_after(const struct st_opts *o, struct store *s, const uint8_t *doc)
+st_index_warn(const char *why)
 {
-	struct svc_index *ix = NULL;
-	const char *dir = cli_state_dir(o->state);
-	char why[512] = "";
-	int rc;
-
-	if (!dir || !store_lmdb_dir(dir))
-		return;
-	rc = svc_index_open(s, dir, 0, 0, &ix, NULL, why, sizeof(why));
-	if (!rc && ix)
-		rc = doc ? svc_index_forget(ix, doc, why, sizeof(why)) :
-		    svc_index_sync(ix, s, NULL, why, sizeof(why));
-	svc_index_close(ix);
-	if (rc)
+	if (why[0])
 		fprintf(stderr, "kvsnap: warning: the text index: %s (the next search brings it "
 		    "in step)\n", why);
 }
 
-/* rm DOC --profile P: one snapshot; the document (its index rows) with
- * its last one.  A store code. */
+/* rm DOC [--profile P]: one snapshot, the document with its last one; or
+ * the document. */
 static int
-st_rm_snapshot(const struct st_opts *o, struct store *s, const uint8_t *id,
-    const struct store_doc *d, const char *label)
+st_rm(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+    char **rest)
 {
-	uint8_t pid[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], phex[2 * SNAP_ID_BYTES + 1];
-	int gone = 0, rc;
-
-	if ((rc = svc_profile_ref(s, id, o->profile, pid, why, sizeof(why))) ||
-	    (rc = store_rm_snapshot(s, id, pid, &gone, why, sizeof(why)))) {
+	struct svc_removed rm;
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], phex[2 * SVC_ID_BYTES + 1],
+	    label[8 * 256];
+	int rc;
+	(void)rest;
+	if ((rc = svc_rm(t, id, o->profile, &rm, why, sizeof(why)))) {
 		cli_err("rm: %s", why);
-		return rc;
+		return st_exit(rc);
 	}
-	if (gone && !o->shared)
-		st_index_after(o, s, id);
-	store_hex(id, SNAP_ID_BYTES, hex);
-	store_hex(pid, SNAP_ID_BYTES, phex);
-	if (o->json)
+	st_index_warn(rm.index_why);
+	st_label(&rm.doc, label, sizeof(label));
+	svc_hex(id, SVC_ID_BYTES, hex);
+	svc_hex(rm.profile_id, SVC_ID_BYTES, phex);
+	if (o->json && rm.one)
 		cli_json_line("result", json_pack("{s:s, s:o, s:o, s:s, s:b}", "doc_id", hex, "name",
-		    cli_json_cstr(d->name), "source", cli_json_cstr(d->source), "profile_id", phex,
-		    "removed", gone));
-	else
+		    cli_json_cstr(rm.doc.name), "source", cli_json_cstr(rm.doc.source),
+		    "profile_id", phex, "removed", rm.gone));
+	else if (o->json)
+		cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex, "name",
+		    cli_json_cstr(rm.doc.name), "source", cli_json_cstr(rm.doc.source), "removed",
+		    1));
+	else if (rm.one)
 		printf("removed snapshot %.12s of %s%s\n", phex, label,
-		    gone ? " (its last: the document is removed)" : "");
-	return 0;
+		    rm.gone ? " (its last: the document is removed)" : "");
+	else
+		printf("removed %s\n", label);
+	return CLI_EXIT_OK;
 }
 
 int
 cli_rm(int argc, char **argv)
 {
-	struct st_opts o;
-	struct store *s;
-	struct store_doc d;
-	uint8_t id[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], label[8 * 256];
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 1, 1, 0, &o, &s, &i)))
-		return rc;
-	if (!(rc = st_resolve(s, argv[i], id))) {
-		if (store_info(s, id, &d, why, sizeof(why)))
-			memset(&d, 0, sizeof(d)); /* unreadable metadata: named by its id */
-		memcpy(d.doc_id, id, SNAP_ID_BYTES);
-		st_label(&d, label, sizeof(label));
-		if (o.profile)
-			rc = st_rm_snapshot(&o, s, id, &d, label);
-		else {
-			rc = store_rm(s, id, why, sizeof(why));
-			if (rc)
-				cli_err("rm: %s", why);
-			else if (!o.shared)
-				st_index_after(&o, s, id);
-			store_hex(id, SNAP_ID_BYTES, hex);
-			if (!rc && o.json)
-				cli_json_line("result", json_pack("{s:s, s:o, s:o, s:b}", "doc_id", hex,
-				    "name", cli_json_cstr(d.name), "source", cli_json_cstr(d.source),
-				    "removed", 1));
-			else if (!rc)
-				printf("removed %s\n", label);
-		}
-		rc = st_exit(rc);
+	return st_on_doc(argc, argv, 1, 0, st_rm);
+}
+
+static int
+st_rename(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+    char **rest)
+{
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], was[256], old[6 * 256], name[6 * 256];
+	int rc;
+	svc_hex(id, SVC_ID_BYTES, hex);
+	if ((rc = svc_rename(t, id, rest[0], was, why, sizeof(why)))) {
+		cli_err("rename: %s", why);
+		return st_exit(rc);
 	}
-	store_close(s);
-	return rc;
+	if (o->json) {
+		cli_json_line("result", json_pack("{s:s, s:o, s:o}", "doc_id", hex, "name",
+		    cli_json_cstr(rest[0]), "old_name", cli_json_cstr(was)));
+		return CLI_EXIT_OK;
+	}
+	cli_term_str(was, old, sizeof(old));
+	cli_term_str(rest[0], name, sizeof(name));
+	if (old[0])
+		printf("renamed %s (%.12s) to %s\n", old, hex, name);
+	else
+		printf("renamed %.12s to %s\n", hex, name);
+	return CLI_EXIT_OK;
 }
 
 int
 cli_rename(int argc, char **argv)
 {
-	struct st_opts o;
-	struct store *s;
-	struct store_doc d;
-	uint8_t id[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1], old[6 * 256], name[6 * 256];
-	int i, rc;
-	if ((rc = st_begin(argc, argv, 2, 2, 0, &o, &s, &i)))
-		return rc;
-	if (!(rc = st_resolve(s, argv[i], id))) {
-		if (store_info(s, id, &d, why, sizeof(why)))
-			memset(&d, 0, sizeof(d));
-		rc = store_rename(s, id, argv[i + 1], why, sizeof(why));
-		store_hex(id, SNAP_ID_BYTES, hex);
-		if (rc) {
-			cli_err("rename: %s", why);
-		} else if (o.json) {
-			cli_json_line("result", json_pack("{s:s, s:o, s:o}", "doc_id", hex, "name",
-			    cli_json_cstr(argv[i + 1]), "old_name", cli_json_cstr(d.name)));
-		} else {
-			cli_term_str(d.name, old, sizeof(old));
-			cli_term_str(argv[i + 1], name, sizeof(name));
-			if (old[0])
-				printf("renamed %s (%.12s) to %s\n", old, hex, name);
-			else
-				printf("renamed %.12s to %s\n", hex, name);
-		}
-		rc = st_exit(rc);
-	}
-	store_close(s);
-	return rc;
+	return st_on_doc(argc, argv, 2, 0, st_rename);
 }
 
 /* The shared tier of the kvsnapd at the socket, as its stats op reports
@@ -933,22 +729,21 @@ int
 cli_stats(int argc, char **argv)
 {
 	struct st_opts o;
-	struct store *s;
-	struct store_stats st;
+	struct svc_target t;
+	struct svc_store_totals st;
 	char why[512] = "", stored[32], used[32], size[32];
 	json_t *sh;
 	int rc;
 	if (st_args(argc, argv, &o, 0, 0) < 0)
 		return CLI_EXIT_USAGE;
 	memset(&st, 0, sizeof(st));
-	if (st_fresh(&o)) {
-		s = NULL;
-		rc = STORE_OK;
-	} else if ((rc = st_open(&o, 1, &s))) {
+	memset(&t, 0, sizeof(t));
+	if (st_fresh(&o))
+		rc = SVC_STORE_OK;
+	else if ((rc = st_open(&o, 1, &t)))
 		return rc;
-	} else {
-		rc = store_stats(s, &st, why, sizeof(why));
-	}
+	else
+		rc = svc_stats(&t, &st, why, sizeof(why));
 	sh = rc || o.shared ? NULL : st_daemon_tier(o.socket);
 	if (rc)
 		cli_err("stats: %s", why);
@@ -972,25 +767,22 @@ cli_stats(int argc, char **argv)
 			st_print_tier(sh);
 	}
 	json_decref(sh);
-	if (s)
-		store_close(s);
+	svc_target_close(&t);
 	return st_exit(rc);
 }
 
 struct st_verify {
 	const struct st_docs *ds;
-	int json, bad, n;
-	int parts_bad;           /* sets of parts with parts missing */
+	int json;
 };
 
 /* A document whose set of parts lacks some (service/parts.c). */
 static void
-st_parts_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const char *why)
+st_parts_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const char *why)
 {
 	struct st_verify *v = arg;
-	char dh[2 * SNAP_ID_BYTES + 1], label[8 * 256];
-	store_hex(did, SNAP_ID_BYTES, dh);
-	v->parts_bad++;
+	char dh[2 * SVC_ID_BYTES + 1], label[8 * 256];
+	svc_hex(did, SVC_ID_BYTES, dh);
 	if (v->json) {
 		cli_json_line("parts", json_pack("{s:s, s:b, s:o}", "doc_id", dh, "ok", 0, "error",
 		    cli_json_cstr(why)));
@@ -1000,20 +792,18 @@ st_parts_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const char *why)
 	printf("%s  INCOMPLETE: %s\n", label, why);
 }
 
-static int
-st_verify_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP_ID_BYTES],
+static void
+st_verify_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const uint8_t pid[SVC_ID_BYTES],
     const char *why)
 {
 	struct st_verify *v = arg;
-	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1], label[8 * 256];
-	const struct store_doc *d = NULL;
+	char dh[2 * SVC_ID_BYTES + 1], ph[2 * SVC_ID_BYTES + 1], label[8 * 256];
+	const struct svc_doc *d = NULL;
 	size_t i;
-	store_hex(did, SNAP_ID_BYTES, dh);
-	store_hex(pid, SNAP_ID_BYTES, ph);
-	v->n++;
-	v->bad += why != NULL;
+	svc_hex(did, SVC_ID_BYTES, dh);
+	svc_hex(pid, SVC_ID_BYTES, ph);
 	for (i = 0; i < v->ds->n; i++)
-		if (!memcmp(v->ds->d[i].doc_id, did, SNAP_ID_BYTES))
+		if (!memcmp(v->ds->d[i].doc_id, did, SVC_ID_BYTES))
 			d = &v->ds->d[i];
 	if (v->json) {
 		json_t *o = json_pack("{s:s, s:o, s:s, s:b}", "doc_id", dh, "name",
@@ -1026,35 +816,28 @@ st_verify_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP
 		printf("%s  snapshot %.12s  %s%s\n", label, ph, why ? "CORRUPT: " : "ok",
 		    why ? why : "");
 	}
-	return 0;
 }
 
-/* verify's look at the text index (svc_index_verify). */
-struct st_ix {
-	int on;
-	const struct st_verify *v;
-	struct svc_index_verified r;
-};
-
+/* verify's look at the text index (svc_index_verify): each finding. */
 static void
-st_index_cb(void *arg, const uint8_t doc[SNAP_ID_BYTES], long part, int problem,
+st_index_cb(void *arg, const uint8_t doc[SVC_ID_BYTES], long part, int problem,
     const char *why)
 {
-	struct st_ix *x = arg;
-	char hex[2 * SNAP_ID_BYTES + 1], label[8 * 256], where[32] = "";
-	static const uint8_t zero[SNAP_ID_BYTES];
-	store_hex(doc, SNAP_ID_BYTES, hex);
-	if (x->v->json) {
+	struct st_verify *v = arg;
+	char hex[2 * SVC_ID_BYTES + 1], label[8 * 256], where[32] = "";
+	static const uint8_t zero[SVC_ID_BYTES];
+	svc_hex(doc, SVC_ID_BYTES, hex);
+	if (v->json) {
 		cli_json_line("index", json_pack("{s:s, s:I, s:b, s:o}", "doc_id", hex, "part",
 		    (json_int_t)part, "problem", problem, "message", cli_json_cstr(why)));
 		return;
 	}
 	if (part >= 0)
 		snprintf(where, sizeof(where), " part %ld", part);
-	if (!memcmp(doc, zero, SNAP_ID_BYTES))
+	if (!memcmp(doc, zero, SVC_ID_BYTES))
 		snprintf(label, sizeof(label), "the index");
 	else
-		st_docs_label(x->v->ds, doc, label, sizeof(label));
+		st_docs_label(v->ds, doc, label, sizeof(label));
 	printf("%s%s  %s%s\n", label, where, problem ? "INDEX: " : "note: ", why);
 }
 
@@ -1074,128 +857,97 @@ st_index_summary(const struct svc_index_verified *r)
 		    r->docs_without_text == 1 ? "" : "s");
 }
 
-/* 0, or -1 with the reason printed (the store could not be read). */
-static int
-st_verify_index(const struct st_opts *o, struct store *s, const struct st_verify *v,
-    struct st_ix *ix)
-{
-	const char *dir = cli_state_dir(o->state);
-	char why[512] = "";
-	if (!dir || !store_lmdb_dir(dir))
-		return 0;
-	ix->v = v;
-	if (svc_index_verify(s, dir, st_index_cb, ix, &ix->r, why, sizeof(why))) {
-		cli_err("verify: the text index: %s", why);
-		return -1;
-	}
-	ix->on = 1;
-	return 0;
-}
-
 int
 cli_verify(int argc, char **argv)
 {
 	struct st_opts o;
-	struct store *s;
+	struct svc_target t;
 	struct st_docs ds;
-	struct st_verify v = { &ds, 0, 0, 0, 0 };
-	struct st_ix ix;
-	uint8_t id[SNAP_ID_BYTES];
+	struct st_verify v = { &ds, 0 };
+	struct svc_verify_req rq = { NULL, st_verify_cb, st_parts_cb, st_index_cb, &v };
+	struct svc_verified vd;
+	const struct svc_index_verified *ix = &vd.index;
+	uint8_t id[SVC_ID_BYTES];
 	char why[512] = "";
 	int i, rc;
 	memset(&ds, 0, sizeof(ds));
-	memset(&ix, 0, sizeof(ix));
-	if ((rc = st_begin(argc, argv, 0, 1, 1, &o, &s, &i)))
+	memset(&vd, 0, sizeof(vd));
+	if ((rc = st_begin(argc, argv, 0, 1, 1, &o, &t, &i)))
 		return rc;
-	if (i == argc - 1 && (rc = st_resolve(s, argv[i], id)))
+	if (i == argc - 1 && (rc = st_resolve(&t, argv[i], id)))
 		goto out;
 	/* the names first: the reports name documents */
-	if ((rc = st_docs(s, &ds, "verify", 1)) && rc != CLI_EXIT_CORRUPT)
+	if ((rc = st_docs(&t, &ds, "verify", 1, 0)) && rc != CLI_EXIT_CORRUPT)
 		goto out;
 	v.json = o.json;
-	rc = snap_verify(s, i == argc - 1 ? id : NULL, st_verify_cb, &v, why, sizeof(why));
-	if (rc && rc != STORE_ERR_CORRUPT)
+	rq.doc = i == argc - 1 ? id : NULL;
+	rc = svc_verify(&t, &rq, &vd, why, sizeof(why));
+	if (rc && rc != SVC_STORE_ERR_CORRUPT)
 		cli_err("verify: %s", why);
-	/* documents in parts: every set whole */
-	if (i == argc - 1)
-		(void)svc_parts_check(s, id, st_parts_cb, &v, why, sizeof(why));
-	else
-		for (size_t k = 0; k < ds.n; k++)
-			(void)svc_parts_check(s, ds.d[k].doc_id, st_parts_cb, &v, why, sizeof(why));
-	/* the whole local store: its text records and the index beside it */
-	if (i != argc - 1 && !o.shared && (!rc || rc == STORE_ERR_CORRUPT) &&
-	    st_verify_index(&o, s, &v, &ix))
-		rc = STORE_ERR_IO;
 	if (o.json) {
-		json_t *res = json_pack("{s:i, s:i, s:i}", "checked", v.n, "corrupt", v.bad,
-		    "incomplete_parts", v.parts_bad);
-		if (res && ix.on)
+		json_t *res = json_pack("{s:i, s:i, s:i}", "checked", (int)vd.checked, "corrupt",
+		    (int)vd.corrupt, "incomplete_parts", (int)vd.parts_bad);
+		if (res && vd.index_checked)
 			json_object_set_new(res, "index", json_pack("{s:b, s:I, s:I, s:I, s:I}",
-			    "exists", ix.r.exists, "rows", (json_int_t)ix.r.rows, "texts",
-			    (json_int_t)ix.r.texts, "problems", (json_int_t)ix.r.problems,
-			    "without_text", (json_int_t)ix.r.docs_without_text));
+			    "exists", ix->exists, "rows", (json_int_t)ix->rows, "texts",
+			    (json_int_t)ix->texts, "problems", (json_int_t)ix->problems,
+			    "without_text", (json_int_t)ix->docs_without_text));
 		cli_json_line("result", res);
 	} else {
-		printf("%d snapshot%s checked, %d corrupt\n", v.n, v.n == 1 ? "" : "s", v.bad);
-		if (v.parts_bad)
-			printf("%d document%s with parts missing\n", v.parts_bad,
-			    v.parts_bad == 1 ? "" : "s");
-		if (ix.on)
-			st_index_summary(&ix.r);
+		printf("%ld snapshot%s checked, %ld corrupt\n", vd.checked, vd.checked == 1 ? "" : "s",
+		    vd.corrupt);
+		if (vd.parts_bad)
+			printf("%ld document%s with parts missing\n", vd.parts_bad,
+			    vd.parts_bad == 1 ? "" : "s");
+		if (vd.index_checked)
+			st_index_summary(ix);
 	}
-	rc = v.bad || v.parts_bad || (ix.on && ix.r.problems) ? CLI_EXIT_CORRUPT : st_exit(rc);
-	if (rc && o.json && v.bad)
+	rc = vd.corrupt || vd.parts_bad || (vd.index_checked && ix->problems) ? CLI_EXIT_CORRUPT :
+	    st_exit(rc);
+	if (rc && o.json && vd.corrupt)
 		cli_json_error("corrupt", rc, "corrupt snapshots found (see the snapshot lines)",
 		    NULL);
-	else if (rc && o.json && v.parts_bad)
+	else if (rc && o.json && vd.parts_bad)
 		cli_json_error("corrupt", rc, "documents with parts missing (see the parts lines; "
 		    "ingest them again)", NULL);
-	else if (rc && o.json && ix.on && ix.r.problems)
+	else if (rc && o.json && vd.index_checked && ix->problems)
 		cli_json_error("corrupt", rc, "the text index is out of step with the store (see the "
 		    "index lines; the next search or kvsnapd start rebuilds it)", NULL);
 out:
 	free(ds.d);
-	store_close(s);
+	svc_target_close(&t);
 	return rc;
 }
 
-struct st_prune {
-	const struct st_opts *o;
-	const struct st_docs *ds;
-};
-
-static int
-st_prune_cb(void *arg, const uint8_t did[SNAP_ID_BYTES], const uint8_t pid[SNAP_ID_BYTES],
-    uint64_t bytes, int64_t last_used_us)
+static void
+st_prune_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const struct svc_doc *d,
+    const uint8_t pid[SVC_ID_BYTES], uint64_t bytes, int64_t last_used_us)
 {
-	const struct st_prune *p = arg;
-	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1], u[32], label[8 * 256],
+	const struct st_opts *o = arg;
+	char dh[2 * SVC_ID_BYTES + 1], ph[2 * SVC_ID_BYTES + 1], u[32], label[8 * 256],
 	    size[32];
-	const struct store_doc *d = NULL;
-	size_t i;
-	store_hex(did, SNAP_ID_BYTES, dh);
-	store_hex(pid, SNAP_ID_BYTES, ph);
-	for (i = 0; i < p->ds->n; i++)
-		if (!memcmp(p->ds->d[i].doc_id, did, SNAP_ID_BYTES))
-			d = &p->ds->d[i];
-	if (p->o->json) {
-		st_time(last_used_us, u, sizeof(u));
+	svc_hex(did, SVC_ID_BYTES, dh);
+	svc_hex(pid, SVC_ID_BYTES, ph);
+	if (o->json) {
+		svc_json_time(last_used_us, u, sizeof(u));
 		cli_json_line("snapshot", json_pack("{s:s, s:o, s:s, s:I, s:s, s:b}", "doc_id", dh,
 		    "name", cli_json_cstr(d ? d->name : ""), "profile_id", ph, "bytes",
-		    (json_int_t)bytes, "last_used", u, "dropped", !p->o->dry_run));
+		    (json_int_t)bytes, "last_used", u, "dropped", !o->dry_run));
 	} else {
-		st_docs_label(p->ds, did, label, sizeof(label));
+		if (d)
+			st_label(d, label, sizeof(label));
+		else
+			snprintf(label, sizeof(label), "%.12s", dh);
 		cli_show_size(bytes, size, sizeof(size));
 		cli_show_ago(last_used_us, u, sizeof(u));
-		printf("%s %s  snapshot %.12s  %s  used %s\n", p->o->dry_run ? "would drop" :
+		printf("%s %s  snapshot %.12s  %s  used %s\n", o->dry_run ? "would drop" :
 		    "dropped", label, ph, size, u);
 	}
-	return 0;
 }
 
 /* A document prune skipped for its damaged metadata: named. */
 static void
-st_prune_damaged(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
+st_prune_damaged(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
 {
 	(void)arg;
 	(void)doc_id;
@@ -1207,43 +959,34 @@ int
 cli_prune(int argc, char **argv)
 {
 	struct st_opts o;
-	struct store *s;
-	struct store_prune p;
-	struct st_docs ds;
-	struct st_prune sp = { &o, &ds };
-	int64_t n = 0;
-	uint64_t bytes = 0;
+	struct svc_target t;
+	struct svc_prune_req p = { 0, 0, 0, 0, st_prune_cb, st_prune_damaged, &o };
+	struct svc_pruned pd;
 	char why[512] = "", size[32];
 	int i = st_args(argc, argv, &o, 0, 0), rc;
 	if (i < 0)
 		return CLI_EXIT_USAGE;
-	if ((rc = st_open(&o, o.dry_run, &s)))
+	if ((rc = st_open(&o, o.dry_run, &t)))
 		return rc;
-	/* the names first (prune's callback runs inside its write transaction) */
-	if ((rc = st_docs(s, &ds, "prune", 1))) { /* prune itself names what it skips */
-		store_close(s);
-		return rc;
-	}
 	p.older_than_us = o.older_than_us;
 	p.max_bytes = o.max_bytes;
 	p.keep = o.keep;
 	p.dry_run = o.dry_run;
-	p.damaged = st_prune_damaged;
-	p.damaged_arg = NULL;
-	rc = store_prune(s, &p, st_prune_cb, &sp, &n, &bytes, why, sizeof(why));
-	if (!rc && !o.dry_run && n && !o.shared) /* documents gone with their last snapshot */
-		st_index_after(&o, s, NULL);
-	if (rc)
+	rc = svc_prune(&t, &p, &pd, why, sizeof(why));
+	if (rc) {
 		cli_err("prune: %s", why);
-	else if (o.json)
-		cli_json_line("result", json_pack("{s:I, s:I, s:b}", "snapshots", (json_int_t)n,
-		    "bytes", (json_int_t)bytes, "dry_run", o.dry_run));
-	else {
-		cli_show_size(bytes, size, sizeof(size));
-		printf("%s %lld snapshot%s, %s\n", o.dry_run ? "would drop" : "dropped", (long long)n,
-		    n == 1 ? "" : "s", size);
+	} else {
+		st_index_warn(pd.index_why);
+		if (o.json) {
+			cli_json_line("result", json_pack("{s:I, s:I, s:b}", "snapshots",
+			    (json_int_t)pd.dropped, "bytes", (json_int_t)pd.bytes, "dry_run",
+			    o.dry_run));
+		} else {
+			cli_show_size(pd.bytes, size, sizeof(size));
+			printf("%s %lld snapshot%s, %s\n", o.dry_run ? "would drop" : "dropped",
+			    (long long)pd.dropped, pd.dropped == 1 ? "" : "s", size);
+		}
 	}
-	free(ds.d);
-	store_close(s);
+	svc_target_close(&t);
 	return st_exit(rc);
 }

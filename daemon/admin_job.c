@@ -1,8 +1,10 @@
 /*
  * admin_job.c: the store operations (has, ls, info, rm, stats, verify,
  * prune, shrink), run on the admin worker, never on the event loop and
- * never behind the model; and the protocol's form of the lookups every
- * job shares (a DOC reference, a document's snapshots).
+ * never behind the model: a request to a service call (service/store.h,
+ * the CLI's store commands' too), its outcome to the protocol's events;
+ * and the protocol's form of the lookups every job shares (a DOC
+ * reference, a document's snapshots).
  */
 #include <pwd.h>
 #include <stdlib.h>
@@ -11,9 +13,6 @@
 
 #include "common/escape.h"
 #include "daemon/daemon_internal.h"
-#include "service/store_commands.h"
-#include "snapshot/snapshot_io.h" /* pending: the store commands into service/ (issue 32 item 2) */
-#include "storage/store.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shared lookups                                                            */
@@ -24,10 +23,10 @@ job_resolve_fail(struct job *j, const struct svc_status *st)
 {
 	enum proto_code code;
 	code = st->step == SVC_AT_TIER_DOWN ? PROTO_E_TIER_UNAVAILABLE :
-	    st->rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-	    st->rc == STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
-	    st->rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
-	    st->rc == STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
+	    st->rc == SVC_STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	    st->rc == SVC_STORE_ERR_AMBIGUOUS ? PROTO_E_AMBIGUOUS :
+	    st->rc == SVC_STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
+	    st->rc == SVC_STORE_ERR_ARG ? PROTO_E_BAD_REQUEST : PROTO_E_STORE;
 	if (code == PROTO_E_NOT_FOUND && j->req.doc_model) { /* HTTP's `model` */
 		j->model_missing = 1;
 		job_error(j, code, "The model '%s' does not exist or you do not have access to it: "
@@ -41,7 +40,7 @@ job_resolve_fail(struct job *j, const struct svc_status *st)
 }
 
 int
-job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
+job_resolve(struct job *j, const char *ref, uint8_t doc_id[SVC_ID_BYTES])
 {
 	struct svc_status st;
 	if (!svc_doc_resolve(daemon_g->v, ref, &j->who, doc_id, &st))
@@ -50,7 +49,7 @@ job_resolve(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 }
 
 int
-job_resolve_tiers(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
+job_resolve_tiers(struct job *j, const char *ref, uint8_t doc_id[SVC_ID_BYTES])
 {
 	struct svc_status st;
 	if (!svc_tier_resolve_as(daemon_g->v, ref, &j->who, doc_id, &st))
@@ -61,20 +60,22 @@ job_resolve_tiers(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
 /* Resolve a document the peer is to change (rm, shrink): its owners, root
  * and the service user may; another reader of a shared one is denied. */
 static int
-job_resolve_owned(struct job *j, const char *ref, uint8_t doc_id[SNAP_ID_BYTES])
+job_resolve_owned(struct job *j, const char *ref, uint8_t doc_id[SVC_ID_BYTES])
 {
-	struct store_doc dd;
-	char why[512];
+	struct svc_target t;
+	struct svc_doc dd;
+	char why[512] = "";
 	int rc;
 	if ((rc = job_resolve(j, ref, doc_id)) != 0 || j->who.all)
 		return rc;
-	if ((rc = store_info(svc_store(daemon_g->v), doc_id, &dd, why, sizeof(why))) != 0) {
-		rc = rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-		    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE;
+	svc_target_of(daemon_g->v, &j->who, &t);
+	if ((rc = svc_doc_get(&t, doc_id, 0, &dd, why, sizeof(why))) != 0) {
+		rc = rc == SVC_STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+		    rc == SVC_STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE;
 		job_error(j, (enum proto_code)rc, "%s", why);
 		return rc;
 	}
-	if (svc_may_change(&dd, &j->who))
+	if (svc_doc_may_change(&dd, &j->who))
 		return 0;
 	job_error(j, PROTO_E_DENIED, "%s is shared with you but not yours: only its owners may "
 	    "change it", ref);
@@ -96,7 +97,7 @@ job_admin_only(struct job *j)
 void
 job_lookup_error(struct job *j, const struct svc_status *st)
 {
-	job_error(j, st->rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE, "%s", st->why);
+	job_error(j, st->rc == SVC_STORE_ERR_CORRUPT ? PROTO_E_CORRUPT : PROTO_E_STORE, "%s", st->why);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -110,139 +111,63 @@ admin_str(const char *s)
 	return v ? v : json_string("?");
 }
 
-static json_t *
-admin_doc_json(const struct store_doc *dd, const struct svc_who *w)
-{
-	char hex[2 * SNAP_ID_BYTES + 1];
-	json_t *o;
-	store_hex(dd->doc_id, SNAP_ID_BYTES, hex);
-	o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:I}", "doc_id", hex, "bytes",
-	    (json_int_t)dd->bytes, "tokens", (json_int_t)dd->tokens, "created_us",
-	    (json_int_t)dd->created_us, "last_used_us", (json_int_t)dd->last_used_us, "profiles",
-	    dd->n_profiles, "stored_bytes", (json_int_t)dd->stored_bytes);
-	/* free text from the store: jansson refuses what is not UTF-8 */
-	if (o) {
-		json_object_set_new(o, "name", admin_str(dd->name));
-		json_object_set_new(o, "source", admin_str(dd->source));
-		json_object_set_new(o, "format", admin_str(dd->format));
-		json_object_set_new(o, "shared", json_boolean(dd->shared));
-		json_object_set_new(o, "mine", json_boolean(store_doc_owned(dd, w->uid)));
-	}
-	if (o && w->all) { /* the others' uids are for root and the service user */
-		json_t *a = json_array();
-		int i;
-		for (i = 0; a && i < dd->n_owners; i++)
-			json_array_append_new(a, json_integer(dd->owners[i]));
-		json_object_set_new(o, "owners", a);
-	}
-	return o;
-}
-
-struct admin_ls {
-	json_t *docs;
-	const struct svc_who *w;
-	json_t *damaged;
-	const char *label;
-};
-
 /* A document whose metadata is damaged costs only itself (issue 26):
  * logged with its name, and for root and the daemon's user (who may see
  * every document) listed under "damaged"; others cannot be shown whose it
  * is, so it is left out of theirs. */
-static void
-admin_damaged(json_t *arr, const char *label, const char *op, const uint8_t doc_id[SNAP_ID_BYTES],
-    const char *why)
-{
-	char hex[2 * SNAP_ID_BYTES + 1];
-	dlog(DLOG_WARN, "%s: %s: skipped a damaged document: %s (kvsnap verify reports it)", label,
-	    op, why);
-	store_hex(doc_id, SNAP_ID_BYTES, hex);
-	if (arr)
-		json_array_append_new(arr, json_pack("{s:s, s:s}", "doc_id", hex, "error", why));
-}
-
-static int
-admin_ls_bad(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
-{
-	struct admin_ls *a = arg;
-	admin_damaged(a->damaged, a->label, "ls", doc_id, why);
-	return 0;
-}
-
-struct admin_prune_bad {
-	json_t *damaged;
-	const char *label;
+struct admin_damaged {
+	json_t *arr;             /* NULL: not listed */
+	const char *label, *op;
 };
 
 static void
-admin_prune_bad_cb(void *arg, const uint8_t doc_id[SNAP_ID_BYTES], const char *why)
+admin_damaged_cb(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
 {
-	struct admin_prune_bad *a = arg;
-	admin_damaged(a->damaged, a->label, "prune", doc_id, why);
+	struct admin_damaged *a = arg;
+	char hex[2 * SVC_ID_BYTES + 1];
+	dlog(DLOG_WARN, "%s: %s: skipped a damaged document: %s (kvsnap verify reports it)",
+	    a->label, a->op, why);
+	svc_hex(doc_id, SVC_ID_BYTES, hex);
+	if (a->arr)
+		json_array_append_new(a->arr, json_pack("{s:s, s:s}", "doc_id", hex, "error", why));
 }
 
-/* Only the documents the peer may read. */
-static int
-admin_ls_cb(void *arg, const struct store_doc *dd)
+static void
+admin_verify_cb(void *arg, const uint8_t doc_id[SVC_ID_BYTES],
+    const uint8_t profile_id[SVC_ID_BYTES], const char *why)
 {
-	struct admin_ls *a = arg;
-	if (svc_may_read(dd, a->w))
-		json_array_append_new(a->docs, admin_doc_json(dd, a->w));
-	return 0;
-}
-
-static int
-admin_profile_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
-    const struct snap_header *h, const char *why, int64_t last_used_us)
-{
-	char hex[2 * SNAP_ID_BYTES + 1];
-	json_t *o;
-	store_hex(pid, SNAP_ID_BYTES, hex);
-	o = json_pack("{s:s, s:I, s:I, s:b}", "profile_id", hex, "bytes", (json_int_t)bytes,
-	    "last_used_us", (json_int_t)last_used_us, "active",
-	    !memcmp(pid, svc_profile_id(daemon_g->v), SNAP_ID_BYTES));
-	if (o && h) {
-		json_object_set_new(o, "profile", admin_str(h->profile));
-		json_object_set_new(o, "quant", json_string(snap_quant_name(h->quant)));
-		json_object_set_new(o, "tokens", json_integer((json_int_t)h->n_tokens));
-	}
-	if (o && why)
-		json_object_set_new(o, "error", admin_str(why));
-	json_array_append_new(arg, o);
-	return 0;
-}
-
-struct admin_verify {
-	json_t *bad;
-	int64_t n;
-};
-
-static int
-admin_verify_cb(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], const char *why)
-{
-	struct admin_verify *v = arg;
-	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1];
-	v->n++;
+	char dh[2 * SVC_ID_BYTES + 1], ph[2 * SVC_ID_BYTES + 1];
 	if (!why)
-		return 0;
-	store_hex(doc_id, SNAP_ID_BYTES, dh);
-	store_hex(profile_id, SNAP_ID_BYTES, ph);
-	json_array_append_new(v->bad, json_pack("{s:s, s:s, s:s}", "doc_id", dh, "profile_id",
-	    ph, "error", why));
-	return 0;
+		return;
+	svc_hex(doc_id, SVC_ID_BYTES, dh);
+	svc_hex(profile_id, SVC_ID_BYTES, ph);
+	json_array_append_new(arg, json_pack("{s:s, s:s, s:s}", "doc_id", dh, "profile_id", ph,
+	    "error", why));
 }
 
-static int
-admin_prune_cb(void *arg, const uint8_t doc_id[SNAP_ID_BYTES],
-    const uint8_t profile_id[SNAP_ID_BYTES], uint64_t bytes, int64_t last_used_us)
+struct admin_prune {
+	struct admin_damaged bad;
+	json_t *snaps;
+};
+
+static void
+admin_prune_cb(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const struct svc_doc *d,
+    const uint8_t profile_id[SVC_ID_BYTES], uint64_t bytes, int64_t last_used_us)
 {
-	char dh[2 * SNAP_ID_BYTES + 1], ph[2 * SNAP_ID_BYTES + 1];
-	store_hex(doc_id, SNAP_ID_BYTES, dh);
-	store_hex(profile_id, SNAP_ID_BYTES, ph);
-	json_array_append_new(arg, json_pack("{s:s, s:s, s:I, s:I}", "doc_id", dh, "profile_id",
-	    ph, "bytes", (json_int_t)bytes, "last_used_us", (json_int_t)last_used_us));
-	return 0;
+	struct admin_prune *p = arg;
+	char dh[2 * SVC_ID_BYTES + 1], ph[2 * SVC_ID_BYTES + 1];
+	(void)d;
+	svc_hex(doc_id, SVC_ID_BYTES, dh);
+	svc_hex(profile_id, SVC_ID_BYTES, ph);
+	json_array_append_new(p->snaps, json_pack("{s:s, s:s, s:I, s:I}", "doc_id", dh,
+	    "profile_id", ph, "bytes", (json_int_t)bytes, "last_used_us",
+	    (json_int_t)last_used_us));
+}
+
+static void
+admin_prune_bad(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
+{
+	admin_damaged_cb(&((struct admin_prune *)arg)->bad, doc_id, why);
 }
 
 json_t *
@@ -275,7 +200,7 @@ admin_models(struct job *j)
 	const struct proto_req *r = &j->req;
 	struct svc_model *ms;
 	struct svc_status st;
-	char hex[2 * SNAP_ID_BYTES + 1], owner[64];
+	char hex[2 * SVC_ID_BYTES + 1], owner[64];
 	json_t *arr, *o;
 	size_t n, i;
 
@@ -287,7 +212,7 @@ admin_models(struct job *j)
 	for (i = 0; arr && i < n; i++) {
 		if (r->doc && strcmp(ms[i].id, r->doc))
 			continue;
-		store_hex(ms[i].doc_id, SNAP_ID_BYTES, hex);
+		svc_hex(ms[i].doc_id, SVC_ID_BYTES, hex);
 		o = json_pack("{s:s, s:s, s:I, s:b}", "id", ms[i].id, "doc_id", hex, "created_us",
 		    (json_int_t)ms[i].created_us, "shared", ms[i].shared);
 		if (o && ms[i].owner >= 0) {
@@ -316,10 +241,10 @@ admin_models(struct job *j)
 static void
 admin_fail(struct job *j, int rc, const char *why)
 {
-	job_error(j, rc == STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-	    rc == STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
-	    rc == STORE_ERR_FULL ? PROTO_E_STORE_FULL : PROTO_E_STORE, "%s",
-	    why[0] ? why : store_strerror(rc));
+	job_error(j, rc == SVC_STORE_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+	    rc == SVC_STORE_ERR_CORRUPT ? PROTO_E_CORRUPT :
+	    rc == SVC_STORE_ERR_FULL ? PROTO_E_STORE_FULL : PROTO_E_STORE, "%s",
+	    why[0] ? why : svc_store_strerror(rc));
 }
 
 /* A JSON string of s, or "" when it is not UTF-8 (a name from an older
@@ -336,7 +261,7 @@ static void
 admin_search(struct job *j)
 {
 	struct svc_hit *hits = calloc((size_t)j->req.k, sizeof(*hits));
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1];
 	unsigned n = 0, i;
 	json_t *arr;
 
@@ -352,7 +277,7 @@ admin_search(struct job *j)
 	}
 	arr = json_array();
 	for (i = 0; arr && i < n; i++) {
-		store_hex(hits[i].doc_id, SNAP_ID_BYTES, hex);
+		svc_hex(hits[i].doc_id, SVC_ID_BYTES, hex);
 		json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:f, s:o}", "doc_id", hex,
 		    "name", admin_utf8(hits[i].name), "part", (json_int_t)hits[i].part, "score",
 		    hits[i].score, "snippet", admin_utf8(hits[i].snippet)));
@@ -364,18 +289,20 @@ admin_search(struct job *j)
 void
 admin_job_run(struct worker *w, struct job *j)
 {
-	struct store *s = svc_store(daemon_g->v);
 	const struct proto_req *r = &j->req;
-	uint8_t doc[SNAP_ID_BYTES];
-	char why[512] = "", hex[2 * SNAP_ID_BYTES + 1];
-	struct store_doc dd;
-	struct store_stats st;
+	struct svc_target t;
+	uint8_t doc[SVC_ID_BYTES];
+	char why[512] = "", hex[2 * SVC_ID_BYTES + 1];
+	struct svc_doc dd, *docs;
+	struct svc_snap *snaps;
 	struct svc_status sst;
 	json_t *arr, *o;
+	size_t n, i;
 	int rc;
 	struct svc_picked pk;
 
 	(void)w;
+	svc_target_of(daemon_g->v, &j->who, &t);
 	switch (r->op) {
 	case PROTO_OP_HAS:
 		if (job_resolve(j, r->doc, doc))
@@ -384,81 +311,70 @@ admin_job_run(struct worker *w, struct job *j)
 			job_lookup_error(j, &sst);
 			return;
 		}
-		store_hex(doc, SNAP_ID_BYTES, hex);
+		svc_hex(doc, SVC_ID_BYTES, hex);
 		job_result(j, json_pack("{s:s, s:b, s:i}", "doc_id", hex, "stored", pk.found,
 		    "other_profiles", pk.n_other));
 		return;
 	case PROTO_OP_LS: {
-		struct admin_ls ls = { json_array(), &j->who, j->who.all ? json_array() : NULL,
-			j->label };
-		arr = ls.docs;
-		if ((rc = store_ls_each(s, admin_ls_cb, admin_ls_bad, &ls, why, sizeof(why)))) {
-			json_decref(arr);
-			json_decref(ls.damaged);
+		struct admin_damaged bad = { j->who.all ? json_array() : NULL, j->label, "ls" };
+		if ((rc = svc_ls(&t, 1, admin_damaged_cb, &bad, &docs, &n, why, sizeof(why)))) {
+			json_decref(bad.arr);
 			admin_fail(j, rc, why);
 			return;
 		}
+		arr = json_array();
+		for (i = 0; arr && i < n; i++)
+			json_array_append_new(arr, svc_doc_json(&docs[i], &j->who));
+		free(docs);
 		o = json_pack("{s:o}", "docs", arr);
-		if (o && ls.damaged && json_array_size(ls.damaged))
-			json_object_set(o, "damaged", ls.damaged);
-		json_decref(ls.damaged);
+		if (o && bad.arr && json_array_size(bad.arr))
+			json_object_set(o, "damaged", bad.arr);
+		json_decref(bad.arr);
 		job_result(j, o);
 		return;
 	}
 	case PROTO_OP_INFO:
 		if (job_resolve(j, r->doc, doc))
 			return;
-		if ((rc = store_info(s, doc, &dd, why, sizeof(why)))) {
+		if ((rc = svc_info(&t, doc, &dd, &snaps, &n, why, sizeof(why)))) {
 			admin_fail(j, rc, why);
 			return;
 		}
 		arr = json_array();
-		if ((rc = snap_profiles(s, doc, admin_profile_cb, arr, why, sizeof(why)))) {
-			json_decref(arr);
-			admin_fail(j, rc, why);
-			return;
-		}
-		job_result(j, json_pack("{s:o, s:o}", "doc", admin_doc_json(&dd, &j->who), "snapshots",
+		for (i = 0; arr && i < n; i++)
+			json_array_append_new(arr, svc_snap_json(&snaps[i], 1));
+		free(snaps);
+		job_result(j, json_pack("{s:o, s:o}", "doc", svc_doc_json(&dd, &j->who), "snapshots",
 		    arr));
 		return;
 	case PROTO_OP_RM: {
-		uint8_t pid[SNAP_ID_BYTES];
-		char phex[2 * SNAP_ID_BYTES + 1] = "";
-		int gone = 1;
+		struct svc_removed rm;
+		char phex[2 * SVC_ID_BYTES + 1] = "";
 		if (job_resolve_owned(j, r->doc, doc))
 			return;
-		if (r->profile && (rc = svc_profile_ref(s, doc, r->profile, pid, why, sizeof(why)))) {
-			if (rc == STORE_ERR_ARG || rc == STORE_ERR_AMBIGUOUS)
+		/* one snapshot, its document with the last one; or the document */
+		if ((rc = svc_rm(&t, doc, r->profile, &rm, why, sizeof(why)))) {
+			if (r->profile && (rc == SVC_STORE_ERR_ARG || rc == SVC_STORE_ERR_AMBIGUOUS))
 				job_error(j, PROTO_E_BAD_REQUEST, "%s", why);
 			else
 				admin_fail(j, rc, why);
 			return;
 		}
-		/* one snapshot, its document with the last one; or the document */
-		rc = r->profile ? store_rm_snapshot(s, doc, pid, &gone, why, sizeof(why))
-		                : store_rm(s, doc, why, sizeof(why));
-		if (rc) {
-			admin_fail(j, rc, why);
-			return;
-		}
-		/* its index rows (a failure loses nothing: a search skips rows of
-		 * missing documents, the next sync drops them) */
-		if (gone)
-			(void)svc_index_forget(svc_text_index(daemon_g->v), doc, why, sizeof(why));
-		store_hex(doc, SNAP_ID_BYTES, hex);
+		svc_hex(doc, SVC_ID_BYTES, hex);
 		if (!r->profile) {
 			job_result(j, json_pack("{s:s, s:b}", "doc_id", hex, "removed", 1));
 			return;
 		}
-		store_hex(pid, SNAP_ID_BYTES, phex);
+		svc_hex(rm.profile_id, SVC_ID_BYTES, phex);
 		job_result(j, json_pack("{s:s, s:s, s:b}", "doc_id", hex, "profile_id", phex,
-		    "removed", gone));
+		    "removed", rm.gone));
 		return;
 	}
-	case PROTO_OP_STATS:
+	case PROTO_OP_STATS: {
+		struct svc_store_totals st;
 		if (job_admin_only(j))
 			return;
-		if ((rc = store_stats(s, &st, why, sizeof(why)))) {
+		if ((rc = svc_stats(&t, &st, why, sizeof(why)))) {
 			admin_fail(j, rc, why);
 			return;
 		}
@@ -470,43 +386,43 @@ admin_job_run(struct worker *w, struct job *j)
 			json_object_set_new(o, "shared", job_tier_json(1));
 		job_result(j, o);
 		return;
+	}
 	case PROTO_OP_VERIFY: {
-		struct admin_verify v = { json_array(), 0 };
-		if (!r->doc && job_admin_only(j)) {
-			json_decref(v.bad);
+		struct svc_verify_req vr = { NULL, admin_verify_cb, NULL, NULL, NULL };
+		struct svc_verified vd;
+		if (!r->doc && job_admin_only(j))
 			return;
-		}
-		if (r->doc && job_resolve(j, r->doc, doc)) {
-			json_decref(v.bad);
+		if (r->doc && job_resolve(j, r->doc, doc))
 			return;
-		}
-		rc = snap_verify(s, r->doc ? doc : NULL, admin_verify_cb, &v, why, sizeof(why));
-		if (rc && rc != STORE_ERR_CORRUPT) {
-			json_decref(v.bad);
+		vr.doc = r->doc ? doc : NULL;
+		vr.arg = arr = json_array();
+		rc = svc_verify(&t, &vr, &vd, why, sizeof(why));
+		if (rc && rc != SVC_STORE_ERR_CORRUPT) {
+			json_decref(arr);
 			admin_fail(j, rc, why);
 			return;
 		}
-		job_result(j, json_pack("{s:b, s:I, s:o}", "ok", rc == 0, "checked", (json_int_t)v.n,
-		    "problems", v.bad));
+		job_result(j, json_pack("{s:b, s:I, s:o}", "ok", rc == 0, "checked",
+		    (json_int_t)vd.checked, "problems", arr));
 		return;
 	}
 	case PROTO_OP_SHRINK: {
 		struct svc_shrunk sh;
-		char phex[2 * SNAP_ID_BYTES + 1];
+		char phex[2 * SVC_ID_BYTES + 1];
 		double t0 = svc_now();
 		if (job_resolve_owned(j, r->doc, doc))
 			return;
 		if ((rc = svc_shrink(daemon_g->v, doc, r->ratio, r->replace, &sh, why, sizeof(why)))) {
-			job_error(j, rc == SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
-			    rc == SNAPIO_ERR_ARG ? PROTO_E_BAD_REQUEST :
-			    rc == SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
-			    rc == SNAPIO_ERR_MISMATCH ? PROTO_E_PROFILE :
-			    rc == SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
-			    rc == SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE, "%s", why);
+			job_error(j, rc == SVC_SNAPIO_ERR_NOT_FOUND ? PROTO_E_NOT_FOUND :
+			    rc == SVC_SNAPIO_ERR_ARG ? PROTO_E_BAD_REQUEST :
+			    rc == SVC_SNAPIO_ERR_CORRUPT ? PROTO_E_CORRUPT :
+			    rc == SVC_SNAPIO_ERR_MISMATCH ? PROTO_E_PROFILE :
+			    rc == SVC_SNAPIO_ERR_FULL ? PROTO_E_STORE_FULL :
+			    rc == SVC_SNAPIO_ERR_NOMEM ? PROTO_E_INTERNAL : PROTO_E_STORE, "%s", why);
 			return;
 		}
-		store_hex(doc, SNAP_ID_BYTES, hex);
-		store_hex(sh.profile_id, SNAP_ID_BYTES, phex);
+		svc_hex(doc, SVC_ID_BYTES, hex);
+		svc_hex(sh.profile_id, SVC_ID_BYTES, phex);
 		job_result(j, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:b, s:f}", "doc_id", hex,
 		    "profile_id", phex, "profile", sh.profile, "tokens", (json_int_t)sh.n_tokens,
 		    "units_from", (json_int_t)sh.units_from, "units", (json_int_t)sh.units,
@@ -515,34 +431,28 @@ admin_job_run(struct worker *w, struct job *j)
 		return;
 	}
 	case PROTO_OP_PRUNE: {
-		struct store_prune p;
-		struct admin_prune_bad pb = { NULL, j->label };
-		int64_t n_drop = 0;
-		uint64_t b_drop = 0;
+		struct admin_prune ap = { { NULL, j->label, "prune" }, NULL };
+		struct svc_prune_req pr = { 0, 0, 0, 0, admin_prune_cb, admin_prune_bad, &ap };
+		struct svc_pruned pd;
 		if (job_admin_only(j))
 			return;
-		arr = json_array();
-		pb.damaged = json_array();
-		p.older_than_us = r->older_than_s * 1000000;
-		p.max_bytes = (uint64_t)r->max_bytes;
-		p.keep = r->keep;
-		p.dry_run = r->dry_run;
-		p.damaged = admin_prune_bad_cb;
-		p.damaged_arg = &pb;
-		if ((rc = store_prune(s, &p, admin_prune_cb, arr, &n_drop, &b_drop, why,
-		    sizeof(why)))) {
-			json_decref(arr);
-			json_decref(pb.damaged);
+		ap.snaps = json_array();
+		ap.bad.arr = json_array();
+		pr.older_than_us = r->older_than_s * 1000000;
+		pr.max_bytes = (uint64_t)r->max_bytes;
+		pr.keep = r->keep;
+		pr.dry_run = r->dry_run;
+		if ((rc = svc_prune(&t, &pr, &pd, why, sizeof(why)))) {
+			json_decref(ap.snaps);
+			json_decref(ap.bad.arr);
 			admin_fail(j, rc, why);
 			return;
 		}
-		if (!r->dry_run && n_drop) /* documents gone with their last snapshot */
-			(void)svc_index_sync(svc_text_index(daemon_g->v), s, NULL, why, sizeof(why));
-		o = json_pack("{s:I, s:I, s:b, s:o}", "dropped", (json_int_t)n_drop,
-		    "bytes", (json_int_t)b_drop, "dry_run", r->dry_run, "snapshots", arr);
-		if (o && json_array_size(pb.damaged))
-			json_object_set(o, "damaged", pb.damaged);
-		json_decref(pb.damaged);
+		o = json_pack("{s:I, s:I, s:b, s:o}", "dropped", (json_int_t)pd.dropped,
+		    "bytes", (json_int_t)pd.bytes, "dry_run", r->dry_run, "snapshots", ap.snaps);
+		if (o && json_array_size(ap.bad.arr))
+			json_object_set(o, "damaged", ap.bad.arr);
+		json_decref(ap.bad.arr);
 		job_result(j, o);
 		return;
 	}

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "service/service_internal.h"
-#include "service/store_commands.h"
 
 const char *
 svc_model_fingerprint(const struct svc *v)
@@ -71,17 +70,9 @@ svc_pick_advice_doc(struct svc *v, const struct svc_picked *pk,
 int
 svc_store_totals(struct svc *v, struct svc_store_totals *out, char *why, size_t why_len)
 {
-	struct store_stats ss;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if ((rc = store_stats(v->s, &ss, why, why_len)) != 0)
-		return rc;
-	out->n_docs = ss.n_docs;
-	out->n_snapshots = ss.n_snapshots;
-	out->stored_bytes = ss.stored_bytes;
-	out->map_used = ss.map_used;
-	return 0;
+	struct svc_target t;
+	svc_target_of(v, NULL, &t);
+	return svc_stats(&t, out, why, why_len);
 }
 
 struct figures_find {
@@ -110,17 +101,4 @@ svc_snapshot_figures(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES],
 
 	memset(fig, 0, sizeof(*fig));
 	(void)snap_profiles(v->s, doc_id, figures_cb, &f, why, sizeof(why));
-}
-
-/* Transitional (store_commands.h): the store commands' way in. */
-struct store *
-svc_store(struct svc *v)
-{
-	return v->s;
-}
-
-struct svc_index *
-svc_text_index(struct svc *v)
-{
-	return v->index;
 }

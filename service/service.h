@@ -879,9 +879,13 @@ void svc_snapshot_figures(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES],
 struct svc_store_totals {
 	uint64_t n_docs, n_snapshots;
 	uint64_t stored_bytes;   /* the snapshots' bytes as stored */
+	uint64_t map_size;       /* LMDB's map (reserved address space; 0: another backend) */
 	uint64_t map_used;       /* bytes of the store's file in use (LMDB's map) */
 };
 int svc_store_totals(struct svc *v, struct svc_store_totals *out, char *why, size_t why_len);
+
+/* The store commands and the one JSON shape of a document (store.h). */
+#include "service/store.h"
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                   */

@@ -159,4 +159,11 @@ int parts_scan_add(struct parts_scan *ps, const struct snap_header *h, uint64_t 
     int64_t last_used_us);
 void parts_scan_end(struct parts_scan *ps);
 
+/* After rm (doc) or prune (NULL): the target's text index follows, opened
+ * from t->state when it is not open (store_change.c).  why "" when it did
+ * (or there is none), else why not: a warning, the index is derived data
+ * that the next search or kvsnapd start brings in step. */
+void store_index_follow(const struct svc_target *t, const uint8_t *doc, char *why,
+    size_t why_len);
+
 #endif /* SERVICE_INTERNAL_H */

@@ -55,6 +55,22 @@ expect_rc "kvsnap ls --json too" 0 "$K" ls --json --state "$T/state"
 proto '{"id":1,"op":"ls"}' > "$T/ls"
 [ "$(py "$T/ls" 'len(e["docs"])')" = 2 ] && [ "$(py "$T/ls" 'e["damaged"][0]["doc_id"]')" = "$BAD" ]
 ok "the ls op: two documents, and the damaged one under damaged (for root)" $? || cat "$T/ls"
+# issue 32: one shape for a document, written once (service/store_json.c):
+# the ls op's documents are `kvsnap ls --json`'s ($T/out), but for mine
+# (whether kvsnapd's caller owns it)
+python3 - "$T/ls" "$T/out" <<'PY'
+import json, sys
+last = lambda p: json.loads([l for l in open(p) if l.strip()][-1])["docs"]
+op, cli = last(sys.argv[1]), last(sys.argv[2])
+def same(a, b):  # the CLI writes reals with 6 significant digits (cli_json.c)
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(a - b) <= 1e-5 * max(abs(a), abs(b), 1)
+    return a == b
+sys.exit(not (len(op) == len(cli) == 2 and all(
+    isinstance(d.pop("mine", None), bool) and list(d) == list(c) and
+    all(same(d[k], c[k]) for k in d) for d, c in zip(op, cli))))
+PY
+ok "  ... the same documents, member for member, as ls --json (but mine)" $? || cat "$T/ls" "$T/out"
 grep -q "ls: skipped a damaged document: .*${BAD:0:12}" "$T/daemon.log"
 ok "  ... the daemon's log names it" $?
 code=$(curl -s -o "$T/http" -w '%{http_code}' --unix-socket "$T/d.http" http://localhost/v1/documents)
