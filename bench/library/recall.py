@@ -13,6 +13,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import stored  # noqa: E402  {doc_id: file name}
+
 
 def main():
     if len(sys.argv) < 3:
@@ -21,6 +24,7 @@ def main():
     kv, state = sys.argv[1:3]
     k = sys.argv[3] if len(sys.argv) > 3 else "3"
     qs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "questions.tsv")
+    names_of = stored(kv, state)
     n = hit = 0
     for q in csv.DictReader(open(qs, encoding="utf-8"), delimiter="\t"):
         if q["kind"] != "answer":
@@ -28,7 +32,8 @@ def main():
         out = subprocess.run([kv, "search", "--local", "--state", state, "-k", k, "--json",
                               q["question"]], capture_output=True, text=True).stdout
         hits = [json.loads(line) for line in out.splitlines() if line.strip()]
-        names = ["%s#%s" % (h["name"], h["part"]) for h in hits if h.get("event") == "hit"]
+        names = ["%s#%s" % (names_of.get(h["doc_id"], h["doc_id"][:12]), h["part"])
+                 for h in hits if h.get("event") == "hit"]
         ok = any(x.split("#")[0] == q["doc"] for x in names)
         n += 1
         hit += ok
