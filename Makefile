@@ -216,6 +216,11 @@ build-fuzz/fuzz_split: tests/fuzz/fuzz_split.c service/split.c service/split.h
 	@mkdir -p build-fuzz
 	@$(if $(Q),echo "  FUZZ $@")
 	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< service/split.c
+# the index's passages and search: index/ and SQLite alone
+build-fuzz/fuzz_passages: tests/fuzz/fuzz_passages.c $(wildcard index/*.c index/*.h) $(COMMON_SRC)
+	@mkdir -p build-fuzz
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(wildcard index/*.c) $(COMMON_SRC) $(PKG_LIBS) -lm -pthread
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 		$(wildcard common/*.h engine/*.h engine/*/*.h kernels/*.h storage/*.h snapshot/*.h \
 		formats/*.h index/*.h)

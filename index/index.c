@@ -18,7 +18,7 @@
 #include "index/index_internal.h"
 
 static const char idx_schema_sql[] =
-    "CREATE VIRTUAL TABLE parts USING fts5(body, tokenize='unicode61 remove_diacritics 2');"
+    "CREATE VIRTUAL TABLE passages USING fts5(body, tokenize='unicode61 remove_diacritics 2');"
     "CREATE TABLE rows(id INTEGER PRIMARY KEY, doc BLOB NOT NULL, part INTEGER NOT NULL,"
     " sum BLOB NOT NULL, UNIQUE(doc, part));";
 
@@ -79,7 +79,7 @@ idx_schema(struct idx *x, char *why, size_t why_len)
 			return kv_fail(why, why_len, IDX_ERR_STALE, "index %s is empty", x->path);
 		rc = idx_exec(x, "BEGIN IMMEDIATE", why, why_len);
 		if (!rc && !(rc = idx_exec(x, idx_schema_sql, why, why_len)))
-			rc = idx_exec(x, "PRAGMA user_version = 1; COMMIT", why, why_len);
+			rc = idx_exec(x, "PRAGMA user_version = " IDX_STR(IDX_SCHEMA) "; COMMIT", why, why_len);
 		if (rc)
 			sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
 		return rc;
@@ -89,7 +89,7 @@ idx_schema(struct idx *x, char *why, size_t why_len)
 		    "program's is %d)", x->path, ver, IDX_SCHEMA);
 	if ((rc = idx_int(x, "SELECT count(*) FROM rows WHERE id < 0", &n, why, why_len)))
 		return rc;
-	return idx_int(x, "SELECT count(*) FROM parts WHERE rowid < 0", &n, why, why_len);
+	return idx_int(x, "SELECT count(*) FROM passages WHERE rowid < 0", &n, why, why_len);
 }
 
 static int
@@ -256,18 +256,48 @@ idx_run(struct idx *x, const char *sql, const uint8_t *doc, long part, sqlite3_i
 	return rc == SQLITE_DONE || rc == SQLITE_OK ? 0 : idx_sqlite_err(x, rc, sql, why, why_len);
 }
 
+/* Remove the passages of the row id (a range of rowids, index.h). */
+static int
+idx_del_passages(struct idx *x, sqlite3_int64 id, char *why, size_t why_len)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(x->db, "DELETE FROM passages WHERE rowid >= ?1 AND rowid <= ?2",
+	    -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 1, id << IDX_PASSAGE_BITS);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 2, (id << IDX_PASSAGE_BITS) | (IDX_PASSAGES_MAX - 1));
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : idx_sqlite_err(x, rc, "remove passages", why, why_len);
+}
+
 static int
 idx_del_locked(struct idx *x, const uint8_t *doc, long part, char *why, size_t why_len)
 {
-	/* the FTS5 rows first (found through rows), then the rows */
-	int rc = idx_run(x, part < 0 ?
-	    "DELETE FROM parts WHERE rowid IN (SELECT id FROM rows WHERE doc = ?1)" :
-	    "DELETE FROM parts WHERE rowid IN (SELECT id FROM rows WHERE doc = ?1 AND part = ?2)",
-	    doc, part, -1, why, why_len);
-	if (!rc)
-		rc = idx_run(x, part < 0 ? "DELETE FROM rows WHERE doc = ?1" :
-		    "DELETE FROM rows WHERE doc = ?1 AND part = ?2", doc, part, -1, why, why_len);
-	return rc;
+	/* the FTS5 passages first (found through rows), then the rows */
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(x->db, part < 0 ? "SELECT id FROM rows WHERE doc = ?1" :
+	    "SELECT id FROM rows WHERE doc = ?1 AND part = ?2", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_blob(st, 1, doc, IDX_ID_BYTES, SQLITE_STATIC);
+	if (rc == SQLITE_OK && part >= 0)
+		rc = sqlite3_bind_int64(st, 2, part);
+	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+		if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+			break;
+		int e = idx_del_passages(x, sqlite3_column_int64(st, 0), why, why_len);
+		if (e) {
+			sqlite3_finalize(st);
+			return e;
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return idx_sqlite_err(x, rc, "find rows", why, why_len);
+	return idx_run(x, part < 0 ? "DELETE FROM rows WHERE doc = ?1" :
+	    "DELETE FROM rows WHERE doc = ?1 AND part = ?2", doc, part, -1, why, why_len);
 }
 
 int
@@ -307,6 +337,73 @@ idx_same(struct idx *x, const uint8_t *doc, unsigned part, const uint8_t *sum, c
 	return rc == SQLITE_DONE ? same : idx_sqlite_err(x, rc, "look up a row", why, why_len);
 }
 
+/* A word, for cutting passages: a run of bytes other than ASCII white
+ * space (FTS5's tokenizer splits finer; a cut never falls inside a run). */
+static int
+idx_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* The start of the next word at or after i (len when none). */
+static size_t
+idx_next_word(const char *t, size_t len, size_t i)
+{
+	while (i < len && idx_space(t[i]))
+		i++;
+	return i;
+}
+
+/* The start of the word n words after the one starting at i (len when the
+ * text ends first). */
+static size_t
+idx_skip_words(const char *t, size_t len, size_t i, unsigned n)
+{
+	for (; n && i < len; n--) {
+		while (i < len && !idx_space(t[i]))
+			i++;
+		i = idx_next_word(t, len, i);
+	}
+	return i;
+}
+
+/* Index text as row id's passages (index.h): passage j is the bytes from
+ * the start of word j*IDX_PASSAGE_STEP (the first from byte 0) to the
+ * start of word j*IDX_PASSAGE_STEP + IDX_PASSAGE_WORDS (the last to the
+ * end), so every word is in two passages and passage j's first half is
+ * exactly the text up to passage j+1.  An empty text is one empty passage:
+ * every row has at least one. */
+static int
+idx_insert_passages(struct idx *x, sqlite3_int64 id, const char *text, size_t len, char *why,
+    size_t why_len)
+{
+	sqlite3_stmt *st;
+	size_t from = 0, next, end;
+	sqlite3_int64 j;
+	int rc = sqlite3_prepare_v2(x->db, "INSERT INTO passages(rowid, body) VALUES(?1, ?2)", -1,
+	    &st, NULL);
+
+	for (j = 0; rc == SQLITE_OK; j++) {
+		next = idx_skip_words(text, len, from == 0 ? idx_next_word(text, len, 0) : from,
+		    IDX_PASSAGE_STEP);
+		end = idx_skip_words(text, len, next, IDX_PASSAGE_WORDS - IDX_PASSAGE_STEP);
+		if (j == IDX_PASSAGES_MAX - 1) /* never reached by a part's text: bounded anyway */
+			end = len;
+		sqlite3_reset(st);
+		rc = sqlite3_bind_int64(st, 1, (id << IDX_PASSAGE_BITS) | j);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_text64(st, 2, len ? text + from : "", end - from, SQLITE_STATIC,
+			    SQLITE_UTF8);
+		if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_DONE)
+			rc = SQLITE_OK;
+		if (end >= len)
+			break;
+		from = next;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_OK ? 0 : idx_sqlite_err(x, rc, "index the text", why, why_len);
+}
+
 static int
 idx_insert(struct idx *x, const uint8_t *doc, unsigned part, const uint8_t *sum,
     const char *text, size_t len, char *why, size_t why_len)
@@ -327,16 +424,7 @@ idx_insert(struct idx *x, const uint8_t *doc, unsigned part, const uint8_t *sum,
 	if (rc != SQLITE_DONE)
 		return idx_sqlite_err(x, rc, "insert a row", why, why_len);
 	id = sqlite3_last_insert_rowid(x->db);
-	rc = sqlite3_prepare_v2(x->db, "INSERT INTO parts(rowid, body) VALUES(?1, ?2)", -1, &st,
-	    NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 1, id);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_text64(st, 2, text, len, SQLITE_STATIC, SQLITE_UTF8);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : idx_sqlite_err(x, rc, "index the text", why, why_len);
+	return idx_insert_passages(x, id, text, len, why, why_len);
 }
 
 int
@@ -412,20 +500,22 @@ idx_check(struct idx *x, char *why, size_t why_len)
 		rc = idx_sqlite_err(x, rc, "quick_check", why, why_len);
 	/* FTS5's own check of its index against the text it holds */
 	if (!rc && x->read_only == 0)
-		rc = idx_exec(x, "INSERT INTO parts(parts) VALUES('integrity-check')", why, why_len);
+		rc = idx_exec(x, "INSERT INTO passages(passages) VALUES('integrity-check')", why,
+		    why_len);
+	/* every row has its passages, every passage its row */
 	if (!rc)
-		rc = idx_int(x, "SELECT count(*) FROM rows", &a, why, why_len);
-	if (!rc)
-		rc = idx_int(x, "SELECT count(*) FROM parts", &b, why, why_len);
-	if (!rc && a != b)
-		rc = kv_fail(why, why_len, IDX_ERR_CORRUPT, "index %s: %lld rows but %lld texts",
-		    x->path, a, b);
-	if (!rc)
-		rc = idx_int(x, "SELECT count(*) FROM rows WHERE id NOT IN (SELECT rowid FROM parts)",
-		    &a, why, why_len);
+		rc = idx_int(x, "SELECT count(*) FROM rows r WHERE NOT EXISTS (SELECT 1 FROM passages "
+		    "WHERE rowid >= r.id << " IDX_STR(IDX_PASSAGE_BITS) " AND rowid < (r.id + 1) << "
+		    IDX_STR(IDX_PASSAGE_BITS) ")", &a, why, why_len);
 	if (!rc && a)
 		rc = kv_fail(why, why_len, IDX_ERR_CORRUPT, "index %s: %lld rows without their text",
 		    x->path, a);
+	if (!rc)
+		rc = idx_int(x, "SELECT count(*) FROM passages WHERE rowid >> " IDX_STR(IDX_PASSAGE_BITS)
+		    " NOT IN (SELECT id FROM rows)", &b, why, why_len);
+	if (!rc && b)
+		rc = kv_fail(why, why_len, IDX_ERR_CORRUPT, "index %s: %lld passages without their "
+		    "row", x->path, b);
 	idx_unlock(x);
 	return rc;
 }

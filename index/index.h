@@ -7,9 +7,21 @@
  * records (service/index_sync.c) and filters what a caller may read.
  *
  * Schema (PRAGMA user_version = IDX_SCHEMA):
- *   parts  FTS5(body)                          rowid = rows.id
- *   rows   id INTEGER PRIMARY KEY, doc BLOB(32), part INTEGER,
- *          sum BLOB(16) (the text record's checksum), UNIQUE(doc, part)
+ *   rows      id INTEGER PRIMARY KEY, doc BLOB(32), part INTEGER,
+ *             sum BLOB(16) (the text record's checksum), UNIQUE(doc, part)
+ *   passages  FTS5(body)   rowid = rows.id << IDX_PASSAGE_BITS | j
+ * A part's text is indexed as passages of IDX_PASSAGE_WORDS words, one
+ * every IDX_PASSAGE_STEP words (half overlapping: a fact cut by one
+ * passage's edge is whole in the next), each the text's own bytes from its
+ * first word to the next passage-but-one's (index.c, idx_insert_passages);
+ * a part scores as its best passage.  Schema 1 indexed whole parts, and
+ * BM25's length normalisation ranked a 2,000-token part holding a
+ * question's rare word below short documents sharing its common words
+ * (bench/RESULTS.md, the library bench); passages of one width make parts
+ * of any length compete on equal terms.  The text is held twice (overlap)
+ * plus FTS5's postings: 12.5 bytes per token of text on the library
+ * bench (schema 1: 7.5), ~11 GB per million documents of ~900 tokens
+ * (bench/RESULTS.md, "Passages in the index").
  *
  * A handle may be shared by threads (SQLite's serialized mode); processes
  * share the file through SQLite's locks (WAL, a 5 s busy timeout).
@@ -23,7 +35,19 @@
 
 #define IDX_ID_BYTES 32
 #define IDX_SUM_BYTES 16
-#define IDX_SCHEMA 1
+#define IDX_SCHEMA 2
+/* 120 words (~160 tokens, about a short document's length): the library
+ * bench's prototype (bench/library/passages_recall.py) found the right part
+ * among the 3 best for 17 / 17 questions at 60, 120 and 250 words (9 / 17
+ * as whole parts); 120 is the middle: wide enough that a question's subject
+ * and its answer's words share a passage, narrow enough that one mention of
+ * a rare word is not drowned by a long part's length. */
+#define IDX_PASSAGE_WORDS 120u
+#define IDX_PASSAGE_STEP 60u   /* half overlapping */
+#define IDX_PASSAGE_BITS 20    /* passages per part: at most 1 << 20 */
+#define IDX_PASSAGES_MAX (1LL << IDX_PASSAGE_BITS)
+#define IDX_STR_(x) #x
+#define IDX_STR(x) IDX_STR_(x) /* a number in SQL text */
 #define IDX_TERMS_MAX 32     /* words of a query that are matched */
 #define IDX_TERM_MAX 64      /* bytes of one word */
 /* a MATCH expression of IDX_TERMS_MAX quoted words joined by " OR " */
@@ -80,12 +104,13 @@ int idx_check(struct idx *x, char *why, size_t why_len);
  * out is "", nothing to search for). */
 int idx_match(const char *query, size_t len, char out[IDX_MATCH_MAX]);
 
-/* Searching: rows matching expr (from idx_match) best first (BM25; ties
- * in the index's order).  next: 1 with a hit (score > 0, higher is
- * better), 0 at the end, or an error.  snippet: the last hit's snippet,
- * NUL-terminated, one line, cut to cap on a character boundary (asked
- * only for the hits kept: it is the costly part).  The handle's lock is
- * held from begin to end. */
+/* Searching: parts matching expr (from idx_match) best first, each once,
+ * scored by their best passage's BM25 (ties: the part indexed first).
+ * next: 1 with a hit (score > 0, higher is better), 0 at the end, or an
+ * error.  snippet: the last hit's snippet, from its best passage,
+ * NUL-terminated, one line, cut to cap on a character boundary (asked only
+ * for the hits kept: it is the costly part).  The handle's lock is held
+ * from begin to end. */
 struct idx_search;
 int idx_search_begin(struct idx *x, const char *expr, struct idx_search **out, char *why,
     size_t why_len);

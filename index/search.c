@@ -1,6 +1,7 @@
 /*
- * search.c: a MATCH over the parts, best first.  FTS5's bm25() is negative
- * (lower is better); the score handed out is its negation.  The snippet is
+ * search.c: a MATCH over the passages, each part once, best first by its
+ * best passage (index.h).  FTS5's bm25() is negative (lower is better);
+ * the score handed out is its negation.  The snippet is
  * FTS5's (the 16-token window with the most matched terms), made one line
  * (runs of white space and control characters become one space), and
  * asked for the hits the caller keeps only.
@@ -13,8 +14,8 @@
 
 struct idx_search {
 	struct idx *x;
-	sqlite3_stmt *hits, *row, *snip;
-	sqlite3_int64 at; /* the last hit's rowid */
+	sqlite3_stmt *hits, *snip;
+	sqlite3_int64 at; /* the last hit's best passage's rowid */
 };
 
 int
@@ -32,17 +33,21 @@ idx_search_begin(struct idx *x, const char *expr, struct idx_search **out, char 
 	q->x = x;
 	pthread_mutex_lock(&x->mu);
 	/* the ranking alone: a snippet for every match would cost more than the
-	 * ranking itself (610 ms against 25 ms over 510 documents) */
-	rc = sqlite3_prepare_v2(x->db, "SELECT rowid, bm25(parts) FROM parts WHERE parts MATCH ?1 "
-	    "ORDER BY rank", -1, &q->hits, NULL);
+	 * ranking itself (610 ms against 25 ms over 510 documents).  Each part's
+	 * best passage: SQLite takes a bare column (pid) from the row min()
+	 * chose; bm25() works only in the MATCH's own scan, hence the
+	 * materialized h (not folded into the GROUP BY); a passage without its row is dropped by the join (idx_check
+	 * reports it). */
+	rc = sqlite3_prepare_v2(x->db, "WITH h AS MATERIALIZED (SELECT rowid AS pid, "
+	    "bm25(passages) AS s FROM passages WHERE passages MATCH ?1), b AS (SELECT pid >> "
+	    IDX_STR(IDX_PASSAGE_BITS) " AS rid, pid, min(s) AS s FROM h GROUP BY rid) "
+	    "SELECT r.doc, r.part, b.pid, b.s FROM b JOIN rows r ON r.id = b.rid "
+	    "ORDER BY b.s, b.rid", -1, &q->hits, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_text(q->hits, 1, expr, -1, SQLITE_TRANSIENT);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(x->db, "SELECT doc, part FROM rows WHERE id = ?1", -1, &q->row,
-		    NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(x->db, "SELECT snippet(parts, 0, '', '', '...', 16) FROM parts "
-		    "WHERE parts MATCH ?1 AND rowid = ?2", -1, &q->snip, NULL);
+		rc = sqlite3_prepare_v2(x->db, "SELECT snippet(passages, 0, '', '', '...', 16) FROM "
+		    "passages WHERE passages MATCH ?1 AND rowid = ?2", -1, &q->snip, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_text(q->snip, 1, expr, -1, SQLITE_TRANSIENT);
 	if (rc != SQLITE_OK) {
@@ -101,19 +106,12 @@ idx_search_next(struct idx_search *q, uint8_t doc[IDX_ID_BYTES], unsigned *part,
 	for (;;) {
 		if ((rc = sqlite3_step(q->hits)) != SQLITE_ROW)
 			return rc == SQLITE_DONE ? 0 : idx_sqlite_err(q->x, rc, "search", why, why_len);
-		q->at = sqlite3_column_int64(q->hits, 0);
-		sqlite3_reset(q->row);
-		if ((rc = sqlite3_bind_int64(q->row, 1, q->at)) != SQLITE_OK)
-			return idx_sqlite_err(q->x, rc, "search", why, why_len);
-		if ((rc = sqlite3_step(q->row)) == SQLITE_DONE)
-			continue; /* a text without its row: idx_check reports it */
-		if (rc != SQLITE_ROW)
-			return idx_sqlite_err(q->x, rc, "search", why, why_len);
-		if (sqlite3_column_bytes(q->row, 0) != IDX_ID_BYTES)
-			continue;
-		memcpy(doc, sqlite3_column_blob(q->row, 0), IDX_ID_BYTES);
-		*part = (unsigned)sqlite3_column_int64(q->row, 1);
-		*score = -sqlite3_column_double(q->hits, 1);
+		if (sqlite3_column_bytes(q->hits, 0) != IDX_ID_BYTES)
+			continue; /* a row of the wrong shape: idx_rows reports it */
+		memcpy(doc, sqlite3_column_blob(q->hits, 0), IDX_ID_BYTES);
+		*part = (unsigned)sqlite3_column_int64(q->hits, 1);
+		q->at = sqlite3_column_int64(q->hits, 2);
+		*score = -sqlite3_column_double(q->hits, 3);
 		return 1;
 	}
 }
@@ -140,7 +138,6 @@ idx_search_end(struct idx_search *q)
 	if (!q)
 		return;
 	sqlite3_finalize(q->hits);
-	sqlite3_finalize(q->row);
 	sqlite3_finalize(q->snip);
 	pthread_mutex_unlock(&q->x->mu);
 	free(q);

@@ -18,7 +18,7 @@ the library make_library.py writes, three ways, one JSON line per answer.
             and the default threshold (-0.4) applied by table.py, so one run
             gives the answers with and without abstention;
    text     the text baseline: the same consulted parts' text, read from the
-            same FTS index (index.sqlite's `parts.body`, in the order
+            same FTS index (index.sqlite's passages, put together, in the order
             query lists them), joined by blank lines, then the question, as
             kvsnap's own prompt lays a document and a question out
             ([user: TEXT "\\n\\n" QUESTION]), prefilled in full by
@@ -105,10 +105,26 @@ def part_texts(kv, state, doc_id):
     return {}
 
 
+WORD = re.compile(rb"[^ \t\n\v\f\r]+")
+STEP = 60  # index/index.h: IDX_PASSAGE_STEP
+
+
 def part_rows(db, doc_id):
-    rows = db.execute("SELECT r.part, p.body FROM rows r JOIN parts p ON p.rowid = r.id "
-                      "WHERE r.doc = ? ORDER BY r.part", (bytes.fromhex(doc_id),)).fetchall()
-    return {int(a): b for a, b in rows}
+    """{part: text} from the index's passages (schema 2, index/index.h): a
+    part's passage j is its text from word j*60 to word j*60+120, so the
+    text is every passage's first 60 words (up to the next passage, white
+    space included) and the last passage whole."""
+    rows = db.execute("SELECT r.part, p.rowid, p.body FROM rows r JOIN passages p ON "
+                      "p.rowid >= r.id << 20 AND p.rowid < (r.id + 1) << 20 WHERE r.doc = ? "
+                      "ORDER BY r.part, p.rowid", (bytes.fromhex(doc_id),)).fetchall()
+    out = {}
+    for part in sorted({int(r[0]) for r in rows}):
+        ps = [b.encode() for a, _, b in rows if int(a) == part]
+        text = b""
+        for b in ps[:-1]:
+            text += b[:[m.start() for m in WORD.finditer(b)][STEP]]
+        out[part] = (text + ps[-1]).decode()
+    return out
 
 
 def wait_lib(path, question):

@@ -18,6 +18,14 @@ as an abstention.
   bench_table.py [FILE...] [--min-conf X]   (default bench/results/library-bench.jsonl;
                                             several: the passes' lines merged by question)
   bench_table.py --merge OUT FILE...        write the merged lines to OUT, no table
+  bench_table.py --sweep FILE...            the library's abstention threshold swept over
+                                            the TUNING items only (every confidence seen
+                                            there, and the default), the rule's pick marked
+
+The sweep's rule (chosen before looking at any result of the passages
+index): the threshold that answers the most tuning questions right while
+answering at most 1 in 10 of the tuning unanswerable ones; of equals, the
+lowest (the least abstention).  Held-out items are never read by it.
 """
 import json
 import re
@@ -59,6 +67,9 @@ def main():
         i = args.index("--merge")
         merge = args[i + 1]
         del args[i:i + 2]
+    sweep = "--sweep" in args
+    if sweep:
+        args.remove("--sweep")
     merged = {}  # the passes' lines of one question, merged
     for path in args or ["bench/results/library-bench.jsonl"]:
         for line in open(path, encoding="utf-8"):
@@ -70,6 +81,8 @@ def main():
             for r in recs:
                 f.write(json.dumps(r) + "\n")
         return
+    if sweep:
+        return print_sweep(recs)
     print("| way | split | answerable: right | answerable: abstained | unanswerable: abstained |"
           " unanswerable: answered | right document consulted | answered from it |"
           " median time to first token |")
@@ -111,6 +124,31 @@ def main():
               "%d / %d -->" % (way, sum(1 for r in ans if right(r[way]["answer"], r["expected"])),
                                len(ans), sum(1 for r in lng if right(r[way]["answer"],
                                                                       r["expected"])), len(lng)))
+
+
+def print_sweep(recs):
+    tune = [r for r in recs if r["split"] == "tune" and "library" in r and
+            r["library"].get("rc") == 0]
+    ans = [r for r in tune if r["kind"] == "answer"]
+    un = [r for r in tune if r["kind"] == "abstain"]
+    confs = sorted({r["library"]["confidence"] for r in tune
+                    if r["library"].get("confidence") is not None} | {MIN_CONF})
+    # a threshold just above each confidence seen (that answer then abstains), and the lowest
+    thrs = sorted({round(c + 1e-4, 4) for c in confs} | {round(confs[0] - 1e-4, 4), MIN_CONF})
+    rows = []
+    for t in thrs:
+        ok = sum(1 for r in ans if not abstained("library", r, t) and
+                 right(r["library"]["answer"], r["expected"]))
+        bad = sum(1 for r in un if not abstained("library", r, t))
+        rows.append((t, ok, bad))
+    allowed = [x for x in rows if x[2] <= len(un) / 10]
+    pick = max(allowed, key=lambda x: (x[1], -x[0]))[0] if allowed else None
+    print("tuning items: %d answerable, %d unanswerable" % (len(ans), len(un)))
+    print("| --min-conf | answerable: right | unanswerable: answered | |")
+    print("|---:|---:|---:|---|")
+    for t, ok, bad in rows:
+        print("| %.4f | %d / %d | %d / %d | %s |" % (t, ok, len(ans), bad, len(un),
+              ("rule's pick" if t == pick else "") + (" default" if t == MIN_CONF else "")))
 
 
 if __name__ == "__main__":

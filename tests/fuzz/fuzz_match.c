@@ -3,7 +3,7 @@
  * function that turns a user's question into FTS5 syntax.  Any bytes give
  * an expression that is "" or quoted words of letters, digits and valid
  * UTF-8 joined by " OR " (checked here), within IDX_MATCH_MAX, and that a
- * real FTS5 table (in memory, the index's own schema and tokenizer)
+ * real FTS5 table (in memory, the tokenizer of the index's passages)
  * accepts as a MATCH without a syntax error: the question can never be
  * read as FTS5 operators, column filters or prefixes.
  */
