@@ -2,7 +2,8 @@
 """Write the seed corpora of the libFuzzer targets (tests/fuzz/corpus/):
 small valid GGUF files (a tiny llama with a 40-token BPE vocabulary, a bare
 file with every metadata type, and vocab-only files for SentencePiece and
-the qwen2 and deepseek-llm pre-tokenizers) and tokenizer inputs."""
+the qwen2 and deepseek-llm pre-tokenizers), tokenizer inputs, and the
+texts fuzz_passages cuts into the index's passages."""
 import os
 import struct
 
@@ -112,6 +113,18 @@ def main():
     for i, t in enumerate(texts):
         with open(os.path.join(OUT, "tokenizer", "seed%d.txt" % i), "wb") as f:
             f.write(t.encode("utf-8", "surrogateescape"))
+
+    # fuzz_passages: a part's text (index/index.c cuts it into passages of
+    # 120 words, one every 60): short, a few passages long, white space of
+    # every kind, no words at all, and non-ASCII words
+    os.makedirs(os.path.join(OUT, "passages"), exist_ok=True)
+    words = " ".join("w%d" % i for i in range(300))
+    passages = ["The bell of the Rimwick tower weighs 474 kilograms.", words,
+                "a\tb\nc\r\nd\v e\f  f " * 70, " \t\n  \r ", "\u00e9t\u00e9 \u65e5\u672c " * 130,
+                "NEWS\n====\n\n* Item one.\n* Item two: \"quoted\" AND OR NOT *.\n" * 20]
+    for i, t in enumerate(passages):
+        with open(os.path.join(OUT, "passages", "seed%d.txt" % i), "wb") as f:
+            f.write(t.encode("utf-8"))
 
 
 if __name__ == "__main__":
