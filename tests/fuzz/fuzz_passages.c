@@ -38,42 +38,47 @@ words(const uint8_t *p, size_t n)
 	return w;
 }
 
-/* The passages against the text (through the handle's own connection). */
+/* The start of word k of t[0..n) (n when it has fewer words). */
+static size_t
+word_start(const uint8_t *t, size_t n, size_t k)
+{
+	size_t i, w = 0;
+	for (i = 0; i < n; i++)
+		if (!sp(t[i]) && (i == 0 || sp(t[i - 1])) && w++ == k)
+			return i;
+	return n;
+}
+
+/* The passages against the text (through the handle's own connection):
+ * passage j is exactly the bytes from word j*STEP (the first from byte 0)
+ * to word j*STEP + WORDS (the last to the end).  Compared at the place
+ * the words say, not found by a search: a repeating text holds a
+ * passage's bytes at several places. */
 static void
 check_passages(const uint8_t *t, size_t n)
 {
 	sqlite3_stmt *st;
-	size_t at = 0, prev_end = 0, count = 0, len = 0;
+	size_t count = 0, len, from, end;
 	const uint8_t *b;
-	int ends = 0; /* the passage ends where the text does */
+	int ended = 0;
 	if (sqlite3_prepare_v2(x->db, "SELECT body FROM passages ORDER BY rowid", -1, &st, NULL))
 		abort();
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		const uint8_t *f;
+		if (ended)
+			abort(); /* a passage after the one that reached the end */
 		b = sqlite3_column_blob(st, 0);
 		len = (size_t)sqlite3_column_bytes(st, 0);
-		if (len > n || words(b ? b : (const uint8_t *)"", len) > IDX_PASSAGE_WORDS)
+		from = count ? word_start(t, n, count * IDX_PASSAGE_STEP) : 0;
+		end = word_start(t, n, count * IDX_PASSAGE_STEP + IDX_PASSAGE_WORDS);
+		if (from > n || len != end - from || (len && memcmp(b, t + from, len)) ||
+		    words(b ? b : (const uint8_t *)"", len) > IDX_PASSAGE_WORDS)
 			abort();
-		if (count == 0) {
-			if (len && memcmp(b, t, len))
-				abort(); /* the first from byte 0 */
-			at = 0;
-		} else {
-			/* the next passage starts after the last's start, inside it */
-			f = len ? memmem(t + at + 1, n - at - 1, b, len) : NULL;
-			if (!f || (size_t)(f - t) > prev_end)
-				abort();
-			at = (size_t)(f - t);
-		}
-		prev_end = at + len;
-		ends = len == 0 || memcmp(b, t + n - len, len) == 0;
+		ended = end == n;
 		count++;
 	}
 	sqlite3_finalize(st);
 	/* one passage at least; the last ends where the text does */
-	if (count == 0 || !ends)
-		abort();
-	if (count > 1 + words(t, n) / IDX_PASSAGE_STEP)
+	if (count == 0 || !ended)
 		abort();
 }
 
