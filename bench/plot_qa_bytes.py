@@ -22,7 +22,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qa_bytes_table import aggregate, load_heldout  # noqa: E402
+from qa_bytes_table import aggregate  # noqa: E402
+from qa_heldout import load_heldout  # noqa: E402
 
 COLORS = {"fp16": "C0", "q8": "C1", "q4": "C2", "q4kc": "C3", "q4h": "C4", "q4kch": "C5"}
 STYLES = ("-", "--", ":", "-.")
@@ -39,8 +40,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     out = args[0]
-    held = load_heldout(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                     "qa", "heldout.txt"))
+    held = load_heldout()
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), sharey=True)
     ref = None
     for m, arg in enumerate(args[1:]):

@@ -14,15 +14,11 @@ precisions (files measured with different sets pooled: a precision only
 some documents have would be a cell of fewer documents).
 """
 import json
-import os
 import sys
 
+from qa_heldout import load_heldout, take_heldout_arg
+
 FRAC = {1.0: "1", 0.5: "1/2", 0.25: "1/4", 0.125: "1/8", 0.0625: "1/16"}
-
-
-def load_heldout(path):
-    with open(path, encoding="utf-8") as f:
-        return {l.strip() for l in f if l.strip() and not l.startswith("#")}
 
 
 def aggregate(paths, held, quants=None):
@@ -64,11 +60,7 @@ def aggregate(paths, held, quants=None):
 
 def main():
     args = sys.argv[1:]
-    held_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "qa", "heldout.txt")
-    if "--heldout" in args:
-        i = args.index("--heldout")
-        held_path = args[i + 1]
-        del args[i:i + 2]
+    held_path = take_heldout_arg(args)
     quants = None
     if "--quants" in args:
         i = args.index("--quants")

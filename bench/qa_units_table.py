@@ -16,16 +16,12 @@ whether the cut answers them, with the mean share of their answer's and
 sentence's units held: what a lost answer lost.
 """
 import json
-import os
 import sys
+
+from qa_heldout import load_heldout, take_heldout_arg
 
 FRAC = {1.0: "1", 0.5: "1/2", 0.25: "1/4", 0.125: "1/8", 0.0625: "1/16"}
 KINDS = ["template", "answer", "fact", "tail", "structural", "rest"]
-
-
-def load_heldout(path):
-    with open(path, encoding="utf-8") as f:
-        return {l.strip() for l in f if l.strip() and not l.startswith("#")}
 
 
 def variant(spec):
@@ -36,11 +32,7 @@ def variant(spec):
 
 def main():
     args = sys.argv[1:]
-    held_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "qa", "heldout.txt")
-    if "--heldout" in args:
-        i = args.index("--heldout")
-        held_path = args[i + 1]
-        del args[i:i + 2]
+    held_path = take_heldout_arg(args)
     if not args:
         print(__doc__, file=sys.stderr)
         return 2

@@ -7,7 +7,8 @@
  * act on a shared tier's store instead (kvsnapd --shared; any backend).
  * For people they name documents (the short id beside), sizes and times as
  * cli_show.c writes them; --json lines go through cli_json.c, a document
- * and a snapshot in the service's one shape (docs/JSON.md).
+ * and a snapshot in the service's one shape (docs/JSON.md).  Helpers here
+ * are sc_ (store command); st_ is storage/'s own prefix.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,7 +25,7 @@
 #include "service/service.h"
 
 /* Options every store command takes. */
-struct st_opts {
+struct sc_opts {
 	const char *state;
 	const char *shared, *shared_auth; /* --shared ADDR: that store instead */
 	const char *socket;  /* stats: the kvsnapd asked for its shared-tier counters */
@@ -35,7 +36,7 @@ struct st_opts {
 };
 
 static void
-st_usage(FILE *f, const char *cmd)
+sc_usage(FILE *f, const char *cmd)
 {
 	fprintf(f, "usage: kvsnap %s [--state DIR | --shared ADDR [--shared-auth FILE]] [--json]%s\n",
 	    cmd,
@@ -71,7 +72,7 @@ st_usage(FILE *f, const char *cmd)
 
 /* "90s", "30m", "12h", "7d" or plain seconds → µs; -1 on error. */
 static int64_t
-st_parse_age(const char *s)
+sc_parse_age(const char *s)
 {
 	char *end;
 	double v = strtod(s, &end), mul = 1.0;
@@ -92,7 +93,7 @@ st_parse_age(const char *s)
 
 /* "123", "10K", "5M", "2G" → bytes; 0 and sets *bad on error. */
 static uint64_t
-st_parse_size(const char *s, int *bad)
+sc_parse_size(const char *s, int *bad)
 {
 	char *end;
 	double v = strtod(s, &end), mul = 1.0;
@@ -116,7 +117,7 @@ st_parse_size(const char *s, int *bad)
 }
 
 static int
-st_exit(int rc)
+sc_exit(int rc)
 {
 	switch (rc) {
 	case SVC_STORE_OK: return CLI_EXIT_OK;
@@ -131,7 +132,7 @@ st_exit(int rc)
 /* Options and lo..hi operands; the index of the first operand, or -1 with
  * a usage error printed. */
 static int
-st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
+sc_args(int argc, char **argv, struct sc_opts *o, int lo, int hi)
 {
 	static const struct option prune_opts[] = {
 		{ "older-than", required_argument, NULL, 'o' },
@@ -157,7 +158,7 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 	struct cli_opts co = { .longopts = prune ? prune_opts : !strcmp(argv[0], "rm") ? rm_opts :
 		shared_opts,
 		.globals = CLI_G_STATE | CLI_G_JSON | (!strcmp(argv[0], "stats") ? CLI_G_SOCKET : 0),
-		.usage = st_usage,
+		.usage = sc_usage,
 		.operands = !strcmp(argv[0], "info") || !strcmp(argv[0], "rm") ? "DOC" :
 		!strcmp(argv[0], "rename") ? "DOC NAME" : !strcmp(argv[0], "verify") ? "[DOC]" : "" };
 	long keep;
@@ -167,7 +168,7 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 	while ((c = cli_getopt(&co, argc, argv)) != -1) {
 		switch (c) {
 		case 'o':
-			if ((o->older_than_us = st_parse_age(optarg)) <= 0) {
+			if ((o->older_than_us = sc_parse_age(optarg)) <= 0) {
 				cli_usage_err(&co, "--older-than needs an age such as 90s, 30m, 12h or 7d, "
 				    "got '%s'", optarg);
 				return -1;
@@ -175,7 +176,7 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
 			break;
 		case 'b': {
 			int bad = 0;
-			o->max_bytes = st_parse_size(optarg, &bad);
+			o->max_bytes = sc_parse_size(optarg, &bad);
 			if (bad || !o->max_bytes) {
 				cli_usage_err(&co, "--max-size needs a size such as 500M or 2G, got '%s'",
 				    optarg);
@@ -219,7 +220,7 @@ st_args(int argc, char **argv, struct st_opts *o, int lo, int hi)
  * the local one, its text index too (rm, prune, verify).  An exit code,
  * the reason printed. */
 static int
-st_open(const struct st_opts *o, int read_only, struct svc_target *t)
+sc_open(const struct sc_opts *o, int read_only, struct svc_target *t)
 {
 	struct svc_status st;
 	const char *dir = o->shared ? o->shared : cli_state_dir(o->state);
@@ -244,24 +245,24 @@ st_open(const struct st_opts *o, int read_only, struct svc_target *t)
 	    st.rc == SVC_STORE_ERR_CORRUPT ? CLI_EXIT_CORRUPT : CLI_EXIT_FAILURE;
 }
 
-/* st_args, then st_open; *first: the first operand.  An exit code. */
+/* sc_args, then sc_open; *first: the first operand.  An exit code. */
 static int
-st_begin(int argc, char **argv, int lo, int hi, int read_only, struct st_opts *o,
+sc_begin(int argc, char **argv, int lo, int hi, int read_only, struct sc_opts *o,
     struct svc_target *t, int *first)
 {
-	if ((*first = st_args(argc, argv, o, lo, hi)) < 0)
+	if ((*first = sc_args(argc, argv, o, lo, hi)) < 0)
 		return CLI_EXIT_USAGE;
-	return st_open(o, read_only, t);
+	return sc_open(o, read_only, t);
 }
 
 static int
-st_resolve(const struct svc_target *t, const char *ref, uint8_t id[SVC_ID_BYTES])
+sc_resolve(const struct svc_target *t, const char *ref, uint8_t id[SVC_ID_BYTES])
 {
 	struct svc_status st;
 	if (!svc_resolve(t->s, ref, id, &st))
 		return CLI_EXIT_OK;
 	cli_err("%s", st.why);
-	return st_exit(st.rc);
+	return sc_exit(st.rc);
 }
 
 /* A fresh machine: no store in the state directory yet (no data.mdb).
@@ -269,7 +270,7 @@ st_resolve(const struct svc_target *t, const char *ref, uint8_t id[SVC_ID_BYTES]
  * LMDB directory can be fresh: another backend's address (a network
  * store, by --state or --shared) is opened and asked. */
 static int
-st_fresh(const struct st_opts *o)
+sc_fresh(const struct sc_opts *o)
 {
 	const char *dir = cli_state_dir(o->state);
 	char path[4096];
@@ -283,7 +284,7 @@ st_fresh(const struct st_opts *o)
 /* "gpl (1e22ab4c9f01)", or the short id alone when it has no name and no
  * source file: how rm, prune and verify name a document. */
 static void
-st_label(const struct svc_doc *d, char *out, size_t cap)
+sc_label(const struct svc_doc *d, char *out, size_t cap)
 {
 	char hex[2 * SVC_ID_BYTES + 1], label[6 * 256];
 	svc_hex(d->doc_id, SVC_ID_BYTES, hex);
@@ -295,7 +296,7 @@ st_label(const struct svc_doc *d, char *out, size_t cap)
 }
 
 /* The documents of the store (svc_ls). */
-struct st_docs {
+struct sc_docs {
 	struct svc_doc *d;
 	size_t n;
 };
@@ -303,7 +304,7 @@ struct st_docs {
 /* A document whose metadata is damaged costs only itself: named in a
  * warning and left out (issue 26); verify reports it as a problem. */
 static void
-st_docs_bad(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
+sc_docs_bad(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
 {
 	(void)doc_id;
 	fprintf(stderr, "kvsnap: warning: %s: %s; skipped (kvsnap verify reports it, "
@@ -314,29 +315,29 @@ st_docs_bad(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
  * set, damaged ones warned about unless quiet; or an exit code with the
  * message printed. */
 static int
-st_docs(const struct svc_target *t, struct st_docs *ds, const char *what, int quiet,
+sc_docs(const struct svc_target *t, struct sc_docs *ds, const char *what, int quiet,
     int figures)
 {
 	char why[512] = "";
 	int rc;
 	memset(ds, 0, sizeof(*ds));
-	if ((rc = svc_ls(t, figures, quiet ? NULL : st_docs_bad, (void *)(uintptr_t)what, &ds->d,
+	if ((rc = svc_ls(t, figures, quiet ? NULL : sc_docs_bad, (void *)(uintptr_t)what, &ds->d,
 	    &ds->n, why, sizeof(why)))) {
 		cli_err("%s: %s", what, why);
-		return st_exit(rc);
+		return sc_exit(rc);
 	}
 	return CLI_EXIT_OK;
 }
 
 /* The label of doc_id among ds (the short id when it is not there). */
 static void
-st_docs_label(const struct st_docs *ds, const uint8_t id[SVC_ID_BYTES], char *out, size_t cap)
+sc_docs_label(const struct sc_docs *ds, const uint8_t id[SVC_ID_BYTES], char *out, size_t cap)
 {
 	char hex[2 * SVC_ID_BYTES + 1];
 	size_t i;
 	for (i = 0; i < ds->n; i++)
 		if (!memcmp(ds->d[i].doc_id, id, SVC_ID_BYTES)) {
-			st_label(&ds->d[i], out, cap);
+			sc_label(&ds->d[i], out, cap);
 			return;
 		}
 	svc_hex(id, SVC_ID_BYTES, hex);
@@ -349,7 +350,7 @@ enum { LS_NAME, LS_TOKENS, LS_SNAPS, LS_SIZE, LS_PER_TOKEN, LS_KEPT, LS_SMALLER,
 #define LS_CELL 128
 
 static void
-st_ls_row(const struct svc_doc *d, char row[LS_COLS][LS_CELL])
+sc_ls_row(const struct svc_doc *d, char row[LS_COLS][LS_CELL])
 {
 	const struct svc_snap_figures *f = &d->fig;
 	char hex[2 * SVC_ID_BYTES + 1], name[6 * 256];
@@ -381,7 +382,7 @@ st_ls_row(const struct svc_doc *d, char row[LS_COLS][LS_CELL])
 
 /* Display width of a UTF-8 string (code points; good enough for names). */
 static int
-st_width(const char *s)
+sc_width(const char *s)
 {
 	int w = 0;
 	for (; *s; s++)
@@ -390,7 +391,7 @@ st_width(const char *s)
 }
 
 static void
-st_ls_print(char (*rows)[LS_COLS][LS_CELL], size_t n)
+sc_ls_print(char (*rows)[LS_COLS][LS_CELL], size_t n)
 {
 	static const char *const head[LS_COLS] = { "NAME", "TOKENS", "SNAPS", "SIZE", "B/TOKEN",
 		"KEPT", "SMALLER", "USED", "ID" };
@@ -398,15 +399,15 @@ st_ls_print(char (*rows)[LS_COLS][LS_CELL], size_t n)
 	int w[LS_COLS], c, pad;
 	size_t i;
 	for (c = 0; c < LS_COLS; c++) {
-		w[c] = st_width(head[c]);
+		w[c] = sc_width(head[c]);
 		for (i = 0; i < n; i++)
-			if (st_width(rows[i][c]) > w[c])
-				w[c] = st_width(rows[i][c]);
+			if (sc_width(rows[i][c]) > w[c])
+				w[c] = sc_width(rows[i][c]);
 	}
 	for (i = 0; i <= n; i++) {
 		for (c = 0; c < LS_COLS; c++) {
 			const char *cell = i ? rows[i - 1][c] : head[c];
-			pad = w[c] - st_width(cell);
+			pad = w[c] - sc_width(cell);
 			if (c == LS_COLS - 1)
 				pad = 0;
 			printf("%s%*s%s%*s", c ? "  " : "", left[c] ? 0 : pad, "", cell,
@@ -419,25 +420,25 @@ st_ls_print(char (*rows)[LS_COLS][LS_CELL], size_t n)
 int
 cli_ls(int argc, char **argv)
 {
-	struct st_opts o;
+	struct sc_opts o;
 	struct svc_target t;
-	struct st_docs ds;
+	struct sc_docs ds;
 	char (*rows)[LS_COLS][LS_CELL] = NULL;
 	json_t *arr;
 	size_t i;
 	int rc;
-	if (st_args(argc, argv, &o, 0, 0) < 0)
+	if (sc_args(argc, argv, &o, 0, 0) < 0)
 		return CLI_EXIT_USAGE;
-	if (st_fresh(&o)) { /* nothing ingested yet: an empty list, nothing created */
+	if (sc_fresh(&o)) { /* nothing ingested yet: an empty list, nothing created */
 		if (o.json)
 			cli_json_line("result", json_pack("{s:[]}", "docs"));
 		else
 			printf("no documents yet: kvsnap ingest FILE\n");
 		return CLI_EXIT_OK;
 	}
-	if ((rc = st_open(&o, 1, &t)))
+	if ((rc = sc_open(&o, 1, &t)))
 		return rc;
-	if ((rc = st_docs(&t, &ds, "ls", 0, 1)))
+	if ((rc = sc_docs(&t, &ds, "ls", 0, 1)))
 		goto out;
 	if (o.json) {
 		arr = json_array();
@@ -451,8 +452,8 @@ cli_ls(int argc, char **argv)
 		rc = CLI_EXIT_FAILURE;
 	} else {
 		for (i = 0; i < ds.n; i++)
-			st_ls_row(&ds.d[i], rows[i]);
-		st_ls_print(rows, ds.n);
+			sc_ls_row(&ds.d[i], rows[i]);
+		sc_ls_print(rows, ds.n);
 	}
 out:
 	free(rows);
@@ -463,7 +464,7 @@ out:
 
 /* One snapshot of info for people. */
 static void
-st_snap_print(const struct svc_snap *sn)
+sc_snap_print(const struct svc_snap *sn)
 {
 	const struct svc_snap_figures *f = &sn->fig;
 	char hex[2 * SVC_ID_BYTES + 1], u[32], size[32], kept[32], ratio[32], words[512],
@@ -493,7 +494,7 @@ st_snap_print(const struct svc_snap *sn)
 }
 
 static void
-st_info_head(const struct svc_doc *d)
+sc_info_head(const struct svc_doc *d)
 {
 	char hex[2 * SVC_ID_BYTES + 1], label[6 * 256], src[6 * 1024], size[32], stored[32],
 	    c[32], u[32], fmt[6 * sizeof(d->format)], per[32];
@@ -520,26 +521,26 @@ st_info_head(const struct svc_doc *d)
 /* What info, rm and rename share: the store opened, DOC (the first
  * operand) resolved, the command run on it (an exit code), the store
  * closed.  rest: the operands after DOC. */
-typedef int (*st_doc_fn)(const struct st_opts *o, const struct svc_target *t,
+typedef int (*sc_doc_fn)(const struct sc_opts *o, const struct svc_target *t,
     const uint8_t id[SVC_ID_BYTES], char **rest);
 
 static int
-st_on_doc(int argc, char **argv, int operands, int read_only, st_doc_fn fn)
+sc_on_doc(int argc, char **argv, int operands, int read_only, sc_doc_fn fn)
 {
-	struct st_opts o;
+	struct sc_opts o;
 	struct svc_target t;
 	uint8_t id[SVC_ID_BYTES];
 	int i, rc;
-	if ((rc = st_begin(argc, argv, operands, operands, read_only, &o, &t, &i)))
+	if ((rc = sc_begin(argc, argv, operands, operands, read_only, &o, &t, &i)))
 		return rc;
-	if (!(rc = st_resolve(&t, argv[i], id)))
+	if (!(rc = sc_resolve(&t, argv[i], id)))
 		rc = fn(&o, &t, id, argv + i + 1);
 	svc_target_close(&t);
 	return rc;
 }
 
 static int
-st_info(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+sc_info(const struct sc_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
     char **rest)
 {
 	struct svc_doc d;
@@ -551,7 +552,7 @@ st_info(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SV
 	(void)rest;
 	if ((rc = svc_info(t, id, &d, &sn, &n, why, sizeof(why)))) {
 		cli_err("info: %s", why);
-		return st_exit(rc);
+		return sc_exit(rc);
 	}
 	if (o->json) {
 		arr = json_array();
@@ -560,9 +561,9 @@ st_info(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SV
 		cli_json_line("result", json_pack("{s:o, s:o}", "doc", svc_doc_json(&d, NULL),
 		    "snapshots", arr));
 	} else {
-		st_info_head(&d);
+		sc_info_head(&d);
 		for (k = 0; k < n; k++)
-			st_snap_print(&sn[k]);
+			sc_snap_print(&sn[k]);
 	}
 	free(sn);
 	return CLI_EXIT_OK;
@@ -571,13 +572,13 @@ st_info(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SV
 int
 cli_info(int argc, char **argv)
 {
-	return st_on_doc(argc, argv, 1, 1, st_info);
+	return sc_on_doc(argc, argv, 1, 1, sc_info);
 }
 
 /* The text index not brought in step after rm or prune: a warning, it is
  * derived data the next search or kvsnapd start brings in step. */
 static void
-st_index_warn(const char *why)
+sc_index_warn(const char *why)
 {
 	if (why[0])
 		fprintf(stderr, "kvsnap: warning: the text index: %s (the next search brings it "
@@ -587,7 +588,7 @@ st_index_warn(const char *why)
 /* rm DOC [--profile P]: one snapshot, the document with its last one; or
  * the document. */
 static int
-st_rm(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+sc_rm(const struct sc_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
     char **rest)
 {
 	struct svc_removed rm;
@@ -597,10 +598,10 @@ st_rm(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_
 	(void)rest;
 	if ((rc = svc_rm(t, id, o->profile, &rm, why, sizeof(why)))) {
 		cli_err("rm: %s", why);
-		return st_exit(rc);
+		return sc_exit(rc);
 	}
-	st_index_warn(rm.index_why);
-	st_label(&rm.doc, label, sizeof(label));
+	sc_index_warn(rm.index_why);
+	sc_label(&rm.doc, label, sizeof(label));
 	svc_hex(id, SVC_ID_BYTES, hex);
 	svc_hex(rm.profile_id, SVC_ID_BYTES, phex);
 	if (o->json && rm.one)
@@ -622,11 +623,11 @@ st_rm(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_
 int
 cli_rm(int argc, char **argv)
 {
-	return st_on_doc(argc, argv, 1, 0, st_rm);
+	return sc_on_doc(argc, argv, 1, 0, sc_rm);
 }
 
 static int
-st_rename(const struct st_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
+sc_rename(const struct sc_opts *o, const struct svc_target *t, const uint8_t id[SVC_ID_BYTES],
     char **rest)
 {
 	char why[512] = "", hex[2 * SVC_ID_BYTES + 1], was[256], old[6 * 256], name[6 * 256];
@@ -634,7 +635,7 @@ st_rename(const struct st_opts *o, const struct svc_target *t, const uint8_t id[
 	svc_hex(id, SVC_ID_BYTES, hex);
 	if ((rc = svc_rename(t, id, rest[0], was, why, sizeof(why)))) {
 		cli_err("rename: %s", why);
-		return st_exit(rc);
+		return sc_exit(rc);
 	}
 	if (o->json) {
 		cli_json_line("result", json_pack("{s:s, s:o, s:o}", "doc_id", hex, "name",
@@ -653,14 +654,14 @@ st_rename(const struct st_opts *o, const struct svc_target *t, const uint8_t id[
 int
 cli_rename(int argc, char **argv)
 {
-	return st_on_doc(argc, argv, 2, 0, st_rename);
+	return sc_on_doc(argc, argv, 2, 0, sc_rename);
 }
 
 /* The shared tier of the kvsnapd at the socket, as its stats op reports
  * it, when one answers there and has one (NULL otherwise, quietly: stats
  * is about the store, the daemon is a bonus). */
 static json_t *
-st_daemon_tier(const char *flag)
+sc_daemon_tier(const char *flag)
 {
 	const char *path = cli_socket_path(flag);
 	struct sockaddr_un sa;
@@ -706,7 +707,7 @@ st_daemon_tier(const char *flag)
 
 /* "shared tier ADDR (kvsnapd at SOCK): up, 3 hits, 1 miss, 0 errors, ..." */
 static void
-st_print_tier(const json_t *sh)
+sc_print_tier(const json_t *sh)
 {
 	const char *err = json_string_value(json_object_get(sh, "error"));
 	char addr[1024];
@@ -728,23 +729,23 @@ st_print_tier(const json_t *sh)
 int
 cli_stats(int argc, char **argv)
 {
-	struct st_opts o;
+	struct sc_opts o;
 	struct svc_target t;
 	struct svc_store_totals st;
 	char why[512] = "", stored[32], used[32], size[32];
 	json_t *sh;
 	int rc;
-	if (st_args(argc, argv, &o, 0, 0) < 0)
+	if (sc_args(argc, argv, &o, 0, 0) < 0)
 		return CLI_EXIT_USAGE;
 	memset(&st, 0, sizeof(st));
 	memset(&t, 0, sizeof(t));
-	if (st_fresh(&o))
+	if (sc_fresh(&o))
 		rc = SVC_STORE_OK;
-	else if ((rc = st_open(&o, 1, &t)))
+	else if ((rc = sc_open(&o, 1, &t)))
 		return rc;
 	else
 		rc = svc_stats(&t, &st, why, sizeof(why));
-	sh = rc || o.shared ? NULL : st_daemon_tier(o.socket);
+	sh = rc || o.shared ? NULL : sc_daemon_tier(o.socket);
 	if (rc)
 		cli_err("stats: %s", why);
 	else if (o.json) {
@@ -764,23 +765,23 @@ cli_stats(int argc, char **argv)
 		    (unsigned long long)st.n_snapshots, st.n_snapshots == 1 ? "" : "s", stored, used,
 		    size);
 		if (sh)
-			st_print_tier(sh);
+			sc_print_tier(sh);
 	}
 	json_decref(sh);
 	svc_target_close(&t);
-	return st_exit(rc);
+	return sc_exit(rc);
 }
 
-struct st_verify {
-	const struct st_docs *ds;
+struct sc_verify {
+	const struct sc_docs *ds;
 	int json;
 };
 
 /* A document whose set of parts lacks some (service/parts.c). */
 static void
-st_parts_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const char *why)
+sc_parts_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const char *why)
 {
-	struct st_verify *v = arg;
+	struct sc_verify *v = arg;
 	char dh[2 * SVC_ID_BYTES + 1], label[8 * 256];
 	svc_hex(did, SVC_ID_BYTES, dh);
 	if (v->json) {
@@ -788,15 +789,15 @@ st_parts_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const char *why)
 		    cli_json_cstr(why)));
 		return;
 	}
-	st_docs_label(v->ds, did, label, sizeof(label));
+	sc_docs_label(v->ds, did, label, sizeof(label));
 	printf("%s  INCOMPLETE: %s\n", label, why);
 }
 
 static void
-st_verify_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const uint8_t pid[SVC_ID_BYTES],
+sc_verify_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const uint8_t pid[SVC_ID_BYTES],
     const char *why)
 {
-	struct st_verify *v = arg;
+	struct sc_verify *v = arg;
 	char dh[2 * SVC_ID_BYTES + 1], ph[2 * SVC_ID_BYTES + 1], label[8 * 256];
 	const struct svc_doc *d = NULL;
 	size_t i;
@@ -812,7 +813,7 @@ st_verify_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const uint8_t pid[SVC_I
 			json_object_set_new(o, "error", cli_json_cstr(why));
 		cli_json_line("snapshot", o);
 	} else {
-		st_docs_label(v->ds, did, label, sizeof(label));
+		sc_docs_label(v->ds, did, label, sizeof(label));
 		printf("%s  snapshot %.12s  %s%s\n", label, ph, why ? "CORRUPT: " : "ok",
 		    why ? why : "");
 	}
@@ -820,10 +821,10 @@ st_verify_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const uint8_t pid[SVC_I
 
 /* verify's look at the text index (svc_index_verify): each finding. */
 static void
-st_index_cb(void *arg, const uint8_t doc[SVC_ID_BYTES], long part, int problem,
+sc_index_cb(void *arg, const uint8_t doc[SVC_ID_BYTES], long part, int problem,
     const char *why)
 {
-	struct st_verify *v = arg;
+	struct sc_verify *v = arg;
 	char hex[2 * SVC_ID_BYTES + 1], label[8 * 256], where[32] = "";
 	static const uint8_t zero[SVC_ID_BYTES];
 	svc_hex(doc, SVC_ID_BYTES, hex);
@@ -837,12 +838,12 @@ st_index_cb(void *arg, const uint8_t doc[SVC_ID_BYTES], long part, int problem,
 	if (!memcmp(doc, zero, SVC_ID_BYTES))
 		snprintf(label, sizeof(label), "the index");
 	else
-		st_docs_label(v->ds, doc, label, sizeof(label));
+		sc_docs_label(v->ds, doc, label, sizeof(label));
 	printf("%s%s  %s%s\n", label, where, problem ? "INDEX: " : "note: ", why);
 }
 
 static void
-st_index_summary(const struct svc_index_verified *r)
+sc_index_summary(const struct svc_index_verified *r)
 {
 	if (!r->exists)
 		printf("text index: none yet (the next search or kvsnapd start builds it); %ld text "
@@ -860,11 +861,11 @@ st_index_summary(const struct svc_index_verified *r)
 int
 cli_verify(int argc, char **argv)
 {
-	struct st_opts o;
+	struct sc_opts o;
 	struct svc_target t;
-	struct st_docs ds;
-	struct st_verify v = { &ds, 0 };
-	struct svc_verify_req rq = { NULL, st_verify_cb, st_parts_cb, st_index_cb, &v };
+	struct sc_docs ds;
+	struct sc_verify v = { &ds, 0 };
+	struct svc_verify_req rq = { NULL, sc_verify_cb, sc_parts_cb, sc_index_cb, &v };
 	struct svc_verified vd;
 	const struct svc_index_verified *ix = &vd.index;
 	uint8_t id[SVC_ID_BYTES];
@@ -872,12 +873,12 @@ cli_verify(int argc, char **argv)
 	int i, rc;
 	memset(&ds, 0, sizeof(ds));
 	memset(&vd, 0, sizeof(vd));
-	if ((rc = st_begin(argc, argv, 0, 1, 1, &o, &t, &i)))
+	if ((rc = sc_begin(argc, argv, 0, 1, 1, &o, &t, &i)))
 		return rc;
-	if (i == argc - 1 && (rc = st_resolve(&t, argv[i], id)))
+	if (i == argc - 1 && (rc = sc_resolve(&t, argv[i], id)))
 		goto out;
 	/* the names first: the reports name documents */
-	if ((rc = st_docs(&t, &ds, "verify", 1, 0)) && rc != CLI_EXIT_CORRUPT)
+	if ((rc = sc_docs(&t, &ds, "verify", 1, 0)) && rc != CLI_EXIT_CORRUPT)
 		goto out;
 	v.json = o.json;
 	rq.doc = i == argc - 1 ? id : NULL;
@@ -900,10 +901,10 @@ cli_verify(int argc, char **argv)
 			printf("%ld document%s with parts missing\n", vd.parts_bad,
 			    vd.parts_bad == 1 ? "" : "s");
 		if (vd.index_checked)
-			st_index_summary(ix);
+			sc_index_summary(ix);
 	}
 	rc = vd.corrupt || vd.parts_bad || (vd.index_checked && ix->problems) ? CLI_EXIT_CORRUPT :
-	    st_exit(rc);
+	    sc_exit(rc);
 	if (rc && o.json && vd.corrupt)
 		cli_json_error("corrupt", rc, "corrupt snapshots found (see the snapshot lines)",
 		    NULL);
@@ -920,10 +921,10 @@ out:
 }
 
 static void
-st_prune_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const struct svc_doc *d,
+sc_prune_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const struct svc_doc *d,
     const uint8_t pid[SVC_ID_BYTES], uint64_t bytes, int64_t last_used_us)
 {
-	const struct st_opts *o = arg;
+	const struct sc_opts *o = arg;
 	char dh[2 * SVC_ID_BYTES + 1], ph[2 * SVC_ID_BYTES + 1], u[32], label[8 * 256],
 	    size[32];
 	svc_hex(did, SVC_ID_BYTES, dh);
@@ -935,7 +936,7 @@ st_prune_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const struct svc_doc *d,
 		    (json_int_t)bytes, "last_used", u, "dropped", !o->dry_run));
 	} else {
 		if (d)
-			st_label(d, label, sizeof(label));
+			sc_label(d, label, sizeof(label));
 		else
 			snprintf(label, sizeof(label), "%.12s", dh);
 		cli_show_size(bytes, size, sizeof(size));
@@ -947,7 +948,7 @@ st_prune_cb(void *arg, const uint8_t did[SVC_ID_BYTES], const struct svc_doc *d,
 
 /* A document prune skipped for its damaged metadata: named. */
 static void
-st_prune_damaged(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
+sc_prune_damaged(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
 {
 	(void)arg;
 	(void)doc_id;
@@ -958,15 +959,15 @@ st_prune_damaged(void *arg, const uint8_t doc_id[SVC_ID_BYTES], const char *why)
 int
 cli_prune(int argc, char **argv)
 {
-	struct st_opts o;
+	struct sc_opts o;
 	struct svc_target t;
-	struct svc_prune_req p = { 0, 0, 0, 0, st_prune_cb, st_prune_damaged, &o };
+	struct svc_prune_req p = { 0, 0, 0, 0, sc_prune_cb, sc_prune_damaged, &o };
 	struct svc_pruned pd;
 	char why[512] = "", size[32];
-	int i = st_args(argc, argv, &o, 0, 0), rc;
+	int i = sc_args(argc, argv, &o, 0, 0), rc;
 	if (i < 0)
 		return CLI_EXIT_USAGE;
-	if ((rc = st_open(&o, o.dry_run, &t)))
+	if ((rc = sc_open(&o, o.dry_run, &t)))
 		return rc;
 	p.older_than_us = o.older_than_us;
 	p.max_bytes = o.max_bytes;
@@ -976,7 +977,7 @@ cli_prune(int argc, char **argv)
 	if (rc) {
 		cli_err("prune: %s", why);
 	} else {
-		st_index_warn(pd.index_why);
+		sc_index_warn(pd.index_why);
 		if (o.json) {
 			cli_json_line("result", json_pack("{s:I, s:I, s:b}", "snapshots",
 			    (json_int_t)pd.dropped, "bytes", (json_int_t)pd.bytes, "dry_run",
@@ -988,5 +989,5 @@ cli_prune(int argc, char **argv)
 		}
 	}
 	svc_target_close(&t);
-	return st_exit(rc);
+	return sc_exit(rc);
 }

@@ -1,8 +1,9 @@
 /*
  * ask.c: `kvsnap ask`, the whole kvsnap path in one process with nothing
  * stored: a document's text (svc_extract, as an ingest reads it), the
- * chunked ingest with the session's policy, the question prefilled over the
- * compressed cache, a greedy answer to the token hook; with compare, the
+ * chunked ingest with the session's policy, then the answer step every
+ * answer takes (emit.c's svc_emit_answer: the question prefilled over the
+ * compressed cache, a greedy answer to the token hook); with compare, the
  * time a full re-prefill of document and question takes.
  *
  * The document sits in the chat template as the start of the user turn
@@ -36,29 +37,6 @@ svc_doc_text_free(struct svc_doc_text *t)
 	t->len = 0;
 }
 
-/* One answer token's text to the hook (as decoded, whole or not). */
-static void
-ask_emit_one(const struct svc *v, const struct svc_hooks *hk, int32_t id)
-{
-	char buf[256];
-	int n = eng_tok_decode(v->tok, id, 0, buf, sizeof(buf));
-	if (hk->token)
-		hk->token(hk->arg, id, buf, n > 0 ? (size_t)n : 0);
-}
-
-struct ask_emit {
-	const struct svc *v;
-	const struct svc_hooks *hk;
-};
-
-static int
-ask_emit_cb(void *arg, int32_t id)
-{
-	struct ask_emit *e = arg;
-	ask_emit_one(e->v, e->hk, id);
-	return 0;
-}
-
 /* The failure's whole message in st->why ("what: the engine's words"). */
 static int
 ask_fail(struct svc_status *st, enum svc_step step, int rc, const char *what)
@@ -74,10 +52,10 @@ svc_ask(struct svc *v, struct svc_session *ss, const struct svc_ask_req *r,
 	static const struct svc_hooks none;
 	const struct eng_hparams *hp = &v->m->hp;
 	struct eng_kv *kv = NULL;
-	struct eng_sampler s;
-	struct ask_emit em = { v, hk ? hk : &none };
-	int32_t *ids = NULL, *qids = NULL, *all, first;
-	int64_t n_doc, n_q, n_all, n_gen = 0, l;
+	struct svc_emit em;
+	struct svc_answer ans;
+	int32_t *ids = NULL, *qids = NULL, *all;
+	int64_t n_doc, n_q, n_all, l;
 	int64_t chunk = v->chunk, n_max = r->max_tokens;
 	float *logits = NULL;
 	double t0;
@@ -126,25 +104,21 @@ svc_ask(struct svc *v, struct svc_session *ss, const struct svc_ask_req *r,
 	for (l = 0; l < hp->n_layer; l++)
 		out->kept += eng_kv_layer_units(kv, (int)l);
 	out->full_units = (double)n_doc * hp->n_layer * hp->n_head_kv;
-	t0 = eng_now();
-	if ((rc = eng_forward(ss->ctx, kv, ids + n_doc, n_all - n_doc, NULL, logits))) {
-		ask_fail(st, SVC_AT_GENERATE, rc, "question prefill failed");
+	/* the answer step every answer takes (emit.c): the question's prefill,
+	 * then greedy decoding, each token's text as decoded */
+	memset(&ans, 0, sizeof(ans));
+	svc_emit_init(&em, v, hk ? hk : &none, 0, NULL, 0);
+	if (svc_emit_answer(&em, ss, kv, ids + n_doc, n_all - n_doc, n_max, 0.0f, 1.0f, 0, &ans,
+	    st) && !(st->rc == ENG_ERR_CONTEXT && ans.tokens > 0)) {
+		/* no token yet: the question's prefill failed */
+		ask_fail(st, SVC_AT_GENERATE, st->rc, ans.tokens > 0 ? "generation failed" :
+		    "question prefill failed");
 		goto out;
 	}
-	eng_sampler_init(&s, 0.0f, 1.0f, 0);
-	first = eng_sample(&s, logits, hp->n_vocab);
-	out->ttft_s = eng_now() - t0;
-	if (!eng_tok_is_eog(v->tok, first)) {
-		ask_emit_one(v, em.hk, first);
-		rc = eng_generate(ss->ctx, kv, v->tok, &first, 1, n_max - 1, &s, ask_emit_cb, &em,
-		    &n_gen);
-		if (rc && rc != ENG_ERR_CONTEXT) {
-			ask_fail(st, SVC_AT_GENERATE, rc, "generation failed");
-			goto out;
-		}
-		n_gen++;
-	}
-	out->generated = n_gen;
+	memset(st, 0, sizeof(*st)); /* a full window after the first token ends the answer */
+	/* no token (the first was end of generation): the prefill and the sample */
+	out->ttft_s = ans.tokens > 0 ? ans.ttft : ans.seconds;
+	out->generated = ans.generated;
 	if (r->compare) {
 		struct eng_kv *full = NULL;
 		if (!eng_kv_init(&full, v->m, n_all + 1)) {

@@ -235,18 +235,8 @@ next_cut(struct splitter *sp, size_t start, size_t *cut, int64_t *tokens, char *
 		else
 			hi = mid;
 	}
-	if (lo < 0) { /* no word start fits: one run too long for a part */
-		int r = char_cut(sp, start, e, cut, tokens);
-		if (r < 0)
-			goto count_err;
-		if (r > 0) {
-			snprintf(why, why_len, "one character of the text at byte %zu counts over "
-			    "the limit of %lld tokens", start, (long long)sp->limit);
-			goto out;
-		}
-		ret = 0;
-		goto out;
-	}
+	if (lo < 0) /* no word start fits: one run too long for a part */
+		goto by_char;
 	/* the best kind of boundary that still fills half the limit */
 	best = lo;
 	for (level = CUT_PAGE; level < CUT_WORD; level++) {
@@ -271,22 +261,23 @@ next_cut(struct splitter *sp, size_t start, size_t *cut, int64_t *tokens, char *
 			break;
 		best--;
 	}
-	if (cd[best].tokens > sp->limit) {
-		int r = char_cut(sp, start, e, cut, tokens);
-		if (r < 0)
-			goto count_err;
-		if (r > 0) {
-			snprintf(why, why_len, "one character of the text at byte %zu counts over "
-			    "the limit of %lld tokens", start, (long long)sp->limit);
-			goto out;
-		}
-		ret = 0;
-		goto out;
-	}
+	if (cd[best].tokens > sp->limit)
+		goto by_char;
 	*cut = cd[best].pos;
 	*tokens = cd[best].tokens;
 	ret = 0;
 	goto out;
+by_char: { /* no boundary fits: cut between characters */
+	int r = char_cut(sp, start, e, cut, tokens);
+	if (r < 0)
+		goto count_err;
+	if (r > 0)
+		snprintf(why, why_len, "one character of the text at byte %zu counts over "
+		    "the limit of %lld tokens", start, (long long)sp->limit);
+	else
+		ret = 0;
+	goto out;
+}
 count_err:
 	snprintf(why, why_len, "counting the tokens of a part failed");
 out:

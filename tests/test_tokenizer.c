@@ -25,6 +25,7 @@
 #include "common/fail.h"
 #include "engine/engine.h"
 #include "tests/gguf_builder.h"
+#include "tests/ids_fmt.h"
 #include "tests/tap.h"
 
 #define TOK_FIXTURES "tests/fixtures/tokens.txt"
@@ -126,22 +127,6 @@ tok_dec(const struct eng_tok *t, const int32_t *ids, int64_t n, int special, siz
 	return buf;
 }
 
-/* "1 2 3" for ids (static buffer, truncated). */
-static const char *
-tok_fmt(const int32_t *ids, int64_t n)
-{
-	static char buf[1024];
-	size_t o = 0;
-	int64_t i;
-
-	buf[0] = '\0';
-	for (i = 0; i < n && o + 16 < sizeof(buf); i++)
-		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d", i ? " " : "", ids[i]);
-	if (i < n)
-		snprintf(buf + o, sizeof(buf) - o, " ...");
-	return buf;
-}
-
 /* 1 if text encodes (parse_special) to exactly want[0..nw). */
 static int
 tok_expect(const struct eng_tok *t, const char *text, int special, const int32_t *want,
@@ -152,7 +137,7 @@ tok_expect(const struct eng_tok *t, const char *text, int special, const int32_t
 	int ok = ids && n == nw && memcmp(ids, want, (size_t)nw * sizeof(*ids)) == 0;
 
 	if (!ok)
-		printf("#   \"%s\": got [%s]\n", text, ids ? tok_fmt(ids, n) : "error");
+		printf("#   \"%s\": got [%s]\n", text, ids ? ids_fmt(ids, n) : "error");
 	free(ids);
 	return ok;
 }
@@ -322,9 +307,9 @@ test_specials(void)
 		size_t dl;
 		char *d = ids ? tok_dec(t, ids, n, 0, &dl) : NULL;
 		TAP_CHECK(d && dl == 10 && memcmp(d, "<|im_end|>", 10) == 0,
-		    "plain <|im_end|> does not round trip: [%s]", ids ? tok_fmt(ids, n) : "");
+		    "plain <|im_end|> does not round trip: [%s]", ids ? ids_fmt(ids, n) : "");
 		TAP_CHECK(n == 7 && memcmp(ids, im_end_plain, sizeof(im_end_plain)) == 0,
-		    "plain <|im_end|> = [%s]", tok_fmt(ids, n));
+		    "plain <|im_end|> = [%s]", ids_fmt(ids, n));
 		free(ids);
 		free(d);
 	}
@@ -449,8 +434,8 @@ test_fixtures(void)
 		if (m != (int64_t)nw || (nw && memcmp(got, want, nw * sizeof(*want)) != 0)) {
 			if (bad < 10) {
 				printf("#   %s:%ld: input %.*s\n#     want [%s]\n", path, lineno,
-				    (int)(hl > 120 ? 120 : hl), line, tok_fmt(want, (int64_t)nw));
-				printf("#     got  [%s]\n", m >= 0 ? tok_fmt(got, m) : "error");
+				    (int)(hl > 120 ? 120 : hl), line, ids_fmt(want, (int64_t)nw));
+				printf("#     got  [%s]\n", m >= 0 ? ids_fmt(got, m) : "error");
 			}
 			bad++;
 		}
@@ -541,18 +526,18 @@ test_hostile(void)
 	    fffd4_ids, 16);
 	n = eng_tok_encode(t, "\xf7\xbf\xbf\xbf", 4, 1, ids, 16);
 	TAP_CHECK(nf > 0 && n == nf && memcmp(ids, fffd4_ids, (size_t)n * 4) == 0,
-	    "F7 BF BF BF: [%s]", tok_fmt(ids, n));
+	    "F7 BF BF BF: [%s]", ids_fmt(ids, n));
 	n = eng_tok_encode(t, "\xf4\x90\x80\x80", 4, 1, ids, 16);
 	TAP_CHECK(n == nf && memcmp(ids, fffd4_ids, (size_t)n * 4) == 0,
-	    "F4 90 80 80: [%s]", tok_fmt(ids, n));
+	    "F4 90 80 80: [%s]", ids_fmt(ids, n));
 	/* overlong NUL is NUL, as in llama.cpp */
 	n = eng_tok_encode(t, "A\xc0\x80" "A", 4, 1, ids, 16);
 	TAP_CHECK(n == 3 && ids[0] == 49 && ids[1] == 190 && ids[2] == 49, "C0 80: [%s]",
-	    tok_fmt(ids, n));
+	    ids_fmt(ids, n));
 	/* a special token splits an invalid sequence into two fragments */
 	n = eng_tok_encode(t, "A\xe2<|im_end|>\x82\xac", 14, 1, ids, 16);
 	TAP_CHECK(n == 5 && ids[0] == 49 && ids[1] == 24211 && ids[2] == 2 && ids[3] == 24211 &&
-	    ids[4] == 24211, "split invalid: [%s]", tok_fmt(ids, n));
+	    ids[4] == 24211, "split invalid: [%s]", ids_fmt(ids, n));
 	return TAP_PASS;
 }
 

@@ -22,6 +22,7 @@
 #include "common/rng.h"
 #include "engine/engine.h"
 #include "engine/model/tok_internal.h"
+#include "tests/ids_fmt.h"
 #include "tests/tap.h"
 
 #define VOC_SEP "\n__ggml_vocab_test__\n"
@@ -83,22 +84,6 @@ voc_parse_ids(const char *line, size_t len, int32_t *ids, int64_t cap)
 	return n;
 }
 
-/* "1 2 3" of ids (static buffer, truncated). */
-static const char *
-voc_fmt(const int32_t *ids, int64_t n)
-{
-	static char buf[600];
-	size_t o = 0;
-	int64_t i;
-
-	buf[0] = '\0';
-	for (i = 0; i < n && o + 16 < sizeof(buf); i++)
-		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d", i ? " " : "", ids[i]);
-	if (i < n)
-		snprintf(buf + o, sizeof(buf) - o, " ...");
-	return buf;
-}
-
 /* Run one vocabulary's cases; TAP_PASS when every case is equal. */
 static enum tap_result
 voc_run(const char *name, int add_bos)
@@ -150,8 +135,8 @@ voc_run(const char *name, int add_bos)
 		} else if (shown++ < 3) {
 			printf("#   %s case %lld (%zu bytes): \"%.*s\"\n", name, (long long)cases - 1,
 			    tl, (int)(tl > 60 ? 60 : tl), ip);
-			printf("#     want [%s]\n", voc_fmt(want, nw));
-			printf("#     got  [%s]\n", voc_fmt(got, ng));
+			printf("#     want [%s]\n", ids_fmt(want, nw));
+			printf("#     got  [%s]\n", ids_fmt(got, ng));
 		}
 		op = nl < out + out_len ? nl + 1 : nl;
 		if (!sep)

@@ -12,6 +12,7 @@
  * Errors are relative to the reference's largest magnitude unless a row says
  * otherwise.  The reference is always the CPU table in exact mode (f32
  * activations, sgemm), so `--backend cpu` measures the CPU's fast paths.
+ * Helpers here are self_ (st_ is storage/'s own prefix).
  */
 #include <getopt.h>
 #include <math.h>
@@ -24,7 +25,7 @@
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 
-struct st_run {
+struct self_run {
 	const char *backend;
 	int json, fails, rows;
 	struct kern_ctx *ref, *dev; /* CPU exact, backend under test */
@@ -32,7 +33,7 @@ struct st_run {
 };
 
 static void
-st_row(struct st_run *r, const char *level, const char *what, double err, double tol,
+self_row(struct self_run *r, const char *level, const char *what, double err, double tol,
     const char *unit)
 {
 	int ok = err <= tol && !isnan(err);
@@ -49,7 +50,7 @@ st_row(struct st_run *r, const char *level, const char *what, double err, double
 }
 
 static float
-st_rand(struct st_run *r)
+self_rand(struct self_run *r)
 {
 	r->rng ^= r->rng << 13;
 	r->rng ^= r->rng >> 7;
@@ -58,19 +59,19 @@ st_rand(struct st_run *r)
 }
 
 static float *
-st_randv(struct st_run *r, size_t n, float scale)
+self_randv(struct self_run *r, size_t n, float scale)
 {
 	float *v = malloc(n * sizeof(float));
 	size_t i;
 	if (v)
 		for (i = 0; i < n; i++)
-			v[i] = st_rand(r) * scale;
+			v[i] = self_rand(r) * scale;
 	return v;
 }
 
 /* max |a - b| / max |b| (NaN anywhere → NaN). */
 static double
-st_relerr(const float *a, const float *b, size_t n)
+self_relerr(const float *a, const float *b, size_t n)
 {
 	double mx = 0.0, mb = 0.0;
 	size_t i;
@@ -89,11 +90,11 @@ st_relerr(const float *a, const float *b, size_t n)
 
 /* One matmul case on both tables; exact selects the backend's exact path. */
 static void
-st_matmul(struct st_run *r, const char *name, const struct kern_mat *w, int64_t n_tok,
+self_matmul(struct self_run *r, const char *name, const struct kern_mat *w, int64_t n_tok,
     int exact)
 {
 	const struct kern_ops *ro = kern_ctx_ops(r->ref), *d = kern_ctx_ops(r->dev);
-	float *x = st_randv(r, (size_t)(n_tok * w->cols), 1.0f);
+	float *x = self_randv(r, (size_t)(n_tok * w->cols), 1.0f);
 	float *a = malloc((size_t)(n_tok * w->rows) * sizeof(float));
 	float *b = malloc((size_t)(n_tok * w->rows) * sizeof(float));
 	char what[96];
@@ -103,9 +104,9 @@ st_matmul(struct st_run *r, const char *name, const struct kern_mat *w, int64_t 
 	    exact ? "exact" : "fast", (long long)w->rows, (long long)w->cols, (long long)n_tok);
 	kern_ctx_set_exact(r->dev, exact);
 	if (x && a && b && !ro->matmul(r->ref, b, w, x, n_tok) && !d->matmul(r->dev, a, w, x, n_tok))
-		err = st_relerr(a, b, (size_t)(n_tok * w->rows));
+		err = self_relerr(a, b, (size_t)(n_tok * w->rows));
 	/* exact: the same f32 sums in another order; fast: 8- or 16-bit activations */
-	st_row(r, "ops", what, err, exact ? 1e-5 : 2e-2, "rel");
+	self_row(r, "ops", what, err, exact ? 1e-5 : 2e-2, "rel");
 	kern_ctx_set_exact(r->dev, 0);
 	free(x);
 	free(a);
@@ -114,11 +115,11 @@ st_matmul(struct st_run *r, const char *name, const struct kern_mat *w, int64_t 
 
 /* Synthetic weights of a type we can build here (F32, F16, Q8_0). */
 static int
-st_make_weights(struct st_run *r, enum kern_type t, int64_t rows, int64_t cols,
+self_make_weights(struct self_run *r, enum kern_type t, int64_t rows, int64_t cols,
     struct kern_mat *w, void **buf)
 {
 	size_t rb = kern_type_row_bytes(t, cols);
-	float *src = st_randv(r, (size_t)(rows * cols), 0.5f);
+	float *src = self_randv(r, (size_t)(rows * cols), 0.5f);
 	uint8_t *dst = malloc(rb * (size_t)rows);
 	int64_t i, j;
 
@@ -151,7 +152,7 @@ st_make_weights(struct st_run *r, enum kern_type t, int64_t rows, int64_t cols,
 }
 
 static void
-st_ops_matmul(struct st_run *r, const struct eng_model *m)
+self_ops_matmul(struct self_run *r, const struct eng_model *m)
 {
 	static const enum kern_type syn[] = { KERN_TYPE_F32, KERN_TYPE_F16, KERN_TYPE_Q8_0 };
 	static const int64_t ntok[] = { 1, 5, 64 };
@@ -161,27 +162,27 @@ st_ops_matmul(struct st_run *r, const struct eng_model *m)
 	int e;
 
 	for (i = 0; i < 3; i++) {
-		if (st_make_weights(r, syn[i], 96, 256, &w[i], &bufs[i]))
+		if (self_make_weights(r, syn[i], 96, 256, &w[i], &bufs[i]))
 			continue;
 		for (k = 0; k < 3; k++)
 			for (e = 1; e >= 0; e--)
-				st_matmul(r, kern_type_name(syn[i]), &w[i], ntok[k], e);
+				self_matmul(r, kern_type_name(syn[i]), &w[i], ntok[k], e);
 	}
 	for (k = 0; k < 3; k++)
 		for (e = 1; e >= 0; e--) {
-			st_matmul(r, "wq", &m->layers[0].wq, ntok[k], e);
-			st_matmul(r, "w_down", &m->layers[0].w_down, ntok[k], e);
+			self_matmul(r, "wq", &m->layers[0].wq, ntok[k], e);
+			self_matmul(r, "w_down", &m->layers[0].w_down, ntok[k], e);
 		}
 	for (e = 1; e >= 0; e--) {
-		st_matmul(r, "output", &m->output, 1, e);
-		st_matmul(r, "output", &m->output, 8, e);
+		self_matmul(r, "output", &m->output, 1, e);
+		self_matmul(r, "output", &m->output, 8, e);
 	}
 	for (i = 0; i < 3; i++)
 		free(bufs[i]);
 }
 
 static void
-st_ops_rows(struct st_run *r, const struct eng_model *m)
+self_ops_rows(struct self_run *r, const struct eng_model *m)
 {
 	const struct kern_mat *w = &m->tok_embd;
 	int32_t ids[7] = { 0, 1, 2, 17, 1000, 0, 0 };
@@ -193,19 +194,19 @@ st_ops_rows(struct st_run *r, const struct eng_model *m)
 	ids[6] = (int32_t)(w->rows - 1);
 	if (a && b && !kern_ctx_ops(r->ref)->get_rows(r->ref, b, w, ids, 7) &&
 	    !kern_ctx_ops(r->dev)->get_rows(r->dev, a, w, ids, 7))
-		err = st_relerr(a, b, (size_t)(7 * w->cols));
-	st_row(r, "ops", "get_rows token_embd (exact)", err, 0.0, "rel");
+		err = self_relerr(a, b, (size_t)(7 * w->cols));
+	self_row(r, "ops", "get_rows token_embd (exact)", err, 0.0, "rel");
 	free(a);
 	free(b);
 }
 
 static void
-st_ops_elementwise(struct st_run *r, const struct eng_model *m)
+self_ops_elementwise(struct self_run *r, const struct eng_model *m)
 {
 	const struct kern_ops *ro = kern_ctx_ops(r->ref), *d = kern_ctx_ops(r->dev);
 	int64_t T = 64, E = m->hp.n_embd, H = m->hp.n_head, hd = m->hp.head_dim;
 	size_t n = (size_t)(T * (H * hd > E ? H * hd : E));
-	float *x = st_randv(r, n, 2.0f), *y = st_randv(r, n, 2.0f), *w = st_randv(r, n, 1.0f);
+	float *x = self_randv(r, n, 2.0f), *y = self_randv(r, n, 2.0f), *w = self_randv(r, n, 1.0f);
 	float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
 	uint32_t pos[64];
 	double err;
@@ -215,26 +216,26 @@ st_ops_elementwise(struct st_run *r, const struct eng_model *m)
 		goto out;
 	err = ro->rmsnorm(r->ref, b, x, w, T, E, m->hp.rms_eps) ||
 	    d->rmsnorm(r->dev, a, x, w, T, E, m->hp.rms_eps) ? NAN :
-	    st_relerr(a, b, (size_t)(T * E));
-	st_row(r, "ops", "rmsnorm", err, 1e-6, "rel");
+	    self_relerr(a, b, (size_t)(T * E));
+	self_row(r, "ops", "rmsnorm", err, 1e-6, "rel");
 	for (t = 0; t < T; t++)
 		pos[t] = (uint32_t)(t * 131 % 8192);
 	memcpy(a, x, (size_t)(T * H * hd) * sizeof(float));
 	memcpy(b, x, (size_t)(T * H * hd) * sizeof(float));
 	err = ro->rope(r->ref, b, pos, T, H, hd, m->hp.rope_base, m->hp.rope_freqs, m->hp.rope_style) ||
 	    d->rope(r->dev, a, pos, T, H, hd, m->hp.rope_base, m->hp.rope_freqs, m->hp.rope_style) ? NAN :
-	    st_relerr(a, b, (size_t)(T * H * hd));
-	st_row(r, "ops", "rope (positions up to 8191)", err, 1e-5, "rel");
+	    self_relerr(a, b, (size_t)(T * H * hd));
+	self_row(r, "ops", "rope (positions up to 8191)", err, 1e-5, "rel");
 	memcpy(a, x, n * sizeof(float));
 	memcpy(b, x, n * sizeof(float));
 	err = ro->silu_mul(r->ref, b, y, (int64_t)n) || d->silu_mul(r->dev, a, y, (int64_t)n) ?
-	    NAN : st_relerr(a, b, n);
-	st_row(r, "ops", "silu_mul", err, 1e-6, "rel");
+	    NAN : self_relerr(a, b, n);
+	self_row(r, "ops", "silu_mul", err, 1e-6, "rel");
 	memcpy(a, x, n * sizeof(float));
 	memcpy(b, x, n * sizeof(float));
 	err = ro->add(r->ref, b, y, (int64_t)n) || d->add(r->dev, a, y, (int64_t)n) ? NAN :
-	    st_relerr(a, b, n);
-	st_row(r, "ops", "add", err, 0.0, "rel");
+	    self_relerr(a, b, n);
+	self_row(r, "ops", "add", err, 0.0, "rel");
 out:
 	free(x);
 	free(y);
@@ -246,7 +247,7 @@ out:
 /* Chunk attention over ragged heads, with statistics; pod adds layer
  * sharing with NaN in every key row that is distant for all queries. */
 static void
-st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
+self_ops_attention(struct self_run *r, int64_t n_tok, int pod)
 {
 	enum { H = 9, G = 3, HD = 64 };
 	static const int64_t base[G] = { 700, 321, 5 };
@@ -255,8 +256,8 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 	struct kern_attn_stats sa, sb;
 	float *kv[G][3] = { { NULL } };
 	uint32_t *pos[G] = { NULL }, *qpos = malloc((size_t)n_tok * sizeof(uint32_t));
-	float *q = st_randv(r, (size_t)(n_tok * H * HD), 1.0f);
-	float *qa = st_randv(r, (size_t)(n_tok * H * HD), 1.0f);
+	float *q = self_randv(r, (size_t)(n_tok * H * HD), 1.0f);
+	float *qa = self_randv(r, (size_t)(n_tok * H * HD), 1.0f);
 	float *oa = malloc((size_t)(n_tok * H * HD) * sizeof(float));
 	float *ob = malloc((size_t)(n_tok * H * HD) * sizeof(float));
 	int64_t stride = base[0] + n_tok, g, u, t;
@@ -274,9 +275,9 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 	memset(heads, 0, sizeof(heads));
 	for (g = 0; ok && g < G; g++) {
 		int64_t n = base[g] + n_tok;
-		kv[g][0] = st_randv(r, (size_t)(n * HD), 1.0f);
-		kv[g][1] = st_randv(r, (size_t)(n * HD), 1.0f);
-		kv[g][2] = st_randv(r, (size_t)(n * HD), 1.0f);
+		kv[g][0] = self_randv(r, (size_t)(n * HD), 1.0f);
+		kv[g][1] = self_randv(r, (size_t)(n * HD), 1.0f);
+		kv[g][2] = self_randv(r, (size_t)(n * HD), 1.0f);
 		pos[g] = malloc((size_t)n * sizeof(uint32_t));
 		if (!kv[g][0] || !kv[g][1] || !kv[g][2] || !pos[g]) {
 			ok = 0;
@@ -305,7 +306,7 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 	}
 	for (t = 0; ok && t < n_tok; t++) {
 		qpos[t] = 4000 + (uint32_t)t;
-		roww[t] = 1.0f + 0.5f * st_rand(r); /* KVzip's per-query weights: positive */
+		roww[t] = 1.0f + 0.5f * self_rand(r); /* KVzip's per-query weights: positive */
 	}
 	for (g = 0; g < G; g++)
 		dom_from[g] = base[g] / 2; /* a partial domain: sinks, the upper half, the chunk */
@@ -323,33 +324,33 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 		sa.row_w = sb.row_w = roww;
 		if (!ro->attention(r->ref, ob, q, n_tok, H, G, HD, heads, 0.125f, &sb) &&
 		    !d->attention(r->dev, oa, q, n_tok, H, G, HD, heads, 0.125f, &sa)) {
-			e1 = st_relerr(oa, ob, (size_t)(n_tok * H * HD));
-			e2 = st_relerr(suma, sumb, (size_t)(H * stride));
-			e3 = st_relerr(mxa, mxb, (size_t)(H * stride));
+			e1 = self_relerr(oa, ob, (size_t)(n_tok * H * HD));
+			e2 = self_relerr(suma, sumb, (size_t)(H * stride));
+			e3 = self_relerr(mxa, mxb, (size_t)(H * stride));
 			/* the backend again without sum: the same max */
 			sa.sum = NULL;
 			sa.max = mxc;
 			if (!d->attention(r->dev, oa, q, n_tok, H, G, HD, heads, 0.125f, &sa))
-				e4 = st_relerr(mxc, mxa, (size_t)(H * stride));
+				e4 = self_relerr(mxc, mxa, (size_t)(H * stride));
 		}
 	}
 	snprintf(what, sizeof(what), "attention%s ragged x%lld: output", pod ? " pod" : "",
 	    (long long)n_tok);
-	st_row(r, "ops", what, e1, 1e-5, "rel");
+	self_row(r, "ops", what, e1, 1e-5, "rel");
 	snprintf(what, sizeof(what), "attention%s ragged x%lld: statistics", pod ? " pod" : "",
 	    (long long)n_tok);
-	st_row(r, "ops", what, e2, 1e-5, "rel");
+	self_row(r, "ops", what, e2, 1e-5, "rel");
 	/* Both are the f32 softmax probabilities the statistics row compares,
 	 * divided by a domain sum taken in double and rounded once to f32 (and
 	 * times row_w): a few ulp on top of the probabilities' own error; a max
 	 * is exact in any order. */
 	snprintf(what, sizeof(what), "attention%s ragged x%lld: reconstruction max",
 	    pod ? " pod" : "", (long long)n_tok);
-	st_row(r, "ops", what, e3, 1e-5, "rel");
+	self_row(r, "ops", what, e3, 1e-5, "rel");
 	/* the same kernels on the same inputs: only sum == NULL differs */
 	snprintf(what, sizeof(what), "attention%s ragged x%lld: max without sum",
 	    pod ? " pod" : "", (long long)n_tok);
-	st_row(r, "ops", what, e4, 0.0, "rel");
+	self_row(r, "ops", what, e4, 0.0, "rel");
 	for (g = 0; g < G; g++) {
 		free(kv[g][0]);
 		free(kv[g][1]);
@@ -375,7 +376,7 @@ st_ops_attention(struct st_run *r, int64_t n_tok, int pod)
 /* A deterministic haystack with a pass key: plain words the tokenizer
  * splits into many tokens. */
 static char *
-st_document(int64_t sentences)
+self_document(int64_t sentences)
 {
 	static const char *s[] = { "The grass is green. ", "The sky is blue. ",
 		"The sun is yellow. ", "Here we go. ", "There and back again. " };
@@ -392,7 +393,7 @@ st_document(int64_t sentences)
 	return d;
 }
 
-struct st_engine {
+struct self_engine {
 	const struct eng_model *m;
 	const int32_t *doc, *qst;
 	int64_t n_doc, n_q;
@@ -402,7 +403,7 @@ struct st_engine {
  * compressed cache, the
  * logits after the question and 7 greedy tokens, and the 8 tokens. */
 static int
-st_ingest_query(const struct st_engine *e, const char *name, struct eng_kv **kvo,
+self_ingest_query(const struct self_engine *e, const char *name, struct eng_kv **kvo,
     float *logits, int32_t *toks)
 {
 	struct eng_policy *p = NULL;
@@ -439,7 +440,7 @@ st_ingest_query(const struct st_engine *e, const char *name, struct eng_kv **kvo
 /* Fraction of units (over all layers and heads) in one cache and not the
  * other, by position. */
 static double
-st_kept_diff(const struct eng_kv *a, const struct eng_kv *b)
+self_kept_diff(const struct eng_kv *a, const struct eng_kv *b)
 {
 	int64_t same = 0, total = 0;
 	int l, g;
@@ -465,7 +466,7 @@ st_kept_diff(const struct eng_kv *a, const struct eng_kv *b)
 }
 
 static void
-st_policies(struct st_run *r, const struct st_engine *e)
+self_policies(struct self_run *r, const struct self_engine *e)
 {
 	static const char *names[] = { "full", "streaming", "h2o", "snapkv", "pyramidkv", "adakv",
 		"nacl", "kvzip" };
@@ -478,17 +479,17 @@ st_policies(struct st_run *r, const struct st_engine *e)
 		char what[96];
 		int ra, rb, k, same = 0;
 		eng_use_backend("cpu", NULL, 0);
-		rb = st_ingest_query(e, names[i], &kb, lb, tb);
+		rb = self_ingest_query(e, names[i], &kb, lb, tb);
 		eng_use_backend(r->backend, NULL, 0);
-		ra = st_ingest_query(e, names[i], &ka, la, ta);
+		ra = self_ingest_query(e, names[i], &ka, la, ta);
 		snprintf(what, sizeof(what), "ingest %s b=128: units kept differently", names[i]);
-		st_row(r, "policy", what, ra || rb ? NAN : st_kept_diff(ka, kb), 0.01, "fraction");
+		self_row(r, "policy", what, ra || rb ? NAN : self_kept_diff(ka, kb), 0.01, "fraction");
 		for (k = 0; !ra && !rb && k < 8; k++)
 			same += ta[k] == tb[k];
 		snprintf(what, sizeof(what), "query %s: greedy tokens that differ (of 8)", names[i]);
-		st_row(r, "policy", what, ra || rb ? NAN : 8 - same, 0, "tokens");
+		self_row(r, "policy", what, ra || rb ? NAN : 8 - same, 0, "tokens");
 		snprintf(what, sizeof(what), "query %s: logits after 8 tokens", names[i]);
-		st_row(r, "policy", what, ra || rb || same < 8 ? NAN : st_relerr(la, lb, (size_t)nv),
+		self_row(r, "policy", what, ra || rb || same < 8 ? NAN : self_relerr(la, lb, (size_t)nv),
 		    1e-3, "rel");
 		eng_kv_free(ka);
 		eng_kv_free(kb);
@@ -498,7 +499,7 @@ st_policies(struct st_run *r, const struct st_engine *e)
 }
 
 static void
-st_forward(struct st_run *r, const struct st_engine *e)
+self_forward(struct self_run *r, const struct self_engine *e)
 {
 	int32_t nv = e->m->hp.n_vocab;
 	float *la = malloc((size_t)nv * sizeof(float)), *lb = malloc((size_t)nv * sizeof(float));
@@ -518,7 +519,7 @@ st_forward(struct st_run *r, const struct st_engine *e)
 				eng_ctx_set_exact(ca, pass == 0);
 				if (!eng_forward(cb, kb, e->doc, e->n_doc, NULL, lb) &&
 				    !eng_forward(ca, ka, e->doc, e->n_doc, NULL, la))
-					err = st_relerr(la, lb, (size_t)nv);
+					err = self_relerr(la, lb, (size_t)nv);
 			}
 		}
 		for (i = 1; i < nv; i++) {
@@ -528,10 +529,10 @@ st_forward(struct st_run *r, const struct st_engine *e)
 		snprintf(what, sizeof(what), "forward %lld tokens, %s: logits",
 		    (long long)e->n_doc, pass == 0 ? "exact" : "fast");
 		/* fast: fp16 (or 8-bit) activations through 30 layers */
-		st_row(r, "forward", what, err, pass == 0 ? 1e-3 : 5e-2, "rel");
+		self_row(r, "forward", what, err, pass == 0 ? 1e-3 : 5e-2, "rel");
 		snprintf(what, sizeof(what), "forward %s: top-1 token differs",
 		    pass == 0 ? "exact" : "fast");
-		st_row(r, "forward", what, isnan(err) ? NAN : (double)(am != bm), 0, "tokens");
+		self_row(r, "forward", what, isnan(err) ? NAN : (double)(am != bm), 0, "tokens");
 		eng_ctx_free(ca);
 		eng_ctx_free(cb);
 		eng_kv_free(ka);
@@ -544,7 +545,7 @@ st_forward(struct st_run *r, const struct st_engine *e)
 /* ------------------------------------------------------------------------ */
 
 static void
-st_usage(FILE *f, const char *cmd)
+self_usage(FILE *f, const char *cmd)
 {
 	(void)cmd;
 	fprintf(f, "usage: kvsnap selftest [--backend cpu|cuda] [-m GGUF] [--json]\n\n"
@@ -563,10 +564,10 @@ cli_selftest(int argc, char **argv)
 {
 	static const struct option opts[] = { { NULL, 0, NULL, 0 } };
 	struct cli_opts o = { .longopts = opts,
-		.globals = CLI_G_MODEL | CLI_G_BACKEND | CLI_G_JSON, .usage = st_usage,
+		.globals = CLI_G_MODEL | CLI_G_BACKEND | CLI_G_JSON, .usage = self_usage,
 		.backend_own = 1 }; /* the backend under test: checked below, after the CPU */
-	struct st_run r;
-	struct st_engine e;
+	struct self_run r;
+	struct self_engine e;
 	struct eng_model *m = NULL;
 	struct eng_tok *tok = NULL;
 	struct eng_chat *chat = NULL;
@@ -610,17 +611,17 @@ cli_selftest(int argc, char **argv)
 		printf("kvsnap selftest: backend %s against cpu (exact), model %s\n\n"
 		    "%-9s %-50s %10s %10s  %-8s %s\n", r.backend, model_path, "level", "check",
 		    "error", "tolerance", "unit", "result");
-	st_ops_matmul(&r, m);
-	st_ops_rows(&r, m);
-	st_ops_elementwise(&r, m);
-	st_ops_attention(&r, 64, 0);
-	st_ops_attention(&r, 1, 0);
-	st_ops_attention(&r, 64, 1);
-	st_ops_attention(&r, 1, 1);
+	self_ops_matmul(&r, m);
+	self_ops_rows(&r, m);
+	self_ops_elementwise(&r, m);
+	self_ops_attention(&r, 64, 0);
+	self_ops_attention(&r, 1, 0);
+	self_ops_attention(&r, 64, 1);
+	self_ops_attention(&r, 1, 1);
 
 	memset(&e, 0, sizeof(e));
 	e.m = m;
-	doc = st_document(160);
+	doc = self_document(160);
 	e.n_doc = doc ? eng_chat_doc_ids(chat, doc, strlen(doc), &ids) : -1;
 	e.n_q = e.n_doc < 0 ? -1 :
 	    eng_chat_question_ids(chat, "What is the pass key?", 21, &qids);
@@ -630,8 +631,8 @@ cli_selftest(int argc, char **argv)
 	}
 	e.doc = ids;
 	e.qst = qids;
-	st_forward(&r, &e);
-	st_policies(&r, &e);
+	self_forward(&r, &e);
+	self_policies(&r, &e);
 	eng_use_backend("cpu", NULL, 0);
 	if (r.json)
 		printf("{\"event\":\"result\",\"summary\":true,\"backend\":\"%s\",\"checks\":%d,\"failed\":%d}\n",
