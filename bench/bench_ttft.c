@@ -28,7 +28,7 @@
  * usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192]
  *        [--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc|q8|q4h|q4kch]
  *        [--chunk N] [--reps R] [--full-reps R] [--store DIR] [--also-quants LIST]
- *        [--json]
+ *        [--fresh-pool] [--load-only] [--json]
  *
  * --full-reps 0 skips the re-prefill (its columns print 0): the load split
  * alone, without minutes of prefill on a small machine.  --store DIR keeps
@@ -38,6 +38,13 @@
  * loads of the same stored bytes, one run after the other; --also-quants
  * LIST saves the ingested pool in those forms too, so that runs with
  * --quant one of them find it stored.
+ *
+ * The reps load into one pool, kept from the rep before (snap_load_into),
+ * as a session (kvsnapd's worker) does: its pages are faulted in by the
+ * first load only.  "first load" is that first load's, into a fresh pool;
+ * --fresh-pool loads every rep into a fresh one (what a one-shot process
+ * pays).  --load-only skips the question and the decode (their columns
+ * print 0): the load alone, for a profiler.
  *
  * Lengths are those of the chat-templated document (eng_chat_doc_ids); the
  * prose is cut as text, not as ids (the longest cut whose template fits,
@@ -60,7 +67,7 @@
 
 struct bt_opts {
 	const char *model, *policy, *popts, *store_dir;
-	int threads, reps, full_reps, full_set, json, quant;
+	int threads, reps, full_reps, full_set, json, quant, fresh_pool, load_only;
 	int also[SNAP_QUANT_MAX + 1], n_also; /* --also-quants */
 	int64_t lengths[8], frac, chunk;
 	int n_lengths;
@@ -71,6 +78,7 @@ struct bt_row {
 	double save_ms, stored_mb, read_mb, read_ms, load_ms, prefill_ms, ttft_ms, full_ms, ingest_tps, decode_tps;
 	/* the load split: MB/s of stored bytes per phase, the whole load's */
 	double load_mbs, read_mbs, verify_mbs, unzip_mbs, decode_mbs, place_mbs, cpu_mbs;
+	double first_load_ms, first_cpu_mbs; /* the first load: into a fresh pool */
 };
 
 /* Stored MB per second of a phase that took `s` thread-seconds on `threads`. */
@@ -269,7 +277,12 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 		if (bt_read(s, d.doc_id, pid, m->hp.n_layer, &rd[r], &rbytes))
 			goto out;
 		t0 = eng_now();
-		if (snap_load_ex(s, d.doc_id, pid, m, n_q + BT_DECODE + 2, eng_ctx_kern(c), &kv, &h,
+		if (o->fresh_pool) {
+			eng_kv_free(kv);
+			kv = NULL;
+		}
+		/* the pool of the rep before taken again, as a session does */
+		if (snap_load_into(s, d.doc_id, pid, m, n_q + BT_DECODE + 2, eng_ctx_kern(c), &kv, &h,
 		    &ls, why, sizeof(why)))
 			goto out;
 		ld[r] = eng_now() - t0;
@@ -281,11 +294,19 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 		ph[5][r] = bt_rate(ls.stored_bytes, ls.total_s, 1);
 		ph[6][r] = bt_rate(ls.stored_bytes, ls.read_s + ls.verify_s + ls.unzip_s +
 		    ls.decode_s + ls.place_s, ls.threads);
+		if (r == 0) {
+			row->first_load_ms = ld[0] * 1e3;
+			row->first_cpu_mbs = ph[6][0];
+		}
 		snap_header_free(&h);
 		for (row->units = 0, l = 0; l < m->hp.n_layer; l++)
 			for (g = 0; g < m->hp.n_head_kv; g++)
 				row->units += eng_kv_len(kv, l, g);
 		t0 = eng_now();
+		if (o->load_only) {
+			pf[r] = 0.0;
+			continue;
+		}
 		if ((e = bt_first(c, kv, m, q, n_q, logits, &first))) {
 			snprintf(why, sizeof(why), "question: %s", eng_strerror(e));
 			goto out;
@@ -306,9 +327,9 @@ bt_length(const struct bt_opts *o, const struct eng_model *m, const struct eng_c
 			}
 			row->decode_tps = BT_DECODE / (eng_now() - t0);
 		}
-		eng_kv_free(kv);
-		kv = NULL;
 	}
+	eng_kv_free(kv);
+	kv = NULL;
 	for (r = 0; r < o->full_reps; r++) { /* the baseline: read everything again */
 		if ((e = eng_kv_init(&kv, m, n + n_q + 2))) {
 			snprintf(why, sizeof(why), "full cache: %s", eng_strerror(e));
@@ -386,6 +407,7 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		{ "full-reps", required_argument, NULL, 'F' }, { "json", no_argument, NULL, 'j' },
 		{ "store", required_argument, NULL, 'S' },
 		{ "also-quants", required_argument, NULL, 'A' },
+		{ "fresh-pool", no_argument, NULL, 'P' }, { "load-only", no_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *spec = "snapkv";
@@ -413,6 +435,8 @@ bt_parse(int argc, char **argv, struct bt_opts *o, char *pname, size_t pcap)
 		case 'F': o->full_reps = atoi(optarg); o->full_set = 1; break;
 		case 'j': o->json = 1; break;
 		case 'S': o->store_dir = optarg; break;
+		case 'P': o->fresh_pool = 1; break;
+		case 'O': o->load_only = 1; break;
 		case 'A': {
 			char buf[128], *tok, *save = NULL;
 			snprintf(buf, sizeof(buf), "%s", optarg);
@@ -488,16 +512,18 @@ bt_print_split(const struct bt_row *rows, int n)
 	    "over its CPU seconds per thread; CPU-bound: over all phases' CPU seconds per thread "
 	    "(the load's speed when every thread has a core)\n\n"
 	    "| n | stored MiB | load ms | load MB/s | CPU-bound MB/s | read | verify | unzip | "
-	    "decode | place | question ms | TTFT / question |\n"
-	    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	    "decode | place | question ms | TTFT / question | first load ms | first CPU-bound "
+	    "MB/s |\n"
+	    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (i = 0; i < n; i++) {
 		const struct bt_row *r = &rows[i];
 		printf("| %lld | %.2f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | "
-		    "%.2fx |\n",
+		    "%.2fx | %.1f | %.0f |\n",
 		    (long long)r->n, r->stored_mb, r->load_ms, r->load_mbs, r->cpu_mbs, r->read_mbs,
 		    r->verify_mbs,
 		    r->unzip_mbs, r->decode_mbs, r->place_mbs, r->prefill_ms,
-		    r->ttft_ms / r->prefill_ms);
+		    r->prefill_ms > 0 ? r->ttft_ms / r->prefill_ms : 0.0, r->first_load_ms,
+		    r->first_cpu_mbs);
 	}
 }
 
@@ -511,12 +537,14 @@ bt_print(const struct bt_opts *o, const struct bt_row *r)
 		    "\"ttft_over_read\":%.1f,\"reprefill_ms\":%.1f,\"speedup\":%.1f,"
 		    "\"ingest_tok_s\":%.1f,\"save_ms\":%.1f,\"decode_tok_s\":%.1f,"
 		    "\"load_mb_s\":%.0f,\"cpu_bound_mb_s\":%.0f,\"read_mb_s\":%.0f,\"verify_mb_s\":%.0f,"
-		    "\"unzip_mb_s\":%.0f,\"decode_mb_s\":%.0f,\"place_mb_s\":%.0f}\n",
+		    "\"unzip_mb_s\":%.0f,\"decode_mb_s\":%.0f,\"place_mb_s\":%.0f,"
+		    "\"first_load_ms\":%.2f,\"first_cpu_bound_mb_s\":%.0f}\n",
 		    (long long)r->n, o->policy, (long long)r->budget, (long long)r->units,
 		    snap_quant_name(o->quant), r->stored_mb, r->read_mb, r->read_ms, r->load_ms,
 		    r->prefill_ms, r->ttft_ms, r->ttft_ms / r->read_ms, r->full_ms,
 		    r->full_ms / r->ttft_ms, r->ingest_tps, r->save_ms, r->decode_tps, r->load_mbs,
-		    r->cpu_mbs, r->read_mbs, r->verify_mbs, r->unzip_mbs, r->decode_mbs, r->place_mbs);
+		    r->cpu_mbs, r->read_mbs, r->verify_mbs, r->unzip_mbs, r->decode_mbs, r->place_mbs,
+		    r->first_load_ms, r->first_cpu_mbs);
 	else
 		printf("| %lld | %s | %lld | %lld | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.0fx | "
 		    "%.0f | %.1fx | %.0f | %.1f | %.1f |\n", (long long)r->n, o->policy,
@@ -545,7 +573,8 @@ main(int argc, char **argv)
 	if (bt_parse(argc, argv, &o, pname, sizeof(pname))) {
 		fprintf(stderr, "usage: bench_ttft [-m GGUF] [-t THREADS] [--lengths 2048,4096,8192] "
 		    "[--policy NAME[:OPTS]] [--frac F] [--quant fp16|q4|q4kc|q8|q4h|q4kch] [--chunk N] "
-		    "[--reps R] [--full-reps R] [--store DIR] [--also-quants LIST] [--json]\n");
+		    "[--reps R] [--full-reps R] [--store DIR] [--also-quants LIST] [--fresh-pool] "
+		    "[--load-only] [--json]\n");
 		return 1;
 	}
 	why[0] = 0;

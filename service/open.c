@@ -43,6 +43,7 @@ svc_session_free(struct svc_session *ss)
 		return;
 	eng_ctx_free(ss->ctx);
 	eng_policy_free(ss->p);
+	eng_kv_free(ss->pool);
 	free(ss);
 }
 

@@ -1,12 +1,13 @@
 /*
  * query.c: a question answered from a stored snapshot: pick the snapshot
  * (pick.c's one rule; on a local miss, the shared tier's copy, copied
- * into the local tier by tiers.c), load it into a fresh
- * pool, prefill only the question suffix (the rest of the user turn and
+ * into the local tier by tiers.c), load it into the session's pool (the
+ * one the question before used, when it fits: snap_load_into), prefill only the question suffix (the rest of the user turn and
  * the assistant header) over it at positions n, n+1, ..., and decode
  * (greedily unless the request sets a temperature), handing each token's text to the caller; then mark the
  * snapshot used.  Token texts go to the caller through emit.c (whole
- * UTF-8 characters on request).
+ * UTF-8 characters on request).  The session keeps the pool for the next
+ * question when it is at most SVC_POOL_KEEP bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,9 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	}
 	out->prompt_tokens = n_q;
 	/* on the session's threads: the records decode in parallel */
-	if ((rc = snap_load_ex(v->s, r->doc_id, out->profile_id, v->m, n_q + r->max_tokens,
+	kv = ss->pool;
+	ss->pool = NULL;
+	if ((rc = snap_load_into(v->s, r->doc_id, out->profile_id, v->m, n_q + r->max_tokens,
 	    eng_ctx_kern(ss->ctx), &kv, &h, NULL, st->why, sizeof(st->why)))) {
 		svc_fail(st, SVC_AT_LOAD, rc);
 		goto out;
@@ -94,7 +97,10 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	ret = 0;
 out:
 	free(qids);
-	eng_kv_free(kv);
+	if (kv && eng_kv_bytes(kv) <= SVC_POOL_KEEP)
+		ss->pool = kv; /* the next question's load takes it again */
+	else
+		eng_kv_free(kv);
 	snap_header_free(&h);
 	return ret;
 }

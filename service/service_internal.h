@@ -38,7 +38,14 @@ struct svc {
 struct svc_session {
 	struct eng_ctx *ctx;
 	struct eng_policy *p;
+	struct eng_kv *pool; /* svc_query's pool, kept for the next load (its pages
+	                      * faulted in once) when at most SVC_POOL_KEEP bytes;
+	                      * NULL between loads otherwise */
 };
+
+/* The largest pool a session keeps between questions: a thread's memory
+ * held while idle (SmolLM2's 4K-token kvzip snapshot at 1/4: ~75 MB). */
+#define SVC_POOL_KEEP ((uint64_t)256 << 20)
 
 /* The policy of the profile (ratio form when conf.ratio > 0), unbound. */
 int svc_policy_create(const struct svc *v, struct eng_policy **out, char *why, size_t why_len);

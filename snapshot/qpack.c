@@ -277,7 +277,9 @@ static int
 qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 {
 	int64_t r;
-	int g, j, avx2 = dst && qp_avx2();
+	int g, j;
+	if (dst && qp_avx2()) /* the whole block in one loop */
+		return qp_avx2_q4_rows(src, n * (d / QP_GROUP), dst);
 	for (r = 0; r < n; r++)
 		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q4_GROUP_BYTES) {
 			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
@@ -289,10 +291,6 @@ qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 			dd = kern_f16_to_f32(d16);
 			mm = kern_f16_to_f32(m16);
 			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
-			if (avx2) {
-				qp_avx2_q4_group(src + 4, mm, dd, x);
-				continue;
-			}
 			for (j = 0; j < QP_GROUP / 2; j++) {
 				x[2 * j] = qp_dequant(mm, dd, src[4 + j] & 15u);
 				x[2 * j + 1] = qp_dequant(mm, dd, (unsigned)src[4 + j] >> 4);
@@ -305,7 +303,9 @@ static int
 qp_q8_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 {
 	int64_t r;
-	int g, j, avx2 = dst && qp_avx2();
+	int g, j;
+	if (dst && qp_avx2()) /* the whole block in one loop */
+		return qp_avx2_q8_rows(src, n * (d / QP_GROUP), dst);
 	for (r = 0; r < n; r++)
 		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q8_GROUP_BYTES) {
 			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
@@ -317,10 +317,6 @@ qp_q8_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 			dd = kern_f16_to_f32(d16);
 			mm = kern_f16_to_f32(m16);
 			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
-			if (avx2) {
-				qp_avx2_q8_group(src + 4, mm, dd, x);
-				continue;
-			}
 			for (j = 0; j < QP_GROUP; j++)
 				x[j] = qp_dequant(mm, dd, src[4 + j]);
 		}

@@ -19,7 +19,7 @@ qp_avx2(void)
 	int h = atomic_load_explicit(&have, memory_order_relaxed);
 	if (h < 0) {
 		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2") ? 1 : 0;
+		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 1 : 0;
 		atomic_store_explicit(&have, h, memory_order_relaxed);
 	}
 	return h;
@@ -44,28 +44,57 @@ qp_avx2_nibbles(const uint8_t *codes, __m128i *a, __m128i *b)
 	*b = _mm_unpackhi_epi8(lo, hi); /* values 16..31 */
 }
 
-__attribute__((target("avx2"))) void
-qp_avx2_q4_group(const uint8_t *codes, float m, float d, float *x)
+/* A stored (δ, μ) pair: 0 and both widened and broadcast, or -1 when
+ * qp_pair_ok (qpack.c) would refuse it. */
+static inline __attribute__((target("avx2,f16c"), always_inline)) int
+qp_avx2_pair(const uint8_t *p, __m256 *d, __m256 *m)
 {
-	__m256 vm = _mm256_set1_ps(m), vd = _mm256_set1_ps(d);
-	__m128i a, b;
-	qp_avx2_nibbles(codes, &a, &b);
-	_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
-	_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
-	_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
-	_mm256_storeu_ps(x + 24, qp_avx2_deq(_mm_srli_si128(b, 8), vm, vd));
+	uint32_t dm = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+	__m128 f;
+	if ((dm & 0x7c00u) == 0x7c00u || (dm & 0x7c000000u) == 0x7c000000u || (dm & 0x8000u))
+		return -1;
+	f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm)); /* (δ, μ, 0, 0) */
+	*d = _mm256_broadcastss_ps(f);
+	*m = _mm256_broadcastss_ps(_mm_movehdup_ps(f));
+	return 0;
 }
 
-__attribute__((target("avx2"))) void
-qp_avx2_q8_group(const uint8_t *codes, float m, float d, float *x)
+__attribute__((target("avx2,f16c"))) int
+qp_avx2_q4_rows(const uint8_t *src, int64_t n, float *x)
 {
-	__m256 vm = _mm256_set1_ps(m), vd = _mm256_set1_ps(d);
-	__m128i a = _mm_loadu_si128((const __m128i *)(const void *)codes);
-	__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(codes + 16));
-	_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
-	_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
-	_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
-	_mm256_storeu_ps(x + 24, qp_avx2_deq(_mm_srli_si128(b, 8), vm, vd));
+	int64_t g;
+	for (g = 0; g < n; g++, src += 20, x += 32) {
+		__m256 vd, vm;
+		__m128i a, b;
+		if (qp_avx2_pair(src, &vd, &vm))
+			return -1;
+		qp_avx2_nibbles(src + 4, &a, &b);
+		_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
+		_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
+		_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
+		_mm256_storeu_ps(x + 24, qp_avx2_deq(_mm_srli_si128(b, 8), vm, vd));
+	}
+	return 0;
+}
+
+__attribute__((target("avx2,f16c"))) int
+qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x)
+{
+	int64_t g;
+	for (g = 0; g < n; g++, src += 36, x += 32) {
+		__m256 vd, vm;
+		__m128i a, b;
+		if (qp_avx2_pair(src, &vd, &vm))
+			return -1;
+		a = _mm_loadu_si128((const __m128i *)(const void *)(src + 4));
+		b = _mm_loadu_si128((const __m128i *)(const void *)(src + 20));
+		_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
+		_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
+		_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
+		_mm256_storeu_ps(x + 24, qp_avx2_deq(_mm_srli_si128(b, 8), vm, vd));
+	}
+	return 0;
 }
 
 __attribute__((target("avx2"))) void
@@ -95,21 +124,23 @@ qp_avx2(void)
 }
 
 void
-qp_avx2_q4_group(const uint8_t *codes, float m, float d, float *x)
-{
-	(void)codes, (void)m, (void)d, (void)x;
-}
-
-void
-qp_avx2_q8_group(const uint8_t *codes, float m, float d, float *x)
-{
-	(void)codes, (void)m, (void)d, (void)x;
-}
-
-void
 qp_avx2_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, int d, float *x)
 {
 	(void)codes, (void)mm, (void)dd, (void)d, (void)x;
+}
+
+int
+qp_avx2_q4_rows(const uint8_t *src, int64_t n, float *x)
+{
+	(void)src, (void)n, (void)x;
+	return -1;
+}
+
+int
+qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x)
+{
+	(void)src, (void)n, (void)x;
+	return -1;
 }
 
 #endif

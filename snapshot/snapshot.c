@@ -118,6 +118,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "kernels/rope_rows.h" /* for kern_f16_to_f32_rows */
 #include "snapshot/hadamard.h"
 #include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
@@ -1208,7 +1209,7 @@ snap_head_parse(const struct snap_lp *p, struct snap_r *r, int m)
 	const struct snap_header *h = p->h;
 	struct eng_kv_layer *L = p->kv ? &p->kv->layer[p->layer] : NULL;
 	size_t row0 = L ? (size_t)L->off[m] : 0, hd = (size_t)h->head_dim;
-	int64_t count = (int64_t)snap_r_uint(r, 4), kp = count, ks = 0, kp_win, ks_win, i;
+	int64_t count = (int64_t)snap_r_uint(r, 4), kp = count, ks = 0, kp_win, ks_win;
 	uint32_t anchor = 0;
 	const uint8_t *sc;
 	int rc;
@@ -1229,8 +1230,8 @@ snap_head_parse(const struct snap_lp *p, struct snap_r *r, int m)
 		return rc;
 	if (!(sc = snap_r_take(r, 2 * (uint64_t)count)))
 		return snap_lp_fail(p, m, "truncated scores");
-	for (i = 0; L && i < count; i++)
-		L->score[row0 + (size_t)i] = kern_f16_to_f32((uint16_t)(sc[2 * i] | sc[2 * i + 1] << 8));
+	if (L) /* kern_f16_to_f32 of each, SIMD where the CPU has it */
+		kern_f16_to_f32_rows(sc, L->score + row0, count);
 	if ((rc = snap_get_block(p, r, m, snap_k_scheme(h->quant), kp + ks,
 	         L ? L->k + row0 * hd : NULL, "keys")))
 		return rc;

@@ -93,6 +93,18 @@ int snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     struct kern_ctx *kc, struct eng_kv **out, struct snap_header *h,
     struct snap_load_stats *st, char *why, size_t why_len);
 
+/* snap_load_ex into the caller's pool: *pool (NULL or a pool of an earlier
+ * load, now unused) is taken again when it has this model's shape and
+ * room (cleared first: nothing of its old contents is seen), else freed
+ * and a new one made; on success *pool is the loaded pool, on failure
+ * NULL (freed).  The same pool contents as snap_load_ex, bit for bit: a
+ * caller that loads again and again (a session) keeps one pool, whose
+ * pages are faulted in once, and bounds it itself (eng_kv_bytes). */
+int snap_load_into(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
+    struct kern_ctx *kc, struct eng_kv **pool, struct snap_header *h,
+    struct snap_load_stats *st, char *why, size_t why_len);
+
 /* The profiles stored for a document, as store_profiles() lists them, with
  * each header record decoded: fn gets the header, or NULL and the reason
  * when it is missing or does not decode (snapshot_check.c). */

@@ -7,7 +7,8 @@
  * pool.  Then, on every thread of the kern_ctx (kern_parallel): first a
  * share of the table of RoPE angles for positions [0, next_pos)
  * (engine/cache/kv_rotate.c; none when next_pos exceeds the keys to
- * rotate: they are rotated row by row), then whole layers, taken in order from a
+ * rotate: they are rotated row by row; a pool taken again keeps its table
+ * from the load before, eng_kv_rope_table_keep), then whole layers, taken in order from a
  * shared counter, each from start to end on one thread: the checksum of
  * the record as stored against the header's (XXH3-128 in format version
  * 4, BLAKE2b-128 before), zstd into the thread's scratch buffer (a raw
@@ -17,6 +18,12 @@
  * dropped, so nothing half written is ever seen), and the layer's keys
  * rotated while its rows are still in cache.  Every check of
  * snap_layer_decode runs; only the order of layers across threads differs.
+ *
+ * snap_load_into takes the caller's pool from an earlier load again when it
+ * fits (eng_kv_reuse): its pages are faulted in already, and a 4-bit
+ * form's load is mostly writing fp32 rows, 776 bytes of pool per unit
+ * against ~83 stored, so the first touch of fresh pages (a fault and the
+ * kernel zeroing each 4 KiB) cost more than the decoding itself.
  *
  * Errors: each thread keeps its first failure, which is its lowest layer
  * (it takes layers in ascending order); once one fails no thread takes
@@ -81,8 +88,9 @@ struct load_job {
 	struct eng_kv *kv;
 	const uint8_t **buf; /* (n_layer) the stored records */
 	size_t *len;
-	float *table;        /* RoPE angles, positions [0, span) */
+	float *table;        /* RoPE angles, positions [0, span): the pool's */
 	uint32_t span;
+	int fill;            /* the table is new: filled first */
 	size_t cap;          /* scratch bytes: the largest layer's bound */
 	atomic_int next;     /* the next layer to take */
 	atomic_int stop;     /* a layer failed: take no more */
@@ -97,7 +105,7 @@ load_table_part(void *arg, int ith, int nth)
 	double t = load_cpu();
 	uint32_t a = (uint32_t)((uint64_t)j->span * (uint64_t)ith / (uint64_t)nth);
 	uint32_t b = (uint32_t)((uint64_t)j->span * (uint64_t)(ith + 1) / (uint64_t)nth);
-	if (j->table)
+	if (j->table && j->fill)
 		eng_kv_rope_table_fill(j->kv, j->table, a, b - a);
 	load_lap(&t, &j->part[ith].st.place_s);
 }
@@ -169,13 +177,16 @@ load_run(struct load_job *j, struct kern_ctx *kc, struct snap_load_stats *st, ch
 		return eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "out of memory");
 	for (i = 0; i < nth; i++)
 		j->part[i].fail_layer = -1;
-	if (kc) {
+	if (kc && j->fill)
 		kern_parallel(kc, load_table_part, j);
-		kern_parallel(kc, load_layers_part, j);
-	} else {
+	else if (j->fill)
 		load_table_part(j, 0, 1);
+	if (j->fill)
+		eng_kv_rope_table_filled(j->kv, j->span);
+	if (kc)
+		kern_parallel(kc, load_layers_part, j);
+	else
 		load_layers_part(j, 0, 1);
-	}
 	for (i = 0; i < nth; i++) {
 		struct load_part *p = &j->part[i];
 		st->verify_s += p->st.verify_s;
@@ -193,10 +204,26 @@ load_run(struct load_job *j, struct kern_ctx *kc, struct snap_load_stats *st, ch
 	return l;
 }
 
+/* The pool for rows_per_head: *held taken again when it fits (cleared),
+ * else a new one (*held freed and NULL first). */
+static int
+load_pool(struct eng_kv **held, const struct eng_model *m, int64_t rows_per_head,
+    struct eng_kv **kv)
+{
+	if (*held && !eng_kv_reuse(*held, m, rows_per_head)) {
+		*kv = *held;
+		*held = NULL;
+		return 0;
+	}
+	eng_kv_free(*held);
+	*held = NULL;
+	return eng_kv_init(kv, m, rows_per_head);
+}
+
 int
-snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+snap_load_into(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
     const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
-    struct kern_ctx *kc, struct eng_kv **out, struct snap_header *h,
+    struct kern_ctx *kc, struct eng_kv **pool, struct snap_header *h,
     struct snap_load_stats *st_out, char *why, size_t why_len)
 {
 	struct store_reader *r = NULL;
@@ -208,7 +235,6 @@ snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	int64_t units = 0;
 	int l, rc;
 
-	*out = NULL;
 	memset(h, 0, sizeof(*h));
 	memset(&st, 0, sizeof(st));
 	memset(&j, 0, sizeof(j));
@@ -244,7 +270,7 @@ snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 			j.cap = (size_t)snap_layer_max_bytes(h, l);
 	}
 	load_lap(&t, &st.read_s);
-	if ((rc = eng_kv_init(&j.kv, m, snap_rows_per_head(h, n_extra)))) {
+	if ((rc = load_pool(pool, m, snap_rows_per_head(h, n_extra), &j.kv))) {
 		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "cannot allocate the cache: %s",
 		    eng_strerror(rc));
 		goto out;
@@ -256,7 +282,7 @@ snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 		units += h->counts[l];
 	j.span = h->next_pos;
 	if (eng_kv_rope_table_worth(j.span, units) &&
-	    !(j.table = eng_kv_rope_table_alloc(j.kv, j.span))) {
+	    !(j.table = eng_kv_rope_table_keep(j.kv, j.span, &j.fill))) {
 		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -279,13 +305,16 @@ snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 		goto out;
 	}
 	load_lap(&t, &st.place_s);
-	*out = j.kv;
+	*pool = j.kv;
 	j.kv = NULL;
 out:
 	if (r)
 		store_read_end(r);
-	eng_kv_free(j.kv);
-	free(j.table);
+	if (rc) { /* a pool half written is never kept: the caller's goes too */
+		eng_kv_free(*pool);
+		*pool = NULL;
+	}
+	eng_kv_free(j.kv); /* and its table */
 	free(j.buf);
 	free(j.len);
 	if (rc)
@@ -294,6 +323,16 @@ out:
 	if (st_out)
 		*st_out = st;
 	return rc;
+}
+
+int
+snap_load_ex(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
+    const uint8_t profile_id[SNAP_ID_BYTES], const struct eng_model *m, int64_t n_extra,
+    struct kern_ctx *kc, struct eng_kv **out, struct snap_header *h,
+    struct snap_load_stats *st, char *why, size_t why_len)
+{
+	*out = NULL;
+	return snap_load_into(s, doc_id, profile_id, m, n_extra, kc, out, h, st, why, why_len);
 }
 
 int

@@ -512,6 +512,77 @@ out:
 
 /* The stored snapshot of pid with layers a and b's records swapped with
  * their neighbours' (each then fails the header's checksum). */
+/* A pool taken again (snap_load_into) holds what a fresh one does, bit for
+ * bit, whatever it held: each form loaded into the pool the form before was
+ * loaded into, after a question was run over it and every row of it was
+ * overwritten with NaN; and the pool is the same memory (taken again, not
+ * made anew), its angle table kept from the first load. */
+static enum tap_result
+test_reused_pool(void)
+{
+	struct tl_env *e;
+	struct kern_ctx *k2 = NULL;
+	struct eng_kv *pool = NULL, *ref = NULL;
+	float *logits = NULL, *table = NULL;
+	int quant, ok = 1, rc = tl_setup(), l;
+
+	if (rc > 0)
+		return TAP_SKIP;
+	TAP_CHECK(rc == 0, "set-up");
+	e = &g_env;
+	logits = malloc((size_t)e->m->hp.n_vocab * sizeof(float));
+	TAP_EXPECT(logits, "out of memory");
+	TAP_EXPECT(kern_ctx_init(&k2, 2) == 0, "a 2-thread kern_ctx");
+	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX && ok; quant++) {
+		uint8_t pid[SNAP_ID_BYTES];
+		struct eng_kv *before = pool;
+		struct snap_header h;
+		char why[256] = "", what[64];
+		snprintf(what, sizeof(what), "%s, reused", snap_quant_name(quant));
+		TAP_EXPECT(tl_save(quant, pid) == 0, "save %s", snap_quant_name(quant));
+		if (pool) { /* dirty: every row of every arena */
+			for (l = 0; l < pool->n_layer; l++) {
+				struct eng_kv_layer *L = &pool->layer[l];
+				size_t n = (size_t)pool->rows * (size_t)pool->head_dim;
+				memset(L->k, 0xff, n * sizeof(float));
+				memset(L->kr, 0xff, n * sizeof(float));
+				memset(L->v, 0xff, n * sizeof(float));
+				memset(L->score, 0xff, (size_t)pool->rows * sizeof(float));
+				memset(L->pos, 0xff, (size_t)pool->rows * sizeof(uint32_t));
+			}
+		}
+		if (snap_load_into(e->s, e->d.doc_id, pid, e->m, TL_NQ, k2, &pool, &h, NULL, why,
+		    sizeof(why))) {
+			tap_diag("%s: load: %s", what, why);
+			ok = 0;
+			break;
+		}
+		snap_header_free(&h);
+		if (before && (pool != before || pool->rope_table != table)) {
+			tap_diag("%s: the pool or its angle table was made anew", what);
+			ok = 0;
+		}
+		table = pool->rope_table;
+		ok = ok && table && tl_reference(pid, pool->rows / pool->n_head_kv, &ref) == 0 &&
+		    tl_pool_equal(ref, pool, what) == 0;
+		eng_kv_free(ref);
+		ref = NULL;
+		/* the question appends rows and moves next_pos: the next load
+		 * must not see them */
+		if (ok && eng_forward(e->c, pool, e->ids + TL_N, TL_NQ, NULL, logits)) {
+			tap_diag("%s: the question failed", what);
+			ok = 0;
+		}
+	}
+	TAP_EXPECT(ok, "a reused pool differs from a fresh one");
+	tap_diag("every form equal loaded into the pool of the form before");
+out:
+	eng_kv_free(pool);
+	kern_ctx_free(k2);
+	free(logits);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
 static int
 tl_damage(const uint8_t pid[SNAP_ID_BYTES], int a, int b)
 {
@@ -791,6 +862,7 @@ static const struct tap_test tests[] = {
 	{ "qpack_bits", test_qpack_bits },
 	{ "hadamard_bits", test_hadamard_bits },
 	{ "pool_equal", test_pool_equal },
+	{ "reused_pool", test_reused_pool },
 	{ "far_positions", test_far_positions },
 	{ "first_error", test_first_error },
 	{ "legacy_equal", test_legacy_equal },

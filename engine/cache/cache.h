@@ -47,6 +47,10 @@ struct eng_kv {
 	uint32_t next_pos;          /* original position of the next token */
 	int has_bias;               /* attention adds layer[].bias (kvzip refit=1) */
 	struct eng_kv_pod *pod;     /* PoD layer sharing, or NULL (dense) */
+	float *rope_table;          /* kept angles of positions [0, rope_n), or NULL
+	                             * (eng_kv_rope_table_keep; a function of the
+	                             * RoPE fields above alone) */
+	uint32_t rope_n;
 };
 
 /* A pool's PoD layout (engine/cache/kv_pod.c). */
@@ -59,6 +63,14 @@ struct eng_kv_pod {
 /* A pool whose layers hold rows_per_head * n_head_kv rows, split evenly. */
 int eng_kv_init(struct eng_kv **out, const struct eng_model *m, int64_t rows_per_head);
 void eng_kv_free(struct eng_kv *kv);
+/* A pool kept from an earlier load taken again (its pages already faulted
+ * in: no first touch of fresh memory): 0 and kv cleared (eng_kv_clear, the
+ * model's RoPE set) when it has m's shape and at least rows_per_head rows
+ * per head (more is headroom, as the spread of free rows is); ENG_ERR_ARG,
+ * kv untouched, when not.  eng_kv_bytes: the memory its layers hold (the
+ * spare arena, touched only by compaction, left out). */
+int eng_kv_reuse(struct eng_kv *kv, const struct eng_model *m, int64_t rows_per_head);
+uint64_t eng_kv_bytes(const struct eng_kv *kv);
 void eng_kv_clear(struct eng_kv *kv);
 /* Units held by (layer, head); total units of a layer. */
 int64_t eng_kv_len(const struct eng_kv *kv, int layer, int head);
@@ -91,6 +103,16 @@ void eng_kv_rope_table_fill(const struct eng_kv *kv, float *table, uint32_t p0, 
 void eng_kv_derive_layer(struct eng_kv *kv, int layer, enum eng_pos_mode mode,
     const float *table);
 int eng_kv_set_loaded(struct eng_kv *kv, uint32_t next_pos, enum eng_pos_mode mode);
+/* The pool's own table of positions [0, n_pos), kept for the loads after
+ * (a pool taken again by eng_kv_reuse keeps it while the model's RoPE is
+ * the same): the kept one when it covers n_pos (*fill 0), else a new one
+ * in its place (*fill 1: the caller fills rows [0, n_pos) with
+ * eng_kv_rope_table_fill, then says so with eng_kv_rope_table_filled;
+ * until then the pool keeps none).  NULL when out of memory.  Freed with
+ * the pool, never by the caller; like the table it replaces, at most
+ * n_pos × head_dim floats. */
+float *eng_kv_rope_table_keep(struct eng_kv *kv, uint32_t n_pos, int *fill);
+void eng_kv_rope_table_filled(struct eng_kv *kv, uint32_t n_pos);
 uint32_t eng_kv_rope_span(const struct eng_kv *kv, enum eng_pos_mode mode);
 int eng_kv_rope_table_worth(uint32_t n_pos, int64_t rows);
 /* Drop the last n units of every (layer, head) and move next_pos back by

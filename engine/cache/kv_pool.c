@@ -97,6 +97,40 @@ oom:
 	return ENG_ERR_NOMEM;
 }
 
+int
+eng_kv_reuse(struct eng_kv *kv, const struct eng_model *m, int64_t rows_per_head)
+{
+	if (!kv || kv->n_layer != m->hp.n_layer || kv->n_head_kv != m->hp.n_head_kv ||
+	    kv->head_dim != m->hp.head_dim || rows_per_head <= 0 ||
+	    rows_per_head > kv->rows / kv->n_head_kv)
+		return ENG_ERR_ARG;
+	/* the model's RoPE, as eng_kv_init takes it (the same model, or one of
+	 * its shape: nothing else of the old contents is read again); the
+	 * kept angles only while it is the same */
+	if (kv->rope_base != m->hp.rope_base || kv->rope_freqs != m->hp.rope_freqs ||
+	    kv->rope_style != m->hp.rope_style) {
+		free(kv->rope_table);
+		kv->rope_table = NULL;
+		kv->rope_n = 0;
+	}
+	kv->rope_base = m->hp.rope_base;
+	kv->rope_freqs = m->hp.rope_freqs;
+	kv->rope_style = m->hp.rope_style;
+	eng_kv_clear(kv);
+	return 0;
+}
+
+uint64_t
+eng_kv_bytes(const struct eng_kv *kv)
+{
+	uint64_t row;
+	if (!kv)
+		return 0;
+	row = 3 * (uint64_t)kv->head_dim * sizeof(float) + sizeof(uint32_t) +
+	    2 * sizeof(float); /* k, kr, v; pos, score, bias */
+	return (uint64_t)kv->n_layer * (uint64_t)kv->rows * row;
+}
+
 void
 eng_kv_free(struct eng_kv *kv)
 {
@@ -108,6 +142,7 @@ eng_kv_free(struct eng_kv *kv)
 			kv_layer_free(&kv->layer[l]);
 	kv_layer_free(&kv->spare);
 	eng_kv_drop_pod(kv);
+	free(kv->rope_table);
 	free(kv->layer);
 	free(kv);
 }

@@ -43,6 +43,26 @@ eng_kv_rope_table_alloc(const struct eng_kv *kv, uint32_t n_pos)
 	return malloc(n * sizeof(float));
 }
 
+float *
+eng_kv_rope_table_keep(struct eng_kv *kv, uint32_t n_pos, int *fill)
+{
+	*fill = 0;
+	if (kv->rope_table && kv->rope_n >= n_pos)
+		return kv->rope_table;
+	free(kv->rope_table);
+	kv->rope_n = 0; /* valid again once filled */
+	if (!(kv->rope_table = eng_kv_rope_table_alloc(kv, n_pos)))
+		return NULL;
+	*fill = 1;
+	return kv->rope_table;
+}
+
+void
+eng_kv_rope_table_filled(struct eng_kv *kv, uint32_t n_pos)
+{
+	kv->rope_n = n_pos;
+}
+
 void
 eng_kv_rope_table_fill(const struct eng_kv *kv, float *table, uint32_t p0, uint32_t n)
 {
