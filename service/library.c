@@ -484,21 +484,51 @@ out:
 	return ret;
 }
 
+/* Every part found whose document is not a source yet: one, not
+ * consulted, with why (it does not name the question's rare names). */
+static void
+lib_src_ungrounded(struct svc *v, struct svc_lib_answer *out, const struct svc_hit *hits,
+    unsigned n, const int *grounded, const char *names)
+{
+	struct svc_lib_source *s;
+	struct svc_part_info *pl;
+	struct svc_status st;
+	unsigned i, np;
+
+	for (i = 0; i < n; i++) {
+		if (grounded[i] || lib_src_seen(out, hits[i].doc_id, hits[i].part))
+			continue;
+		if (svc_parts_list(v, hits[i].doc_id, &pl, &np, &st) < 0)
+			np = 0; /* labelled without its part count */
+		else
+			free(pl);
+		if (!(s = lib_src_new(v, out, hits[i].doc_id, hits[i].part, np)))
+			break;
+		s->bm25 = hits[i].score;
+		snprintf(s->why, sizeof(s->why), "does not name %s", names);
+	}
+}
+
 int
 svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *w,
     const struct svc_lib_req *r, unsigned k, const struct svc_hooks *hk,
     struct svc_lib_answer *out, struct svc_status *st)
 {
+	static const struct svc_hooks none;
 	struct svc_hit hits[SVC_LIB_MAX];
 	uint8_t docs[SVC_LIB_MAX][SNAP_ID_BYTES];
 	unsigned parts[SVC_LIB_MAX];
+	int grounded[SVC_LIB_MAX];
 	struct svc_lib_req q = *r;
-	char *question;
+	char *question, names[160], text[4096];
 	unsigned n = 0, i, j, m = 0;
-	int ret;
+	double t0 = eng_now();
+	int ret, n_rare;
 
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
+	if (!hk)
+		hk = &none;
 	if (k < 1 || k > SVC_LIB_MAX)
 		k = SVC_LIB_SEARCH_K;
 	/* the question as text: svc_search takes a C string */
@@ -509,10 +539,14 @@ svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *
 	memcpy(question, r->question, r->question_len);
 	question[r->question_len] = 0;
 	ret = svc_search(v, w, question, NULL, k, hits, &n, st->why, sizeof(st->why));
+	n_rare = ret < 0 ? 0 : svc_ground(v, question, hits, n, grounded, names, sizeof(names),
+	    st->why, sizeof(st->why));
 	free(question);
-	if (ret < 0)
+	if (ret < 0 || n_rare < 0)
 		return svc_fail(st, SVC_AT_SEARCH, 0);
-	for (i = 0; i < n && m < SVC_LIB_MAX; i++) { /* each part found: a source */
+	for (i = 0; i < n && m < SVC_LIB_MAX; i++) { /* each grounded part found: a source */
+		if (!grounded[i])
+			continue;
 		for (j = 0; j < m; j++)
 			if (!memcmp(docs[j], hits[i].doc_id, SNAP_ID_BYTES) && parts[j] == hits[i].part)
 				break;
@@ -521,10 +555,36 @@ svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *
 			parts[m++] = hits[i].part;
 		}
 	}
+	if (n && !m) { /* found, but none names the question's subject: no model asked */
+		size_t at;
+		out->chosen = -1;
+		out->confidence = NAN;
+		out->judged_confidence = NAN;
+		out->abstained = 1;
+		lib_src_ungrounded(v, out, hits, n, grounded, names);
+		at = (size_t)snprintf(text, sizeof(text), "The library does not contain the answer "
+		    "to this question (consulted: ");
+		for (i = 0; i < out->n_src && at < sizeof(text); i++)
+			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", i ? ", " : "",
+			    out->src[i].label);
+		if (at < sizeof(text))
+			snprintf(text + at, sizeof(text) - at, "; none names %s).", names);
+		for (i = 0; i < out->n_src; i++)
+			out->src[i].used = 0;
+		out->ttft = eng_now() - t0;
+		if (hk->token)
+			hk->token(hk->arg, -1, text, strlen(text));
+		out->tokens = 1;
+		out->stop = SVC_STOP_EOS;
+		out->seconds = eng_now() - t0;
+		return 0;
+	}
 	q.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
 	q.n_docs = m;
 	q.parts = parts;
 	ret = svc_library(v, ss, &q, hk, out, st);
+	if (!ret && n_rare)
+		lib_src_ungrounded(v, out, hits, n, grounded, names);
 	for (i = 0; !ret && i < out->n_src; i++) /* each source's best retrieval score */
 		for (j = 0; j < n; j++)
 			if (!memcmp(out->src[i].doc_id, hits[j].doc_id, SNAP_ID_BYTES) &&

@@ -159,6 +159,14 @@ void open_index(struct svc *v, const struct svc_conf *conf);
 struct idx;
 struct idx *index_idx(struct svc_index *ix);
 
+/* The grounding check (ground.c): grounded[i] (n of them) 1 when part
+ * hits[i] holds every rare name of the question (all 1 when it has none,
+ * or there is no index); names: those names, ", " between (cut to cap).
+ * The number of rare names, or -1 with why (the index failed). */
+#define SVC_GROUND_RARE_PER 20 /* rare: held by at most 1 part in 20 (at least 1) */
+int svc_ground(struct svc *v, const char *question, const struct svc_hit *hits, unsigned n,
+    int *grounded, char *names, size_t cap, char *why, size_t why_len);
+
 /* The sets of parts of one base profile among a document's snapshots
  * (parts.c): add each snapshot's header (1 when it is a part of base),
  * then end: chosen is the complete set (every part there) stored or used
