@@ -97,7 +97,7 @@ dmn_usage(FILE *f, const char *cmd)
 		    "               answer's first tokens (default -0.4), judged before any\n"
 		    "               is handed on\n"
 		    "  --judge-tokens N\n"
-		    "               how many first tokens are judged (side, pick; default 8);\n"
+		    "               how many first tokens are judged (side, pick; default 5);\n"
 		    "               the rest streams as decoded\n"
 		    "  -n N         at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T     temperature, 0 (greedy, the default) to 2\n"

@@ -93,7 +93,7 @@ local_usage(FILE *f, const char *cmd)
 		    "                   answer's first tokens (default -0.4), judged before any\n"
 		    "                   is handed on\n"
 		    "  --judge-tokens N how many first tokens are judged (side, pick;\n"
-		    "                   default 8); the rest streams as decoded\n"
+		    "                   default 5); the rest streams as decoded\n"
 		    "  -n N             at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T         temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P        nucleus sampling share in (0, 1] (default 1: off)\n"

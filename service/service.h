@@ -531,7 +531,7 @@ int svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req 
 #define SVC_LIB_MIN_CONF_DEFAULT (-0.40)
 /* The answer tokens judged before any is handed on (svc_lib_req), chosen
  * on the tuning questions of the library bench (bench/RESULTS.md). */
-#define SVC_LIB_JUDGE_DEFAULT 8
+#define SVC_LIB_JUDGE_DEFAULT 5
 enum svc_lib_mode {
 	SVC_LIB_SIDE = 0,        /* side by side, one answer */
 	SVC_LIB_PARTS = 1,       /* part by part, the surest answer */
