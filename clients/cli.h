@@ -66,12 +66,14 @@ int cli_global_lead(int argc, char **argv);
 #define CLI_O_PART_TOKENS 0x89 /* ingest's --part-tokens N: parts of at most N tokens */
 #define CLI_PART_TOKENS_MAX 1048576
 #define CLI_O_TOP 0x8A      /* query's --top N with --all: the parts retrieved */
+#define CLI_O_JUDGE 0x8B    /* query's --judge-tokens N: the answer tokens judged first */
 #define CLI_LIB_OPTIONS \
 	{ "all", no_argument, NULL, CLI_O_ALL }, \
 	{ "top", required_argument, NULL, CLI_O_TOP }, \
 	{ "docs", required_argument, NULL, CLI_O_DOCS }, \
 	{ "mode", required_argument, NULL, CLI_O_MODE }, \
-	{ "min-conf", required_argument, NULL, CLI_O_MIN_CONF }
+	{ "min-conf", required_argument, NULL, CLI_O_MIN_CONF }, \
+	{ "judge-tokens", required_argument, NULL, CLI_O_JUDGE }
 #define CLI_STOP_MAX 4      /* = SVC_STOP_MAX */
 #define CLI_STOP_OPTION { "stop", required_argument, NULL, CLI_O_STOP }
 #define CLI_TEMP_MAX 2.0    /* as the protocol's temperature */
@@ -150,6 +152,7 @@ struct cli_lib {
 	int min_conf_set;
 	double min_conf;
 	long top;               /* --all: the best parts retrieved (0: SVC_LIB_SEARCH_K) */
+	long judge;             /* --judge-tokens (0: SVC_LIB_JUDGE_DEFAULT) */
 };
 int cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib);
 /* --mode or --min-conf without --docs: -1 with the usage error printed. */

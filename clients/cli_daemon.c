@@ -93,8 +93,12 @@ dmn_usage(FILE *f, const char *cmd)
 		    "  --mode M     pick (each snapshot scores the question, the likeliest answers;\n"
 		    "               the default), parts (each alone, the surest answer kept) or\n"
 		    "               side (the snapshots side by side in one cache, answered once)\n"
-		    "  --min-conf X abstain below this mean log-probability of the answer\n"
-		    "               (default -0.4)\n"
+		    "  --min-conf X abstain below this mean log-probability of the\n"
+		    "               answer's first tokens (default -0.4), judged before any\n"
+		    "               is handed on\n"
+		    "  --judge-tokens N\n"
+		    "               how many first tokens are judged (side, pick; default 5);\n"
+		    "               the rest streams as decoded\n"
 		    "  -n N         at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T     temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P    nucleus sampling share in (0, 1] (default 1: off)\n"
@@ -620,6 +624,8 @@ dmn_lib_opts(json_t *req, const struct cli_lib *lib)
 	if (lib->min_conf_set && json_object_set_new(req, "min_conf", json_real(lib->min_conf)))
 		return -1;
 	if (lib->top && json_object_set_new(req, "top", json_integer(lib->top)))
+		return -1;
+	if (lib->judge && json_object_set_new(req, "judge_tokens", json_integer(lib->judge)))
 		return -1;
 	return 0;
 }

@@ -54,6 +54,10 @@ cli_lib_flag(const struct cli_opts *o, int c, const char *v, struct cli_lib *lib
 		if (cli_long(o, v, 1, CLI_LIB_MAX, &lib->top))
 			return -1;
 		return 0;
+	case CLI_O_JUDGE:
+		if (cli_long(o, v, 1, 4096, &lib->judge))
+			return -1;
+		return 0;
 	case CLI_O_MIN_CONF:
 		if (cli_double(o, v, -1000.0, 0, 0.0, &lib->min_conf))
 			return -1;
@@ -75,9 +79,9 @@ cli_lib_done(const struct cli_opts *o, const struct cli_lib *lib)
 		cli_usage_err(o, "--top N is for --all (the best N parts the index finds)");
 		return -1;
 	}
-	if (!lib->on && (lib->mode || lib->min_conf_set)) {
+	if (!lib->on && (lib->mode || lib->min_conf_set || lib->judge)) {
 		cli_usage_err(o, "%s is for a library question (--docs A,B or --all)",
-		    lib->mode ? "--mode" : "--min-conf");
+		    lib->mode ? "--mode" : lib->judge ? "--judge-tokens" : "--min-conf");
 		return -1;
 	}
 	return 0;

@@ -89,8 +89,11 @@ local_usage(FILE *f, const char *cmd)
 		    "                   answers; the default), parts (each answers alone, the\n"
 		    "                   surest answer kept) or side (the snapshots side by side\n"
 		    "                   in one cache, answered once)\n"
-		    "  --min-conf X     abstain below this mean log-probability of the answer\n"
-		    "                   (default -0.4)\n"
+		    "  --min-conf X     abstain below this mean log-probability of the\n"
+		    "                   answer's first tokens (default -0.4), judged before any\n"
+		    "                   is handed on\n"
+		    "  --judge-tokens N how many first tokens are judged (side, pick;\n"
+		    "                   default 5); the rest streams as decoded\n"
 		    "  -n N             at most N answer tokens, 1 to 4096 (default 128)\n"
 		    "  --temp T         temperature, 0 (greedy, the default) to 2\n"
 		    "  --top-p P        nucleus sampling share in (0, 1] (default 1: off)\n"
@@ -602,6 +605,11 @@ local_lib_result(const struct svc_lib_answer *a, const char *mode)
 	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
 	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
 	    "seconds", a->seconds);
+	if (o) { /* the first tokens judged before any was handed on */
+		json_object_set_new(o, "judged_confidence", isfinite(a->judged_confidence) ?
+		    json_real(a->judged_confidence) : json_null());
+		json_object_set_new(o, "judged_tokens", json_integer((json_int_t)a->judged_tokens));
+	}
 	if (o) /* the part answered from (from 0), when it is one */
 		json_object_set_new(o, "answered_part", a->chosen >= 0 && !a->abstained &&
 		    a->src[a->chosen].n_parts ? json_integer((json_int_t)a->src[a->chosen].part) :
@@ -652,6 +660,7 @@ local_library(struct local *L, int argc, char **argv, const uint8_t *one)
 	lr.max_tokens = L->n_max;
 	lr.mode = mode;
 	lr.min_conf = L->lib.min_conf_set ? L->lib.min_conf : SVC_LIB_MIN_CONF_DEFAULT;
+	lr.judge_tokens = L->lib.judge;
 	lr.temperature = (float)L->smp.temp;
 	lr.top_p = (float)L->smp.top_p;
 	lr.seed = L->smp.seed;

@@ -16,7 +16,7 @@ _kvsnap_takes_value() {
 	--max-size|--keep|-p|--prompt|--texts|-N|--tokens|-q|--delta|--target-saving|\
 	--regroup|-o|--output|--examples|--d-r|--max-tokens|--min-tokens|--gen-max|\
 	--checkpoint|--checkpoint-every|--eval|--fortunes|--words|--labels|--label-cache|\
-	--label-floor|--shared|--shared-auth|-k|--top|--docs|--mode|--min-conf|--part-tokens) return 0 ;;
+	--label-floor|--shared|--shared-auth|-k|--top|--docs|--mode|--min-conf|--judge-tokens|--part-tokens) return 0 ;;
 	esac
 	return 1
 }
@@ -27,7 +27,7 @@ _kvsnap_flags() {
 	local engine="--policy --ratio --budget --chunk --opts --quant -t --threads"
 	case $1 in
 	ingest) echo "$global --name --encoding --force --share --part-tokens --local $engine" ;;
-	query) echo "$global -n --temp --top-p --seed --stop --file --encoding -v --verbose --local --docs --all --top --mode --min-conf $engine" ;;
+	query) echo "$global -n --temp --top-p --seed --stop --file --encoding -v --verbose --local --docs --all --top --mode --min-conf --judge-tokens $engine" ;;
 	shrink) echo "$global --local --ratio --replace --policy --budget --chunk --opts --quant -t --threads" ;;
 	prune) echo "$global --older-than --max-size --keep --dry-run --shared --shared-auth" ;;
 	search) echo "$global -k --top --local" ;;

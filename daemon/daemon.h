@@ -163,6 +163,8 @@ struct proto_req {
 	double min_conf;
 	int min_conf_set;
 	int64_t lib_top;       /* "all": the best parts retrieved (0: the default, 3) */
+	int64_t lib_judge;     /* "judge_tokens": the answer tokens judged before any is
+	                        * handed on (0: the default) */
 	/* HTTP only: the plain model's id (models, and a query whose document
 	 * came from `model`); doc_model: doc is the request's `model`, looked
 	 * up as GET /v1/models lists it (service/models.c) */

@@ -52,6 +52,11 @@ job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
 	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
 	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
 	    "seconds", a->seconds);
+	if (o) { /* the first tokens judged before any was handed on */
+		json_object_set_new(o, "judged_confidence", isfinite(a->judged_confidence) ?
+		    json_real(a->judged_confidence) : json_null());
+		json_object_set_new(o, "judged_tokens", json_integer((json_int_t)a->judged_tokens));
+	}
 	if (o) /* the part answered from (from 0), when it is one */
 		json_object_set_new(o, "answered_part", a->chosen >= 0 && !a->abstained &&
 		    a->src[a->chosen].n_parts ? json_integer((json_int_t)a->src[a->chosen].part) :
@@ -83,6 +88,7 @@ library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SVC_ID
 	lr.max_tokens = r->max_tokens;
 	lr.mode = mode;
 	lr.min_conf = r->min_conf_set ? r->min_conf : SVC_LIB_MIN_CONF_DEFAULT;
+	lr.judge_tokens = r->lib_judge;
 	lr.temperature = (float)r->temperature;
 	lr.top_p = (float)r->top_p;
 	lr.seed = (uint64_t)r->seed;

@@ -188,6 +188,11 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 			return rc;
 		if (r->lib_top && !r->lib_all)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"top\" is for \"all\"");
+		if ((rc = proto_json_int(o, "judge_tokens", 1, 4096, &r->lib_judge, msg, msg_len)))
+			return rc;
+		if (r->lib_judge && !r->n_docs && !r->lib_all)
+			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"judge_tokens\" is for a "
+			    "library question (\"docs\" or \"all\")");
 		if (json_object_get(o, "min_conf") && !json_is_null(json_object_get(o, "min_conf"))) {
 			if ((rc = proto_json_num(o, "min_conf", -1000.0, 0, 0.0, &r->min_conf, msg, msg_len)))
 				return rc;

@@ -104,6 +104,29 @@ int idx_check(struct idx *x, char *why, size_t why_len);
  * out is "", nothing to search for). */
 int idx_match(const char *query, size_t len, char out[IDX_MATCH_MAX]);
 
+/* The user's words as idx_match splits them (each once, in order, NUL-
+ * terminated, ASCII folded): stop, one of the question words idx_match
+ * drops; name, written with an ASCII capital first somewhere but as the
+ * query's first word (and not a stop word): a proper name, likely.  The
+ * number of words. */
+struct idx_word {
+	char w[IDX_TERM_MAX + 1];
+	size_t n;
+	int stop, name;
+};
+int idx_words(const char *query, size_t len, struct idx_word words[IDX_TERMS_MAX]);
+
+/* Grounding (index/ground.c): word is one of idx_words' (no quote can be
+ * in it), matched as a prefix ("weigh" holds "weighs").  idx_parts_with:
+ * the number of parts holding it, counted up to cap (a common word stops
+ * early).  idx_part_has: *yes 1 when part (doc, part) holds it (0 when no
+ * such part is indexed).  idx_n_parts: the parts indexed. */
+int idx_parts_with(struct idx *x, const char *word, long cap, long *n, char *why,
+    size_t why_len);
+int idx_part_has(struct idx *x, const uint8_t doc[IDX_ID_BYTES], unsigned part,
+    const char *word, int *yes, char *why, size_t why_len);
+int idx_n_parts(struct idx *x, long *n, char *why, size_t why_len);
+
 /* Searching: parts matching expr (from idx_match) best first, each once,
  * scored by their best passage's BM25 (ties: the part indexed first).
  * next: 1 with a hit (score > 0, higher is better), 0 at the end, or an

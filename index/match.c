@@ -61,24 +61,17 @@ idx_utf8_len(const unsigned char *p, size_t n)
 	return need;
 }
 
-struct idx_word {
-	char w[IDX_TERM_MAX];
-	size_t n;
-	int stop;
-};
-
 int
-idx_match(const char *query, size_t len, char out[IDX_MATCH_MAX])
+idx_words(const char *query, size_t len, struct idx_word words[IDX_TERMS_MAX])
 {
-	struct idx_word words[IDX_TERMS_MAX];
 	const unsigned char *q = (const unsigned char *)query;
-	size_t i = 0, o = 0;
-	int n = 0, n_keep = 0, k, j;
+	size_t i = 0;
+	int n = 0, k, j, cap, first = 1;
 
-	out[0] = '\0';
 	while (i < len && n < IDX_TERMS_MAX) {
 		struct idx_word *w = &words[n];
 		w->n = 0;
+		cap = q[i] >= 'A' && q[i] <= 'Z';
 		/* one word: letters, digits, whole non-ASCII characters */
 		while (i < len) {
 			size_t c = 0;
@@ -100,15 +93,34 @@ idx_match(const char *query, size_t len, char out[IDX_MATCH_MAX])
 			i++; /* a separator (or an invalid byte) */
 			continue;
 		}
+		w->w[w->n] = '\0';
+		cap = cap && !first;
+		first = 0;
 		for (k = 0; k < n; k++)
 			if (words[k].n == w->n && memcmp(words[k].w, w->w, w->n) == 0)
 				break;
-		if (k < n)
-			continue; /* a repeat */
+		if (k < n) { /* a repeat */
+			words[k].name |= cap;
+			continue;
+		}
 		w->stop = idx_is_stop(w->w, w->n);
-		n_keep += !w->stop;
+		w->name = cap && !w->stop;
 		n++;
 	}
+	return n;
+}
+
+int
+idx_match(const char *query, size_t len, char out[IDX_MATCH_MAX])
+{
+	struct idx_word words[IDX_TERMS_MAX];
+	size_t o = 0;
+	int n, n_keep = 0, k;
+
+	out[0] = '\0';
+	n = idx_words(query, len, words);
+	for (k = 0; k < n; k++)
+		n_keep += !words[k].stop;
 	for (k = 0; k < n; k++) {
 		if (n_keep && words[k].stop)
 			continue;

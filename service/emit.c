@@ -7,6 +7,7 @@
  * must be valid UTF-8); the time to the first token is taken here.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "service/service_internal.h"
@@ -95,6 +96,65 @@ svc_emit_flush(struct svc_emit *e)
 }
 
 int
+svc_emit_judge(struct svc_emit *e, int64_t hold, int keep, double min_conf, const float *first,
+    int64_t n_max)
+{
+	int64_t cap = keep ? n_max : hold;
+	e->j.hold = keep ? n_max + 1 : hold;
+	e->j.keep = keep;
+	e->j.min_conf = min_conf;
+	e->j.first = first;
+	if (cap > 0 && !(e->j.held = malloc((size_t)cap * sizeof(int32_t))))
+		return ENG_ERR_NOMEM;
+	return 0;
+}
+
+void
+svc_emit_judge_free(struct svc_emit *e)
+{
+	free(e->j.held);
+	e->j.held = NULL;
+}
+
+/* The held prefix judged: abstain (1: stop) or hand it on. */
+static int
+emit_judge(struct svc_emit *e)
+{
+	int64_t i;
+	e->j.judged = 1;
+	e->j.sum_held = e->j.sum;
+	e->j.n_lp_held = e->j.n_lp;
+	if (!(e->j.n_lp && e->j.sum / (double)e->j.n_lp >= e->j.min_conf)) {
+		e->j.abstain = 1;
+		return 1;
+	}
+	for (i = 0; i < e->j.n_held; i++)
+		if (svc_emit_cb(e, e->j.held[i]))
+			return 1;
+	return 0;
+}
+
+/* eng_generate_lp's callback: each token's log-probability counted, the
+ * first hold tokens held until judged, the rest handed on. */
+static int
+emit_lp_cb(void *arg, int32_t id, double lp, int eog)
+{
+	struct svc_emit *e = arg;
+	if (!e->j.t_first)
+		e->j.t_first = eng_now();
+	e->j.sum += lp;
+	e->j.n_lp++;
+	e->j.ended = eog;
+	if (e->j.judged || !e->j.hold)
+		return eog ? 1 : svc_emit_cb(e, id);
+	if (!eog)
+		e->j.held[e->j.n_held++] = id;
+	if (!e->j.keep && (eog || e->j.n_held == e->j.hold))
+		return emit_judge(e) || eog;
+	return eog || svc_cancelled(e->hk);
+}
+
+int
 svc_emit_answer(struct svc_emit *e, struct svc_session *ss, struct eng_kv *kv,
     const int32_t *ids, int64_t n, int64_t n_max, float temperature, float top_p,
     uint64_t seed, struct svc_answer *out, struct svc_status *st)
@@ -103,8 +163,14 @@ svc_emit_answer(struct svc_emit *e, struct svc_session *ss, struct eng_kv *kv,
 	int rc;
 
 	eng_sampler_init(&smp, temperature, top_p > 0.0f ? top_p : 1.0f, seed);
-	rc = eng_generate(ss->ctx, kv, e->v->tok, ids, n, n_max, &smp, svc_emit_cb, e,
-	    &out->generated);
+	if (e->j.hold || e->j.first)
+		rc = eng_generate_lp(ss->ctx, kv, e->v->tok, e->j.first ? NULL : ids,
+		    e->j.first ? 0 : n, e->j.first, n_max, &smp, emit_lp_cb, e, &out->generated);
+	else
+		rc = eng_generate(ss->ctx, kv, e->v->tok, ids, n, n_max, &smp, svc_emit_cb, e,
+		    &out->generated);
+	if (!rc && e->j.hold && !e->j.keep && !e->j.judged && !svc_cancelled(e->hk))
+		emit_judge(e); /* n_max came before hold tokens */
 	out->tokens = e->n;
 	out->ttft = e->ttft;
 	if (rc) {
@@ -112,6 +178,8 @@ svc_emit_answer(struct svc_emit *e, struct svc_session *ss, struct eng_kv *kv,
 		return svc_fail(st, SVC_AT_GENERATE, rc);
 	}
 	svc_emit_flush(e);
+	out->tokens = e->n;
+	out->ttft = e->ttft;
 	out->stop = e->stop.matched >= 0 ? SVC_STOP_SEQUENCE :
 	    out->generated >= n_max ? SVC_STOP_LENGTH : SVC_STOP_EOS;
 	out->stop_index = e->stop.matched;

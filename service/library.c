@@ -46,76 +46,33 @@ svc_lib_mode_parse(const char *s, enum svc_lib_mode *out)
 	return 0;
 }
 
-/* One decoded answer: its ids, mean log-probability, and the time its
- * first token took. */
-struct lib_ans {
-	int32_t *ids;
-	int64_t n;
-	double mean;     /* over the answer's tokens and its end of turn */
-	int ended;       /* the model ended its turn (else max_tokens) */
-	double t_first;  /* eng_now() at the first generated token */
-};
-
-/* log p(id) under logits. */
-static double
-lib_logprob(const float *logits, int32_t n_vocab, int32_t id)
+/* One answer decoded through svc_emit_answer (the one answer step),
+ * judged (r->judge_tokens first tokens, then streamed) or kept whole
+ * (keep: answered part by part, the best handed on later).  e is set up
+ * here; the caller frees it (svc_emit_judge_free).  q[0..n_q) is
+ * prefilled on kv unless first holds the logits after it. */
+static int
+lib_answer(struct svc *v, struct svc_session *ss, struct eng_kv *kv, const int32_t *q,
+    int64_t n_q, const float *first, const struct svc_lib_req *r, const struct svc_hooks *hk,
+    double t0, int keep, struct svc_emit *e, struct svc_answer *sa, struct svc_status *st)
 {
-	double mx = logits[0], sum = 0.0;
-	int32_t i;
-	for (i = 1; i < n_vocab; i++)
-		if (logits[i] > mx)
-			mx = logits[i];
-	for (i = 0; i < n_vocab; i++)
-		sum += exp((double)logits[i] - mx);
-	return (double)logits[id] - mx - log(sum);
+	int64_t k = r->judge_tokens > 0 ? r->judge_tokens : SVC_LIB_JUDGE_DEFAULT;
+
+	memset(sa, 0, sizeof(*sa));
+	svc_emit_init(e, v, hk, r->whole_utf8, r->stop, r->n_stop);
+	e->t0 = t0;
+	if (svc_emit_judge(e, k, keep, r->min_conf, first, r->max_tokens)) {
+		snprintf(st->why, sizeof(st->why), "out of memory");
+		return svc_fail(st, SVC_AT_GENERATE, ENG_ERR_NOMEM);
+	}
+	return svc_emit_answer(e, ss, kv, q, n_q, r->max_tokens, r->temperature, r->top_p, r->seed,
+	    sa, st);
 }
 
-/* Prefill the question over kv (unless first: the logits after it, from
- * a prefill already done) and decode up to n_max tokens, keeping them
- * (nothing is handed on yet). */
-static int
-lib_decode(struct svc *v, struct svc_session *ss, struct eng_kv *kv, const int32_t *q,
-    int64_t n_q, const float *first, const struct svc_lib_req *r, const struct svc_hooks *hk,
-    struct lib_ans *a)
+static double
+lib_mean(double sum, int64_t n)
 {
-	int32_t n_vocab = eng_tok_n_vocab(v->tok), id;
-	struct eng_sampler smp;
-	double sum = 0.0;
-	int64_t n_lp = 0;
-	float *logits;
-	int rc;
-
-	memset(a, 0, sizeof(*a));
-	logits = malloc((size_t)n_vocab * sizeof(float));
-	a->ids = malloc((size_t)(r->max_tokens > 0 ? r->max_tokens : 1) * sizeof(int32_t));
-	if (!logits || !a->ids) {
-		free(logits);
-		return ENG_ERR_NOMEM;
-	}
-	eng_sampler_init(&smp, r->temperature, r->top_p > 0.0f ? r->top_p : 1.0f, r->seed);
-	if (first) {
-		memcpy(logits, first, (size_t)n_vocab * sizeof(float));
-		rc = 0;
-	} else
-		rc = eng_forward(ss->ctx, kv, q, n_q, NULL, logits);
-	while (!rc && a->n < r->max_tokens) {
-		id = eng_sample(&smp, logits, n_vocab);
-		sum += lib_logprob(logits, n_vocab, id);
-		n_lp++;
-		if (!a->t_first)
-			a->t_first = eng_now();
-		if (eng_tok_is_eog(v->tok, id)) {
-			a->ended = 1;
-			break;
-		}
-		a->ids[a->n++] = id;
-		if (a->n == r->max_tokens || svc_cancelled(hk))
-			break;
-		rc = eng_forward(ss->ctx, kv, &id, 1, NULL, logits);
-	}
-	a->mean = n_lp ? sum / (double)n_lp : -HUGE_VAL;
-	free(logits);
-	return rc;
+	return n ? sum / (double)n : -HUGE_VAL;
 }
 
 /* Prefill the question over kv with every position's logits: the mean
@@ -137,7 +94,7 @@ lib_question_score(struct svc *v, struct svc_session *ss, struct eng_kv *kv, con
 		memset(want, 1, (size_t)n_q);
 		if (!(rc = eng_forward(ss->ctx, kv, q, n_q, want, lg))) {
 			for (i = 0; i + 1 < n_q; i++)
-				sum += lib_logprob(lg + i * n_vocab, n_vocab, q[i + 1]);
+				sum += eng_logprob(lg + i * n_vocab, n_vocab, q[i + 1]);
 			*score = n_q > 1 ? sum / (double)(n_q - 1) : 0.0;
 			memcpy(last, lg + (n_q - 1) * n_vocab, (size_t)n_vocab * sizeof(float));
 		}
@@ -322,7 +279,8 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 	float *pick_logits = NULL, *cur_logits = NULL;
 	double pick_score = -HUGE_VAL;
 	struct snap_header h;
-	struct lib_ans best, cur;
+	struct svc_emit best, cur;
+	struct svc_answer sa;
 	uint32_t *skip = NULL;
 	int32_t *qids = NULL, *pids = NULL;
 	int64_t n_q, n_pre, n_extra;
@@ -428,26 +386,23 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 				break;
 			continue;
 		}
-		rc = lib_decode(v, ss, parts[k], qids, n_q, NULL, r, hk, &cur);
+		rc = lib_answer(v, ss, parts[k], qids, n_q, NULL, r, hk, t0, 1, &cur, &sa, st);
 		eng_kv_free(parts[k]);
 		parts[k] = NULL;
-		if (rc) {
-			free(cur.ids);
-			snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
-			svc_fail(st, SVC_AT_GENERATE, rc);
+		if (rc)
 			goto out;
-		}
-		s->score = cur.mean;
-		if (out->chosen < 0 || cur.mean > best.mean) {
-			free(best.ids);
+		s->score = lib_mean(cur.j.sum, cur.j.n_lp);
+		if (out->chosen < 0 || s->score > lib_mean(best.j.sum, best.j.n_lp)) {
+			svc_emit_judge_free(&best);
 			best = cur;
 			out->chosen = (int)i;
 		} else
-			free(cur.ids);
+			svc_emit_judge_free(&cur);
 		memset(&cur, 0, sizeof(cur));
 		if (svc_cancelled(hk))
 			break;
 	}
+	memset(&sa, 0, sizeof(sa));
 	if (r->mode == SVC_LIB_SIDE) {
 		if ((rc = eng_kv_concat(&kv, v->m, parts, skip, k, n_extra))) {
 			snprintf(st->why, sizeof(st->why), "cannot place the snapshots side by side: %s "
@@ -460,21 +415,21 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 			eng_kv_free(parts[i]);
 			parts[i] = NULL;
 		}
-		if ((rc = lib_decode(v, ss, kv, qids, n_q, NULL, r, hk, &best))) {
-			snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
-			svc_fail(st, SVC_AT_GENERATE, rc);
+		if (lib_answer(v, ss, kv, qids, n_q, NULL, r, hk, t0, 0, &best, &sa, st))
 			goto out;
-		}
 	} else if (r->mode == SVC_LIB_PICK && pick_kv && !svc_cancelled(hk) &&
-	    (rc = lib_decode(v, ss, pick_kv, qids, n_q, pick_logits, r, hk, &best))) {
-		snprintf(st->why, sizeof(st->why), "%s", eng_strerror(rc));
-		svc_fail(st, SVC_AT_GENERATE, rc);
+	    lib_answer(v, ss, pick_kv, NULL, 0, pick_logits, r, hk, t0, 0, &best, &sa, st))
 		goto out;
-	}
-	out->confidence = best.mean;
-	out->ttft_model = best.t_first > 0 ? best.t_first - t0 : 0;
-	out->generated = best.n;
-	out->abstained = !(best.mean >= r->min_conf);
+	/* side, pick: judged on the first tokens and streamed (or stopped);
+	 * parts: the best answer kept whole, judged on its whole mean here */
+	out->confidence = lib_mean(best.j.sum, best.j.n_lp);
+	out->judged_confidence = best.j.judged ? lib_mean(best.j.sum_held, best.j.n_lp_held) :
+	    out->confidence;
+	out->judged_tokens = best.j.judged ? best.j.n_lp_held : best.j.n_lp;
+	out->ttft_model = best.j.t_first > 0 ? best.j.t_first - t0 : 0;
+	out->generated = r->mode == SVC_LIB_PARTS ? best.j.n_held : sa.generated;
+	out->abstained = r->mode == SVC_LIB_PARTS ? !(out->confidence >= r->min_conf) :
+	    best.j.abstain;
 	if (svc_cancelled(hk)) {
 		out->cancelled = 1;
 		out->stop = SVC_STOP_CANCELLED;
@@ -485,20 +440,25 @@ svc_library(struct svc *v, struct svc_session *ss, const struct svc_lib_req *r,
 			hk->token(hk->arg, -1, text, strlen(text));
 		out->tokens = 1;
 		out->stop = SVC_STOP_EOS;
-	} else {
+	} else if (r->mode == SVC_LIB_PARTS) { /* the chosen answer handed on now */
 		struct svc_emit em;
 		int64_t j;
 		svc_emit_init(&em, v, hk, r->whole_utf8, r->stop, r->n_stop);
 		em.t0 = t0;
-		for (j = 0; j < best.n; j++)
-			if (svc_emit_cb(&em, best.ids[j]))
+		for (j = 0; j < best.j.n_held; j++)
+			if (svc_emit_cb(&em, best.j.held[j]))
 				break;
 		svc_emit_flush(&em);
 		out->tokens = em.n;
 		out->ttft = em.n ? em.ttft : eng_now() - t0;
 		out->stop = em.stop.matched >= 0 ? SVC_STOP_SEQUENCE :
-		    best.ended ? SVC_STOP_EOS : SVC_STOP_LENGTH;
+		    best.j.ended ? SVC_STOP_EOS : SVC_STOP_LENGTH;
 		out->stop_index = em.stop.matched;
+	} else {
+		out->tokens = sa.tokens;
+		out->ttft = sa.tokens ? sa.ttft : eng_now() - t0;
+		out->stop = sa.stop;
+		out->stop_index = sa.stop_index;
 	}
 	if (!out->cancelled) /* every consulted snapshot was used */
 		for (i = 0; i < out->n_src; i++)
@@ -514,7 +474,8 @@ out:
 	eng_kv_free(pick_kv);
 	free(pick_logits);
 	free(cur_logits);
-	free(best.ids);
+	svc_emit_judge_free(&best);
+	svc_emit_judge_free(&cur);
 	free(parts);
 	free(skip);
 	free(pk);
@@ -523,21 +484,51 @@ out:
 	return ret;
 }
 
+/* Every part found whose document is not a source yet: one, not
+ * consulted, with why (it does not name the question's rare names). */
+static void
+lib_src_ungrounded(struct svc *v, struct svc_lib_answer *out, const struct svc_hit *hits,
+    unsigned n, const int *grounded, const char *names)
+{
+	struct svc_lib_source *s;
+	struct svc_part_info *pl;
+	struct svc_status st;
+	unsigned i, np;
+
+	for (i = 0; i < n; i++) {
+		if (grounded[i] || lib_src_seen(out, hits[i].doc_id, hits[i].part))
+			continue;
+		if (svc_parts_list(v, hits[i].doc_id, &pl, &np, &st) < 0)
+			np = 0; /* labelled without its part count */
+		else
+			free(pl);
+		if (!(s = lib_src_new(v, out, hits[i].doc_id, hits[i].part, np)))
+			break;
+		s->bm25 = hits[i].score;
+		snprintf(s->why, sizeof(s->why), "does not name %s", names);
+	}
+}
+
 int
 svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *w,
     const struct svc_lib_req *r, unsigned k, const struct svc_hooks *hk,
     struct svc_lib_answer *out, struct svc_status *st)
 {
+	static const struct svc_hooks none;
 	struct svc_hit hits[SVC_LIB_MAX];
 	uint8_t docs[SVC_LIB_MAX][SNAP_ID_BYTES];
 	unsigned parts[SVC_LIB_MAX];
+	int grounded[SVC_LIB_MAX];
 	struct svc_lib_req q = *r;
-	char *question;
+	char *question, names[160], text[4096];
 	unsigned n = 0, i, j, m = 0;
-	int ret;
+	double t0 = eng_now();
+	int ret, n_rare;
 
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
+	if (!hk)
+		hk = &none;
 	if (k < 1 || k > SVC_LIB_MAX)
 		k = SVC_LIB_SEARCH_K;
 	/* the question as text: svc_search takes a C string */
@@ -548,10 +539,14 @@ svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *
 	memcpy(question, r->question, r->question_len);
 	question[r->question_len] = 0;
 	ret = svc_search(v, w, question, NULL, k, hits, &n, st->why, sizeof(st->why));
+	n_rare = ret < 0 ? 0 : svc_ground(v, question, hits, n, grounded, names, sizeof(names),
+	    st->why, sizeof(st->why));
 	free(question);
-	if (ret < 0)
+	if (ret < 0 || n_rare < 0)
 		return svc_fail(st, SVC_AT_SEARCH, 0);
-	for (i = 0; i < n && m < SVC_LIB_MAX; i++) { /* each part found: a source */
+	for (i = 0; i < n && m < SVC_LIB_MAX; i++) { /* each grounded part found: a source */
+		if (!grounded[i])
+			continue;
 		for (j = 0; j < m; j++)
 			if (!memcmp(docs[j], hits[i].doc_id, SNAP_ID_BYTES) && parts[j] == hits[i].part)
 				break;
@@ -560,10 +555,36 @@ svc_library_search(struct svc *v, struct svc_session *ss, const struct svc_who *
 			parts[m++] = hits[i].part;
 		}
 	}
+	if (n && !m) { /* found, but none names the question's subject: no model asked */
+		size_t at;
+		out->chosen = -1;
+		out->confidence = NAN;
+		out->judged_confidence = NAN;
+		out->abstained = 1;
+		lib_src_ungrounded(v, out, hits, n, grounded, names);
+		at = (size_t)snprintf(text, sizeof(text), "The library does not contain the answer "
+		    "to this question (consulted: ");
+		for (i = 0; i < out->n_src && at < sizeof(text); i++)
+			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", i ? ", " : "",
+			    out->src[i].label);
+		if (at < sizeof(text))
+			snprintf(text + at, sizeof(text) - at, "; none names %s).", names);
+		for (i = 0; i < out->n_src; i++)
+			out->src[i].used = 0;
+		out->ttft = eng_now() - t0;
+		if (hk->token)
+			hk->token(hk->arg, -1, text, strlen(text));
+		out->tokens = 1;
+		out->stop = SVC_STOP_EOS;
+		out->seconds = eng_now() - t0;
+		return 0;
+	}
 	q.docs = (const uint8_t (*)[SNAP_ID_BYTES])docs;
 	q.n_docs = m;
 	q.parts = parts;
 	ret = svc_library(v, ss, &q, hk, out, st);
+	if (!ret && n_rare)
+		lib_src_ungrounded(v, out, hits, n, grounded, names);
 	for (i = 0; !ret && i < out->n_src; i++) /* each source's best retrieval score */
 		for (j = 0; j < n; j++)
 			if (!memcmp(out->src[i].doc_id, hits[j].doc_id, SNAP_ID_BYTES) &&

@@ -529,6 +529,9 @@ int svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req 
 /* The default threshold, chosen on the tuning half of bench/library_qa
  * (bench/RESULTS.md, "Library questions"). */
 #define SVC_LIB_MIN_CONF_DEFAULT (-0.40)
+/* The answer tokens judged before any is handed on (svc_lib_req), chosen
+ * on the tuning questions of the library bench (bench/RESULTS.md). */
+#define SVC_LIB_JUDGE_DEFAULT 5
 enum svc_lib_mode {
 	SVC_LIB_SIDE = 0,        /* side by side, one answer */
 	SVC_LIB_PARTS = 1,       /* part by part, the surest answer */
@@ -558,6 +561,10 @@ struct svc_lib_req {
 	int local_only;          /* never ask the shared tier */
 	const char *const *stop;
 	size_t n_stop;
+	/* side, pick: the answer's first tokens whose mean log-probability is
+	 * judged against min_conf before any is handed on (the rest then
+	 * streams as decoded); 0: SVC_LIB_JUDGE_DEFAULT */
+	int64_t judge_tokens;
 };
 struct svc_lib_source {
 	uint8_t doc_id[SVC_ID_BYTES];
@@ -582,7 +589,10 @@ struct svc_lib_answer {
 	enum svc_stop stop;
 	int stop_index;
 	int cancelled;
-	double ttft;             /* to the first token handed on (after the full decode) */
+	double judged_confidence; /* side, pick: the judged first tokens' mean (parts: the
+	                          * whole answer's) */
+	int64_t judged_tokens;   /* how many tokens it is over (the end of turn included) */
+	double ttft;             /* to the first token handed on (after the judged tokens) */
 	double ttft_model;       /* to the model's first answer token */
 	double seconds;
 };

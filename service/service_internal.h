@@ -97,6 +97,19 @@ struct svc_emit {
 	double t0, ttft; /* start, and the time to the first token */
 	struct svc_stopper stop; /* the stop sequences the text goes through */
 	int32_t id;      /* the token being handed on */
+	/* The library's judged answer (svc_emit_judge; all 0 otherwise): */
+	struct svc_judge {
+		int64_t hold;    /* tokens held back until judged (0: none held) */
+		int keep;        /* hold every token, judge none (answered part by part) */
+		double min_conf; /* the held prefix's mean log-probability under it: abstain */
+		const float *first; /* the logits after the prompt, prefilled already */
+		int32_t *held;   /* the held tokens (hold, or n_max when keep) */
+		int64_t n_held;
+		double sum, sum_held; /* log-probabilities: all, and the judged prefix's */
+		int64_t n_lp, n_lp_held; /* their counts (the end of turn included) */
+		int judged, abstain, ended; /* abstain: the prefix was under min_conf */
+		double t_first;  /* eng_now() at the model's first token */
+	} j;
 };
 void svc_emit_init(struct svc_emit *e, const struct svc *v, const struct svc_hooks *hk,
     int whole_utf8, const char *const *stop, size_t n_stop);
@@ -105,9 +118,18 @@ void svc_emit_flush(struct svc_emit *e);
 /* The answer step the query and the plain chat share (emit.c): the
  * sampler from the request's temperature, top_p (0: off) and seed, at
  * most n_max tokens decoded after ids[0..n) on kv through e (initialised
- * by the caller), flushed; out's tokens, generated, ttft, stop reason
+ * by the caller; judged first when svc_emit_judge said so), flushed; out's tokens, generated, ttft, stop reason
  * (length at n_max) and cancellation, and seconds since e started.  0, or
  * -1 with st (SVC_AT_GENERATE). */
+/* Hold back the first hold tokens of the answer (or all to the end of
+ * turn, if sooner), then judge them: their mean log-probability (the end
+ * of turn included) under min_conf stops the decode with e->j.abstain set
+ * and nothing handed on; else they are handed on and the rest streams as
+ * decoded.  keep: hold every token (the caller picks among answers and
+ * hands one on).  first: as eng_generate_lp's.  0, or ENG_ERR_NOMEM. */
+int svc_emit_judge(struct svc_emit *e, int64_t hold, int keep, double min_conf,
+    const float *first, int64_t n_max);
+void svc_emit_judge_free(struct svc_emit *e);
 int svc_emit_answer(struct svc_emit *e, struct svc_session *ss, struct eng_kv *kv,
     const int32_t *ids, int64_t n, int64_t n_max, float temperature, float top_p,
     uint64_t seed, struct svc_answer *out, struct svc_status *st);
@@ -143,6 +165,14 @@ void open_index(struct svc *v, const struct svc_conf *conf);
 /* The index handle's idx (index_sync.c; search.c searches it). */
 struct idx;
 struct idx *index_idx(struct svc_index *ix);
+
+/* The grounding check (ground.c): grounded[i] (n of them) 1 when part
+ * hits[i] holds every rare name of the question (all 1 when it has none,
+ * or there is no index); names: those names, ", " between (cut to cap).
+ * The number of rare names, or -1 with why (the index failed). */
+#define SVC_GROUND_RARE_PER 20 /* rare: held by at most 1 part in 20 (at least 1) */
+int svc_ground(struct svc *v, const char *question, const struct svc_hit *hits, unsigned n,
+    int *grounded, char *names, size_t cap, char *why, size_t why_len);
 
 /* The sets of parts of one base profile among a document's snapshots
  * (parts.c): add each snapshot's header (1 when it is a part of base),

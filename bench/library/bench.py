@@ -15,8 +15,12 @@ the library make_library.py writes, three ways, one JSON line per answer.
    library  `kvsnap query --local --all --json --min-conf -1000 -n N Q`: the
             parts the text index ranks best (--top 3), answered from their
             snapshots (the default mode, pick); the confidence is recorded
-            and the default threshold (-0.4) applied by table.py, so one run
-            gives the answers with and without abstention;
+            and the default threshold (-0.4) applied by bench_table.py to
+            the judged first tokens' mean (judged_confidence; lines of
+            before it: the whole answer's), so one run gives the answers
+            with and without abstention; an abstention the grounding check
+            made (no part holds the question's rare names: no model ran)
+            is recorded as abstained whatever the threshold;
    text     the text baseline: the same consulted parts' text, read from the
             same FTS index (index.sqlite's passages, put together, in the order
             query lists them), joined by blank lines, then the question, as
@@ -231,6 +235,9 @@ def main():
                            answered_from=names.get((res or {}).get("answered_from")),
                            answered_part=(res or {}).get("answered_part"),
                            confidence=(res or {}).get("confidence"),
+                           judged_confidence=(res or {}).get("judged_confidence"),
+                           judged_tokens=(res or {}).get("judged_tokens"),
+                           abstained=(res or {}).get("abstained"),
                            ttft_s=(res or {}).get("ttft_s"),
                            ttft_model_s=(res or {}).get("ttft_model_s"),
                            seconds=(res or {}).get("seconds"))

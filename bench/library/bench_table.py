@@ -8,8 +8,10 @@ unanswerable abstained on and answered (confidently: a wrong answer), the
 library's sources (the right document among the consulted parts, and the
 part answered from), and the median time to first token.
 
-Abstention: the library's default threshold (-0.4 on the answer's mean
-log-probability, SVC_LIB_MIN_CONF_DEFAULT), not retuned here; the text
+Abstention: the library's default threshold (-0.4 on the mean
+log-probability of the answer's judged first tokens, judged_confidence, or
+of the whole answer in lines from before it, SVC_LIB_MIN_CONF_DEFAULT), not
+retuned here, and the grounding check's own abstentions (judged_tokens 0); the text
 baseline and the oracle have none (kvsnap generate answers whatever it
 reads), so their answers to unanswerable questions are counted as given,
 and a reply that itself says the text does not tell (NOT_SAID) is counted
@@ -45,9 +47,17 @@ def right(ans, exp):
 def abstained(way, r, thr):
     w = r.get(way)
     if way == "library":
-        c = w.get("confidence")
+        if w.get("abstained") and w.get("judged_tokens") == 0:  # grounding: no model ran
+            return True
+        c = judged(w)
         return c is None or c < thr
     return bool(NOT_SAID.search(w.get("answer", "")))
+
+
+def judged(w):
+    """The confidence abstention decides on: the judged first tokens' mean
+    (lines from before the judging: the whole answer's)."""
+    return w.get("judged_confidence", w.get("confidence"))
 
 
 def med(xs):
@@ -131,8 +141,8 @@ def print_sweep(recs):
             r["library"].get("rc") == 0]
     ans = [r for r in tune if r["kind"] == "answer"]
     un = [r for r in tune if r["kind"] == "abstain"]
-    confs = sorted({r["library"]["confidence"] for r in tune
-                    if r["library"].get("confidence") is not None} | {MIN_CONF})
+    confs = sorted({judged(r["library"]) for r in tune
+                    if judged(r["library"]) is not None} | {MIN_CONF})
     # a threshold just above each confidence seen (that answer then abstains), and the lowest
     thrs = sorted({round(c + 1e-4, 4) for c in confs} | {round(confs[0] - 1e-4, 4), MIN_CONF})
     rows = []

@@ -104,29 +104,50 @@ eng_sample(struct eng_sampler *s, const float *logits, int32_t n_vocab)
 	}
 }
 
-int
-eng_generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
-    const int32_t *prompt, int64_t n_prompt, int64_t n_max, struct eng_sampler *s,
-    eng_token_cb cb, void *arg, int64_t *n_out)
+double
+eng_logprob(const float *logits, int32_t n_vocab, int32_t id)
+{
+	double mx = logits[0], sum = 0.0;
+	int32_t i;
+	for (i = 1; i < n_vocab; i++)
+		if (logits[i] > mx)
+			mx = logits[i];
+	for (i = 0; i < n_vocab; i++)
+		sum += exp((double)logits[i] - mx);
+	return (double)logits[id] - mx - log(sum);
+}
+
+/* The one decode loop: lp (with each token's log-probability, the end
+ * of generation too) or cb (without, and not the end). */
+static int
+generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
+    const int32_t *prompt, int64_t n_prompt, const float *first, int64_t n_max,
+    struct eng_sampler *s, eng_token_cb cb, eng_token_lp_cb lp, void *arg, int64_t *n_out)
 {
 	int32_t n_vocab = eng_tok_n_vocab(tok), id;
 	float *logits;
 	int64_t n = 0;
-	int rc;
+	int rc = 0, eog;
 
 	*n_out = 0;
-	if (n_prompt <= 0)
+	if (first ? n_prompt != 0 : n_prompt <= 0)
 		return ENG_ERR_ARG;
 	logits = malloc((size_t)n_vocab * sizeof(float));
 	if (!logits)
 		return ENG_ERR_NOMEM;
-	rc = eng_forward(c, kv, prompt, n_prompt, NULL, logits);
+	if (first)
+		memcpy(logits, first, (size_t)n_vocab * sizeof(float));
+	else
+		rc = eng_forward(c, kv, prompt, n_prompt, NULL, logits);
 	while (!rc && n < n_max) {
 		id = eng_sample(s, logits, n_vocab);
-		if (eng_tok_is_eog(tok, id))
+		eog = eng_tok_is_eog(tok, id);
+		if (lp && lp(arg, id, eng_logprob(logits, n_vocab, id), eog))
+			eog = -1; /* stop, counting the token unless it ended the turn */
+		if (eog > 0)
 			break;
 		n++;
-		if (cb && cb(arg, id))
+		if (eog < 0 || (cb && cb(arg, id)))
 			break;
 		if (n == n_max)
 			break;
@@ -135,4 +156,20 @@ eng_generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
 	free(logits);
 	*n_out = n;
 	return rc;
+}
+
+int
+eng_generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
+    const int32_t *prompt, int64_t n_prompt, int64_t n_max, struct eng_sampler *s,
+    eng_token_cb cb, void *arg, int64_t *n_out)
+{
+	return generate(c, kv, tok, prompt, n_prompt, NULL, n_max, s, cb, NULL, arg, n_out);
+}
+
+int
+eng_generate_lp(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
+    const int32_t *prompt, int64_t n_prompt, const float *first, int64_t n_max,
+    struct eng_sampler *s, eng_token_lp_cb cb, void *arg, int64_t *n_out)
+{
+	return generate(c, kv, tok, prompt, n_prompt, first, n_max, s, NULL, cb, arg, n_out);
 }

@@ -90,4 +90,18 @@ int eng_generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok
     const int32_t *prompt, int64_t n_prompt, int64_t n_max, struct eng_sampler *s,
     eng_token_cb cb, void *arg, int64_t *n_out);
 
+/* log p(id) under logits (n_vocab): the model's own distribution, no
+ * temperature. */
+double eng_logprob(const float *logits, int32_t n_vocab, int32_t id);
+/* Called for every sampled token with its log-probability (eng_logprob)
+ * and eog 1 for the end of generation (the last call: it is not counted
+ * in *n_out); return non-zero to stop (the token counted, unless eog). */
+typedef int (*eng_token_lp_cb)(void *arg, int32_t id, double logprob, int eog);
+/* eng_generate with each token's log-probability (the library's
+ * confidence, service/emit.c).  first: the logits after a prompt already
+ * prefilled on kv (then prompt NULL and n_prompt 0); else NULL. */
+int eng_generate_lp(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
+    const int32_t *prompt, int64_t n_prompt, const float *first, int64_t n_max,
+    struct eng_sampler *s, eng_token_lp_cb cb, void *arg, int64_t *n_out);
+
 #endif /* ENGINE_RUN_RUN_H */
