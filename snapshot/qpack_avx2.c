@@ -19,7 +19,10 @@ qp_avx2(void)
 	int h = atomic_load_explicit(&have, memory_order_relaxed);
 	if (h < 0) {
 		__builtin_cpu_init();
-		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 1 : 0;
+		/* F16C is not a __builtin_cpu_supports name in every compiler
+		 * (clang 14 refuses it); every CPU with AVX2 and FMA has it, the
+		 * rule kern_cpu_simd_detect uses too */
+		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
 		atomic_store_explicit(&have, h, memory_order_relaxed);
 	}
 	return h;
