@@ -54,8 +54,9 @@ def main():
             if ref is None and split == "held":
                 ref = full
             ax.plot([full], [100], marker="*", ms=12, color="k", ls="none")
+            # each model's label on its own line below its star: stars sit close
             ax.annotate(f"{label}: full fp16", (full, 100), textcoords="offset points",
-                        xytext=(-10, 6), ha="right", fontsize=8)
+                        xytext=(-8, -12 - 10 * m), ha="right", fontsize=8)
             for quant in COLORS:
                 pts = []
                 for (ratio, q), c in cells.items():
