@@ -23,6 +23,7 @@
 
 #include "common/rng.h"
 #include "engine/engine.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -140,27 +141,6 @@ pt_write(const char *path, const void *p, size_t n)
 		return -1;
 	w = fwrite(p, 1, n, f);
 	return fclose(f) == 0 && w == n ? 0 : -1;
-}
-
-/* The whole file, NUL-terminated, or NULL. */
-static char *
-pt_read(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *p = NULL;
-	long n;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (p = malloc((size_t)n + 1)) && fread(p, 1, (size_t)n, f) == (size_t)n) {
-		p[n] = 0;
-		*len = (size_t)n;
-	} else {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	return p;
 }
 
 /* s with the first `from` replaced by `to` (malloc'd), or NULL if absent. */
@@ -559,7 +539,7 @@ test_roundtrip(void)
 		TAP_CHECK(rc == 0, "save: %d %s", rc, why);
 		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 		TAP_CHECK(!pt_exists(tmp), "%s left behind", tmp);
-		bytes = pt_read(path, &len);
+		bytes = th_slurp(path, 0, &len);
 		TAP_CHECK(bytes, "read back");
 		crypto_generichash(h, sizeof(h), (const unsigned char *)bytes, len, NULL, 0);
 		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
@@ -571,7 +551,7 @@ test_roundtrip(void)
 		TAP_CHECK(strcmp(back->hash, hex) == 0, "load hash %s, file %s", back->hash, hex);
 		/* Saving the loaded map writes the same bytes. */
 		TAP_CHECK(eng_pod_map_save(back, path2, why, sizeof(why)) == 0, "save 2: %s", why);
-		bytes2 = pt_read(path2, &len2);
+		bytes2 = th_slurp(path2, 0, &len2);
 		TAP_CHECK(bytes2 && len2 == len && memcmp(bytes, bytes2, len) == 0, "bytes differ");
 		TAP_CHECK(strcmp(back->hash, hex) == 0, "second hash differs");
 		rc = eng_pod_map_load(&back2, path2, NULL, why, sizeof(why));
@@ -776,7 +756,7 @@ test_load_io(void)
 	big = pt_make_map(-1.0);
 	TAP_CHECK(big && eng_pod_map_save(big, path, why, sizeof(why)) == 0, "save: %s", why);
 	eng_pod_map_free(big);
-	bytes = pt_read(path, &len);
+	bytes = th_slurp(path, 0, &len);
 	TAP_CHECK(bytes && pt_write(path, bytes, len / 2) == 0, "truncate");
 	free(bytes);
 	why[0] = 0;
@@ -818,7 +798,7 @@ test_load_corrupt(void)
 	memcpy(pm->model_fp, pt_fp, sizeof(pt_fp));
 	TAP_CHECK(pt_tmp(path, sizeof(path)) == 0, "mkstemp");
 	TAP_CHECK(eng_pod_map_save(pm, path, why, sizeof(why)) == 0, "save: %s", why);
-	bytes = pt_read(path, &len);
+	bytes = th_slurp(path, 0, &len);
 	TAP_CHECK(bytes && len > 0, "read");
 	t = malloc(len + 1);
 	TAP_CHECK(t, "malloc");

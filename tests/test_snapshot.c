@@ -33,6 +33,7 @@
 #include "snapshot/snapshot_io.h"
 #include "snapshot/snapshot_refit.h" /* for SNAP_FLAG_RAW */
 #include "storage/store.h"
+#include "tests/snap_helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -209,47 +210,6 @@ ts_same_units(const struct eng_kv *a, const struct eng_kv *b, char *msg, size_t 
 			}
 		}
 	return 0;
-}
-
-/* Plain bytes of a stored record (checksum included) and back; a raw
- * version-4 layer record (it starts with its magic) is copied. */
-static int
-ts_unseal(const uint8_t *buf, size_t len, uint8_t **plain, size_t *n)
-{
-	unsigned long long size;
-	if (len >= 4 && !memcmp(buf, "KVSL", 4)) {
-		*plain = malloc(len + 1);
-		memcpy(*plain, buf, len);
-		*n = len;
-		return 0;
-	}
-	size = ZSTD_getFrameContentSize(buf, len);
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-		return -1;
-	*plain = malloc(size + 1);
-	*n = ZSTD_decompress(*plain, size, buf, len);
-	return ZSTD_isError(*n) ? -1 : 0;
-}
-
-/* Recompute the trailing checksum of plain[0..n) (when fix), compress. */
-static void
-ts_reseal(uint8_t *plain, size_t n, int fix, uint8_t **out, size_t *out_len)
-{
-	size_t cap = ZSTD_compressBound(n);
-	if (fix && n >= SNAP_SUM_BYTES)
-		crypto_generichash(plain + n - SNAP_SUM_BYTES, SNAP_SUM_BYTES, plain,
-		    n - SNAP_SUM_BYTES, NULL, 0);
-	*out = malloc(cap);
-	*out_len = ZSTD_compress(*out, cap, plain, n, 1);
-}
-
-static void
-ts_put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
 }
 
 /* Ingest through a policy (as test_pod.c's pt_ingest). */
@@ -1020,7 +980,7 @@ test_corrupt_decoded(void)
 	uint8_t keep[SNAP_SUM_BYTES];
 
 	TAP_CHECK(kv && ts_small(&s, 8) == 0, "setup");
-	TAP_CHECK(ts_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal");
+	TAP_CHECK(th_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal");
 	memcpy(keep, s.h.layer_sum[2], SNAP_SUM_BYTES);
 	cp = malloc(n + 1);
 	for (fix = 0; fix <= 1; fix++)
@@ -1028,7 +988,7 @@ test_corrupt_decoded(void)
 			int rc;
 			memcpy(cp, plain, n);
 			cp[i] ^= 0x41;
-			ts_reseal(cp, n, fix, &z, &zn);
+			th_reseal(cp, n, fix, &z, &zn);
 			crypto_generichash(s.h.layer_sum[2], SNAP_SUM_BYTES, z, zn, NULL, 0);
 			rc = snap_layer_decode(z, zn, &s.h, 2, kv, why, sizeof(why));
 			if (!fix)
@@ -1050,7 +1010,7 @@ test_corrupt_decoded(void)
 		memcpy(cp, plain, body < have ? body : have);
 		if (body > have)
 			cp[body - 1] = 0; /* one byte more than the layout holds */
-		ts_reseal(cp, i, 1, &z, &zn);
+		th_reseal(cp, i, 1, &z, &zn);
 		crypto_generichash(s.h.layer_sum[2], SNAP_SUM_BYTES, z, zn, NULL, 0);
 		rc = snap_layer_decode(z, zn, &s.h, 2, kv, why, sizeof(why));
 		TAP_CHECK(rc == SNAP_ERR_CORRUPT, "decoded length %zu of %zu accepted", i, n);
@@ -1210,41 +1170,41 @@ test_version(void)
 	char why[256], want[80];
 
 	TAP_CHECK(kv && ts_small(&s, 13) == 0, "setup");
-	TAP_CHECK(ts_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
-	ts_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
+	th_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
+	th_reseal(plain, n, 1, &z, &zn);
 	snprintf(want, sizeof(want), "format version %d, this build reads 1 to %d",
 	    SNAP_FORMAT_VERSION + 1, SNAP_FORMAT_VERSION);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_VERSION &&
 	    strstr(why, want), "header: %s", why);
 	free(z);
 	free(plain);
-	TAP_CHECK(ts_unseal(s.rec[3], s.len[3], &plain, &n) == 0, "unseal layer");
-	ts_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.rec[3], s.len[3], &plain, &n) == 0, "unseal layer");
+	th_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
+	th_reseal(plain, n, 1, &z, &zn);
 	crypto_generichash(s.h.layer_sum[3], SNAP_SUM_BYTES, z, zn, NULL, 0);
 	TAP_CHECK(snap_layer_decode(z, zn, &s.h, 3, kv, why, sizeof(why)) == SNAP_ERR_VERSION &&
 	    strstr(why, "layer 3"), "layer: %s", why);
 	free(z);
 	free(plain);
 	/* one encoding per snapshot: fp16 in a version-2 record is corrupt */
-	TAP_CHECK(ts_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
-	ts_put_u32(plain + 4, 2);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
+	th_put_u32(plain + 4, 2);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "version 2"), "fp16 header as version 2: %s", why);
 	free(z);
 	/* and q8 in a version-1 one */
-	ts_put_u32(plain + 4, 1);
+	th_put_u32(plain + 4, 1);
 	plain[37] = SNAP_Q8;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "q8"), "q8 header as version 1: %s", why);
 	free(z);
 	free(plain);
-	TAP_CHECK(ts_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal layer");
-	ts_put_u32(plain + 4, 2);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal layer");
+	th_put_u32(plain + 4, 2);
+	th_reseal(plain, n, 1, &z, &zn);
 	crypto_generichash(s.h.layer_sum[2], SNAP_SUM_BYTES, z, zn, NULL, 0);
 	TAP_CHECK(snap_layer_decode(z, zn, &s.h, 2, kv, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "version"), "layer of another version: %s", why);
@@ -1319,7 +1279,7 @@ ts_forge(struct ts_snap *s, int layer, size_t at, const uint8_t *bytes, size_t n
 	uint8_t *plain, *z;
 	size_t n, zn;
 	int rc, legacy = s->h.version < SNAP_FAST_VERSION;
-	if (ts_unseal(s->rec[layer], s->len[layer], &plain, &n))
+	if (th_unseal(s->rec[layer], s->len[layer], &plain, &n))
 		return 99;
 	memcpy(plain + at, bytes, nb);
 	if (!legacy && !memcmp(s->rec[layer], "KVSL", 4)) { /* raw: stored as it is */
@@ -1327,7 +1287,7 @@ ts_forge(struct ts_snap *s, int layer, size_t at, const uint8_t *bytes, size_t n
 		memcpy(z, plain, n);
 		zn = n;
 	} else
-		ts_reseal(plain, n, legacy, &z, &zn);
+		th_reseal(plain, n, legacy, &z, &zn);
 	snap_layer_sum(&s->h, z, zn, s->h.layer_sum[layer]);
 	rc = snap_layer_decode(z, zn, &s->h, layer, kv, why, why_len);
 	free(z);
@@ -1357,17 +1317,17 @@ test_forged_fields(void)
 	/* layer 1, head 0 is a non-anchor: count at 24, anchor 28, k_prefix 32,
 	 * k_suffix 36, positions from 40 */
 	TAP_CHECK(ts_forge(&s, 1, 24, b, 0, kv2, why, sizeof(why)) == 0, "unchanged: %s", why);
-	ts_put_u32(b, 1);
+	th_put_u32(b, 1);
 	TAP_CHECK(ts_forge(&s, 1, 28, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "layer 1 head 0: anchor 1"), "anchor: %s", why);
-	ts_put_u32(b, 2);
+	th_put_u32(b, 2);
 	TAP_CHECK(ts_forge(&s, 1, 32, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "key rows"), "k_prefix: %s", why);
-	ts_put_u32(b, 0);
+	th_put_u32(b, 0);
 	TAP_CHECK(ts_forge(&s, 1, 36, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "key rows"), "k_suffix: %s", why);
 	/* an anchor must carry all its keys: layer 0 head 0 k_prefix 5 of 6 */
-	ts_put_u32(b, 5);
+	th_put_u32(b, 5);
 	TAP_CHECK(ts_forge(&s, 0, 32, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "layer 0 head 0: key rows"), "anchor keys: %s", why);
 	/* the second delta (199: 0xc7 0x01) made 0, then 1 */
@@ -1531,11 +1491,7 @@ test_bundled_model(void)
 static enum tap_result
 ts_legacy(enum tap_result (*fn)(void))
 {
-	enum tap_result r;
-	g_enc_version = 1;
-	r = fn();
-	g_enc_version = SNAP_FORMAT_VERSION;
-	return r;
+	return th_legacy(&g_enc_version, fn);
 }
 static enum tap_result legacy_corrupt_decoded(void) { return ts_legacy(test_corrupt_decoded); }
 static enum tap_result legacy_zip_bomb(void) { return ts_legacy(test_zip_bomb); }
@@ -1639,31 +1595,31 @@ test_fast_format(void)
 	    SNAP_ERR_CORRUPT && strstr(why, "left over"), "a byte more: %s", why);
 	TAP_CHECK(ts_decode_fixed(&s, 0, big, s.len[0] - 1, a, why, sizeof(why)) ==
 	    SNAP_ERR_CORRUPT, "a byte less: %s", why);
-	ts_put_u32(big + 4, 1); /* a version-1 layer under a version-4 header */
+	th_put_u32(big + 4, 1); /* a version-1 layer under a version-4 header */
 	TAP_CHECK(ts_decode_fixed(&s, 0, big, s.len[0], a, why, sizeof(why)) == SNAP_ERR_CORRUPT,
 	    "a version-1 layer: %s", why);
 	free(big);
-	ts_reseal(s.rec[0], s.len[0], 0, &z, &zn); /* the same bytes as a zstd frame */
+	th_reseal(s.rec[0], s.len[0], 0, &z, &zn); /* the same bytes as a zstd frame */
 	TAP_CHECK(ts_decode_fixed(&s, 0, z, zn, a, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "bad magic"), "a frame where a raw record belongs: %s", why);
 	free(z);
 	TAP_CHECK(ts_decode_fixed(&s, 0, s.rec[0], s.len[0], a, why, sizeof(why)) == 0,
 	    "undamaged: %s", why);
 	/* the raw flag is the form's: cleared in version 4, set in version 1 */
-	TAP_CHECK(ts_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal header");
+	TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal header");
 	plain[42] &= (uint8_t)~SNAP_FLAG_RAW;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "bad field"), "raw flag cleared: %s", why);
 	free(z);
-	ts_put_u32(plain + 4, 1);
+	th_put_u32(plain + 4, 1);
 	plain[42] |= SNAP_FLAG_RAW;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "bad field"), "raw flag in version 1: %s", why);
 	free(z);
 	plain[42] &= (uint8_t)~SNAP_FLAG_RAW;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == 0 && d.version == 1,
 	    "the same header as version 1: %s", why);
 	snap_header_free(&d);
@@ -1693,8 +1649,8 @@ ts_write_seed(const char *dir, const char *name, const struct ts_snap *s, int la
 	int rc = 0;
 
 	if (plain) {
-		if (ts_unseal(s->hdr, s->hdr_len, &ph, &hn) ||
-		    ts_unseal(s->rec[layer], s->len[layer], &pl, &ln))
+		if (th_unseal(s->hdr, s->hdr_len, &ph, &hn) ||
+		    th_unseal(s->rec[layer], s->len[layer], &pl, &ln))
 			return -1;
 		hb = ph;
 		lb = pl;
@@ -1702,7 +1658,7 @@ ts_write_seed(const char *dir, const char *name, const struct ts_snap *s, int la
 		if (s->h.version < SNAP_FAST_VERSION)
 			ln -= SNAP_SUM_BYTES;
 	}
-	ts_put_u32(w, (uint32_t)hn | (plain ? 0x80000000u : 0));
+	th_put_u32(w, (uint32_t)hn | (plain ? 0x80000000u : 0));
 	snprintf(path, sizeof(path), "%s/%s.seed", dir, name);
 	if (!(f = fopen(path, "wb")))
 		return -1;
