@@ -33,6 +33,7 @@
 #include "snapshot/snapshot_io.h"
 #include "snapshot/snapshot_refit.h" /* for SNAP_FLAG_RAW */
 #include "storage/store.h"
+#include "tests/ingest_run.h"
 #include "tests/snap_helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
@@ -210,42 +211,6 @@ ts_same_units(const struct eng_kv *a, const struct eng_kv *b, char *msg, size_t 
 			}
 		}
 	return 0;
-}
-
-/* Ingest through a policy (as test_pod.c's pt_ingest). */
-struct ts_run {
-	struct eng_ctx *c;
-	struct eng_kv *kv;
-	struct eng_policy *p;
-	int64_t rph;
-};
-
-static void
-ts_run_free(struct ts_run *r)
-{
-	eng_kv_free(r->kv);
-	eng_ctx_free(r->c);
-	eng_policy_free(r->p);
-	memset(r, 0, sizeof(*r));
-}
-
-static int
-ts_ingest(struct ts_run *r, const struct eng_model *m, const char *name, const char *opts,
-    int64_t b, const int32_t *ids, int64_t n, int64_t B, int64_t extra)
-{
-	char why[256] = "";
-	int rc;
-	memset(r, 0, sizeof(*r));
-	if ((rc = eng_policy_create(&r->p, name, opts, b, why, sizeof(why)))) {
-		tap_diag("policy %s:%s: %s", name, opts, why);
-		return rc;
-	}
-	r->rph = eng_policy_rows_per_head(r->p, n, B, extra);
-	if ((rc = eng_ctx_init(&r->c, m, 2, eng_policy_max_chunk(r->p, B))) ||
-	    (rc = eng_kv_init(&r->kv, m, r->rph)))
-		return rc;
-	eng_ctx_set_exact(r->c, 1);
-	return eng_ingest(r->c, r->kv, r->p, ids, n, B, NULL);
 }
 
 /* A model shell with only the hyperparameters eng_kv_init reads. */
@@ -434,7 +399,7 @@ test_qpack(void)
  * bit-exact against the rounded original, the same bytes when re-encoded,
  * and bit-identical logits of TS_NQ more tokens. */
 static enum tap_result
-ts_check_roundtrip(struct ts_run *r, const char *label, const int32_t *q)
+ts_check_roundtrip(struct th_run *r, const char *label, const int32_t *q)
 {
 	struct ts_snap s, s2;
 	struct snap_header h;
@@ -498,19 +463,19 @@ test_roundtrip_policies(void)
 	size_t i;
 	ts_doc(ids, 300 + TS_NQ, 1, TS_V);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct ts_run r;
+		struct th_run r;
 		char label[96];
 		int64_t n = !strcmp(cases[i].name, "full") ? 150 : 300;
 		enum tap_result t;
 		snprintf(label, sizeof(label), "%s:%s", cases[i].name, cases[i].opts);
-		TAP_CHECK(ts_ingest(&r, g_m, cases[i].name, cases[i].opts, cases[i].budget, ids, n,
-		    32, TS_NQ) == 0, "%s: ingest", label);
+		TAP_CHECK(th_ingest(&r, g_m, cases[i].name, cases[i].opts, cases[i].budget, ids, n,
+		    32, TS_NQ, 0) == 0, "%s: ingest", label);
 		if (!strcmp(cases[i].name, "adakv"))
 			TAP_CHECK(ts_ragged(r.kv), "adakv kept equal counts per head: test is blind");
 		if (strstr(cases[i].opts, "slot"))
 			TAP_CHECK(r.kv->pos_mode == ENG_POS_SLOT, "slot mode not set");
 		t = ts_check_roundtrip(&r, label, ids + n);
-		ts_run_free(&r);
+		th_run_free(&r);
 		if (t != TAP_PASS)
 			return t;
 	}
@@ -524,7 +489,7 @@ test_roundtrip_pod(void)
 {
 	int32_t ids[220 + TS_NQ];
 	char opts[256];
-	struct ts_run r;
+	struct th_run r;
 	struct ts_snap s;
 	struct snap_header h;
 	struct eng_kv *kv2 = NULL;
@@ -533,14 +498,14 @@ test_roundtrip_pod(void)
 
 	ts_doc(ids, 220 + TS_NQ, 2, TS_V);
 	snprintf(opts, sizeof(opts), "map=%s,base=full,n_s=2,n_r=5", g_map_mixed);
-	TAP_CHECK(ts_ingest(&r, g_m, "pod", opts, 64, ids, 150, 32, TS_NQ) == 0, "pod full");
+	TAP_CHECK(th_ingest(&r, g_m, "pod", opts, 64, ids, 150, 32, TS_NQ, 0) == 0, "pod full");
 	TAP_CHECK(r.kv->pod != NULL, "no PoD layout after ingest");
 	t = ts_check_roundtrip(&r, "pod:base=full", ids + 150);
-	ts_run_free(&r);
+	th_run_free(&r);
 	if (t != TAP_PASS)
 		return t;
 	snprintf(opts, sizeof(opts), "map=%s,n_s=2,n_r=6,window=8,distant_query=own", g_map_mixed);
-	TAP_CHECK(ts_ingest(&r, g_m, "pod", opts, 24, ids, 220, 32, TS_NQ) == 0, "pod nacl");
+	TAP_CHECK(th_ingest(&r, g_m, "pod", opts, 24, ids, 220, 32, TS_NQ, 0) == 0, "pod nacl");
 	/* the encoded key rows are eng_kv_pod_key_rows' */
 	TAP_CHECK(ts_encode(&s, r.kv, TINY_N_HEAD, SNAP_FP16) == 0, "encode");
 	TAP_CHECK(s.h.has_pod && s.h.pod.n_s == 2 && s.h.pod.n_r == 6 && s.h.pod.distant_own == 1,
@@ -564,7 +529,7 @@ test_roundtrip_pod(void)
 	snap_header_free(&h);
 	ts_snap_free(&s);
 	t = ts_check_roundtrip(&r, "pod:base=nacl", ids + 220);
-	ts_run_free(&r);
+	th_run_free(&r);
 	return t;
 }
 
@@ -899,14 +864,14 @@ test_header_fields(void)
 static int
 ts_small(struct ts_snap *s, uint64_t seed)
 {
-	struct ts_run r;
+	struct th_run r;
 	int32_t ids[120];
 	int rc;
 	ts_doc(ids, 120, seed, TS_V);
-	rc = ts_ingest(&r, g_m, "snapkv", "window=4", 12, ids, 120, 32, 0);
+	rc = th_ingest(&r, g_m, "snapkv", "window=4", 12, ids, 120, 32, 0, 0);
 	if (!rc)
 		rc = ts_encode(s, r.kv, TINY_N_HEAD, SNAP_FP16);
-	ts_run_free(&r);
+	th_run_free(&r);
 	return rc;
 }
 
@@ -1426,7 +1391,7 @@ static enum tap_result
 test_bundled_model(void)
 {
 	struct eng_model *m = NULL;
-	struct ts_run r;
+	struct th_run r;
 	char why[256];
 	int64_t n = 384, units;
 	int32_t ids[384 + TS_NQ];
@@ -1440,7 +1405,7 @@ test_bundled_model(void)
 	ts_doc(ids, n + TS_NQ, 21, nv);
 	ref = malloc((size_t)nv * sizeof(float));
 	got = malloc((size_t)nv * sizeof(float));
-	TAP_CHECK(ts_ingest(&r, m, "snapkv", "", 128, ids, n, 128, TS_NQ) == 0, "ingest");
+	TAP_CHECK(th_ingest(&r, m, "snapkv", "", 128, ids, n, 128, TS_NQ, 0) == 0, "ingest");
 	units = ts_units(r.kv);
 	for (quant = SNAP_FP16; quant <= SNAP_Q4_KC; quant++) {
 		struct ts_snap s;
@@ -1476,7 +1441,7 @@ test_bundled_model(void)
 	TAP_CHECK(eng_forward(r.c, r.kv, ids + n, TS_NQ, NULL, got) == 0, "forward");
 	TAP_CHECK(!memcmp(ref, got, (size_t)nv * sizeof(float)),
 	    "SmolLM2: fp16 snapshot logits differ from the rounded pool's");
-	ts_run_free(&r);
+	th_run_free(&r);
 	eng_model_close(m);
 	free(ref);
 	free(got);
