@@ -1,7 +1,7 @@
 /*
  * ground.c: what the library's grounding check asks of the index (index.h;
- * service/ground.c decides): how many parts hold a word, and whether one
- * part does.  A word is matched as a prefix (FTS5's "word" *): the
+ * service/ground.c decides): how many parts hold a word, whether one part
+ * does, and how many parts there are.  A word is matched as a prefix (FTS5's "word" *): the
  * unicode61 tokenizer does not stem, and a question's "weigh" must find a
  * text's "weighs".  idx_words' words hold only letters, digits and whole
  * non-ASCII characters, never a double quote, so the quoted form is safe.
