@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/backend.h"
 #include "engine/engine.h"
 
 void openblas_set_num_threads(int n);
@@ -52,13 +53,8 @@ main(int argc, char **argv)
 	int32_t *ids;
 	char why[256];
 	double gf;
-	{ /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
-		char bwhy[512];
-		if (eng_use_backend_env(bwhy, sizeof(bwhy))) {
-			fprintf(stderr, "%s\n", bwhy);
-			return 6;
-		}
-	}
+	if (bench_backend()) /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
+		return 6;
 
 	while ((c = getopt_long(argc, argv, "m:t:r:L:", opts, NULL)) != -1) {
 		switch (c) {

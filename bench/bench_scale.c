@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bench/backend.h"
 #include "engine/engine.h"
 
 /* Fill ids[0..n) with the tokens of a prose text, repeated. */
@@ -69,13 +70,8 @@ main(int argc, char **argv)
 	float *logits;
 	char why[256], desc[512], *eff;
 	double t0, dt;
-	{ /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
-		char bwhy[512];
-		if (eng_use_backend_env(bwhy, sizeof(bwhy))) {
-			fprintf(stderr, "%s\n", bwhy);
-			return 6;
-		}
-	}
+	if (bench_backend()) /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
+		return 6;
 
 	while ((c = getopt_long(argc, argv, "m:p:o:b:c:t:n:", lopts, NULL)) != -1) {
 		switch (c) {

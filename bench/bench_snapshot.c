@@ -21,6 +21,7 @@
 
 #include <zstd.h>
 
+#include "bench/backend.h"
 #include "bench/prose.h"
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
@@ -144,13 +145,8 @@ main(int argc, char **argv)
 	size_t text_len;
 	int32_t *ids;
 	int64_t n_ids;
-	{ /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
-		char bwhy[512];
-		if (eng_use_backend_env(bwhy, sizeof(bwhy))) {
-			fprintf(stderr, "%s\n", bwhy);
-			return 6;
-		}
-	}
+	if (bench_backend()) /* KVSNAP_BACKEND=cuda runs this bench on the GPU */
+		return 6;
 
 	while ((c = getopt_long(argc, argv, "m:n:t:", opts, NULL)) != -1) {
 		switch (c) {

@@ -63,16 +63,26 @@ qp_avx2_pair(const uint8_t *p, __m256 *d, __m256 *m)
 	return 0;
 }
 
-__attribute__((target("avx2,f16c"))) int
-qp_avx2_q4_rows(const uint8_t *src, int64_t n, float *x)
+/* Both row formats: per 32 values a (δ, μ) pair, then the codes: 16 bytes
+ * of nibbles (q4, 20-byte groups) or 32 bytes (q8, 36-byte groups).  One
+ * loop for both; q4 is a constant in each caller, so each inlines to the
+ * straight loop it replaces. */
+static inline __attribute__((target("avx2,f16c"), always_inline)) int
+qp_avx2_rows(const uint8_t *src, int64_t n, float *x, int q4)
 {
+	const int64_t step = q4 ? 20 : 36;
 	int64_t g;
-	for (g = 0; g < n; g++, src += 20, x += 32) {
+	for (g = 0; g < n; g++, src += step, x += 32) {
 		__m256 vd, vm;
 		__m128i a, b;
 		if (qp_avx2_pair(src, &vd, &vm))
 			return -1;
-		qp_avx2_nibbles(src + 4, &a, &b);
+		if (q4) {
+			qp_avx2_nibbles(src + 4, &a, &b);
+		} else {
+			a = _mm_loadu_si128((const __m128i *)(const void *)(src + 4));
+			b = _mm_loadu_si128((const __m128i *)(const void *)(src + 20));
+		}
 		_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
 		_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
 		_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
@@ -82,22 +92,15 @@ qp_avx2_q4_rows(const uint8_t *src, int64_t n, float *x)
 }
 
 __attribute__((target("avx2,f16c"))) int
+qp_avx2_q4_rows(const uint8_t *src, int64_t n, float *x)
+{
+	return qp_avx2_rows(src, n, x, 1);
+}
+
+__attribute__((target("avx2,f16c"))) int
 qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x)
 {
-	int64_t g;
-	for (g = 0; g < n; g++, src += 36, x += 32) {
-		__m256 vd, vm;
-		__m128i a, b;
-		if (qp_avx2_pair(src, &vd, &vm))
-			return -1;
-		a = _mm_loadu_si128((const __m128i *)(const void *)(src + 4));
-		b = _mm_loadu_si128((const __m128i *)(const void *)(src + 20));
-		_mm256_storeu_ps(x, qp_avx2_deq(a, vm, vd));
-		_mm256_storeu_ps(x + 8, qp_avx2_deq(_mm_srli_si128(a, 8), vm, vd));
-		_mm256_storeu_ps(x + 16, qp_avx2_deq(b, vm, vd));
-		_mm256_storeu_ps(x + 24, qp_avx2_deq(_mm_srli_si128(b, 8), vm, vd));
-	}
-	return 0;
+	return qp_avx2_rows(src, n, x, 0);
 }
 
 __attribute__((target("avx2"))) void

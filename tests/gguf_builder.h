@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/helpers.h"
+
 struct gb {
 	uint8_t *p;
 	size_t len, cap;
@@ -97,6 +99,16 @@ gb_align(struct gb *b, size_t a)
 	static const uint8_t zero[64];
 	while (b->len % a)
 		gb_put(b, zero, a - b->len % a > 64 ? 64 : a - b->len % a);
+}
+
+/* Write the file to path and release the buffer; 0 or -1. */
+static inline int
+gb_save(struct gb *b, const char *path)
+{
+	int rc = th_write(path, b->p, b->len);
+	free(b->p);
+	b->p = NULL;
+	return rc;
 }
 
 /* A tiny valid file: 3 metadata keys, 2 f32 tensors ("a" [4], "b" [8, 2]). */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -447,28 +448,6 @@ vocab_from(const struct eng_gguf *g, struct tiny_vocab *v, struct gb *b)
 	return 0;
 }
 
-/* The file at path in memory with 64 zero bytes after it: llama.cpp's
- * vocab-only files end right after their metadata, before the alignment
- * padding this reader wants (the tok branch lets eng_gguf_open take them). */
-static uint8_t *
-slurp_padded(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *p = NULL;
-	long n;
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) &&
-	    (p = calloc((size_t)n + 64, 1)) && fread(p, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n + 64;
-	else {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	return p;
-}
-
 /* The model file's tokenizer encodes and decodes a text back exactly,
  * unless this build's tokenizer does not know the family's pre-tokenizer
  * (reported: that is the tokenizer's concern, not the shape's). */
@@ -524,8 +503,12 @@ check_real_vocab(const struct tiny_shape *base, const char *name, int64_t want_n
 		tap_diag("%s absent (scripts/fetch-vocabs.sh fetches it)", path);
 		return TAP_SKIP;
 	}
-	file = slurp_padded(path, &len);
-	TAP_CHECK(file, "%s: unreadable", path);
+	/* 64 zero bytes after the file: llama.cpp's vocab-only files end right
+	 * after their metadata, before the alignment padding this reader wants
+	 * (the tok branch lets eng_gguf_open take them) */
+	file = (uint8_t *)th_slurp(path, 64, &len);
+	TAP_CHECK(file && len, "%s: unreadable", path);
+	len += 64;
 	TAP_CHECK(!eng_gguf_open_mem(&g, file, len, why, sizeof(why)), "%s: %s", path, why);
 	TAP_CHECK(!vocab_from(g, &v, &b), "%s: no tokenizer.ggml.tokens", path);
 	TAP_CHECK(v.n_vocab == want_n && v.n_kv >= 3, "%s: %lld tokens, %llu keys", name,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "formats/formats.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define DOCS "tests/fixtures/docs/"
@@ -28,24 +29,8 @@ static char *
 slurp(const char *name, size_t *len)
 {
 	char path[256];
-	FILE *f;
-	char *buf;
-	long n;
-
 	snprintf(path, sizeof(path), DOCS "%s", name);
-	if (!(f = fopen(path, "rb")))
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
+	return th_slurp(path, 0, len);
 }
 
 /* Extract a fixture; rc returned, *d filled on success. */

@@ -139,23 +139,6 @@ write_random_heads(const char *path, const struct eng_heads_info *in, uint64_t s
 	return rc;
 }
 
-/* A fresh temporary file name (the file exists, empty). */
-static int
-tmp_path(char *path, size_t cap, const char *tag)
-{
-	const char *dir = getenv("TMPDIR");
-	int fd;
-	if (!dir || !*dir)
-		dir = "/tmp";
-	if ((size_t)snprintf(path, cap, "%s/kvsnap-%s-XXXXXX", dir, tag) >= cap)
-		return -1;
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Injected scores (spec/locret.md §8: the score-injection hook)             */
 
@@ -675,7 +658,7 @@ test_sidecar_roundtrip(void)
 	int ok = 1, rc, l, t, m, ti, bit_exact = 1;
 	size_t i;
 
-	EXPECT(tmp_path(path, sizeof(path), "heads") == 0, "temporary file");
+	EXPECT(th_tmp(path, sizeof(path), "heads") == 0, "temporary file");
 	in.base_fingerprint = "00ffAB12";
 	heads_random(&in, 3, w1, w2, &block);
 	for (ti = 0; ti < 2; ti++) {
@@ -786,7 +769,7 @@ test_sidecar_hand_set(void)
 		k[i] = (float)i * 0.25f - 2.0f;
 		v[i] = -1.0f;
 	}
-	EXPECT(tmp_path(path, sizeof(path), "heads") == 0, "temporary file");
+	EXPECT(th_tmp(path, sizeof(path), "heads") == 0, "temporary file");
 	EXPECT(eng_heads_write(path, &in, (const float *const *)w1, (const float *const *)w2,
 	    KERN_TYPE_F32, g_why, sizeof(g_why)) == 0, "write: %s", g_why);
 	EXPECT(eng_heads_open(&h, path, g_m, g_why, sizeof(g_why)) == 0, "open: %s", g_why);
@@ -816,8 +799,6 @@ craft_sidecar(const char *path, const char *arch, const char *act, enum craft ho
 	int64_t ne1[2] = { D_IN, D_R }, ne2[2] = { D_R, NH };
 	uint64_t off = 0, n1 = (uint64_t)D_IN * D_R, n2 = (uint64_t)D_R * NH, i;
 	int l, nt = how == CRAFT_MISSING ? 0 : 2 * NL;
-	FILE *f;
-	size_t wr;
 
 	if (how == CRAFT_BAD_SHAPE) {
 		ne1[0] = D_R;
@@ -858,14 +839,7 @@ craft_sidecar(const char *path, const char *arch, const char *act, enum craft ho
 			gb_f32(&b, 0.5f);
 		gb_align(&b, 32);
 	}
-	f = fopen(path, "wb");
-	if (!f) {
-		free(b.p);
-		return -1;
-	}
-	wr = fwrite(b.p, 1, b.len, f);
-	free(b.p);
-	return fclose(f) == 0 && wr == b.len ? 0 : -1;
+	return gb_save(&b, path);
 }
 
 /* Mismatched, malformed and foreign sidecars are refused with a reason. */
@@ -903,7 +877,7 @@ test_sidecar_refused(void)
 	int ok = 1, rc;
 	size_t i;
 
-	EXPECT(tmp_path(path, sizeof(path), "heads") == 0, "temporary file");
+	EXPECT(th_tmp(path, sizeof(path), "heads") == 0, "temporary file");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		in = tiny_info(D_R);
 		in.n_layer = bad[i].n_layer;
@@ -2127,7 +2101,7 @@ main(int argc, char **argv)
 		tiny_model_remove(g_model_path);
 		return 1;
 	}
-	if (tmp_path(g_heads_path, sizeof(g_heads_path), "heads") ||
+	if (th_tmp(g_heads_path, sizeof(g_heads_path), "heads") ||
 	    write_random_heads(g_heads_path, &in, 1, KERN_TYPE_F32)) {
 		printf("Bail out! heads: %s\n", g_why);
 		eng_model_close(g_m);

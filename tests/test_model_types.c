@@ -201,8 +201,6 @@ mt_write(const char *path, const struct mt_recipe *r)
 	int n = mt_tensors(r, t), i;
 	int64_t j, nb;
 	uint8_t blk[512];
-	FILE *f;
-	size_t wr;
 
 	gb_put(&b, "GGUF", 4);
 	gb_u32(&b, 3);
@@ -238,14 +236,7 @@ mt_write(const char *path, const struct mt_recipe *r)
 		}
 		gb_align(&b, MT_ALIGN);
 	}
-	f = fopen(path, "wb");
-	if (!f) {
-		free(b.p);
-		return -1;
-	}
-	wr = fwrite(b.p, 1, b.len, f);
-	free(b.p);
-	return fclose(f) != 0 || wr != b.len ? -1 : 0;
+	return gb_save(&b, path);
 }
 
 /* Logits of every position, in chunks of `chunk`, exact mode or not. */

@@ -15,6 +15,7 @@
 
 #define TINY_N_LAYER 4
 #include "engine/engine.h"
+#include "tests/ingest_run.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -223,39 +224,13 @@ pt_write_map(char *path, size_t cap, uint8_t *anc)
 	return rc;
 }
 
-struct pt_run {
-	struct eng_ctx *c;
-	struct eng_kv *kv;
-	struct eng_policy *p;
-	float logits[PT_V];
-};
-
-static void
-pt_run_free(struct pt_run *r)
-{
-	eng_kv_free(r->kv);
-	eng_ctx_free(r->c);
-	eng_policy_free(r->p);
-	memset(r, 0, sizeof(*r));
-}
-
-/* Ingest ids with policy name:opts at budget b, chunk B; room for extra. */
+/* Ingest ids with policy name:opts at budget b, chunk B; room for extra;
+ * the last position's logits in r->logits. */
 static int
-pt_ingest(struct pt_run *r, const char *name, const char *opts, int64_t b, const int32_t *ids,
+pt_ingest(struct th_run *r, const char *name, const char *opts, int64_t b, const int32_t *ids,
     int64_t n, int64_t B, int64_t extra)
 {
-	char why[256] = "";
-	int rc;
-	memset(r, 0, sizeof(*r));
-	if ((rc = eng_policy_create(&r->p, name, opts, b, why, sizeof(why)))) {
-		tap_diag("policy %s:%s: %s", name, opts, why);
-		return rc;
-	}
-	if ((rc = eng_ctx_init(&r->c, g_m, 2, eng_policy_max_chunk(r->p, B))) ||
-	    (rc = eng_kv_init(&r->kv, g_m, eng_policy_rows_per_head(r->p, n, B, extra))))
-		return rc;
-	eng_ctx_set_exact(r->c, 1);
-	return eng_ingest(r->c, r->kv, r->p, ids, n, B, r->logits);
+	return th_ingest(r, g_m, name, opts, b, ids, n, B, extra, 1);
 }
 
 /* Properties 11, 13, 14: base=full trims non-anchor keys to the windows
@@ -265,7 +240,7 @@ test_trim_and_memory(void)
 {
 	int64_t n = 150, l, m, u;
 	int32_t ids[160];
-	struct pt_run r;
+	struct th_run r;
 	float *ref = malloc((size_t)(n + 10) * PT_V * sizeof(float));
 	float cont[PT_V];
 	uint32_t n_s = 2, n_r = 5;
@@ -313,7 +288,7 @@ test_trim_and_memory(void)
 	TAP_CHECK(pt_rel(r.logits, ref + (n - 1) * PT_V, PT_V) < 1e-6, "ingest logits differ");
 	TAP_CHECK(pt_finite(cont, PT_V), "continue logits not finite: a trimmed key was read");
 	TAP_CHECK(pt_rel(cont, ref + (n + 9) * PT_V, PT_V) < 1e-5, "continue logits differ");
-	pt_run_free(&r);
+	th_run_free(&r);
 	free(ref);
 	return TAP_PASS;
 }
@@ -331,7 +306,7 @@ test_block_keep_sets(void)
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		int64_t n = lens[i], t = 24, l, m, u;
 		uint32_t n_s = 2, n_r = 6;
-		struct pt_run r;
+		struct th_run r;
 		char opts[160];
 		snprintf(opts, sizeof(opts), "map=%s,n_s=%u,n_r=%u,window=8", g_map_mixed, n_s, n_r);
 		TAP_CHECK(pt_ingest(&r, "pod", opts, t, ids, n, 32, 0) == 0, "ingest n=%lld",
@@ -359,7 +334,7 @@ test_block_keep_sets(void)
 				    (long long)l, (long long)m, (long long)seen);
 			}
 		TAP_CHECK(pt_finite(r.logits, PT_V), "logits not finite");
-		pt_run_free(&r);
+		th_run_free(&r);
 	}
 	return TAP_PASS;
 }
@@ -370,7 +345,7 @@ test_singletons_equal_base(void)
 {
 	int64_t n = 300, l, m;
 	int32_t ids[310];
-	struct pt_run a, b;
+	struct th_run a, b;
 	char opts[200];
 	float ca[PT_V], cb[PT_V];
 	pt_doc(ids, 310, 6);
@@ -386,12 +361,12 @@ test_singletons_equal_base(void)
 			    (size_t)A->len[m] * sizeof(uint32_t)),
 			    "layer %lld head %lld: kept sets differ", (long long)l, (long long)m);
 		}
-	TAP_CHECK(!memcmp(a.logits, b.logits, sizeof(a.logits)), "ingest logits differ");
+	TAP_CHECK(!memcmp(a.logits, b.logits, PT_V * sizeof(float)), "ingest logits differ");
 	TAP_CHECK(eng_forward(a.c, a.kv, ids + n, 10, NULL, ca) == 0, "continue a");
 	TAP_CHECK(eng_forward(b.c, b.kv, ids + n, 10, NULL, cb) == 0, "continue b");
 	TAP_CHECK(!memcmp(ca, cb, sizeof(ca)), "continue logits differ");
-	pt_run_free(&a);
-	pt_run_free(&b);
+	th_run_free(&a);
+	th_run_free(&b);
 	return TAP_PASS;
 }
 
@@ -401,7 +376,7 @@ test_equal_bytes(void)
 {
 	int64_t n = 300, b = 24, w = 2 + 6 - 1;
 	int32_t ids[300];
-	struct pt_run r;
+	struct th_run r;
 	char opts[200];
 	pt_doc(ids, n, 7);
 	snprintf(opts, sizeof(opts), "map=%s,n_s=2,n_r=6,window=8,budget_mode=equal_bytes",
@@ -413,7 +388,7 @@ test_equal_bytes(void)
 	TAP_CHECK(r.kv->layer[3].len[0] == b, "M=1 block: %lld", (long long)r.kv->layer[3].len[0]);
 	TAP_CHECK(r.kv->layer[0].len[1] == b, "M=1 block: %lld", (long long)r.kv->layer[0].len[1]);
 	TAP_CHECK(r.kv->layer[2].len[1] == (2 * b * 3 - 2 * w) / 4, "M=3 block (head 1)");
-	pt_run_free(&r);
+	th_run_free(&r);
 	return TAP_PASS;
 }
 

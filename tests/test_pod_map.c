@@ -23,6 +23,7 @@
 
 #include "common/rng.h"
 #include "engine/engine.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -112,55 +113,6 @@ pt_shared(const float *sim, int L, int KV, double delta, uint8_t *anc)
 			n += anc[m * L + l] != l;
 	}
 	return n;
-}
-
-/* A fresh empty temporary file; 0 or -1. */
-static int
-pt_tmp(char *path, size_t cap)
-{
-	const char *dir = getenv("TMPDIR");
-	int fd;
-	if (!dir || !*dir)
-		dir = "/tmp";
-	if ((size_t)snprintf(path, cap, "%s/kvsnap-podmap-XXXXXX", dir) >= cap)
-		return -1;
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-static int
-pt_write(const char *path, const void *p, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	size_t w;
-	if (!f)
-		return -1;
-	w = fwrite(p, 1, n, f);
-	return fclose(f) == 0 && w == n ? 0 : -1;
-}
-
-/* The whole file, NUL-terminated, or NULL. */
-static char *
-pt_read(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *p = NULL;
-	long n;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (p = malloc((size_t)n + 1)) && fread(p, 1, (size_t)n, f) == (size_t)n) {
-		p[n] = 0;
-		*len = (size_t)n;
-	} else {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	return p;
 }
 
 /* s with the first `from` replaced by `to` (malloc'd), or NULL if absent. */
@@ -545,7 +497,8 @@ test_roundtrip(void)
 	char *bytes, *bytes2;
 	int rc, variant;
 
-	TAP_CHECK(pt_tmp(path, sizeof(path)) == 0 && pt_tmp(path2, sizeof(path2)) == 0, "mkstemp");
+	TAP_CHECK(th_tmp(path, sizeof(path), "podmap") == 0 &&
+	    th_tmp(path2, sizeof(path2), "podmap") == 0, "mkstemp");
 	for (variant = 0; variant < 3; variant++) {
 		/* 0: δ = 0.5; 1: target saving (δ may be 1 + ulp); 2: no sim */
 		pm = pt_make_map(variant == 1 ? 0.0 : -1.0);
@@ -559,7 +512,7 @@ test_roundtrip(void)
 		TAP_CHECK(rc == 0, "save: %d %s", rc, why);
 		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 		TAP_CHECK(!pt_exists(tmp), "%s left behind", tmp);
-		bytes = pt_read(path, &len);
+		bytes = th_slurp(path, 0, &len);
 		TAP_CHECK(bytes, "read back");
 		crypto_generichash(h, sizeof(h), (const unsigned char *)bytes, len, NULL, 0);
 		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
@@ -571,7 +524,7 @@ test_roundtrip(void)
 		TAP_CHECK(strcmp(back->hash, hex) == 0, "load hash %s, file %s", back->hash, hex);
 		/* Saving the loaded map writes the same bytes. */
 		TAP_CHECK(eng_pod_map_save(back, path2, why, sizeof(why)) == 0, "save 2: %s", why);
-		bytes2 = pt_read(path2, &len2);
+		bytes2 = th_slurp(path2, 0, &len2);
 		TAP_CHECK(bytes2 && len2 == len && memcmp(bytes, bytes2, len) == 0, "bytes differ");
 		TAP_CHECK(strcmp(back->hash, hex) == 0, "second hash differs");
 		rc = eng_pod_map_load(&back2, path2, NULL, why, sizeof(why));
@@ -598,7 +551,7 @@ test_save_rejects(void)
 	uint8_t a;
 
 	TAP_CHECK(pm, "map");
-	TAP_CHECK(pt_tmp(path, sizeof(path)) == 0, "mkstemp");
+	TAP_CHECK(th_tmp(path, sizeof(path), "podmap") == 0, "mkstemp");
 	a = pm->anc[pm->n_layer + 5];
 	pm->anc[pm->n_layer + 5] = 7; /* head 1, layer 5 */
 	why[0] = 0;
@@ -718,9 +671,9 @@ test_load_rejects(void)
 	size_t i;
 	int rc;
 
-	TAP_CHECK(pt_tmp(path, sizeof(path)) == 0, "mkstemp");
+	TAP_CHECK(th_tmp(path, sizeof(path), "podmap") == 0, "mkstemp");
 	/* The base file is valid, and optional sim may be null or absent. */
-	TAP_CHECK(pt_write(path, pt_base, strlen(pt_base)) == 0, "write");
+	TAP_CHECK(th_write(path, pt_base, strlen(pt_base)) == 0, "write");
 	rc = eng_pod_map_load(&pm, path, NULL, why, sizeof(why));
 	TAP_CHECK(rc == 0, "base file refused: %s", why);
 	TAP_CHECK(pm->n_layer == 3 && pm->anc[2] == 2 && pm->anc[1] == 0 && pm->n_texts == 4 &&
@@ -729,7 +682,7 @@ test_load_rejects(void)
 	for (i = 0; i < 2; i++) {
 		char *t = pt_replace(pt_base,
 		    ",\"sim\":[[[1,0.9,0.1],[0.9,1,0.2],[0.1,0.2,1]]]", i ? "" : ",\"sim\":null");
-		TAP_CHECK(t && pt_write(path, t, strlen(t)) == 0, "write");
+		TAP_CHECK(t && th_write(path, t, strlen(t)) == 0, "write");
 		free(t);
 		rc = eng_pod_map_load(&pm, path, NULL, why, sizeof(why));
 		TAP_CHECK(rc == 0 && pm->sim == NULL, "sim %s refused: %s", i ? "absent" : "null", why);
@@ -740,7 +693,7 @@ test_load_rejects(void)
 		const struct pt_case *c = &pt_cases[i];
 		char *t = c->from ? pt_replace(pt_base, c->from, c->to) : strdup(c->to);
 		TAP_CHECK(t, "case %zu: '%s' not in the base text", i, c->from);
-		TAP_CHECK(pt_write(path, t, strlen(t)) == 0, "write");
+		TAP_CHECK(th_write(path, t, strlen(t)) == 0, "write");
 		free(t);
 		pm = (struct eng_pod_map *)1;
 		why[0] = 0;
@@ -772,12 +725,12 @@ test_load_io(void)
 	TAP_CHECK(rc == ENG_ERR_IO && why[0], "directory: rc %d", rc);
 
 	/* A real file cut in half. */
-	TAP_CHECK(pt_tmp(path, sizeof(path)) == 0, "mkstemp");
+	TAP_CHECK(th_tmp(path, sizeof(path), "podmap") == 0, "mkstemp");
 	big = pt_make_map(-1.0);
 	TAP_CHECK(big && eng_pod_map_save(big, path, why, sizeof(why)) == 0, "save: %s", why);
 	eng_pod_map_free(big);
-	bytes = pt_read(path, &len);
-	TAP_CHECK(bytes && pt_write(path, bytes, len / 2) == 0, "truncate");
+	bytes = th_slurp(path, 0, &len);
+	TAP_CHECK(bytes && th_write(path, bytes, len / 2) == 0, "truncate");
 	free(bytes);
 	why[0] = 0;
 	rc = eng_pod_map_load(&pm, path, NULL, why, sizeof(why));
@@ -816,9 +769,9 @@ test_load_corrupt(void)
 	pt_sim_grid(sim, 6, 3);
 	TAP_CHECK(eng_pod_map_from_sim(&pm, sim, 6, 9, 3, 0.5, -1) == 0, "map");
 	memcpy(pm->model_fp, pt_fp, sizeof(pt_fp));
-	TAP_CHECK(pt_tmp(path, sizeof(path)) == 0, "mkstemp");
+	TAP_CHECK(th_tmp(path, sizeof(path), "podmap") == 0, "mkstemp");
 	TAP_CHECK(eng_pod_map_save(pm, path, why, sizeof(why)) == 0, "save: %s", why);
-	bytes = pt_read(path, &len);
+	bytes = th_slurp(path, 0, &len);
 	TAP_CHECK(bytes && len > 0, "read");
 	t = malloc(len + 1);
 	TAP_CHECK(t, "malloc");
@@ -835,7 +788,7 @@ test_load_corrupt(void)
 			default: t[at] ^= (char)(1 << (pt_rand() % 8)); break;
 			}
 		}
-		TAP_CHECK(pt_write(path, t, n) == 0, "write");
+		TAP_CHECK(th_write(path, t, n) == 0, "write");
 		why[0] = 0;
 		back = NULL;
 		rc = eng_pod_map_load(&back, path, NULL, why, sizeof(why));
@@ -869,7 +822,7 @@ pt_load_for(const struct eng_model *m, int L, int H, int KV, const char *fp, cha
 	struct eng_pod_map *pm = NULL, *back = NULL;
 	int rc;
 
-	if (pt_tmp(path, sizeof(path)))
+	if (th_tmp(path, sizeof(path), "podmap"))
 		return -999;
 	pt_sim_grid(sim, L, KV);
 	rc = eng_pod_map_from_sim(&pm, sim, L, H, KV, 0.5, -1);

@@ -33,6 +33,8 @@
 #include "snapshot/snapshot_io.h"
 #include "snapshot/snapshot_refit.h" /* for SNAP_FLAG_RAW */
 #include "storage/store.h"
+#include "tests/ingest_run.h"
+#include "tests/snap_helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -209,83 +211,6 @@ ts_same_units(const struct eng_kv *a, const struct eng_kv *b, char *msg, size_t 
 			}
 		}
 	return 0;
-}
-
-/* Plain bytes of a stored record (checksum included) and back; a raw
- * version-4 layer record (it starts with its magic) is copied. */
-static int
-ts_unseal(const uint8_t *buf, size_t len, uint8_t **plain, size_t *n)
-{
-	unsigned long long size;
-	if (len >= 4 && !memcmp(buf, "KVSL", 4)) {
-		*plain = malloc(len + 1);
-		memcpy(*plain, buf, len);
-		*n = len;
-		return 0;
-	}
-	size = ZSTD_getFrameContentSize(buf, len);
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-		return -1;
-	*plain = malloc(size + 1);
-	*n = ZSTD_decompress(*plain, size, buf, len);
-	return ZSTD_isError(*n) ? -1 : 0;
-}
-
-/* Recompute the trailing checksum of plain[0..n) (when fix), compress. */
-static void
-ts_reseal(uint8_t *plain, size_t n, int fix, uint8_t **out, size_t *out_len)
-{
-	size_t cap = ZSTD_compressBound(n);
-	if (fix && n >= SNAP_SUM_BYTES)
-		crypto_generichash(plain + n - SNAP_SUM_BYTES, SNAP_SUM_BYTES, plain,
-		    n - SNAP_SUM_BYTES, NULL, 0);
-	*out = malloc(cap);
-	*out_len = ZSTD_compress(*out, cap, plain, n, 1);
-}
-
-static void
-ts_put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-/* Ingest through a policy (as test_pod.c's pt_ingest). */
-struct ts_run {
-	struct eng_ctx *c;
-	struct eng_kv *kv;
-	struct eng_policy *p;
-	int64_t rph;
-};
-
-static void
-ts_run_free(struct ts_run *r)
-{
-	eng_kv_free(r->kv);
-	eng_ctx_free(r->c);
-	eng_policy_free(r->p);
-	memset(r, 0, sizeof(*r));
-}
-
-static int
-ts_ingest(struct ts_run *r, const struct eng_model *m, const char *name, const char *opts,
-    int64_t b, const int32_t *ids, int64_t n, int64_t B, int64_t extra)
-{
-	char why[256] = "";
-	int rc;
-	memset(r, 0, sizeof(*r));
-	if ((rc = eng_policy_create(&r->p, name, opts, b, why, sizeof(why)))) {
-		tap_diag("policy %s:%s: %s", name, opts, why);
-		return rc;
-	}
-	r->rph = eng_policy_rows_per_head(r->p, n, B, extra);
-	if ((rc = eng_ctx_init(&r->c, m, 2, eng_policy_max_chunk(r->p, B))) ||
-	    (rc = eng_kv_init(&r->kv, m, r->rph)))
-		return rc;
-	eng_ctx_set_exact(r->c, 1);
-	return eng_ingest(r->c, r->kv, r->p, ids, n, B, NULL);
 }
 
 /* A model shell with only the hyperparameters eng_kv_init reads. */
@@ -474,7 +399,7 @@ test_qpack(void)
  * bit-exact against the rounded original, the same bytes when re-encoded,
  * and bit-identical logits of TS_NQ more tokens. */
 static enum tap_result
-ts_check_roundtrip(struct ts_run *r, const char *label, const int32_t *q)
+ts_check_roundtrip(struct th_run *r, const char *label, const int32_t *q)
 {
 	struct ts_snap s, s2;
 	struct snap_header h;
@@ -538,19 +463,19 @@ test_roundtrip_policies(void)
 	size_t i;
 	ts_doc(ids, 300 + TS_NQ, 1, TS_V);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct ts_run r;
+		struct th_run r;
 		char label[96];
 		int64_t n = !strcmp(cases[i].name, "full") ? 150 : 300;
 		enum tap_result t;
 		snprintf(label, sizeof(label), "%s:%s", cases[i].name, cases[i].opts);
-		TAP_CHECK(ts_ingest(&r, g_m, cases[i].name, cases[i].opts, cases[i].budget, ids, n,
-		    32, TS_NQ) == 0, "%s: ingest", label);
+		TAP_CHECK(th_ingest(&r, g_m, cases[i].name, cases[i].opts, cases[i].budget, ids, n,
+		    32, TS_NQ, 0) == 0, "%s: ingest", label);
 		if (!strcmp(cases[i].name, "adakv"))
 			TAP_CHECK(ts_ragged(r.kv), "adakv kept equal counts per head: test is blind");
 		if (strstr(cases[i].opts, "slot"))
 			TAP_CHECK(r.kv->pos_mode == ENG_POS_SLOT, "slot mode not set");
 		t = ts_check_roundtrip(&r, label, ids + n);
-		ts_run_free(&r);
+		th_run_free(&r);
 		if (t != TAP_PASS)
 			return t;
 	}
@@ -564,7 +489,7 @@ test_roundtrip_pod(void)
 {
 	int32_t ids[220 + TS_NQ];
 	char opts[256];
-	struct ts_run r;
+	struct th_run r;
 	struct ts_snap s;
 	struct snap_header h;
 	struct eng_kv *kv2 = NULL;
@@ -573,14 +498,14 @@ test_roundtrip_pod(void)
 
 	ts_doc(ids, 220 + TS_NQ, 2, TS_V);
 	snprintf(opts, sizeof(opts), "map=%s,base=full,n_s=2,n_r=5", g_map_mixed);
-	TAP_CHECK(ts_ingest(&r, g_m, "pod", opts, 64, ids, 150, 32, TS_NQ) == 0, "pod full");
+	TAP_CHECK(th_ingest(&r, g_m, "pod", opts, 64, ids, 150, 32, TS_NQ, 0) == 0, "pod full");
 	TAP_CHECK(r.kv->pod != NULL, "no PoD layout after ingest");
 	t = ts_check_roundtrip(&r, "pod:base=full", ids + 150);
-	ts_run_free(&r);
+	th_run_free(&r);
 	if (t != TAP_PASS)
 		return t;
 	snprintf(opts, sizeof(opts), "map=%s,n_s=2,n_r=6,window=8,distant_query=own", g_map_mixed);
-	TAP_CHECK(ts_ingest(&r, g_m, "pod", opts, 24, ids, 220, 32, TS_NQ) == 0, "pod nacl");
+	TAP_CHECK(th_ingest(&r, g_m, "pod", opts, 24, ids, 220, 32, TS_NQ, 0) == 0, "pod nacl");
 	/* the encoded key rows are eng_kv_pod_key_rows' */
 	TAP_CHECK(ts_encode(&s, r.kv, TINY_N_HEAD, SNAP_FP16) == 0, "encode");
 	TAP_CHECK(s.h.has_pod && s.h.pod.n_s == 2 && s.h.pod.n_r == 6 && s.h.pod.distant_own == 1,
@@ -604,7 +529,7 @@ test_roundtrip_pod(void)
 	snap_header_free(&h);
 	ts_snap_free(&s);
 	t = ts_check_roundtrip(&r, "pod:base=nacl", ids + 220);
-	ts_run_free(&r);
+	th_run_free(&r);
 	return t;
 }
 
@@ -939,14 +864,14 @@ test_header_fields(void)
 static int
 ts_small(struct ts_snap *s, uint64_t seed)
 {
-	struct ts_run r;
+	struct th_run r;
 	int32_t ids[120];
 	int rc;
 	ts_doc(ids, 120, seed, TS_V);
-	rc = ts_ingest(&r, g_m, "snapkv", "window=4", 12, ids, 120, 32, 0);
+	rc = th_ingest(&r, g_m, "snapkv", "window=4", 12, ids, 120, 32, 0, 0);
 	if (!rc)
 		rc = ts_encode(s, r.kv, TINY_N_HEAD, SNAP_FP16);
-	ts_run_free(&r);
+	th_run_free(&r);
 	return rc;
 }
 
@@ -1020,7 +945,7 @@ test_corrupt_decoded(void)
 	uint8_t keep[SNAP_SUM_BYTES];
 
 	TAP_CHECK(kv && ts_small(&s, 8) == 0, "setup");
-	TAP_CHECK(ts_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal");
+	TAP_CHECK(th_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal");
 	memcpy(keep, s.h.layer_sum[2], SNAP_SUM_BYTES);
 	cp = malloc(n + 1);
 	for (fix = 0; fix <= 1; fix++)
@@ -1028,7 +953,7 @@ test_corrupt_decoded(void)
 			int rc;
 			memcpy(cp, plain, n);
 			cp[i] ^= 0x41;
-			ts_reseal(cp, n, fix, &z, &zn);
+			th_reseal(cp, n, fix, &z, &zn);
 			crypto_generichash(s.h.layer_sum[2], SNAP_SUM_BYTES, z, zn, NULL, 0);
 			rc = snap_layer_decode(z, zn, &s.h, 2, kv, why, sizeof(why));
 			if (!fix)
@@ -1050,7 +975,7 @@ test_corrupt_decoded(void)
 		memcpy(cp, plain, body < have ? body : have);
 		if (body > have)
 			cp[body - 1] = 0; /* one byte more than the layout holds */
-		ts_reseal(cp, i, 1, &z, &zn);
+		th_reseal(cp, i, 1, &z, &zn);
 		crypto_generichash(s.h.layer_sum[2], SNAP_SUM_BYTES, z, zn, NULL, 0);
 		rc = snap_layer_decode(z, zn, &s.h, 2, kv, why, sizeof(why));
 		TAP_CHECK(rc == SNAP_ERR_CORRUPT, "decoded length %zu of %zu accepted", i, n);
@@ -1210,41 +1135,41 @@ test_version(void)
 	char why[256], want[80];
 
 	TAP_CHECK(kv && ts_small(&s, 13) == 0, "setup");
-	TAP_CHECK(ts_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
-	ts_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
+	th_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
+	th_reseal(plain, n, 1, &z, &zn);
 	snprintf(want, sizeof(want), "format version %d, this build reads 1 to %d",
 	    SNAP_FORMAT_VERSION + 1, SNAP_FORMAT_VERSION);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_VERSION &&
 	    strstr(why, want), "header: %s", why);
 	free(z);
 	free(plain);
-	TAP_CHECK(ts_unseal(s.rec[3], s.len[3], &plain, &n) == 0, "unseal layer");
-	ts_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.rec[3], s.len[3], &plain, &n) == 0, "unseal layer");
+	th_put_u32(plain + 4, SNAP_FORMAT_VERSION + 1);
+	th_reseal(plain, n, 1, &z, &zn);
 	crypto_generichash(s.h.layer_sum[3], SNAP_SUM_BYTES, z, zn, NULL, 0);
 	TAP_CHECK(snap_layer_decode(z, zn, &s.h, 3, kv, why, sizeof(why)) == SNAP_ERR_VERSION &&
 	    strstr(why, "layer 3"), "layer: %s", why);
 	free(z);
 	free(plain);
 	/* one encoding per snapshot: fp16 in a version-2 record is corrupt */
-	TAP_CHECK(ts_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
-	ts_put_u32(plain + 4, 2);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
+	th_put_u32(plain + 4, 2);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "version 2"), "fp16 header as version 2: %s", why);
 	free(z);
 	/* and q8 in a version-1 one */
-	ts_put_u32(plain + 4, 1);
+	th_put_u32(plain + 4, 1);
 	plain[37] = SNAP_Q8;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "q8"), "q8 header as version 1: %s", why);
 	free(z);
 	free(plain);
-	TAP_CHECK(ts_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal layer");
-	ts_put_u32(plain + 4, 2);
-	ts_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(th_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal layer");
+	th_put_u32(plain + 4, 2);
+	th_reseal(plain, n, 1, &z, &zn);
 	crypto_generichash(s.h.layer_sum[2], SNAP_SUM_BYTES, z, zn, NULL, 0);
 	TAP_CHECK(snap_layer_decode(z, zn, &s.h, 2, kv, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "version"), "layer of another version: %s", why);
@@ -1319,7 +1244,7 @@ ts_forge(struct ts_snap *s, int layer, size_t at, const uint8_t *bytes, size_t n
 	uint8_t *plain, *z;
 	size_t n, zn;
 	int rc, legacy = s->h.version < SNAP_FAST_VERSION;
-	if (ts_unseal(s->rec[layer], s->len[layer], &plain, &n))
+	if (th_unseal(s->rec[layer], s->len[layer], &plain, &n))
 		return 99;
 	memcpy(plain + at, bytes, nb);
 	if (!legacy && !memcmp(s->rec[layer], "KVSL", 4)) { /* raw: stored as it is */
@@ -1327,7 +1252,7 @@ ts_forge(struct ts_snap *s, int layer, size_t at, const uint8_t *bytes, size_t n
 		memcpy(z, plain, n);
 		zn = n;
 	} else
-		ts_reseal(plain, n, legacy, &z, &zn);
+		th_reseal(plain, n, legacy, &z, &zn);
 	snap_layer_sum(&s->h, z, zn, s->h.layer_sum[layer]);
 	rc = snap_layer_decode(z, zn, &s->h, layer, kv, why, why_len);
 	free(z);
@@ -1357,17 +1282,17 @@ test_forged_fields(void)
 	/* layer 1, head 0 is a non-anchor: count at 24, anchor 28, k_prefix 32,
 	 * k_suffix 36, positions from 40 */
 	TAP_CHECK(ts_forge(&s, 1, 24, b, 0, kv2, why, sizeof(why)) == 0, "unchanged: %s", why);
-	ts_put_u32(b, 1);
+	th_put_u32(b, 1);
 	TAP_CHECK(ts_forge(&s, 1, 28, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "layer 1 head 0: anchor 1"), "anchor: %s", why);
-	ts_put_u32(b, 2);
+	th_put_u32(b, 2);
 	TAP_CHECK(ts_forge(&s, 1, 32, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "key rows"), "k_prefix: %s", why);
-	ts_put_u32(b, 0);
+	th_put_u32(b, 0);
 	TAP_CHECK(ts_forge(&s, 1, 36, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "key rows"), "k_suffix: %s", why);
 	/* an anchor must carry all its keys: layer 0 head 0 k_prefix 5 of 6 */
-	ts_put_u32(b, 5);
+	th_put_u32(b, 5);
 	TAP_CHECK(ts_forge(&s, 0, 32, b, 4, kv2, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "layer 0 head 0: key rows"), "anchor keys: %s", why);
 	/* the second delta (199: 0xc7 0x01) made 0, then 1 */
@@ -1466,7 +1391,7 @@ static enum tap_result
 test_bundled_model(void)
 {
 	struct eng_model *m = NULL;
-	struct ts_run r;
+	struct th_run r;
 	char why[256];
 	int64_t n = 384, units;
 	int32_t ids[384 + TS_NQ];
@@ -1480,7 +1405,7 @@ test_bundled_model(void)
 	ts_doc(ids, n + TS_NQ, 21, nv);
 	ref = malloc((size_t)nv * sizeof(float));
 	got = malloc((size_t)nv * sizeof(float));
-	TAP_CHECK(ts_ingest(&r, m, "snapkv", "", 128, ids, n, 128, TS_NQ) == 0, "ingest");
+	TAP_CHECK(th_ingest(&r, m, "snapkv", "", 128, ids, n, 128, TS_NQ, 0) == 0, "ingest");
 	units = ts_units(r.kv);
 	for (quant = SNAP_FP16; quant <= SNAP_Q4_KC; quant++) {
 		struct ts_snap s;
@@ -1516,7 +1441,7 @@ test_bundled_model(void)
 	TAP_CHECK(eng_forward(r.c, r.kv, ids + n, TS_NQ, NULL, got) == 0, "forward");
 	TAP_CHECK(!memcmp(ref, got, (size_t)nv * sizeof(float)),
 	    "SmolLM2: fp16 snapshot logits differ from the rounded pool's");
-	ts_run_free(&r);
+	th_run_free(&r);
 	eng_model_close(m);
 	free(ref);
 	free(got);
@@ -1531,11 +1456,7 @@ test_bundled_model(void)
 static enum tap_result
 ts_legacy(enum tap_result (*fn)(void))
 {
-	enum tap_result r;
-	g_enc_version = 1;
-	r = fn();
-	g_enc_version = SNAP_FORMAT_VERSION;
-	return r;
+	return th_legacy(&g_enc_version, fn);
 }
 static enum tap_result legacy_corrupt_decoded(void) { return ts_legacy(test_corrupt_decoded); }
 static enum tap_result legacy_zip_bomb(void) { return ts_legacy(test_zip_bomb); }
@@ -1639,31 +1560,31 @@ test_fast_format(void)
 	    SNAP_ERR_CORRUPT && strstr(why, "left over"), "a byte more: %s", why);
 	TAP_CHECK(ts_decode_fixed(&s, 0, big, s.len[0] - 1, a, why, sizeof(why)) ==
 	    SNAP_ERR_CORRUPT, "a byte less: %s", why);
-	ts_put_u32(big + 4, 1); /* a version-1 layer under a version-4 header */
+	th_put_u32(big + 4, 1); /* a version-1 layer under a version-4 header */
 	TAP_CHECK(ts_decode_fixed(&s, 0, big, s.len[0], a, why, sizeof(why)) == SNAP_ERR_CORRUPT,
 	    "a version-1 layer: %s", why);
 	free(big);
-	ts_reseal(s.rec[0], s.len[0], 0, &z, &zn); /* the same bytes as a zstd frame */
+	th_reseal(s.rec[0], s.len[0], 0, &z, &zn); /* the same bytes as a zstd frame */
 	TAP_CHECK(ts_decode_fixed(&s, 0, z, zn, a, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "bad magic"), "a frame where a raw record belongs: %s", why);
 	free(z);
 	TAP_CHECK(ts_decode_fixed(&s, 0, s.rec[0], s.len[0], a, why, sizeof(why)) == 0,
 	    "undamaged: %s", why);
 	/* the raw flag is the form's: cleared in version 4, set in version 1 */
-	TAP_CHECK(ts_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal header");
+	TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal header");
 	plain[42] &= (uint8_t)~SNAP_FLAG_RAW;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "bad field"), "raw flag cleared: %s", why);
 	free(z);
-	ts_put_u32(plain + 4, 1);
+	th_put_u32(plain + 4, 1);
 	plain[42] |= SNAP_FLAG_RAW;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "bad field"), "raw flag in version 1: %s", why);
 	free(z);
 	plain[42] &= (uint8_t)~SNAP_FLAG_RAW;
-	ts_reseal(plain, n, 1, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == 0 && d.version == 1,
 	    "the same header as version 1: %s", why);
 	snap_header_free(&d);
@@ -1693,8 +1614,8 @@ ts_write_seed(const char *dir, const char *name, const struct ts_snap *s, int la
 	int rc = 0;
 
 	if (plain) {
-		if (ts_unseal(s->hdr, s->hdr_len, &ph, &hn) ||
-		    ts_unseal(s->rec[layer], s->len[layer], &pl, &ln))
+		if (th_unseal(s->hdr, s->hdr_len, &ph, &hn) ||
+		    th_unseal(s->rec[layer], s->len[layer], &pl, &ln))
 			return -1;
 		hb = ph;
 		lb = pl;
@@ -1702,7 +1623,7 @@ ts_write_seed(const char *dir, const char *name, const struct ts_snap *s, int la
 		if (s->h.version < SNAP_FAST_VERSION)
 			ln -= SNAP_SUM_BYTES;
 	}
-	ts_put_u32(w, (uint32_t)hn | (plain ? 0x80000000u : 0));
+	th_put_u32(w, (uint32_t)hn | (plain ? 0x80000000u : 0));
 	snprintf(path, sizeof(path), "%s/%s.seed", dir, name);
 	if (!(f = fopen(path, "wb")))
 		return -1;

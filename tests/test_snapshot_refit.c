@@ -40,6 +40,7 @@
 #include "engine/engine.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_refit.h"
+#include "tests/snap_helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -163,42 +164,10 @@ tr_same_biases(const struct eng_kv *a, const struct eng_kv *b)
 	return 1;
 }
 
-/* Plain bytes (checksum included) of a stored record, and back. */
-static int
-tr_unseal(const uint8_t *buf, size_t len, uint8_t **plain, size_t *n)
-{
-	unsigned long long size = ZSTD_getFrameContentSize(buf, len);
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-		return -1;
-	*plain = malloc(size + 16);
-	*n = ZSTD_decompress(*plain, size, buf, len);
-	return ZSTD_isError(*n) ? -1 : 0;
-}
-
-/* Fix the trailing checksum of plain[0..n) and compress. */
-static void
-tr_reseal(uint8_t *plain, size_t n, uint8_t **out, size_t *out_len)
-{
-	size_t cap = ZSTD_compressBound(n);
-	crypto_generichash(plain + n - SNAP_SUM_BYTES, SNAP_SUM_BYTES, plain, n - SNAP_SUM_BYTES,
-	    NULL, 0);
-	*out = malloc(cap);
-	*out_len = ZSTD_compress(*out, cap, plain, n, 1);
-}
-
 static uint32_t
 tr_u32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void
-tr_put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
 }
 
 static enum tap_result
@@ -221,7 +190,7 @@ test_roundtrip(void)
 		unsigned flags = SNAP_FLAG_BIAS |
 		    (want == SNAP_FAST_VERSION && snap_quant_raw(quant) ? SNAP_FLAG_RAW : 0u);
 		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "%s: encode", snap_quant_name(quant));
-		TAP_CHECK(tr_unseal(s.hdr, s.hdr_len, &plain, &n) == 0 && tr_u32(plain + 4) == want &&
+		TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0 && tr_u32(plain + 4) == want &&
 		    (unsigned)(plain[42] | plain[43] << 8) == flags, "%s: header version %u, flags",
 		    snap_quant_name(quant), want);
 		free(plain);
@@ -263,7 +232,7 @@ test_unbiased_same(void)
 		uint8_t *plain = NULL;
 		size_t n = 0;
 		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "encode");
-		TAP_CHECK(tr_unseal(s.rec[0], s.len[0], &plain, &n) == 0, "unseal");
+		TAP_CHECK(th_unseal(s.rec[0], s.len[0], &plain, &n) == 0, "unseal");
 		TAP_CHECK((int)tr_u32(plain + 4) == snap_quant_version(quant) &&
 		    (plain[22] | plain[23] << 8) == 0, "%s: layer version %u flags %d",
 		    snap_quant_name(quant), tr_u32(plain + 4), plain[22] | plain[23] << 8);
@@ -331,13 +300,13 @@ tr_forge_layer(struct tr_snap *s, size_t at, const uint8_t *bytes, size_t nb, si
 	uint8_t *plain, *z;
 	size_t n, zn;
 	int rc;
-	if (tr_unseal(s->rec[0], s->len[0], &plain, &n))
+	if (th_unseal(s->rec[0], s->len[0], &plain, &n))
 		return 99;
 	if (nb)
 		memcpy(plain + at, bytes, nb);
 	if (cut)
 		n = cut;
-	tr_reseal(plain, n, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	crypto_generichash(s->h.layer_sum[0], SNAP_SUM_BYTES, z, zn, NULL, 0);
 	rc = snap_layer_decode(z, zn, &s->h, 0, kv, why, why_len);
 	free(z);
@@ -354,10 +323,10 @@ tr_forge_header(const struct tr_snap *s, size_t at, const uint8_t *bytes, size_t
 	uint8_t *plain, *z;
 	size_t n, zn;
 	int rc;
-	if (tr_unseal(s->hdr, s->hdr_len, &plain, &n))
+	if (th_unseal(s->hdr, s->hdr_len, &plain, &n))
 		return 99;
 	memcpy(plain + at, bytes, nb);
-	tr_reseal(plain, n, &z, &zn);
+	th_reseal(plain, n, 1, &z, &zn);
 	rc = snap_header_decode(z, zn, &h, why, why_len);
 	snap_header_free(&h);
 	free(z);
@@ -383,7 +352,7 @@ test_forged(void)
 	TAP_CHECK(eng_kv_init(&back, &shell, 16) == 0, "pool for the loads");
 	TAP_CHECK(tr_encode(&s, kv, SNAP_FP16) == 0 && tr_encode(&u, plain_kv, SNAP_Q8) == 0,
 	    "encode");
-	TAP_CHECK(tr_unseal(s.rec[0], s.len[0], &rec, &n) == 0, "unseal");
+	TAP_CHECK(th_unseal(s.rec[0], s.len[0], &rec, &n) == 0, "unseal");
 	bias0 = n - SNAP_SUM_BYTES - (size_t)14 * 4; /* layer 0: 9 + 5 biases */
 	free(rec);
 
@@ -409,7 +378,7 @@ test_forged(void)
 	rc = tr_forge_header(&u, 42, flag1, 2, why, sizeof(why));
 	TAP_CHECK(rc == SNAP_ERR_CORRUPT && strstr(why, "with refit biases"),
 	    "the flag in a version-2 header: %d %s", rc, why);
-	tr_put_u32(v, SNAP_FORMAT_VERSION + 1);
+	th_put_u32(v, SNAP_FORMAT_VERSION + 1);
 	rc = tr_forge_header(&s, 4, v, 4, why, sizeof(why));
 	TAP_CHECK(rc == SNAP_ERR_VERSION && strstr(why, "1 to 4"), "version 5: %d %s", rc, why);
 	tr_snap_free(&s);
@@ -490,11 +459,7 @@ test_concat(void)
 static enum tap_result
 tr_legacy(enum tap_result (*fn)(void))
 {
-	enum tap_result r;
-	g_enc_version = 1;
-	r = fn();
-	g_enc_version = SNAP_FORMAT_VERSION;
-	return r;
+	return th_legacy(&g_enc_version, fn);
 }
 static enum tap_result legacy_roundtrip(void) { return tr_legacy(test_roundtrip); }
 static enum tap_result legacy_unbiased_same(void) { return tr_legacy(test_unbiased_same); }

@@ -22,6 +22,7 @@
 #include "common/rng.h"
 #include "engine/engine.h"
 #include "engine/model/tok_internal.h"
+#include "tests/helpers.h"
 #include "tests/ids_fmt.h"
 #include "tests/tap.h"
 
@@ -33,30 +34,6 @@ voc_dir(void)
 {
 	const char *d = getenv("KVSNAP_VOCAB_DIR");
 	return d && *d ? d : "build/vocab";
-}
-
-/* Whole file into a NUL-terminated buffer; NULL if unreadable. */
-static char *
-voc_slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) != NULL) {
-		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else {
-			buf[n] = '\0';
-			*len = (size_t)n;
-		}
-	}
-	fclose(f);
-	return buf;
 }
 
 /* Parse one .out line ("id id id", spaces around allowed) into ids. */
@@ -103,10 +80,10 @@ voc_run(const char *name, int add_bos)
 	rc = eng_tok_init(&t, g, why, sizeof(why));
 	TAP_EXPECT(rc == 0, "%s: tokenizer refused: %s", name, why);
 	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf.inp", voc_dir(), name);
-	inp = voc_slurp(path, &inp_len);
+	inp = th_slurp(path, 0, &inp_len);
 	TAP_EXPECT(inp != NULL, "%s unreadable (run `make vocabs`)", path);
 	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf.out", voc_dir(), name);
-	out = voc_slurp(path, &out_len);
+	out = th_slurp(path, 0, &out_len);
 	TAP_EXPECT(out != NULL, "%s unreadable (run `make vocabs`)", path);
 	got = malloc(65536 * sizeof(*got));
 	want = malloc(65536 * sizeof(*want));

@@ -182,8 +182,6 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 	uint64_t off = 0;
 	int n = tiny_model_tensors(t, 64, sh), i;
 	int64_t j;
-	FILE *f;
-	size_t wr;
 	char key[96];
 
 	if (n < 0)
@@ -233,16 +231,7 @@ tiny_model_write_shape(const char *path, uint64_t seed, const struct tiny_shape 
 		}
 		gb_align(&b, TINY_ALIGN);
 	}
-	f = fopen(path, "wb");
-	if (!f) {
-		free(b.p);
-		return -1;
-	}
-	wr = fwrite(b.p, 1, b.len, f);
-	free(b.p);
-	if (fclose(f) != 0 || wr != b.len)
-		return -1;
-	return 0;
+	return gb_save(&b, path);
 }
 
 /* Write the llama model to `path`; 0 or -1. */
@@ -257,16 +246,8 @@ tiny_model_write(const char *path, uint64_t seed)
 static inline int
 tiny_model_tmp_shape(char *path, size_t cap, uint64_t seed, const struct tiny_shape *sh)
 {
-	const char *dir = getenv("TMPDIR");
-	int fd;
-	if (!dir || !*dir)
-		dir = "/tmp";
-	if ((size_t)snprintf(path, cap, "%s/kvsnap-tiny-XXXXXX", dir) >= cap)
+	if (th_tmp(path, cap, "tiny"))
 		return -1;
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -1;
-	close(fd);
 	if (tiny_model_write_shape(path, seed, sh)) {
 		unlink(path);
 		return -1;

@@ -8,7 +8,7 @@
  * dequantize_row_* (spec/model.md §3), so results are bit-identical to
  * llama.cpp's for finite inputs.  (Contraction into FMA could not change
  * them either: every product that is followed by an add, q·d, is exact in
- * f32; the pragma below keeps clang from trying.)
+ * f32; the pragma in simd.h keeps clang from trying.)
  *
  * The activation quantizers match the code llama.cpp actually runs on an x86
  * CPU with AVX or AVX2 (ggml-cpu arch/x86 quants.c, quantize_row_q8_0 and
@@ -31,17 +31,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/cpu/cpu_internal.h" /* for kern_cpu_simd_level */
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define KERN_QUANT_X86 1
-#else
-#define KERN_QUANT_X86 0
-#endif
-
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "kernels/cpu/simd.h"
 
 /* ------------------------------------------------------------------------ */
 /* Type table                                                                */
@@ -623,7 +613,7 @@ kern_quant_block_8(const float *x, float *d_out, int8_t *q)
 	return sum;
 }
 
-#if KERN_QUANT_X86
+#if KERN_X86
 /* One block of 32 with AVX2: writes the quants to qs, returns Σq; *d_out
  * gets the f32 scale.  The same steps as the scalar version, eight lanes at
  * a time; vroundps with imm 0 rounds half to even. */
@@ -688,7 +678,7 @@ kern_quant_row_q8_1(const float *x, struct kern_block_q8_1 *dst, int64_t n)
 {
 	int64_t i;
 
-#if KERN_QUANT_X86
+#if KERN_X86
 	if (kern_cpu_simd_level() >= KERN_CPU_SIMD_AVX2) {
 		kern_quant_row_8_avx2(x, dst, NULL, n / KERN_QK);
 		return;
@@ -707,7 +697,7 @@ kern_quant_row_q8_0(const float *x, struct kern_block_q8_0 *dst, int64_t n)
 {
 	int64_t i;
 
-#if KERN_QUANT_X86
+#if KERN_X86
 	if (kern_cpu_simd_level() >= KERN_CPU_SIMD_AVX2) {
 		kern_quant_row_8_avx2(x, NULL, dst, n / KERN_QK);
 		return;

@@ -13,17 +13,7 @@
 #include "kernels/cpu/cpu_internal.h" /* for kern_cpu_simd_level */
 #include "kernels/rope.h"
 #include "kernels/rope_rows.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define ROWS_X86 1
-#else
-#define ROWS_X86 0
-#endif
-
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "kernels/cpu/simd.h"
 
 /* The largest head_dim a NEOX row is built through a stack copy of
  * kern_rope_angles for; wider ones take kern_rope_theta pair by pair. */
@@ -73,7 +63,7 @@ rows_rotate_scalar(float *dst, const float *src, const float *cs, int64_t head_d
 			kern_rope_rotate_pair(dst, src, 2 * i, 2 * i + 1, cs[2 * i], cs[2 * i + 1]);
 }
 
-#if ROWS_X86
+#if KERN_X86
 static __attribute__((target("avx2"))) void
 rows_rotate_avx2(float *dst, const float *src, const float *cs, int64_t head_dim,
     enum kern_rope_style style)
@@ -118,12 +108,12 @@ kern_rope_rows(float *dst, const float *src, int64_t n, const uint32_t *pos,
     const float *table, int64_t head_dim, enum kern_rope_style style)
 {
 	int64_t r, d = head_dim;
-#if ROWS_X86
+#if KERN_X86
 	int simd = kern_cpu_simd_level() >= KERN_CPU_SIMD_AVX2;
 #endif
 	for (r = 0; r < n; r++) {
 		const float *cs = table + (int64_t)(pos ? pos[r] : (uint32_t)r) * KERN_ROPE_TABLE_ROW(d);
-#if ROWS_X86
+#if KERN_X86
 		if (simd) {
 			rows_rotate_avx2(dst + r * d, src + r * d, cs, d, style);
 			continue;
@@ -137,7 +127,7 @@ void
 kern_f16_to_f32_rows(const uint8_t *src, float *dst, int64_t n)
 {
 	int64_t i;
-#if ROWS_X86
+#if KERN_X86
 	if (kern_cpu_simd_level() >= KERN_CPU_SIMD_AVX2) {
 		rows_f16_avx2(src, dst, n);
 		return;

@@ -40,17 +40,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/cpu/cpu_internal.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define KERN_X86 1
-#else
-#define KERN_X86 0
-#endif
-
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "kernels/cpu/simd.h"
 
 #define KERN_DEQ_CHUNK 256   /* elements dequantized at a time for f32 dots */
 
@@ -238,7 +228,6 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
 
 #if KERN_X86
 #include "kernels/cpu/simd_x86.h"
-
 
 /* Driver for the four-row kernels: whole groups of four, then a short last
  * group that repeats its last row, so every row gets the same arithmetic

@@ -23,17 +23,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/cpu/cpu_internal.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define KERN_X86 1
-#else
-#define KERN_X86 0
-#endif
-
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "kernels/cpu/simd.h"
 
 static inline uint16_t
 kern_ld16(const uint8_t *p)

@@ -25,16 +25,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/cpu/cpu_internal.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#define KERN_X86 1
-#else
-#define KERN_X86 0
-#endif
-
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "kernels/cpu/simd.h"
 
 /* tokens per tile: as many accumulators as the level's registers hold */
 #define KERN_TILE_AVX2 4
@@ -350,7 +341,6 @@ kern_tile_has(enum kern_type t, int lvl)
 	    t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q8_0;
 }
 #endif /* KERN_X86 */
-
 
 void
 kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,

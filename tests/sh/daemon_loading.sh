@@ -48,11 +48,6 @@ s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n"); print(s.makefile().readline().strip())
 PY
 }
-wait_for() { # FILE PATTERN: up to 60 s
-	local i
-	for i in $(seq 1 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
-}
 hold() { # take the store's write lock (fd 7 keeps the holder waiting)
 	rm -f "$T/hold.in" "$T/hold.out"
 	mkfifo "$T/hold.in"

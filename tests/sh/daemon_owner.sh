@@ -17,16 +17,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 scratch owner
 chmod 755 "$T" # the users reach the socket and the protocol script inside
-UA=kvsnap-a UB=kvsnap-b made=()
-for u in $UA $UB; do
-	id "$u" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$u" && made+=("$u"); }
-done
-owner_cleanup() {
-	local u
-	lib_cleanup
-	for u in "${made[@]}"; do userdel "$u" 2>/dev/null; done
-}
-trap owner_cleanup EXIT
+UA=kvsnap-a UB=kvsnap-b
+test_users $UA $UB
 id "$UA" >/dev/null 2>&1 && id "$UB" >/dev/null 2>&1; ok "users $UA and $UB exist" $? || { finish; exit; }
 export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
 EXPECT_TIMEOUT=120
@@ -40,22 +32,12 @@ prose MPL-2.0 $words > "$T/b/other.txt"
 chown -R "$UA" "$T/a"; chown -R "$UB" "$T/b"
 chmod 700 "$T/a" "$T/b"; chmod 600 "$T/a"/* "$T/b"/*
 
-cat > "$T/proto.py" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1])
-f = s.makefile("rb")
-s.sendall(sys.argv[2].encode() + b"\n")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    e = json.loads(l)
-    if e.get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
+proto_py # readable by the users too; every read bounded at 60 s below
 chmod 644 "$T/proto.py"
 # as A / as B: a command run by that user (an array: expect_rc runs it under timeout)
 asA=(runuser -u "$UA" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
 asB=(runuser -u "$UB" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
-proto_as() { timeout 60 runuser -u "$1" -- python3 "$T/proto.py" "$KVSNAP_SOCKET" "$2"; }
+proto_as() { timeout 60 runuser -u "$1" -- python3 "$T/proto.py" "$KVSNAP_SOCKET" "$2" 60; }
 field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
 names() { # the named documents an ls result lists
 	python3 -c 'import json,sys; print(" ".join(sorted(d["name"] for d in json.loads(sys.stdin.read())["docs"] if d["name"])))'; }
@@ -63,7 +45,7 @@ names() { # the named documents an ls result lists
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --budget 64 --chunk 64 \
 	-t 2 --workers 2 --log-level debug 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}'; [ -S "$KVSNAP_SOCKET" ]; ok "daemon (root) listening" $?
+wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}' 60; [ -S "$KVSNAP_SOCKET" ]; ok "daemon (root) listening" $?
 chmod 666 "$KVSNAP_SOCKET" # every local user may connect: ownership is the only gate now
 
 Q="What is this document about?"
@@ -148,7 +130,7 @@ printf 'share = yes\n' > "$T/share.conf"
 "$D" --config "$T/share.conf" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --budget 64 \
 	--chunk 64 -t 2 --workers 2 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}'; ok "daemon with share = yes" $?
+wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}' 60; ok "daemon with share = yes" $?
 chmod 666 "$KVSNAP_SOCKET"
 prose LGPL-2.1 $words > "$T/a/later.txt"; chown "$UA" "$T/a/later.txt"; chmod 600 "$T/a/later.txt"
 expect_rc "A ingests without --share" 0 "${asA[@]}" "$K" ingest --name a-later "$T/a/later.txt"

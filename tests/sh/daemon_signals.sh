@@ -21,12 +21,6 @@ start_daemon() {
 	DPID=$!
 	wait_ready daemon_ready
 }
-# wait_for FILE PATTERN: up to 60 s for FILE to have a line matching PATTERN
-wait_for() {
-	local i
-	for i in $(seq 1 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
-}
 # ended_with_event OUT ERR: the client saw a result or an error event: a
 # bare EOF is what the CLI reports as "closed the connection" / "lost the
 # connection"
@@ -39,13 +33,7 @@ start_daemon; ok "daemon starts" $?
 timeout 60 "$K" ingest --name small "$T/small.txt" >/dev/null 2>&1; ok "a document stored" $?
 
 # ---- SIGHUP with an ingest and a streamed query running
-timeout 300 "$K" ingest --json --name long "$T/long.txt" > "$T/ing.out" 2> "$T/ing.err" &
-ipid=$!
-wait_for "$T/ing.out" '"progress"'; ok "ingest under way" $?
-timeout 300 "$K" query --json -n 400 small "Repeat the document word for word." \
-	> "$T/q.out" 2> "$T/q.err" &
-qpid=$!
-wait_for "$T/q.out" '"token"'; ok "query streaming" $?
+busy_jobs small
 kill -HUP "$DPID"
 wait_exit; rc=$?
 [ "$rc" -eq 0 ]; ok "SIGHUP during a query and an ingest: exit 0 (got $rc)" $?

@@ -11,11 +11,7 @@
 # sooner), and --min-conf 0 abstains after them without handing any on.
 set -u
 . "$(dirname "$0")/lib.bash"
-daemon_scratch grounding
-EXPECT_TIMEOUT=300
-words=120
-is_san "$D" && words=50
-mkdir -p "$T/docs"
+library_scratch grounding 120 50
 { prose GPL-3 $words; echo; echo "The river that flows through Torombe is called Ulvethe."; } > "$T/docs/torombe.txt"
 { prose Apache-2.0 $words; echo; echo "The river that flows through Velakin is called Dreoria."; } > "$T/docs/velakin.txt"
 { prose MPL-2.0 $words; echo; echo "The lighthouse keeper of Corholt is Anselm Ashcombe."; } > "$T/docs/corholt.txt"

@@ -10,10 +10,7 @@
 set -u
 . "$(dirname "$0")/lib.bash"
 daemon_scratch http_ops
-need command:curl
-scripts/openai-venv.sh "$BUILD" >"$T/venv.log" 2>&1 || { sed 's/^/# /' "$T/venv.log" | tail -3; }
-PY=$BUILD/openai-venv/bin/python
-need "$PY"
+openai_venv
 CHECK=tests/sh/http_ops_check.py
 H=$T/h.sock
 EXPECT_TIMEOUT=300
@@ -32,11 +29,6 @@ tap() {
 		*) echo "$line" ;;
 		esac
 	done
-}
-wait_for() { # FILE PATTERN: up to 60 s
-	local i
-	for i in $(seq 1 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
 }
 hcurl() { curl -s --max-time 120 --unix-socket "$H" "$@"; }
 
@@ -88,13 +80,7 @@ ok "  a streamed reply's bytes counted" $?
 ok "  probes (/health, /metrics) logged only at debug, as llama.cpp's server" $?
 
 # ---- draining: /health on a connection opened before the stop signal
-timeout 300 "$K" ingest --json --name long "$T/long.txt" > "$T/ing.out" 2> "$T/ing.err" &
-ipid=$!
-wait_for "$T/ing.out" '"progress"'; ok "an ingest under way" $?
-timeout 300 "$K" query --json -n 400 gpl "Repeat the document word for word." \
-	> "$T/q.out" 2> "$T/q.err" &
-qpid=$!
-wait_for "$T/q.out" '"token"'; ok "a query streaming" $?
+busy_jobs gpl
 mkfifo "$T/go"
 "$PY" "$CHECK" "$H" drain < "$T/go" > "$T/drain.out" 2>&1 &
 pypid=$!

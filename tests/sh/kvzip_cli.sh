@@ -11,13 +11,9 @@
 # (serves: true), and bad shrink requests get their error codes.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL"
-scratch kvzip-cli
-export KVSNAP_STATE=$T/state
-# sanitizer builds are ~10x slower: a shorter document there
-words=300
-# (at least ~200: a ratio of 1/8 must leave more than the ~24 sink units)
-is_san "$K" && words=200
+# a shorter document under the sanitizer, but at least ~200 words: a
+# ratio of 1/8 must leave more than the ~24 sink units
+cli_scratch kvzip-cli 300 200
 printf 'The archive code word is PELICAN. %s\n' "$(head -c 20000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words)" > "$T/gpl.txt"
 P=(--local --policy kvzip --chunk 128)
 { echo "A second copy."; cat "$T/gpl.txt"; } > "$T/gpl2.txt"

@@ -10,6 +10,10 @@
 #   expect_rc "description" RC command...   # stdout in $T/out, stderr in $T/err
 #   daemon_start SOCK LOG FLAGS...  # kvsnapd started ($DPID), waited for until loaded
 #   proto_py                      # $T/proto.py SOCK REQUEST: the request's last event
+#   daemon_scratch / cli_scratch / library_scratch NAME ...  # a script's usual set-up
+#   test_users U...               # real second users, deleted on exit (root)
+#   openai_venv                   # curl and $PY, the pinned HTTP clients' python
+#   wait_for FILE PATTERN; busy_jobs DOC   # a line awaited; an ingest + query running
 #   finish                        # "N passed, N failed", status
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 BUILD=${BUILD:-build}
@@ -42,6 +46,25 @@ trap lib_cleanup EXIT
 
 scratch() { T=$(mktemp -d "/tmp/kvsnap-$1-XXXXXX"); }
 
+# test_users USER...: real second users for the ownership checks (root
+# only): each made (useradd, no home, no login shell) unless it exists; on
+# exit $USERS_PRE_CLEANUP (a command, when set) runs, then lib_cleanup, then
+# the users made here are deleted.
+test_users() {
+	local u
+	made_users=()
+	for u; do
+		id "$u" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$u" && made_users+=("$u"); }
+	done
+	trap users_cleanup EXIT
+}
+users_cleanup() {
+	local u
+	[ -n "${USERS_PRE_CLEANUP:-}" ] && eval "$USERS_PRE_CLEANUP"
+	lib_cleanup
+	for u in "${made_users[@]}"; do userdel "$u" 2>/dev/null; done
+}
+
 # prose LICENSE WORDS: the first WORDS words of a license Debian ships
 # (/usr/share/common-licenses; each is under 100 kB), on one line.
 prose() {
@@ -55,6 +78,38 @@ daemon_scratch() {
 	need "$MODEL" "$D" command:python3
 	scratch "$1"
 	export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
+}
+
+# cli_scratch NAME WORDS SAN_WORDS: a scratch dir for a script over the
+# CLI alone (no daemon), its store in $T/state; $words is WORDS, or
+# SAN_WORDS when kvsnap was built with AddressSanitizer (~10x slower).
+cli_scratch() {
+	need "$MODEL"
+	scratch "$1"
+	export KVSNAP_STATE=$T/state
+	words=$2
+	is_san "$K" && words=$3
+}
+
+# library_scratch NAME WORDS SAN_WORDS: daemon_scratch NAME for a script
+# over a library of documents written into $T/docs, each $words words of
+# prose (SAN_WORDS under AddressSanitizer), its commands bounded at 300 s.
+library_scratch() {
+	daemon_scratch "$1"
+	EXPECT_TIMEOUT=300
+	words=$2
+	is_san "$D" && words=$3
+	mkdir -p "$T/docs"
+}
+
+# openai_venv: curl and the pinned Python clients ($BUILD/openai-venv, made
+# by scripts/openai-venv.sh) the HTTP scripts drive kvsnapd with; $PY is its
+# python.
+openai_venv() {
+	need command:curl
+	scripts/openai-venv.sh "$BUILD" >"$T/venv.log" 2>&1 || { sed 's/^/# /' "$T/venv.log" | tail -3; }
+	PY=$BUILD/openai-venv/bin/python
+	need "$PY"
 }
 
 # 1 when binary $1 was built with AddressSanitizer (~10x slower: scripts
@@ -182,6 +237,26 @@ PY
 
 # The log of a daemon the script started, kept in $T/daemon.log: the lines
 # matching PATTERN; wait_log PATTERN N waits (up to 30 s) until there are N.
+# wait_for FILE PATTERN: up to 60 s for FILE to have a line matching PATTERN
+wait_for() {
+	local i
+	for i in $(seq 1 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+
+# busy_jobs DOC: an ingest of $T/long.txt (named long) and a streamed query
+# of DOC running in the background ($ipid, $qpid; their output in
+# $T/ing.{out,err} and $T/q.{out,err}), each checked to be under way.
+busy_jobs() {
+	timeout 300 "$K" ingest --json --name long "$T/long.txt" > "$T/ing.out" 2> "$T/ing.err" &
+	ipid=$!
+	wait_for "$T/ing.out" '"progress"'; ok "an ingest under way" $?
+	timeout 300 "$K" query --json -n 400 "$1" "Repeat the document word for word." \
+		> "$T/q.out" 2> "$T/q.err" &
+	qpid=$!
+	wait_for "$T/q.out" '"token"'; ok "a query streaming" $?
+}
+
 log_count() { grep -c "$1" "$T/daemon.log"; }
 wait_log() {
 	local i

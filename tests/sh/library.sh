@@ -11,11 +11,7 @@
 # is not found in a library question either.
 set -u
 . "$(dirname "$0")/lib.bash"
-daemon_scratch library
-EXPECT_TIMEOUT=300
-words=250
-is_san "$D" && words=80
-mkdir -p "$T/docs"
+library_scratch library 250 80
 { prose GPL-3 $words; echo; echo "The password for the archive is avalanche."; echo; prose GPL-2 60; } > "$T/docs/alpha.txt"
 { prose Apache-2.0 $words; echo; echo "The mascot of the archive is a wombat."; echo; prose MPL-2.0 60; } > "$T/docs/beta.txt"
 PROFILE=(--budget 64 --chunk 64)
@@ -171,12 +167,8 @@ fi
 
 # ---- ownership, with two real users (root only)
 if command -v useradd >/dev/null && command -v runuser >/dev/null && [ "$(id -u)" -eq 0 ]; then
-	UA=kvsnap-a UB=kvsnap-b made=()
-	for u in $UA $UB; do
-		id "$u" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$u" && made+=("$u"); }
-	done
-	lib_owner_cleanup() { local u; lib_cleanup; for u in "${made[@]}"; do userdel "$u" 2>/dev/null; done; }
-	trap lib_owner_cleanup EXIT
+	UA=kvsnap-a UB=kvsnap-b
+	test_users $UA $UB
 	mkdir -p "$T/a"; cp "$T/docs/alpha.txt" "$T/a/private.txt"; echo "The codeword is marzipan." >> "$T/a/private.txt"
 	chown -R "$UA" "$T/a"; chmod 700 "$T/a"
 	asA=(runuser -u "$UA" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")

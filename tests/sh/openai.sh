@@ -11,10 +11,7 @@
 set -u
 . "$(dirname "$0")/lib.bash"
 daemon_scratch openai
-need command:curl
-scripts/openai-venv.sh "$BUILD" >"$T/venv.log" 2>&1 || { sed 's/^/# /' "$T/venv.log" | tail -3; }
-PY=$BUILD/openai-venv/bin/python
-need "$PY"
+openai_venv
 CHECK=tests/sh/openai_check.py
 H=$T/h.sock
 EXPECT_TIMEOUT=300

@@ -18,14 +18,20 @@ rcl_start "$T/cluster"
 ok "a 3 + 3 cluster on ports $RCL_PORTS reaches cluster_state:ok" $? || { finish; exit; }
 P0=${RCL_PORTS%% *}
 
+# keys_back: $n, how many of the 60 keys read back through the cluster
+keys_back() {
+	local i
+	n=0
+	for i in $(seq 1 60); do
+		[ "$(redis-cli -c -p "$P0" get "restart-test:$i")" = "value-$i" ] && n=$((n + 1))
+	done
+}
+
 # 60 keys spread over the slots (so over every master)
 for i in $(seq 1 60); do
 	redis-cli -c -p "$P0" set "restart-test:$i" "value-$i" >/dev/null
 done
-n=0
-for i in $(seq 1 60); do
-	[ "$(redis-cli -c -p "$P0" get "restart-test:$i")" = "value-$i" ] && n=$((n + 1))
-done
+keys_back
 [ $n = 60 ]
 ok "60 keys written ($n read back)" $?
 
@@ -62,10 +68,7 @@ rcl_wait_synced "$T/cluster" "$R"
 ok "the replica's link to it is up" $?
 sleep 1 # the replica's full resync (if any) applied
 
-n=0
-for i in $(seq 1 60); do
-	[ "$(redis-cli -c -p "$P0" get "restart-test:$i")" = "value-$i" ] && n=$((n + 1))
-done
+keys_back
 [ $n = 60 ]
 ok "every key is still there after the restart ($n of 60; $mine were on port $M)" $?
 n=0

@@ -135,16 +135,8 @@ python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":1,"op":"search"}' > "$T/o"
 grep -q '"code":"bad_request"' "$T/o"; ok "op search without a question: bad_request" $?
 
 if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
-	UA=kvsnap-sa UB=kvsnap-sb made=()
-	for u in $UA $UB; do
-		id "$u" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$u" && made+=("$u"); }
-	done
-	search_cleanup() {
-		local u
-		lib_cleanup
-		for u in "${made[@]}"; do userdel "$u" 2>/dev/null; done
-	}
-	trap search_cleanup EXIT
+	UA=kvsnap-sa UB=kvsnap-sb
+	test_users $UA $UB
 	chmod 755 "$T"
 	chmod 666 "$KVSNAP_SOCKET"
 	as() { timeout 60 runuser -u "$1" -- python3 "$T/proto.py" "$KVSNAP_SOCKET" "$2"; }

@@ -9,12 +9,7 @@
 # missing file, bad options) answered with the documented exit codes.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL"
-scratch store-cli
-export KVSNAP_STATE=$T/state
-# sanitizer builds are ~10x slower: shorter documents there
-words=400
-is_san "$K" && words=120
+cli_scratch store-cli 400 120
 prose GPL-3 $words > "$T/gpl.txt"
 printf 'The secret code word is PELICAN. %s\n' "$(head -c 3000 /usr/share/common-licenses/Apache-2.0 | tr -s ' \n' ' ' | cut -d' ' -f1-$words)" > "$T/apache.txt"
 P=(--local --budget 64 --chunk 128)

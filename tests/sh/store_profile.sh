@@ -9,11 +9,7 @@
 # "replace" and rm with "profile" through kvsnapd.
 set -u
 . "$(dirname "$0")/lib.bash"
-need "$MODEL"
-scratch store-profile
-export KVSNAP_STATE=$T/state
-words=300
-is_san "$K" && words=200
+cli_scratch store-profile 300 200
 printf 'The archive code word is PELICAN. %s\n' "$(head -c 20000 /usr/share/common-licenses/GPL-3 | tr -s ' \n' ' ' | cut -d' ' -f1-$words)" > "$T/gpl.txt"
 { echo "A second copy, code word ALBATROSS."; cat "$T/gpl.txt"; } > "$T/gpl2.txt"
 P=(--local --policy kvzip --chunk 128)

@@ -18,17 +18,9 @@ fi
 UNIT=${UNIT:-systemd/kvsnapd.service}
 scratch sdusers
 chmod 755 "$T"
-UA=kvsnap-ua UB=kvsnap-ub made=()
-for u in $UA $UB; do
-	id "$u" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$u" && made+=("$u"); }
-done
-users_cleanup() {
-	local u
-	[ -s "$T/inner.pid" ] && kill -KILL "$(cat "$T/inner.pid")" 2>/dev/null
-	lib_cleanup
-	for u in "${made[@]}"; do userdel "$u" 2>/dev/null; done
-}
-trap users_cleanup EXIT
+UA=kvsnap-ua UB=kvsnap-ub
+USERS_PRE_CLEANUP='[ -s "$T/inner.pid" ] && kill -KILL "$(cat "$T/inner.pid")" 2>/dev/null'
+test_users $UA $UB
 export KVSNAP_STATE=$T/state KVSNAP_SOCKET=$T/d.sock
 EXPECT_TIMEOUT=120
 mkdir -p "$T/a"
@@ -61,22 +53,12 @@ while True:
         continue
 sys.exit(os.waitstatus_to_exitcode(st))
 PY
-cat > "$T/proto.py" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1])
-f = s.makefile("rb")
-s.sendall(sys.argv[2].encode() + b"\n")
-while True:
-    l = f.readline()
-    if not l: print("EOF"); sys.exit(1)
-    e = json.loads(l)
-    if e.get("event") in ("result", "error"): print(l.decode().strip()); break
-PY
+proto_py # readable by the users too; every read bounded at 60 s below
 chmod 644 "$T/proto.py"
 # OP DOC as USER: the event's code ("ok" for a result)
 op_as() {
 	timeout 60 runuser -u "$1" -- python3 "$T/proto.py" "$KVSNAP_SOCKET" \
-		"{\"id\":1,\"op\":\"$2\"${3:+,\"doc\":\"$3\"}}" | python3 -c '
+		"{\"id\":1,\"op\":\"$2\"${3:+,\"doc\":\"$3\"}}" 60 | python3 -c '
 import json, sys
 e = json.loads(sys.stdin.read()); print(e.get("code", "ok") if e.get("event") == "error" else "ok")'
 }
@@ -86,7 +68,7 @@ echo "# $UNIT: PrivateUsers=${pu:-(not set)}"
 "${wrap[@]}" "$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --budget 64 --chunk 64 -t 2 \
 	--max-connections-per-user 2 --log-level debug 2>>"$T/daemon.log" &
 DPID=$!
-wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}'; ok "daemon started ${wrap:+(in a user namespace as PrivateUsers=yes makes)}" $?
+wait_ready python3 "$T/proto.py" "$KVSNAP_SOCKET" '{"id":0,"op":"hello"}' 60; ok "daemon started ${wrap:+(in a user namespace as PrivateUsers=yes makes)}" $?
 chmod 666 "$KVSNAP_SOCKET" # every user may connect: ownership is the only gate
 asA=(runuser -u "$UA" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
 asB=(runuser -u "$UB" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
