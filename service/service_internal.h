@@ -46,7 +46,9 @@ struct svc_session {
 };
 
 /* The largest pool a session keeps between questions: a thread's memory
- * held while idle (SmolLM2's 4K-token kvzip snapshot at 1/4: ~75 MB). */
+ * held while idle (SmolLM2's 4K-token kvzip snapshot at 1/4: ~75 MB; at
+ * the default 1/2 about twice that: the pool holds the units kept, in the
+ * compute precision whatever the stored one). */
 #define SVC_POOL_KEEP ((uint64_t)256 << 20)
 
 /* The policy of the profile (ratio form when conf.ratio > 0), unbound. */
