@@ -62,7 +62,7 @@ ask_usage(FILE *f, const char *cmd)
 	    "  --backend NAME    cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
 	    "  --policy NAME     kvzip, snapkv, adakv, locret, ... (default kvzip; each is\n"
 	    "                    described in %s/POLICIES.md)\n"
-	    "  --ratio R         share of the document's units kept (default 1/4)\n"
+	    "  --ratio R         share of the document's units kept (default 1/2)\n"
 	    "  --budget N        units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N         ingest chunk size in tokens, 1 to 65536 (default 512)\n"
 	    "  --opts K=V,...    policy options (POLICIES.md)\n"
@@ -96,9 +96,7 @@ cli_ask(int argc, char **argv)
 		.globals = CLI_G_MODEL | CLI_G_BACKEND, .operands = "FILE QUESTION...",
 		.usage = ask_usage, .elsewhere = ask_elsewhere,
 		.hint = "ask stores no snapshot; %s belongs to ingest" };
-	/* the QA bench's choice: kvzip keeping a quarter (as ingest) */
-	struct svc_conf sc = { .policy = "kvzip", .opts = "", .budget = 1024, .ratio = 0.25,
-		.chunk = 512 };
+	struct svc_conf sc; /* the default profile (service.h), as ingest's */
 	struct svc *v = NULL;
 	struct svc_session *ss = NULL;
 	struct svc_status st;
@@ -111,6 +109,7 @@ cli_ask(int argc, char **argv)
 	char *doc = NULL, *question = NULL;
 	size_t doc_len = 0;
 
+	svc_conf_defaults(&sc);
 	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
 		case CLI_O_PROFILE:

@@ -61,8 +61,7 @@ cli_generate(int argc, char **argv)
 		.globals = CLI_G_MODEL | CLI_G_BACKEND | CLI_G_JSON, .usage = gen_usage };
 	struct cli_sample smp = { .temp = 0.0, .top_p = 1.0, .seed = 0 };
 	/* the model alone; the profile is ask's and ingest's default (unused) */
-	struct svc_conf sc = { .policy = "kvzip", .opts = "", .budget = 1024, .ratio = 0.25,
-		.chunk = 512 };
+	struct svc_conf sc;
 	const char *prompt = NULL;
 	long n_max = 128, threads = 0;
 	int raw = 0, json, verbose = 0, c, rc, ret = CLI_EXIT_FAILURE;
@@ -75,6 +74,7 @@ cli_generate(int argc, char **argv)
 	struct svc_answer an;
 	double t0, t1, t2;
 
+	svc_conf_defaults(&sc);
 	while ((c = cli_getopt(&o, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': prompt = optarg; break;

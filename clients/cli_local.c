@@ -107,11 +107,11 @@ local_usage(FILE *f, const char *cmd)
 	    "  -m, --model GGUF the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --backend NAME   cpu or cuda (default $KVSNAP_BACKEND, else cpu)\n"
 	    "  --policy NAME    eviction policy (default kvzip; %s/POLICIES.md)\n"
-	    "  --ratio R        share of each document's units kept (default 1/4)\n"
+	    "  --ratio R        share of each document's units kept (default 1/2)\n"
 	    "  --budget N       units kept per KV head per layer instead of a ratio\n"
 	    "  --chunk N        ingest chunk size, 1 to 65536 (default 512)\n"
 	    "  --opts K=V,...   policy options\n"
-	    "  --quant Q        fp16, q8, q4, q4kc, q4h, q4kch (default fp16)\n"
+	    "  --quant Q        fp16, q8, q4, q4kc, q4h, q4kch (default q8)\n"
 	    "  -t, --threads N  threads (default 0: all cores)\n"
 	    "  --json           one JSON object per line\n", cmd, kv_doc_dir());
 }
@@ -160,10 +160,9 @@ local_parse(int argc, char **argv, struct local *L, int *rc)
 		.operands = ingest ? "FILE|DIR..." : shrink ? "DOC" : "DOC QUESTION...",
 		.usage = local_usage, .elsewhere = shrink ? NULL : local_daemon_only,
 		.hint = "%s belongs to the daemon path, without --local" };
-	/* the QA bench's choice (bench/RESULTS.md): kvzip keeping a quarter */
-	struct svc_conf sc = { .policy = "kvzip", .opts = "", .budget = 1024, .ratio = 0.25,
-		.chunk = 512, .quant = SVC_QUANT_FP16 };
+	struct svc_conf sc; /* the default profile (service.h), before the flags */
 
+	svc_conf_defaults(&sc);
 	memset(L, 0, sizeof(*L));
 	L->n_max = 128;
 	L->smp.top_p = 1.0;

@@ -49,11 +49,11 @@ dcfg_usage(FILE *f)
 	    "  --model GGUF        the model (default $KVSNAP_MODEL, else the bundled one)\n"
 	    "  --heads FILE        Locret retaining heads (policy locret; same as --opts heads=FILE)\n"
 	    "  --policy NAME       eviction policy (default kvzip); --opts its options\n"
-	    "  --ratio R           share of each document's units kept (default 1/4)\n"
+	    "  --ratio R           share of each document's units kept (default 1/2)\n"
 	    "  --budget N          units kept per KV head per layer instead of a ratio\n"
 	    "                      (the later of budget and ratio, file then flags, wins)\n"
 	    "  --chunk N           ingest chunk size, 1 to 65536 (default 512)\n"
-	    "  --quant Q           fp16, q8, q4, q4kc, q4h or q4kch (default fp16)\n"
+	    "  --quant Q           fp16, q8, q4, q4kc, q4h or q4kch (default q8)\n"
 	    "  -t, --threads N     threads per model worker (default: all cores)\n"
 	    "  --backend NAME      cpu (default) or cuda: where the model runs\n"
 	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"
@@ -333,9 +333,10 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 	int ch, i;
 
 	memset(c, 0, sizeof(*c));
-	c->budget = 1024;
-	c->ratio = 0.25;
-	c->chunk = 512;
+	/* the default profile (service.h); the quantization by its name */
+	c->budget = SVC_DEFAULT_BUDGET;
+	c->ratio = SVC_DEFAULT_RATIO;
+	c->chunk = SVC_DEFAULT_CHUNK;
 	c->workers = 2;
 	c->max_conns = 64;
 	c->max_conns_user = 16; /* four users can fill the default 64 */
@@ -343,8 +344,9 @@ dcfg_load(struct dcfg *c, int argc, char **argv)
 	c->request_timeout = 10;
 	c->max_jobs = 64;
 	c->log_level = DLOG_INFO;
-	if (dcfg_set_str(&c->policy, "kvzip") || dcfg_set_str(&c->opts, "") ||
-	    dcfg_set_str(&c->quant, "fp16") || dcfg_set_str(&c->backend, "cpu"))
+	if (dcfg_set_str(&c->policy, SVC_DEFAULT_POLICY) || dcfg_set_str(&c->opts, "") ||
+	    dcfg_set_str(&c->quant, svc_quant_name(SVC_DEFAULT_QUANT)) ||
+	    dcfg_set_str(&c->backend, "cpu"))
 		return DCFG_EXIT_USAGE;
 	/* the config file first, so that flags override it */
 	for (i = 1; i < argc; i++) {

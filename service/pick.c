@@ -1,7 +1,8 @@
 /*
  * pick.c: the one rule for the snapshot a document answers from, shared by
  * kvsnapd and `kvsnap --local`: among its snapshots this profile's, else
- * one `shrink` cut to exactly this profile's budget; nothing else.  The
+ * one `shrink` cut to exactly this profile's budget, else (the default
+ * profile) one under the previous default; nothing else.  The
  * others are listed for the advice a mismatch gives (advice.c).
  */
 #include <stdio.h>
@@ -16,6 +17,9 @@ struct pick {
 	uint8_t shrunk_id[SNAP_ID_BYTES];
 	struct svc_snap_figures shrunk_fig;
 	struct parts_scan parts;         /* this profile's parts (parts.c) */
+	int prev;                        /* one under the previous default seen */
+	uint8_t prev_id[SNAP_ID_BYTES];
+	struct svc_snap_figures prev_fig;
 };
 
 static int
@@ -38,6 +42,13 @@ pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 		memcpy(p->shrunk_id, pid, SNAP_ID_BYTES);
 		svc_snap_figures(h, bytes, &p->shrunk_fig);
 		p->shrunk = 1;
+		return 0;
+	}
+	if (p->v->has_prev && !memcmp(pid, p->v->prev_id, SNAP_ID_BYTES)) {
+		memcpy(p->prev_id, pid, SNAP_ID_BYTES);
+		if (h)
+			svc_snap_figures(h, bytes, &p->prev_fig);
+		p->prev = 1;
 		return 0;
 	}
 	pk->n_other++;
@@ -91,6 +102,11 @@ svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 		pk->found = 1;
 		memcpy(pk->profile_id, p.shrunk_id, SNAP_ID_BYTES);
 		pk->fig = p.shrunk_fig;
+	}
+	if (!pk->found && p.prev) { /* an old store, under the default before */
+		pk->found = 1;
+		memcpy(pk->profile_id, p.prev_id, SNAP_ID_BYTES);
+		pk->fig = p.prev_fig;
 	}
 	return 0;
 }

@@ -2,7 +2,8 @@
  * profile_flags.c: the one parser of the profile's settings (--policy,
  * --opts, --budget, --ratio, --chunk, --quant) for kvsnapd's flags and
  * config file, `kvsnap --local`, `kvsnap shrink` and `kvsnap ask`: one
- * range per setting and one error text.
+ * range per setting and one error text; and the default profile they start
+ * from (service.h, SVC_DEFAULT_*).
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,18 @@
 #include "common/cmdline.h"
 #include "common/paths.h"
 #include "service/service_internal.h"
+
+void
+svc_conf_defaults(struct svc_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->policy = SVC_DEFAULT_POLICY;
+	c->opts = "";
+	c->budget = SVC_DEFAULT_BUDGET;
+	c->ratio = SVC_DEFAULT_RATIO;
+	c->chunk = SVC_DEFAULT_CHUNK;
+	c->quant = SVC_DEFAULT_QUANT;
+}
 
 int
 svc_profile_flag(struct svc_conf *c, const char *flag, const char *value, char *why,

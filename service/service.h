@@ -157,6 +157,25 @@ struct svc_conf {
 	                          * (kvsnapd); else the first svc_search does */
 };
 
+/* The default profile, the one definition every client and kvsnapd start
+ * from: the issue-28 rule (bench/RESULTS.md "Answers per byte"), the fewest
+ * bytes keeping >= 95 % of the full cache's answers on the tuning documents
+ * of both models, picked kvzip keeping 1/2 stored q8 (SmolLM2 98 %, Qwen
+ * 100 %; 1/4 fp16 kept 87 % on SmolLM2).  The budget is the --budget form's
+ * default, used only when a ratio is not given. */
+#define SVC_DEFAULT_POLICY "kvzip"
+#define SVC_DEFAULT_BUDGET 1024L
+#define SVC_DEFAULT_RATIO 0.5
+#define SVC_DEFAULT_CHUNK 512L
+#define SVC_DEFAULT_QUANT 3 /* SNAP_Q8 (service/base.c checks it) */
+/* The default before it (kvzip 1/4 fp16): a store written under it keeps
+ * answering under the default (svc_pick). */
+#define SVC_PREV_DEFAULT_RATIO 0.25
+#define SVC_PREV_DEFAULT_QUANT 0 /* SNAP_FP16 */
+/* c zeroed, then the default profile (policy, opts "", budget, ratio,
+ * chunk, quant); the caller sets where things are. */
+void svc_conf_defaults(struct svc_conf *c);
+
 struct svc_tier;
 struct svc_index;
 
@@ -281,7 +300,10 @@ struct svc_picked {
 
 /* The one rule for the snapshot a document answers from, for kvsnapd and
  * `kvsnap --local` alike: this profile's, else one `shrink` cut to exactly
- * this profile's budget; nothing else.  0 with pk filled (pk->found 0: no
+ * this profile's budget, else, when this is the default profile (its
+ * chunk size may differ), one stored under the previous default with the
+ * same chunk size (SVC_PREV_DEFAULT_*; one-part documents): an old store
+ * keeps answering, and a plain ingest skips it as stored; nothing else.  0 with pk filled (pk->found 0: no
  * such snapshot), -1 with st (SVC_AT_LOOKUP). */
 int svc_pick(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES], struct svc_picked *pk,
     struct svc_status *st);
@@ -316,7 +338,7 @@ int svc_parts_check(struct store *s, const uint8_t doc_id[SVC_ID_BYTES],
 int svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SVC_ID_BYTES],
     struct svc_picked *pk, struct svc_status *st);
 
-/* A stored profile in words: "kvzip ratio 0.25, chunk 512, fp16" (the
+/* A stored profile in words: "kvzip ratio 0.5, chunk 512, q8" (the
  * policy, its ratio or budget, a shrink's source, chunk, quantization;
  * "another model" when its fingerprint is not v's). */
 void svc_profile_words(const struct svc *v, const char *profile, char *out, size_t cap);

@@ -25,6 +25,8 @@ struct svc {
 	char profile[SNAP_MAX_PROFILE];
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile_hex[2 * SNAP_ID_BYTES + 1];
+	int has_prev;            /* this is the default profile: a snapshot under */
+	uint8_t prev_id[SNAP_ID_BYTES]; /* the previous default's answers (svc_pick) */
 	struct svc_tier *tier;   /* the shared tier, or NULL (tiers.c) */
 	struct svc_index *index; /* the text index, or NULL (index_sync.c; why not:
 	                          * index_why) */
@@ -44,7 +46,9 @@ struct svc_session {
 };
 
 /* The largest pool a session keeps between questions: a thread's memory
- * held while idle (SmolLM2's 4K-token kvzip snapshot at 1/4: ~75 MB). */
+ * held while idle (SmolLM2's 4K-token kvzip snapshot at 1/4: ~75 MB; at
+ * the default 1/2 about twice that: the pool holds the units kept, in the
+ * compute precision whatever the stored one). */
 #define SVC_POOL_KEEP ((uint64_t)256 << 20)
 
 /* The policy of the profile (ratio form when conf.ratio > 0), unbound. */

@@ -62,7 +62,8 @@ answers() { # file, path: a report line
 # ---- kvsnapd with the Qwen model: the socket protocol.  The full cache
 # (--policy full): this checks the model end to end through every path,
 # exactly; what compression costs in answers is bench/qa.sh's question (at
-# kvzip's default 1/4 of this 129-token note the answer lost the name).
+# kvzip 1/4, the default before issue 28, this 129-token note's answer lost
+# the name).
 "$D" --state "$KVSNAP_STATE" --socket "$KVSNAP_SOCKET" --model "$QWEN" --http "unix:$T/h.sock" \
 	--policy full -t 2 --workers 2 --log-level info 2>>"$T/daemon.log" &
 DPID=$!
