@@ -7,7 +7,8 @@ the library make_library.py writes, three ways, one JSON line per answer.
            [--wait] [--lib-from FILE] [--shard I/N]
 
 1. ingest: `kvsnap ingest --local --part-tokens N FILES...` into --state (the
-   default profile: kvzip 1/4, chunk 512, fp16) in --jobs processes over
+   default profile: kvzip 1/2, chunk 512, q8 since issue 28; the runs in
+   bench/RESULTS.md before it were kvzip 1/4 fp16) in --jobs processes over
    disjoint sets of the files; a file whose name a whole document in a
    reused state has is not ingested again (ingest --local would).  --wait: no ingest, wait for each document
    another run is ingesting (the oracle pass can run beside the ingest).
