@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum tap_result { TAP_PASS = 0, TAP_FAIL = 1, TAP_SKIP = 2 };
@@ -74,6 +75,7 @@ tap_main(const struct tap_test *tests, size_t n, int argc, char **argv)
 	size_t i;
 	int pass = 0, fail = 0, skip = 0, j;
 	const char *wd = getenv("TAP_TIMEOUT");
+	struct timespec t0, t1;
 
 	alarm(wd ? (unsigned)atoi(wd) : 1200);
 	printf("1..%zu\n", n);
@@ -89,7 +91,12 @@ tap_main(const struct tap_test *tests, size_t n, int argc, char **argv)
 			continue;
 		}
 		fflush(stdout);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = tests[i].fn();
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		/* where a slow test program spends its time, per subtest */
+		printf("# time %s %.2f s\n", tests[i].name,
+		    (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 		if (r == TAP_PASS) {
 			printf("ok %zu - %s\n", i + 1, tests[i].name);
 			pass++;
