@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "snapshot/hadamard.h"
+#include "snapshot/hadamard_simd.h"
 #include "snapshot/qpack_avx2.h" /* for qp_avx2 */
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -98,4 +99,22 @@ hd_rotate_rows(float *x, int64_t n, int d)
 #endif
 		hd_row_scalar(row, d, scale);
 	}
+}
+
+int
+hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
+{
+	double scale = 1.0 / sqrt((double)d); /* hd_rotate_rows' */
+	int level = dst && hd_dim_ok(d) && hd_avx2_dim_ok(d) ? qp_simd_level() : 0;
+	if (level && s == QP_Q4)
+		return level >= 2 ? hd_512_q4_rows(src, n, d, scale, dst) :
+		    hd_avx2_q4_rows(src, n, d, scale, dst);
+	if (level && s == QP_Q4_CH)
+		return level >= 2 ? hd_512_q4_ch_rows(src, n, d, scale, dst) :
+		    hd_avx2_q4_ch_rows(src, n, d, scale, dst);
+	if (qp_decode(s, src, n, d, dst))
+		return -1;
+	if (dst)
+		hd_rotate_rows(dst, n, d);
+	return 0;
 }

@@ -330,6 +330,8 @@ qp_q4_ch_group_decode(const uint8_t *src, int64_t gn, int d, float *dst)
 	float mm[QP_MAX_DIM], dd[QP_MAX_DIM];
 	int64_t r;
 	int c;
+	if (dst && d % QP_GROUP == 0 && d <= QP_MAX_DIM && qp_avx2()) /* the group in one loop */
+		return qp_avx2_q4_ch_group(src, gn, d, dst);
 	for (c = 0; c < d; c++)
 		if (!qp_pair_ok(qp_get16(src + 4 * c), qp_get16(src + 4 * c + 2)))
 			return -1;
@@ -352,10 +354,6 @@ qp_q4_ch_group_decode(const uint8_t *src, int64_t gn, int d, float *dst)
 	for (r = 0; r < gn; r++) {
 		const uint8_t *row = codes + (size_t)r * (size_t)(d / 2);
 		float *x = dst + (size_t)r * (size_t)d;
-		if (d % QP_GROUP == 0 && qp_avx2()) {
-			qp_avx2_q4_ch_row(row, mm, dd, d, x);
-			continue;
-		}
 		for (c = 0; c < d; c++)
 			x[c] = qp_dequant(mm[c], dd[c], (c & 1) ? (unsigned)row[c / 2] >> 4 :
 			    row[c / 2] & 15u);

@@ -12,55 +12,47 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-int
-qp_avx2(void)
+#include "snapshot/qpack_avx2_inline.h"
+
+static atomic_int qp_level = -1; /* racing first callers store the same value */
+
+static int
+qp_simd_detect(void)
 {
-	static atomic_int have = -1; /* racing first callers store the same value */
-	int h = atomic_load_explicit(&have, memory_order_relaxed);
+	__builtin_cpu_init();
+	/* F16C is not a __builtin_cpu_supports name in every compiler
+	 * (clang 14 refuses it); every CPU with AVX2 and FMA has it, the
+	 * rule kern_cpu_simd_detect uses too */
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return 0;
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? 2 : 1;
+}
+
+int
+qp_simd_force(int level)
+{
+	int best = qp_simd_detect();
+	if (level > best)
+		return -1;
+	atomic_store_explicit(&qp_level, level < 0 ? best : level, memory_order_relaxed);
+	return 0;
+}
+
+int
+qp_simd_level(void)
+{
+	int h = atomic_load_explicit(&qp_level, memory_order_relaxed);
 	if (h < 0) {
-		__builtin_cpu_init();
-		/* F16C is not a __builtin_cpu_supports name in every compiler
-		 * (clang 14 refuses it); every CPU with AVX2 and FMA has it, the
-		 * rule kern_cpu_simd_detect uses too */
-		h = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
-		atomic_store_explicit(&have, h, memory_order_relaxed);
+		h = qp_simd_detect();
+		atomic_store_explicit(&qp_level, h, memory_order_relaxed);
 	}
 	return h;
 }
 
-/* μ + q·δ for eight codes (bytes) */
-static inline __attribute__((target("avx2"), always_inline)) __m256
-qp_avx2_deq(__m128i q8, __m256 m, __m256 d)
+int
+qp_avx2(void)
 {
-	__m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q8));
-	return _mm256_add_ps(m, _mm256_mul_ps(q, d));
-}
-
-/* 16 bytes of nibbles as 32 code bytes in order (2j low, 2j + 1 high) */
-static inline __attribute__((target("avx2"), always_inline)) void
-qp_avx2_nibbles(const uint8_t *codes, __m128i *a, __m128i *b)
-{
-	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)codes);
-	__m128i mask = _mm_set1_epi8(15);
-	__m128i lo = _mm_and_si128(raw, mask), hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
-	*a = _mm_unpacklo_epi8(lo, hi); /* values 0..15 */
-	*b = _mm_unpackhi_epi8(lo, hi); /* values 16..31 */
-}
-
-/* A stored (δ, μ) pair: 0 and both widened and broadcast, or -1 when
- * qp_pair_ok (qpack.c) would refuse it. */
-static inline __attribute__((target("avx2,f16c"), always_inline)) int
-qp_avx2_pair(const uint8_t *p, __m256 *d, __m256 *m)
-{
-	uint32_t dm = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-	__m128 f;
-	if ((dm & 0x7c00u) == 0x7c00u || (dm & 0x7c000000u) == 0x7c000000u || (dm & 0x8000u))
-		return -1;
-	f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm)); /* (δ, μ, 0, 0) */
-	*d = _mm256_broadcastss_ps(f);
-	*m = _mm256_broadcastss_ps(_mm_movehdup_ps(f));
-	return 0;
+	return qp_simd_level() >= 1;
 }
 
 /* Both row formats: per 32 values a (δ, μ) pair, then the codes: 16 bytes
@@ -103,22 +95,30 @@ qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x)
 	return qp_avx2_rows(src, n, x, 0);
 }
 
-__attribute__((target("avx2"))) void
-qp_avx2_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, int d, float *x)
+__attribute__((target("avx2,f16c"))) int
+qp_avx2_q4_ch_group(const uint8_t *src, int64_t gn, int d, float *x)
 {
+	float mm[QP_AVX2_MAX_DIM] __attribute__((aligned(32)));
+	float dd[QP_AVX2_MAX_DIM] __attribute__((aligned(32)));
+	const uint8_t *codes = src + 4 * (size_t)d;
+	int64_t r;
 	int c;
-	for (c = 0; c < d; c += 32) { /* d is a multiple of 32 */
-		__m128i a, b;
-		qp_avx2_nibbles(codes + c / 2, &a, &b);
-		_mm256_storeu_ps(x + c, qp_avx2_deq(a, _mm256_loadu_ps(mm + c),
-		    _mm256_loadu_ps(dd + c)));
-		_mm256_storeu_ps(x + c + 8, qp_avx2_deq(_mm_srli_si128(a, 8),
-		    _mm256_loadu_ps(mm + c + 8), _mm256_loadu_ps(dd + c + 8)));
-		_mm256_storeu_ps(x + c + 16, qp_avx2_deq(b, _mm256_loadu_ps(mm + c + 16),
-		    _mm256_loadu_ps(dd + c + 16)));
-		_mm256_storeu_ps(x + c + 24, qp_avx2_deq(_mm_srli_si128(b, 8),
-		    _mm256_loadu_ps(mm + c + 24), _mm256_loadu_ps(dd + c + 24)));
-	}
+	if (qp_avx2_ch_pairs(src, d, mm, dd))
+		return -1;
+	for (r = 0; r < gn; r++, codes += d / 2, x += d)
+		for (c = 0; c < d; c += 32) { /* d is a multiple of 32 */
+			__m128i a, b;
+			qp_avx2_nibbles(codes + c / 2, &a, &b);
+			_mm256_storeu_ps(x + c, qp_avx2_deq(a, _mm256_load_ps(mm + c),
+			    _mm256_load_ps(dd + c)));
+			_mm256_storeu_ps(x + c + 8, qp_avx2_deq(_mm_srli_si128(a, 8),
+			    _mm256_load_ps(mm + c + 8), _mm256_load_ps(dd + c + 8)));
+			_mm256_storeu_ps(x + c + 16, qp_avx2_deq(b, _mm256_load_ps(mm + c + 16),
+			    _mm256_load_ps(dd + c + 16)));
+			_mm256_storeu_ps(x + c + 24, qp_avx2_deq(_mm_srli_si128(b, 8),
+			    _mm256_load_ps(mm + c + 24), _mm256_load_ps(dd + c + 24)));
+		}
+	return 0;
 }
 
 #else
@@ -129,10 +129,23 @@ qp_avx2(void)
 	return 0;
 }
 
-void
-qp_avx2_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, int d, float *x)
+int
+qp_simd_force(int level)
 {
-	(void)codes, (void)mm, (void)dd, (void)d, (void)x;
+	return level > 0 ? -1 : 0;
+}
+
+int
+qp_simd_level(void)
+{
+	return 0;
+}
+
+int
+qp_avx2_q4_ch_group(const uint8_t *src, int64_t gn, int d, float *x)
+{
+	(void)src, (void)gn, (void)d, (void)x;
+	return -1;
 }
 
 int

@@ -8,7 +8,10 @@
 
 #include <stdint.h>
 
-/* 1 when this CPU runs AVX2 and F16C (checked once). */
+/* The SIMD the snapshot kernels use on this CPU (checked once): 0 none,
+ * 1 AVX2 and F16C, 2 also AVX-512 F and DQ (hadamard_simd.c). */
+int qp_simd_level(void);
+/* 1 when qp_simd_level() >= 1: qpack's AVX2 kernels may run. */
 int qp_avx2(void);
 /* n groups of 32 of the q4 (20 bytes each) or q8 (36) row form, each a
  * stored (δ, μ) fp16 pair then its codes, into x[32·n]: x[j] = μ + q_j·δ,
@@ -19,8 +22,14 @@ int qp_avx2(void);
  * δ negative), the groups before it written. */
 int qp_avx2_q4_rows(const uint8_t *src, int64_t n, float *x);
 int qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x);
-/* One row of d channels (d a multiple of 32) of q4 per channel: x[c] =
- * mm[c] + q_c·dd[c], q_c the nibbles of codes[d/2]. */
-void qp_avx2_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, int d, float *x);
+/* One group of gn rows of d channels (d a multiple of 32, at most
+ * QP_AVX2_MAX_DIM) of q4 per channel, as qpack.h lays it out (d (δ, μ)
+ * pairs, then gn rows of d/2 code bytes), into x[gn·d]: x[r·d + c] = μ_c +
+ * q·δ_c; -1, nothing written, when a pair is one qpack.c refuses. */
+#define QP_AVX2_MAX_DIM 1024
+int qp_avx2_q4_ch_group(const uint8_t *src, int64_t gn, int d, float *x);
+/* Tests only: qp_simd_level() answers level from now on (-1: what the CPU
+ * has again); -1, nothing changed, for a level this CPU does not have. */
+int qp_simd_force(int level);
 
 #endif /* SNAPSHOT_QPACK_AVX2_H */

@@ -989,6 +989,17 @@ snap_key_block(const struct eng_kv *kv, int layer, int m, int64_t kp, int64_t ks
 /* ------------------------------------------------------------------------ */
 /* Layer encode                                                              */
 
+/* Unpack n rows packed under s for quant (dst NULL: validate only): the
+ * rotated forms' rows rotated back as they are unpacked (H is its own
+ * inverse).  0, or -1 for a corrupt block. */
+static int
+snap_unpack(int quant, enum qp_scheme s, const uint8_t *src, int64_t n, int hd, float *dst)
+{
+	if (snap_quant_rotated(quant))
+		return hd_unpack_rows(s, src, n, hd, dst);
+	return qp_decode(s, src, n, hd, dst);
+}
+
 /* Pack n rows under the K or V scheme of quant (rotated first under _H). */
 static int
 snap_put_block(struct snap_w *w, int quant, enum qp_scheme s, const float *src, int64_t n,
@@ -1183,12 +1194,10 @@ snap_get_block(const struct snap_lp *p, struct snap_r *r, int m, enum qp_scheme 
 		snprintf(msg, sizeof(msg), "truncated %s", what);
 		return snap_lp_fail(p, m, msg);
 	}
-	if (qp_decode(s, src, n, p->h->head_dim, dst)) {
+	if (snap_unpack(p->h->quant, s, src, n, p->h->head_dim, dst)) {
 		snprintf(msg, sizeof(msg), "bad scale or min in the %s", what);
 		return snap_lp_fail(p, m, msg);
 	}
-	if (dst && snap_quant_rotated(p->h->quant))
-		hd_rotate_rows(dst, n, p->h->head_dim); /* H is its own inverse */
 	return 0;
 }
 
@@ -1539,11 +1548,9 @@ snap_qerr_block(int quant, enum qp_scheme s, const float *src, int64_t n, int hd
 	int rc = SNAP_ERR_NOMEM;
 
 	if (bytes && back && rows) {
-		rc = qp_encode(s, rows, n, hd, bytes) || qp_decode(s, bytes, n, hd, back)
+		rc = qp_encode(s, rows, n, hd, bytes) || snap_unpack(quant, s, bytes, n, hd, back)
 		    ? SNAP_ERR_ARG
 		    : 0;
-		if (!rc && snap_quant_rotated(quant))
-			hd_rotate_rows(back, n, hd);
 		for (i = 0; !rc && i < nv; i++) {
 			double e = fabs((double)src[i] - (double)back[i]);
 			acc->max = e > acc->max ? e : acc->max;

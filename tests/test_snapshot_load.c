@@ -9,8 +9,13 @@
  *  - qpack_bits: q4, q8 and q4-per-channel blocks unpacked (AVX2 where the
  *    CPU has it) equal x̂ = μ + q·δ computed here from qpack.h's layouts,
  *    value by value, bit for bit.
+ *    At every SIMD level the CPU has (qp_simd_force: none, AVX2, AVX-512).
  *  - hadamard_bits: hd_rotate_rows (AVX2 where the CPU has it) equals the
  *    scalar butterflies in double written out here, bit for bit.
+ *  - hadamard_unpack: hd_unpack_rows (the q4 forms unpacked and rotated
+ *    back in one pass, the row in registers) equals x̂ = μ + q·δ then those
+ *    butterflies, bit for bit, at every SIMD level, every scheme, d 32 to
+ *    256; a negative scale refused at every level.
  *  - pool_equal: a real SmolLM2 cache (snapkv) saved to a real LMDB store
  *    in every form (fp16, q4, q4kc, q8, q4h, q4kch), loaded on one thread
  *    and on two, equals the pool the one-layer-at-a-time decoder gives
@@ -43,6 +48,7 @@
 #include "kernels/rope_rows.h"
 #include "snapshot/hadamard.h"
 #include "snapshot/qpack.h"
+#include "snapshot/qpack_avx2.h" /* for qp_simd_force */
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_io.h"
 #include "storage/store.h"
@@ -187,60 +193,95 @@ tl_get16(const uint8_t *p)
 	return (uint16_t)(p[0] | p[1] << 8);
 }
 
+/* A random block of n rows of d values under s (q4, q4 per channel or q8)
+ * whose (δ, μ) pairs are valid: malloc'd, *bytes long. */
+static uint8_t *
+tl_block(int s, int64_t n, int d, size_t *bytes)
+{
+	size_t at;
+	int64_t r;
+	int c;
+	uint8_t *b;
+	*bytes = (size_t)qp_bytes((enum qp_scheme)s, (uint64_t)n, d);
+	if (!(b = malloc(*bytes)))
+		return NULL;
+	for (at = 0; at < *bytes; at++)
+		b[at] = (uint8_t)tl_next();
+	if (s == QP_Q4_CH) {
+		for (r = 0, at = 0; r < n; r += 32) {
+			int64_t gn = n - r < 32 ? n - r : 32;
+			for (c = 0; c < d; c++)
+				tl_put_pair(b + at + 4 * (size_t)c);
+			at += 4 * (size_t)d + (size_t)gn * (size_t)d / 2;
+		}
+	} else {
+		size_t gb = s == QP_Q4 ? 20 : 36;
+		for (at = 0; at < *bytes; at += gb)
+			tl_put_pair(b + at);
+	}
+	return b;
+}
+
+/* Value i of row r of block b, from qpack.h's layout and x̂ = μ + q·δ. */
+static float
+tl_unpacked(int s, const uint8_t *b, int d, int64_t r, int64_t i)
+{
+	if (s == QP_Q4_CH) {
+		const uint8_t *g = b + (size_t)(r / 32) * (4 * (size_t)d + 16 * (size_t)d);
+		unsigned q = g[4 * d + (r % 32) * (d / 2) + i / 2];
+		return tl_deq(tl_get16(g + 4 * i + 2), tl_get16(g + 4 * i), i % 2 ? q >> 4 : q & 15u);
+	} else {
+		size_t gb = s == QP_Q4 ? 20 : 36;
+		const uint8_t *g = b + ((size_t)r * (size_t)(d / 32) + (size_t)(i / 32)) * gb;
+		unsigned q = s == QP_Q4 ? g[4 + (i % 32) / 2] : g[4 + i % 32];
+		if (s == QP_Q4)
+			q = i % 2 ? q >> 4 : q & 15u;
+		return tl_deq(tl_get16(g + 2), tl_get16(g), q);
+	}
+}
+
+/* The SIMD levels of the snapshot kernels this CPU runs (qp_simd_force). */
+static int
+tl_levels(void)
+{
+	int best;
+	qp_simd_force(-1);
+	best = qp_simd_level();
+	return best + 1;
+}
+
 static enum tap_result
 test_qpack_bits(void)
 {
 	static const int dims[] = { 32, 64, 128 };
-	int s, di;
-	for (s = QP_Q4; s <= QP_Q8; s++)
-		for (di = 0; di < 3; di++) {
-			int d = dims[di], c, ok = 1;
-			int64_t n = 45, r, i; /* the per-channel form's last group: 13 rows */
-			size_t bytes = (size_t)qp_bytes((enum qp_scheme)s, (uint64_t)n, d), at;
-			uint8_t *b = malloc(bytes);
-			float *x = malloc((size_t)(n * d) * sizeof(float));
-			TAP_CHECK(b && x, "out of memory");
-			for (at = 0; at < bytes; at++)
-				b[at] = (uint8_t)tl_next();
-			if (s == QP_Q4_CH) {
-				for (r = 0, at = 0; r < n; r += 32) {
-					int64_t gn = n - r < 32 ? n - r : 32;
-					for (c = 0; c < d; c++)
-						tl_put_pair(b + at + 4 * (size_t)c);
-					at += 4 * (size_t)d + (size_t)gn * (size_t)d / 2;
-				}
-			} else {
-				size_t gb = s == QP_Q4 ? 20 : 36;
-				for (at = 0; at < bytes; at += gb)
-					tl_put_pair(b + at);
+	int s, di, level, n_levels = tl_levels();
+	for (level = 0; level < n_levels; level++)
+		for (s = QP_Q4; s <= QP_Q8; s++)
+			for (di = 0; di < 3; di++) {
+				int d = dims[di], ok = 1;
+				int64_t n = 45, r, i; /* the per-channel form's last group: 13 rows */
+				size_t bytes;
+				uint8_t *b = tl_block(s, n, d, &bytes);
+				float *x = malloc((size_t)(n * d) * sizeof(float));
+				TAP_CHECK(b && x, "out of memory");
+				TAP_CHECK(qp_simd_force(level) == 0, "level %d", level);
+				TAP_CHECK(qp_decode((enum qp_scheme)s, b, n, d, x) == 0, "decode");
+				for (r = 0; r < n && ok; r++)
+					for (i = 0; i < d && ok; i++) {
+						float w = tl_unpacked(s, b, d, r, i);
+						if (memcmp(&w, &x[r * d + i], sizeof(w))) {
+							tap_diag("level %d scheme %d d %d row %lld [%lld]: %.9g, "
+							    "not %.9g", level, s, d, (long long)r, (long long)i,
+							    (double)x[r * d + i], (double)w);
+							ok = 0;
+						}
+					}
+				free(b);
+				free(x);
+				qp_simd_force(-1);
+				TAP_CHECK(ok, "unpacked values differ");
 			}
-			TAP_CHECK(qp_decode((enum qp_scheme)s, b, n, d, x) == 0, "decode");
-			for (r = 0; r < n && ok; r++)
-				for (i = 0; i < d && ok; i++) {
-					float w;
-					if (s == QP_Q4_CH) {
-						const uint8_t *g = b + (size_t)(r / 32) * (4 * (size_t)d + 16 * (size_t)d);
-						unsigned q = g[4 * d + (r % 32) * (d / 2) + i / 2];
-						w = tl_deq(tl_get16(g + 4 * i + 2), tl_get16(g + 4 * i),
-						    i % 2 ? q >> 4 : q & 15u);
-					} else {
-						size_t gb = s == QP_Q4 ? 20 : 36;
-						const uint8_t *g = b + ((size_t)r * (size_t)(d / 32) + (size_t)(i / 32)) * gb;
-						unsigned q = s == QP_Q4 ? g[4 + (i % 32) / 2] : g[4 + i % 32];
-						if (s == QP_Q4)
-							q = i % 2 ? q >> 4 : q & 15u;
-						w = tl_deq(tl_get16(g + 2), tl_get16(g), q);
-					}
-					if (memcmp(&w, &x[r * d + i], sizeof(w))) {
-						tap_diag("scheme %d d %d row %lld [%lld]: %.9g, not %.9g", s, d,
-						    (long long)r, (long long)i, (double)x[r * d + i], (double)w);
-						ok = 0;
-					}
-				}
-			free(b);
-			free(x);
-			TAP_CHECK(ok, "unpacked values differ");
-		}
+	tap_diag("%d SIMD levels checked", n_levels);
 	return TAP_PASS;
 }
 
@@ -278,6 +319,55 @@ test_hadamard_bits(void)
 			TAP_CHECK(!memcmp(&x[i], &want[i], sizeof(float)), "d %d [%d]: %.9g, not %.9g",
 			    d, i, (double)x[i], (double)want[i]);
 	}
+	return TAP_PASS;
+}
+
+/* hd_unpack_rows (the rotated forms' load: q4 rows unpacked and rotated
+ * back in one pass, AVX2 or AVX-512, d 32 to 128; the two steps one after
+ * the other elsewhere) equals the scalar definitions composed, value by
+ * value, bit for bit, at every SIMD level this CPU has; a bad pair is
+ * refused at every level. */
+static enum tap_result
+test_hadamard_unpack(void)
+{
+	static const int dims[] = { 32, 64, 128, 256 };
+	static const int schemes[] = { QP_Q4, QP_Q4_CH, QP_Q8 };
+	int si, di, level, n_levels = tl_levels();
+	for (level = 0; level < n_levels; level++)
+		for (si = 0; si < 3; si++)
+			for (di = 0; di < 4; di++) {
+				int s = schemes[si], d = dims[di], ok = 1;
+				int64_t n = 45, r, i; /* 13 rows in the per-channel form's last group */
+				size_t bytes;
+				uint8_t *b = tl_block(s, n, d, &bytes);
+				float *x = malloc((size_t)(n * d) * sizeof(float));
+				float *want = malloc((size_t)(n * d) * sizeof(float));
+				TAP_CHECK(b && x && want, "out of memory");
+				for (r = 0; r < n; r++) {
+					for (i = 0; i < d; i++)
+						want[r * d + i] = tl_unpacked(s, b, d, r, i);
+					tl_hadamard(want + r * d, d);
+				}
+				TAP_CHECK(qp_simd_force(level) == 0, "level %d", level);
+				TAP_CHECK(hd_unpack_rows((enum qp_scheme)s, b, n, d, x) == 0, "unpack");
+				for (i = 0; i < n * d && ok; i++)
+					if (!tl_same(x[i], want[i])) {
+						tap_diag("level %d scheme %d d %d [%lld]: %.9g, not %.9g", level,
+						    s, d, (long long)i, (double)x[i], (double)want[i]);
+						ok = 0;
+					}
+				/* a negative δ in the last row's last pair */
+				b[s == QP_Q4_CH ? 4 * (size_t)(d - 1) + 1 + (size_t)(n / 32) *
+				    (4 * (size_t)d + 16 * (size_t)d) : bytes - (s == QP_Q4 ? 20 : 36) + 1] |= 0x80;
+				TAP_CHECK(hd_unpack_rows((enum qp_scheme)s, b, n, d, x) == -1,
+				    "level %d scheme %d d %d: a negative scale taken", level, s, d);
+				qp_simd_force(-1);
+				free(b);
+				free(x);
+				free(want);
+				TAP_CHECK(ok, "rotated rows differ");
+			}
+	tap_diag("%d SIMD levels checked", n_levels);
 	return TAP_PASS;
 }
 
@@ -861,6 +951,7 @@ static const struct tap_test tests[] = {
 	{ "rope_rows", test_rope_rows },
 	{ "qpack_bits", test_qpack_bits },
 	{ "hadamard_bits", test_hadamard_bits },
+	{ "hadamard_unpack", test_hadamard_unpack },
 	{ "pool_equal", test_pool_equal },
 	{ "reused_pool", test_reused_pool },
 	{ "far_positions", test_far_positions },

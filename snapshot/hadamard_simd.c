@@ -1,0 +1,230 @@
+/*
+ * hadamard_simd.c: q4 and q4-per-channel rows unpacked and rotated back in
+ * one pass, the row in registers (hadamard_simd.h), with AVX2 or AVX-512.
+ *
+ * A row's values are unpacked as qpack_avx2.c does (the AVX2 pieces of
+ * qpack_avx2_inline.h) into d/8 vectors of eight floats, widened (exactly)
+ * into d/4 vectors of four doubles (AVX2) or d/8 of eight (AVX-512) in
+ * natural order, put through hadamard.c's rounds of butterflies, span 1
+ * first: the spans below the vector's width inside a vector (its halves of
+ * each 2·span block swapped, then a + b where the lane keeps its sum and
+ * b + (−a) where it keeps a difference: −a is exact and x − y is x + (−y)
+ * in IEEE arithmetic, so each value is hadamard.c's a + b or a − b bit for
+ * bit), the wider spans between vectors; then the one product by the scale
+ * and the one rounding to float.  The row length is a constant in each
+ * instance and every loop over the row is unrolled (the pragmas: GCC 12 at
+ * -O3 leaves the nested rounds a loop through the stack), so that the row
+ * stays in registers.  Plain C elsewhere: the functions are then never
+ * called.
+ */
+#include "snapshot/hadamard_simd.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#include "snapshot/qpack_avx2_inline.h"
+
+#define HD_MAX 128 /* the longest row the kernels are instantiated for */
+#define HD_512 "avx2,f16c,avx512f,avx512dq"
+
+int
+hd_avx2_dim_ok(int d)
+{
+	return d == 32 || d == 64 || d == 128;
+}
+
+/* 32 values μ + q·δ of the code bytes a (0..15) and b (16..31), with
+ * per-value mins and scales, into f[4]. */
+static inline __attribute__((target("avx2"), always_inline)) void
+hd_group(__m128i a, __m128i b, const __m256 *m, const __m256 *dl, __m256 *f)
+{
+	f[0] = qp_avx2_deq(a, m[0], dl[0]);
+	f[1] = qp_avx2_deq(_mm_srli_si128(a, 8), m[1], dl[1]);
+	f[2] = qp_avx2_deq(b, m[2], dl[2]);
+	f[3] = qp_avx2_deq(_mm_srli_si128(b, 8), m[3], dl[3]);
+}
+
+/* A row of the q4 row form (d/32 groups of 20 bytes at src) into f[d/8];
+ * -1 at a pair qpack.c refuses. */
+static inline __attribute__((target("avx2,f16c"), always_inline)) int
+hd_q4_row(const uint8_t *src, __m256 *f, const int d)
+{
+	int g;
+#pragma GCC unroll 4
+	for (g = 0; g < d / 32; g++, src += 20) {
+		__m256 dl[4], m[4];
+		__m128i a, b;
+		if (qp_avx2_pair(src, &dl[0], &m[0]))
+			return -1;
+		dl[1] = dl[2] = dl[3] = dl[0];
+		m[1] = m[2] = m[3] = m[0];
+		qp_avx2_nibbles(src + 4, &a, &b);
+		hd_group(a, b, m, dl, f + 4 * g);
+	}
+	return 0;
+}
+
+/* A row of a per-channel group (its d/2 code bytes, the group's mins and
+ * scales) into f[d/8]. */
+static inline __attribute__((target("avx2"), always_inline)) void
+hd_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, __m256 *f, const int d)
+{
+	int c, k;
+#pragma GCC unroll 4
+	for (c = 0; c < d; c += 32) {
+		__m256 m[4], dl[4];
+		__m128i a, b;
+		for (k = 0; k < 4; k++) {
+			m[k] = _mm256_load_ps(mm + c + 8 * k);
+			dl[k] = _mm256_load_ps(dd + c + 8 * k);
+		}
+		qp_avx2_nibbles(codes + c / 2, &a, &b);
+		hd_group(a, b, m, dl, f + c / 8);
+	}
+}
+
+/* The row f[d/8] rotated (every round of butterflies in double, times
+ * scale, rounded to float) into x, four doubles a vector. */
+static inline __attribute__((target("avx2"), always_inline)) void
+hd_avx2_finish(const __m256 *f, const int d, double scale, float *x)
+{
+	const __m256d odd = _mm256_set_pd(-0.0, 0.0, -0.0, 0.0);  /* lanes 1, 3 */
+	const __m256d high = _mm256_set_pd(-0.0, -0.0, 0.0, 0.0); /* lanes 2, 3 */
+	const __m256d s = _mm256_set1_pd(scale);
+	const int nv = d / 4;
+	__m256d t[HD_MAX / 4];
+	int v, len, k;
+#pragma GCC unroll 32
+	for (v = 0; v < nv; v++) {
+		__m256d a = _mm256_cvtps_pd(v % 2 ? _mm256_extractf128_ps(f[v / 2], 1) :
+		    _mm256_castps256_ps128(f[v / 2]));
+		/* span 1: (t1 + t0, t0 + (−t1), t3 + t2, t2 + (−t3)) */
+		a = _mm256_add_pd(_mm256_permute_pd(a, 0x5), _mm256_xor_pd(a, odd));
+		/* span 2: (t2 + t0, t3 + t1, t0 + (−t2), t1 + (−t3)) */
+		a = _mm256_add_pd(_mm256_permute2f128_pd(a, a, 0x01), _mm256_xor_pd(a, high));
+		t[v] = a;
+	}
+#pragma GCC unroll 8
+	for (len = 1; len < nv; len <<= 1) /* spans 4·len: pair k is (j, j + len) */
+#pragma GCC unroll 16
+		for (k = 0; k < nv / 2; k++) {
+			int j = k / len * 2 * len + k % len;
+			__m256d a = t[j], b = t[j + len];
+			t[j] = _mm256_add_pd(a, b);
+			t[j + len] = _mm256_sub_pd(a, b);
+		}
+#pragma GCC unroll 32
+	for (v = 0; v < nv; v++)
+		_mm_storeu_ps(x + 4 * v, _mm256_cvtpd_ps(_mm256_mul_pd(t[v], s)));
+}
+
+/* The same with AVX-512, eight doubles a vector: spans 1, 2 and 4 inside. */
+static inline __attribute__((target(HD_512), always_inline)) void
+hd_512_finish(const __m256 *f, const int d, double scale, float *x)
+{
+	const __m512d s1 = _mm512_set_pd(-0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0);
+	const __m512d s2 = _mm512_set_pd(-0.0, -0.0, 0.0, 0.0, -0.0, -0.0, 0.0, 0.0);
+	const __m512d s4 = _mm512_set_pd(-0.0, -0.0, -0.0, -0.0, 0.0, 0.0, 0.0, 0.0);
+	const __m512d s = _mm512_set1_pd(scale);
+	const int nv = d / 8;
+	__m512d t[HD_MAX / 8];
+	int v, len, k;
+#pragma GCC unroll 16
+	for (v = 0; v < nv; v++) {
+		__m512d a = _mm512_cvtps_pd(f[v]);
+		/* span 1: pairs swapped; span 2: pairs of pairs; span 4: halves */
+		a = _mm512_add_pd(_mm512_permute_pd(a, 0x55), _mm512_xor_pd(a, s1));
+		a = _mm512_add_pd(_mm512_permutex_pd(a, 0x4e), _mm512_xor_pd(a, s2));
+		a = _mm512_add_pd(_mm512_shuffle_f64x2(a, a, 0x4e), _mm512_xor_pd(a, s4));
+		t[v] = a;
+	}
+#pragma GCC unroll 8
+	for (len = 1; len < nv; len <<= 1) /* spans 8·len: pair k is (j, j + len) */
+#pragma GCC unroll 16
+		for (k = 0; k < nv / 2; k++) {
+			int j = k / len * 2 * len + k % len;
+			__m512d a = t[j], b = t[j + len];
+			t[j] = _mm512_add_pd(a, b);
+			t[j + len] = _mm512_sub_pd(a, b);
+		}
+#pragma GCC unroll 16
+	for (v = 0; v < nv; v++)
+		_mm256_storeu_ps(x + 8 * v, _mm512_cvtpd_ps(_mm512_mul_pd(t[v], s)));
+}
+
+/* The walks over a block, written once and instantiated for each ISA
+ * (FINISH: hd_avx2_finish or hd_512_finish), each for d = 32, 64, 128. */
+#define HD_WALKS(ISA, TARGET, FINISH)                                                     \
+	static inline __attribute__((target(TARGET), always_inline)) int                \
+	hd_##ISA##_q4_d(const uint8_t *src, int64_t n, double scale, float *x, const int d) \
+	{                                                                                \
+		int64_t r;                                                               \
+		for (r = 0; r < n; r++, src += d / 32 * 20, x += d) {                    \
+			__m256 f[HD_MAX / 8];                                            \
+			if (hd_q4_row(src, f, d))                                        \
+				return -1;                                               \
+			FINISH(f, d, scale, x);                                          \
+		}                                                                        \
+		return 0;                                                                \
+	}                                                                                \
+	static inline __attribute__((target(TARGET), always_inline)) int                \
+	hd_##ISA##_q4_ch_d(const uint8_t *src, int64_t n, double scale, float *x,        \
+	    const int d)                                                                 \
+	{                                                                                \
+		float mm[HD_MAX] __attribute__((aligned(32)));                           \
+		float dd[HD_MAX] __attribute__((aligned(32)));                           \
+		int64_t g0, r;                                                           \
+		for (g0 = 0; g0 < n; g0 += 32) {                                         \
+			int64_t gn = n - g0 < 32 ? n - g0 : 32;                          \
+			if (qp_avx2_ch_pairs(src, d, mm, dd))                            \
+				return -1;                                               \
+			src += 4 * d;                                                    \
+			for (r = 0; r < gn; r++, src += d / 2, x += d) {                 \
+				__m256 f[HD_MAX / 8];                                    \
+				hd_q4_ch_row(src, mm, dd, f, d);                         \
+				FINISH(f, d, scale, x);                                  \
+			}                                                                \
+		}                                                                        \
+		return 0;                                                                \
+	}                                                                                \
+	__attribute__((target(TARGET))) int                                              \
+	hd_##ISA##_q4_rows(const uint8_t *src, int64_t n, int d, double scale, float *x) \
+	{                                                                                \
+		return d == 32 ? hd_##ISA##_q4_d(src, n, scale, x, 32) :                 \
+		    d == 64    ? hd_##ISA##_q4_d(src, n, scale, x, 64) :                 \
+		    d == 128   ? hd_##ISA##_q4_d(src, n, scale, x, 128) : -1;            \
+	}                                                                                \
+	__attribute__((target(TARGET))) int                                              \
+	hd_##ISA##_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale,        \
+	    float *x)                                                                    \
+	{                                                                                \
+		return d == 32 ? hd_##ISA##_q4_ch_d(src, n, scale, x, 32) :              \
+		    d == 64    ? hd_##ISA##_q4_ch_d(src, n, scale, x, 64) :              \
+		    d == 128   ? hd_##ISA##_q4_ch_d(src, n, scale, x, 128) : -1;         \
+	}
+
+HD_WALKS(avx2, "avx2,f16c", hd_avx2_finish)
+HD_WALKS(512, HD_512, hd_512_finish)
+
+#else
+
+int
+hd_avx2_dim_ok(int d)
+{
+	(void)d;
+	return 0;
+}
+
+/* never called: hd_avx2_dim_ok is 0 */
+#define HD_ABSENT(NAME)                                                               \
+	int NAME(const uint8_t *src, int64_t n, int d, double scale, float *x)          \
+	{                                                                               \
+		(void)src, (void)n, (void)d, (void)scale, (void)x;                      \
+		return -1;                                                              \
+	}
+HD_ABSENT(hd_avx2_q4_rows)
+HD_ABSENT(hd_avx2_q4_ch_rows)
+HD_ABSENT(hd_512_q4_rows)
+HD_ABSENT(hd_512_q4_ch_rows)
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * hadamard_simd.h: q4 rows unpacked and rotated back by the inverse
+ * Hadamard in one pass (hadamard_simd.c), for hadamard.c's hd_unpack_rows
+ * only; call them only when hd_avx2_dim_ok(d) and qp_simd_level() (qpack_avx2.h)
+ * is at least 1 (hd_avx2_*) or 2 (hd_512_*: the same with AVX-512).
+ *
+ * Each row's values are qpack's x̂ = μ + q·δ in float, widened to double,
+ * put through hadamard.c's butterflies (span 1, 2, 4, … in that order, each
+ * a + b and a − b), multiplied by scale and rounded to float once: the
+ * rows qp_decode then hd_rotate_rows give, bit for bit, with the row held
+ * in registers instead of written, read back and spilled through a buffer.
+ */
+#ifndef SNAPSHOT_HADAMARD_SIMD_H
+#define SNAPSHOT_HADAMARD_SIMD_H
+
+#include <stdint.h>
+
+/* 1 for the row lengths the fused kernels are built for: 32, 64, 128. */
+int hd_avx2_dim_ok(int d);
+/* n rows of q4 in the row form (qpack.h QP_Q4) into x[n·d]; -1 at the
+ * first (δ, μ) pair qpack.c refuses, the rows before it written. */
+int hd_avx2_q4_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
+/* n rows of q4 per channel (QP_Q4_CH: groups of 32 rows) into x[n·d]; -1
+ * as above. */
+int hd_avx2_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
+int hd_512_q4_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
+int hd_512_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
+
+#endif /* SNAPSHOT_HADAMARD_SIMD_H */
