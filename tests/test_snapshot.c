@@ -1818,27 +1818,6 @@ static const struct tap_test tests[] = {
 	{ "copy_between_stores", test_copy_between_stores },
 };
 
-static int
-ts_write_map(char *path, size_t cap, uint8_t *anc)
-{
-	struct eng_pod_map pm;
-	int fd, i, na = 0;
-	memset(&pm, 0, sizeof(pm));
-	pm.n_layer = TS_L;
-	pm.n_head = TINY_N_HEAD;
-	pm.n_head_kv = TS_KV;
-	pm.anc = anc;
-	pm.delta = 0.5;
-	for (i = 0; i < TS_KV * TS_L; i++)
-		na += anc[i] == i % TS_L;
-	pm.f = 1.0 - (double)na / (TS_KV * TS_L);
-	snprintf(path, cap, "/tmp/kvsnap-snapmap-XXXXXX");
-	if ((fd = mkstemp(path)) < 0)
-		return -1;
-	close(fd);
-	return eng_pod_map_save(&pm, path, NULL, 0);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -1857,7 +1836,7 @@ main(int argc, char **argv)
 	}
 	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 23) ||
 	    eng_model_open(&g_m, g_model_path, why, sizeof(why)) ||
-	    ts_write_map(g_map_mixed, sizeof(g_map_mixed), map_mixed)) {
+	    th_pod_map_write(g_map_mixed, sizeof(g_map_mixed), map_mixed)) {
 		printf("Bail out! cannot set up the tiny model or map\n");
 		return 1;
 	}
