@@ -1,7 +1,7 @@
 /*
  * snap_helpers.h: what the snapshot tests (test_snapshot.c,
  * test_snapshot_refit.c) encode and forge stored records with: a pool's
- * records in memory (th_snap), the stored seeds read and compared, a
+ * records in memory (th_snap), a stored seed checked against this build, a
  * record's plain bytes and back, a little-endian u32 read from and
  * written into them, and a test run under the legacy encodings.
  */
@@ -113,51 +113,51 @@ th_put_u32(uint8_t *p, uint32_t v)
 
 /* A stored seed, tests/fuzz/corpus/snapshot/stored_NAME.seed (the
  * header's length as a little-endian u32, the header, layer 0's record;
- * run from the repository root): *file malloc'd (free it), *len bytes,
- * *hn the header's length, h the header decoded.  0, else -1 with why. */
+ * run from the repository root), against this build: h its header, *back
+ * a pool over shell with its layer 0 decoded (prepared from the header's
+ * counts first when prepare: a version-1 record needs it), and s (this
+ * build's encoding of the same pool) the same bytes.  0, else -1 with why;
+ * h and *back are the caller's to free either way. */
 static inline int
-th_seed_read(const char *name, uint8_t **file, size_t *len, size_t *hn, struct snap_header *h,
-    char *why, size_t why_len)
+th_seed_check(const char *name, const struct eng_model *shell, int prepare,
+    const struct th_snap *s, struct snap_header *h, struct eng_kv **back, char *why,
+    size_t why_len)
 {
 	char path[128], e[100] = ""; /* short enough for a why of 256 */
+	uint8_t *file = NULL;
+	size_t len = 0, hn;
 	FILE *f;
+	int rc = -1;
 
+	memset(h, 0, sizeof(*h));
+	*back = NULL;
 	snprintf(path, sizeof(path), "tests/fuzz/corpus/snapshot/stored_%s.seed", name);
-	*file = NULL;
-	*len = 0;
 	if (!(f = fopen(path, "rb"))) {
 		snprintf(why, why_len, "%s (run from the repository root)", path);
 		return -1;
 	}
-	if ((*file = malloc(1 << 16)))
-		*len = fread(*file, 1, 1 << 16, f);
+	if ((file = malloc(1 << 16)))
+		len = fread(file, 1, 1 << 16, f);
 	fclose(f);
-	if (*len <= 4 || *len >= (1 << 16)) {
-		snprintf(why, why_len, "%s: %zu bytes", path, *len);
-		return -1;
-	}
-	*hn = th_get_u32(*file);
-	if (*hn >= *len - 4) {
+	if (len <= 4 || len >= (1 << 16))
+		snprintf(why, why_len, "%s: %zu bytes", path, len);
+	else if ((hn = th_get_u32(file)) >= len - 4)
 		snprintf(why, why_len, "%s: header length", path);
-		return -1;
-	}
-	if (snap_header_decode(*file + 4, *hn, h, e, sizeof(e))) {
+	else if (snap_header_decode(file + 4, hn, h, e, sizeof(e)))
 		snprintf(why, why_len, "%s: %s", path, e);
-		return -1;
-	}
-	return 0;
-}
-
-/* Where s differs from the seed th_seed_read gave: "header", "layer 0",
- * or NULL when both are its bytes. */
-static inline const char *
-th_seed_differs(const struct th_snap *s, const uint8_t *file, size_t len, size_t hn)
-{
-	if (s->hdr_len != hn || memcmp(s->hdr, file + 4, hn))
-		return "header";
-	if (s->len[0] != len - 4 - hn || memcmp(s->rec[0], file + 4 + hn, s->len[0]))
-		return "layer 0";
-	return NULL;
+	else if (eng_kv_init(back, shell, 16) ||
+	    (prepare && eng_kv_prepare_layer(*back, 0, h->counts)))
+		snprintf(why, why_len, "%s: pool for the load", path);
+	else if (snap_layer_decode(file + 4 + hn, len - 4 - hn, h, 0, *back, e, sizeof(e)))
+		snprintf(why, why_len, "%s: layer 0: %s", path, e);
+	else if (s->hdr_len != hn || memcmp(s->hdr, file + 4, hn))
+		snprintf(why, why_len, "%s: header bytes differ", path);
+	else if (s->len[0] != len - 4 - hn || memcmp(s->rec[0], file + 4 + hn, s->len[0]))
+		snprintf(why, why_len, "%s: layer 0 bytes differ", path);
+	else
+		rc = 0;
+	free(file);
+	return rc;
 }
 
 /* Run fn with the encoder writing the legacy encodings (*ver 1: zstd
