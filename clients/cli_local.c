@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -570,52 +569,6 @@ local_query_fail(const struct local *L, const uint8_t doc[SVC_ID_BYTES],
 	return cli_exit_for_engine(st->rc);
 }
 
-/* A library question's result, as the protocol's result event
- * (daemon/library_job.c builds the same members). */
-static json_t *
-local_lib_result(const struct svc_lib_answer *a, const char *mode)
-{
-	json_t *o, *srcs = json_array();
-	char hex[2 * SVC_ID_BYTES + 1];
-	size_t i;
-
-	for (i = 0; srcs && i < a->n_src; i++) {
-		const struct svc_lib_source *s = &a->src[i];
-		svc_hex(s->doc_id, SVC_ID_BYTES, hex);
-		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
-		    hex, "label", cli_json_cstr(s->label), "consulted", s->used,
-		    "score", isnan(s->score) ? json_null() : json_real(s->score),
-		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
-		    "why", s->used ? json_null() : cli_json_cstr(s->why), "tokens",
-		    (json_int_t)s->tokens));
-		/* the part (from 0) of how many (1: stored whole) */
-		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "part",
-		    json_integer((json_int_t)s->part));
-		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "parts",
-		    json_integer(s->n_parts ? (json_int_t)s->n_parts : 1));
-	}
-	if (a->chosen >= 0)
-		svc_hex(a->src[a->chosen].doc_id, SVC_ID_BYTES, hex);
-	o = json_pack("{s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:s, s:f, s:f, s:f}", "mode", mode,
-	    "sources", srcs ? srcs : json_array(),
-	    "answered_from", a->chosen >= 0 && !a->abstained ? json_string(hex) : json_null(),
-	    "abstained", a->abstained,
-	    "confidence", isfinite(a->confidence) ? json_real(a->confidence) : json_null(),
-	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
-	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
-	    "seconds", a->seconds);
-	if (o) { /* the first tokens judged before any was handed on */
-		json_object_set_new(o, "judged_confidence", isfinite(a->judged_confidence) ?
-		    json_real(a->judged_confidence) : json_null());
-		json_object_set_new(o, "judged_tokens", json_integer((json_int_t)a->judged_tokens));
-	}
-	if (o) /* the part answered from (from 0), when it is one */
-		json_object_set_new(o, "answered_part", a->chosen >= 0 && !a->abstained &&
-		    a->src[a->chosen].n_parts ? json_integer((json_int_t)a->src[a->chosen].part) :
-		    json_null());
-	return o;
-}
-
 /* kvsnap query --local --docs A,B QUESTION...: each DOC resolved, then
  * svc_library; one: a DOC stored in parts, already open (svc_library_doc
  * over its parts). */
@@ -682,7 +635,7 @@ local_library(struct local *L, int argc, char **argv, const uint8_t *one)
 		return local_query_fail(L, docs[0], &st, (const struct svc_answer *)NULL);
 	}
 	free(question);
-	res = local_lib_result(&a, svc_lib_mode_name(mode));
+	res = svc_lib_json(&a, mode);
 	if (L->json) {
 		if (res && a.stop == SVC_STOP_SEQUENCE && a.stop_index >= 0)
 			json_object_set_new(res, "stop_sequence", json_string(L->smp.stop[a.stop_index]));

@@ -223,11 +223,6 @@ void query_job_run(struct worker *w, struct job *j);
 void library_job_run(struct worker *w, struct job *j);
 /* A query of one document stored in parts: a library question over them. */
 void library_job_parts(struct worker *w, struct job *j, const uint8_t doc[SVC_ID_BYTES]);
-/* A library question's result body: mode, sources (doc_id, label,
- * consulted, score, why, tokens), answered_from, abstained, confidence,
- * tokens, prompt_tokens, stop, ttft_s, ttft_model_s, seconds. */
-struct svc_lib_answer;
-json_t *job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode);
 void tier_job_run(struct worker *w, struct job *j);
 void ingest_tier_run(struct worker *w, struct job *j);
 /* An ingest stored locally whose copy to the shared tier will not run

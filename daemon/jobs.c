@@ -142,6 +142,19 @@ jobs_tell_queued(struct job *j)
 	job_event(j, "queued", json_pack("{s:i, s:i}", "ahead", ahead, "running", running));
 }
 
+/* Queue j at q's end (jobs_mu held). */
+static void
+jobs_append(struct jobq *q, struct job *j)
+{
+	j->next = NULL;
+	if (q->tail)
+		q->tail->next = j;
+	else
+		q->head = j;
+	q->tail = j;
+	jobs.queued++;
+}
+
 int
 jobs_submit(struct job *j)
 {
@@ -152,16 +165,9 @@ jobs_submit(struct job *j)
 	else if (jobs.queued >= jobs.d->cfg.max_jobs)
 		rc = PROTO_E_BUSY;
 	else {
-		struct jobq *q = &jobs.q[j->kind];
 		jobs_tell_queued(j);
 		j->seq = ++jobs.seq;
-		j->next = NULL;
-		if (q->tail)
-			q->tail->next = j;
-		else
-			q->head = j;
-		q->tail = j;
-		jobs.queued++;
+		jobs_append(&jobs.q[j->kind], j);
 		pthread_cond_broadcast(&jobs.cv);
 	}
 	pthread_mutex_unlock(&jobs.mu);
@@ -251,16 +257,9 @@ jobs_worker(void *arg)
 			jobs.running_ingests--;
 		if (j->requeue && !jobs.stop && !atomic_load(&j->cancel)) {
 			/* on to its next step's queue (a query to or from the tier worker) */
-			struct jobq *q = &jobs.q[j->then];
 			j->requeue = 0;
 			j->kind = j->then;
-			j->next = NULL;
-			if (q->tail)
-				q->tail->next = j;
-			else
-				q->head = j;
-			q->tail = j;
-			jobs.queued++;
+			jobs_append(&jobs.q[j->kind], j);
 			j = NULL;
 		}
 		pthread_cond_broadcast(&jobs.cv); /* an ingest slot may be free */

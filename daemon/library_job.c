@@ -11,58 +11,12 @@
  * consulted.  A query of one document stored in parts comes here too
  * (library_job_parts: svc_library_doc over its parts).
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/daemon_internal.h"
 
 _Static_assert(PROTO_DOCS_MAX == SVC_LIB_MAX, "the protocol's document limit is the service's");
-
-json_t *
-job_lib_result(const struct svc_lib_answer *a, enum svc_lib_mode mode)
-{
-	json_t *srcs = json_array(), *o;
-	char hex[2 * SVC_ID_BYTES + 1];
-	size_t i;
-
-	for (i = 0; srcs && i < a->n_src; i++) {
-		const struct svc_lib_source *s = &a->src[i];
-		json_t *label = json_string(s->label);
-		svc_hex(s->doc_id, SVC_ID_BYTES, hex);
-		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
-		    hex, "label", label ? label : json_string(hex), "consulted", s->used,
-		    "score", isnan(s->score) ? json_null() : json_real(s->score),
-		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
-		    "why", s->used ? json_null() : json_string(s->why), "tokens",
-		    (json_int_t)s->tokens));
-		/* the part (from 0) of how many (1: stored whole) */
-		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "part",
-		    json_integer((json_int_t)s->part));
-		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "parts",
-		    json_integer(s->n_parts ? (json_int_t)s->n_parts : 1));
-	}
-	if (a->chosen >= 0)
-		svc_hex(a->src[a->chosen].doc_id, SVC_ID_BYTES, hex);
-	o = json_pack("{s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:s, s:f, s:f, s:f}", "mode",
-	    svc_lib_mode_name(mode), "sources", srcs ? srcs : json_array(),
-	    "answered_from", a->chosen >= 0 && !a->abstained ? json_string(hex) : json_null(),
-	    "abstained", a->abstained,
-	    "confidence", isfinite(a->confidence) ? json_real(a->confidence) : json_null(),
-	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
-	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
-	    "seconds", a->seconds);
-	if (o) { /* the first tokens judged before any was handed on */
-		json_object_set_new(o, "judged_confidence", isfinite(a->judged_confidence) ?
-		    json_real(a->judged_confidence) : json_null());
-		json_object_set_new(o, "judged_tokens", json_integer((json_int_t)a->judged_tokens));
-	}
-	if (o) /* the part answered from (from 0), when it is one */
-		json_object_set_new(o, "answered_part", a->chosen >= 0 && !a->abstained &&
-		    a->src[a->chosen].n_parts ? json_integer((json_int_t)a->src[a->chosen].part) :
-		    json_null());
-	return o;
-}
 
 /* The question over docs[0..n) (one: a document in parts, over its
  * parts), or the library (all). */
@@ -124,7 +78,7 @@ library_job_answer(struct worker *w, struct job *j, const uint8_t (*docs)[SVC_ID
 		job_error(j, PROTO_E_CANCELLED, "library question cancelled");
 		return;
 	}
-	o = job_lib_result(&a, mode);
+	o = svc_lib_json(&a, mode);
 	if (o && a.stop == SVC_STOP_SEQUENCE && a.stop_index >= 0 &&
 	    (size_t)a.stop_index < r->n_stop)
 		json_object_set_new(o, "stop_sequence", json_string(r->stop[a.stop_index]));

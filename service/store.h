@@ -2,7 +2,8 @@
  * store.h: the store commands (ls, info, rm, rename, stats, verify,
  * prune), written once for kvsnapd's admin jobs and the kvsnap CLI alike
  * (issue 32 item 2), and the one JSON shape of a document and of a
- * snapshot (docs/JSON.md, types `document` and `snapshot`).  Included by
+ * snapshot (docs/JSON.md, types `document` and `snapshot`) and of a
+ * library question's result.  Included by
  * service.h, after its types; like it, it shows nothing of storage/ or
  * snapshot/.  The front ends keep their own framing: the protocol's
  * events, the CLI's lines and tables.
@@ -102,6 +103,10 @@ int svc_info(const struct svc_target *t, const uint8_t doc_id[SVC_ID_BYTES], str
  * (who set); active: with the target's active profile (kvsnapd). */
 json_t *svc_doc_json(const struct svc_doc *d, const struct svc_who *who);
 json_t *svc_snap_json(const struct svc_snap *sn, int with_active);
+/* The one JSON shape of a library question's result, the members after
+ * "event" (docs/PROTOCOL.md, "Library questions"): the mode, each source,
+ * the answer's figures. */
+json_t *svc_lib_json(const struct svc_lib_answer *a, enum svc_lib_mode mode);
 /* A JSON string of stored free text: bytes that are not UTF-8 become
  * U+FFFD each (never NULL but on no memory). */
 json_t *svc_json_text(const char *s, size_t len);

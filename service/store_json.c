@@ -2,8 +2,11 @@
  * store_json.c: the one JSON shape of a document and of a snapshot
  * (docs/JSON.md, types `document` and `snapshot`), for kvsnapd's ls and
  * info ops (and HTTP's /v1/documents over them) and `kvsnap ls/info
- * --json` alike.
+ * --json` alike; and of a library question's result (docs/PROTOCOL.md,
+ * "Library questions"), for kvsnapd's query op and `kvsnap query --local
+ * --docs` alike.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -117,5 +120,49 @@ svc_snap_json(const struct svc_snap *sn, int with_active)
 	}
 	if (o && with_active) /* kvsnapd: the profile it answers from */
 		json_object_set_new(o, "active", json_boolean(sn->active));
+	return o;
+}
+
+json_t *
+svc_lib_json(const struct svc_lib_answer *a, enum svc_lib_mode mode)
+{
+	json_t *srcs = json_array(), *o;
+	char hex[2 * SVC_ID_BYTES + 1];
+	size_t i;
+
+	for (i = 0; srcs && i < a->n_src; i++) {
+		const struct svc_lib_source *s = &a->src[i];
+		svc_hex(s->doc_id, SVC_ID_BYTES, hex);
+		json_array_append_new(srcs, json_pack("{s:s, s:o, s:b, s:o, s:o, s:o, s:I}", "doc_id",
+		    hex, "label", json_cstr(s->label), "consulted", s->used,
+		    "score", isnan(s->score) ? json_null() : json_real(s->score),
+		    "bm25", isnan(s->bm25) ? json_null() : json_real(s->bm25),
+		    "why", s->used ? json_null() : json_cstr(s->why), "tokens",
+		    (json_int_t)s->tokens));
+		/* the part (from 0) of how many (1: stored whole) */
+		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "part",
+		    json_integer((json_int_t)s->part));
+		json_object_set_new(json_array_get(srcs, json_array_size(srcs) - 1), "parts",
+		    json_integer(s->n_parts ? (json_int_t)s->n_parts : 1));
+	}
+	if (a->chosen >= 0)
+		svc_hex(a->src[a->chosen].doc_id, SVC_ID_BYTES, hex);
+	o = json_pack("{s:s, s:o, s:o, s:b, s:o, s:I, s:I, s:s, s:f, s:f, s:f}", "mode",
+	    svc_lib_mode_name(mode), "sources", srcs ? srcs : json_array(),
+	    "answered_from", a->chosen >= 0 && !a->abstained ? json_string(hex) : json_null(),
+	    "abstained", a->abstained,
+	    "confidence", isfinite(a->confidence) ? json_real(a->confidence) : json_null(),
+	    "tokens", (json_int_t)a->tokens, "prompt_tokens", (json_int_t)a->prompt_tokens,
+	    "stop", svc_stop_name(a->stop), "ttft_s", a->ttft, "ttft_model_s", a->ttft_model,
+	    "seconds", a->seconds);
+	if (o) { /* the first tokens judged before any was handed on */
+		json_object_set_new(o, "judged_confidence", isfinite(a->judged_confidence) ?
+		    json_real(a->judged_confidence) : json_null());
+		json_object_set_new(o, "judged_tokens", json_integer((json_int_t)a->judged_tokens));
+	}
+	if (o) /* the part answered from (from 0), when it is one */
+		json_object_set_new(o, "answered_part", a->chosen >= 0 && !a->abstained &&
+		    a->src[a->chosen].n_parts ? json_integer((json_int_t)a->src[a->chosen].part) :
+		    json_null());
 	return o;
 }

@@ -1,11 +1,14 @@
 /*
  * helpers.h: small set-up pieces more than one test program needs, static
  * inline so each test takes only what it calls: a whole file read into
- * memory or written out, a fresh temporary file.
+ * memory or written out, a fresh temporary file, the relative error of
+ * computed values against their reference.
  */
 #ifndef TESTS_HELPERS_H
 #define TESTS_HELPERS_H
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -60,6 +63,24 @@ th_tmp(char *path, size_t cap, const char *tag)
 		return -1;
 	close(fd);
 	return 0;
+}
+
+/* max |got − ref| / max |ref| over n values: the tests' relative error.
+ * NaN when either holds a NaN (so a check `err <= tol` fails); with ref
+ * all zeros, 0 when got is too, else infinity. */
+static inline double
+th_rel_err(const float *got, const float *ref, int64_t n)
+{
+	double md = 0.0, mr = 0.0;
+	int64_t i;
+	for (i = 0; i < n; i++) {
+		double d = fabs((double)got[i] - (double)ref[i]), r = fabs((double)ref[i]);
+		if (isnan(got[i]) || isnan(ref[i]))
+			return NAN;
+		md = d > md ? d : md;
+		mr = r > mr ? r : mr;
+	}
+	return mr > 0.0 ? md / mr : (md > 0.0 ? INFINITY : 0.0);
 }
 
 #endif

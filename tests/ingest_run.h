@@ -1,7 +1,8 @@
 /*
  * ingest_run.h: a document read through an eviction policy, for the tests
  * that check what the policy kept (test_pod.c, test_snapshot.c): policy,
- * context and cache pool made, exact mode, eng_ingest.
+ * context and cache pool made, exact mode, eng_ingest; and the PoD block
+ * map they give the pod policy for the tiny model.
  */
 #ifndef TESTS_INGEST_RUN_H
 #define TESTS_INGEST_RUN_H
@@ -11,7 +12,9 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
+#include "tests/tiny_model.h"
 
 struct th_run {
 	struct eng_ctx *c;
@@ -54,6 +57,30 @@ th_ingest(struct th_run *r, const struct eng_model *m, const char *name, const c
 		return rc;
 	eng_ctx_set_exact(r->c, 1);
 	return eng_ingest(r->c, r->kv, r->p, ids, n, B, r->logits);
+}
+
+/* A PoD block map of the tiny model written to a fresh temporary file
+ * (path): anc[h·TINY_N_LAYER + l] the layer whose keys KV head h uses at
+ * layer l (l itself: not shared), delta 0.5, f the share shared.  0 or
+ * -1. */
+static inline int
+th_pod_map_write(char *path, size_t cap, uint8_t *anc)
+{
+	struct eng_pod_map pm;
+	int i, na = 0;
+
+	memset(&pm, 0, sizeof(pm));
+	pm.n_layer = TINY_N_LAYER;
+	pm.n_head = TINY_N_HEAD;
+	pm.n_head_kv = TINY_N_HEAD_KV;
+	pm.anc = anc;
+	pm.delta = 0.5;
+	for (i = 0; i < TINY_N_HEAD_KV * TINY_N_LAYER; i++)
+		na += anc[i] == i % TINY_N_LAYER;
+	pm.f = 1.0 - (double)na / (TINY_N_HEAD_KV * TINY_N_LAYER);
+	if (th_tmp(path, cap, "podmap"))
+		return -1;
+	return eng_pod_map_save(&pm, path, NULL, 0);
 }
 
 #endif

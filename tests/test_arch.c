@@ -54,20 +54,6 @@ static float llama3_real_ff[TINY_HEAD_DIM / 2];
 static const struct tiny_shape llama3_real = { "llama", 0, 0.0, 0, 500000.0f, llama3_real_ff,
 	NULL };
 
-/* max |a − b| / max |a| over n values. */
-static double
-rel_diff(const float *a, const float *b, int64_t n)
-{
-	double md = 0.0, ma = 0.0;
-	int64_t i;
-	for (i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - b[i]);
-		md = d > md ? d : md;
-		ma = fabs(a[i]) > ma ? fabs(a[i]) : ma;
-	}
-	return md / (ma > 0 ? ma : 1.0);
-}
-
 /* Every position's logits through eng_forward in exact mode, in chunks. */
 static int
 engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t chunk,
@@ -184,7 +170,7 @@ check_matches_ref(const struct tiny_shape *sh)
 	TAP_CHECK(!eng_ref_forward(m, ids, ARCH_N, ref), "reference forward");
 	for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
 		TAP_CHECK(!engine_logits(m, ids, ARCH_N, chunks[i], got), "engine forward");
-		rel = rel_diff(ref, got, (int64_t)nl);
+		rel = th_rel_err(got, ref, (int64_t)nl);
 		tap_diag("report: %s chunk %lld: max|dlogit|/max|logit| %.2e", sh->arch,
 		    (long long)chunks[i], rel);
 		TAP_CHECK(rel < ARCH_TOL, "%s chunk %lld: %.2e >= %.0e", sh->arch,
@@ -220,8 +206,8 @@ check_opt_matters(const struct tiny_shape *sh, const struct tiny_shape *without)
 	TAP_CHECK(!eng_ref_forward(m, ids, ARCH_N, ref), "reference forward");
 	TAP_CHECK(!eng_ref_forward(z, ids, ARCH_N, ref0), "reference forward, stand-in");
 	TAP_CHECK(!engine_logits(z, ids, ARCH_N, 7, got), "engine forward, stand-in");
-	gap = rel_diff(ref, ref0, (int64_t)nl);
-	miss = rel_diff(ref, got, (int64_t)nl);
+	gap = th_rel_err(ref0, ref, (int64_t)nl);
+	miss = th_rel_err(got, ref, (int64_t)nl);
 	tap_diag("report: %s's optional tensors move the reference by %.2e; the engine "
 	    "without them misses by %.2e", sh->arch, gap, miss);
 	TAP_CHECK(gap > ARCH_OPT_GAP * ARCH_TOL, "%s: they move the logits by only %.2e",

@@ -29,7 +29,10 @@
 #include "common/rng.h"
 #include "engine/engine.h"
 #include "engine/cache/policy_ops.h"
+#include "tests/ada_split.h"
+#include "tests/cache_copy.h"
 #include "tests/gguf_builder.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -55,34 +58,6 @@ static const int32_t g_cont[NCONT] = { 7, 63, 0, 31, 12 };
 /* ------------------------------------------------------------------------ */
 /* Random numbers, documents, sidecars                                       */
 
-static uint64_t
-rng_next(uint64_t *s)
-{
-	return kv_xorshift64s(s);
-}
-
-static double
-rng_normal(uint64_t *s)
-{
-	double u = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
-	double v = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
-	return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-/* n random token ids (caller frees). */
-static int32_t *
-make_doc(int64_t n, uint64_t seed)
-{
-	int32_t *d = malloc((size_t)(n ? n : 1) * sizeof(*d));
-	uint64_t s = seed * 2654435761u + 77;
-	int64_t i;
-	if (!d)
-		abort();
-	for (i = 0; i < n; i++)
-		d[i] = (int32_t)(rng_next(&s) % NV);
-	return d;
-}
-
 /* Random head weights for a model of the given shape: w1[l] (d_r, d_in),
  * w2[l] (n_kv, d_r), in one block the caller frees (*block). */
 static void
@@ -91,7 +66,7 @@ heads_random(const struct eng_heads_info *in, uint64_t seed, float **w1, float *
 {
 	int64_t d_in = (int64_t)(in->n_head + 2 * in->n_head_kv) * in->head_dim;
 	size_t n1 = (size_t)(d_in * in->d_r), n2 = (size_t)(in->d_r * in->n_head_kv), i;
-	uint64_t s = seed * 0x9E3779B97F4A7C15u + 5;
+	struct tiny_rng s = { seed * 0x9E3779B97F4A7C15u + 5 };
 	float *b = malloc(((n1 + n2) * (size_t)in->n_layer) * sizeof(float));
 	int l;
 	if (!b)
@@ -100,9 +75,9 @@ heads_random(const struct eng_heads_info *in, uint64_t seed, float **w1, float *
 		w1[l] = b + (size_t)l * (n1 + n2);
 		w2[l] = w1[l] + n1;
 		for (i = 0; i < n1; i++)
-			w1[l][i] = (float)(0.1 * rng_normal(&s));
+			w1[l][i] = (float)(0.1 * tiny_rng_normal(&s));
 		for (i = 0; i < n2; i++)
-			w2[l][i] = (float)(0.3 * rng_normal(&s));
+			w2[l][i] = (float)(0.3 * tiny_rng_normal(&s));
 	}
 	*block = b;
 }
@@ -166,8 +141,8 @@ inj_score(void *arg, int layer, int head, uint32_t pos)
 	case INJ_HASH:
 		s = j->seed ^ ((uint64_t)layer << 48) ^ ((uint64_t)head << 40) ^ pos;
 		s = s * 0x9E3779B97F4A7C15u + 1;
-		rng_next(&s);
-		s = rng_next(&s);
+		kv_xorshift64s(&s);
+		s = kv_xorshift64s(&s);
 		if (j->levels)
 			return (float)(s % (uint64_t)j->levels) - 3.0f;
 		return (float)((double)(s >> 11) / 9007199254740992.0 * 8.0 - 4.0);
@@ -208,19 +183,10 @@ spy_select(struct eng_policy *p, struct eng_evict *e)
 /* ------------------------------------------------------------------------ */
 /* Running a policy and snapshotting the cache                               */
 
-struct snap {
-	int64_t len[NL][NH];
-	uint32_t *pos[NL][NH];
-	float *score[NL][NH];
-	float *k[NL][NH];  /* pre-RoPE */
-	float *kr[NL][NH]; /* rotated */
-	float *v[NL][NH];
-};
-
 struct run {
 	float last[NV];
 	float cont[NCONT * NV];
-	struct snap s;
+	struct cache_copy s;
 	enum eng_pos_mode mode;
 	int64_t rows;
 	char desc[512];
@@ -239,47 +205,12 @@ struct run_cfg {
 };
 
 static void
-snap_free(struct snap *s)
+snap_take(struct cache_copy *s, const struct eng_kv *kv)
 {
 	int l, m;
 	for (l = 0; l < NL; l++)
-		for (m = 0; m < NH; m++) {
-			free(s->pos[l][m]);
-			free(s->score[l][m]);
-			free(s->k[l][m]);
-			free(s->kr[l][m]);
-			free(s->v[l][m]);
-			s->pos[l][m] = NULL;
-			s->score[l][m] = NULL;
-			s->k[l][m] = NULL;
-			s->kr[l][m] = NULL;
-			s->v[l][m] = NULL;
-		}
-}
-
-static void
-snap_take(struct snap *s, const struct eng_kv *kv)
-{
-	int l, m;
-	for (l = 0; l < NL; l++)
-		for (m = 0; m < NH; m++) {
-			const struct eng_kv_layer *L = &kv->layer[l];
-			int64_t n = L->len[m];
-			size_t e = (size_t)(n ? n : 1) * HD;
-			s->len[l][m] = n;
-			s->pos[l][m] = malloc((size_t)(n ? n : 1) * sizeof(uint32_t));
-			s->score[l][m] = malloc((size_t)(n ? n : 1) * sizeof(float));
-			s->k[l][m] = malloc(e * sizeof(float));
-			s->kr[l][m] = malloc(e * sizeof(float));
-			s->v[l][m] = malloc(e * sizeof(float));
-			if (!s->pos[l][m] || !s->score[l][m] || !s->k[l][m] || !s->kr[l][m] || !s->v[l][m])
-				abort();
-			memcpy(s->pos[l][m], L->pos + L->off[m], (size_t)n * sizeof(uint32_t));
-			memcpy(s->score[l][m], L->score + L->off[m], (size_t)n * sizeof(float));
-			memcpy(s->k[l][m], L->k + L->off[m] * HD, (size_t)n * HD * sizeof(float));
-			memcpy(s->kr[l][m], L->kr + L->off[m] * HD, (size_t)n * HD * sizeof(float));
-			memcpy(s->v[l][m], L->v + L->off[m] * HD, (size_t)n * HD * sizeof(float));
-		}
+		for (m = 0; m < NH; m++)
+			cache_copy_head(s, kv, l, m);
 }
 
 /* Create policy `name` with opts and budget, ingest doc[0..n) in chunks of
@@ -300,7 +231,7 @@ run_policy(struct run *r, const char *name, const char *opts, int64_t budget,
 		memset(&none, 0, sizeof(none));
 		cfg = &none;
 	}
-	snap_free(&r->s);
+	cache_copy_free(&r->s);
 	g_why[0] = 0;
 	rc = eng_policy_create(&p, name, opts, budget, g_why, sizeof(g_why));
 	if (rc)
@@ -383,23 +314,9 @@ out:
 	return rc;
 }
 
-/* max |a − b| / max |b|. */
-static double
-rel_diff(const float *a, const float *b, int64_t n)
-{
-	double mx = 0.0, d = 0.0;
-	int64_t i;
-	for (i = 0; i < n; i++) {
-		double x = fabs((double)b[i]), y = fabs((double)a[i] - (double)b[i]);
-		mx = x > mx ? x : mx;
-		d = y > d ? y : d;
-	}
-	return mx > 0.0 ? d / mx : d;
-}
-
 /* Positions strictly ascending and stored scores finite everywhere. */
 static int
-check_layout(const struct snap *s, const char *what)
+check_layout(const struct cache_copy *s, const char *what)
 {
 	int l, m;
 	int64_t i;
@@ -422,7 +339,7 @@ check_layout(const struct snap *s, const char *what)
 
 /* Every head holds min(b, M) + (n − M) units, M = max(n − n_loc, 0). */
 static int
-check_sizes(const struct snap *s, int64_t b, int64_t n, int64_t n_loc, const char *what)
+check_sizes(const struct cache_copy *s, int64_t b, int64_t n, int64_t n_loc, const char *what)
 {
 	int64_t M = n - n_loc > 0 ? n - n_loc : 0, want = (b < M ? b : M) + (n - M);
 	int l, m;
@@ -551,9 +468,11 @@ oracle_layer(const struct orc_cfg *c, struct inj *inj, int l, uint32_t *lists[NH
 				for (m = 0; m < NH; m++)
 					a[m] = cand[m];
 			} else {
-				int64_t cnt[NH] = { 0 }, sum = 0, excess = 0, seen[NH] = { 0 };
-				double x[NH], fr[NH];
+				int *hd;
 				E = malloc((size_t)tot * sizeof(*E));
+				hd = malloc((size_t)tot * sizeof(*hd));
+				if (!E || !hd)
+					abort();
 				for (m = 0; m < NH; m++) {
 					double mx = -1e300, z = 0.0, lse;
 					for (i = 0; i < cand[m]; i++)
@@ -570,34 +489,10 @@ oracle_layer(const struct orc_cfg *c, struct inj *inj, int l, uint32_t *lists[NH
 					}
 				}
 				qsort(E, (size_t)n_e, sizeof(*E), orc_ent_cmp);
-				for (i = 0; i < NH * b_sel; i++)
-					cnt[E[i].head]++;
-				for (m = 0; m < NH; m++) {
-					x[m] = (1.0 - c->alpha) * (double)cnt[m] + c->alpha * (double)b_sel;
-					a[m] = (int64_t)floor(x[m] + 1e-9);
-					fr[m] = x[m] - (double)a[m];
-					sum += a[m];
-				}
-				for (i = NH * b_sel - sum; i > 0; i--) {
-					int best = 0;
-					for (m = 1; m < NH; m++)
-						if (fr[m] > fr[best])
-							best = m;
-					a[best]++;
-					fr[best] = -2.0;
-				}
-				for (m = 0; m < NH; m++)
-					if (a[m] > cand[m]) {
-						excess += a[m] - cand[m];
-						a[m] = cand[m];
-					}
-				for (i = 0; i < n_e && excess > 0; i++) {
-					m = E[i].head;
-					if (seen[m]++ == a[m] && a[m] < cand[m]) {
-						a[m]++;
-						excess--;
-					}
-				}
+				for (i = 0; i < n_e; i++)
+					hd[i] = E[i].head;
+				th_ada_split(NH, hd, n_e, b_sel, c->alpha, cand, a);
+				free(hd);
 				free(E);
 			}
 		}
@@ -654,7 +549,7 @@ test_sidecar_roundtrip(void)
 	float *w1[NL], *w2[NL], *block = NULL;
 	float q[6 * NQ * HD], k[6 * NH * HD], v[6 * NH * HD], out[6 * NH], one[NH];
 	char path[256] = "", tmp[300];
-	uint64_t s = 11;
+	struct tiny_rng s = { 11 };
 	int ok = 1, rc, l, t, m, ti, bit_exact = 1;
 	size_t i;
 
@@ -694,10 +589,10 @@ test_sidecar_roundtrip(void)
 		/* scores of 6 random tokens vs a direct double computation, and
 		 * each token alone vs the chunk (per-token independence, §8.1) */
 		for (i = 0; i < sizeof(q) / sizeof(q[0]); i++)
-			q[i] = (float)rng_normal(&s);
+			q[i] = (float)tiny_rng_normal(&s);
 		for (i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
-			k[i] = (float)rng_normal(&s);
-			v[i] = (float)rng_normal(&s);
+			k[i] = (float)tiny_rng_normal(&s);
+			v[i] = (float)tiny_rng_normal(&s);
 		}
 		for (l = 0; l < NL; l++) {
 			const float *g1 = eng_heads_w1(h, l), *g2 = eng_heads_w2(h, l);
@@ -873,7 +768,7 @@ test_sidecar_refused(void)
 	struct eng_policy *p = NULL;
 	struct eng_heads_info in;
 	char path[256] = "", opts[300];
-	int32_t *doc = make_doc(40, 1);
+	int32_t *doc = tiny_doc(40, 1);
 	int ok = 1, rc;
 	size_t i;
 
@@ -1068,7 +963,7 @@ test_no_eviction(void)
 		{ 48, 8, 300 },                                              /* n <= n_loc */
 	};
 	const int64_t n = 200;
-	int32_t *doc = make_doc(n, 2);
+	int32_t *doc = tiny_doc(n, 2);
 	struct run full, r;
 	struct run_cfg cfg;
 	char opts[512];
@@ -1101,8 +996,8 @@ test_no_eviction(void)
 						    "%s chunk %lld: layer %d head %d holds %lld of %lld (or other K)",
 						    r.desc, (long long)chunks[ci], l, m, (long long)r.s.len[l][m],
 						    (long long)n);
-				d1 = rel_diff(r.last, full.last, NV);
-				d2 = rel_diff(r.cont, full.cont, NCONT * NV);
+				d1 = th_rel_err(r.last, full.last, NV);
+				d2 = th_rel_err(r.cont, full.cont, NCONT * NV);
 				EXPECT(d1 <= EQ_REL_TOL && d2 <= EQ_REL_TOL,
 				    "%s chunk %lld: logits rel diff %.3g, continuation %.3g", r.desc,
 				    (long long)chunks[ci], d1, d2);
@@ -1112,13 +1007,13 @@ test_no_eviction(void)
 					n_tol++;
 				worst = fmax(worst, fmax(d1, d2));
 			}
-		snap_free(&full.s);
+		cache_copy_free(&full.s);
 	}
 	tap_diag("report: locret b >= M: %d runs bit-exact with full, %d within %g (worst %.3g)", n_exact, n_tol,
 	    EQ_REL_TOL, worst);
 out:
-	snap_free(&full.s);
-	snap_free(&r.s);
+	cache_copy_free(&full.s);
+	cache_copy_free(&r.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1188,7 +1083,7 @@ test_cache_sizes(void)
 	static const int64_t chunks[] = { 8, 16, 50 }, budgets[] = { 16, 48, 100 };
 	static const int64_t n_ss[] = { 0, 8, 15 }, n_locs[] = { 0, 4, 20 };
 	const int64_t n = 300;
-	int32_t *doc = make_doc(n, 3);
+	int32_t *doc = tiny_doc(n, 3);
 	struct run r;
 	struct run_cfg cfg;
 	struct size_spy z;
@@ -1228,7 +1123,7 @@ test_cache_sizes(void)
 					}
 	tap_diag("%d configurations checked at every eviction step", runs);
 out:
-	snap_free(&r.s);
+	cache_copy_free(&r.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1290,7 +1185,7 @@ test_stabilizers(void)
 		{ 48, 256, 30 }, /* B >= M: one chunk, which is the last: no boost */
 	};
 	const int64_t n = 200;
-	int32_t *doc = make_doc(n, 4);
+	int32_t *doc = tiny_doc(n, 4);
 	struct inj inj = { INJ_NEG_POS, 0, 0, 0 };
 	struct run r;
 	struct run_cfg cfg;
@@ -1325,7 +1220,7 @@ test_stabilizers(void)
 						    r.s.pos[l][m][i]);
 		}
 out:
-	snap_free(&r.s);
+	cache_copy_free(&r.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1337,7 +1232,7 @@ static enum tap_result
 test_long_document(void)
 {
 	const int64_t n = 5000, b = 48, B = 16;
-	int32_t *doc = make_doc(n, 6);
+	int32_t *doc = tiny_doc(n, 6);
 	struct run r;
 	struct run_cfg cfg;
 	struct size_spy z;
@@ -1374,7 +1269,7 @@ test_long_document(void)
 	EXPECT(rc != 0 && strstr(g_why, eng_strerror(ENG_ERR_CONTEXT)),
 	    "original positions past the context: rc %d (%s)", rc, g_why);
 out:
-	snap_free(&r.s);
+	cache_copy_free(&r.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1450,7 +1345,7 @@ test_score_immutability(void)
 		int posm;
 	} cfgs[] = { { 24, 8, 4, 0 }, { 24, 13, 0, 1 }, { 40, 32, 20, 0 }, { 10, 25, 3, 0 } };
 	const int64_t n = 160;
-	int32_t *doc = make_doc(n, 7);
+	int32_t *doc = tiny_doc(n, 7);
 	struct imm_spy z;
 	struct run r, all;
 	struct run_cfg cfg;
@@ -1512,8 +1407,8 @@ out:
 		for (m = 0; m < NH; m++)
 			free(z.rec[l][m]);
 	eng_heads_close(h);
-	snap_free(&r.s);
-	snap_free(&all.s);
+	cache_copy_free(&r.s);
+	cache_copy_free(&all.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1562,7 +1457,7 @@ test_selection_oracle(void)
 		{ 20, 32, 0, 0, 300, 1, 0.0 },
 	};
 	static const int levels[] = { 0, 5 };
-	int32_t *doc = make_doc(300, 8);
+	int32_t *doc = tiny_doc(300, 8);
 	struct inj inj;
 	struct run r;
 	struct run_cfg cfg;
@@ -1630,7 +1525,7 @@ test_selection_oracle(void)
 	}
 	tap_diag("report: locret: %d configurations match the selection oracle exactly", runs);
 out:
-	snap_free(&r.s);
+	cache_copy_free(&r.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1642,7 +1537,7 @@ static enum tap_result
 test_degenerate(void)
 {
 	const int64_t n = 150, b = 32, B = 16;
-	int32_t *doc = make_doc(n, 9);
+	int32_t *doc = tiny_doc(n, 9);
 	struct inj inj;
 	struct run r, r2;
 	struct run_cfg cfg;
@@ -1696,8 +1591,8 @@ test_degenerate(void)
 		EXPECT(r.s.pos[0][m][0] == (uint32_t)(n - b) && r.s.pos[1][m][0] == 0,
 		    "per-layer scores: head %d", m);
 out:
-	snap_free(&r.s);
-	snap_free(&r2.s);
+	cache_copy_free(&r.s);
+	cache_copy_free(&r2.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1734,7 +1629,7 @@ test_edge_cases(void)
 	for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++)
 		for (real = 0; real < 2; real++)
 			for (posm = 0; posm < 2; posm++) {
-				int32_t *doc = make_doc(cases[k].n, 10 + (uint64_t)k);
+				int32_t *doc = tiny_doc(cases[k].n, 10 + (uint64_t)k);
 				int rc;
 				memset(&z, 0, sizeof(z));
 				z.b = cases[k].b;
@@ -1758,7 +1653,7 @@ test_edge_cases(void)
 				EXPECT(check_layout(&r.s, cases[k].what) == 0, "%s", g_why);
 			}
 out:
-	snap_free(&r.s);
+	cache_copy_free(&r.s);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
@@ -1794,7 +1689,7 @@ test_determinism(void)
 	static const char *const variants[] = { "n_s=8", "n_s=8,positions=original",
 		"n_s=8,n_loc=6", "n_s=4,positions=original,alloc=adakv,alpha=0.2" };
 	const int64_t n = 300;
-	int32_t *doc = make_doc(n, 12);
+	int32_t *doc = tiny_doc(n, 12);
 	struct run a, b;
 	struct run_cfg cfg;
 	char opts[512];
@@ -1825,13 +1720,13 @@ test_determinism(void)
 				else
 					n_diff++;
 			}
-		worst = fmax(worst, rel_diff(b.last, a.last, NV));
+		worst = fmax(worst, th_rel_err(b.last, a.last, NV));
 	}
 	tap_diag("report: locret 1 vs 2 threads: %d heads with the same retained set, %d different; logits rel "
 	    "diff %.3g (reported, not failed)", n_same, n_diff, worst);
 out:
-	snap_free(&a.s);
-	snap_free(&b.s);
+	cache_copy_free(&a.s);
+	cache_copy_free(&b.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1884,7 +1779,7 @@ static enum tap_result
 test_adakv(void)
 {
 	const int64_t n = 400, b = 40, B = 24;
-	int32_t *doc = make_doc(n, 13);
+	int32_t *doc = tiny_doc(n, 13);
 	struct run u, a;
 	struct run_cfg cfg;
 	struct ada_spy z;
@@ -1924,8 +1819,8 @@ test_adakv(void)
 		    (long long)(a.s.len[1][0] + a.s.len[1][1]));
 	}
 out:
-	snap_free(&u.s);
-	snap_free(&a.s);
+	cache_copy_free(&u.s);
+	cache_copy_free(&a.s);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;
 }
@@ -1948,7 +1843,7 @@ static enum tap_result
 test_global(void)
 {
 	const int64_t n = 400, b = 40, B = 24, S = 4;
-	int32_t *doc = make_doc(n, 17);
+	int32_t *doc = tiny_doc(n, 17);
 	struct run r;
 	struct run_cfg cfg;
 	struct inj j = { INJ_HASH, 99, 0, 0 };
@@ -2018,7 +1913,7 @@ test_global(void)
 	    strstr(g_why, "alloc=best"), "alloc=best: %s", g_why);
 out:
 	eng_policy_free(p);
-	snap_free(&r.s);
+	cache_copy_free(&r.s);
 	free(all);
 	free(doc);
 	return ok ? TAP_PASS : TAP_FAIL;

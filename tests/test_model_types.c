@@ -26,6 +26,7 @@
 #include "common/rng.h"
 #include "engine/engine.h"
 #include "tests/gguf_builder.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define MT_EMBD 256
@@ -267,22 +268,6 @@ mt_logits(const struct eng_model *m, const int32_t *ids, int64_t chunk, int exac
 	return rc;
 }
 
-/* max |a − b| / max |a|. */
-static double
-mt_rel(const float *a, const float *b, int64_t n)
-{
-	double md = 0.0, ma = 0.0;
-	int64_t i;
-
-	for (i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - b[i]);
-		if (!(d <= md))
-			md = d; /* NaN sticks */
-		ma = fabs(a[i]) > ma ? fabs(a[i]) : ma;
-	}
-	return md / (ma > 0 ? ma : 1.0);
-}
-
 static enum tap_result
 mt_check(const struct mt_recipe *r)
 {
@@ -313,11 +298,11 @@ mt_check(const struct mt_recipe *r)
 	TAP_CHECK(!mt_logits(m, ids, MT_N, 0, KERN_PREFILL_GEMM, gemm), "%s: sgemm prefill", r->name);
 	TAP_CHECK(!mt_logits(m, ids, 1, 0, KERN_PREFILL_AUTO, dec), "%s: decode", r->name);
 	eng_model_close(m);
-	r_ex = mt_rel(ref, ex, MT_N * MT_VOCAB);
-	r_pd = mt_rel(pre, dec, MT_N * MT_VOCAB);
-	r_pre = mt_rel(ref, pre, MT_N * MT_VOCAB);
-	r_dec = mt_rel(ref, dec, MT_N * MT_VOCAB);
-	r_gemm = mt_rel(ref, gemm, MT_N * MT_VOCAB);
+	r_ex = th_rel_err(ex, ref, MT_N * MT_VOCAB);
+	r_pd = th_rel_err(dec, pre, MT_N * MT_VOCAB);
+	r_pre = th_rel_err(pre, ref, MT_N * MT_VOCAB);
+	r_dec = th_rel_err(dec, ref, MT_N * MT_VOCAB);
+	r_gemm = th_rel_err(gemm, ref, MT_N * MT_VOCAB);
 	tap_diag("report: %-17s exact/ref %.1e  prefill/decode %.1e  rounded/ref %.1e %.1e (sgemm %.1e)",
 	    r->name, r_ex, r_pd, r_pre, r_dec, r_gemm);
 	TAP_CHECK(r_ex < MT_TOL_ORDER, "%s: exact vs reference %.2e", r->name, r_ex);

@@ -198,32 +198,6 @@ test_chunk_invariance(void)
 
 static char g_map_mixed[64], g_map_single[64];
 
-static int
-pt_write_map(char *path, size_t cap, uint8_t *anc)
-{
-	struct eng_pod_map pm;
-	int fd, rc;
-	memset(&pm, 0, sizeof(pm));
-	pm.n_layer = PT_L;
-	pm.n_head = TINY_N_HEAD;
-	pm.n_head_kv = PT_KV;
-	pm.anc = anc;
-	pm.delta = 0.5;
-	{
-		int i, na = 0;
-		for (i = 0; i < PT_KV * PT_L; i++)
-			na += anc[i] == i % PT_L;
-		pm.f = 1.0 - (double)na / (PT_KV * PT_L);
-	}
-	snprintf(path, cap, "/tmp/kvsnap-podmap-XXXXXX");
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	rc = eng_pod_map_save(&pm, path, NULL, 0);
-	return rc;
-}
-
 /* Ingest ids with policy name:opts at budget b, chunk B; room for extra;
  * the last position's logits in r->logits. */
 static int
@@ -497,8 +471,8 @@ main(int argc, char **argv)
 	int rc;
 	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 17) ||
 	    eng_model_open(&g_m, g_model_path, why, sizeof(why)) ||
-	    pt_write_map(g_map_mixed, sizeof(g_map_mixed), map_mixed) ||
-	    pt_write_map(g_map_single, sizeof(g_map_single), map_single)) {
+	    th_pod_map_write(g_map_mixed, sizeof(g_map_mixed), map_mixed) ||
+	    th_pod_map_write(g_map_single, sizeof(g_map_single), map_single)) {
 		printf("Bail out! cannot set up the tiny model or maps\n");
 		return 1;
 	}

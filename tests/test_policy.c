@@ -41,6 +41,9 @@
 
 #include "common/rng.h"
 #include "engine/engine.h"
+#include "tests/ada_split.h"
+#include "tests/cache_copy.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -65,26 +68,6 @@ static char g_why[512];
 
 /* ------------------------------------------------------------------------ */
 /* Documents                                                                 */
-
-static uint64_t
-rng_next(uint64_t *s)
-{
-	return kv_xorshift64s(s);
-}
-
-/* n random token ids (caller frees). */
-static int32_t *
-make_doc(int64_t n, uint64_t seed)
-{
-	int32_t *d = malloc((size_t)n * sizeof(*d));
-	uint64_t s = seed * 2654435761u + 77;
-	int64_t i;
-	if (!d)
-		abort();
-	for (i = 0; i < n; i++)
-		d[i] = (int32_t)(rng_next(&s) % NV);
-	return d;
-}
 
 static const int32_t g_cont[NCONT] = { 7, 63, 0, 31, 12 };
 
@@ -165,49 +148,24 @@ pcreate(struct eng_policy **p, const char *name, const char *opts, int64_t budge
 /* ------------------------------------------------------------------------ */
 /* Running a policy and snapshotting the cache                               */
 
-struct snap {
-	int64_t len[NL][NH];
-	uint32_t *pos[NL][NH];
-	float *score[NL][NH];
-	float *k[NL][NH]; /* pre-RoPE keys */
-	float *v[NL][NH];
-};
-
 struct run {
 	float last[NV];
 	float cont[NCONT * NV];
-	struct snap s;
+	struct cache_copy s;
 	int64_t rph, max_chunk, n;
 	char desc[256];
 };
 
 static void
-snap_free(struct snap *s)
-{
-	int l, m;
-	for (l = 0; l < NL; l++)
-		for (m = 0; m < NH; m++) {
-			free(s->pos[l][m]);
-			free(s->score[l][m]);
-			free(s->k[l][m]);
-			free(s->v[l][m]);
-			s->pos[l][m] = NULL;
-			s->score[l][m] = NULL;
-			s->k[l][m] = NULL;
-			s->v[l][m] = NULL;
-		}
-}
-
-static void
 run_free(struct run *r)
 {
-	snap_free(&r->s);
+	cache_copy_free(&r->s);
 }
 
 /* Copy every head of every layer; check the pool's layout invariants
  * (spec/adakv.md §6 C.24) and the accessors.  0 or -1 (g_why set). */
 static int
-snap_take(struct snap *s, const struct eng_kv *kv)
+snap_take(struct cache_copy *s, const struct eng_kv *kv)
 {
 	int l, m;
 	for (l = 0; l < NL; l++) {
@@ -215,7 +173,6 @@ snap_take(struct snap *s, const struct eng_kv *kv)
 		int64_t tot = 0;
 		for (m = 0; m < NH; m++) {
 			int64_t n = L->len[m];
-			size_t e = (size_t)n * HD;
 			if (n < 0 || n > L->cap[m] || L->off[m] < 0 ||
 			    L->off[m] + L->cap[m] > kv->rows ||
 			    (m + 1 < NH && L->off[m] + L->cap[m] > L->off[m + 1])) {
@@ -230,17 +187,7 @@ snap_take(struct snap *s, const struct eng_kv *kv)
 				return -1;
 			}
 			tot += n;
-			s->len[l][m] = n;
-			s->pos[l][m] = malloc((size_t)(n ? n : 1) * sizeof(uint32_t));
-			s->score[l][m] = malloc((size_t)(n ? n : 1) * sizeof(float));
-			s->k[l][m] = malloc((e ? e : 1) * sizeof(float));
-			s->v[l][m] = malloc((e ? e : 1) * sizeof(float));
-			if (!s->pos[l][m] || !s->score[l][m] || !s->k[l][m] || !s->v[l][m])
-				abort();
-			memcpy(s->pos[l][m], L->pos + L->off[m], (size_t)n * sizeof(uint32_t));
-			memcpy(s->score[l][m], L->score + L->off[m], (size_t)n * sizeof(float));
-			memcpy(s->k[l][m], L->k + L->off[m] * HD, e * sizeof(float));
-			memcpy(s->v[l][m], L->v + L->off[m] * HD, e * sizeof(float));
+			cache_copy_head(s, kv, l, m);
 		}
 		if (eng_kv_layer_units(kv, l) != tot) {
 			snprintf(g_why, sizeof(g_why), "eng_kv_layer_units disagrees with len[]");
@@ -392,7 +339,7 @@ is_snap_family(const char *name)
 
 /* Strictly ascending positions below `n` in every head. */
 static int
-check_ascending(const struct snap *s, int64_t n, const char *what)
+check_ascending(const struct cache_copy *s, int64_t n, const char *what)
 {
 	int l, m;
 	int64_t i;
@@ -413,7 +360,7 @@ check_ascending(const struct snap *s, int64_t n, const char *what)
 
 /* 1 if head (l, m) holds position p. */
 static int
-holds(const struct snap *s, int l, int m, uint32_t p)
+holds(const struct cache_copy *s, int l, int m, uint32_t p)
 {
 	int64_t lo = 0, hi = s->len[l][m];
 	while (lo < hi) {
@@ -428,7 +375,7 @@ holds(const struct snap *s, int l, int m, uint32_t p)
 
 /* Every head of every layer holds positions [from, to). */
 static int
-check_holds_range(const struct snap *s, uint32_t from, uint32_t to, const char *what)
+check_holds_range(const struct cache_copy *s, uint32_t from, uint32_t to, const char *what)
 {
 	int l, m;
 	uint32_t p;
@@ -478,7 +425,7 @@ pyramid_schedule(int64_t b, int64_t w, double beta, int L, int64_t n, int64_t *o
  * min(b, n); adakv: Σ_m = H·b and
  * each head >= w + ⌊α·(b − w)⌋; pyramidkv: each head b'_l + w. */
 static int
-check_budget(const char *name, const struct snap *s, int64_t b, int64_t n, int64_t w,
+check_budget(const char *name, const struct cache_copy *s, int64_t b, int64_t n, int64_t w,
     double alpha, double beta)
 {
 	int l, m;
@@ -550,7 +497,7 @@ bad:
 
 /* Same retained positions in every head. */
 static int
-same_sets(const struct snap *a, const struct snap *b, int *l_out, int *m_out)
+same_sets(const struct cache_copy *a, const struct cache_copy *b, int *l_out, int *m_out)
 {
 	int l, m;
 	for (l = 0; l < NL; l++)
@@ -564,20 +511,6 @@ same_sets(const struct snap *a, const struct snap *b, int *l_out, int *m_out)
 	return 1;
 }
 
-/* max |a − b| / max(max |b|, 1e-30) */
-static double
-rel_diff(const float *a, const float *b, int64_t n)
-{
-	double d = 0.0, s = 0.0;
-	int64_t i;
-	for (i = 0; i < n; i++) {
-		double e = fabs((double)a[i] - (double)b[i]);
-		d = e > d ? e : d;
-		s = fabs((double)b[i]) > s ? fabs((double)b[i]) : s;
-	}
-	return d / (s > 1e-30 ? s : 1e-30);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Tests                                                                     */
 
@@ -587,7 +520,7 @@ test_tiny_model(void)
 	struct eng_ctx *c = NULL;
 	struct eng_kv *kv = NULL;
 	float logits[NV];
-	int32_t *doc = make_doc(16, 1);
+	int32_t *doc = tiny_doc(16, 1);
 	int ok = 1, i, finite = 1, rc;
 
 	EXPECT(g_m != NULL, "tiny model did not open: %s", g_why);
@@ -617,7 +550,7 @@ test_no_eviction_equivalence(void)
 {
 	static const int64_t chunks[] = { 8, 13, 64 }, budgets[] = { 200, 256 };
 	const int64_t n = 200;
-	int32_t *doc = make_doc(n, 2);
+	int32_t *doc = tiny_doc(n, 2);
 	struct run full, r;
 	int ok = 1, ci, bi, pi, rc, created, n_exact = 0, n_tol = 0;
 	double worst = 0.0;
@@ -649,8 +582,8 @@ test_no_eviction_equivalence(void)
 						    r.desc, (long long)budgets[bi], (long long)chunk, l, m,
 						    (long long)r.s.len[l][m], (long long)n);
 				same_cut = r.max_chunk == full.max_chunk;
-				d1 = rel_diff(r.last, full.last, NV);
-				d2 = rel_diff(r.cont, full.cont, NCONT * NV);
+				d1 = th_rel_err(r.last, full.last, NV);
+				d2 = th_rel_err(r.cont, full.cont, NCONT * NV);
 				if (same_cut) {
 					EXPECT(d1 == 0.0 && d2 == 0.0,
 					    "%s chunk %lld (same chunk cuts as full): ingest logits rel diff %.3g, continuation %.3g; want bit-exact",
@@ -690,7 +623,7 @@ test_cache_bounds(void)
 {
 	static const int64_t chunks[] = { 32, 64, 100 }, budgets[] = { 48, 64, 100 };
 	const int64_t n = 500;
-	int32_t *doc = make_doc(n, 3);
+	int32_t *doc = tiny_doc(n, 3);
 	struct run r;
 	int ok = 1, ci, bi, pi, rc, created;
 
@@ -750,7 +683,7 @@ test_cache_bounds(void)
 		struct eng_policy *p = NULL;
 		struct eng_ctx *c = NULL;
 		struct eng_kv *kv = NULL;
-		int32_t *extra = make_doc(150, 4);
+		int32_t *extra = tiny_doc(150, 4);
 		if (!policy_available(name)) {
 			free(extra);
 			continue;
@@ -816,7 +749,7 @@ test_positions(void)
 		{ "locret", "positions=original", 64, 50, 0, 0, 0 },
 	};
 	const int64_t n = 400;
-	int32_t *doc = make_doc(n, 5);
+	int32_t *doc = tiny_doc(n, 5);
 	struct run r;
 	size_t i;
 	int ok = 1, rc, created, l, m;
@@ -854,7 +787,7 @@ test_adakv(void)
 	static const int64_t chunks[] = { 32, 64, 200 };
 	static const double alphas[] = { 0.0, 0.2, 0.5, 0.9 };
 	const int64_t n = 300;
-	int32_t *doc = make_doc(n, 6);
+	int32_t *doc = tiny_doc(n, 6);
 	struct run a, s;
 	char opts[128];
 	int ok = 1, ci, ai, rc, created, l, m, differs = 0;
@@ -962,7 +895,7 @@ test_pyramidkv(void)
 		return TAP_SKIP;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int64_t sched[NL];
-		doc = make_doc(cases[i].n, 7 + i);
+		doc = tiny_doc(cases[i].n, 7 + i);
 		snprintf(opts, sizeof(opts), "beta=%g", cases[i].beta);
 		rc = run_policy(&r, "pyramidkv", opts, cases[i].b, doc, cases[i].n, cases[i].chunk, 2,
 		    NCONT, &created);
@@ -992,7 +925,7 @@ test_determinism(void)
 {
 	static const char *const opts[] = { "", "", "", "", "", "alpha=0", "", "" };
 	const int64_t n = 333;
-	int32_t *doc = make_doc(n, 8);
+	int32_t *doc = tiny_doc(n, 8);
 	struct run a, b;
 	int ok = 1, pi, rc, created, l, m, set_diff_threads = 0;
 	double logit_diff_threads = 0.0;
@@ -1026,7 +959,7 @@ test_determinism(void)
 				    a.desc, t, l, m);
 				set_diff_threads++;
 			}
-			logit_diff_threads = fmax(logit_diff_threads, rel_diff(b.last, a.last, NV));
+			logit_diff_threads = fmax(logit_diff_threads, th_rel_err(b.last, a.last, NV));
 			run_free(&b);
 		}
 		run_free(&a);
@@ -1051,7 +984,7 @@ static enum tap_result
 test_long_document(void)
 {
 	const int64_t n = 2000, n_long = TINY_N_CTX + 904, b = 64, chunk = 64;
-	int32_t *doc = make_doc(n, 9);
+	int32_t *doc = tiny_doc(n, 9);
 	struct run r;
 	int ok = 1, pi, rc, created;
 
@@ -1073,7 +1006,7 @@ test_long_document(void)
 	 * stream through; original positions are refused with ENG_ERR_CONTEXT
 	 * (spec/locret.md §8.10, spec/adakv.md §0). */
 	free(doc);
-	doc = make_doc(n_long, 11);
+	doc = tiny_doc(n_long, 11);
 	for (pi = 1; pi < N_POLICIES; pi++) {
 		const char *name = g_policies[pi];
 		if (!policy_available(name))
@@ -1263,7 +1196,7 @@ test_ingest_misuse(void)
 	struct eng_policy *p = NULL;
 	struct eng_ctx *c = NULL, *small = NULL;
 	struct eng_kv *kv = NULL;
-	int32_t *doc = make_doc(300, 10);
+	int32_t *doc = tiny_doc(300, 10);
 	float logits[NV];
 	int ok = 1, rc;
 
@@ -1549,47 +1482,20 @@ orc_evict(struct orc *o, const struct orc_policy *P, int l, double *const *stat,
 			for (m = 0; m < NH; m++)
 				a[m] = n_cand[m];
 		} else {
-			int64_t c[NH] = { 0 }, sum = 0, R, excess = 0, taken[NH] = { 0 }, j = 0;
-			double x[NH], fr[NH];
+			int *hd = malloc((size_t)tot_cand * sizeof(*hd));
+			int64_t j = 0;
 			all = calloc((size_t)tot_cand, sizeof(*all));
-			if (!all)
+			if (!all || !hd)
 				abort();
 			for (m = 0; m < NH; m++)
 				for (i = 0; i < n_cand[m]; i++)
 					all[j++] = rk[m][i];
 			qsort(all, (size_t)tot_cand, sizeof(*all), orc_rank_cmp);
-			for (i = 0; i < NH * b_sel; i++)
-				c[all[i].head]++;
+			for (i = 0; i < tot_cand; i++)
+				hd[i] = all[i].head;
 			orc_gap(o, all[NH * b_sel - 1].s, all[NH * b_sel].s, all[0].s, "ada global", l, -1);
-			for (m = 0; m < NH; m++) {
-				x[m] = (1.0 - P->alpha) * (double)c[m] + P->alpha * (double)b_sel;
-				a[m] = (int64_t)floor(x[m] + 1e-9);
-				fr[m] = x[m] - (double)a[m];
-				sum += a[m];
-			}
-			for (R = NH * b_sel - sum; R > 0; R--) {
-				int best = 0;
-				for (m = 1; m < NH; m++)
-					if (fr[m] > fr[best])
-						best = m;
-				a[best]++;
-				fr[best] = -1.0;
-			}
-			/* capacity clamp: excess to the best not-yet-taken candidates */
-			for (m = 0; m < NH; m++)
-				if (a[m] > n_cand[m]) {
-					excess += a[m] - n_cand[m];
-					a[m] = n_cand[m];
-					o->n_clamp++;
-				}
-			for (i = 0; i < tot_cand && excess > 0; i++) {
-				m = all[i].head;
-				if (taken[m] >= a[m] && a[m] < n_cand[m]) {
-					a[m]++;
-					excess--;
-				}
-				taken[m]++;
-			}
+			o->n_clamp += th_ada_split(NH, hd, tot_cand, b_sel, P->alpha, n_cand, a);
+			free(hd);
 		}
 		for (m = 0; m < NH; m++) {
 			qsort(rk[m], (size_t)n_cand[m], sizeof(struct orc_rank), orc_rank_cmp);
@@ -1774,7 +1680,7 @@ orc_compare(const struct run *r, const struct orc *o, const struct orc_policy *P
 
 	for (i = 0; i < NV; i++)
 		lg[i] = (float)o->logits[i];
-	d = rel_diff(r->last, lg, NV);
+	d = th_rel_err(r->last, lg, NV);
 	*worst_logit = d > *worst_logit ? d : *worst_logit;
 	if (d > ORC_LOGIT_TOL) {
 		snprintf(g_why, sizeof(g_why), "%s: logits differ from the fp64 oracle by %.3g (rel)",
@@ -1866,7 +1772,7 @@ test_selection_oracle(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (!policy_available(cases[i].name))
 			continue;
-		doc = make_doc(cases[i].n, 100 + i);
+		doc = tiny_doc(cases[i].n, 100 + i);
 		rc = run_policy(&r, cases[i].name, cases[i].opts, cases[i].P.b, doc, cases[i].n,
 		    cases[i].chunk, THREADS, 0, &created);
 		EXPECT(rc == 0, "%s %s: %s", cases[i].name, cases[i].opts, g_why);

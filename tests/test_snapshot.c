@@ -41,7 +41,6 @@
 #define TS_L TINY_N_LAYER
 #define TS_KV TINY_N_HEAD_KV
 #define TS_V TINY_N_VOCAB
-#define TS_MAX_L 32
 #define TS_NQ 6
 
 static struct eng_model *g_m;
@@ -82,51 +81,20 @@ ts_same(float a, float b)
 	return (isnan(a) && isnan(b)) || ts_bits(a) == ts_bits(b);
 }
 
-struct ts_snap {
-	struct snap_header h;
-	uint8_t *hdr;
-	size_t hdr_len;
-	uint8_t *rec[TS_MAX_L];
-	size_t len[TS_MAX_L];
-};
-
-static void
-ts_snap_free(struct ts_snap *s)
-{
-	int l;
-	free(s->hdr);
-	for (l = 0; l < TS_MAX_L; l++)
-		free(s->rec[l]);
-	snap_header_free(&s->h);
-	memset(s, 0, sizeof(*s));
-}
-
 /* The encoding ts_encode writes: SNAP_FORMAT_VERSION (4, a saver's), or 1
  * for the legacy ones (versions 1 to 3 by form and bias) that the tests
- * of the zstd frames and inner checksums run on (ts_legacy). */
+ * of the zstd frames and inner checksums run on (TH_LEGACY_TEST). */
 static uint32_t g_enc_version = SNAP_FORMAT_VERSION;
 
 /* Encode every record of kv with quant (what a saver does). */
 static int
-ts_encode(struct ts_snap *s, const struct eng_kv *kv, int n_head, int quant)
+ts_encode(struct th_snap *s, const struct eng_kv *kv, int n_head, int quant)
 {
-	int l, rc;
-	memset(s, 0, sizeof(*s));
-	if (kv->n_layer > TS_MAX_L)
-		return SNAP_ERR_ARG;
-	if ((rc = snap_header_from_kv(&s->h, kv, n_head)))
-		return rc;
-	s->h.version = g_enc_version;
-	s->h.quant = quant;
-	snprintf(s->h.profile, sizeof(s->h.profile), "test:quant=%s", snap_quant_name(quant));
-	for (l = 0; l < kv->n_layer; l++)
-		if ((rc = snap_layer_encode(kv, l, &s->h, 3, &s->rec[l], &s->len[l])))
-			return rc;
-	return snap_header_encode(&s->h, 3, &s->hdr, &s->hdr_len);
+	return th_snap_encode(s, kv, n_head, quant, g_enc_version);
 }
 
 static size_t
-ts_snap_bytes(const struct ts_snap *s)
+ts_snap_bytes(const struct th_snap *s)
 {
 	size_t n = s->hdr_len;
 	int l;
@@ -147,7 +115,7 @@ ts_units(const struct eng_kv *kv)
 
 /* Decode s into a fresh pool of model m, as a loader does. */
 static int
-ts_load(const struct ts_snap *s, const struct eng_model *m, int64_t rows_per_head,
+ts_load(const struct th_snap *s, const struct eng_model *m, int64_t rows_per_head,
     struct eng_kv **out, struct snap_header *h, char *why, size_t why_len)
 {
 	struct eng_kv *kv = NULL;
@@ -401,7 +369,7 @@ test_qpack(void)
 static enum tap_result
 ts_check_roundtrip(struct th_run *r, const char *label, const int32_t *q)
 {
-	struct ts_snap s, s2;
+	struct th_snap s, s2;
 	struct snap_header h;
 	struct eng_kv *kv2 = NULL;
 	float la[TS_V], lb[TS_V];
@@ -429,8 +397,8 @@ ts_check_roundtrip(struct th_run *r, const char *label, const int32_t *q)
 	    (double)(ts_units(r->kv) ? ts_units(r->kv) : 1));
 	eng_kv_free(kv2);
 	snap_header_free(&h);
-	ts_snap_free(&s);
-	ts_snap_free(&s2);
+	th_snap_free(&s);
+	th_snap_free(&s2);
 	return TAP_PASS;
 }
 
@@ -490,7 +458,7 @@ test_roundtrip_pod(void)
 	int32_t ids[220 + TS_NQ];
 	char opts[256];
 	struct th_run r;
-	struct ts_snap s;
+	struct th_snap s;
 	struct snap_header h;
 	struct eng_kv *kv2 = NULL;
 	char why[256];
@@ -527,7 +495,7 @@ test_roundtrip_pod(void)
 	    strstr(why, "layer 1 head 0"), "tampered block not caught: %s", why);
 	eng_kv_free(kv2);
 	snap_header_free(&h);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	t = ts_check_roundtrip(&r, "pod:base=nacl", ids + 220);
 	th_run_free(&r);
 	return t;
@@ -586,7 +554,7 @@ test_roundtrip_q4(void)
 	double k_rms_q4 = 0, k_rms_q4kc = 0;
 	TAP_CHECK(ts_syn_init(&y, 3) == 0, "synthetic pool");
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
-		struct ts_snap s;
+		struct th_snap s;
 		struct snap_header h;
 		struct eng_kv *kv2;
 		char why[256];
@@ -648,7 +616,7 @@ test_roundtrip_q4(void)
 		    snap_quant_name(quant), (double)ts_snap_bytes(&s) / (double)ts_units(y.kv));
 		eng_kv_free(kv2);
 		snap_header_free(&h);
-		ts_snap_free(&s);
+		th_snap_free(&s);
 	}
 	eng_kv_free(y.kv);
 	return TAP_PASS;
@@ -663,7 +631,7 @@ test_q4kc_pod(void)
 	static const int64_t counts[3 * 2] = { 70, 40, 70, 40, 5, 40 };
 	struct eng_model shell;
 	struct eng_kv *kv = NULL, *kv2 = NULL;
-	struct ts_snap s;
+	struct th_snap s;
 	struct snap_header h;
 	char why[256];
 	int l, m;
@@ -694,7 +662,7 @@ test_q4kc_pod(void)
 	eng_kv_free(kv);
 	eng_kv_free(kv2);
 	snap_header_free(&h);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
@@ -862,7 +830,7 @@ test_header_fields(void)
 
 /* A small dense snapshot (tiny model, snapkv) to damage. */
 static int
-ts_small(struct ts_snap *s, uint64_t seed)
+ts_small(struct th_snap *s, uint64_t seed)
 {
 	struct th_run r;
 	int32_t ids[120];
@@ -888,7 +856,7 @@ static enum tap_result
 test_corrupt_stored(void)
 {
 	static const uint8_t masks[] = { 0x01, 0x80, 0xff };
-	struct ts_snap s;
+	struct th_snap s;
 	struct snap_header d;
 	struct eng_kv *kv = ts_tiny_pool();
 	char why[256];
@@ -926,7 +894,7 @@ test_corrupt_stored(void)
 	    "undamaged: %s", why);
 	TAP_CHECK(snap_layer_check(s.rec[1], s.len[1], &s.h, 1, why, sizeof(why)) == 0, "check");
 	eng_kv_free(kv);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
@@ -936,7 +904,7 @@ test_corrupt_stored(void)
 static enum tap_result
 test_corrupt_decoded(void)
 {
-	struct ts_snap s;
+	struct th_snap s;
 	struct eng_kv *kv = ts_tiny_pool();
 	uint8_t *plain, *cp, *z;
 	size_t n, zn, i;
@@ -985,14 +953,14 @@ test_corrupt_decoded(void)
 	free(cp);
 	free(plain);
 	eng_kv_free(kv);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
 static enum tap_result
 test_truncation(void)
 {
-	struct ts_snap s;
+	struct th_snap s;
 	struct snap_header d;
 	struct eng_kv *kv = ts_tiny_pool();
 	char why[256];
@@ -1022,7 +990,7 @@ test_truncation(void)
 	    strstr(why, "one zstd frame"), "trailing byte: %s", why);
 	free(big);
 	eng_kv_free(kv);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
@@ -1031,7 +999,7 @@ test_truncation(void)
 static enum tap_result
 test_mismatch(void)
 {
-	struct ts_snap s, t;
+	struct th_snap s, t;
 	struct eng_kv *kv = ts_tiny_pool(), *small = NULL, *wide = NULL;
 	struct eng_model shell;
 	char why[256];
@@ -1071,8 +1039,8 @@ test_mismatch(void)
 	eng_kv_free(kv);
 	eng_kv_free(small);
 	eng_kv_free(wide);
-	ts_snap_free(&s);
-	ts_snap_free(&t);
+	th_snap_free(&s);
+	th_snap_free(&t);
 	return TAP_PASS;
 }
 
@@ -1082,7 +1050,7 @@ test_mismatch(void)
 static enum tap_result
 test_zip_bomb(void)
 {
-	struct ts_snap s;
+	struct th_snap s;
 	struct snap_header d;
 	struct eng_kv *kv = ts_tiny_pool();
 	size_t big = (size_t)1 << 22, cap = ZSTD_compressBound(big), zn;
@@ -1119,7 +1087,7 @@ test_zip_bomb(void)
 	free(zeros);
 	free(z);
 	eng_kv_free(kv);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
@@ -1127,7 +1095,7 @@ test_zip_bomb(void)
 static enum tap_result
 test_version(void)
 {
-	struct ts_snap s;
+	struct th_snap s;
 	struct snap_header d;
 	struct eng_kv *kv = ts_tiny_pool();
 	uint8_t *plain, *z;
@@ -1176,7 +1144,7 @@ test_version(void)
 	free(z);
 	free(plain);
 	eng_kv_free(kv);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
@@ -1197,39 +1165,20 @@ test_reads_version1(void)
 
 	TAP_CHECK(ts_seed_pool(&shell, &kv) == 0, "pool");
 	for (i = 0; i < 3; i++) {
-		char path[256], why[256];
-		uint8_t *file = NULL;
-		size_t len = 0, hn;
-		struct ts_snap s;
+		char why[256];
+		struct th_snap s;
 		struct snap_header h;
-		FILE *f;
-		snprintf(path, sizeof(path), "tests/fuzz/corpus/snapshot/stored_%s.seed", names[i]);
-		TAP_CHECK((f = fopen(path, "rb")) != NULL, "%s (run from the repository root)", path);
-		file = malloc(1 << 16);
-		len = fread(file, 1, 1 << 16, f);
-		fclose(f);
-		TAP_CHECK(len > 4 && len < (1 << 16), "%s: %zu bytes", path, len);
-		hn = (size_t)(file[0] | file[1] << 8 | file[2] << 16 | (uint32_t)file[3] << 24);
-		TAP_CHECK(hn < len - 4, "%s: header length", path);
-		TAP_CHECK(snap_header_decode(file + 4, hn, &h, why, sizeof(why)) == 0, "%s: %s", path,
-		    why);
-		TAP_CHECK(h.version == 1 && h.quant == i, "%s: version %u quant %d", path, h.version,
-		    h.quant);
-		TAP_CHECK(eng_kv_init(&back, &shell, 16) == 0 &&
-		    eng_kv_prepare_layer(back, 0, h.counts) == 0, "pool for the load");
-		TAP_CHECK(snap_layer_decode(file + 4 + hn, len - 4 - hn, &h, 0, back, why,
-		    sizeof(why)) == 0, "%s: layer 0: %s", path, why);
+		int rc;
 		/* the same bytes from this build */
 		TAP_CHECK(ts_encode(&s, kv, 4, i) == 0, "encode %s", names[i]);
-		TAP_CHECK(s.hdr_len == hn && !memcmp(s.hdr, file + 4, hn), "%s: header bytes differ",
-		    names[i]);
-		TAP_CHECK(s.len[0] == len - 4 - hn && !memcmp(s.rec[0], file + 4 + hn, s.len[0]),
-		    "%s: layer 0 bytes differ", names[i]);
-		ts_snap_free(&s);
+		rc = th_seed_check(names[i], &shell, 1, &s, &h, &back, why, sizeof(why));
+		th_snap_free(&s);
+		TAP_CHECK(rc == 0, "%s", why);
+		TAP_CHECK(h.version == 1 && h.quant == i, "%s: version %u quant %d", names[i],
+		    h.version, h.quant);
 		snap_header_free(&h);
 		eng_kv_free(back);
 		back = NULL;
-		free(file);
 	}
 	eng_kv_free(kv);
 	return TAP_PASS;
@@ -1238,7 +1187,7 @@ test_reads_version1(void)
 /* Edit one field of layer `layer`'s decoded record (checksum fixed, the
  * header's sum updated) and decode; returns the rc, why holds the reason. */
 static int
-ts_forge(struct ts_snap *s, int layer, size_t at, const uint8_t *bytes, size_t nb,
+ts_forge(struct th_snap *s, int layer, size_t at, const uint8_t *bytes, size_t nb,
     struct eng_kv *kv, char *why, size_t why_len)
 {
 	uint8_t *plain, *z;
@@ -1269,7 +1218,7 @@ test_forged_fields(void)
 	static const int64_t counts[3 * 2] = { 6, 5, 6, 5, 6, 5 };
 	struct eng_model shell;
 	struct eng_kv *kv = NULL, *kv2 = NULL;
-	struct ts_snap s;
+	struct th_snap s;
 	char why[256];
 	uint8_t b[4];
 
@@ -1306,7 +1255,7 @@ test_forged_fields(void)
 	    strstr(why, "varint"), "overlong varint: %s", why);
 	eng_kv_free(kv);
 	eng_kv_free(kv2);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
@@ -1317,7 +1266,7 @@ test_forged_positions(void)
 	static const int64_t counts[2 * 2] = { 4, 4, 4, 4 };
 	struct eng_model shell;
 	struct eng_kv *kv = NULL, *kv2 = NULL;
-	struct ts_snap s;
+	struct th_snap s;
 	char why[256];
 	uint8_t b[2];
 
@@ -1338,7 +1287,7 @@ test_forged_positions(void)
 	    kv2->layer[0].pos[kv2->layer[0].off[0] + 3] == 8, "a valid edit: %s", why);
 	eng_kv_free(kv);
 	eng_kv_free(kv2);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return TAP_PASS;
 }
 
@@ -1347,7 +1296,7 @@ static enum tap_result
 test_encode_refusals(void)
 {
 	struct ts_syn y;
-	struct ts_snap a, b;
+	struct th_snap a, b;
 	struct snap_header h;
 	uint8_t *out = NULL;
 	size_t len;
@@ -1360,7 +1309,7 @@ test_encode_refusals(void)
 		TAP_CHECK(a.len[l] == b.len[l] && !memcmp(a.rec[l], b.rec[l], a.len[l]),
 		    "layer %d not deterministic", l);
 	TAP_CHECK(a.hdr_len == b.hdr_len && !memcmp(a.hdr, b.hdr, a.hdr_len), "header");
-	ts_snap_free(&b);
+	th_snap_free(&b);
 	TAP_CHECK(snap_header_from_kv(&h, y.kv, 4) == 0, "header");
 	h.counts[0]++;
 	TAP_CHECK(snap_layer_encode(y.kv, 0, &h, 3, &out, &len) == SNAP_ERR_ARG && !out,
@@ -1379,7 +1328,7 @@ test_encode_refusals(void)
 	free(out);
 	TAP_CHECK(snap_layer_encode(y.kv, 3, &h, 3, &out, &len) == SNAP_ERR_ARG, "layer range");
 	snap_header_free(&h);
-	ts_snap_free(&a);
+	th_snap_free(&a);
 	eng_kv_free(y.kv);
 	return TAP_PASS;
 }
@@ -1408,7 +1357,7 @@ test_bundled_model(void)
 	TAP_CHECK(th_ingest(&r, m, "snapkv", "", 128, ids, n, 128, TS_NQ, 0) == 0, "ingest");
 	units = ts_units(r.kv);
 	for (quant = SNAP_FP16; quant <= SNAP_Q4_KC; quant++) {
-		struct ts_snap s;
+		struct th_snap s;
 		struct snap_header h;
 		struct snap_qerr q;
 		struct eng_kv *kv2;
@@ -1434,7 +1383,7 @@ test_bundled_model(void)
 			TAP_CHECK(isfinite(got[i]), "logits not finite");
 		eng_kv_free(kv2);
 		snap_header_free(&h);
-		ts_snap_free(&s);
+		th_snap_free(&s);
 	}
 	/* the original pool, rounded, answers bit-identically to the fp16 load */
 	eng_kv_round_fp16(r.kv);
@@ -1451,19 +1400,14 @@ test_bundled_model(void)
 /* ------------------------------------------------------------------------ */
 /* Format version 4 and the legacy encodings                                 */
 
-/* Run a test of the legacy encodings (zstd frames with their inner
+/* The tests of the legacy encodings (zstd frames with their inner
  * BLAKE2b-128): the snapshots every store made before version 4 hold. */
-static enum tap_result
-ts_legacy(enum tap_result (*fn)(void))
-{
-	return th_legacy(&g_enc_version, fn);
-}
-static enum tap_result legacy_corrupt_decoded(void) { return ts_legacy(test_corrupt_decoded); }
-static enum tap_result legacy_zip_bomb(void) { return ts_legacy(test_zip_bomb); }
-static enum tap_result legacy_version(void) { return ts_legacy(test_version); }
-static enum tap_result legacy_reads_version1(void) { return ts_legacy(test_reads_version1); }
-static enum tap_result legacy_forged_fields(void) { return ts_legacy(test_forged_fields); }
-static enum tap_result legacy_forged_positions(void) { return ts_legacy(test_forged_positions); }
+TH_LEGACY_TEST(g_enc_version, corrupt_decoded)
+TH_LEGACY_TEST(g_enc_version, zip_bomb)
+TH_LEGACY_TEST(g_enc_version, version)
+TH_LEGACY_TEST(g_enc_version, reads_version1)
+TH_LEGACY_TEST(g_enc_version, forged_fields)
+TH_LEGACY_TEST(g_enc_version, forged_positions)
 
 /* Two pools' used rows, bit for bit (k NaN where PoD dropped it). */
 static int
@@ -1488,7 +1432,7 @@ ts_pools_same(const struct eng_kv *a, const struct eng_kv *b)
 
 /* A stored record re-checked after an edit: the header's sum fixed. */
 static int
-ts_decode_fixed(struct ts_snap *s, int layer, const uint8_t *rec, size_t n, struct eng_kv *kv,
+ts_decode_fixed(struct th_snap *s, int layer, const uint8_t *rec, size_t n, struct eng_kv *kv,
     char *why, size_t why_len)
 {
 	snap_layer_sum(&s->h, rec, n, s->h.layer_sum[layer]);
@@ -1506,7 +1450,7 @@ test_fast_format(void)
 {
 	struct eng_model shell;
 	struct eng_kv *kv = NULL, *a = NULL, *b = NULL;
-	struct ts_snap s, old;
+	struct th_snap s, old;
 	struct snap_header d;
 	uint8_t *plain, *z, *big;
 	size_t n, zn;
@@ -1546,8 +1490,8 @@ test_fast_format(void)
 		eng_kv_free(a);
 		eng_kv_free(b);
 		a = b = NULL;
-		ts_snap_free(&old);
-		ts_snap_free(&s);
+		th_snap_free(&old);
+		th_snap_free(&s);
 	}
 	/* fp16, raw.  Damage with the header's sum fixed (a forger): */
 	TAP_CHECK(snap_quant_raw(SNAP_FP16) && ts_encode(&s, kv, 4, SNAP_FP16) == 0 &&
@@ -1590,7 +1534,7 @@ test_fast_format(void)
 	snap_header_free(&d);
 	free(z);
 	free(plain);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	eng_kv_free(a);
 	eng_kv_free(kv);
 	return TAP_PASS;
@@ -1604,7 +1548,7 @@ test_fast_format(void)
  * target appends it and compresses; a version-4 layer record has none and
  * is stored as the header says). */
 static int
-ts_write_seed(const char *dir, const char *name, const struct ts_snap *s, int layer, int plain)
+ts_write_seed(const char *dir, const char *name, const struct th_snap *s, int layer, int plain)
 {
 	uint8_t *ph = NULL, *pl = NULL, w[4];
 	const uint8_t *hb = s->hdr, *lb = s->rec[layer];
@@ -1655,7 +1599,7 @@ ts_write_seeds_as(const char *dir, const char *pre)
 	static const uint8_t anc[2 * 2] = { 0, 0, 0, 1 };
 	struct eng_model shell;
 	struct eng_kv *kv = NULL;
-	struct ts_snap s;
+	struct th_snap s;
 	int quant, rc = 0, l, i;
 	char name[64];
 
@@ -1667,7 +1611,7 @@ ts_write_seeds_as(const char *dir, const char *pre)
 		rc = rc || ts_write_seed(dir, name, &s, 0, 1);
 		snprintf(name, sizeof(name), "%sstored_%s", pre, snap_quant_name(quant));
 		rc = rc || ts_write_seed(dir, name, &s, 0, 0);
-		ts_snap_free(&s);
+		th_snap_free(&s);
 	}
 	/* format version 3: a refit pool's biases (tests/test_snapshot_refit.c) */
 	for (l = 0; l < 2 && !rc; l++)
@@ -1680,22 +1624,22 @@ ts_write_seeds_as(const char *dir, const char *pre)
 	rc = rc || ts_write_seed(dir, name, &s, 0, 1);
 	snprintf(name, sizeof(name), "%sstored_refit_fp16", pre);
 	rc = rc || ts_write_seed(dir, name, &s, 0, 0);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	rc = rc || ts_encode(&s, kv, 4, SNAP_Q4_KC_H);
 	snprintf(name, sizeof(name), "%splain_refit_q4kch", pre);
 	rc = rc || ts_write_seed(dir, name, &s, 1, 1);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	kv->has_bias = 0;
 	/* PoD: layer 1 of head 0 is a non-anchor with key windows */
 	rc = rc || eng_kv_set_pod(kv, anc, 40, 100, 0);
 	rc = rc || ts_encode(&s, kv, 4, SNAP_Q4_KC);
 	snprintf(name, sizeof(name), "%splain_pod_l1", pre);
 	rc = rc || ts_write_seed(dir, name, &s, 1, 1);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	rc = rc || ts_encode(&s, kv, 4, SNAP_FP16);
 	snprintf(name, sizeof(name), "%splain_pod_fp16_l1", pre);
 	rc = rc || ts_write_seed(dir, name, &s, 1, 1);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	eng_kv_free(kv);
 	return rc;
 }
@@ -1715,10 +1659,10 @@ ts_write_seeds(const char *dir)
 
 /* Put s into store st as document doc (named name). */
 static int
-tc_put(struct store *st, const struct ts_snap *s, const uint8_t *doc, const char *name)
+tc_put(struct store *st, const struct th_snap *s, const uint8_t *doc, const char *name)
 {
-	const uint8_t *layer[TS_MAX_L];
-	size_t len[TS_MAX_L];
+	const uint8_t *layer[TH_SNAP_MAX_L];
+	size_t len[TH_SNAP_MAX_L];
 	struct store_snapshot sn;
 	struct store_doc d;
 	char why[256];
@@ -1767,7 +1711,7 @@ test_copy_between_stores(void)
 	struct store *a = NULL, *b = NULL;
 	struct store_reader *r = NULL;
 	struct store_doc d;
-	struct ts_snap s;
+	struct th_snap s;
 	const uint8_t *buf;
 	size_t len;
 	int l, at_write = -1, ok = 1;
@@ -1834,7 +1778,7 @@ out:
 	store_close(b);
 	tc_rmdir(da);
 	tc_rmdir(db);
-	ts_snap_free(&s);
+	th_snap_free(&s);
 	return res;
 }
 
@@ -1865,27 +1809,6 @@ static const struct tap_test tests[] = {
 	{ "copy_between_stores", test_copy_between_stores },
 };
 
-static int
-ts_write_map(char *path, size_t cap, uint8_t *anc)
-{
-	struct eng_pod_map pm;
-	int fd, i, na = 0;
-	memset(&pm, 0, sizeof(pm));
-	pm.n_layer = TS_L;
-	pm.n_head = TINY_N_HEAD;
-	pm.n_head_kv = TS_KV;
-	pm.anc = anc;
-	pm.delta = 0.5;
-	for (i = 0; i < TS_KV * TS_L; i++)
-		na += anc[i] == i % TS_L;
-	pm.f = 1.0 - (double)na / (TS_KV * TS_L);
-	snprintf(path, cap, "/tmp/kvsnap-snapmap-XXXXXX");
-	if ((fd = mkstemp(path)) < 0)
-		return -1;
-	close(fd);
-	return eng_pod_map_save(&pm, path, NULL, 0);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -1904,7 +1827,7 @@ main(int argc, char **argv)
 	}
 	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 23) ||
 	    eng_model_open(&g_m, g_model_path, why, sizeof(why)) ||
-	    ts_write_map(g_map_mixed, sizeof(g_map_mixed), map_mixed)) {
+	    th_pod_map_write(g_map_mixed, sizeof(g_map_mixed), map_mixed)) {
 		printf("Bail out! cannot set up the tiny model or map\n");
 		return 1;
 	}

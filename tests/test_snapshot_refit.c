@@ -48,25 +48,6 @@
 #define TR_KV 2
 #define TR_HD 32
 
-struct tr_snap {
-	struct snap_header h;
-	uint8_t *hdr;
-	size_t hdr_len;
-	uint8_t *rec[TR_L];
-	size_t len[TR_L];
-};
-
-static void
-tr_snap_free(struct tr_snap *s)
-{
-	int l;
-	free(s->hdr);
-	for (l = 0; l < TR_L; l++)
-		free(s->rec[l]);
-	snap_header_free(&s->h);
-	memset(s, 0, sizeof(*s));
-}
-
 static void
 tr_shell(struct eng_model *m)
 {
@@ -117,24 +98,14 @@ tr_pool(const struct eng_model *shell, struct eng_kv **kv, int biased)
 static uint32_t g_enc_version = SNAP_FORMAT_VERSION;
 
 static int
-tr_encode(struct tr_snap *s, const struct eng_kv *kv, int quant)
+tr_encode(struct th_snap *s, const struct eng_kv *kv, int quant)
 {
-	int l, rc;
-	memset(s, 0, sizeof(*s));
-	if ((rc = snap_header_from_kv(&s->h, kv, 4)))
-		return rc;
-	s->h.version = g_enc_version;
-	s->h.quant = quant;
-	snprintf(s->h.profile, sizeof(s->h.profile), "test:quant=%s", snap_quant_name(quant));
-	for (l = 0; l < kv->n_layer; l++)
-		if ((rc = snap_layer_encode(kv, l, &s->h, 3, &s->rec[l], &s->len[l])))
-			return rc;
-	return snap_header_encode(&s->h, 3, &s->hdr, &s->hdr_len);
+	return th_snap_encode(s, kv, 4, quant, g_enc_version);
 }
 
 /* Decode every record of s into a fresh pool (as snap_load does). */
 static int
-tr_load(const struct tr_snap *s, const struct eng_model *shell, struct eng_kv **out,
+tr_load(const struct th_snap *s, const struct eng_model *shell, struct eng_kv **out,
     struct snap_header *h, char *why, size_t why_len)
 {
 	int l, rc;
@@ -164,12 +135,6 @@ tr_same_biases(const struct eng_kv *a, const struct eng_kv *b)
 	return 1;
 }
 
-static uint32_t
-tr_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static enum tap_result
 test_roundtrip(void)
 {
@@ -180,7 +145,7 @@ test_roundtrip(void)
 	tr_shell(&shell);
 	TAP_CHECK(tr_pool(&shell, &kv, 1) == 0, "pool");
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
-		struct tr_snap s, s2;
+		struct th_snap s, s2;
 		struct snap_header h;
 		uint8_t *plain = NULL;
 		size_t n = 0;
@@ -190,7 +155,7 @@ test_roundtrip(void)
 		unsigned flags = SNAP_FLAG_BIAS |
 		    (want == SNAP_FAST_VERSION && snap_quant_raw(quant) ? SNAP_FLAG_RAW : 0u);
 		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "%s: encode", snap_quant_name(quant));
-		TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0 && tr_u32(plain + 4) == want &&
+		TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0 && th_get_u32(plain + 4) == want &&
 		    (unsigned)(plain[42] | plain[43] << 8) == flags, "%s: header version %u, flags",
 		    snap_quant_name(quant), want);
 		free(plain);
@@ -208,8 +173,8 @@ test_roundtrip(void)
 			    "%s: layer %d re-encodes differently", snap_quant_name(quant), l);
 		tap_diag("%s: %zu + %zu bytes (layers), %d units: %zu bytes of biases",
 		    snap_quant_name(quant), s.len[0], s.len[1], 28, (size_t)28 * 4);
-		tr_snap_free(&s);
-		tr_snap_free(&s2);
+		th_snap_free(&s);
+		th_snap_free(&s2);
 		snap_header_free(&h);
 		eng_kv_free(back);
 		back = NULL;
@@ -228,16 +193,16 @@ test_unbiased_same(void)
 	tr_shell(&shell);
 	TAP_CHECK(tr_pool(&shell, &kv, 0) == 0, "pool");
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
-		struct tr_snap s;
+		struct th_snap s;
 		uint8_t *plain = NULL;
 		size_t n = 0;
 		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "encode");
 		TAP_CHECK(th_unseal(s.rec[0], s.len[0], &plain, &n) == 0, "unseal");
-		TAP_CHECK((int)tr_u32(plain + 4) == snap_quant_version(quant) &&
+		TAP_CHECK((int)th_get_u32(plain + 4) == snap_quant_version(quant) &&
 		    (plain[22] | plain[23] << 8) == 0, "%s: layer version %u flags %d",
-		    snap_quant_name(quant), tr_u32(plain + 4), plain[22] | plain[23] << 8);
+		    snap_quant_name(quant), th_get_u32(plain + 4), plain[22] | plain[23] << 8);
 		free(plain);
-		tr_snap_free(&s);
+		th_snap_free(&s);
 	}
 	eng_kv_free(kv);
 	return TAP_PASS;
@@ -254,37 +219,20 @@ test_reads_version2(void)
 	tr_shell(&shell);
 	TAP_CHECK(tr_pool(&shell, &kv, 0) == 0, "pool");
 	for (i = 0; i < 3; i++) {
-		char path[256], why[256] = "";
-		uint8_t *file = malloc(1 << 16);
-		size_t len, hn;
-		struct tr_snap s;
+		char why[256] = "";
+		struct th_snap s;
 		struct snap_header h;
-		FILE *f = NULL;
-		snprintf(path, sizeof(path), "tests/fuzz/corpus/snapshot/stored_%s.seed", names[i]);
-		TAP_CHECK(file && (f = fopen(path, "rb")) != NULL, "%s (run from the repository root)",
-		    path);
-		len = fread(file, 1, 1 << 16, f);
-		fclose(f);
-		TAP_CHECK(len > 4 && len < (1 << 16), "%s: %zu bytes", path, len);
-		hn = tr_u32(file);
-		TAP_CHECK(hn < len - 4, "%s: header length", path);
-		TAP_CHECK(snap_header_decode(file + 4, hn, &h, why, sizeof(why)) == 0, "%s: %s", path,
-		    why);
-		TAP_CHECK(h.version == 2 && !h.has_bias && h.quant == snap_quant_parse(names[i]),
-		    "%s: version %u quant %d", path, h.version, h.quant);
-		TAP_CHECK(eng_kv_init(&back, &shell, 16) == 0, "pool for the load");
-		TAP_CHECK(snap_layer_decode(file + 4 + hn, len - 4 - hn, &h, 0, back, why,
-		    sizeof(why)) == 0 && !back->has_bias, "%s: layer 0: %s", path, why);
-		TAP_CHECK(tr_encode(&s, kv, h.quant) == 0, "encode %s", names[i]);
-		TAP_CHECK(s.hdr_len == hn && !memcmp(s.hdr, file + 4, hn), "%s: header bytes differ",
-		    names[i]);
-		TAP_CHECK(s.len[0] == len - 4 - hn && !memcmp(s.rec[0], file + 4 + hn, s.len[0]),
-		    "%s: layer 0 bytes differ", names[i]);
-		tr_snap_free(&s);
+		int rc, quant = snap_quant_parse(names[i]);
+		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "encode %s", names[i]);
+		rc = th_seed_check(names[i], &shell, 0, &s, &h, &back, why, sizeof(why));
+		th_snap_free(&s);
+		TAP_CHECK(rc == 0, "%s", why);
+		TAP_CHECK(h.version == 2 && !h.has_bias && h.quant == quant, "%s: version %u quant %d",
+		    names[i], h.version, h.quant);
+		TAP_CHECK(!back->has_bias, "%s: layer 0 decoded with a bias", names[i]);
 		snap_header_free(&h);
 		eng_kv_free(back);
 		back = NULL;
-		free(file);
 	}
 	eng_kv_free(kv);
 	return TAP_PASS;
@@ -294,7 +242,7 @@ test_reads_version2(void)
  * the end: the record is cut at `cut` when cut > 0), resealed, the
  * header's sum updated; the decode's rc. */
 static int
-tr_forge_layer(struct tr_snap *s, size_t at, const uint8_t *bytes, size_t nb, size_t cut,
+tr_forge_layer(struct th_snap *s, size_t at, const uint8_t *bytes, size_t nb, size_t cut,
     struct eng_kv *kv, char *why, size_t why_len)
 {
 	uint8_t *plain, *z;
@@ -316,7 +264,7 @@ tr_forge_layer(struct tr_snap *s, size_t at, const uint8_t *bytes, size_t nb, si
 
 /* The header of s with plain bytes [at, at + nb) replaced; the decode's rc. */
 static int
-tr_forge_header(const struct tr_snap *s, size_t at, const uint8_t *bytes, size_t nb, char *why,
+tr_forge_header(const struct th_snap *s, size_t at, const uint8_t *bytes, size_t nb, char *why,
     size_t why_len)
 {
 	struct snap_header h;
@@ -340,7 +288,7 @@ test_forged(void)
 	static const uint8_t flag1[2] = { 1, 0 }, flag0[2] = { 0, 0 }, flag3[2] = { 3, 0 };
 	struct eng_model shell;
 	struct eng_kv *kv = NULL, *plain_kv = NULL, *back = NULL;
-	struct tr_snap s, u;
+	struct th_snap s, u;
 	uint8_t *rec = NULL, v[4];
 	size_t n = 0, bias0;
 	char why[256] = "";
@@ -381,8 +329,8 @@ test_forged(void)
 	th_put_u32(v, SNAP_FORMAT_VERSION + 1);
 	rc = tr_forge_header(&s, 4, v, 4, why, sizeof(why));
 	TAP_CHECK(rc == SNAP_ERR_VERSION && strstr(why, "1 to 4"), "version 5: %d %s", rc, why);
-	tr_snap_free(&s);
-	tr_snap_free(&u);
+	th_snap_free(&s);
+	th_snap_free(&u);
 	eng_kv_free(kv);
 	eng_kv_free(plain_kv);
 	eng_kv_free(back);
@@ -456,15 +404,10 @@ test_concat(void)
 }
 
 /* The tests of the legacy encodings (versions 1 to 3). */
-static enum tap_result
-tr_legacy(enum tap_result (*fn)(void))
-{
-	return th_legacy(&g_enc_version, fn);
-}
-static enum tap_result legacy_roundtrip(void) { return tr_legacy(test_roundtrip); }
-static enum tap_result legacy_unbiased_same(void) { return tr_legacy(test_unbiased_same); }
-static enum tap_result legacy_reads_version2(void) { return tr_legacy(test_reads_version2); }
-static enum tap_result legacy_forged(void) { return tr_legacy(test_forged); }
+TH_LEGACY_TEST(g_enc_version, roundtrip)
+TH_LEGACY_TEST(g_enc_version, unbiased_same)
+TH_LEGACY_TEST(g_enc_version, reads_version2)
+TH_LEGACY_TEST(g_enc_version, forged)
 
 static const struct tap_test tests[] = {
 	{ "roundtrip", test_roundtrip },

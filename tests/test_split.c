@@ -80,6 +80,24 @@ check_parts(const char *t, size_t len, int64_t limit, const struct svc_split_par
 	return 0;
 }
 
+/* svc_split of t[0..len) under limit (count_bytes over c) into *p (the
+ * previous parts freed first) and *n, then check_parts; 0 when both
+ * succeed, else -1 with why in the TAP diagnostics. */
+static int
+split_checked(const char *t, size_t len, int64_t limit, struct counter *c,
+    struct svc_split_part **p, size_t *n, int word_cuts)
+{
+	char why[256];
+
+	free(*p);
+	*p = NULL;
+	if (svc_split(t, len, limit, count_bytes, c, p, n, why, sizeof(why))) {
+		tap_diag("%s", why);
+		return -1;
+	}
+	return check_parts(t, len, limit, *p, *n, word_cuts);
+}
+
 static enum tap_result
 fits_whole(void)
 {
@@ -105,16 +123,13 @@ paragraphs_first(void)
 	struct counter c = { 0, 0 };
 	struct svc_split_part *p = NULL;
 	size_t n, len = 0, i;
-	char why[256];
 	int ok = 1;
 
 	for (i = 0; i < 300; i++)
 		len += (size_t)sprintf(t + len, "Paragraph %zu has a sentence. And another one, a "
 		    "little longer than the first. Then a third.\n\n", i);
-	TAP_EXPECT(svc_split(t, len, 400, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
+	TAP_EXPECT(split_checked(t, len, 400, &c, &p, &n, 1) == 0, "split under 400");
 	TAP_EXPECT(n > 10, "%zu parts", n);
-	TAP_EXPECT(check_parts(t, len, 400, p, n, 1) == 0, "invariants");
 	for (i = 1; i < n; i++)
 		TAP_EXPECT(p[i].off >= 2 && t[p[i].off - 1] == '\n' && t[p[i].off - 2] == '\n',
 		    "part %zu does not start a paragraph: \"%.20s\"", i, t + p[i].off);
@@ -135,7 +150,6 @@ pages_and_headings(void)
 	struct counter c = { 0, 0 };
 	struct svc_split_part *p = NULL;
 	size_t n, len = 0, i, k;
-	char why[256];
 	int ok = 1;
 
 	for (i = 0; i < 20; i++) { /* pages of ~1200 bytes, paragraphs within */
@@ -144,14 +158,10 @@ pages_and_headings(void)
 			    "words words words words words words words words.\n\n", i, k);
 		t[len++] = '\f';
 	}
-	TAP_EXPECT(svc_split(t, len, 700, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
-	TAP_EXPECT(check_parts(t, len, 700, p, n, 1) == 0, "invariants");
+	TAP_EXPECT(split_checked(t, len, 700, &c, &p, &n, 1) == 0, "split under 700");
 	for (i = 1; i < n; i++)
 		TAP_EXPECT(t[p[i].off - 1] == '\f', "part %zu starts mid-page: \"%.20s\"", i,
 		    t + p[i].off);
-	free(p);
-	p = NULL;
 	len = 0;
 	for (i = 0; i < 30; i++) { /* sections of paragraphs */
 		len += (size_t)sprintf(t + len, "# Section %zu\n\n", i);
@@ -159,9 +169,7 @@ pages_and_headings(void)
 			len += (size_t)sprintf(t + len, "Text of section %zu, paragraph %zu, with "
 			    "several more words after it.\n\n", i, k);
 	}
-	TAP_EXPECT(svc_split(t, len, 300, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
-	TAP_EXPECT(check_parts(t, len, 300, p, n, 1) == 0, "invariants");
+	TAP_EXPECT(split_checked(t, len, 300, &c, &p, &n, 1) == 0, "split under 300");
 	for (i = 1; i < n; i++)
 		TAP_EXPECT(t[p[i].off] == '#', "part %zu does not start a section: \"%.20s\"", i,
 		    t + p[i].off);
@@ -180,26 +188,19 @@ one_big_paragraph(void)
 	char *t = malloc(cap);
 	struct counter c = { 0, 0 };
 	struct svc_split_part *p = NULL;
-	char why[256];
 	int ok = 1;
 
 	for (len = 0; len < 50000;)
 		len += (size_t)sprintf(t + len, "The clause %zu runs on for a while (so it says). ",
 		    len);
-	TAP_EXPECT(svc_split(t, len, 1000, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
+	TAP_EXPECT(split_checked(t, len, 1000, &c, &p, &n, 1) == 0, "split under 1000");
 	TAP_EXPECT(n >= 12, "%zu parts", n);
-	TAP_EXPECT(check_parts(t, len, 1000, p, n, 1) == 0, "invariants");
 	for (i = 1; i < n; i++)
 		TAP_EXPECT(t[p[i].off - 2] == '.', "part %zu is not after a sentence end", i);
-	free(p);
-	p = NULL;
 	c.calls = 0;
 	for (len = 0, i = 0; len < 50000; i++) /* words of 1 to 13 letters */
 		len += (size_t)sprintf(t + len, "%.*s ", (int)(1 + i * 7 % 13), "abcdefghijklm");
-	TAP_EXPECT(svc_split(t, len, 1000, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
-	TAP_EXPECT(check_parts(t, len, 1000, p, n, 1) == 0, "invariants");
+	TAP_EXPECT(split_checked(t, len, 1000, &c, &p, &n, 1) == 0, "split under 1000");
 	for (i = 0; i + 1 < n; i++) /* word cuts fill the part */
 		TAP_EXPECT(p[i].tokens > 990, "part %zu: %lld tokens", i, (long long)p[i].tokens);
 	TAP_EXPECT(c.calls < 40 * (long)n, "%ld counts for %zu parts", c.calls, n);
@@ -218,15 +219,12 @@ utf8_run(void)
 	char *t = malloc(60000);
 	struct counter c = { 0, 0 };
 	struct svc_split_part *p = NULL;
-	char why[256];
 	int ok = 1;
 
 	for (i = 0; len < 50000; i++)
 		len += (size_t)sprintf(t + len, "%s", i % 3 ? "\xc3\xa9" : "\xe2\x82\xac");
-	TAP_EXPECT(svc_split(t, len, 333, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
+	TAP_EXPECT(split_checked(t, len, 333, &c, &p, &n, 0) == 0, "split under 333");
 	TAP_EXPECT(n > 30, "%zu parts", n);
-	TAP_EXPECT(check_parts(t, len, 333, p, n, 0) == 0, "invariants");
 	for (i = 0; i < n; i++) {
 		unsigned char last = (unsigned char)t[p[i].off + p[i].len - 1];
 		unsigned char prev = (unsigned char)t[p[i].off + p[i].len - 2];
@@ -237,14 +235,10 @@ utf8_run(void)
 		    (long long)p[i].tokens);
 	}
 	/* a word before the run is cut before the run, not inside the word */
-	free(p);
-	p = NULL;
 	memmove(t + 6, t, len);
 	memcpy(t, "Hello ", 6);
 	len += 6;
-	TAP_EXPECT(svc_split(t, len, 333, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
-	TAP_EXPECT(check_parts(t, len, 333, p, n, 0) == 0, "invariants");
+	TAP_EXPECT(split_checked(t, len, 333, &c, &p, &n, 0) == 0, "split under 333");
 	TAP_EXPECT(p[0].len == 6, "first part %zu bytes, not \"Hello \"", p[0].len);
 out:
 	free(p);
@@ -261,7 +255,6 @@ never_empty(void)
 	char *t = malloc(100000);
 	struct counter c = { 0, 0 };
 	struct svc_split_part *p = NULL;
-	char why[256];
 	int ok = 1;
 
 	len += (size_t)sprintf(t, "\n\n   \n\t\n");
@@ -270,9 +263,7 @@ never_empty(void)
 		memset(t + len, i % 2 ? ' ' : '\n', 40);
 		len += 40;
 	}
-	TAP_EXPECT(svc_split(t, len, 50, count_bytes, &c, &p, &n, why, sizeof(why)) == 0,
-	    "%s", why);
-	TAP_EXPECT(check_parts(t, len, 50, p, n, 1) == 0, "invariants");
+	TAP_EXPECT(split_checked(t, len, 50, &c, &p, &n, 1) == 0, "split under 50");
 	TAP_EXPECT(p[n - 1].len > 40, "the trailing white space is a part of its own");
 out:
 	free(p);

@@ -467,6 +467,20 @@ out:
 	return ok;
 }
 
+/* A new store in g_dir with the index tests' three documents, each
+ * alice's (uid 1001): 1 the GPL, 2 Apache (shared), 3 the MPL; path: where
+ * its index file goes.  0, or -1 with g_why. */
+static int
+licenses_store(struct store **s, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/index.sqlite", g_dir);
+	return store_open(s, g_dir, NULL, g_why, sizeof(g_why)) ||
+	    put_doc(*s, 1, "The GNU General Public License is a copyleft license.", 1001, 0) ||
+	    put_doc(*s, 2, "Apache License: terms and conditions for reproduction.", 1001, 1) ||
+	    put_doc(*s, 3, "Mozilla Public License: each Contributor grants a patent license.",
+	    1001, 0) ? -1 : 0;
+}
+
 /* A store written before text records (no `texts` database) still reads:
  * read-only it lists none; a writable open adds the database. */
 static enum tap_result
@@ -566,12 +580,7 @@ index_in_step(void)
 
 	if (tmpdir())
 		return TAP_FAIL;
-	snprintf(path, sizeof(path), "%s/index.sqlite", g_dir);
-	if (store_open(&s, g_dir, NULL, g_why, sizeof(g_why)) ||
-	    put_doc(s, 1, "The GNU General Public License is a copyleft license.", 1001, 0) ||
-	    put_doc(s, 2, "Apache License: terms and conditions for reproduction.", 1001, 1) ||
-	    put_doc(s, 3, "Mozilla Public License: each Contributor grants a patent license.",
-	    1001, 0) || put_doc(s, 4, NULL, 1001, 0))
+	if (licenses_store(&s, path, sizeof(path)) || put_doc(s, 4, NULL, 1001, 0))
 		goto out;
 	/* no file: built from the records */
 	if (svc_index_open(s, g_dir, 0, 1, &ix, &sy, g_why, sizeof(g_why)) || !sy.rebuilt ||
@@ -697,12 +706,7 @@ index_stale_schema1(void)
 
 	if (tmpdir())
 		return TAP_FAIL;
-	snprintf(path, sizeof(path), "%s/index.sqlite", g_dir);
-	if (store_open(&s, g_dir, NULL, g_why, sizeof(g_why)) ||
-	    put_doc(s, 1, "The GNU General Public License is a copyleft license.", 1001, 0) ||
-	    put_doc(s, 2, "Apache License: terms and conditions for reproduction.", 1001, 1) ||
-	    put_doc(s, 3, "Mozilla Public License: each Contributor grants a patent license.",
-	    1001, 0))
+	if (licenses_store(&s, path, sizeof(path)))
 		goto out;
 	if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, v1, NULL, NULL, NULL) !=
 	    SQLITE_OK) {

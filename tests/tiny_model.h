@@ -70,6 +70,21 @@ tiny_rng_normal(struct tiny_rng *r)
 	return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
 }
 
+/* n random token ids of the tiny vocabulary, the same for a seed
+ * (malloc'd, the caller frees; aborts on no memory). */
+static inline int32_t *
+tiny_doc(int64_t n, uint64_t seed)
+{
+	int32_t *d = malloc((size_t)(n ? n : 1) * sizeof(*d));
+	uint64_t s = seed * 2654435761u + 77;
+	int64_t i;
+	if (!d)
+		abort();
+	for (i = 0; i < n; i++)
+		d[i] = (int32_t)(kv_xorshift64s(&s) % TINY_N_VOCAB);
+	return d;
+}
+
 struct tiny_tensor {
 	char name[48];
 	int n_dims;

@@ -90,13 +90,27 @@ fz_reply(const redisReply *r, int depth)
 	}
 }
 
+/* Every whole reply the reader holds (64 at the most), each parsed. */
+static void
+fz_drain(redisReader *rd)
+{
+	void *reply;
+	int n;
+
+	for (n = 0; n < 64; n++) {
+		reply = NULL;
+		if (redisReaderGetReply(rd, &reply) != REDIS_OK || !reply)
+			break;
+		fz_reply(reply, 0);
+		freeReplyObject(reply);
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	redisReader *rd;
-	void *reply;
 	size_t cut;
-	int n;
 
 	if (size == 0 || size > (1u << 20))
 		return 0;
@@ -107,21 +121,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc_reader_limit(rd);
 	cut = data[0] % size;
 	redisReaderFeed(rd, (const char *)data, cut);
-	for (n = 0; n < 64; n++) {
-		reply = NULL;
-		if (redisReaderGetReply(rd, &reply) != REDIS_OK || !reply)
-			break;
-		fz_reply(reply, 0);
-		freeReplyObject(reply);
-	}
+	fz_drain(rd);
 	redisReaderFeed(rd, (const char *)data + cut, size - cut);
-	for (n = 0; n < 64; n++) {
-		reply = NULL;
-		if (redisReaderGetReply(rd, &reply) != REDIS_OK || !reply)
-			break;
-		fz_reply(reply, 0);
-		freeReplyObject(reply);
-	}
+	fz_drain(rd);
 	redisReaderFree(rd);
 	return 0;
 }

@@ -25,45 +25,8 @@ prose Apache-2.0 60 > "$T/small.txt"
 prose GPL-3 $long > "$T/long.txt"
 prose LGPL-2.1 $long > "$T/long2.txt"
 
-# Raw protocol client: proto.py SOCK, then one request per argument; prints
-# every event line; with "@wait" it stops at the first progress event and
-# leaves (disconnect), with "@fd:PATH" the next request carries PATH's fd.
-cat > "$T/proto.py" <<'PY'
-import json, os, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(120)
-s.connect(sys.argv[1])
-f = s.makefile("rb")
-fd = None
-for a in sys.argv[2:]:
-    if a.startswith("@fd:"):
-        fd = os.open(a[4:], os.O_RDONLY); continue
-    if a == "@wait":
-        while True:
-            l = f.readline()
-            if not l: sys.exit(0)
-            sys.stdout.write(l.decode()); sys.stdout.flush()
-            if b'"progress"' in l and b'"prefill"' in l: os._exit(0)
-    if a.startswith("@big:"):
-        n = int(a[5:]); data = b'{"id":9,' + b'x' * n + b'\n'
-    elif a.startswith("@inline:"):
-        p, _, rest = a[8:].partition(",")
-        req = json.loads(rest); req["text"] = open(p).read(); data = (json.dumps(req) + "\n").encode()
-    else:
-        data = a.encode() + b"\n"
-    if a.startswith("@inline:") and "@wait" in sys.argv: s.sendall(data); continue
-    if fd is not None:
-        socket.send_fds(s, [data], [fd]); os.close(fd); fd = None
-    else:
-        s.sendall(data)
-    while True:
-        l = f.readline()
-        if not l: print("EOF"); sys.exit(1)
-        sys.stdout.write(l.decode()); sys.stdout.flush()
-        e = json.loads(l)
-        if e.get("event") in ("result", "error"): break
-PY
-proto() { timeout 120 python3 "$T/proto.py" "$KVSNAP_SOCKET" "$@"; }
+proto_stream_py
+proto() { timeout 120 python3 "$T/proto_stream.py" "$KVSNAP_SOCKET" "$@"; }
 code_of() { python3 -c 'import json,sys; print([json.loads(l).get("code","-") for l in sys.stdin if l.strip()][-1])'; }
 
 start_daemon() {

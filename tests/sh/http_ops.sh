@@ -20,16 +20,6 @@ prose GPL-3 $words > "$T/doc.txt"
 prose Apache-2.0 $long > "$T/long.txt"
 head -c 4096 /dev/urandom > "$T/blob.bin"
 
-tap() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) ok "${line#ok - }" 0 ;;
-		"not ok - "*) ok "${line#not ok - }" 1 ;;
-		*) echo "$line" ;;
-		esac
-	done
-}
 hcurl() { curl -s --max-time 120 --unix-socket "$H" "$@"; }
 
 daemon_start "$KVSNAP_SOCKET" "$T/daemon.log" --state "$KVSNAP_STATE" --http "unix:$H" -t 2 \

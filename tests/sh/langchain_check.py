@@ -16,12 +16,7 @@ except ImportError:
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 
-
-def check(desc, cond, info=""):
-    print(("ok - " if cond else "not ok - ") + desc, flush=True)
-    if not cond and info:
-        print("#   " + str(info).replace("\n", "\n#   "), flush=True)
-    return cond
+from tap_check import check
 
 
 def main(sock, expected, q):

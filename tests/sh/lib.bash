@@ -8,8 +8,10 @@
 #   scratch NAME                  # T=/tmp/kvsnap-NAME-XXXXXX
 #   ok "description" $?           # counts and prints ok / not ok
 #   expect_rc "description" RC command...   # stdout in $T/out, stderr in $T/err
+#   tap < <(command)              # another program's TAP lines counted as checks
 #   daemon_start SOCK LOG FLAGS...  # kvsnapd started ($DPID), waited for until loaded
 #   proto_py                      # $T/proto.py SOCK REQUEST: the request's last event
+#   proto_stream_py               # $T/proto_stream.py SOCK REQUEST...: every event
 #   daemon_scratch / cli_scratch / library_scratch NAME ...  # a script's usual set-up
 #   test_users U...               # real second users, deleted on exit (root)
 #   openai_venv                   # curl and $PY, the pinned HTTP clients' python
@@ -126,6 +128,21 @@ ok() { # description, then a status; returns it, so `ok ... || diagnostics` work
 	return "$2"
 }
 
+# tap: reads the TAP lines another program prints ("ok - ...", "not ok -
+# ...") on stdin and counts each as this script's own check (through ok);
+# other lines pass through.  Run it in this shell: `tap < FILE` or
+# `tap < <(command)`.
+tap() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "${line#ok - }" 0 ;;
+		"not ok - "*) ok "${line#not ok - }" 1 ;;
+		*) echo "$line" ;;
+		esac
+	done
+}
+
 # expect_rc description want command...: the command's exit status must be
 # want; on a mismatch the tail of its stderr is shown.  EXPECT_TIMEOUT (s)
 # bounds the command (0, the default: no bound).
@@ -170,6 +187,51 @@ while True:
     l = f.readline()
     if not l: print("EOF"); sys.exit(1)
     if json.loads(l).get("event") in ("result", "error"): print(l.decode().strip()); break
+PY
+}
+
+# proto_stream_py: writes $T/proto_stream.py, the streaming client:
+#   python3 "$T/proto_stream.py" SOCK REQUEST...
+# one request per argument, every event line printed until each one's
+# result or error; "@fd:PATH" passes PATH's descriptor with the next
+# request; "@wait" stops at the first progress event and leaves
+# (disconnect); "@big:N" sends a line of N bytes; "@inline:PATH,JSON" sends
+# JSON with PATH's text as "text".
+proto_stream_py() {
+	cat > "$T/proto_stream.py" <<'PY'
+import json, os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(120)
+s.connect(sys.argv[1])
+f = s.makefile("rb")
+fd = None
+for a in sys.argv[2:]:
+    if a.startswith("@fd:"):
+        fd = os.open(a[4:], os.O_RDONLY); continue
+    if a == "@wait":
+        while True:
+            l = f.readline()
+            if not l: sys.exit(0)
+            sys.stdout.write(l.decode()); sys.stdout.flush()
+            if b'"progress"' in l and b'"prefill"' in l: os._exit(0)
+    if a.startswith("@big:"):
+        n = int(a[5:]); data = b'{"id":9,' + b'x' * n + b'\n'
+    elif a.startswith("@inline:"):
+        p, _, rest = a[8:].partition(",")
+        req = json.loads(rest); req["text"] = open(p).read(); data = (json.dumps(req) + "\n").encode()
+    else:
+        data = a.encode() + b"\n"
+    if a.startswith("@inline:") and "@wait" in sys.argv: s.sendall(data); continue
+    if fd is not None:
+        socket.send_fds(s, [data], [fd]); os.close(fd); fd = None
+    else:
+        s.sendall(data)
+    while True:
+        l = f.readline()
+        if not l: print("EOF"); sys.exit(1)
+        sys.stdout.write(l.decode()); sys.stdout.flush()
+        e = json.loads(l)
+        if e.get("event") in ("result", "error"): break
 PY
 }
 

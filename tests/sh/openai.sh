@@ -20,17 +20,6 @@ is_san "$D" && words=80
 prose GPL-3 $words > "$T/doc.txt"
 Q="What is this document about?"
 
-# TAP lines of the Python checks, counted here
-tap() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) ok "${line#ok - }" 0 ;;
-		"not ok - "*) ok "${line#not ok - }" 1 ;;
-		*) echo "$line" ;;
-		esac
-	done
-}
 start() { # http address, more flags
 	local a=$1
 	shift
@@ -177,8 +166,10 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v runuser >
 	UB=kvsnap-http made=
 	id "$UB" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$UB" && made=1; }
 	chmod 755 "$T"
-	cp -r "$BUILD/openai-venv" "$T/venv" && cp "$CHECK" "$T/check.py" # where the user can read
-	chmod -R a+rX "$T/venv" "$T/check.py"
+	# where the user can read (the check imports tap_check from its folder)
+	cp -r "$BUILD/openai-venv" "$T/venv" && cp "$CHECK" "$T/check.py" &&
+		cp tests/sh/tap_check.py "$T/tap_check.py"
+	chmod -R a+rX "$T/venv" "$T/check.py" "$T/tap_check.py"
 	timeout 120 runuser -u "$UB" -- "$T/venv/bin/python" "$T/check.py" tcp "$BASE" private \
 		private-doc > "$T/py.out" 2>&1
 	[ "$(grep -c '^ok - ' "$T/py.out")" -eq 5 ]; ok "five checks as $UB" $? || cat "$T/py.out"

@@ -16,6 +16,8 @@ except ImportError:
     import httpx
 import openai
 
+from tap_check import check
+
 M = "SmolLM2-135M-Instruct"  # the plain model's id (the GGUF file's name)
 
 
@@ -27,13 +29,6 @@ def client(kind, where, timeout=120.0):
         hc = httpx.Client(timeout=timeout)
         base = where + "/v1"
     return openai.OpenAI(base_url=base, api_key="x", http_client=hc, max_retries=0), hc, base
-
-
-def check(desc, cond, info=""):
-    print(("ok - " if cond else "not ok - ") + desc, flush=True)
-    if not cond and info:
-        print("#   " + str(info).replace("\n", "\n#   "), flush=True)
-    return cond
 
 
 def raises(desc, cls, fn):

@@ -45,28 +45,9 @@ tier_mend() { rm -f "${SHARED#lmdb:}" && mv "$T/shared.away" "${SHARED#lmdb:}"; 
 TIER_USER=kvsnap TIER_PASS=s3cret
 if [ -n "${KVSNAP_TEST_TIER_HOOKS:-}" ]; then . "$KVSNAP_TEST_TIER_HOOKS" || exit 1; fi
 
-# proto.py SOCK REQUEST...: one request per argument ("@fd:PATH" passes
-# PATH's descriptor with the next); prints every event line.
-cat > "$T/proto.py" <<'PY'
-import json, os, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
-f = s.makefile("rb"); fd = None
-for a in sys.argv[2:]:
-    if a.startswith("@fd:"):
-        fd = os.open(a[4:], os.O_RDONLY); continue
-    data = a.encode() + b"\n"
-    if fd is not None:
-        socket.send_fds(s, [data], [fd]); os.close(fd); fd = None
-    else:
-        s.sendall(data)
-    while True:
-        l = f.readline()
-        if not l: print("EOF"); sys.exit(1)
-        sys.stdout.write(l.decode()); sys.stdout.flush()
-        if json.loads(l).get("event") in ("result", "error"): break
-PY
+proto_stream_py
 # proto HOST REQUEST...; field FILE KEY: KEY of the last event (a.b: nested)
-proto() { local h=$1; shift; timeout 120 python3 "$T/proto.py" "$T/$h.sock" "$@"; }
+proto() { local h=$1; shift; timeout 120 python3 "$T/proto_stream.py" "$T/$h.sock" "$@"; }
 field() {
 	python3 - "$1" "$2" <<'PY'
 import json, sys
