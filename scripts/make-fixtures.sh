@@ -27,3 +27,9 @@ if [ -f "$QWEN" ]; then
 	"$VENV/bin/python" scripts/make-token-fixtures.py --model "$QWEN" --out tests/fixtures/qwen_tokens.txt
 	"$VENV/bin/python" scripts/make-fixtures.py "$QWEN" tests/fixtures/qwen_logits.bin qwen
 fi
+# Qwen2.5-Coder-0.5B-Instruct (make model-qwen05, the demo's model): the
+# same vocabulary as the 1.5B (qwen_tokens.txt checks both), its own logits
+QWEN05=models/Qwen2.5-Coder-0.5B-Instruct.gguf
+if [ -f "$QWEN05" ]; then
+	"$VENV/bin/python" scripts/make-fixtures.py "$QWEN05" tests/fixtures/qwen05_logits.bin qwen
+fi

@@ -119,10 +119,10 @@ expect_rc "kvsnap ingest vault-notes.txt (unnamed)" 0 "$K" ingest "$T/vault-note
 expect_rc "kvsnap query -n 24 facts (greedy)" 0 "$K" query -n 24 facts "$QF"
 printf %s "$(cat "$T/out")" > "$T/facts.expected"
 "$K" verify facts > "$T/verify0" 2>&1; v0=$?
-timeout 300 "$PY" "$CHECK" unix "$H" models "$T/facts.expected" "$QF" vault-notes.txt 2>&1 | tap
-ok "  the documents-as-models checks ran to their end" "${PIPESTATUS[0]}"
-timeout 300 "$PY" tests/sh/langchain_check.py "$H" "$T/facts.expected" "$QF" 2>&1 | tap
-ok "  the LangChain checks ran to their end" "${PIPESTATUS[0]}"
+timeout 300 "$PY" "$CHECK" unix "$H" models "$T/facts.expected" "$QF" vault-notes.txt > "$T/py.out" 2>&1; _s=$?; tap < "$T/py.out"
+ok "  the documents-as-models checks ran to their end" $_s
+timeout 300 "$PY" tests/sh/langchain_check.py "$H" "$T/facts.expected" "$QF" > "$T/py.out" 2>&1; _s=$?; tap < "$T/py.out"
+ok "  the LangChain checks ran to their end" $_s
 # the socket protocol and the CLI: --stop
 expect_rc "kvsnap query --stop PELICAN --json" 0 "$K" query --json -n 24 --stop PELICAN facts "$QF"
 tail -1 "$T/out" | grep -q '"stop":"stop_sequence".*"stop_sequence":"PELICAN"'
@@ -144,10 +144,10 @@ expect_rc "kvsnap rm the unnamed document (GET /v1/models/vault-notes.txt's doc_
 
 # ---- leaving mid-answer cancels the job
 n0=$(log_count "client left; cancelling")
-timeout 120 "$PY" "$CHECK" unix "$H" hangup stream 2>&1 | tap
+timeout 120 "$PY" "$CHECK" unix "$H" hangup stream > "$T/py.out" 2>&1; _s=$?; tap < "$T/py.out"
 wait_log "client left; cancelling" $((n0 + 1)); ok "  the daemon saw it leave" $?
 wait_log "chat: cancelled: chat cancelled" 1; ok "  and cancelled the answer" $?
-timeout 120 "$PY" "$CHECK" unix "$H" hangup whole 2>&1 | tap
+timeout 120 "$PY" "$CHECK" unix "$H" hangup whole > "$T/py.out" 2>&1; _s=$?; tap < "$T/py.out"
 wait_log "client left; cancelling" $((n0 + 2)); ok "  a non-streamed one too (seen within seconds)" $?
 wait_log "chat: cancelled: chat cancelled" 2; ok "  and cancelled" $?
 models > /dev/null; ok "the daemon still answers" $?
@@ -161,7 +161,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 start "127.0.0.1:$port" --http-allow any
 CURL=() BASE=http://127.0.0.1:$port
 wait_ready models; ok "daemon serving HTTP on 127.0.0.1:$port" $?
-timeout 120 "$PY" "$CHECK" tcp "$BASE" tcp "$(prose Apache-2.0 120)" 2>&1 | tap
+timeout 120 "$PY" "$CHECK" tcp "$BASE" tcp "$(prose Apache-2.0 120)" > "$T/py.out" 2>&1; _s=$?; tap < "$T/py.out"
 if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null && command -v runuser >/dev/null; then
 	UB=kvsnap-http made=
 	id "$UB" >/dev/null 2>&1 || { useradd -M -N -s /usr/sbin/nologin "$UB" && made=1; }

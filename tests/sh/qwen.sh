@@ -9,6 +9,8 @@
 #    (llama.cpp's top-32 logits at every position of 5 prompts, 32 greedy
 #    tokens each; scripts/make-fixtures.py ... qwen), with test_forward's
 #    tolerances, measured from llama.cpp's own disagreement in the fixture;
+#  - the same two on Qwen2.5-Coder-0.5B (the demo's model; `make
+#    model-qwen05`), on tests/fixtures/qwen05_logits.bin;
 #  - kvsnapd --model QWEN ingests a document and answers a question about
 #    it through the socket protocol, kvsnap --local answers from the same
 #    snapshot, and the OpenAI endpoint (curl) too;
@@ -40,6 +42,17 @@ tap_run "token ids and pieces equal llama.cpp's (tokenizer corpus)" \
 tap_run "logits within llama.cpp's measured disagreement, greedy equal up to near-ties" \
 	env KVSNAP_MODEL="$QWEN" KVSNAP_LOGIT_FIXTURES=tests/fixtures/qwen_logits.bin \
 	TAP_TIMEOUT=3600 "$BUILD/tests/test_forward"
+# the demo's model, Qwen2.5-Coder-0.5B (make model-qwen05): Q5_0/Q8_0 weights
+# where the 1.5B has Q4_K/Q6_K; the same vocabulary (its pieces' fingerprint)
+QWEN05=models/Qwen2.5-Coder-0.5B-Instruct.gguf
+if [ -f "$QWEN05" ]; then
+	tap_run "0.5B: token ids and pieces equal llama.cpp's (the 1.5B's corpus)" \
+		env KVSNAP_MODEL="$QWEN05" KVSNAP_TOKEN_FIXTURES=tests/fixtures/qwen_tokens.txt \
+		"$BUILD/tests/test_tokenizer" fixtures
+	tap_run "0.5B: logits within llama.cpp's measured disagreement, greedy equal up to near-ties" \
+		env KVSNAP_MODEL="$QWEN05" KVSNAP_LOGIT_FIXTURES=tests/fixtures/qwen05_logits.bin \
+		TAP_TIMEOUT=3600 "$BUILD/tests/test_forward"
+fi
 
 cat >"$T/doc.txt" <<'EOF'
 Harbor Lights Festival: notes for volunteers. The festival takes place every
