@@ -115,17 +115,19 @@ kern_mm_gemm_worker(void *arg, int ith, int nth)
 
 /* vec path: each thread owns a range of output rows, for every token, a
  * 64-row slice at a time (it stays in cache while the tile kernels of
- * vec_tile.c take the tokens a few at a time). */
+ * vec_tile.c take the tokens a few at a time); one token (decode) takes
+ * the whole range in one call, so the kernels' prefetch runs on across
+ * the slices. */
 static void
 kern_mm_vec_worker(void *arg, int ith, int nth)
 {
 	struct kern_mm_job *j = arg;
 	const struct kern_mat *w = j->w;
-	int64_t lo, hi, r0;
+	int64_t lo, hi, r0, slice = j->n_tok == 1 ? w->rows : 64;
 
 	kern_cpu_split(w->rows, 16, ith, nth, &lo, &hi);
-	for (r0 = lo; r0 < hi; r0 += 64) {
-		int64_t n = hi - r0 < 64 ? hi - r0 : 64;
+	for (r0 = lo; r0 < hi; r0 += slice) {
+		int64_t n = hi - r0 < slice ? hi - r0 : slice;
 		const uint8_t *rows = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
 		kern_cpu_vec_dot_tile(w->type, rows, w->row_bytes, n, j->act, j->act_stride,
 		    j->n_tok, w->cols, j->dst + r0, (size_t)w->rows);

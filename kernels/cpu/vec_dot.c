@@ -231,17 +231,19 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
 
 /* Driver for the four-row kernels: whole groups of four, then a short last
  * group that repeats its last row, so every row gets the same arithmetic
- * wherever it falls (vec_dot_rows equals vec_dot bit for bit). */
+ * wherever it falls (vec_dot_rows equals vec_dot bit for bit).  Each group
+ * first prefetches the rows KERN_PREFETCH_BYTES ahead of it. */
 #define KERN_X4_DRIVER(name, kernel, ytype, attr)                              \
 	static attr void name(const uint8_t *x, size_t rb, int64_t n_rows,     \
 	    const ytype *y, int64_t nb, float *out)                            \
 	{                                                                      \
-		const uint8_t *p[4];                                           \
+		const uint8_t *p[4], *end = x + (size_t)n_rows * rb;           \
 		float o[4];                                                    \
 		int64_t r = 0, k;                                              \
 		for (; r + 4 <= n_rows; r += 4) {                              \
 			for (k = 0; k < 4; k++)                                \
 				p[k] = x + (size_t)(r + k) * rb;               \
+			kern_x86_prefetch(p[0], KERN_PREFETCH_BYTES, 4 * rb, end); \
 			kernel(p, y, nb, out + r);                             \
 		}                                                              \
 		if (r == n_rows)                                               \

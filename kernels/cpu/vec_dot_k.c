@@ -357,6 +357,10 @@ kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_
 		const uint8_t *x = rows + (size_t)r * row_bytes;
 #if KERN_X86
 		if (lvl >= KERN_CPU_SIMD_AVX2) {
+			/* the row KERN_PREFETCH_BYTES ahead (at least the next) */
+			if (r + 1 < n_rows)
+				kern_x86_prefetch(x, (KERN_PREFETCH_BYTES / row_bytes + 1) *
+				    row_bytes, row_bytes, rows + (size_t)n_rows * row_bytes);
 			if (t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K)
 				out[r] = kern_avx2_q45k(x, y, nb, t == KERN_TYPE_Q5_K);
 			else if (t == KERN_TYPE_Q6_K)
