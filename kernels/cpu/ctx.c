@@ -122,8 +122,12 @@ kern_ctx_init(struct kern_ctx **out, int n_threads)
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		n_threads = n > 0 ? (int)n : 1;
 	}
-	if (n_threads > KERN_MAX_THREADS)
-		n_threads = KERN_MAX_THREADS;
+	/* the last scratch slot is ops.c's shared buffer (the quantized
+	 * activations the caller hands every thread), never a thread's own:
+	 * with 64 threads (a 64-core machine's default) thread 63's scratch
+	 * was that buffer, and growing it freed what the others read */
+	if (n_threads > KERN_MAX_THREADS - 1)
+		n_threads = KERN_MAX_THREADS - 1;
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return KERN_ERR_NOMEM;
