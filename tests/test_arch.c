@@ -54,10 +54,11 @@ static float llama3_real_ff[TINY_HEAD_DIM / 2];
 static const struct tiny_shape llama3_real = { "llama", 0, 0.0, 0, 500000.0f, llama3_real_ff,
 	NULL };
 
-/* Every position's logits through eng_forward in exact mode, in chunks. */
+/* Every position's logits through eng_forward on `threads` threads, in
+ * chunks, in exact mode or not. */
 static int
-engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t chunk,
-    float *out)
+forward_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t chunk,
+    int threads, int exact, float *out)
 {
 	struct eng_ctx *c = NULL;
 	struct eng_kv *kv = NULL;
@@ -66,11 +67,11 @@ engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t 
 	int rc;
 
 	memset(want, 1, sizeof(want));
-	rc = eng_ctx_init(&c, m, 2, 16);
+	rc = eng_ctx_init(&c, m, threads, 16);
 	if (!rc)
 		rc = eng_kv_init(&kv, m, n + 1);
 	if (!rc) {
-		eng_ctx_set_exact(c, 1);
+		eng_ctx_set_exact(c, exact);
 		for (s = 0; s < n && !rc; s += chunk) {
 			int64_t len = n - s < chunk ? n - s : chunk;
 			rc = eng_forward(c, kv, ids + s, len, want + s, out + s * m->hp.n_vocab);
@@ -81,25 +82,12 @@ engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t 
 	return rc;
 }
 
-/* Every position's logits in one call on `threads` threads (fast mode). */
+/* Every position's logits in exact mode, in chunks, on 2 threads. */
 static int
-threaded_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int threads,
+engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t chunk,
     float *out)
 {
-	struct eng_ctx *c = NULL;
-	struct eng_kv *kv = NULL;
-	uint8_t want[ARCH_N];
-	int rc;
-
-	memset(want, 1, sizeof(want));
-	rc = eng_ctx_init(&c, m, threads, 16);
-	if (!rc)
-		rc = eng_kv_init(&kv, m, n + 1);
-	if (!rc)
-		rc = eng_forward(c, kv, ids, n, want, out);
-	eng_kv_free(kv);
-	eng_ctx_free(c);
-	return rc;
+	return forward_logits(m, ids, n, chunk, 2, 1, out);
 }
 
 /* Open a tiny model of shape sh as tests do (disabled architectures too);
@@ -671,8 +659,8 @@ test_many_threads(void)
 	two = malloc(ARCH_N * nv * sizeof(float));
 	many = malloc(ARCH_N * nv * sizeof(float));
 	TAP_CHECK(two && many, "memory");
-	TAP_CHECK(!threaded_logits(m, ids, ARCH_N, 2, two), "2 threads");
-	TAP_CHECK(!threaded_logits(m, ids, ARCH_N, 64, many), "64 threads");
+	TAP_CHECK(!forward_logits(m, ids, ARCH_N, ARCH_N, 2, 0, two), "2 threads");
+	TAP_CHECK(!forward_logits(m, ids, ARCH_N, ARCH_N, 64, 0, many), "64 threads");
 	TAP_CHECK(!memcmp(two, many, ARCH_N * nv * sizeof(float)),
 	    "64 threads' logits differ from 2 threads'");
 	free(two);

@@ -35,24 +35,23 @@ tap_run() {
 	ok "$name" $rc
 }
 
-tap_run "token ids and pieces equal llama.cpp's (tokenizer corpus)" \
-	env KVSNAP_MODEL="$QWEN" KVSNAP_TOKEN_FIXTURES=tests/fixtures/qwen_tokens.txt \
-	"$BUILD/tests/test_tokenizer" fixtures
-# the 1.5B is ~12x SmolLM2's work per token: an hour's watchdog, not tap.h's 20 min
-tap_run "logits within llama.cpp's measured disagreement, greedy equal up to near-ties" \
-	env KVSNAP_MODEL="$QWEN" KVSNAP_LOGIT_FIXTURES=tests/fixtures/qwen_logits.bin \
-	TAP_TIMEOUT=3600 "$BUILD/tests/test_forward"
-# the demo's model, Qwen2.5-Coder-0.5B (make model-qwen05): Q5_0/Q8_0 weights
-# where the 1.5B has Q4_K/Q6_K; the same vocabulary (its pieces' fingerprint)
-QWEN05=models/Qwen2.5-Coder-0.5B-Instruct.gguf
-if [ -f "$QWEN05" ]; then
-	tap_run "0.5B: token ids and pieces equal llama.cpp's (the 1.5B's corpus)" \
-		env KVSNAP_MODEL="$QWEN05" KVSNAP_TOKEN_FIXTURES=tests/fixtures/qwen_tokens.txt \
+# against_llama MODEL LOGIT_FIXTURE LABEL: its token ids on the corpus (the
+# 1.5B's and the 0.5B's vocabularies are one: the fixture fingerprints every
+# piece) and its logits and greedy tokens.  The 1.5B is ~12x SmolLM2's work
+# per token: an hour's watchdog, not tap.h's 20 min.
+against_llama() {
+	tap_run "$3token ids and pieces equal llama.cpp's (tokenizer corpus)" \
+		env KVSNAP_MODEL="$1" KVSNAP_TOKEN_FIXTURES=tests/fixtures/qwen_tokens.txt \
 		"$BUILD/tests/test_tokenizer" fixtures
-	tap_run "0.5B: logits within llama.cpp's measured disagreement, greedy equal up to near-ties" \
-		env KVSNAP_MODEL="$QWEN05" KVSNAP_LOGIT_FIXTURES=tests/fixtures/qwen05_logits.bin \
-		TAP_TIMEOUT=3600 "$BUILD/tests/test_forward"
-fi
+	tap_run "$3logits within llama.cpp's measured disagreement, greedy equal up to near-ties" \
+		env KVSNAP_MODEL="$1" KVSNAP_LOGIT_FIXTURES="$2" TAP_TIMEOUT=3600 \
+		"$BUILD/tests/test_forward"
+}
+against_llama "$QWEN" tests/fixtures/qwen_logits.bin ""
+# the demo's model, Qwen2.5-Coder-0.5B (make model-qwen05): Q5_0/Q8_0 weights
+# where the 1.5B has Q4_K/Q6_K
+QWEN05=models/Qwen2.5-Coder-0.5B-Instruct.gguf
+[ ! -f "$QWEN05" ] || against_llama "$QWEN05" tests/fixtures/qwen05_logits.bin "0.5B: "
 
 cat >"$T/doc.txt" <<'EOF'
 Harbor Lights Festival: notes for volunteers. The festival takes place every
