@@ -586,6 +586,19 @@ ingest_opts(struct eng_ctx *c, const char *opts, double r, const int32_t *ids, i
 	return kv;
 }
 
+/* The document's kvzip pool at ratio 1 with no options, ingested once for
+ * the tests that compare against it (tail_and_demote, refit); a test that
+ * appends to it drops what it appended. */
+static struct eng_kv *g_all;
+
+static struct eng_kv *
+all_kept(struct eng_ctx *c, const int32_t *ids, int64_t n)
+{
+	if (!g_all)
+		g_all = ingest_opts(c, "", 1.0, ids, n, NULL, 0);
+	return g_all;
+}
+
 static enum tap_result
 test_tail_and_demote(void)
 {
@@ -629,7 +642,7 @@ test_tail_and_demote(void)
 	}
 	TAP_CHECK(n_dem >= 8, "%lld structural positions in the text", (long long)n_dem);
 	/* ratio 1, one segment: every unit with its final score */
-	k0 = ingest_opts(c, "", 1.0, ids, n, NULL, 0);
+	k0 = all_kept(c, ids, n);
 	kt = ingest_opts(c, "tail=16", 1.0, ids, n, desc, sizeof(desc));
 	TAP_CHECK(k0 && kt && strstr(desc, ",tail=16") && !strstr(desc, "demote"), "tail: %s",
 	    desc);
@@ -681,7 +694,6 @@ test_tail_and_demote(void)
 	free(dem);
 	free(ids);
 	free(pre);
-	eng_kv_free(k0);
 	eng_kv_free(kt);
 	eng_kv_free(kd);
 	eng_kv_free(kc);
@@ -799,7 +811,7 @@ test_refit(void)
 	n = doc_ids(&ids);
 	hd = g_m->hp.head_dim;
 	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
-	kf = ingest_opts(c, "", 1.0, ids, n, NULL, 0);
+	kf = all_kept(c, ids, n);
 	kc = ingest_opts(c, "", 0.125, ids, n, NULL, 0);
 	kr = ingest_opts(c, "refit=1", 0.125, ids, n, desc, sizeof(desc));
 	TAP_CHECK(kf && kc && kr && strstr(desc, ",refit=1"), "ingests: %s", desc);
@@ -834,6 +846,7 @@ test_refit(void)
 	    !eng_forward(c, kr, qids, nq, NULL, lr), "question forward");
 	tap_diag("KL(full || 1/8) %.4f, KL(full || 1/8 refit) %.4f",
 	    kl_logits(lf, lc, g_m->hp.n_vocab), kl_logits(lf, lr, g_m->hp.n_vocab));
+	TAP_CHECK(!eng_kv_drop_tail(kf, nq), "the shared pool as it was");
 	TAP_CHECK(!eng_kv_drop_tail(kr, nq), "drop the question");
 	TAP_CHECK(refit_stored(kr, c, qids, nq) == TAP_PASS, "refit snapshot");
 	free(ids);
@@ -841,7 +854,6 @@ test_refit(void)
 	free(lf);
 	free(lc);
 	free(lr);
-	eng_kv_free(kf);
 	eng_kv_free(kc);
 	eng_kv_free(kr);
 	eng_ctx_free(c);
@@ -939,6 +951,7 @@ int
 main(int argc, char **argv)
 {
 	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	eng_kv_free(g_all);
 	eng_chat_free(g_chat);
 	eng_tok_free(g_tok);
 	eng_model_close(g_m);
