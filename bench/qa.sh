@@ -15,11 +15,11 @@
 # DIR/qa.log; the JSON is rewritten after every document, so a stopped run
 # still has its results.
 # Options after -- go to bench_qa (--docs N, --doc NAME, --policies,
-# --ratios, --max-new, -t ...).
+# --ratios, --max-new, -t ...).  MODEL=GGUF picks another model (default SmolLM2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 OUT=bench/results PNG=bench/qa.png
 ARGS=()
 while [ $# -gt 0 ]; do
