@@ -1,5 +1,5 @@
 /*
- * qpack.c: fp16, q4 and q8 packing of K / V rows (layouts and the rounding
+ * qpack.c: fp16, q4, q8 and b-bit (2, 3, 5, 6) packing of K / V rows (layouts and the rounding
  * rules in qpack.h).  Pure functions of their arguments: no allocation, no
  * state, safe from any thread.
  */
@@ -152,11 +152,39 @@ qp_has_nan(const float *x, size_t n)
 /* ------------------------------------------------------------------------ */
 /* Schemes                                                                   */
 
+int
+qp_row_bits(enum qp_scheme s)
+{
+	switch (s) {
+	case QP_Q4:
+		return 4;
+	case QP_Q8:
+		return 8;
+	case QP_B2:
+		return 2;
+	case QP_B3:
+		return 3;
+	case QP_B5:
+		return 5;
+	case QP_B6:
+		return 6;
+	case QP_F16:
+	case QP_Q4_CH:
+		break;
+	}
+	return 0;
+}
+
 uint64_t
 qp_bytes(enum qp_scheme s, uint64_t n, int d)
 {
 	uint64_t du = (uint64_t)d;
 	switch (s) {
+	case QP_B2:
+	case QP_B3:
+	case QP_B5:
+	case QP_B6:
+		return n * (du / QP_GROUP) * (4 + 4 * (uint64_t)qp_row_bits(s));
 	case QP_F16:
 		return 2 * n * du;
 	case QP_Q4:
@@ -212,6 +240,30 @@ qp_q8_row_encode(const float *src, int64_t n, int d, uint8_t *dst)
 		}
 }
 
+/* b-bit codes (b <= 8) along the row: a group's 32 codes are 4 runs of 8,
+ * each run b bytes holding its codes little-endian (qpack.h's layout). */
+static void
+qp_bits_row_encode(const float *src, int64_t n, int d, int b, uint8_t *dst)
+{
+	int64_t r;
+	int g, k, i;
+	for (r = 0; r < n; r++)
+		for (g = 0; g < d / QP_GROUP; g++) {
+			const float *x = src + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			struct qp_q4 q = qp_fit(x, QP_GROUP, 1, (1u << b) - 1);
+			qp_put16(dst, q.d16);
+			qp_put16(dst + 2, q.m16);
+			for (k = 0; k < QP_GROUP / 8; k++) {
+				uint64_t w = 0;
+				for (i = 0; i < 8; i++)
+					w |= (uint64_t)qp_code(&q, x[8 * k + i]) << (i * b);
+				for (i = 0; i < b; i++)
+					dst[4 + k * b + i] = (uint8_t)(w >> (8 * i));
+			}
+			dst += 4 + 4 * b;
+		}
+}
+
 /* A stored (δ, μ) pair read back, as the decoder will see it. */
 static struct qp_q4
 qp_pair_read(const uint8_t *p)
@@ -264,6 +316,10 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 	}
 	if (s == QP_Q8) {
 		qp_q8_row_encode(src, n, d, dst);
+		return 0;
+	}
+	if (s != QP_Q4_CH) {
+		qp_bits_row_encode(src, n, d, qp_row_bits(s), dst);
 		return 0;
 	}
 	for (g = 0; g < n; g += QP_GROUP)
@@ -323,6 +379,38 @@ qp_q8_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 	return 0;
 }
 
+/* Scalar: a run of 8 codes is read as one little-endian word of b bytes
+ * (measured load speed in bench/RESULTS.md, "Stored forms at 6/5/3/2
+ * bits"). */
+static int
+qp_bits_row_decode(const uint8_t *src, int64_t n, int d, int b, float *dst)
+{
+	const unsigned mask = (1u << b) - 1;
+	int64_t r;
+	int g, k, i;
+	for (r = 0; r < n; r++)
+		for (g = 0; g < d / QP_GROUP; g++, src += 4 + 4 * b) {
+			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
+			float dd, mm, *x;
+			if (!qp_pair_ok(d16, m16))
+				return -1;
+			if (!dst)
+				continue;
+			dd = kern_f16_to_f32(d16);
+			mm = kern_f16_to_f32(m16);
+			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
+			for (k = 0; k < QP_GROUP / 8; k++) {
+				const uint8_t *c = src + 4 + k * b;
+				uint64_t w = 0;
+				for (i = 0; i < b; i++)
+					w |= (uint64_t)c[i] << (8 * i);
+				for (i = 0; i < 8; i++)
+					x[8 * k + i] = qp_dequant(mm, dd, (unsigned)(w >> (i * b)) & mask);
+			}
+		}
+	return 0;
+}
+
 static int
 qp_q4_ch_group_decode(const uint8_t *src, int64_t gn, int d, float *dst)
 {
@@ -374,6 +462,8 @@ qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
 		return qp_q4_row_decode(src, n, d, dst);
 	if (s == QP_Q8)
 		return qp_q8_row_decode(src, n, d, dst);
+	if (s != QP_Q4_CH)
+		return qp_bits_row_decode(src, n, d, qp_row_bits(s), dst);
 	for (g = 0; g < n; g += QP_GROUP) {
 		int64_t gn = n - g < QP_GROUP ? n - g : QP_GROUP;
 		if (qp_q4_ch_group_decode(src, gn, d, dst ? dst + (size_t)g * (size_t)d : NULL))

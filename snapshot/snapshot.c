@@ -162,60 +162,62 @@ snap_strerror(int err)
 	return "unknown error";
 }
 
+/* Each form: its name, the K and V schemes (qpack.h), the record format
+ * version that introduced it, and whether rows are rotated by H first. */
+static const struct snap_form {
+	const char *name;
+	enum qp_scheme k, v;
+	int version, rotated;
+} snap_forms[SNAP_QUANT_MAX + 1] = {
+	[SNAP_FP16] = { "fp16", QP_F16, QP_F16, 1, 0 },
+	[SNAP_Q4] = { "q4", QP_Q4, QP_Q4, 1, 0 },
+	[SNAP_Q4_KC] = { "q4kc", QP_Q4_CH, QP_Q4, 1, 0 },
+	[SNAP_Q8] = { "q8", QP_Q8, QP_Q8, 2, 0 },
+	[SNAP_Q4_H] = { "q4h", QP_Q4, QP_Q4, 2, 1 },
+	[SNAP_Q4_KC_H] = { "q4kch", QP_Q4_CH, QP_Q4, 2, 1 },
+	[SNAP_Q6_H] = { "q6h", QP_B6, QP_B6, SNAP_BITS_VERSION, 1 },
+	[SNAP_Q5_H] = { "q5h", QP_B5, QP_B5, SNAP_BITS_VERSION, 1 },
+	[SNAP_Q3_H] = { "q3h", QP_B3, QP_B3, SNAP_BITS_VERSION, 1 },
+	[SNAP_K5V3_H] = { "k5v3h", QP_B5, QP_B3, SNAP_BITS_VERSION, 1 },
+	[SNAP_K4V2_H] = { "k4v2h", QP_Q4, QP_B2, SNAP_BITS_VERSION, 1 },
+	[SNAP_K8V4_H] = { "k8v4h", QP_Q8, QP_Q4, SNAP_BITS_VERSION, 1 },
+};
+
+static const struct snap_form *
+snap_form(int quant)
+{
+	return quant >= SNAP_FP16 && quant <= SNAP_QUANT_MAX ? &snap_forms[quant] : NULL;
+}
+
 int
 snap_quant_parse(const char *name)
 {
-	if (!name)
-		return -1;
-	if (!strcmp(name, "fp16"))
-		return SNAP_FP16;
-	if (!strcmp(name, "q4"))
-		return SNAP_Q4;
-	if (!strcmp(name, "q4kc"))
-		return SNAP_Q4_KC;
-	if (!strcmp(name, "q8"))
-		return SNAP_Q8;
-	if (!strcmp(name, "q4h"))
-		return SNAP_Q4_H;
-	if (!strcmp(name, "q4kch"))
-		return SNAP_Q4_KC_H;
+	int q;
+	for (q = 0; name && q <= SNAP_QUANT_MAX; q++)
+		if (!strcmp(name, snap_forms[q].name))
+			return q;
 	return -1;
 }
 
 const char *
 snap_quant_name(int quant)
 {
-	switch (quant) {
-	case SNAP_FP16:
-		return "fp16";
-	case SNAP_Q4:
-		return "q4";
-	case SNAP_Q4_KC:
-		return "q4kc";
-	case SNAP_Q8:
-		return "q8";
-	case SNAP_Q4_H:
-		return "q4h";
-	case SNAP_Q4_KC_H:
-		return "q4kch";
-	}
-	return NULL;
+	const struct snap_form *f = snap_form(quant);
+	return f ? f->name : NULL;
 }
 
 int
 snap_quant_version(int quant)
 {
-	if (quant >= SNAP_FP16 && quant <= SNAP_Q4_KC)
-		return 1;
-	if (quant > SNAP_Q4_KC && quant <= SNAP_QUANT_MAX)
-		return 2;
-	return 0;
+	const struct snap_form *f = snap_form(quant);
+	return f ? f->version : 0;
 }
 
 int
 snap_quant_rotated(int quant)
 {
-	return quant == SNAP_Q4_H || quant == SNAP_Q4_KC_H;
+	const struct snap_form *f = snap_form(quant);
+	return f ? f->rotated : 0;
 }
 
 int
@@ -614,6 +616,9 @@ snap_header_check(const struct snap_header *h, char *why, size_t why_len)
 		return eng_fail(why, why_len, -1, "format version %u", h->version);
 	if (snap_dims_check(h, why, why_len) || snap_text_check(h, why, why_len))
 		return -1;
+	if (!snap_record_version(h)) /* a version-5 form asked in a legacy encoding */
+		return eng_fail(why, why_len, -1, "%s has no format version %u encoding",
+		    snap_quant_name(h->quant), h->version);
 	if (!h->counts || !h->layer_sum)
 		return eng_fail(why, why_len, -1, "no counts or layer checksums");
 	for (l = 0; l < h->n_layer; l++)
@@ -876,22 +881,13 @@ snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *
 static enum qp_scheme
 snap_k_scheme(int quant)
 {
-	switch (quant) {
-	case SNAP_FP16:
-		return QP_F16;
-	case SNAP_Q8:
-		return QP_Q8;
-	case SNAP_Q4_KC:
-	case SNAP_Q4_KC_H:
-		return QP_Q4_CH;
-	}
-	return QP_Q4;
+	return snap_forms[quant].k; /* quant checked by snap_dims_check */
 }
 
 static enum qp_scheme
 snap_v_scheme(int quant)
 {
-	return quant == SNAP_FP16 ? QP_F16 : quant == SNAP_Q8 ? QP_Q8 : QP_Q4;
+	return snap_forms[quant].v;
 }
 
 /* rows (n, hd) rotated by H into a new buffer (*tmp), or rows themselves
