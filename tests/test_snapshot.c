@@ -1248,6 +1248,21 @@ test_version(void)
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "q8"), "q8 header as version 1: %s", why);
 	free(z);
+	/* version 5 is only the 6/5/3/2-bit forms': fp16 in it is corrupt, and
+	 * so is q5h in a version-4 record (a build reading only 4 refuses a
+	 * version-5 record by its version, as the 5 + 1 above) */
+	th_put_u32(plain + 4, SNAP_BITS_VERSION);
+	plain[37] = SNAP_FP16;
+	th_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT,
+	    "fp16 header as version 5: %s", why);
+	free(z);
+	th_put_u32(plain + 4, SNAP_FAST_VERSION);
+	plain[37] = SNAP_Q5_H;
+	th_reseal(plain, n, 1, &z, &zn);
+	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT,
+	    "q5h header as version 4: %s", why);
+	free(z);
 	free(plain);
 	TAP_CHECK(th_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal layer");
 	th_put_u32(plain + 4, 2);
