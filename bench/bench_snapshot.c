@@ -10,7 +10,10 @@
  * snapshot into a pool ready for a question.
  *
  * usage: bench_snapshot [-m GGUF] [-n TOKENS] [-t THREADS] [--chunk N]
- *        [--policy NAME:OPTS@BUDGET]... [--zlevel L]
+ *        [--policy NAME:OPTS@BUDGET]... [--zlevel L] [--quants fp16,q4,...]
+ *
+ * --quants: the stored forms measured, by snap_quant_parse name (default
+ * fp16,q4,q4kc, the table bench/RESULTS.md started with).
  */
 #include <math.h>
 #include <getopt.h>
@@ -134,8 +137,11 @@ main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' }, { "chunk", required_argument, NULL, 'c' },
-		{ "zlevel", required_argument, NULL, 'z' }, { NULL, 0, NULL, 0 }
+		{ "zlevel", required_argument, NULL, 'z' }, { "quants", required_argument, NULL, 'K' },
+		{ NULL, 0, NULL, 0 }
 	};
+	int quants[SNAP_QUANT_MAX + 1] = { SNAP_FP16, SNAP_Q4, SNAP_Q4_KC }, n_quants = 3, qi;
+	char *list, *tok_save, *name_q;
 	const char *model = "models/SmolLM2-135M-Instruct.Q4_1.gguf", *specs[BS_MAX_SPECS];
 	int n_specs = 0, threads = 0, zlevel = SNAP_ZLEVEL_DEFAULT, c, si, q;
 	int64_t n_tok = 8192, chunk = 512;
@@ -156,9 +162,22 @@ main(int argc, char **argv)
 		case 'c': chunk = atoll(optarg); break;
 		case 'z': zlevel = atoi(optarg); break;
 		case 'p': if (n_specs < BS_MAX_SPECS) specs[n_specs++] = optarg; break;
+		case 'K':
+			n_quants = 0;
+			list = optarg;
+			for (name_q = strtok_r(list, ",", &tok_save); name_q;
+			    name_q = strtok_r(NULL, ",", &tok_save)) {
+				if ((q = snap_quant_parse(name_q)) < 0 || n_quants > SNAP_QUANT_MAX) {
+					fprintf(stderr, "bench_snapshot: --quants: '%s' (%s)\n", name_q,
+					    SNAP_QUANT_NAMES);
+					return 1;
+				}
+				quants[n_quants++] = q;
+			}
+			break;
 		default:
 			fprintf(stderr, "usage: bench_snapshot [-m GGUF] [-n TOKENS] [-t THREADS] "
-			    "[--chunk N] [--policy NAME:OPTS@BUDGET]... [--zlevel L]\n");
+			    "[--chunk N] [--policy NAME:OPTS@BUDGET]... [--zlevel L] [--quants LIST]\n");
 			return 1;
 		}
 	}
@@ -207,8 +226,9 @@ main(int argc, char **argv)
 			fprintf(stderr, "bench_snapshot: %s: cannot ingest (%s)\n", specs[si], why);
 			return 1;
 		}
-		for (q = SNAP_FP16; q <= SNAP_Q4_KC; q++) {
+		for (qi = 0; qi < n_quants; qi++) {
 			struct bs_row r;
+			q = quants[qi];
 			if (bs_measure(m, kv, p, chunk, q, zlevel, n_tok, &r))
 				return 1;
 			printf("| %s | %ld | %s | %lld | %.1f | %.1f | %.3f | %.2f %% | %.4f / %.5f | "

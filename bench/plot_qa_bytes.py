@@ -25,7 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qa_bytes_table import aggregate  # noqa: E402
 from qa_heldout import load_heldout  # noqa: E402
 
-COLORS = {"fp16": "C0", "q8": "C1", "q4": "C2", "q4kc": "C3", "q4h": "C4", "q4kch": "C5"}
+COLORS = {"fp16": "C0", "q8": "C1", "q4": "C2", "q4kc": "C3", "q4h": "C4", "q4kch": "C5",
+          "q6h": "C6", "q5h": "C7", "q3h": "C8", "k5v3h": "C9", "k4v2h": "#8c564b",
+          "k8v4h": "#17becf"}
 STYLES = ("-", "--", ":", "-.")
 TARGETS = ((16, 95), (32, 85), (64, 70))
 

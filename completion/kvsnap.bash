@@ -104,7 +104,7 @@ _kvsnap() {
 	--backend) _kvsnap_words "cpu cuda"; return 0 ;;
 	--policy) _kvsnap_words "kvzip snapkv adakv pyramidkv h2o streaming locret nacl pod full"
 		return 0 ;;
-	--quant) _kvsnap_words "fp16 q8 q4 q4kc q4h q4kch"; return 0 ;;
+	--quant) _kvsnap_words "fp16 q8 q4 q4kc q4h q4kch q6h q5h q3h k5v3h k4v2h k8v4h"; return 0 ;;
 	--labels) _kvsnap_words "cis kvzip"; return 0 ;;
 	--state|--fortunes|--label-cache) _kvsnap_paths -d; return 0 ;;
 	--shared-auth) _kvsnap_paths -f; return 0 ;;

@@ -64,7 +64,7 @@ main_open(struct daemon *d)
 	int quant;
 
 	if ((quant = svc_quant_parse(d->cfg.quant)) < 0) {
-		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q8, q4, q4kc, q4h, q4kch)", d->cfg.quant);
+		dlog(DLOG_ERROR, "unknown quant '%s' (fp16, q8, q4, q4kc, q4h, q4kch, q6h, q5h, q3h, k5v3h, k4v2h, k8v4h)", d->cfg.quant);
 		return -1;
 	}
 	if (svc_use_backend(d->cfg.backend, st.why, sizeof(st.why))) {

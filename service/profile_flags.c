@@ -63,7 +63,7 @@ svc_profile_flag(struct svc_conf *c, const char *flag, const char *value, char *
 		    why_len);
 	if (!strcmp(flag, "quant")) {
 		if ((q = snap_quant_parse(value)) < 0) {
-			snprintf(why, why_len, "needs fp16, q8, q4, q4kc, q4h or q4kch, got '%s'", value);
+			snprintf(why, why_len, "needs one of " SNAP_QUANT_NAMES ", got '%s'", value);
 			return -1;
 		}
 		c->quant = q;

@@ -1,5 +1,5 @@
 /*
- * qpack.c: fp16, q4 and q8 packing of K / V rows (layouts and the rounding
+ * qpack.c: fp16, q4, q8 and b-bit (2, 3, 5, 6) packing of K / V rows (layouts and the rounding
  * rules in qpack.h).  Pure functions of their arguments: no allocation, no
  * state, safe from any thread.
  */
@@ -14,8 +14,6 @@
 #define QP_MAX_DIM 1024 /* the widest row decoded (snapshot.c's head_dim limit) */
 
 #define QP_F16_MAX 65504.0f
-#define QP_Q4_GROUP_BYTES (4 + QP_GROUP / 2) /* δ, μ, 32 codes */
-#define QP_Q8_GROUP_BYTES (4 + QP_GROUP)     /* δ, μ, 32 codes */
 
 /* ------------------------------------------------------------------------ */
 /* fp16 helpers                                                              */
@@ -152,21 +150,39 @@ qp_has_nan(const float *x, size_t n)
 /* ------------------------------------------------------------------------ */
 /* Schemes                                                                   */
 
+int
+qp_row_bits(enum qp_scheme s)
+{
+	switch (s) {
+	case QP_Q4:
+		return 4;
+	case QP_Q8:
+		return 8;
+	case QP_B2:
+		return 2;
+	case QP_B3:
+		return 3;
+	case QP_B5:
+		return 5;
+	case QP_B6:
+		return 6;
+	case QP_F16:
+	case QP_Q4_CH:
+		break;
+	}
+	return 0;
+}
+
 uint64_t
 qp_bytes(enum qp_scheme s, uint64_t n, int d)
 {
 	uint64_t du = (uint64_t)d;
-	switch (s) {
-	case QP_F16:
+	if (s == QP_F16)
 		return 2 * n * du;
-	case QP_Q4:
-		return n * (du / QP_GROUP) * QP_Q4_GROUP_BYTES;
-	case QP_Q4_CH:
+	if (s == QP_Q4_CH)
 		return (n + QP_GROUP - 1) / QP_GROUP * 4 * du + n * du / 2;
-	case QP_Q8:
-		return n * (du / QP_GROUP) * QP_Q8_GROUP_BYTES;
-	}
-	return 0;
+	/* along the row: per group of 32, δ and μ, then 4·b bytes of codes */
+	return n * (du / QP_GROUP) * (4 + 4 * (uint64_t)qp_row_bits(s));
 }
 
 static void
@@ -177,38 +193,28 @@ qp_f16_encode(const float *src, size_t n, uint8_t *dst)
 		qp_put16(dst + 2 * i, kern_f32_to_f16(src[i]));
 }
 
+/* b-bit codes (b <= 8) along the row: a group's 32 codes are 4 runs of 8,
+ * each run b bytes holding its codes little-endian (qpack.h's layout; q4
+ * and q8 are it at b = 4 and 8). */
 static void
-qp_q4_row_encode(const float *src, int64_t n, int d, uint8_t *dst)
+qp_bits_row_encode(const float *src, int64_t n, int d, int b, uint8_t *dst)
 {
 	int64_t r;
-	int g, j;
+	int g, k, i;
 	for (r = 0; r < n; r++)
 		for (g = 0; g < d / QP_GROUP; g++) {
 			const float *x = src + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
-			struct qp_q4 q = qp_fit(x, QP_GROUP, 1, 15);
+			struct qp_q4 q = qp_fit(x, QP_GROUP, 1, (1u << b) - 1);
 			qp_put16(dst, q.d16);
 			qp_put16(dst + 2, q.m16);
-			for (j = 0; j < QP_GROUP / 2; j++)
-				dst[4 + j] = (uint8_t)(qp_code(&q, x[2 * j]) |
-				    qp_code(&q, x[2 * j + 1]) << 4);
-			dst += QP_Q4_GROUP_BYTES;
-		}
-}
-
-static void
-qp_q8_row_encode(const float *src, int64_t n, int d, uint8_t *dst)
-{
-	int64_t r;
-	int g, j;
-	for (r = 0; r < n; r++)
-		for (g = 0; g < d / QP_GROUP; g++) {
-			const float *x = src + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
-			struct qp_q4 q = qp_fit(x, QP_GROUP, 1, 255);
-			qp_put16(dst, q.d16);
-			qp_put16(dst + 2, q.m16);
-			for (j = 0; j < QP_GROUP; j++)
-				dst[4 + j] = (uint8_t)qp_code(&q, x[j]);
-			dst += QP_Q8_GROUP_BYTES;
+			for (k = 0; k < QP_GROUP / 8; k++) {
+				uint64_t w = 0;
+				for (i = 0; i < 8; i++)
+					w |= (uint64_t)qp_code(&q, x[8 * k + i]) << (i * b);
+				for (i = 0; i < b; i++)
+					dst[4 + k * b + i] = (uint8_t)(w >> (8 * i));
+			}
+			dst += 4 + 4 * b;
 		}
 }
 
@@ -258,12 +264,8 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 	}
 	if (qp_has_nan(src, (size_t)n * (size_t)d))
 		return -1;
-	if (s == QP_Q4) {
-		qp_q4_row_encode(src, n, d, dst);
-		return 0;
-	}
-	if (s == QP_Q8) {
-		qp_q8_row_encode(src, n, d, dst);
+	if (s != QP_Q4_CH) {
+		qp_bits_row_encode(src, n, d, qp_row_bits(s), dst);
 		return 0;
 	}
 	for (g = 0; g < n; g += QP_GROUP)
@@ -273,15 +275,18 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 }
 
 
+/* Scalar (every b-bit scheme; q4 and q8 where qpack_avx2.c does not run,
+ * and their validation): a run of 8 codes is read as one little-endian
+ * word of b bytes (load speed in bench/RESULTS.md, "Stored forms at
+ * 6/5/3/2 bits"). */
 static int
-qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
+qp_bits_row_decode(const uint8_t *src, int64_t n, int d, int b, float *dst)
 {
+	const unsigned mask = (1u << b) - 1;
 	int64_t r;
-	int g, j;
-	if (dst && qp_avx2()) /* the whole block in one loop */
-		return qp_avx2_q4_rows(src, n * (d / QP_GROUP), dst);
+	int g, k, i;
 	for (r = 0; r < n; r++)
-		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q4_GROUP_BYTES) {
+		for (g = 0; g < d / QP_GROUP; g++, src += 4 + 4 * b) {
 			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
 			float dd, mm, *x;
 			if (!qp_pair_ok(d16, m16))
@@ -291,34 +296,14 @@ qp_q4_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
 			dd = kern_f16_to_f32(d16);
 			mm = kern_f16_to_f32(m16);
 			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
-			for (j = 0; j < QP_GROUP / 2; j++) {
-				x[2 * j] = qp_dequant(mm, dd, src[4 + j] & 15u);
-				x[2 * j + 1] = qp_dequant(mm, dd, (unsigned)src[4 + j] >> 4);
+			for (k = 0; k < QP_GROUP / 8; k++) {
+				const uint8_t *c = src + 4 + k * b;
+				uint64_t w = 0;
+				for (i = 0; i < b; i++)
+					w |= (uint64_t)c[i] << (8 * i);
+				for (i = 0; i < 8; i++)
+					x[8 * k + i] = qp_dequant(mm, dd, (unsigned)(w >> (i * b)) & mask);
 			}
-		}
-	return 0;
-}
-
-static int
-qp_q8_row_decode(const uint8_t *src, int64_t n, int d, float *dst)
-{
-	int64_t r;
-	int g, j;
-	if (dst && qp_avx2()) /* the whole block in one loop */
-		return qp_avx2_q8_rows(src, n * (d / QP_GROUP), dst);
-	for (r = 0; r < n; r++)
-		for (g = 0; g < d / QP_GROUP; g++, src += QP_Q8_GROUP_BYTES) {
-			uint16_t d16 = qp_get16(src), m16 = qp_get16(src + 2);
-			float dd, mm, *x;
-			if (!qp_pair_ok(d16, m16))
-				return -1;
-			if (!dst)
-				continue;
-			dd = kern_f16_to_f32(d16);
-			mm = kern_f16_to_f32(m16);
-			x = dst + (size_t)r * (size_t)d + (size_t)g * QP_GROUP;
-			for (j = 0; j < QP_GROUP; j++)
-				x[j] = qp_dequant(mm, dd, src[4 + j]);
 		}
 	return 0;
 }
@@ -370,10 +355,12 @@ qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
 			kern_f16_to_f32_rows(src, dst, n * d);
 		return 0;
 	}
-	if (s == QP_Q4)
-		return qp_q4_row_decode(src, n, d, dst);
-	if (s == QP_Q8)
-		return qp_q8_row_decode(src, n, d, dst);
+	if (dst && s == QP_Q4 && qp_avx2()) /* the whole block in one loop */
+		return qp_avx2_q4_rows(src, n * (d / QP_GROUP), dst);
+	if (dst && s == QP_Q8 && qp_avx2())
+		return qp_avx2_q8_rows(src, n * (d / QP_GROUP), dst);
+	if (s != QP_Q4_CH)
+		return qp_bits_row_decode(src, n, d, qp_row_bits(s), dst);
 	for (g = 0; g < n; g += QP_GROUP) {
 		int64_t gn = n - g < QP_GROUP ? n - g : QP_GROUP;
 		if (qp_q4_ch_group_decode(src, gn, d, dst ? dst + (size_t)g * (size_t)d : NULL))

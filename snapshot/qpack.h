@@ -17,8 +17,16 @@
  *            ceil(n/32)·4·d + n·d/2 bytes.
  *   QP_Q8    q8 along the row, as QP_Q4 with 8-bit codes: each group
  *            [fp16 δ][fp16 μ][32 code bytes]: n·(d/32)·36 bytes.
+ *   QP_B2, QP_B3, QP_B5, QP_B6 (format version 5, issue 28)
+ *            b-bit codes along the row, b = 2, 3, 5, 6: each group
+ *            [fp16 δ][fp16 μ] then its 32 codes packed little-endian in
+ *            4·b bytes (code j in bits j·b … j·b + b − 1 of those bytes,
+ *            bit i of the field being bit i mod 8 of byte i / 8):
+ *            n·(d/32)·(4 + 4·b) bytes.  q4 and q8 are this layout at
+ *            b = 4 and 8 (tests/test_snapshot.c checks the bytes agree);
+ *            they keep their own SIMD code.
  *
- * Quantization (every q scheme, L = 15 for q4, 255 for q8): values are
+ * Quantization (every q scheme, L = 2^b − 1: 15 for q4, 255 for q8): values are
  * saturated to ±65504 (the fp16 range); μ = the largest fp16 <= min, δ =
  * the smallest fp16 >= (max − μ)/L (bumped until μ + Lδ >= max), so every
  * value lies in [μ, μ + Lδ] and q = round((x − μ)/δ) never clamps:
@@ -38,8 +46,17 @@ enum qp_scheme {
 	QP_F16 = 0,
 	QP_Q4 = 1,
 	QP_Q4_CH = 2,
-	QP_Q8 = 3
+	QP_Q8 = 3,
+	QP_B2 = 4, /* format version 5: */
+	QP_B3 = 5,
+	QP_B5 = 6,
+	QP_B6 = 7
 };
+#define QP_SCHEME_MAX QP_B6
+
+/* Bits per code of a q scheme along the row (4, 8, 2, 3, 5, 6); 0 for
+ * QP_F16 and QP_Q4_CH. */
+int qp_row_bits(enum qp_scheme s);
 
 /* Bytes of n rows of d values under scheme; 0 when n == 0. */
 uint64_t qp_bytes(enum qp_scheme s, uint64_t n, int d);

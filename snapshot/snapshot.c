@@ -6,7 +6,7 @@
  * Versions 1 to 3: every record is stored as ONE zstd frame that declares
  * its content size; the decoded bytes are the layout below, all integers
  * little-endian, and end with the BLAKE2b-128 of every byte before it.  A
- * decoder reads, in order: magic, version (SNAP_ERR_VERSION if not 1 to 4),
+ * decoder reads, in order: magic, version (SNAP_ERR_VERSION if not 1 to 5),
  * checksum, fields; every count is checked against the bytes left and the
  * record must be consumed exactly.  The header further lists the
  * BLAKE2b-128 of each layer record as stored (compressed), checked before
@@ -32,7 +32,10 @@
  * shared tier and `skip` go by), profile_id, the model fingerprint; and
  * the shared tier's manifest keeps its BLAKE2b-128 per record.
  *
- * Format versions: 2 is 1 with the quant values 3, 4, 5 added; a record's
+ * Format versions: 5 is 4 with the quant values 6 to 11 added (the
+ * rotated 6/5/3/2-bit and mixed forms; snap_record_version: only those
+ * write 5, and they have no legacy encoding).
+ * 2 is 1 with the quant values 3, 4, 5 added; a record's
  * version is snap_quant_version(quant) (1 for quant 0..2, 2 for 3..5), and a
  * record whose version is not its quant's is refused, so every snapshot has
  * one encoding and version-1 snapshots are read and written as before.
@@ -40,10 +43,10 @@
  * a bias section ending each layer record (snapshot_refit.h); a record's
  * version is snap_record_version(header).
  *
- * Header record (format versions 1 to 4)
+ * Header record (format versions 1 to 5)
  *   0   "KVSH"
- *   4   u32 version (snap_record_version: 4, or the legacy 1 to 3 by
- *                       form and bias)
+ *   4   u32 version (snap_record_version: 5 for version 5's forms, else
+ *                       4, or the legacy 1 to 3 by form and bias)
  *   8   u32 n_layer             1..1024
  *   12  u32 n_head              1..1024
  *   16  u32 n_head_kv           divides n_head
@@ -51,7 +54,8 @@
  *   24  u64 n_tokens
  *   32  u32 next_pos
  *   36  u8 pos_mode             enum eng_pos_mode (0, 1)
- *   37  u8 quant                enum snap_quant (0, 1, 2; version 2: 3, 4, 5)
+ *   37  u8 quant                enum snap_quant (0, 1, 2; version 2: 3, 4, 5;
+ *                               version 5: 6 to 11)
  *   38  u8 has_pod              0, 1
  *   39  u8 F                    model_fp length: 0 or 64
  *   40  u16 P                   profile length, < SNAP_MAX_PROFILE, no NUL
@@ -67,7 +71,7 @@
  *                   every layer of a block has its anchor's counts)
  *       u8[16] BLAKE2b-128 of all the above
  *
- * Layer record (format versions 1 to 4)
+ * Layer record (format versions 1 to 5)
  *   0   "KVSL"
  *   4   u32 version             equal to the header's
  *   8   u32 layer               the record's own layer index
@@ -89,10 +93,12 @@
  *                               the last k_suffix units), pre-RoPE, packed
  *                               per qpack.h: fp16 (SNAP_FP16), QP_Q4
  *                               (SNAP_Q4, SNAP_Q4_H), QP_Q4_CH (SNAP_Q4_KC,
- *                               SNAP_Q4_KC_H), QP_Q8 (SNAP_Q8)
+ *                               SNAP_Q4_KC_H), QP_Q8 (SNAP_Q8); version 5:
+ *                               snap_forms' k scheme
  *         V block               count rows: fp16, QP_Q8 for q8, QP_Q4 for
- *                               the q4s
- *       Under SNAP_Q4_H and SNAP_Q4_KC_H every K and V row is multiplied by
+ *                               the q4s; version 5: snap_forms' v scheme
+ *       Under the rotated forms (SNAP_Q4_H, SNAP_Q4_KC_H, every form of
+ *       version 5) every K and V row is multiplied by
  *       the orthonormal Hadamard matrix (hadamard.h) before it is packed;
  *       the decoder unpacks and multiplies by it again (it is its own
  *       inverse).
@@ -162,60 +168,62 @@ snap_strerror(int err)
 	return "unknown error";
 }
 
+/* Each form: its name, the K and V schemes (qpack.h), the record format
+ * version that introduced it, and whether rows are rotated by H first. */
+static const struct snap_form {
+	const char *name;
+	enum qp_scheme k, v;
+	int version, rotated;
+} snap_forms[SNAP_QUANT_MAX + 1] = {
+	[SNAP_FP16] = { "fp16", QP_F16, QP_F16, 1, 0 },
+	[SNAP_Q4] = { "q4", QP_Q4, QP_Q4, 1, 0 },
+	[SNAP_Q4_KC] = { "q4kc", QP_Q4_CH, QP_Q4, 1, 0 },
+	[SNAP_Q8] = { "q8", QP_Q8, QP_Q8, 2, 0 },
+	[SNAP_Q4_H] = { "q4h", QP_Q4, QP_Q4, 2, 1 },
+	[SNAP_Q4_KC_H] = { "q4kch", QP_Q4_CH, QP_Q4, 2, 1 },
+	[SNAP_Q6_H] = { "q6h", QP_B6, QP_B6, SNAP_BITS_VERSION, 1 },
+	[SNAP_Q5_H] = { "q5h", QP_B5, QP_B5, SNAP_BITS_VERSION, 1 },
+	[SNAP_Q3_H] = { "q3h", QP_B3, QP_B3, SNAP_BITS_VERSION, 1 },
+	[SNAP_K5V3_H] = { "k5v3h", QP_B5, QP_B3, SNAP_BITS_VERSION, 1 },
+	[SNAP_K4V2_H] = { "k4v2h", QP_Q4, QP_B2, SNAP_BITS_VERSION, 1 },
+	[SNAP_K8V4_H] = { "k8v4h", QP_Q8, QP_Q4, SNAP_BITS_VERSION, 1 },
+};
+
+static const struct snap_form *
+snap_form(int quant)
+{
+	return quant >= SNAP_FP16 && quant <= SNAP_QUANT_MAX ? &snap_forms[quant] : NULL;
+}
+
 int
 snap_quant_parse(const char *name)
 {
-	if (!name)
-		return -1;
-	if (!strcmp(name, "fp16"))
-		return SNAP_FP16;
-	if (!strcmp(name, "q4"))
-		return SNAP_Q4;
-	if (!strcmp(name, "q4kc"))
-		return SNAP_Q4_KC;
-	if (!strcmp(name, "q8"))
-		return SNAP_Q8;
-	if (!strcmp(name, "q4h"))
-		return SNAP_Q4_H;
-	if (!strcmp(name, "q4kch"))
-		return SNAP_Q4_KC_H;
+	int q;
+	for (q = 0; name && q <= SNAP_QUANT_MAX; q++)
+		if (!strcmp(name, snap_forms[q].name))
+			return q;
 	return -1;
 }
 
 const char *
 snap_quant_name(int quant)
 {
-	switch (quant) {
-	case SNAP_FP16:
-		return "fp16";
-	case SNAP_Q4:
-		return "q4";
-	case SNAP_Q4_KC:
-		return "q4kc";
-	case SNAP_Q8:
-		return "q8";
-	case SNAP_Q4_H:
-		return "q4h";
-	case SNAP_Q4_KC_H:
-		return "q4kch";
-	}
-	return NULL;
+	const struct snap_form *f = snap_form(quant);
+	return f ? f->name : NULL;
 }
 
 int
 snap_quant_version(int quant)
 {
-	if (quant >= SNAP_FP16 && quant <= SNAP_Q4_KC)
-		return 1;
-	if (quant > SNAP_Q4_KC && quant <= SNAP_QUANT_MAX)
-		return 2;
-	return 0;
+	const struct snap_form *f = snap_form(quant);
+	return f ? f->version : 0;
 }
 
 int
 snap_quant_rotated(int quant)
 {
-	return quant == SNAP_Q4_H || quant == SNAP_Q4_KC_H;
+	const struct snap_form *f = snap_form(quant);
+	return f ? f->rotated : 0;
 }
 
 int
@@ -614,6 +622,9 @@ snap_header_check(const struct snap_header *h, char *why, size_t why_len)
 		return eng_fail(why, why_len, -1, "format version %u", h->version);
 	if (snap_dims_check(h, why, why_len) || snap_text_check(h, why, why_len))
 		return -1;
+	if (!snap_record_version(h)) /* a version-5 form asked in a legacy encoding */
+		return eng_fail(why, why_len, -1, "%s has no format version %u encoding",
+		    snap_quant_name(h->quant), h->version);
 	if (!h->counts || !h->layer_sum)
 		return eng_fail(why, why_len, -1, "no counts or layer checksums");
 	for (l = 0; l < h->n_layer; l++)
@@ -876,22 +887,13 @@ snap_header_decode(const uint8_t *buf, size_t len, struct snap_header *h, char *
 static enum qp_scheme
 snap_k_scheme(int quant)
 {
-	switch (quant) {
-	case SNAP_FP16:
-		return QP_F16;
-	case SNAP_Q8:
-		return QP_Q8;
-	case SNAP_Q4_KC:
-	case SNAP_Q4_KC_H:
-		return QP_Q4_CH;
-	}
-	return QP_Q4;
+	return snap_forms[quant].k; /* quant checked by snap_dims_check */
 }
 
 static enum qp_scheme
 snap_v_scheme(int quant)
 {
-	return quant == SNAP_FP16 ? QP_F16 : quant == SNAP_Q8 ? QP_Q8 : QP_Q4;
+	return snap_forms[quant].v;
 }
 
 /* rows (n, hd) rotated by H into a new buffer (*tmp), or rows themselves

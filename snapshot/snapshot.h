@@ -52,8 +52,12 @@
  * barely shrinks.  Profiles still name snap_quant_version (what a snapshot
  * means, not how its bytes are laid out), so a store's old snapshots keep
  * answering under the profiles they were made for. */
-#define SNAP_FORMAT_VERSION 4
+#define SNAP_FORMAT_VERSION 5
 #define SNAP_FAST_VERSION 4 /* the first version hashed once (XXH3-128) */
+/* Version 5 (issue 28) is version 4's layout with the quant values 6 to 11
+ * added (the 6/5/3/2-bit and mixed rotated forms); only those forms write
+ * it, every older form still writes 4 (snap_record_version). */
+#define SNAP_BITS_VERSION 5
 #define SNAP_HEADER_LAYER STORE_HEAD_RECORD /* the header is the store's head record */
 #define SNAP_SUM_BYTES 16                   /* BLAKE2b-128; XXH3-128 (version 4) */
 #define SNAP_ID_BYTES STORE_ID_BYTES        /* doc_id, profile_id: BLAKE2b-256 */
@@ -76,15 +80,25 @@ enum snap_quant {
 	/* format version 2: */
 	SNAP_Q8 = 3,     /* K and V q8, groups of 32 along head_dim */
 	SNAP_Q4_H = 4,   /* SNAP_Q4 of the rows rotated by H (hadamard.h) */
-	SNAP_Q4_KC_H = 5 /* SNAP_Q4_KC of the rows rotated by H */
+	SNAP_Q4_KC_H = 5, /* SNAP_Q4_KC of the rows rotated by H */
+	/* format version 5 (issue 28): rows rotated by H, K and V along the
+	 * row at the bits named (qpack.h's b-bit scheme; q4, q8 their own) */
+	SNAP_Q6_H = 6,   /* K and V 6-bit */
+	SNAP_Q5_H = 7,   /* K and V 5-bit */
+	SNAP_Q3_H = 8,   /* K and V 3-bit */
+	SNAP_K5V3_H = 9, /* K 5-bit, V 3-bit */
+	SNAP_K4V2_H = 10, /* K q4, V 2-bit */
+	SNAP_K8V4_H = 11  /* K q8, V q4 */
 };
-#define SNAP_QUANT_MAX SNAP_Q4_KC_H
-/* "fp16", "q4", "q4kc", "q8", "q4h", "q4kch" <-> enum; -1 for an unknown
- * name. */
+#define SNAP_QUANT_MAX SNAP_K8V4_H
+/* The names, in enum order, as help texts list them. */
+#define SNAP_QUANT_NAMES "fp16, q4, q4kc, q8, q4h, q4kch, q6h, q5h, q3h, k5v3h, k4v2h, k8v4h"
+/* "fp16", "q4", "q4kc", "q8", "q4h", "q4kch", "q6h", "q5h", "q3h",
+ * "k5v3h", "k4v2h", "k8v4h" <-> enum; -1 for an unknown name. */
 int snap_quant_parse(const char *name);
 const char *snap_quant_name(int quant);
 /* The record format version a snapshot of this quantization is written in
- * (1 or 2; 0 for an unknown one). */
+ * (1, 2, or 5 for the forms only version 5 has; 0 for an unknown one). */
 int snap_quant_version(int quant);
 /* 1 when the form rotates K and V rows by H before packing them (head_dim
  * must then be a power of two). */

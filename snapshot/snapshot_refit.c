@@ -11,6 +11,8 @@ int
 snap_record_version(const struct snap_header *h)
 {
 	int v = snap_quant_version(h->quant);
+	if (v >= SNAP_BITS_VERSION) /* a version-5 form has no legacy encoding */
+		return h->version >= SNAP_FAST_VERSION ? v : 0;
 	if (v && h->version >= SNAP_FAST_VERSION)
 		return SNAP_FAST_VERSION;
 	return v && h->has_bias ? SNAP_REFIT_VERSION : v;

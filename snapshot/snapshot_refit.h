@@ -35,10 +35,12 @@
 #define SNAP_FLAG_RAW 2u  /* version 4: layer records stored plain (snapshot.h) */
 #define SNAP_FLAGS_KNOWN (SNAP_FLAG_BIAS | SNAP_FLAG_RAW)
 
-/* The version a snapshot with this header is written in: 4 when
- * h->version is 4 (SNAP_FAST_VERSION, any form, biased or not); else the
- * legacy one: 3 for a biased one, else its quantization's
- * (snap_quant_version); 0 if unknown. */
+/* The version a snapshot with this header is written in: 5 for the forms
+ * of version 5 (SNAP_BITS_VERSION) when h->version is 4 or more, 0 below
+ * (they have no legacy encoding); 4 for every older form when h->version
+ * is 4 or more (SNAP_FAST_VERSION, biased or not); else the legacy one: 3
+ * for a biased one, else its quantization's (snap_quant_version); 0 if
+ * unknown. */
 int snap_record_version(const struct snap_header *h);
 /* The flags field of its records (SNAP_FLAG_RAW only in version 4). */
 unsigned snap_record_flags(const struct snap_header *h);

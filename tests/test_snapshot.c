@@ -28,6 +28,7 @@
 
 #define TINY_N_LAYER 4
 #include "engine/engine.h"
+#include "snapshot/hadamard.h" /* for hd_rotate_rows */
 #include "snapshot/qpack.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_io.h"
@@ -229,17 +230,26 @@ ts_fill(struct eng_kv *kv, const int64_t *counts, uint32_t next_pos, uint64_t se
 static enum tap_result
 test_quant_names(void)
 {
-	static const char *names[] = { "fp16", "q4", "q4kc", "q8", "q4h", "q4kch" };
+	static const char *names[] = { "fp16", "q4", "q4kc", "q8", "q4h", "q4kch", "q6h", "q5h",
+		"q3h", "k5v3h", "k4v2h", "k8v4h" };
+	char list[256] = "";
 	int i;
+	TAP_CHECK(sizeof(names) / sizeof(names[0]) == SNAP_QUANT_MAX + 1, "every form named");
 	for (i = 0; i <= SNAP_QUANT_MAX; i++) {
 		TAP_CHECK(snap_quant_parse(names[i]) == i, "%s", names[i]);
 		TAP_CHECK(!strcmp(snap_quant_name(i), names[i]), "%d", i);
-		/* the forms of version 1 keep it: their records and profiles as before */
-		TAP_CHECK(snap_quant_version(i) == (i <= SNAP_Q4_KC ? 1 : 2), "%s version", names[i]);
-		TAP_CHECK(snap_quant_rotated(i) == (i == SNAP_Q4_H || i == SNAP_Q4_KC_H), "%s rotated",
+		/* the forms of version 1 keep it: their records and profiles as
+		 * before; those of version 2 theirs; the 6/5/3/2-bit ones are 5's */
+		TAP_CHECK(snap_quant_version(i) == (i <= SNAP_Q4_KC ? 1 : i <= SNAP_Q4_KC_H ? 2 : 5),
+		    "%s version", names[i]);
+		TAP_CHECK(snap_quant_rotated(i) == (i >= SNAP_Q4_H && i != SNAP_Q8), "%s rotated",
+		    names[i]);
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
 		    names[i]);
 	}
-	TAP_CHECK(snap_quant_parse("q3") == -1 && snap_quant_parse(NULL) == -1, "unknown name");
+	TAP_CHECK(!strcmp(list, SNAP_QUANT_NAMES), "SNAP_QUANT_NAMES: %s", SNAP_QUANT_NAMES);
+	TAP_CHECK(snap_quant_parse("q3") == -1 && snap_quant_parse("q7h") == -1 &&
+	    snap_quant_parse(NULL) == -1, "unknown name");
 	TAP_CHECK(snap_quant_name(SNAP_QUANT_MAX + 1) == NULL && snap_quant_name(-1) == NULL,
 	    "unknown quant");
 	TAP_CHECK(snap_quant_version(SNAP_QUANT_MAX + 1) == 0, "unknown quant's version");
@@ -269,7 +279,7 @@ ts_q4_ratio(enum qp_scheme s, const float *x, const float *y, int64_t n, int hd)
 	double worst = 0.0;
 	int64_t g, i, gn;
 	int c, j;
-	if (s == QP_Q4 || s == QP_Q8) {
+	if (s != QP_Q4_CH) { /* along the row: q4, q8 or b bits */
 		for (i = 0; i < n; i++)
 			for (c = 0; c < hd; c += QP_GROUP) {
 				const float *a = x + i * hd + c, *b = y + i * hd + c;
@@ -280,7 +290,7 @@ ts_q4_ratio(enum qp_scheme s, const float *x, const float *y, int64_t n, int hd)
 				}
 				for (j = 0; j < QP_GROUP; j++)
 					e = fmax(e, fabs((double)a[j] - b[j]));
-				worst = fmax(worst, e / ts_q_bound(lo, hi, s == QP_Q8 ? 255.0 : 15.0));
+				worst = fmax(worst, e / ts_q_bound(lo, hi, (1 << qp_row_bits(s)) - 1.0));
 			}
 		return worst;
 	}
@@ -297,6 +307,32 @@ ts_q4_ratio(enum qp_scheme s, const float *x, const float *y, int64_t n, int hd)
 			worst = fmax(worst, e / ts_q4_bound(lo, hi));
 		}
 	return worst;
+}
+
+/* qpack.h's row layout read as written there, independently of qpack.c:
+ * group g of row r at (r·d/32 + g)·(4 + 4b) bytes, [δ][μ] as fp16, code j
+ * in bits j·b … j·b + b − 1 of the 4b code bytes (bit i: bit i mod 8 of
+ * byte i / 8); x̂ = μ + q·δ in float.  q4 and q8 are b = 4 and 8. */
+static void
+ts_spec_decode(const uint8_t *src, int64_t n, int d, int b, float *dst)
+{
+	int64_t gi;
+	int j, k;
+	for (gi = 0; gi < n * (d / QP_GROUP); gi++) {
+		const uint8_t *p = src + gi * (4 + 4 * b);
+		float dd = kern_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+		float mm = kern_f16_to_f32((uint16_t)(p[2] | p[3] << 8));
+		for (j = 0; j < QP_GROUP; j++) {
+			unsigned q = 0;
+			float t;
+			for (k = 0; k < b; k++) {
+				int bit = j * b + k;
+				q |= (unsigned)(p[4 + bit / 8] >> (bit % 8) & 1) << k;
+			}
+			t = (float)q * dd;
+			dst[gi * QP_GROUP + j] = mm + t;
+		}
+	}
 }
 
 /* qpack on its own: sizes, fp16 exactness, q4 bounds, edge values, and the
@@ -322,13 +358,22 @@ test_qpack(void)
 	TAP_CHECK(qp_bytes(QP_Q4_CH, N, D) == 2u * 4 * D + (uint64_t)N * D / 2, "q4 ch size");
 	TAP_CHECK(qp_bytes(QP_Q4_CH, 0, D) == 0, "empty");
 	TAP_CHECK(qp_bytes(QP_Q8, N, D) == (uint64_t)N * 2 * 36, "q8 size");
+	/* b bits: per group of 32, 4 bytes of (δ, μ) and 4·b of codes */
+	TAP_CHECK(qp_bytes(QP_B2, N, D) == (uint64_t)N * 2 * 12 &&
+	    qp_bytes(QP_B3, N, D) == (uint64_t)N * 2 * 16 &&
+	    qp_bytes(QP_B5, N, D) == (uint64_t)N * 2 * 24 &&
+	    qp_bytes(QP_B6, N, D) == (uint64_t)N * 2 * 28 && qp_bytes(QP_B3, 0, D) == 0,
+	    "b-bit sizes");
+	TAP_CHECK(qp_row_bits(QP_Q4) == 4 && qp_row_bits(QP_Q8) == 8 && qp_row_bits(QP_B2) == 2 &&
+	    qp_row_bits(QP_B3) == 3 && qp_row_bits(QP_B5) == 5 && qp_row_bits(QP_B6) == 6 &&
+	    qp_row_bits(QP_F16) == 0 && qp_row_bits(QP_Q4_CH) == 0, "bits per code");
 	TAP_CHECK(qp_encode(QP_F16, x, N, D, buf) == 0 && qp_decode(QP_F16, buf, N, D, y) == 0,
 	    "fp16");
 	for (i = 0; i < N * D; i++)
 		TAP_CHECK(ts_same(y[i], ts_r16(x[i])), "fp16 value %d", i);
 	x[7] = 65504.0f;
 	x[8] = -65504.0f; /* the saturated values, for the bound */
-	for (s = QP_Q4; s <= QP_Q8; s++) {
+	for (s = QP_Q4; s <= QP_SCHEME_MAX; s++) {
 		double ratio;
 		x[7] = 65504.0f * 4;
 		x[8] = -INFINITY;
@@ -337,12 +382,22 @@ test_qpack(void)
 		    "decode %d", s);
 		x[7] = 65504.0f;
 		x[8] = -65504.0f;
+		if (s != QP_Q4_CH) { /* the bytes are the documented layout */
+			static float z[N * D];
+			ts_spec_decode(buf, N, D, qp_row_bits(s), z);
+			for (i = 0; i < N * D; i++)
+				TAP_CHECK(ts_bits(z[i]) == ts_bits(y[i]), "scheme %d value %d: %g, layout %g",
+				    s, i, y[i], z[i]);
+		}
+		/* the bound: δ/2 of the group's range, with the slack of fp16's
+		 * directed rounding of δ and μ and of x̂'s float evaluation
+		 * (ts_q_bound) */
 		ratio = ts_q4_ratio(s, x, y, N, D);
 		tap_diag("scheme %d: worst error / bound %.3f", s, ratio);
 		TAP_CHECK(ratio <= 1.0, "scheme %d: error over the bound (%.3f)", s, ratio);
 		for (i = 0; i < N * D; i++)
 			TAP_CHECK(isfinite(y[i]), "scheme %d: value %d not finite", s, i);
-		if (s == QP_Q4)
+		if (s != QP_Q4_CH)
 			for (i = 2 * D; i < 3 * D; i++)
 				TAP_CHECK(fabs(y[i] - 0.3) < 1e-3, "constant row: %g", y[i]);
 		/* a non-finite or negative scale is corrupt */
@@ -546,12 +601,45 @@ ts_err(const struct eng_kv *a, const struct eng_kv *b, int layer, int keys, doub
 	*rms = n ? sqrt(s2 / (double)n) : 0.0;
 }
 
+/* The K and V schemes of each form (snapshot.c's table, restated). */
+static const enum qp_scheme ts_form_k[SNAP_QUANT_MAX + 1] = { QP_F16, QP_Q4, QP_Q4_CH, QP_Q8,
+	QP_Q4, QP_Q4_CH, QP_B6, QP_B5, QP_B3, QP_B5, QP_Q4, QP_Q8 };
+static const enum qp_scheme ts_form_v[SNAP_QUANT_MAX + 1] = { QP_F16, QP_Q4, QP_Q4, QP_Q8,
+	QP_Q4, QP_Q4, QP_B6, QP_B5, QP_B3, QP_B3, QP_B2, QP_Q4 };
+
+/* Worst err/bound of n loaded rows b against the originals a (hd 64)
+ * under scheme s, in the domain the form quantizes in: a rotated form's
+ * rows are rotated by H (both sides) first, so the bound is qpack's δ/2
+ * per group of the rotated rows.  Rotating the loaded rows back adds at
+ * most 2^-23·‖x‖₂ per value (hadamard.h), inside ts_q_bound's float
+ * slack. */
+static double
+ts_form_ratio(int quant, enum qp_scheme s, const float *a, const float *b, int64_t n)
+{
+	size_t bytes = (size_t)(n ? n : 1) * 64 * sizeof(float);
+	float *ra = malloc(bytes), *rb = malloc(bytes);
+	double r = 2.0; /* out of memory: over the bound */
+	if (ra && rb) {
+		memcpy(ra, a, (size_t)n * 64 * sizeof(float));
+		memcpy(rb, b, (size_t)n * 64 * sizeof(float));
+		if (snap_quant_rotated(quant)) {
+			hd_rotate_rows(ra, n, 64);
+			hd_rotate_rows(rb, n, 64);
+		}
+		r = ts_q4_ratio(s, ra, rb, n, 64);
+	}
+	free(ra);
+	free(rb);
+	return r;
+}
+
 static enum tap_result
 test_roundtrip_q4(void)
 {
 	struct ts_syn y;
 	int quant;
 	double k_rms_q4 = 0, k_rms_q4kc = 0;
+	double k_rms[SNAP_QUANT_MAX + 1], v_rms[SNAP_QUANT_MAX + 1];
 	TAP_CHECK(ts_syn_init(&y, 3) == 0, "synthetic pool");
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
 		struct th_snap s;
@@ -576,10 +664,14 @@ test_roundtrip_q4(void)
 			if (l == 0) {
 				tap_diag("%s layer 0: K max %.4f rms %.4f, V max %.4f rms %.4f",
 				    snap_quant_name(quant), q.k_max, q.k_rms, q.v_max, q.v_rms);
+				k_rms[quant] = q.k_rms;
+				v_rms[quant] = q.v_rms;
 				if (quant == SNAP_FP16)
 					TAP_CHECK(q.k_max < 0.05 && q.v_max < 0.005, "fp16 error too big");
-				else
+				else if (quant != SNAP_K4V2_H)
 					TAP_CHECK(q.v_rms > 0 && q.v_max < 1.0, "q4 V error not sane");
+				else /* 2 bits: δ ≈ 5/3 over N(0,1) values; bounded exactly below */
+					TAP_CHECK(q.v_rms > 0 && q.v_max < 2.0, "2-bit V error not sane");
 				if (quant == SNAP_Q4)
 					k_rms_q4 = q.k_rms;
 				if (quant == SNAP_Q4_KC) {
@@ -598,16 +690,14 @@ test_roundtrip_q4(void)
 					    "q8 error %g/%g", q.k_rms, q.v_max);
 			}
 			/* every stored value within its group's bound (the rotated
-			 * forms are bounded in the rotated domain: test_hadamard.c) */
-			for (m = 0; m < 2 && quant != SNAP_FP16 && !snap_quant_rotated(quant); m++) {
+			 * forms in the rotated domain: ts_form_ratio) */
+			for (m = 0; m < 2 && quant != SNAP_FP16; m++) {
 				const struct eng_kv_layer *A = &y.kv->layer[l], *B = &kv2->layer[l];
 				int64_t n = A->len[m];
-				enum qp_scheme ks = quant == SNAP_Q4 ? QP_Q4 : quant == SNAP_Q8 ? QP_Q8 :
-				    QP_Q4_CH;
-				double rk = ts_q4_ratio(ks, A->k + A->off[m] * 64, B->k + B->off[m] * 64, n,
-				    64);
-				double rv = ts_q4_ratio(quant == SNAP_Q8 ? QP_Q8 : QP_Q4,
-				    A->v + A->off[m] * 64, B->v + B->off[m] * 64, n, 64);
+				double rk = ts_form_ratio(quant, ts_form_k[quant], A->k + A->off[m] * 64,
+				    B->k + B->off[m] * 64, n);
+				double rv = ts_form_ratio(quant, ts_form_v[quant], A->v + A->off[m] * 64,
+				    B->v + B->off[m] * 64, n);
 				TAP_CHECK(rk <= 1.0 && rv <= 1.0, "%s layer %d head %d: error/bound K %.3f V %.3f",
 				    snap_quant_name(quant), l, m, rk, rv);
 			}
@@ -618,6 +708,16 @@ test_roundtrip_q4(void)
 		snap_header_free(&h);
 		th_snap_free(&s);
 	}
+	/* fewer bits, more error; a mixed form's K is the same-bits form's K
+	 * exactly, and its V the same-bits form's V (the same scheme on the
+	 * same rotated rows) */
+	TAP_CHECK(k_rms[SNAP_Q6_H] < k_rms[SNAP_Q5_H] && k_rms[SNAP_Q5_H] < k_rms[SNAP_Q4_H] &&
+	    k_rms[SNAP_Q4_H] < k_rms[SNAP_Q3_H] && v_rms[SNAP_Q6_H] < v_rms[SNAP_Q5_H] &&
+	    v_rms[SNAP_Q5_H] < v_rms[SNAP_Q4_H] && v_rms[SNAP_Q4_H] < v_rms[SNAP_Q3_H] &&
+	    v_rms[SNAP_Q3_H] < v_rms[SNAP_K4V2_H], "error not ordered by bits");
+	TAP_CHECK(k_rms[SNAP_K5V3_H] == k_rms[SNAP_Q5_H] && v_rms[SNAP_K5V3_H] == v_rms[SNAP_Q3_H] &&
+	    k_rms[SNAP_K4V2_H] == k_rms[SNAP_Q4_H] && v_rms[SNAP_K8V4_H] == v_rms[SNAP_Q4_H],
+	    "a mixed form's K or V differs from its same-bits form's");
 	eng_kv_free(y.kv);
 	return TAP_PASS;
 }
@@ -780,7 +880,8 @@ test_header_fields(void)
 		TAP_CHECK(snap_header_encode(&h, 3, &buf, &len) == 0, "encode (pod %d)", pod);
 		TAP_CHECK(snap_header_decode(buf, len, &d, why, sizeof(why)) == 0, "decode: %s", why);
 		TAP_CHECK(ts_header_equal(&h, &d), "fields differ after the round trip (pod %d)", pod);
-		TAP_CHECK(d.version == SNAP_FORMAT_VERSION, "version %u for %s", d.version,
+		/* the forms before version 5 still write 4 */
+		TAP_CHECK(d.version == SNAP_FAST_VERSION, "version %u for %s", d.version,
 		    snap_quant_name(h.quant));
 		tap_diag("header record (pod %d): %zu bytes", pod, len);
 		free(buf);
@@ -795,6 +896,19 @@ test_header_fields(void)
 		snap_header_free(&h);
 		snap_header_free(&d);
 	}
+	/* a form of version 5 writes 5, and has no legacy encoding */
+	ts_header_example(&h);
+	h.quant = SNAP_K5V3_H;
+	TAP_CHECK(snap_header_encode(&h, 3, &buf, &len) == 0, "encode k5v3h");
+	TAP_CHECK(snap_header_decode(buf, len, &d, why, sizeof(why)) == 0, "decode: %s", why);
+	TAP_CHECK(ts_header_equal(&h, &d) && d.version == SNAP_BITS_VERSION, "k5v3h: version %u",
+	    d.version);
+	free(buf);
+	snap_header_free(&d);
+	h.version = 1;
+	TAP_CHECK(snap_header_encode(&h, 3, &buf, &len) == SNAP_ERR_ARG && !buf,
+	    "k5v3h encoded in version 1");
+	snap_header_free(&h);
 	for (k = 0; k < TS_N_MUTATIONS; k++) {
 		ts_header_example(&h);
 		ts_mutate(&h, k);
@@ -1101,6 +1215,7 @@ test_version(void)
 	uint8_t *plain, *z;
 	size_t n, zn;
 	char why[256], want[80];
+	int i;
 
 	TAP_CHECK(kv && ts_small(&s, 13) == 0, "setup");
 	TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0, "unseal");
@@ -1134,6 +1249,17 @@ test_version(void)
 	TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT &&
 	    strstr(why, "q8"), "q8 header as version 1: %s", why);
 	free(z);
+	/* version 5 is only the 6/5/3/2-bit forms': fp16 in it is corrupt, and
+	 * so is q5h in a version-4 record (a build reading only 4 refuses a
+	 * version-5 record by its version, as the 5 + 1 above) */
+	for (i = 0; i < 2; i++) {
+		th_put_u32(plain + 4, i ? SNAP_FAST_VERSION : SNAP_BITS_VERSION);
+		plain[37] = (uint8_t)(i ? SNAP_Q5_H : SNAP_FP16);
+		th_reseal(plain, n, 1, &z, &zn);
+		TAP_CHECK(snap_header_decode(z, zn, &d, why, sizeof(why)) == SNAP_ERR_CORRUPT,
+		    "%s header as version %d: %s", i ? "q5h" : "fp16", i ? 4 : 5, why);
+		free(z);
+	}
 	free(plain);
 	TAP_CHECK(th_unseal(s.rec[2], s.len[2], &plain, &n) == 0, "unseal layer");
 	th_put_u32(plain + 4, 2);
@@ -1455,17 +1581,25 @@ test_fast_format(void)
 	uint8_t *plain, *z, *big;
 	size_t n, zn;
 	char why[256];
-	int quant, l;
+	int quant, l, rc;
 
 	TAP_CHECK(ts_seed_pool(&shell, &kv) == 0, "pool");
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
 		const char *q = snap_quant_name(quant);
+		/* the forms of version 5 have no legacy encoding: only 5 */
+		int v5 = snap_quant_version(quant) == SNAP_BITS_VERSION;
 		TAP_CHECK(ts_encode(&s, kv, 4, quant) == 0, "encode %s", q);
 		g_enc_version = 1;
-		TAP_CHECK(ts_encode(&old, kv, 4, quant) == 0, "encode %s legacy", q);
+		rc = ts_encode(&old, kv, 4, quant);
 		g_enc_version = SNAP_FORMAT_VERSION;
+		if (v5) { /* refused; the checks below then compare s with itself */
+			th_snap_free(&old);
+			TAP_CHECK(rc == SNAP_ERR_ARG, "%s encoded in version 1 (%d)", q, rc);
+			rc = ts_encode(&old, kv, 4, quant);
+		}
+		TAP_CHECK(rc == 0, "encode %s legacy", q);
 		TAP_CHECK(snap_header_decode(s.hdr, s.hdr_len, &d, why, sizeof(why)) == 0 &&
-		    d.version == SNAP_FORMAT_VERSION, "%s: header version %u (%s)", q, d.version, why);
+		    d.version == (v5 ? 5u : 4u), "%s: header version %u (%s)", q, d.version, why);
 		snap_header_free(&d);
 		TAP_CHECK(eng_kv_init(&a, &shell, 16) == 0 && eng_kv_init(&b, &shell, 16) == 0,
 		    "pools");
@@ -1475,7 +1609,7 @@ test_fast_format(void)
 			TAP_CHECK(!memcmp(c.digest, s.h.layer_sum[l], SNAP_SUM_BYTES),
 			    "%s layer %d: the header's sum is not XXH3-128", q, l);
 			TAP_CHECK((memcmp(s.rec[l], "KVSL", 4) == 0) == snap_quant_raw(quant) &&
-			    !memcmp(old.rec[l], "\x28\xb5\x2f\xfd", 4), "%s layer %d: raw %d", q, l,
+			    (v5 || !memcmp(old.rec[l], "\x28\xb5\x2f\xfd", 4)), "%s layer %d: raw %d", q, l,
 			    snap_quant_raw(quant));
 			TAP_CHECK(snap_layer_decode(s.rec[l], s.len[l], &s.h, l, a, why, sizeof(why)) == 0,
 			    "%s layer %d: %s", q, l, why);
@@ -1606,10 +1740,14 @@ ts_write_seeds_as(const char *dir, const char *pre)
 	if (ts_seed_pool(&shell, &kv))
 		return -1;
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX && !rc; quant++) {
+		/* the forms of version 5 only in it, their seeds named v5_ */
+		int v5 = snap_quant_version(quant) == SNAP_BITS_VERSION;
+		if (v5 && !*pre)
+			continue;
 		rc = ts_encode(&s, kv, 4, quant);
-		snprintf(name, sizeof(name), "%splain_%s", pre, snap_quant_name(quant));
+		snprintf(name, sizeof(name), "%splain_%s", v5 ? "v5_" : pre, snap_quant_name(quant));
 		rc = rc || ts_write_seed(dir, name, &s, 0, 1);
-		snprintf(name, sizeof(name), "%sstored_%s", pre, snap_quant_name(quant));
+		snprintf(name, sizeof(name), "%sstored_%s", v5 ? "v5_" : pre, snap_quant_name(quant));
 		rc = rc || ts_write_seed(dir, name, &s, 0, 0);
 		th_snap_free(&s);
 	}

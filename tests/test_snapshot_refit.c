@@ -151,9 +151,15 @@ test_roundtrip(void)
 		size_t n = 0;
 		char why[256] = "";
 		int l;
-		uint32_t want = g_enc_version < SNAP_FAST_VERSION ? 3 : SNAP_FAST_VERSION;
+		/* a form of version 5 writes 5, biased or not, and has no legacy
+		 * encoding (test_snapshot.c fast_format checks the refusal) */
+		int v5 = snap_quant_version(quant) == SNAP_BITS_VERSION;
+		uint32_t want = g_enc_version < SNAP_FAST_VERSION ? 3 : v5 ? SNAP_BITS_VERSION :
+		    SNAP_FAST_VERSION;
 		unsigned flags = SNAP_FLAG_BIAS |
-		    (want == SNAP_FAST_VERSION && snap_quant_raw(quant) ? SNAP_FLAG_RAW : 0u);
+		    (want >= SNAP_FAST_VERSION && snap_quant_raw(quant) ? SNAP_FLAG_RAW : 0u);
+		if (v5 && g_enc_version < SNAP_FAST_VERSION)
+			continue;
 		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "%s: encode", snap_quant_name(quant));
 		TAP_CHECK(th_unseal(s.hdr, s.hdr_len, &plain, &n) == 0 && th_get_u32(plain + 4) == want &&
 		    (unsigned)(plain[42] | plain[43] << 8) == flags, "%s: header version %u, flags",
@@ -196,6 +202,8 @@ test_unbiased_same(void)
 		struct th_snap s;
 		uint8_t *plain = NULL;
 		size_t n = 0;
+		if (snap_quant_version(quant) == SNAP_BITS_VERSION && g_enc_version < SNAP_FAST_VERSION)
+			continue; /* no legacy encoding */
 		TAP_CHECK(tr_encode(&s, kv, quant) == 0, "encode");
 		TAP_CHECK(th_unseal(s.rec[0], s.len[0], &plain, &n) == 0, "unseal");
 		TAP_CHECK((int)th_get_u32(plain + 4) == snap_quant_version(quant) &&
@@ -328,7 +336,7 @@ test_forged(void)
 	    "the flag in a version-2 header: %d %s", rc, why);
 	th_put_u32(v, SNAP_FORMAT_VERSION + 1);
 	rc = tr_forge_header(&s, 4, v, 4, why, sizeof(why));
-	TAP_CHECK(rc == SNAP_ERR_VERSION && strstr(why, "1 to 4"), "version 5: %d %s", rc, why);
+	TAP_CHECK(rc == SNAP_ERR_VERSION && strstr(why, "1 to 5"), "version 6: %d %s", rc, why);
 	th_snap_free(&s);
 	th_snap_free(&u);
 	eng_kv_free(kv);

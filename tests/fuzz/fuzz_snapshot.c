@@ -29,7 +29,8 @@
  * A header with the refit flag (format version 3 or 4) makes the layer
  * record end with its bias section (snapshot/snapshot_refit.h), checked
  * like the rest and re-encoded with the pool's biases; the refit seeds
- * start there.  The v4_ seeds are version-4 snapshots, the others the
+ * start there.  The v4_ seeds are version-4 snapshots, the v5_ ones
+ * version 5's forms (6/5/3/2-bit and mixed, rotated), the others the
  * legacy encodings (the bytes builds before version 4 wrote).
  *
  * Seeds (the .seed files in tests/fuzz/corpus/snapshot/) come from the unit test:

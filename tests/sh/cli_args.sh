@@ -146,10 +146,10 @@ ok "  and that is what this build has" $?
 for t in "--chunk 0|--chunk needs a whole number from 1 to 65536, got '0'" \
 	"--budget x|--budget needs a whole number from 1 to 1073741824, got 'x'" \
 	"--ratio 2|--ratio needs a share in (0, 1] such as 0.25 or 1/4, got '2'" \
-	"--quant q3|--quant needs fp16, q8, q4, q4kc, q4h or q4kch, got 'q3'"; do
+	"--quant q7|--quant needs one of fp16, q4, q4kc, q8, q4h, q4kch, q6h, q5h, q3h, k5v3h, k4v2h, k8v4h, got 'q7'"; do
 	flag=${t%%|*} msg=${t#*|}
 	usage_err "ingest --local $flag" "kvsnap ingest: $msg" "$K" ingest --local $flag f
-	[ "$flag" = "--quant q3" ] ||
+	[ "$flag" = "--quant q7" ] ||
 		usage_err "ask $flag" "kvsnap ask: $msg" "$K" ask $flag f q
 	usage_err "kvsnapd $flag" "kvsnapd: $msg" "$D" $flag
 done
