@@ -218,6 +218,8 @@ enum kern_rope_style {
 
 struct kern_ctx;
 
+#define KERN_MATMUL_N_MAX 4 /* matrices one matmul_n call takes */
+
 /* Every op returns 0 or a kern_err (a device backend can fail anywhere).
  * Pointers are host memory; a device backend copies what it needs and keeps
  * weights (keyed by kern_mat.data, which must stay valid and unchanged for
@@ -227,6 +229,13 @@ struct kern_ops {
 	/* dst(n_tok, w->rows) = x(n_tok, w->cols) · wᵀ */
 	int (*matmul)(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 	    const float *x, int64_t n_tok);
+	/* dst[i](n_tok, w[i]->rows) = x(n_tok, cols) · w[i]ᵀ for i < count
+	 * (1..KERN_MATMUL_N_MAX), every w[i] `cols` wide: bit for bit what
+	 * count matmul calls give, in one go (Q/K/V, gate/up of a layer: the
+	 * CPU quantizes x once per activation type and runs one parallel
+	 * region over the rows of all the matrices). */
+	int (*matmul_n)(struct kern_ctx *ctx, int count, float *const dst[],
+	    const struct kern_mat *const w[], const float *x, int64_t n_tok);
 	/* dst(n, w->cols) = rows ids[0..n) of w, dequantized */
 	int (*get_rows)(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
 	    const int32_t *ids, int64_t n);

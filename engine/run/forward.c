@@ -306,11 +306,11 @@ fwd_qkv(struct eng_ctx *c, const struct eng_layer *L, int64_t n)
 {
 	const struct eng_hparams *hp = &c->m->hp;
 	int64_t hd = hp->head_dim, Q = hp->n_head * hd, KV = hp->n_head_kv * hd;
+	float *const dst[3] = { c->q, c->k, c->v };
+	const struct kern_mat *const w[3] = { &L->wq, &L->wk, &L->wv };
 	int rc;
 
-	FWD_CHECK(c->ops->matmul(c->kern, c->q, &L->wq, c->xn, n));
-	FWD_CHECK(c->ops->matmul(c->kern, c->k, &L->wk, c->xn, n));
-	FWD_CHECK(c->ops->matmul(c->kern, c->v, &L->wv, c->xn, n));
+	FWD_CHECK(c->ops->matmul_n(c->kern, 3, dst, w, c->xn, n));
 	if ((rc = fwd_bias(c, c->q, L->bq, n, Q)) || (rc = fwd_bias(c, c->k, L->bk, n, KV)) ||
 	    (rc = fwd_bias(c, c->v, L->bv, n, KV)))
 		return rc;
@@ -329,10 +329,12 @@ static int
 fwd_ffn(struct eng_ctx *c, const struct eng_layer *L, int64_t n)
 {
 	const struct eng_hparams *hp = &c->m->hp;
+	float *const dst[2] = { c->gate, c->up };
+	const struct kern_mat *const w[2] = { &L->w_gate, &L->w_up };
+
 	switch (c->m->arch->act) {
 	case ENG_ACT_SILU_GATED:
-		FWD_CHECK(c->ops->matmul(c->kern, c->gate, &L->w_gate, c->xn, n));
-		FWD_CHECK(c->ops->matmul(c->kern, c->up, &L->w_up, c->xn, n));
+		FWD_CHECK(c->ops->matmul_n(c->kern, 2, dst, w, c->xn, n));
 		FWD_CHECK(c->ops->silu_mul(c->kern, c->gate, c->up, n * hp->n_ff));
 		FWD_CHECK(c->ops->matmul(c->kern, c->proj, &L->w_down, c->gate, n));
 		return 0;

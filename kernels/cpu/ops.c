@@ -64,31 +64,50 @@ kern_cpu_split(int64_t n, int64_t align, int ith, int nth, int64_t *lo, int64_t 
 /* ------------------------------------------------------------------------ */
 /* matmul                                                                    */
 
-struct kern_mm_job {
-	struct kern_ctx *ctx;
+/* One weight matrix of a matmul_n call: where its activations come from
+ * and how its rows are cut into work units. */
+struct kern_mm_part {
 	float *dst;
 	const struct kern_mat *w;
-	const float *x;
-	int64_t n_tok;
-	const void *act;   /* quantized activations (vec path) */
+	int gemm;          /* dequantize + sgemm, else the integer dots */
+	int prep;          /* index of its prepared activations, -1: x itself */
+	const void *act;   /* gemm: f32 rows; dots: rows of kern_vec_dot_act_type */
 	size_t act_stride; /* bytes per token of act */
+	int64_t unit;      /* rows per work unit */
+	int64_t cost0;     /* cost (weight bytes) of the parts before it */
+};
+
+/* Activations prepared once for every part that reads them the same way:
+ * quantized to `at` (dots), or rounded through `at` back to f32 (sgemm). */
+struct kern_mm_prep {
+	enum kern_type at;
+	int round;
+	uint8_t *buf;
+	size_t stride;
+};
+
+struct kern_mm_job {
+	struct kern_ctx *ctx;
+	int count, n_prep;
+	struct kern_mm_part part[KERN_MATMUL_N_MAX];
+	struct kern_mm_prep prep[KERN_MATMUL_N_MAX];
+	const float *x;
+	int64_t n_tok, cols;
+	int64_t cost; /* total weight bytes */
 	int err;
 };
 
-/* sgemm path: the weight rows are cut into fixed blocks (so every output
- * element is computed by the same call whatever the thread count) and each
- * thread owns a contiguous range of blocks. */
+/* sgemm path: rows [lo, hi) of part p, lo a multiple of the fixed block
+ * (so every output element is computed by the same call whatever the
+ * thread count or the other parts). */
 static void
-kern_mm_gemm_worker(void *arg, int ith, int nth)
+kern_mm_gemm_rows(struct kern_mm_job *j, const struct kern_mm_part *p, int ith, int64_t lo,
+    int64_t hi)
 {
-	struct kern_mm_job *j = arg;
-	const struct kern_mat *w = j->w;
-	int64_t lo, hi, r0, rb = KERN_GEMM_BLOCK_ROWS;
+	const struct kern_mat *w = p->w;
+	int64_t r0, rb = KERN_GEMM_BLOCK_ROWS;
 	float *buf = NULL;
 
-	kern_cpu_split(w->rows, rb, ith, nth, &lo, &hi);
-	if (lo >= hi)
-		return;
 	if (w->type != KERN_TYPE_F32) {
 		buf = kern_ctx_scratch(j->ctx, ith, (size_t)rb * (size_t)w->cols * sizeof(float));
 		if (!buf) {
@@ -107,62 +126,62 @@ kern_mm_gemm_worker(void *arg, int ith, int nth)
 			wb = buf;
 		}
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->n_tok, (int)n,
-		    (int)w->cols, 1.0f, j->x, (int)w->cols, wb,
+		    (int)w->cols, 1.0f, (const float *)p->act, (int)w->cols, wb,
 		    w->type == KERN_TYPE_F32 ? (int)(w->row_bytes / sizeof(float)) : (int)w->cols,
-		    0.0f, j->dst + r0, (int)w->rows);
+		    0.0f, p->dst + r0, (int)w->rows);
 	}
 }
 
-/* vec path: each thread owns a range of output rows, for every token, a
- * 64-row slice at a time (it stays in cache while the tile kernels of
- * vec_tile.c take the tokens a few at a time); one token (decode) takes
- * the whole range in one call, so the kernels' prefetch runs on across
- * the slices. */
+/* vec path: rows [lo, hi) of part p for every token, a 64-row slice at a
+ * time (it stays in cache while the tile kernels of vec_tile.c take the
+ * tokens a few at a time); one token (decode) takes the whole range in one
+ * call, so the kernels' prefetch runs on across the slices. */
 static void
-kern_mm_vec_worker(void *arg, int ith, int nth)
+kern_mm_vec_rows(struct kern_mm_job *j, const struct kern_mm_part *p, int64_t lo, int64_t hi)
 {
-	struct kern_mm_job *j = arg;
-	const struct kern_mat *w = j->w;
-	int64_t lo, hi, r0, slice = j->n_tok == 1 ? w->rows : 64;
+	const struct kern_mat *w = p->w;
+	int64_t r0, slice = j->n_tok == 1 ? hi - lo : 64;
 
-	kern_cpu_split(w->rows, 16, ith, nth, &lo, &hi);
 	for (r0 = lo; r0 < hi; r0 += slice) {
 		int64_t n = hi - r0 < slice ? hi - r0 : slice;
 		const uint8_t *rows = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
-		kern_cpu_vec_dot_tile(w->type, rows, w->row_bytes, n, j->act, j->act_stride,
-		    j->n_tok, w->cols, j->dst + r0, (size_t)w->rows);
+		kern_cpu_vec_dot_tile(w->type, rows, w->row_bytes, n, p->act, p->act_stride,
+		    j->n_tok, w->cols, p->dst + r0, (size_t)w->rows);
 	}
 }
 
-struct kern_round_job {
-	const float *x;
-	float *xr;
-	int64_t n_tok, cols;
-	enum kern_type at;
-	size_t qbytes;
-	struct kern_ctx *ctx;
-	int err;
-};
-
-/* Round activation rows to the 8-bit grid llama.cpp's matmuls use. */
-static void
-kern_round_worker(void *arg, int ith, int nth)
+/* First unit of part p whose start (in cost, the weight bytes before it)
+ * is at or past c. */
+static int64_t
+kern_mm_unit_at(const struct kern_mm_part *p, int64_t c)
 {
-	struct kern_round_job *j = arg;
-	int64_t lo, hi, t;
-	void *q;
+	int64_t per = p->unit * (int64_t)p->w->row_bytes;
+	int64_t units = (p->w->rows + p->unit - 1) / p->unit;
+	int64_t k = c <= p->cost0 ? 0 : (c - p->cost0 + per - 1) / per;
+	return k < units ? k : units;
+}
 
-	kern_cpu_split(j->n_tok, 1, ith, nth, &lo, &hi);
-	if (lo >= hi)
-		return;
-	q = kern_ctx_scratch(j->ctx, ith, j->qbytes);
-	if (!q) {
-		j->err = KERN_ERR_NOMEM;
-		return;
-	}
-	for (t = lo; t < hi; t++) {
-		kern_quant_row_act(j->at, j->x + t * j->cols, q, j->cols);
-		kern_dequant_row(j->at, q, j->xr + t * j->cols, j->cols);
+/* The one region of a matmul_n: the units of all parts laid end to end by
+ * their weight bytes, and thread ith takes those that start in its share
+ * [cost·ith/nth, cost·(ith+1)/nth) (Q/K/V of a GQA model differ in rows,
+ * a mixed-type model's parts in bytes per row). */
+static void
+kern_mm_worker(void *arg, int ith, int nth)
+{
+	struct kern_mm_job *j = arg;
+	int64_t clo = j->cost * ith / nth, chi = j->cost * (ith + 1) / nth;
+	int i;
+
+	for (i = 0; i < j->count; i++) {
+		const struct kern_mm_part *p = &j->part[i];
+		int64_t lo = kern_mm_unit_at(p, clo) * p->unit, hi = kern_mm_unit_at(p, chi) * p->unit;
+		hi = hi < p->w->rows ? hi : p->w->rows;
+		if (lo >= hi)
+			continue;
+		if (p->gemm)
+			kern_mm_gemm_rows(j, p, ith, lo, hi);
+		else
+			kern_mm_vec_rows(j, p, lo, hi);
 	}
 }
 
@@ -181,74 +200,136 @@ kern_mm_prefill_qdot(const struct kern_ctx *ctx, enum kern_type t)
 		return 1;
 	return (KERN_PREFILL_QDOT_TYPES >> (unsigned)t) & 1u;
 }
-struct kern_qact_job {
-	const float *x;
-	uint8_t *act;
-	int64_t n_tok, cols;
-	enum kern_type at;
-	size_t stride;
-};
 
-/* Activation rows to the 8-bit type the integer dot products take. */
+/* Prepare every distinct activation form, a prefill's tokens split over
+ * the threads: quantized rows for the integer dots, or rows rounded to the
+ * 8-bit grid llama.cpp's matmuls use (quantize, dequantize) for sgemm. */
 static void
-kern_qact_worker(void *arg, int ith, int nth)
+kern_mm_prep_worker(void *arg, int ith, int nth)
 {
-	struct kern_qact_job *q = arg;
+	struct kern_mm_job *j = arg;
 	int64_t lo, hi, t;
+	int i;
 
-	kern_cpu_split(q->n_tok, 1, ith, nth, &lo, &hi);
-	for (t = lo; t < hi; t++)
-		kern_quant_row_act(q->at, q->x + t * q->cols, q->act + (size_t)t * q->stride, q->cols);
+	kern_cpu_split(j->n_tok, 1, ith, nth, &lo, &hi);
+	for (i = 0; i < j->n_prep && lo < hi; i++) {
+		const struct kern_mm_prep *pr = &j->prep[i];
+		void *q = NULL;
+		if (pr->round) {
+			q = kern_ctx_scratch(j->ctx, ith, kern_type_row_bytes(pr->at, j->cols));
+			if (!q) {
+				j->err = KERN_ERR_NOMEM;
+				return;
+			}
+		}
+		for (t = lo; t < hi; t++) {
+			const float *x = j->x + t * j->cols;
+			uint8_t *d = pr->buf + (size_t)t * pr->stride;
+			if (pr->round) {
+				kern_quant_row_act(pr->at, x, q, j->cols);
+				kern_dequant_row(pr->at, q, (float *)(void *)d, j->cols);
+			} else {
+				kern_quant_row_act(pr->at, x, d, j->cols);
+			}
+		}
+	}
+}
+
+/* Part i's path and activation form; a new prep when no earlier part
+ * reads the same one. */
+static void
+kern_mm_plan(struct kern_ctx *ctx, struct kern_mm_job *j, int i)
+{
+	struct kern_mm_part *p = &j->part[i];
+	enum kern_type t = p->w->type, at = kern_vec_dot_act_type(t);
+	int round, k;
+
+	p->gemm = (j->n_tok >= KERN_GEMM_MIN_TOK && !kern_mm_prefill_qdot(ctx, t)) ||
+	    t == KERN_TYPE_F32 || ctx->exact;
+	p->unit = p->gemm ? KERN_GEMM_BLOCK_ROWS : 16;
+	p->prep = -1;
+	if (p->gemm && (at == KERN_TYPE_F32 || ctx->exact)) {
+		p->act = j->x; /* sgemm on x itself */
+		p->act_stride = (size_t)j->cols * sizeof(float);
+		return;
+	}
+	round = p->gemm;
+	for (k = 0; k < j->n_prep; k++)
+		if (j->prep[k].at == at && j->prep[k].round == round)
+			break;
+	if (k == j->n_prep) {
+		j->prep[k].at = at;
+		j->prep[k].round = round;
+		j->prep[k].stride = round || at == KERN_TYPE_F32 ?
+		    (size_t)j->cols * sizeof(float) : kern_type_row_bytes(at, j->cols);
+		j->n_prep++;
+	}
+	p->prep = k;
+	p->act_stride = j->prep[k].stride;
+}
+
+/* dst[i] = x · w[i]ᵀ for i < count: the activations prepared once per form
+ * (at most one region for all of them), then one region over the rows of
+ * all the matrices; each output element is the same call's sum as a
+ * separate matmul would compute, bit for bit. */
+static int
+kern_cpu_matmul_n(struct kern_ctx *ctx, int count, float *const dst[],
+    const struct kern_mat *const w[], const float *x, int64_t n_tok)
+{
+	struct kern_mm_job j;
+	size_t off[KERN_MATMUL_N_MAX], total = 0;
+	uint8_t *buf = NULL;
+	int i;
+
+	if (count < 1 || count > KERN_MATMUL_N_MAX || n_tok <= 0)
+		return KERN_ERR_SHAPE;
+	memset(&j, 0, sizeof(j));
+	j.ctx = ctx;
+	j.count = count;
+	j.x = x;
+	j.n_tok = n_tok;
+	j.cols = w[0]->cols;
+	for (i = 0; i < count; i++) {
+		if (!kern_type_is_weight(w[i]->type))
+			return KERN_ERR_TYPE;
+		if (w[i]->cols != j.cols || w[i]->cols % kern_type_block_elems(w[i]->type))
+			return KERN_ERR_SHAPE;
+		j.part[i].dst = dst[i];
+		j.part[i].w = w[i];
+		j.part[i].cost0 = j.cost;
+		j.cost += w[i]->rows * (int64_t)w[i]->row_bytes;
+		kern_mm_plan(ctx, &j, i);
+	}
+	/* the prepared activations live in the last scratch slot, which no
+	 * worker uses */
+	for (i = 0; i < j.n_prep; i++) {
+		off[i] = total;
+		total += (j.prep[i].stride * (size_t)n_tok + 63) & ~(size_t)63;
+	}
+	if (j.n_prep) {
+		if (!(buf = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1, total)))
+			return KERN_ERR_NOMEM;
+		for (i = 0; i < j.n_prep; i++)
+			j.prep[i].buf = buf + off[i];
+		for (i = 0; i < count; i++)
+			if (j.part[i].prep >= 0)
+				j.part[i].act = j.prep[j.part[i].prep].buf;
+		if (n_tok >= KERN_GEMM_MIN_TOK)
+			kern_parallel(ctx, kern_mm_prep_worker, &j);
+		else
+			kern_mm_prep_worker(&j, 0, 1);
+		if (j.err)
+			return j.err;
+	}
+	kern_parallel(ctx, kern_mm_worker, &j);
+	return j.err;
 }
 
 static int
 kern_cpu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w,
     const float *x, int64_t n_tok)
 {
-	struct kern_mm_job j = { ctx, dst, w, x, n_tok, NULL, 0, 0 };
-	enum kern_type at;
-
-	if (!kern_type_is_weight(w->type))
-		return KERN_ERR_TYPE;
-	if (w->cols % kern_type_block_elems(w->type) || n_tok <= 0)
-		return KERN_ERR_SHAPE;
-	at = kern_vec_dot_act_type(w->type);
-	if ((n_tok >= KERN_GEMM_MIN_TOK && !kern_mm_prefill_qdot(ctx, w->type)) ||
-	    w->type == KERN_TYPE_F32 || ctx->exact) {
-		if (at != KERN_TYPE_F32 && !ctx->exact) {
-			/* the rounded copy lives in the last scratch slot, which no
-			 * worker uses */
-			struct kern_round_job r = { x, NULL, n_tok, w->cols, at,
-				kern_type_row_bytes(at, w->cols), ctx, 0 };
-			r.xr = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1,
-			    (size_t)n_tok * (size_t)w->cols * sizeof(float));
-			if (!r.xr)
-				return KERN_ERR_NOMEM;
-			kern_parallel(ctx, kern_round_worker, &r);
-			if (r.err)
-				return r.err;
-			j.x = r.xr;
-		}
-		kern_parallel(ctx, kern_mm_gemm_worker, &j);
-		return j.err;
-	}
-	/* Quantize the activations once (a prefill's tokens split over the
-	 * threads); the buffer is the last scratch slot, which no worker uses. */
-	j.act_stride = at == KERN_TYPE_F32 ? (size_t)w->cols * sizeof(float)
-	    : kern_type_row_bytes(at, w->cols);
-	{
-		struct kern_qact_job q = { x, NULL, n_tok, w->cols, at, j.act_stride };
-		q.act = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1, j.act_stride * (size_t)n_tok);
-		if (!q.act)
-			return KERN_ERR_NOMEM;
-		if (n_tok >= KERN_GEMM_MIN_TOK)
-			kern_parallel(ctx, kern_qact_worker, &q);
-		else
-			kern_qact_worker(&q, 0, 1);
-		j.act = q.act;
-	}
-	kern_parallel(ctx, kern_mm_vec_worker, &j);
-	return j.err;
+	return kern_cpu_matmul_n(ctx, 1, &dst, &w, x, n_tok);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -606,6 +687,7 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 static const struct kern_ops kern_cpu_table = {
 	.name = "cpu",
 	.matmul = kern_cpu_matmul,
+	.matmul_n = kern_cpu_matmul_n,
 	.get_rows = kern_cpu_get_rows,
 	.rmsnorm = kern_cpu_rmsnorm,
 	.rope = kern_cpu_rope,

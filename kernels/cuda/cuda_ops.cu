@@ -627,6 +627,25 @@ kcu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w, const flo
 	return kcu_download(ctx, s, dst, dy, (size_t)(n_tok * w->rows) * 4);
 }
 
+/* Several matrices on the same activations: one matmul each (the device
+ * has no threads to wake; the rows already run as one kernel per call). */
+static int
+kcu_matmul_n(struct kern_ctx *ctx, int count, float *const dst[],
+    const struct kern_mat *const w[], const float *x, int64_t n_tok)
+{
+	int i, rc;
+
+	if (count < 1 || count > KERN_MATMUL_N_MAX)
+		return KERN_ERR_SHAPE;
+	for (i = 0; i < count; i++)
+		if (w[i]->cols != w[0]->cols)
+			return KERN_ERR_SHAPE;
+	for (i = 0; i < count; i++)
+		if ((rc = kcu_matmul(ctx, dst[i], w[i], x, n_tok)))
+			return rc;
+	return KERN_OK;
+}
+
 static int
 kcu_get_rows(struct kern_ctx *ctx, float *dst, const struct kern_mat *w, const int32_t *ids,
     int64_t n)
@@ -963,6 +982,7 @@ kcu_open(void **dev, char *err, size_t errlen)
 static const struct kern_ops kcu_ops = {
 	"cuda",
 	kcu_matmul,
+	kcu_matmul_n,
 	kcu_get_rows,
 	kcu_rmsnorm_op,
 	kcu_rope_op,
