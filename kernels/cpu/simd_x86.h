@@ -218,6 +218,22 @@ kern_avx2_scales_k4(const uint8_t *s, uint8_t sc[16])
 	memcpy(sc, o, 16);
 }
 
+/* Q3_K's 16 scales as bytes (before the -32), four at a time: the low
+ * nibbles of bytes 0..7, then their high nibbles, each with 2 bits of bytes
+ * 8..11 above (kern_cpu_q3k_scales one by one). */
+static inline KERN_AVX2_INLINE __m128i
+kern_avx2_scales_k3(const uint8_t *p)
+{
+	uint32_t a[3], o[4];
+
+	memcpy(a, p, 12);
+	o[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
+	o[1] = (a[1] & 0x0f0f0f0fu) | ((a[2] >> 2) & 0x03030303u) << 4;
+	o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 4) & 0x03030303u) << 4;
+	o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 6) & 0x03030303u) << 4;
+	return _mm_loadu_si128((const __m128i *)(const void *)o);
+}
+
 /* The mins of kern_avx2_scales_k4's sc[8..15], each twice, as 16 int16
  * lanes: one vpmaddwd with a Q8_K block's 16 bsums gives mn_j · (Σ of the
  * 32 quants of sub-block j) in int32 lane j. */

@@ -162,22 +162,6 @@ kern_scalar_kq(enum kern_type t, const uint8_t *x, const struct kern_block_q8_k 
 #if KERN_X86
 #include "kernels/cpu/simd_x86.h"
 
-/* Q3_K's 16 scales as bytes (before the -32), four at a time: the low
- * nibbles of bytes 0..7, then their high nibbles, each with 2 bits of bytes
- * 8..11 above (kern_cpu_q3k_scales one by one). */
-static inline __attribute__((target("avx2,fma,f16c"), always_inline)) __m128i
-kern_kq_scales_k3(const uint8_t *p)
-{
-	uint32_t a[3], o[4];
-
-	memcpy(a, p, 12);
-	o[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
-	o[1] = (a[1] & 0x0f0f0f0fu) | ((a[2] >> 2) & 0x03030303u) << 4;
-	o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 4) & 0x03030303u) << 4;
-	o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 6) & 0x03030303u) << 4;
-	return _mm_loadu_si128((const __m128i *)(const void *)o);
-}
-
 /* Q2_K (three 0) or Q3_K (three 1) straight from the packed block: per half
  * h, the 32 bytes of qs hold four runs of 32 two-bit quants (bits 2q), Q3_K
  * adds bit 4h + q of hmask as the third (u ≤ 7; its quant is u − 4).  The
@@ -203,7 +187,7 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		const float d = kern_avx2_h2f(b + (three ? 108 : 80)) * y[ib].d;
 		__m256i sc16, sumi = _mm256_setzero_si256();
 		if (three) {
-			sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_kq_scales_k3(b + 96),
+			sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_avx2_scales_k3(b + 96),
 			    _mm_set1_epi8(32)));
 			acco = _mm256_fmadd_ps(_mm256_set1_ps(4.0f * d),
 			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);

@@ -5,15 +5,16 @@
  * A token-at-a-time dot (kern_cpu_vec_dot_rows) unpacks each weight block
  * again for every token.  The tile kernels here unpack a block once (quants,
  * scales, the f16 → f32 conversions) and dot it with 4 tokens (AVX2) or 8
- * (AVX-512: twice the registers): Q4_K, Q5_K and Q6_K one row at a time
- * (their unpacking is the expensive part), Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0
- * four rows at a time in vec_dot.c's layout.  The AVX2 bodies come from the
- * templates vec_tile_kq.h and vec_tile_q.h (vpmaddubsw + vpmaddwd); AVX-512 takes
- * vec_tile_q.h with VNNI's vpdpbusd, and its own K-quant kernels on 512-bit
- * vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K, even on
- * Q4_K, in bench_quant prefill on the busy VM).  Q2_K and Q3_K have no
- * tiles yet.  Q5_0 and Q5_1 have no AVX-512 one-token dot: their AVX-512
- * tiles equal the AVX2 one (the int32 lanes are the same, VNNI or not).
+ * (AVX-512: twice the registers): the K-quants one row at a time (their
+ * unpacking is the expensive part), Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 four
+ * rows at a time in vec_dot.c's layout.  The AVX2 bodies come from the
+ * templates vec_tile_kq.h, vec_tile_q23k.h and vec_tile_q.h (vpmaddubsw +
+ * vpmaddwd); AVX-512 takes vec_tile_q.h with VNNI's vpdpbusd,
+ * vec_tile_q23k.h with vpdpwssd, and its own Q4_K/Q5_K/Q6_K kernels on
+ * 512-bit vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K,
+ * even on Q4_K, in bench_quant prefill on the busy VM).  Q5_0, Q5_1, Q2_K
+ * and Q3_K have no AVX-512 one-token dot: their AVX-512 tiles equal the AVX2
+ * one (the int32 lanes are the same, VNNI or not).
  *
  * Every (row, token) result equals kern_vec_dot's at the same level bit for
  * bit (the integer sums are exact and the f32 steps the same), so a token's
@@ -57,6 +58,7 @@
 #define KT_ODOT(b, lo, yl, hi, yh) _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16( \
 	_mm256_maddubs_epi16(lo, yl), _mm256_maddubs_epi16(hi, yh)), b), _mm256_set1_epi16(1))
 #include "kernels/cpu/vec_tile_kq.h"
+#include "kernels/cpu/vec_tile_q23k.h"
 #include "kernels/cpu/vec_tile_q.h"
 #undef KT_TILE
 #undef KT_ATTR
@@ -87,10 +89,14 @@
 #define KT_OBIAS(c, yl, yh) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32( \
 	_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(c), yl), _mm256_set1_epi8(c), yh))
 #define KT_ODOT(b, lo, yl, hi, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, lo, yl), hi, yh)
+/* Q2_K/Q3_K on 256-bit vectors too (u ≤ 7: vpdpwssd does vpmaddwd + vpaddd) */
+#define KT_DOTACC(acc, a, b) _mm256_dpwssd_epi32(acc, a, b)
 #include "kernels/cpu/vec_tile_q.h"
+#include "kernels/cpu/vec_tile_q23k.h"
 #undef KT_TILE
 #undef KT_ATTR
 #undef KT_FN
+#undef KT_DOTACC
 #undef KT_U8DOT
 #undef KT_S8BIAS
 #undef KT_S8DOT
@@ -261,7 +267,12 @@ static void
 kern_tile_kq(enum kern_type t, int lvl, const uint8_t *x,
     const struct kern_block_q8_k *const y[KERN_TILE_MAX], int64_t nb, float o[KERN_TILE_MAX])
 {
-	if (t == KERN_TYPE_Q6_K) {
+	if (t == KERN_TYPE_Q2_K || t == KERN_TYPE_Q3_K) {
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_avx512_tile_q23k(x, y, nb, t == KERN_TYPE_Q3_K, o);
+		else
+			kern_avx2_tile_q23k(x, y, nb, t == KERN_TYPE_Q3_K, o);
+	} else if (t == KERN_TYPE_Q6_K) {
 		if (lvl >= KERN_CPU_SIMD_AVX512)
 			kern_z_tile_q6k(x, y, nb, o);
 		else
@@ -353,7 +364,8 @@ kern_tile_has(enum kern_type t, int lvl)
 {
 	if (lvl < KERN_CPU_SIMD_AVX2)
 		return 0;
-	return t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K ||
+	return t == KERN_TYPE_Q2_K || t == KERN_TYPE_Q3_K || t == KERN_TYPE_Q4_K ||
+	    t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K ||
 	    t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_0 ||
 	    t == KERN_TYPE_Q5_1 || t == KERN_TYPE_Q8_0;
 }
