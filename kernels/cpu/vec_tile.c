@@ -53,8 +53,8 @@
 	_mm256_add_epi32(KT_S8ONE(wl, yl), KT_S8ONE(wh, yh)))
 /* Σ (u − c)·x = Σ u·x − c·Σx, the correction in int16 (vec_dot.c's Q4_0,
  * c = 8, and Q5_0, c = 16) */
-#define KT_OBIAS(c, yl, yh) _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(c), yl), \
-	_mm256_maddubs_epi16(_mm256_set1_epi8(c), yh))
+#define KT_OBIAS(c, yl, yh) _mm256_add_epi16(_mm256_maddubs_epi16(c, yl), \
+	_mm256_maddubs_epi16(c, yh))
 #define KT_ODOT(b, lo, yl, hi, yh) _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16( \
 	_mm256_maddubs_epi16(lo, yl), _mm256_maddubs_epi16(hi, yh)), b), _mm256_set1_epi16(1))
 #include "kernels/cpu/vec_tile_kq.h"
@@ -87,7 +87,7 @@
 /* u = q + c (Q4_0's nibbles, c = 8; Q5_0's 5-bit quants, c = 16) from a
  * start of −c·Σx */
 #define KT_OBIAS(c, yl, yh) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32( \
-	_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(c), yl), _mm256_set1_epi8(c), yh))
+	_mm256_dpbusd_epi32(_mm256_setzero_si256(), c, yl), c, yh))
 #define KT_ODOT(b, lo, yl, hi, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, lo, yl), hi, yh)
 /* Q2_K/Q3_K on 256-bit vectors too (u ≤ 7: vpdpwssd does vpmaddwd + vpaddd) */
 #define KT_DOTACC(acc, a, b) _mm256_dpwssd_epi32(acc, a, b)
@@ -291,36 +291,18 @@ static void
 kern_tile_q(enum kern_type t, int lvl, const uint8_t *const x[4],
     const void *const y[KERN_TILE_MAX], int64_t nb, float o[4 * KERN_TILE_MAX])
 {
-	if (t == KERN_TYPE_Q5_1) {
+	const int z = lvl >= KERN_CPU_SIMD_AVX512;
+
+	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1) {
 		const struct kern_block_q8_1 *const *y1 = (const struct kern_block_q8_1 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q5_1(x, y1, nb, o);
-		else
-			kern_avx2_tile_q5_1(x, y1, nb, o);
-	} else if (t == KERN_TYPE_Q5_0) {
-		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q5_0(x, y0, nb, o);
-		else
-			kern_avx2_tile_q5_0(x, y0, nb, o);
-	} else if (t == KERN_TYPE_Q4_1) {
-		const struct kern_block_q8_1 *const *y1 = (const struct kern_block_q8_1 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q4_1(x, y1, nb, o);
-		else
-			kern_avx2_tile_q4_1(x, y1, nb, o);
-	} else if (t == KERN_TYPE_Q4_0) {
-		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q4_0(x, y0, nb, o);
-		else
-			kern_avx2_tile_q4_0(x, y0, nb, o);
+		(z ? kern_avx512_tile_q45_1 : kern_avx2_tile_q45_1)(x, y1, nb, t == KERN_TYPE_Q5_1, o);
 	} else {
 		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q8_0(x, y0, nb, o);
+		if (t == KERN_TYPE_Q8_0)
+			(z ? kern_avx512_tile_q8_0 : kern_avx2_tile_q8_0)(x, y0, nb, o);
 		else
-			kern_avx2_tile_q8_0(x, y0, nb, o);
+			(z ? kern_avx512_tile_q45_0 : kern_avx2_tile_q45_0)(x, y0, nb,
+			    t == KERN_TYPE_Q5_0, o);
 	}
 }
 

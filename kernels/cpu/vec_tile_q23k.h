@@ -17,8 +17,6 @@ KT_FN(q23k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
     int three, float out[KT_TILE])
 {
 	const size_t bb = three ? sizeof(struct kern_block_q3_k) : sizeof(struct kern_block_q2_k);
-	const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-	const __m128i m4 = _mm_set1_epi8(0x0f);
 	__m256i pick[4];
 	__m256 acc[KT_TILE], acco[KT_TILE];
 	int64_t ib;
@@ -35,15 +33,7 @@ KT_FN(q23k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 		const float mw = three ? 0.0f : kern_avx2_h2f(b + 82);
 		__m256i sc16, off16, sumi[KT_TILE];
 
-		if (three) {
-			sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_avx2_scales_k3(b + 96),
-			    _mm_set1_epi8(32)));
-			off16 = sc16; /* the offset: 4·Σ sc·bsums */
-		} else {
-			const __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)b);
-			off16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4)); /* mins */
-			sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
-		}
+		kern_avx2_q23k_scales(b, three, &sc16, &off16);
 		for (k = 0; k < KT_TILE; k++) {
 			const struct kern_block_q8_k *yk = &y[k][ib];
 			const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)yk->bsums);
@@ -60,10 +50,7 @@ KT_FN(q23k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 			for (q = 0; q < 4; q++) {
 				const __m256i s = _mm256_shuffle_epi8(sch, pick[q]);
-				__m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * q), m3);
-				if (three)
-					u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(
-					    _mm256_srli_epi16(hm, 4 * h + q), one), 2));
+				const __m256i u = kern_avx2_q23k_run(qv, hm, h, q, three);
 				for (k = 0; k < KT_TILE; k++)
 					sumi[k] = KT_DOTACC(sumi[k], _mm256_maddubs_epi16(u,
 					    _mm256_loadu_si256((const __m256i *)(const void *)
