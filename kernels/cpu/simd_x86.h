@@ -274,16 +274,20 @@ kern_avx2_q23k_scales(const uint8_t *b, int three, __m256i *sc16, __m256i *off16
 	*sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
 }
 
-/* Run q (of 4) of half h of a Q2_K/Q3_K block: the 2-bit quants at bits 2q
- * of the half's 32 qs bytes qv, Q3_K (three 1) with bit 4h + q of hmask hm
- * as the third (u ≤ 7). */
+/* Run q (of 4) of half h of the Q2_K/Q3_K block b: the 2-bit quants at
+ * bits 2q of the half's 32 qs bytes, Q3_K (three 1) with bit 4h + q of
+ * hmask (b's first 32 bytes) as the third (u ≤ 7). */
 static inline KERN_AVX2_INLINE __m256i
-kern_avx2_q23k_run(__m256i qv, __m256i hm, int h, int q, int three)
+kern_avx2_q23k_run(const uint8_t *b, int h, int q, int three)
 {
+	const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)
+	    (b + (three ? 32 : 16) + 32 * h));
 	const __m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * q), _mm256_set1_epi8(3));
+	__m256i hm;
 
 	if (!three)
 		return u;
+	hm = _mm256_loadu_si256((const __m256i *)(const void *)b);
 	return _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + q),
 	    _mm256_set1_epi8(1)), 2));
 }

@@ -179,7 +179,7 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 
 	kern_avx2_picks(pick);
 	for (ib = 0; ib < nb; ib++) {
-		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (three ? 32 : 16);
+		const uint8_t *b = x + (size_t)ib * bb;
 		const int8_t *q8 = y[ib].qs;
 		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
 		const float d = kern_avx2_h2f(b + (three ? 108 : 80)) * y[ib].d;
@@ -189,13 +189,10 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		acco = _mm256_fmadd_ps(_mm256_set1_ps(three ? 4.0f * d : kern_avx2_h2f(b + 82) * y[ib].d),
 		    _mm256_cvtepi32_ps(_mm256_madd_epi16(off16, bs)), acco);
 		for (h = 0; h < 2; h++) {
-			const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
-			const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)b)
-			    : _mm256_setzero_si256();
 			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
 			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 			for (q = 0; q < 4; q++) {
-				const __m256i u = kern_avx2_q23k_run(qv, hm, h, q, three);
+				const __m256i u = kern_avx2_q23k_run(b, h, q, three);
 				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u,
 				    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 128 * h + 32 * q))),
 				    _mm256_shuffle_epi8(sch, pick[q])));

@@ -28,7 +28,7 @@ KT_FN(q23k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 		acco[k] = _mm256_setzero_ps();
 	}
 	for (ib = 0; ib < nb; ib++) {
-		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (three ? 32 : 16);
+		const uint8_t *b = x + (size_t)ib * bb;
 		const float dw = kern_avx2_h2f(b + (three ? 108 : 80));
 		const float mw = three ? 0.0f : kern_avx2_h2f(b + 82);
 		__m256i sc16, off16, sumi[KT_TILE];
@@ -43,14 +43,11 @@ KT_FN(q23k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 			sumi[k] = _mm256_setzero_si256();
 		}
 		for (h = 0; h < 2; h++) {
-			const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
-			const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)b)
-			    : _mm256_setzero_si256();
 			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
 			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 			for (q = 0; q < 4; q++) {
 				const __m256i s = _mm256_shuffle_epi8(sch, pick[q]);
-				const __m256i u = kern_avx2_q23k_run(qv, hm, h, q, three);
+				const __m256i u = kern_avx2_q23k_run(b, h, q, three);
 				for (k = 0; k < KT_TILE; k++)
 					sumi[k] = KT_DOTACC(sumi[k], _mm256_maddubs_epi16(u,
 					    _mm256_loadu_si256((const __m256i *)(const void *)
