@@ -1113,7 +1113,8 @@ test_vec_dot_kquants(void)
  * (the tile kernels share the one-token kernels' integer lanes and f32
  * steps), so within KQ_REL·Σ|terms| of the exact value; token counts and
  * row counts around the tile sizes (4 tokens at AVX2, 8 at AVX-512; 4 rows
- * for Q4_0/Q4_1/Q8_0), odd strides, and nothing written outside the rows and tokens asked for. */
+ * for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0), odd strides, and nothing written outside
+ * the rows and tokens asked for. */
 static int
 kq_check_tile(enum kern_type t, int64_t n)
 {
@@ -1187,8 +1188,23 @@ test_vec_dot_tile(void)
 	static const enum kern_type ts[] = { KERN_TYPE_Q4_1, KERN_TYPE_Q8_0, KERN_TYPE_Q4_K,
 		KERN_TYPE_Q5_K, KERN_TYPE_Q6_K, KERN_TYPE_Q4_0, KERN_TYPE_Q5_0, KERN_TYPE_Q5_1,
 		KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_F16 };
+	/* the types with tile kernels at AVX2 and AVX-512: their check above
+	 * compares the tiles, not the one-token path with itself */
+	static const enum kern_type tiled[] = { KERN_TYPE_Q4_0, KERN_TYPE_Q4_1, KERN_TYPE_Q5_0,
+		KERN_TYPE_Q5_1, KERN_TYPE_Q8_0, KERN_TYPE_Q2_K, KERN_TYPE_Q3_K, KERN_TYPE_Q4_K,
+		KERN_TYPE_Q5_K, KERN_TYPE_Q6_K };
 	size_t i;
+	int l;
 
+	for (l = KERN_CPU_SIMD_AVX2; l < kq_n_levels(); l++)
+		for (i = 0; i < sizeof(tiled) / sizeof(tiled[0]); i++) {
+			int nt;
+			kern_cpu_force_simd(l);
+			nt = kern_cpu_vec_dot_tile_tokens(tiled[i]);
+			kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+			TAP_CHECK(nt == (l >= KERN_CPU_SIMD_AVX512 ? 8 : 4), "%s %s: %d tokens per tile",
+			    kern_type_name(tiled[i]), kq_level_name(l), nt);
+		}
 	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
 		TAP_CHECK(kq_check_tile(ts[i], 256), "%s n=256", kern_type_name(ts[i]));
 		TAP_CHECK(kq_check_tile(ts[i], 1536), "%s n=1536", kern_type_name(ts[i]));

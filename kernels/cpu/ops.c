@@ -36,12 +36,13 @@
 				  * do not depend on the thread count */
 #define KERN_ATTN_QBLOCK 32
 /* the weight types whose prefills run on the integer dots (a bit per type):
- * every quantized one but Q3_K, where the two paths tie (bench_quant
- * prefill: the dots 1.3-3.5x faster on one thread, bench/RESULTS.md) */
+ * every quantized one (bench_quant prefill: with vec_tile.c's tiles the dots
+ * are 2.3-3.9x faster than dequantize + sgemm on one thread, Q3_K too,
+ * bench/RESULTS.md) */
 #define KERN_PREFILL_QDOT_TYPES (1ull << KERN_TYPE_Q4_0 | 1ull << KERN_TYPE_Q4_1 | \
 	1ull << KERN_TYPE_Q5_0 | 1ull << KERN_TYPE_Q5_1 | 1ull << KERN_TYPE_Q8_0 | \
-	1ull << KERN_TYPE_Q2_K | 1ull << KERN_TYPE_Q4_K | 1ull << KERN_TYPE_Q5_K | \
-	1ull << KERN_TYPE_Q6_K)      /* queries per attention block */
+	1ull << KERN_TYPE_Q2_K | 1ull << KERN_TYPE_Q3_K | 1ull << KERN_TYPE_Q4_K | \
+	1ull << KERN_TYPE_Q5_K | 1ull << KERN_TYPE_Q6_K)      /* queries per attention block */
 
 void openblas_set_num_threads(int n); /* OpenBLAS extension, not in cblas.h everywhere */
 

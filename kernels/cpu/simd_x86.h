@@ -148,6 +148,62 @@ kern_avx2_unfold(__m256 acc, float out[4])
 	out[3] = a[5] + a[7];
 }
 
+/* Q5 blocks, four rows at a time in the Q4 layout (vec_dot.c, vec_tile.c): byte j of each
+ * 128-bit half gets 0x10 where the row's qh has bit j (part 0: the low
+ * nibbles, elements 0..15) or bit 16 + j (part 1).  h holds the row pair's
+ * qh words as [a a a a | b b b b]. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q5_hi(__m256i h, int part)
+{
+	const __m256i sel = part ? _mm256_setr_epi64x(0x0202020202020202LL, 0x0303030303030303LL,
+	    0x0202020202020202LL, 0x0303030303030303LL)
+	    : _mm256_setr_epi64x(0, 0x0101010101010101LL, 0, 0x0101010101010101LL);
+	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+	const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(h, sel), bit);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
+}
+
+/* The qh words at offset off of rows a and b as [a a a a | b b b b]. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q5_qh2(const uint8_t *a, const uint8_t *b, size_t off)
+{
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(
+	    _mm_set1_epi32((int)kern_x86_ld32(a + off))), _mm_set1_epi32((int)kern_x86_ld32(b + off)), 1);
+}
+
+/* The 5-bit quants u = nibble | 5th bit (≤ 31) of a row pair's block: the
+ * 16 quant bytes at qa and qb, their qh words h (kern_avx2_q5_qh2); *lo
+ * gets elements 0..15 of each row (the low nibbles), *hi elements 16..31. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q5_unpack(const uint8_t *qa, const uint8_t *qb, __m256i h, __m256i *lo, __m256i *hi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m256i v = kern_avx2_load2x128(qa, qb);
+
+	*lo = _mm256_or_si256(_mm256_and_si256(v, m4), kern_avx2_q5_hi(h, 0));
+	*hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), kern_avx2_q5_hi(h, 1));
+}
+
+/* The quants of a 32-element block of a row pair a, b (the block's start),
+ * the 16 quant bytes at offset q: Q4_* nibbles (five 0), or Q5_* 5-bit
+ * quants (five 1, the qh word just before them); *lo gets elements 0..15
+ * of each row, *hi elements 16..31. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q45_pair(const uint8_t *a, const uint8_t *b, size_t q, int five, __m256i *lo,
+    __m256i *hi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256i v;
+
+	if (five) {
+		kern_avx2_q5_unpack(a + q, b + q, kern_avx2_q5_qh2(a, b, q - 4), lo, hi);
+		return;
+	}
+	v = kern_avx2_load2x128(a + q, b + q);
+	*lo = _mm256_and_si256(v, m4);
+	*hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+}
+
 /* Sum of 8 lanes. */
 static inline KERN_AVX2_INLINE float
 kern_avx2_hsum(__m256 v)
@@ -180,6 +236,60 @@ kern_avx2_scales_k4(const uint8_t *s, uint8_t sc[16])
 	o[2] = a[1] & 0x3f3f3f3fu;
 	o[3] = ((a[2] >> 4) & 0x0f0f0f0fu) | ((a[1] >> 6) & 0x03030303u) << 4;
 	memcpy(sc, o, 16);
+}
+
+/* Q3_K's 16 scales as bytes (before the -32), four at a time: the low
+ * nibbles of bytes 0..7, then their high nibbles, each with 2 bits of bytes
+ * 8..11 above (kern_cpu_q3k_scales one by one). */
+static inline KERN_AVX2_INLINE __m128i
+kern_avx2_scales_k3(const uint8_t *p)
+{
+	uint32_t a[3], o[4];
+
+	memcpy(a, p, 12);
+	o[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
+	o[1] = (a[1] & 0x0f0f0f0fu) | ((a[2] >> 2) & 0x03030303u) << 4;
+	o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 4) & 0x03030303u) << 4;
+	o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 6) & 0x03030303u) << 4;
+	return _mm_loadu_si128((const __m128i *)(const void *)o);
+}
+
+/* Q2_K's (three 0) or Q3_K's (three 1) 16 scales of block b as int16
+ * lanes (*sc16: Q2_K's low nibbles, Q3_K's six bits minus 32), and what
+ * meets the bsums (*off16: Q2_K's mins, the high nibbles; Q3_K's scales,
+ * for its offset 4·Σ sc·bsums). */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q23k_scales(const uint8_t *b, int three, __m256i *sc16, __m256i *off16)
+{
+	const __m128i m4 = _mm_set1_epi8(0x0f);
+	__m128i raw;
+
+	if (three) {
+		*sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_avx2_scales_k3(b + 96), _mm_set1_epi8(32)));
+		*off16 = *sc16;
+		return;
+	}
+	raw = _mm_loadu_si128((const __m128i *)(const void *)b);
+	*off16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+	*sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+}
+
+/* Run q (of 4) of half h of the Q2_K/Q3_K block b: the 2-bit quants at
+ * bits 2q of the half's 32 qs bytes, Q3_K (three 1) with bit 4h + q of
+ * hmask (b's first 32 bytes) as the third (u ≤ 7). */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q23k_run(const uint8_t *b, int h, int q, int three)
+{
+	const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)
+	    (b + (three ? 32 : 16) + 32 * h));
+	const __m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * q), _mm256_set1_epi8(3));
+	__m256i hm;
+
+	if (!three)
+		return u;
+	hm = _mm256_loadu_si256((const __m256i *)(const void *)b);
+	return _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + q),
+	    _mm256_set1_epi8(1)), 2));
 }
 
 /* The mins of kern_avx2_scales_k4's sc[8..15], each twice, as 16 int16

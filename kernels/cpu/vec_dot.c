@@ -369,40 +369,15 @@ KERN_X4_DRIVER(kern_avx2_q4_1_rows, kern_avx2_q4_1_x4, struct kern_block_q8_1, K
 KERN_X4_DRIVER(kern_avx2_q4_0_rows, kern_avx2_q4_0_x4, struct kern_block_q8_0, KERN_AVX2)
 KERN_X4_DRIVER(kern_avx2_q8_0_rows, kern_avx2_q8_0_x4, struct kern_block_q8_0, KERN_AVX2)
 
-/* Q5 blocks, four rows at a time in the Q4 layout above: byte j of each
- * 128-bit half gets 0x10 where the row's qh has bit j (part 0: the low
- * nibbles, elements 0..15) or bit 16 + j (part 1).  h holds the row pair's
- * qh words as [a a a a | b b b b]. */
-static inline KERN_AVX2_INLINE __m256i
-kern_avx2_q5_hi(__m256i h, int part)
-{
-	const __m256i sel = part ? _mm256_setr_epi64x(0x0202020202020202LL, 0x0303030303030303LL,
-	    0x0202020202020202LL, 0x0303030303030303LL)
-	    : _mm256_setr_epi64x(0, 0x0101010101010101LL, 0, 0x0101010101010101LL);
-	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-	const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(h, sel), bit);
-	return _mm256_and_si256(_mm256_cmpeq_epi8(v, bit), _mm256_set1_epi8(0x10));
-}
-
-/* The qh words at offset off of rows a and b as [a a a a | b b b b]. */
-static inline KERN_AVX2_INLINE __m256i
-kern_avx2_q5_qh2(const uint8_t *a, const uint8_t *b, size_t off)
-{
-	return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi32((int)kern_ld32(a + off))),
-	    _mm_set1_epi32((int)kern_ld32(b + off)), 1);
-}
-
 /* Σ u·x per row pair as int16 pairs: u = nibble | 5th bit (≤ 31), the low
  * nibbles against x[0..15], the high ones against x[16..31]; |each
  * vpmaddubsw lane| ≤ 2·31·128, the two added ≤ 15872. */
 static inline KERN_AVX2_INLINE __m256i
 kern_avx2_q5_pair(const uint8_t *qa, const uint8_t *qb, __m256i h, __m256i ylo, __m256i yhi)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	const __m256i v = kern_avx2_load2x128(qa, qb);
-	const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), kern_avx2_q5_hi(h, 0));
-	const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
-	    kern_avx2_q5_hi(h, 1));
+	__m256i lo, hi;
+
+	kern_avx2_q5_unpack(qa, qb, h, &lo, &hi);
 	return _mm256_add_epi16(_mm256_maddubs_epi16(lo, ylo), _mm256_maddubs_epi16(hi, yhi));
 }
 

@@ -162,22 +162,6 @@ kern_scalar_kq(enum kern_type t, const uint8_t *x, const struct kern_block_q8_k 
 #if KERN_X86
 #include "kernels/cpu/simd_x86.h"
 
-/* Q3_K's 16 scales as bytes (before the -32), four at a time: the low
- * nibbles of bytes 0..7, then their high nibbles, each with 2 bits of bytes
- * 8..11 above (kern_cpu_q3k_scales one by one). */
-static inline __attribute__((target("avx2,fma,f16c"), always_inline)) __m128i
-kern_kq_scales_k3(const uint8_t *p)
-{
-	uint32_t a[3], o[4];
-
-	memcpy(a, p, 12);
-	o[0] = (a[0] & 0x0f0f0f0fu) | (a[2] & 0x03030303u) << 4;
-	o[1] = (a[1] & 0x0f0f0f0fu) | ((a[2] >> 2) & 0x03030303u) << 4;
-	o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 4) & 0x03030303u) << 4;
-	o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | ((a[2] >> 6) & 0x03030303u) << 4;
-	return _mm_loadu_si128((const __m128i *)(const void *)o);
-}
-
 /* Q2_K (three 0) or Q3_K (three 1) straight from the packed block: per half
  * h, the 32 bytes of qs hold four runs of 32 two-bit quants (bits 2q), Q3_K
  * adds bit 4h + q of hmask as the third (u ≤ 7; its quant is u − 4).  The
@@ -188,8 +172,6 @@ static KERN_AVX2 float
 kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int three)
 {
 	const size_t bb = three ? sizeof(struct kern_block_q3_k) : sizeof(struct kern_block_q2_k);
-	const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-	const __m128i m4 = _mm_set1_epi8(0x0f);
 	__m256i pick[4];
 	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
 	int64_t ib;
@@ -197,34 +179,20 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 
 	kern_avx2_picks(pick);
 	for (ib = 0; ib < nb; ib++) {
-		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (three ? 32 : 16);
+		const uint8_t *b = x + (size_t)ib * bb;
 		const int8_t *q8 = y[ib].qs;
 		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
 		const float d = kern_avx2_h2f(b + (three ? 108 : 80)) * y[ib].d;
-		__m256i sc16, sumi = _mm256_setzero_si256();
-		if (three) {
-			sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(kern_kq_scales_k3(b + 96),
-			    _mm_set1_epi8(32)));
-			acco = _mm256_fmadd_ps(_mm256_set1_ps(4.0f * d),
-			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
-		} else {
-			const __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)b);
-			const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
-			sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
-			acco = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b + 82) * y[ib].d),
-			    _mm256_cvtepi32_ps(_mm256_madd_epi16(mn16, bs)), acco);
-		}
+		__m256i sc16, off16, sumi = _mm256_setzero_si256();
+
+		kern_avx2_q23k_scales(b, three, &sc16, &off16);
+		acco = _mm256_fmadd_ps(_mm256_set1_ps(three ? 4.0f * d : kern_avx2_h2f(b + 82) * y[ib].d),
+		    _mm256_cvtepi32_ps(_mm256_madd_epi16(off16, bs)), acco);
 		for (h = 0; h < 2; h++) {
-			const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * h));
-			const __m256i hm = three ? _mm256_loadu_si256((const __m256i *)(const void *)b)
-			    : _mm256_setzero_si256();
 			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
 			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 			for (q = 0; q < 4; q++) {
-				__m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * q), m3);
-				if (three)
-					u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(
-					    _mm256_srli_epi16(hm, 4 * h + q), one), 2));
+				const __m256i u = kern_avx2_q23k_run(b, h, q, three);
 				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u,
 				    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 128 * h + 32 * q))),
 				    _mm256_shuffle_epi8(sch, pick[q])));

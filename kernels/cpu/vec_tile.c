@@ -5,14 +5,16 @@
  * A token-at-a-time dot (kern_cpu_vec_dot_rows) unpacks each weight block
  * again for every token.  The tile kernels here unpack a block once (quants,
  * scales, the f16 → f32 conversions) and dot it with 4 tokens (AVX2) or 8
- * (AVX-512: twice the registers): Q4_K, Q5_K and Q6_K one row at a time
- * (their unpacking is the expensive part), Q4_0, Q4_1 and Q8_0 four rows
- * at a time in vec_dot.c's layout.  The AVX2 bodies come from the templates
- * vec_tile_kq.h and vec_tile_q.h (vpmaddubsw + vpmaddwd); AVX-512 takes
- * vec_tile_q.h with VNNI's vpdpbusd, and its own K-quant kernels on 512-bit
- * vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K, even on
- * Q4_K, in bench_quant prefill on the busy VM).  Q5_0, Q5_1, Q2_K and Q3_K
- * have no tiles yet.
+ * (AVX-512: twice the registers): the K-quants one row at a time (their
+ * unpacking is the expensive part), Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 four
+ * rows at a time in vec_dot.c's layout.  The AVX2 bodies come from the
+ * templates vec_tile_kq.h, vec_tile_q23k.h and vec_tile_q.h (vpmaddubsw +
+ * vpmaddwd); AVX-512 takes vec_tile_q.h with VNNI's vpdpbusd,
+ * vec_tile_q23k.h with vpdpwssd, and its own Q4_K/Q5_K/Q6_K kernels on
+ * 512-bit vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K,
+ * even on Q4_K, in bench_quant prefill on the busy VM).  Q5_0, Q5_1, Q2_K
+ * and Q3_K have no AVX-512 one-token dot: their AVX-512 tiles equal the AVX2
+ * one (the int32 lanes are the same, VNNI or not).
  *
  * Every (row, token) result equals kern_vec_dot's at the same level bit for
  * bit (the integer sums are exact and the f32 steps the same), so a token's
@@ -49,12 +51,14 @@
 	_mm256_sign_epi8(x, w)), _mm256_set1_epi16(1))
 #define KT_S8DOT(b, wl, yl, wh, yh) ((void)(b), \
 	_mm256_add_epi32(KT_S8ONE(wl, yl), KT_S8ONE(wh, yh)))
-/* Σ (n − 8)·x = Σ n·x − 8·Σx, the correction in int16 (vec_dot.c's Q4_0) */
-#define KT_N8BIAS(yl, yh) _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), yl), \
-	_mm256_maddubs_epi16(_mm256_set1_epi8(8), yh))
-#define KT_N8DOT(b, lo, yl, hi, yh) _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16( \
+/* Σ (u − c)·x = Σ u·x − c·Σx, the correction in int16 (vec_dot.c's Q4_0,
+ * c = 8, and Q5_0, c = 16) */
+#define KT_OBIAS(c, yl, yh) _mm256_add_epi16(_mm256_maddubs_epi16(c, yl), \
+	_mm256_maddubs_epi16(c, yh))
+#define KT_ODOT(b, lo, yl, hi, yh) _mm256_madd_epi16(_mm256_sub_epi16(_mm256_add_epi16( \
 	_mm256_maddubs_epi16(lo, yl), _mm256_maddubs_epi16(hi, yh)), b), _mm256_set1_epi16(1))
 #include "kernels/cpu/vec_tile_kq.h"
+#include "kernels/cpu/vec_tile_q23k.h"
 #include "kernels/cpu/vec_tile_q.h"
 #undef KT_TILE
 #undef KT_ATTR
@@ -63,8 +67,8 @@
 #undef KT_U8DOT
 #undef KT_S8BIAS
 #undef KT_S8DOT
-#undef KT_N8BIAS
-#undef KT_N8DOT
+#undef KT_OBIAS
+#undef KT_ODOT
 
 /* AVX-512 VNNI on 256-bit vectors (the K-quants: on 512-bit ones, below):
  * signed Q8_0 weights are dotted as
@@ -80,19 +84,24 @@
 	_mm256_dpbusd_epi32(_mm256_setzero_si256(), KT_FLIP, yl), KT_FLIP, yh))
 #define KT_S8DOT(b, wl, yl, wh, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, \
 	_mm256_xor_si256(KT_FLIP, wl), yl), _mm256_xor_si256(KT_FLIP, wh), yh)
-/* nibbles n = q + 8 from a start of −8·Σx */
-#define KT_N8BIAS(yl, yh) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32( \
-	_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), yl), _mm256_set1_epi8(8), yh))
-#define KT_N8DOT(b, lo, yl, hi, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, lo, yl), hi, yh)
+/* u = q + c (Q4_0's nibbles, c = 8; Q5_0's 5-bit quants, c = 16) from a
+ * start of −c·Σx */
+#define KT_OBIAS(c, yl, yh) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32( \
+	_mm256_dpbusd_epi32(_mm256_setzero_si256(), c, yl), c, yh))
+#define KT_ODOT(b, lo, yl, hi, yh) _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(b, lo, yl), hi, yh)
+/* Q2_K/Q3_K on 256-bit vectors too (u ≤ 7: vpdpwssd does vpmaddwd + vpaddd) */
+#define KT_DOTACC(acc, a, b) _mm256_dpwssd_epi32(acc, a, b)
 #include "kernels/cpu/vec_tile_q.h"
+#include "kernels/cpu/vec_tile_q23k.h"
 #undef KT_TILE
 #undef KT_ATTR
 #undef KT_FN
+#undef KT_DOTACC
 #undef KT_U8DOT
 #undef KT_S8BIAS
 #undef KT_S8DOT
-#undef KT_N8BIAS
-#undef KT_N8DOT
+#undef KT_OBIAS
+#undef KT_ODOT
 #undef KT_FLIP
 
 /* The K-quants on 512-bit vectors (AVX-512 BW + VNNI): a 64-quant step of
@@ -258,7 +267,12 @@ static void
 kern_tile_kq(enum kern_type t, int lvl, const uint8_t *x,
     const struct kern_block_q8_k *const y[KERN_TILE_MAX], int64_t nb, float o[KERN_TILE_MAX])
 {
-	if (t == KERN_TYPE_Q6_K) {
+	if (t == KERN_TYPE_Q2_K || t == KERN_TYPE_Q3_K) {
+		if (lvl >= KERN_CPU_SIMD_AVX512)
+			kern_avx512_tile_q23k(x, y, nb, t == KERN_TYPE_Q3_K, o);
+		else
+			kern_avx2_tile_q23k(x, y, nb, t == KERN_TYPE_Q3_K, o);
+	} else if (t == KERN_TYPE_Q6_K) {
 		if (lvl >= KERN_CPU_SIMD_AVX512)
 			kern_z_tile_q6k(x, y, nb, o);
 		else
@@ -271,29 +285,24 @@ kern_tile_kq(enum kern_type t, int lvl, const uint8_t *x,
 	}
 }
 
-/* Four Q4_0, Q4_1 or Q8_0 rows · kern_tile_n(lvl) tokens at level lvl: o[4k + r]. */
+/* Four Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 rows · kern_tile_n(lvl) tokens at level
+ * lvl: o[4k + r]. */
 static void
 kern_tile_q(enum kern_type t, int lvl, const uint8_t *const x[4],
     const void *const y[KERN_TILE_MAX], int64_t nb, float o[4 * KERN_TILE_MAX])
 {
-	if (t == KERN_TYPE_Q4_1) {
+	const int z = lvl >= KERN_CPU_SIMD_AVX512;
+
+	if (t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_1) {
 		const struct kern_block_q8_1 *const *y1 = (const struct kern_block_q8_1 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q4_1(x, y1, nb, o);
-		else
-			kern_avx2_tile_q4_1(x, y1, nb, o);
-	} else if (t == KERN_TYPE_Q4_0) {
-		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q4_0(x, y0, nb, o);
-		else
-			kern_avx2_tile_q4_0(x, y0, nb, o);
+		(z ? kern_avx512_tile_q45_1 : kern_avx2_tile_q45_1)(x, y1, nb, t == KERN_TYPE_Q5_1, o);
 	} else {
 		const struct kern_block_q8_0 *const *y0 = (const struct kern_block_q8_0 *const *)y;
-		if (lvl >= KERN_CPU_SIMD_AVX512)
-			kern_avx512_tile_q8_0(x, y0, nb, o);
+		if (t == KERN_TYPE_Q8_0)
+			(z ? kern_avx512_tile_q8_0 : kern_avx2_tile_q8_0)(x, y0, nb, o);
 		else
-			kern_avx2_tile_q8_0(x, y0, nb, o);
+			(z ? kern_avx512_tile_q45_0 : kern_avx2_tile_q45_0)(x, y0, nb,
+			    t == KERN_TYPE_Q5_0, o);
 	}
 }
 
@@ -337,10 +346,25 @@ kern_tile_has(enum kern_type t, int lvl)
 {
 	if (lvl < KERN_CPU_SIMD_AVX2)
 		return 0;
-	return t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K ||
-	    t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q8_0;
+	return t == KERN_TYPE_Q2_K || t == KERN_TYPE_Q3_K || t == KERN_TYPE_Q4_K ||
+	    t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K ||
+	    t == KERN_TYPE_Q4_0 || t == KERN_TYPE_Q4_1 || t == KERN_TYPE_Q5_0 ||
+	    t == KERN_TYPE_Q5_1 || t == KERN_TYPE_Q8_0;
 }
 #endif /* KERN_X86 */
+
+int
+kern_cpu_vec_dot_tile_tokens(enum kern_type t)
+{
+#if KERN_X86
+	const int lvl = kern_cpu_simd_level();
+
+	return kern_tile_has(t, lvl) ? kern_tile_n(lvl) : 0;
+#else
+	(void)t;
+	return 0;
+#endif
+}
 
 void
 kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
