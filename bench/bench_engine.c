@@ -19,24 +19,10 @@
 #include <time.h>
 
 #include "bench/backend.h"
+#include "bench/clock.h"
 #include "engine/engine.h"
 
 void openblas_set_num_threads(int n);
-
-static double
-thread_cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* sgemm GFLOP/s for an (m × k) · (k × n) product, OpenBLAS on n_threads. */
 static double
@@ -140,10 +126,10 @@ main(int argc, char **argv)
 				return 1;
 			t0 = eng_now();
 			for (i = 0; i < 128; i++) {
-				double c0 = thread_cpu_now(), w0 = eng_now();
+				double c0 = bench_thread_cpu_s(), w0 = eng_now();
 				if (eng_forward(ctx, kv, &id, 1, NULL, logits))
 					return 1;
-				step[r * 128 + i] = thread_cpu_now() - c0;
+				step[r * 128 + i] = bench_thread_cpu_s() - c0;
 				wall[r * 128 + i] = eng_now() - w0;
 				id = ids[(i + 1) % 8192];
 			}
@@ -155,7 +141,7 @@ main(int argc, char **argv)
 		else
 			printf("%-14s %10d %12.1f\n", "decode", 128, 128 / best);
 		if (cpu) {
-			qsort(step, (size_t)reps * 128, sizeof(double), cmp_double);
+			qsort(step, (size_t)reps * 128, sizeof(double), bench_cmp_double);
 			if (json)
 				printf("{\"what\":\"decode_cpu\",\"threads\":%d,\"best_ms\":%.3f,"
 				    "\"median_ms\":%.3f}\n", threads, step[0] * 1e3, step[reps * 64] * 1e3);
@@ -164,7 +150,7 @@ main(int argc, char **argv)
 				    "decode_cpu", "", step[0] * 1e3, step[reps * 64] * 1e3);
 		}
 		if (cpu && threads > 1) {
-			qsort(wall, (size_t)reps * 128, sizeof(double), cmp_double);
+			qsort(wall, (size_t)reps * 128, sizeof(double), bench_cmp_double);
 			if (json)
 				printf("{\"what\":\"decode_step\",\"threads\":%d,\"best_ms\":%.3f,"
 				    "\"median_ms\":%.3f}\n", threads, wall[0] * 1e3, wall[reps * 64] * 1e3);

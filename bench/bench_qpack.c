@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/clock.h"
 #include "common/rng.h"
 #include "snapshot/hadamard.h"
 #include "snapshot/qpack.h"
@@ -26,21 +27,6 @@
 
 #define BQ_D 64
 #define BQ_MAX_REPS 64
-
-static double
-bq_cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int
-bq_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* N(0,1) by Box-Muller from the xorshift stream. */
 static double
@@ -105,16 +91,16 @@ main(int argc, char **argv)
 		if (qp_encode(forms[f].s, src, n, BQ_D, buf))
 			return 1;
 		for (k = 0; k < reps; k++) {
-			double t0 = bq_cpu_now();
+			double t0 = bench_thread_cpu_s();
 			int rc = forms[f].rotated ? hd_unpack_rows(forms[f].s, buf, n, BQ_D, y) :
 			    qp_decode(forms[f].s, buf, n, BQ_D, y);
-			t[k] = bq_cpu_now() - t0;
+			t[k] = bench_thread_cpu_s() - t0;
 			if (rc)
 				return 1;
 		}
 		for (i = 0; i < n * BQ_D; i++)
 			e2 += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
-		qsort(t, (size_t)reps, sizeof(double), bq_cmp);
+		qsort(t, (size_t)reps, sizeof(double), bench_cmp_double);
 		printf("| %s | %.0f | %.1f / %.1f | %.0f | %.0f | %.4f |\n", forms[f].name,
 		    (double)bytes / (double)n, t[0] * 1e3, t[reps / 2] * 1e3, (double)bytes / t[0] / 1e6,
 		    (double)n * BQ_D / t[0] / 1e6, sqrt(e2 / (double)(n * BQ_D)));

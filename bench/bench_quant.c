@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/clock.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/kernels.h"
@@ -243,18 +244,6 @@ bq_all_types(double secs, const char *only)
 	}
 }
 
-/* CPU seconds this thread has run: on a busy machine, unlike the wall
- * clock, it leaves out the time the thread waited for a core (the prefill
- * rows run on one thread, the caller's). */
-static double
-bq_thread_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The integer-dot matmul one token at a time, as ops.c ran it before the
  * tile kernels: quantize every token's activations, then per 64-row slice
  * kern_cpu_vec_dot_rows for each token. */
@@ -309,7 +298,7 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 	for (round = 0; round < 3; round++)
 		for (path = 0; path < 3; path++) {
 			kern_ctx_set_prefill(ctx, path == 0 ? KERN_PREFILL_GEMM : KERN_PREFILL_QDOT);
-			t0 = t1 = bq_thread_now();
+			t0 = t1 = bench_thread_cpu_s();
 			do {
 				double ts = t1;
 				if (path == 2)
@@ -318,7 +307,7 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 					fprintf(stderr, "bench_quant: matmul failed\n");
 					exit(1);
 				}
-				t1 = bq_thread_now();
+				t1 = bench_thread_cpu_s();
 				best[path] = t1 - ts < best[path] ? t1 - ts : best[path];
 			} while (t1 - t0 < secs / 3);
 		}

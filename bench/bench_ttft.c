@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/clock.h"
 #include "bench/prose.h"
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
@@ -88,17 +89,10 @@ bt_rate(uint64_t bytes, double s, int threads)
 	return s > 0 ? (double)bytes / 1e6 / (s / threads) : 0.0;
 }
 
-static int
-bt_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static double
 bt_median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), bt_cmp);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
