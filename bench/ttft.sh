@@ -66,6 +66,8 @@ python3 - "$OUT/kvsnap.txt" "$OUT/llamacpp.jsonl" <<'EOF'
 import json, re, sys
 kv, col = {}, {}
 for line in open(sys.argv[1]):
+    if line.startswith("load split"):  # the second table repeats n with other columns
+        break
     c = [x.strip() for x in line.strip().strip("|").split("|")]
     if line.startswith("{"):
         r = json.loads(line)
