@@ -24,6 +24,20 @@
 
 void openblas_set_num_threads(int n);
 
+/* The best and median of n per-step times (sorted in place), as a table
+ * line or a JSON line named what. */
+static void
+print_steps(const char *what, const char *clock_name, double *v, int n, int threads, int json)
+{
+	qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+	if (json)
+		printf("{\"what\":\"%s\",\"threads\":%d,\"best_ms\":%.3f,\"median_ms\":%.3f}\n",
+		    what, threads, v[0] * 1e3, v[n / 2] * 1e3);
+	else
+		printf("%-14s %10s best %.3f ms, median %.3f ms per step (%s)\n", what, "",
+		    v[0] * 1e3, v[n / 2] * 1e3, clock_name);
+}
+
 /* sgemm GFLOP/s for an (m × k) · (k × n) product, OpenBLAS on n_threads. */
 static double
 bench_sgemm(int threads, int m, int n, int k)
@@ -140,24 +154,10 @@ main(int argc, char **argv)
 			printf("{\"what\":\"decode\",\"tokens\":128,\"tok_s\":%.1f}\n", 128 / best);
 		else
 			printf("%-14s %10d %12.1f\n", "decode", 128, 128 / best);
-		if (cpu) {
-			qsort(step, (size_t)reps * 128, sizeof(double), bench_cmp_double);
-			if (json)
-				printf("{\"what\":\"decode_cpu\",\"threads\":%d,\"best_ms\":%.3f,"
-				    "\"median_ms\":%.3f}\n", threads, step[0] * 1e3, step[reps * 64] * 1e3);
-			else
-				printf("%-14s %10s best %.3f ms, median %.3f ms per step (thread CPU time)\n",
-				    "decode_cpu", "", step[0] * 1e3, step[reps * 64] * 1e3);
-		}
-		if (cpu && threads > 1) {
-			qsort(wall, (size_t)reps * 128, sizeof(double), bench_cmp_double);
-			if (json)
-				printf("{\"what\":\"decode_step\",\"threads\":%d,\"best_ms\":%.3f,"
-				    "\"median_ms\":%.3f}\n", threads, wall[0] * 1e3, wall[reps * 64] * 1e3);
-			else
-				printf("%-14s %10s best %.3f ms, median %.3f ms per step (wall)\n",
-				    "decode_step", "", wall[0] * 1e3, wall[reps * 64] * 1e3);
-		}
+		if (cpu)
+			print_steps("decode_cpu", "thread CPU time", step, reps * 128, threads, json);
+		if (cpu && threads > 1)
+			print_steps("decode_step", "wall", wall, reps * 128, threads, json);
 		free(step);
 		free(wall);
 	}
