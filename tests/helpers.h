@@ -1,16 +1,19 @@
 /*
  * helpers.h: small set-up pieces more than one test program needs, static
  * inline so each test takes only what it calls: a whole file read into
- * memory or written out, a fresh temporary file, the relative error of
- * computed values against their reference.
+ * memory or written out, a fresh temporary file, a scratch folder removed,
+ * the relative error of computed values against their reference, a float's
+ * bits, libsodium started.
  */
 #ifndef TESTS_HELPERS_H
 #define TESTS_HELPERS_H
 
 #include <math.h>
+#include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* The whole file at path in a malloc'd buffer with pad + 1 zero bytes
@@ -81,6 +84,44 @@ th_rel_err(const float *got, const float *ref, int64_t n)
 		mr = r > mr ? r : mr;
 	}
 	return mr > 0.0 ? md / mr : (md > 0.0 ? INFINITY : 0.0);
+}
+
+/* A float's bit pattern and back (memcpy: no aliasing games). */
+static inline uint32_t
+th_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static inline float
+th_bits_f32(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* rm -rf dir (a test's scratch folder); 0 or -1. */
+static inline int
+th_rm_rf(const char *dir)
+{
+	char cmd[600];
+	if ((size_t)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir) >= sizeof(cmd))
+		return -1;
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* libsodium started, as a TAP_MAIN set-up: 0, or -1 after a bail-out line. */
+static inline int
+th_sodium_setup(void)
+{
+	if (sodium_init() < 0) {
+		printf("Bail out! libsodium\n");
+		return -1;
+	}
+	return 0;
 }
 
 #endif

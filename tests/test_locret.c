@@ -1984,28 +1984,29 @@ static const struct tap_test tests[] = {
 	{ "ratio_defaults", test_ratio_defaults },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
 	struct eng_heads_info in = tiny_info(D_R);
-	int rc;
-
-	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 1) ||
-	    eng_model_open(&g_m, g_model_path, g_why, sizeof(g_why))) {
+	if (tiny_model_tmp_open(&g_m, g_model_path, sizeof(g_model_path), 1, g_why, sizeof(g_why))) {
 		printf("Bail out! tiny model: %s\n", g_why);
-		tiny_model_remove(g_model_path);
-		return 1;
+		return -1;
 	}
 	if (th_tmp(g_heads_path, sizeof(g_heads_path), "heads") ||
 	    write_random_heads(g_heads_path, &in, 1, KERN_TYPE_F32)) {
 		printf("Bail out! heads: %s\n", g_why);
-		eng_model_close(g_m);
-		tiny_model_remove(g_model_path);
-		return 1;
+		tiny_model_tmp_close(g_m, g_model_path);
+		return -1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	eng_model_close(g_m);
-	tiny_model_remove(g_model_path);
-	unlink(g_heads_path);
-	return rc;
+	return 0;
 }
+
+static int
+teardown(void)
+{
+	tiny_model_tmp_close(g_m, g_model_path);
+	unlink(g_heads_path);
+	return 0;
+}
+
+TAP_MAIN(setup, teardown)

@@ -25,6 +25,7 @@
 
 #include "common/rng.h"
 #include "engine/engine.h"
+#include "tests/forward_logits.h"
 #include "tests/gguf_builder.h"
 #include "tests/helpers.h"
 #include "tests/tap.h"
@@ -245,27 +246,8 @@ static int
 mt_logits(const struct eng_model *m, const int32_t *ids, int64_t chunk, int exact,
     enum kern_prefill how, float *out)
 {
-	struct eng_ctx *c = NULL;
-	struct eng_kv *kv = NULL;
-	uint8_t want[MT_N];
-	int64_t s;
-	int rc;
-
-	memset(want, 1, sizeof(want));
-	rc = eng_ctx_init(&c, m, 2, 16);
-	if (!rc)
-		rc = eng_kv_init(&kv, m, MT_N + 1);
-	if (!rc) {
-		eng_ctx_set_exact(c, exact);
-		kern_ctx_set_prefill(eng_ctx_kern(c), how);
-		for (s = 0; s < MT_N && !rc; s += chunk) {
-			int64_t len = MT_N - s < chunk ? MT_N - s : chunk;
-			rc = eng_forward(c, kv, ids + s, len, want + s, out + s * MT_VOCAB);
-		}
-	}
-	eng_kv_free(kv);
-	eng_ctx_free(c);
-	return rc;
+	struct th_fwd o = { .threads = 2, .max_chunk = 16, .chunk = chunk, .exact = exact, .how = how };
+	return th_forward_logits(m, ids, MT_N, &o, out);
 }
 
 static enum tap_result
@@ -385,8 +367,4 @@ static const struct tap_test tests[] = {
 	{ "real_qwen", test_real_qwen },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

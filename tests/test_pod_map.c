@@ -901,10 +901,4 @@ static const struct tap_test tests[] = {
 	{ "model_binding", test_model_binding },
 };
 
-int
-main(int argc, char **argv)
-{
-	if (sodium_init() < 0)
-		return 1;
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(th_sodium_setup, NULL)

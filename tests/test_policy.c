@@ -1820,22 +1820,27 @@ static const struct tap_test tests[] = {
 	{ "selection_oracle", test_selection_oracle },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
-	int rc;
 	if (tiny_model_tmp(g_path, sizeof(g_path), 42)) {
 		printf("1..0 # SKIP cannot write the tiny model\n");
-		return 1;
+		return -1;
 	}
 	if (eng_model_open(&g_m, g_path, g_why, sizeof(g_why)))
 		printf("# tiny model: %s\n", g_why);
 	if (heads_tmp(g_heads, sizeof(g_heads), 43))
 		g_heads[0] = 0;
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	eng_model_close(g_m);
-	tiny_model_remove(g_path);
+	return 0;
+}
+
+static int
+teardown(void)
+{
+	tiny_model_tmp_close(g_m, g_path);
 	if (g_heads[0])
 		unlink(g_heads);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(setup, teardown)

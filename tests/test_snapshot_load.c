@@ -53,6 +53,7 @@
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_io.h"
 #include "storage/store.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define TL_N 640    /* document tokens */
@@ -426,12 +427,10 @@ static void
 tl_teardown(void)
 {
 	struct tl_env *e = &g_env;
-	char cmd[128];
 	if (e->s)
 		store_close(e->s);
 	if (e->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%.63s'", e->dir);
-		if (system(cmd) != 0)
+		if (th_rm_rf(e->dir) != 0)
 			printf("# could not remove %s\n", e->dir);
 	}
 	eng_kv_free(e->kv);
@@ -962,15 +961,11 @@ static const struct tap_test tests[] = {
 	{ "legacy_equal", test_legacy_equal },
 };
 
-int
-main(int argc, char **argv)
+static int
+teardown(void)
 {
-	int rc;
-	if (sodium_init() < 0) {
-		printf("Bail out! libsodium\n");
-		return 1;
-	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 	tl_teardown();
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(th_sodium_setup, teardown)

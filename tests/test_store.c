@@ -1951,25 +1951,29 @@ static const struct tap_test tests[] = {
 	{ "truncated", t_truncated },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
-	int rc, i;
-
 	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 42) != 0) {
 		printf("1..0 # SKIP cannot write the tiny model\n");
-		return 1;
+		return -1;
 	}
 	if (eng_model_open(&g_m, g_model_path, g_why, sizeof(g_why)) != 0 || fx_setup() != 0) {
 		printf("1..0 # SKIP no fixtures: %s\n", g_why);
-		tiny_model_remove(g_model_path);
-		eng_model_close(g_m);
-		return 1;
+		tiny_model_tmp_close(g_m, g_model_path);
+		return -1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return 0;
+}
+
+static int
+teardown(void)
+{
+	int i;
 	for (i = 0; i < FX_N; i++)
 		fx_free(&g_fx[i]);
-	eng_model_close(g_m);
-	tiny_model_remove(g_model_path);
-	return rc;
+	tiny_model_tmp_close(g_m, g_model_path);
+	return 0;
 }
+
+TAP_MAIN(setup, teardown)

@@ -953,11 +953,12 @@ static const struct tap_test tests[] = {
 };
 
 /* Run the tests, then release the shared model tokenizer. */
-int
-main(int argc, char **argv)
+static int
+teardown(void)
 {
-	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 	eng_tok_free(tok_model);
 	eng_gguf_close(tok_gguf);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(NULL, teardown)
