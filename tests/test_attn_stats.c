@@ -43,6 +43,7 @@
 
 #include "common/rng.h"
 #include "kernels/kernels.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define TA_H 9     /* query heads */
@@ -74,20 +75,6 @@ struct ta_data {
 
 static uint64_t ta_rng_state;
 
-/* xorshift64*: deterministic pseudo-random numbers. */
-static uint64_t
-ta_rand(void)
-{
-	return kv_xorshift64s(&ta_rng_state);
-}
-
-/* Uniform in [lo, hi). */
-static float
-ta_uniform(float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((ta_rand() >> 40) * (1.0 / 16777216.0));
-}
-
 static float *
 ta_randv(size_t n, float lo, float hi)
 {
@@ -95,7 +82,7 @@ ta_randv(size_t n, float lo, float hi)
 	size_t i;
 	if (v)
 		for (i = 0; i < n; i++)
-			v[i] = ta_uniform(lo, hi);
+			v[i] = th_uniform(&ta_rng_state, lo, hi);
 	return v;
 }
 

@@ -126,9 +126,7 @@ static const struct tap_test tests[] = {
 static int
 setup(void)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/kvsnap-fp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir))
+	if (th_tmpdir(dir, sizeof(dir), "fp"))
 		return -1;
 	snprintf(file, sizeof(file), "%s/model.bin", dir);
 	setenv("XDG_CACHE_HOME", dir, 1);

@@ -85,17 +85,7 @@ heads_random(const struct eng_heads_info *in, uint64_t seed, float **w1, float *
 static struct eng_heads_info
 tiny_info(int d_r)
 {
-	struct eng_heads_info in;
-	memset(&in, 0, sizeof(in));
-	in.n_layer = NL;
-	in.n_head = NQ;
-	in.n_head_kv = NH;
-	in.head_dim = HD;
-	in.d_r = d_r;
-	in.base_fingerprint = "";
-	in.recipe = "random N(0, 0.1^2) / N(0, 0.3^2), test only";
-	in.data = "none";
-	return in;
+	return tiny_heads_info(d_r, "random N(0, 0.1^2) / N(0, 0.3^2), test only");
 }
 
 /* Write random heads of shape `in` to path; 0 or an engine error. */

@@ -254,18 +254,14 @@ static enum tap_result
 mt_check(const struct mt_recipe *r)
 {
 	char path[64], why[256];
-	const char *dir = getenv("TMPDIR");
 	struct eng_model *m = NULL;
 	int32_t ids[MT_N];
 	float ref[MT_N * MT_VOCAB], ex[MT_N * MT_VOCAB], pre[MT_N * MT_VOCAB],
 	    dec[MT_N * MT_VOCAB], gemm[MT_N * MT_VOCAB];
 	double r_ex, r_pd, r_pre, r_dec, r_gemm; /* r_pd: reported only (see the top) */
-	int fd, i, rc;
+	int i, rc;
 
-	snprintf(path, sizeof(path), "%s/kvsnap-types-XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkstemp(path);
-	TAP_CHECK(fd >= 0, "mkstemp");
-	close(fd);
+	TAP_CHECK(th_tmp(path, sizeof(path), "types") == 0, "mkstemp");
 	TAP_CHECK(mt_write(path, r) == 0, "write %s", r->name);
 	rc = eng_model_open(&m, path, why, sizeof(why));
 	unlink(path);

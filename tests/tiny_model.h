@@ -298,6 +298,24 @@ tiny_shell(struct eng_model *m, int n_layer, int n_head, int n_kv, int hd)
 	m->hp.rope_base = 10000.0f;
 }
 
+/* The header of a retaining-heads sidecar for the tiny model: rank d_r,
+ * no base fingerprint, the given recipe, no training data. */
+static inline struct eng_heads_info
+tiny_heads_info(int d_r, const char *recipe)
+{
+	struct eng_heads_info in;
+	memset(&in, 0, sizeof(in));
+	in.n_layer = TINY_N_LAYER;
+	in.n_head = TINY_N_HEAD;
+	in.n_head_kv = TINY_N_HEAD_KV;
+	in.head_dim = TINY_HEAD_DIM;
+	in.d_r = d_r;
+	in.base_fingerprint = "";
+	in.recipe = recipe;
+	in.data = "none";
+	return in;
+}
+
 /* The llama model written to a fresh temporary file (its path in
  * path[0..cap)) and opened: the model a test program keeps for its whole
  * run.  0, or -1 with the reason in why and nothing left behind. */
