@@ -2,8 +2,8 @@
  * tap.h: the tiny test harness every tests/test_*.c uses.
  *
  * A test program defines `static const struct tap_test tests[]` ({name, fn}
- * pairs, fn returning TAP_PASS, TAP_FAIL or TAP_SKIP) and calls
- * tap_main(tests, n) from main.  Output is TAP ("ok 3 - name"); the last line
+ * pairs, fn returning TAP_PASS, TAP_FAIL or TAP_SKIP) and writes its main()
+ * as TAP_MAIN(setup, teardown).  Output is TAP ("ok 3 - name"); the last line
  * is "N passed, N failed, N skipped".  alarm() is a watchdog.
  */
 #ifndef TESTS_TAP_H
@@ -112,6 +112,31 @@ tap_main(const struct tap_test *tests, size_t n, int argc, char **argv)
 	printf("%d passed, %d failed, %d skipped\n", pass, fail, skip);
 	return fail ? 1 : 0;
 }
+
+/* tap_main between a program's set-up and tear-down (either NULL): a
+ * set-up that returns non-zero (after printing why) ends the program with
+ * status 1 before any test; a tear-down that returns non-zero fails a run
+ * whose tests passed. */
+static inline int
+tap_run(const struct tap_test *tests, size_t n, int (*setup)(void), int (*teardown)(void),
+    int argc, char **argv)
+{
+	int rc;
+	if (setup && setup() != 0)
+		return 1;
+	rc = tap_main(tests, n, argc, argv);
+	if (teardown && teardown() != 0 && rc == 0)
+		rc = 1;
+	return rc;
+}
+
+/* The main() of a test program over its `tests` table. */
+#define TAP_MAIN(setup, teardown)                                              \
+	int main(int argc, char **argv)                                        \
+	{                                                                      \
+		return tap_run(tests, sizeof(tests) / sizeof(tests[0]), setup, \
+		    teardown, argc, argv);                                     \
+	}
 
 /* Path of the bundled model (KVSNAP_MODEL overrides). */
 static inline const char *

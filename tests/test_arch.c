@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "tests/forward_logits.h"
 #include "tests/helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
@@ -60,26 +61,8 @@ static int
 forward_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t chunk,
     int threads, int exact, float *out)
 {
-	struct eng_ctx *c = NULL;
-	struct eng_kv *kv = NULL;
-	uint8_t want[ARCH_N];
-	int64_t s;
-	int rc;
-
-	memset(want, 1, sizeof(want));
-	rc = eng_ctx_init(&c, m, threads, 16);
-	if (!rc)
-		rc = eng_kv_init(&kv, m, n + 1);
-	if (!rc) {
-		eng_ctx_set_exact(c, exact);
-		for (s = 0; s < n && !rc; s += chunk) {
-			int64_t len = n - s < chunk ? n - s : chunk;
-			rc = eng_forward(c, kv, ids + s, len, want + s, out + s * m->hp.n_vocab);
-		}
-	}
-	eng_kv_free(kv);
-	eng_ctx_free(c);
-	return rc;
+	struct th_fwd o = { .threads = threads, .max_chunk = 16, .chunk = chunk, .exact = exact };
+	return th_forward_logits(m, ids, n, &o, out);
 }
 
 /* Every position's logits in exact mode, in chunks, on 2 threads. */
@@ -687,8 +670,4 @@ static const struct tap_test tests[] = {
 	{ "rope_styles", test_rope_styles },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

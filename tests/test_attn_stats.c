@@ -43,6 +43,7 @@
 
 #include "common/rng.h"
 #include "kernels/kernels.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define TA_H 9     /* query heads */
@@ -74,20 +75,6 @@ struct ta_data {
 
 static uint64_t ta_rng_state;
 
-/* xorshift64*: deterministic pseudo-random numbers. */
-static uint64_t
-ta_rand(void)
-{
-	return kv_xorshift64s(&ta_rng_state);
-}
-
-/* Uniform in [lo, hi). */
-static float
-ta_uniform(float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((ta_rand() >> 40) * (1.0 / 16777216.0));
-}
-
 static float *
 ta_randv(size_t n, float lo, float hi)
 {
@@ -95,7 +82,7 @@ ta_randv(size_t n, float lo, float hi)
 	size_t i;
 	if (v)
 		for (i = 0; i < n; i++)
-			v[i] = ta_uniform(lo, hi);
+			v[i] = th_uniform(&ta_rng_state, lo, hi);
 	return v;
 }
 
@@ -210,7 +197,7 @@ ta_reference(struct ta_data *d)
 /* Random inputs for case c (the seed depends only on c's shape) and the
  * reference; 0 or -1 (out of memory). */
 static int
-ta_build(struct ta_data *d, const struct ta_case *c)
+ta_build_data(struct ta_data *d, const struct ta_case *c)
 {
 	int64_t T = c->n_tok, g, S = 0;
 	size_t nq = (size_t)(T * TA_H * TA_HD), ns;
@@ -252,6 +239,18 @@ ta_build(struct ta_data *d, const struct ta_case *c)
 		return -1;
 	ta_reference(d);
 	return 0;
+}
+
+/* ta_build_data, and on failure d freed with the caller's ctx (may be
+ * NULL): a test checks `ta_build(...) == 0` and returns at once. */
+static int
+ta_build(struct ta_data *d, const struct ta_case *c, struct kern_ctx *ctx)
+{
+	if (ta_build_data(d, c) == 0)
+		return 0;
+	ta_free(d);
+	kern_ctx_free(ctx);
+	return -1;
 }
 
 /* The op on ctx into out / sum / max (each may be NULL: st->sum, st->max
@@ -324,11 +323,7 @@ test_reference(void)
 			c.row_from = from ? T / 3 : 0;
 			if (from && c.row_from == 0)
 				continue; /* n_tok 1: the same case */
-			if (ta_build(&d, &c)) {
-				ta_free(&d);
-				kern_ctx_free(ctx);
-				TAP_CHECK(0, "out of memory");
-			}
+			TAP_CHECK(ta_build(&d, &c, ctx) == 0, "out of memory");
 			S = d.stride;
 			rc = ta_run(ctx, &d, d.g_out, d.g_sum, d.g_max);
 			if (rc) {
@@ -398,11 +393,7 @@ test_clipped_domains(void)
 	int rc;
 
 	TAP_CHECK(kern_ctx_init(&ctx, 1) == 0, "kern_ctx_init");
-	if (ta_build(&d, &c)) {
-		ta_free(&d);
-		kern_ctx_free(ctx);
-		TAP_CHECK(0, "out of memory");
-	}
+	TAP_CHECK(ta_build(&d, &c, ctx) == 0, "out of memory");
 	S = d.stride;
 	rc = ta_run(ctx, &d, d.g_out, NULL, d.g_max);
 	kern_ctx_free(ctx);
@@ -454,11 +445,7 @@ test_optional_outputs(void)
 	c.n_tok = 70;
 	c.row_from = 23;
 	TAP_CHECK(kern_ctx_init(&ctx, 2) == 0, "kern_ctx_init");
-	if (ta_build(&d, &c)) {
-		ta_free(&d);
-		kern_ctx_free(ctx);
-		TAP_CHECK(0, "out of memory");
-	}
+	TAP_CHECK(ta_build(&d, &c, ctx) == 0, "out of memory");
 	no = (size_t)(c.n_tok * TA_H * TA_HD) * sizeof(float);
 	ns = (size_t)(TA_H * d.stride) * sizeof(float);
 	o2 = malloc(no);
@@ -508,11 +495,7 @@ test_bad_domain(void)
 
 	c.n_tok = 5;
 	TAP_CHECK(kern_ctx_init(&ctx, 1) == 0, "kern_ctx_init");
-	if (ta_build(&d, &c)) {
-		ta_free(&d);
-		kern_ctx_free(ctx);
-		TAP_CHECK(0, "out of memory");
-	}
+	TAP_CHECK(ta_build(&d, &c, ctx) == 0, "out of memory");
 	memset(&st, 0, sizeof(st));
 	st.sum = d.g_sum;
 	st.max = d.g_max;
@@ -550,10 +533,7 @@ test_threads(void)
 
 	c.n_tok = 70;
 	c.row_from = 23;
-	if (ta_build(&d, &c)) {
-		ta_free(&d);
-		TAP_CHECK(0, "out of memory");
-	}
+	TAP_CHECK(ta_build(&d, &c, NULL) == 0, "out of memory");
 	no = (size_t)(c.n_tok * TA_H * TA_HD) * sizeof(float);
 	ns = (size_t)(TA_H * d.stride) * sizeof(float);
 	o2 = malloc(no);
@@ -586,8 +566,4 @@ static const struct tap_test tests[] = {
 	{ "threads", test_threads },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

@@ -960,11 +960,12 @@ static const struct tap_test tests[] = {
 	{ "render_truncation", test_render_truncation },
 };
 
-int
-main(int argc, char **argv)
+static int
+teardown(void)
 {
-	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 	eng_tok_free(g_tok);
 	eng_model_close(g_m);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(NULL, teardown)

@@ -14,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "engine/fingerprint.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define BIG ((size_t)64 << 20) /* the cache's threshold (FP_CACHE_MIN) */
@@ -122,22 +123,21 @@ static const struct tap_test tests[] = {
 	{ "small_not_cached", test_small_not_cached },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
-	const char *tmp = getenv("TMPDIR");
-	char cmd[300];
-	int rc;
-
-	snprintf(dir, sizeof(dir), "%s/kvsnap-fp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir))
-		return 1;
+	if (th_tmpdir(dir, sizeof(dir), "fp"))
+		return -1;
 	snprintf(file, sizeof(file), "%s/model.bin", dir);
 	setenv("XDG_CACHE_HOME", dir, 1);
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	unlink(file);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		rc = rc ? rc : 1;
-	return rc;
+	return 0;
 }
+
+static int
+teardown(void)
+{
+	unlink(file);
+	return th_rm_rf(dir);
+}
+
+TAP_MAIN(setup, teardown)

@@ -607,28 +607,29 @@ t_threads(void)
 	return TAP_PASS;
 }
 
+static const struct tap_test tests[] = {
+	{ "pdf", t_pdf },
+	{ "pdf_refused", t_pdf_refused },
+	{ "pdf_damaged", t_pdf_damaged },
+	{ "html", t_html },
+	{ "html_sniff", t_html_sniff },
+	{ "html_charset", t_html_charset },
+	{ "markdown", t_markdown },
+	{ "markdown_sniff", t_markdown_sniff },
+	{ "text_utf8", t_text_utf8 },
+	{ "text_encodings", t_text_encodings },
+	{ "text_named", t_text_named },
+	{ "binary", t_binary },
+	{ "limits", t_limits },
+	{ "deep", t_deep },
+	{ "html_budgets", t_html_budgets },
+	{ "isolated", t_isolated },
+	{ "threads", t_threads },
+};
+
 int
 main(int argc, char **argv)
 {
-	static const struct tap_test tests[] = {
-		{ "pdf", t_pdf },
-		{ "pdf_refused", t_pdf_refused },
-		{ "pdf_damaged", t_pdf_damaged },
-		{ "html", t_html },
-		{ "html_sniff", t_html_sniff },
-		{ "html_charset", t_html_charset },
-		{ "markdown", t_markdown },
-		{ "markdown_sniff", t_markdown_sniff },
-		{ "text_utf8", t_text_utf8 },
-		{ "text_encodings", t_text_encodings },
-		{ "text_named", t_text_named },
-		{ "binary", t_binary },
-		{ "limits", t_limits },
-		{ "deep", t_deep },
-		{ "html_budgets", t_html_budgets },
-		{ "isolated", t_isolated },
-		{ "threads", t_threads },
-	};
 	fmt_child_main(argc, argv); /* t_isolated's child */
 	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -450,12 +450,13 @@ static const struct tap_test tests[] = {
 	{ "forward_bad_input", test_forward_bad_input },
 };
 
-int
-main(int argc, char **argv)
+static int
+teardown(void)
 {
-	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 	eng_ctx_free(ctx);
 	eng_model_close(model);
 	free(fx.buf);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(NULL, teardown)

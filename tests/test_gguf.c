@@ -214,8 +214,4 @@ static const struct tap_test tests[] = {
 	{ "model_refusals", test_model_refusals },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

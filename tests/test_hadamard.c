@@ -182,8 +182,4 @@ static const struct tap_test tests[] = {
 	{ "rotated_q4", test_rotated_q4 },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

@@ -14,24 +14,20 @@
 #include "common/rng.h"
 #include "engine/engine.h"
 #include "kernels/rope.h"
-#include "tap.h"
+#include "tests/tap.h"
+#include "tests/tiny_model.h"
 
 #define L 3
 #define H 2
 #define HD 8
 
+/* The tiny shell of L layers, H KV heads, rotated NeoX-style. */
 static void
 shell(struct eng_model *m)
 {
-	memset(m, 0, sizeof(*m));
-	m->hp.n_layer = L;
-	m->hp.n_head = 2 * H;
-	m->hp.n_head_kv = H;
-	m->hp.head_dim = HD;
-	m->hp.rope_base = 10000.0f;
+	tiny_shell(m, L, 2 * H, H, HD);
 	m->hp.rope_style = KERN_ROPE_NEOX;
 }
-
 /* A pool of next_pos tokens whose heads keep different units: head m of
  * layer l keeps every position p with (p + l + m) % stride != 1, the
  * first `sinks` always; random keys and values. */
@@ -196,13 +192,10 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
-int
-main(int argc, char **argv)
-{
-	static const struct tap_test tests[] = {
-		{ "two_parts", test_two_parts },
-		{ "one_part", test_one_part },
-		{ "refused", test_refused },
-	};
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const struct tap_test tests[] = {
+	{ "two_parts", test_two_parts },
+	{ "one_part", test_one_part },
+	{ "refused", test_refused },
+};
+
+TAP_MAIN(NULL, NULL)

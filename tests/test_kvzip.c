@@ -949,13 +949,14 @@ static const struct tap_test tests[] = {
 	{ "train_labels", test_train_labels },
 };
 
-int
-main(int argc, char **argv)
+static int
+teardown(void)
 {
-	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 	eng_kv_free(g_all);
 	eng_chat_free(g_chat);
 	eng_tok_free(g_tok);
 	eng_model_close(g_m);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(NULL, teardown)

@@ -85,17 +85,7 @@ heads_random(const struct eng_heads_info *in, uint64_t seed, float **w1, float *
 static struct eng_heads_info
 tiny_info(int d_r)
 {
-	struct eng_heads_info in;
-	memset(&in, 0, sizeof(in));
-	in.n_layer = NL;
-	in.n_head = NQ;
-	in.n_head_kv = NH;
-	in.head_dim = HD;
-	in.d_r = d_r;
-	in.base_fingerprint = "";
-	in.recipe = "random N(0, 0.1^2) / N(0, 0.3^2), test only";
-	in.data = "none";
-	return in;
+	return tiny_heads_info(d_r, "random N(0, 0.1^2) / N(0, 0.3^2), test only");
 }
 
 /* Write random heads of shape `in` to path; 0 or an engine error. */
@@ -1984,28 +1974,29 @@ static const struct tap_test tests[] = {
 	{ "ratio_defaults", test_ratio_defaults },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
 	struct eng_heads_info in = tiny_info(D_R);
-	int rc;
-
-	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 1) ||
-	    eng_model_open(&g_m, g_model_path, g_why, sizeof(g_why))) {
+	if (tiny_model_tmp_open(&g_m, g_model_path, sizeof(g_model_path), 1, g_why, sizeof(g_why))) {
 		printf("Bail out! tiny model: %s\n", g_why);
-		tiny_model_remove(g_model_path);
-		return 1;
+		return -1;
 	}
 	if (th_tmp(g_heads_path, sizeof(g_heads_path), "heads") ||
 	    write_random_heads(g_heads_path, &in, 1, KERN_TYPE_F32)) {
 		printf("Bail out! heads: %s\n", g_why);
-		eng_model_close(g_m);
-		tiny_model_remove(g_model_path);
-		return 1;
+		tiny_model_tmp_close(g_m, g_model_path);
+		return -1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	eng_model_close(g_m);
-	tiny_model_remove(g_model_path);
-	unlink(g_heads_path);
-	return rc;
+	return 0;
 }
+
+static int
+teardown(void)
+{
+	tiny_model_tmp_close(g_m, g_model_path);
+	unlink(g_heads_path);
+	return 0;
+}
+
+TAP_MAIN(setup, teardown)

@@ -701,22 +701,24 @@ static const struct tap_test tests[] = {
 	{ "checkpoint_resume", test_checkpoint_resume },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
 	char why[256];
-	int rc;
-	if (tiny_model_tmp(g_path, sizeof(g_path), 31) ||
-	    tiny_model_tmp(g_path2, sizeof(g_path2), 32) ||
-	    eng_model_open(&g_m, g_path, why, sizeof(why)) ||
-	    eng_model_open(&g_m2, g_path2, why, sizeof(why))) {
+	if (tiny_model_tmp_open(&g_m, g_path, sizeof(g_path), 31, why, sizeof(why)) ||
+	    tiny_model_tmp_open(&g_m2, g_path2, sizeof(g_path2), 32, why, sizeof(why))) {
 		printf("Bail out! cannot build the tiny models\n");
-		return 1;
+		return -1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	eng_model_close(g_m);
-	eng_model_close(g_m2);
-	tiny_model_remove(g_path);
-	tiny_model_remove(g_path2);
-	return rc;
+	return 0;
 }
+
+static int
+teardown(void)
+{
+	tiny_model_tmp_close(g_m, g_path);
+	tiny_model_tmp_close(g_m2, g_path2);
+	return 0;
+}
+
+TAP_MAIN(setup, teardown)

@@ -226,8 +226,4 @@ static const struct tap_test tests[] = {
 	{ "refused", test_refused },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

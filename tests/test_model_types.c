@@ -25,6 +25,7 @@
 
 #include "common/rng.h"
 #include "engine/engine.h"
+#include "tests/forward_logits.h"
 #include "tests/gguf_builder.h"
 #include "tests/helpers.h"
 #include "tests/tap.h"
@@ -245,45 +246,22 @@ static int
 mt_logits(const struct eng_model *m, const int32_t *ids, int64_t chunk, int exact,
     enum kern_prefill how, float *out)
 {
-	struct eng_ctx *c = NULL;
-	struct eng_kv *kv = NULL;
-	uint8_t want[MT_N];
-	int64_t s;
-	int rc;
-
-	memset(want, 1, sizeof(want));
-	rc = eng_ctx_init(&c, m, 2, 16);
-	if (!rc)
-		rc = eng_kv_init(&kv, m, MT_N + 1);
-	if (!rc) {
-		eng_ctx_set_exact(c, exact);
-		kern_ctx_set_prefill(eng_ctx_kern(c), how);
-		for (s = 0; s < MT_N && !rc; s += chunk) {
-			int64_t len = MT_N - s < chunk ? MT_N - s : chunk;
-			rc = eng_forward(c, kv, ids + s, len, want + s, out + s * MT_VOCAB);
-		}
-	}
-	eng_kv_free(kv);
-	eng_ctx_free(c);
-	return rc;
+	struct th_fwd o = { .threads = 2, .max_chunk = 16, .chunk = chunk, .exact = exact, .how = how };
+	return th_forward_logits(m, ids, MT_N, &o, out);
 }
 
 static enum tap_result
 mt_check(const struct mt_recipe *r)
 {
 	char path[64], why[256];
-	const char *dir = getenv("TMPDIR");
 	struct eng_model *m = NULL;
 	int32_t ids[MT_N];
 	float ref[MT_N * MT_VOCAB], ex[MT_N * MT_VOCAB], pre[MT_N * MT_VOCAB],
 	    dec[MT_N * MT_VOCAB], gemm[MT_N * MT_VOCAB];
 	double r_ex, r_pd, r_pre, r_dec, r_gemm; /* r_pd: reported only (see the top) */
-	int fd, i, rc;
+	int i, rc;
 
-	snprintf(path, sizeof(path), "%s/kvsnap-types-XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkstemp(path);
-	TAP_CHECK(fd >= 0, "mkstemp");
-	close(fd);
+	TAP_CHECK(th_tmp(path, sizeof(path), "types") == 0, "mkstemp");
 	TAP_CHECK(mt_write(path, r) == 0, "write %s", r->name);
 	rc = eng_model_open(&m, path, why, sizeof(why));
 	unlink(path);
@@ -385,8 +363,4 @@ static const struct tap_test tests[] = {
 	{ "real_qwen", test_real_qwen },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

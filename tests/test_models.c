@@ -16,6 +16,7 @@
 
 #include "service/service_internal.h" /* struct svc: a store alone */
 #include "storage/store.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define PLAIN "SmolLM2-135M-Instruct"
@@ -167,24 +168,27 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
-int
-main(int argc, char **argv)
-{
-	static const struct tap_test tests[] = {
-		{ "ids", test_ids },
-		{ "many", test_many },
-	};
-	char why[512], cmd[128];
-	int rc;
+static const struct tap_test tests[] = {
+	{ "ids", test_ids },
+	{ "many", test_many },
+};
 
+static int
+setup(void)
+{
+	char why[512];
 	if (!mkdtemp(g_dir) || store_open(&g_s, g_dir, NULL, why, sizeof(why))) {
 		printf("Bail out! no store in %s\n", g_dir);
-		return 1;
+		return -1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	store_close(g_s);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	if (system(cmd)) /* the scratch store */
-		rc = rc ? rc : 1;
-	return rc;
+	return 0;
 }
+
+static int
+teardown(void)
+{
+	store_close(g_s);
+	return th_rm_rf(g_dir); /* the scratch store */
+}
+
+TAP_MAIN(setup, teardown)

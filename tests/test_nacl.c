@@ -1260,8 +1260,4 @@ static const struct tap_test tests[] = {
 	{ "edge_cases", test_edge_cases },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

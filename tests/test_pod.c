@@ -464,22 +464,26 @@ static const struct tap_test tests[] = {
 	{ "calibrate", test_calibrate },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
 	char why[256];
-	int rc;
-	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 17) ||
-	    eng_model_open(&g_m, g_model_path, why, sizeof(why)) ||
+	if (tiny_model_tmp_open(&g_m, g_model_path, sizeof(g_model_path), 17, why, sizeof(why)) ||
 	    th_pod_map_write(g_map_mixed, sizeof(g_map_mixed), map_mixed) ||
 	    th_pod_map_write(g_map_single, sizeof(g_map_single), map_single)) {
 		printf("Bail out! cannot set up the tiny model or maps\n");
-		return 1;
+		return -1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	eng_model_close(g_m);
-	unlink(g_model_path);
+	return 0;
+}
+
+static int
+teardown(void)
+{
+	tiny_model_tmp_close(g_m, g_model_path);
 	unlink(g_map_mixed);
 	unlink(g_map_single);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(setup, teardown)

@@ -42,13 +42,6 @@ pt_rand(void)
 	return kv_xorshift64s(&pt_rng_state);
 }
 
-/* Uniform float in [0, 1). */
-static float
-pt_unit(void)
-{
-	return (float)((pt_rand() >> 40) * (1.0 / 16777216.0));
-}
-
 /* A random distribution of n entries; about a third of them exactly 0. */
 static void
 pt_dist(float *p, int n)
@@ -56,7 +49,7 @@ pt_dist(float *p, int n)
 	double s = 0.0;
 	int i;
 	for (i = 0; i < n; i++) {
-		p[i] = pt_rand() % 3 == 0 ? 0.0f : pt_unit() + 1e-3f;
+		p[i] = pt_rand() % 3 == 0 ? 0.0f : th_unit(&pt_rng_state) + 1e-3f;
 		s += p[i];
 	}
 	if (s == 0.0) {
@@ -464,7 +457,7 @@ pt_make_map(double S)
 			for (x = 0; x < L; x++)
 				sim[(m * L + l) * L + x] = l == x ? 1.0f
 				    : pt_rand() % 5 == 0 ? odd[pt_rand() % 8]
-				                         : 0.3f + 0.7f * pt_unit();
+				                         : 0.3f + 0.7f * th_unit(&pt_rng_state);
 	if (eng_pod_map_from_sim(&pm, sim, L, 9, KV, 0.5, S))
 		return NULL;
 	pm->n_texts = 32;
@@ -901,10 +894,4 @@ static const struct tap_test tests[] = {
 	{ "model_binding", test_model_binding },
 };
 
-int
-main(int argc, char **argv)
-{
-	if (sodium_init() < 0)
-		return 1;
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(th_sodium_setup, NULL)

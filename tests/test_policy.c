@@ -87,16 +87,10 @@ heads_tmp(char *path, size_t cap, uint64_t seed)
 	struct eng_heads_info info;
 	struct tiny_rng rng = { seed * 7919 + 1 };
 	char why[256];
-	int l, i, fd;
-	const char *dir = getenv("TMPDIR");
+	int l, i;
 
-	if (!dir || !*dir)
-		dir = "/tmp";
-	if ((size_t)snprintf(path, cap, "%s/kvsnap-heads-XXXXXX", dir) >= cap)
+	if (th_tmp(path, cap, "heads"))
 		return -1;
-	if ((fd = mkstemp(path)) < 0)
-		return -1;
-	close(fd);
 	for (l = 0; l < NL; l++) {
 		for (i = 0; i < D_R * D_IN; i++)
 			w1[l][i] = (float)(0.3 * tiny_rng_normal(&rng));
@@ -105,15 +99,7 @@ heads_tmp(char *path, size_t cap, uint64_t seed)
 		p1[l] = w1[l];
 		p2[l] = w2[l];
 	}
-	memset(&info, 0, sizeof(info));
-	info.n_layer = NL;
-	info.n_head = TINY_N_HEAD;
-	info.n_head_kv = NH;
-	info.head_dim = HD;
-	info.d_r = D_R;
-	info.base_fingerprint = "";
-	info.recipe = "random (tests/test_policy.c)";
-	info.data = "none";
+	info = tiny_heads_info(D_R, "random (tests/test_policy.c)");
 	if (eng_heads_write(path, &info, p1, p2, KERN_TYPE_F32, why, sizeof(why))) {
 		printf("# eng_heads_write: %s\n", why);
 		unlink(path);
@@ -1820,22 +1806,27 @@ static const struct tap_test tests[] = {
 	{ "selection_oracle", test_selection_oracle },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
-	int rc;
 	if (tiny_model_tmp(g_path, sizeof(g_path), 42)) {
 		printf("1..0 # SKIP cannot write the tiny model\n");
-		return 1;
+		return -1;
 	}
 	if (eng_model_open(&g_m, g_path, g_why, sizeof(g_why)))
 		printf("# tiny model: %s\n", g_why);
 	if (heads_tmp(g_heads, sizeof(g_heads), 43))
 		g_heads[0] = 0;
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	eng_model_close(g_m);
-	tiny_model_remove(g_path);
+	return 0;
+}
+
+static int
+teardown(void)
+{
+	tiny_model_tmp_close(g_m, g_path);
 	if (g_heads[0])
 		unlink(g_heads);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(setup, teardown)

@@ -28,6 +28,7 @@
 #include "engine/model/gguf.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/kernels.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #if defined(__x86_64__)
@@ -49,29 +50,6 @@ static uint64_t
 kq_rand(void)
 {
 	return kv_xorshift64s(&kq_rng_state);
-}
-
-/* Uniform in [lo, hi). */
-static float
-kq_uniform(float lo, float hi)
-{
-	return lo + (hi - lo) * (float)((kq_rand() >> 40) * (1.0 / 16777216.0));
-}
-
-static float
-kq_bits_to_f32(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static uint32_t
-kq_f32_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
 }
 
 /* f16 value by the spec formula (§3), in double; non-finite excluded. */
@@ -153,7 +131,7 @@ kq_have_f16c(void)
 static uint16_t
 kq_rand_f16(float lo, float hi)
 {
-	return kern_f32_to_f16(kq_uniform(lo, hi));
+	return kern_f32_to_f16(th_uniform(&kq_rng_state, lo, hi));
 }
 
 /* Fill n bytes with random data. */
@@ -207,15 +185,15 @@ kq_rand_block(enum kern_type t, uint8_t *p)
 	}
 	switch (t) {
 	case KERN_TYPE_F32: {
-		float f = kq_uniform(-1.0f, 1.0f);
+		float f = th_uniform(&kq_rng_state, -1.0f, 1.0f);
 		memcpy(p, &f, 4);
 		break;
 	}
 	case KERN_TYPE_F16:
-		kq_put16(p, kern_f32_to_f16(kq_uniform(-1.0f, 1.0f)));
+		kq_put16(p, kern_f32_to_f16(th_uniform(&kq_rng_state, -1.0f, 1.0f)));
 		break;
 	case KERN_TYPE_BF16:
-		kq_put16(p, (uint16_t)(kq_f32_bits(kq_uniform(-1.0f, 1.0f)) >> 16));
+		kq_put16(p, (uint16_t)(th_f32_bits(th_uniform(&kq_rng_state, -1.0f, 1.0f)) >> 16));
 		break;
 	case KERN_TYPE_Q4_0:
 	case KERN_TYPE_Q5_0:
@@ -335,8 +313,8 @@ test_f16_all_patterns(void)
 #if KQ_X86
 		if (kq_have_f16c()) {
 			float g = kq_hw_f16_to_f32((uint16_t)h);
-			TAP_CHECK(kq_f32_bits(f) == kq_f32_bits(g), "vs F16C %04x: %08x %08x", h,
-			    kq_f32_bits(f), kq_f32_bits(g));
+			TAP_CHECK(th_f32_bits(f) == th_f32_bits(g), "vs F16C %04x: %08x %08x", h,
+			    th_f32_bits(f), th_f32_bits(g));
 		}
 #endif
 	}
@@ -379,15 +357,15 @@ test_f32_to_f16(void)
 	    "nan");
 	/* random patterns against the search reference */
 	for (k = 0; k < 300000; k++) {
-		float f = kq_bits_to_f32((uint32_t)(kq_rand() >> 32));
+		float f = th_bits_f32((uint32_t)(kq_rand() >> 32));
 		if (isnan(f))
 			continue;
 		TAP_CHECK(kern_f32_to_f16(f) == kq_ref_f32_to_f16(f), "%08x: %04x want %04x",
-		    kq_f32_bits(f), kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
+		    th_f32_bits(f), kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
 	}
 	/* dense band around the f16 range against the reference */
 	for (k = 0x33000000u - 4096; k < 0x47800000u + 4096; k += 97) {
-		float f = kq_bits_to_f32((uint32_t)k);
+		float f = th_bits_f32((uint32_t)k);
 		TAP_CHECK(kern_f32_to_f16(f) == kq_ref_f32_to_f16(f), "%08x: %04x want %04x",
 		    (unsigned)k, kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
 	}
@@ -397,7 +375,7 @@ test_f32_to_f16(void)
 	if (kq_have_f16c()) {
 		step = slow ? 1 : 61;
 		for (k = 0; k < (1ull << 32); k += step) {
-			float f = kq_bits_to_f32((uint32_t)k);
+			float f = th_bits_f32((uint32_t)k);
 			if (kern_f32_to_f16(f) != kq_hw_f32_to_f16(f))
 				TAP_CHECK(0, "%08x: %04x F16C %04x", (unsigned)k, kern_f32_to_f16(f),
 				    kq_hw_f32_to_f16(f));
@@ -593,14 +571,14 @@ test_dequant_plain(void)
 	}
 	TAP_CHECK(kq_check_deq(KERN_TYPE_F16, b, want, 37), "f16");
 	for (i = 0; i < 37; i++) {
-		float f = kq_uniform(-100.0f, 100.0f);
-		uint16_t h = (uint16_t)(kq_f32_bits(f) >> 16);
+		float f = th_uniform(&kq_rng_state, -100.0f, 100.0f);
+		uint16_t h = (uint16_t)(th_f32_bits(f) >> 16);
 		kq_put16(b + 2 * i, h);
-		want[i] = (double)kq_bits_to_f32((uint32_t)h << 16);
+		want[i] = (double)th_bits_f32((uint32_t)h << 16);
 	}
 	TAP_CHECK(kq_check_deq(KERN_TYPE_BF16, b, want, 37), "bf16");
 	for (i = 0; i < 37; i++) {
-		float f = kq_uniform(-100.0f, 100.0f);
+		float f = th_uniform(&kq_rng_state, -100.0f, 100.0f);
 		memcpy(b + 4 * i, &f, 4);
 		want[i] = (double)f;
 	}
@@ -687,10 +665,10 @@ kq_fill_block(float *x, int kind)
 	for (j = 0; j < 32; j++) {
 		switch (kind % 5) {
 		case 0:
-			x[j] = kq_uniform(-3.0f, 3.0f);
+			x[j] = th_uniform(&kq_rng_state, -3.0f, 3.0f);
 			break;
 		case 1:
-			x[j] = kq_uniform(-1e-3f, 1e-3f) * (j == 7 ? 1000.0f : 1.0f);
+			x[j] = th_uniform(&kq_rng_state, -1e-3f, 1e-3f) * (j == 7 ? 1000.0f : 1.0f);
 			break;
 		case 2: /* integers with amax 127: id = 1, many exact ties */
 			x[j] = j == 0 ? 127.0f : (float)((int)(kq_rand() % 255) - 127) / 2.0f;
@@ -699,7 +677,7 @@ kq_fill_block(float *x, int kind)
 			x[j] = 0.0f;
 			break;
 		default:
-			x[j] = kq_uniform(-60000.0f, 60000.0f);
+			x[j] = th_uniform(&kq_rng_state, -60000.0f, 60000.0f);
 			break;
 		}
 	}
@@ -965,7 +943,7 @@ kq_check_type(enum kern_type t, int64_t n)
 
 	kq_rand_rows(t, rows, rb, NR, n);
 	for (i = 0; i < n; i++)
-		x[i] = kq_uniform(-2.0f, 2.0f);
+		x[i] = th_uniform(&kq_rng_state, -2.0f, 2.0f);
 	kq_make_act(t, x, n, act);
 
 	kern_cpu_force_simd(KERN_CPU_SIMD_SCALAR);
@@ -1135,7 +1113,7 @@ kq_check_tile(enum kern_type t, int64_t n)
 	kq_rand_rows(t, rows, rb, NR, n);
 	for (k = 0; k < NT; k++) {
 		for (i = 0; i < n; i++)
-			x[i] = kq_uniform(-2.0f, 2.0f);
+			x[i] = th_uniform(&kq_rng_state, -2.0f, 2.0f);
 		kq_make_act(t, x, n, acts + (size_t)k * ab);
 	}
 	for (l = 0; l < kq_n_levels(); l++) {
@@ -1234,8 +1212,8 @@ test_dot_f32(void)
 	int l;
 
 	for (k = 0; k < 1536; k++) {
-		a[k] = kq_uniform(-1.0f, 1.0f);
-		b[k] = kq_uniform(-1.0f, 1.0f);
+		a[k] = th_uniform(&kq_rng_state, -1.0f, 1.0f);
+		b[k] = th_uniform(&kq_rng_state, -1.0f, 1.0f);
 	}
 	for (k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 		double want = 0.0, mag = 0.0;
@@ -1289,7 +1267,7 @@ kq_check_tensor(const struct eng_gguf_tensor *w, int64_t n_rows)
 	int l, ok = 0;
 
 	for (r = 0; r < n; r++)
-		x[r] = kq_uniform(-1.0f, 1.0f);
+		x[r] = th_uniform(&kq_rng_state, -1.0f, 1.0f);
 	kq_make_act(w->type, x, n, act);
 	kern_cpu_force_simd(KERN_CPU_SIMD_SCALAR);
 	kern_cpu_vec_dot_rows(w->type, w->data, rb, n_rows, act, n, ref);
@@ -1509,10 +1487,10 @@ test_dequant_ggml(void)
 			}
 			for (i = 0; i < n; i++) {
 				want_bits = kq_get32(buf + off + nbytes + 4 * i);
-				got_bits = kq_f32_bits(got[i]);
+				got_bits = th_f32_bits(got[i]);
 				TAP_CHECK(want_bits == got_bits, "%s element %u (%s): got %.9g want %.9g",
 				    kern_type_name(t), i, l < 0 ? "kern_dequant_row" : kq_level_name(l),
-				    (double)got[i], (double)kq_bits_to_f32(want_bits));
+				    (double)got[i], (double)th_bits_f32(want_bits));
 			}
 		}
 		if ((int)t < KERN_TYPE_COUNT && !types_seen[t]++)
@@ -1553,8 +1531,4 @@ static const struct tap_test tests[] = {
 	{ "real_qwen", test_real_qwen },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "tests/forward_logits.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -37,29 +38,8 @@ static int
 engine_logits(const struct eng_model *m, const int32_t *ids, int64_t n, int64_t chunk,
     int exact, float *out)
 {
-	struct eng_ctx *c = NULL;
-	struct eng_kv *kv = NULL;
-	uint8_t *want = malloc((size_t)n);
-	int64_t s;
-	int rc;
-
-	if (!want)
-		return ENG_ERR_NOMEM;
-	memset(want, 1, (size_t)n);
-	rc = eng_ctx_init(&c, m, 2, 64);
-	if (!rc)
-		rc = eng_kv_init(&kv, m, n + 1);
-	if (!rc) {
-		eng_ctx_set_exact(c, exact);
-		for (s = 0; s < n && !rc; s += chunk) {
-			int64_t len = n - s < chunk ? n - s : chunk;
-			rc = eng_forward(c, kv, ids + s, len, want + s, out + s * m->hp.n_vocab);
-		}
-	}
-	eng_kv_free(kv);
-	eng_ctx_free(c);
-	free(want);
-	return rc;
+	struct th_fwd o = { .threads = 2, .max_chunk = 64, .chunk = chunk, .exact = exact };
+	return th_forward_logits(m, ids, n, &o, out);
 }
 
 /* Worst |Δ| relative to the largest |logit|, and worst per-position KL. */
@@ -161,8 +141,4 @@ static const struct tap_test tests[] = {
 	{ "real", test_real },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

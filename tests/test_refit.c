@@ -398,8 +398,4 @@ static const struct tap_test tests[] = {
 	{ "kernel_bias", test_kernel_bias },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

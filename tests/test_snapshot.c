@@ -34,6 +34,7 @@
 #include "snapshot/snapshot_io.h"
 #include "snapshot/snapshot_refit.h" /* for SNAP_FLAG_RAW */
 #include "storage/store.h"
+#include "tests/helpers.h"
 #include "tests/ingest_run.h"
 #include "tests/snap_helpers.h"
 #include "tests/tap.h"
@@ -61,14 +62,6 @@ ts_doc(int32_t *ids, int64_t n, uint64_t seed, int32_t vocab)
 		ids[i] = (int32_t)(tiny_rng_next(&r) % (uint64_t)vocab);
 }
 
-static uint32_t
-ts_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
 static float
 ts_r16(float f)
 {
@@ -79,7 +72,7 @@ ts_r16(float f)
 static int
 ts_same(float a, float b)
 {
-	return (isnan(a) && isnan(b)) || ts_bits(a) == ts_bits(b);
+	return (isnan(a) && isnan(b)) || th_f32_bits(a) == th_f32_bits(b);
 }
 
 /* The encoding ts_encode writes: SNAP_FORMAT_VERSION (4, a saver's), or 1
@@ -171,7 +164,7 @@ ts_same_units(const struct eng_kv *a, const struct eng_kv *b, char *msg, size_t 
 				    ts_same(ts_r16(A->score[ra]), B->score[rb]);
 				for (d = 0; d < hd && ok; d++)
 					ok = ts_same(A->k[ra * hd + d], B->k[rb * hd + d]) &&
-					    ts_bits(A->v[ra * hd + d]) == ts_bits(B->v[rb * hd + d]);
+					    th_f32_bits(A->v[ra * hd + d]) == th_f32_bits(B->v[rb * hd + d]);
 				if (!ok) {
 					snprintf(msg, cap, "layer %d head %d unit %lld differs", l, m,
 					    (long long)i);
@@ -180,18 +173,6 @@ ts_same_units(const struct eng_kv *a, const struct eng_kv *b, char *msg, size_t 
 			}
 		}
 	return 0;
-}
-
-/* A model shell with only the hyperparameters eng_kv_init reads. */
-static void
-ts_shell(struct eng_model *m, int n_layer, int n_head, int n_kv, int hd)
-{
-	memset(m, 0, sizeof(*m));
-	m->hp.n_layer = n_layer;
-	m->hp.n_head = n_head;
-	m->hp.n_head_kv = n_kv;
-	m->hp.head_dim = hd;
-	m->hp.rope_base = 10000.0f;
 }
 
 /* Synthetic rows: counts[l·H + m] units per head at spread positions (0
@@ -386,7 +367,7 @@ test_qpack(void)
 			static float z[N * D];
 			ts_spec_decode(buf, N, D, qp_row_bits(s), z);
 			for (i = 0; i < N * D; i++)
-				TAP_CHECK(ts_bits(z[i]) == ts_bits(y[i]), "scheme %d value %d: %g, layout %g",
+				TAP_CHECK(th_f32_bits(z[i]) == th_f32_bits(y[i]), "scheme %d value %d: %g, layout %g",
 				    s, i, y[i], z[i]);
 		}
 		/* the bound: δ/2 of the group's range, with the slack of fp16's
@@ -569,7 +550,7 @@ static int
 ts_syn_init(struct ts_syn *y, uint64_t seed)
 {
 	static const int64_t counts[3 * 2] = { 70, 33, 1, 0, 45, 64 };
-	ts_shell(&y->shell, 3, 4, 2, 64);
+	tiny_shell(&y->shell, 3, 4, 2, 64);
 	memcpy(y->counts, counts, sizeof(counts));
 	y->kv = NULL;
 	return eng_kv_init(&y->kv, &y->shell, 140) || ts_fill(y->kv, y->counts, 3000000, seed);
@@ -737,7 +718,7 @@ test_q4kc_pod(void)
 	int l, m;
 	int64_t i;
 
-	ts_shell(&shell, 3, 4, 2, 64);
+	tiny_shell(&shell, 3, 4, 2, 64);
 	TAP_CHECK(eng_kv_init(&kv, &shell, 100) == 0 && ts_fill(kv, counts, 100000, 4) == 0, "pool");
 	/* windows: n_s covers 3 units of a 70-unit head, n_r 40 of them */
 	TAP_CHECK(eng_kv_set_pod(kv, anc, 4000, 57000, 0) == 0, "pod layout");
@@ -1142,7 +1123,7 @@ test_mismatch(void)
 	TAP_CHECK(eng_kv_init(&small, g_m, 5) == 0, "small pool");
 	TAP_CHECK(snap_layer_decode(s.rec[0], s.len[0], &s.h, 0, small, why, sizeof(why)) ==
 	    SNAP_ERR_MISMATCH && strstr(why, "do not fit"), "small pool: %s", why);
-	ts_shell(&shell, TS_L, 4, 2, 16);
+	tiny_shell(&shell, TS_L, 4, 2, 16);
 	TAP_CHECK(eng_kv_init(&wide, &shell, 64) == 0, "wide pool");
 	TAP_CHECK(snap_layer_decode(s.rec[0], s.len[0], &s.h, 0, wide, why, sizeof(why)) ==
 	    SNAP_ERR_MISMATCH, "head_dim 16 pool: %s", why);
@@ -1348,7 +1329,7 @@ test_forged_fields(void)
 	char why[256];
 	uint8_t b[4];
 
-	ts_shell(&shell, 3, 4, 2, 32);
+	tiny_shell(&shell, 3, 4, 2, 32);
 	/* positions 0, 199, 399, … (two-byte deltas), windows n_s 1, n_r 400 */
 	TAP_CHECK(eng_kv_init(&kv, &shell, 8) == 0 && ts_fill(kv, counts, 1000, 5) == 0 &&
 	    eng_kv_set_pod(kv, anc, 1, 400, 0) == 0, "pool");
@@ -1396,7 +1377,7 @@ test_forged_positions(void)
 	char why[256];
 	uint8_t b[2];
 
-	ts_shell(&shell, 2, 2, 2, 32);
+	tiny_shell(&shell, 2, 2, 2, 32);
 	/* positions 0, 3, 6, 9 (one-byte deltas), next_pos 10 */
 	TAP_CHECK(eng_kv_init(&kv, &shell, 8) == 0 && ts_fill(kv, counts, 10, 6) == 0, "pool");
 	TAP_CHECK(eng_kv_init(&kv2, &shell, 8) == 0, "pool 2");
@@ -1719,7 +1700,7 @@ static int
 ts_seed_pool(struct eng_model *shell, struct eng_kv **kv)
 {
 	static const int64_t counts[2 * 2] = { 9, 5, 9, 5 };
-	ts_shell(shell, 2, 4, 2, 32);
+	tiny_shell(shell, 2, 4, 2, 32);
 	*kv = NULL;
 	return eng_kv_init(kv, shell, 16) || ts_fill(*kv, counts, 300, 1);
 }
@@ -1947,6 +1928,14 @@ static const struct tap_test tests[] = {
 	{ "copy_between_stores", test_copy_between_stores },
 };
 
+static int
+teardown(void)
+{
+	tiny_model_tmp_close(g_m, g_model_path);
+	unlink(g_map_mixed);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1954,24 +1943,17 @@ main(int argc, char **argv)
 	char why[256];
 	int rc;
 
-	if (sodium_init() < 0) {
-		printf("Bail out! libsodium\n");
+	if (th_sodium_setup())
 		return 1;
-	}
 	if (seeds) {
 		rc = ts_write_seeds(seeds);
 		printf("%s seeds into %s\n", rc ? "could not write" : "wrote", seeds);
 		return rc ? 1 : 0;
 	}
-	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 23) ||
-	    eng_model_open(&g_m, g_model_path, why, sizeof(why)) ||
+	if (tiny_model_tmp_open(&g_m, g_model_path, sizeof(g_model_path), 23, why, sizeof(why)) ||
 	    th_pod_map_write(g_map_mixed, sizeof(g_map_mixed), map_mixed)) {
 		printf("Bail out! cannot set up the tiny model or map\n");
 		return 1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	eng_model_close(g_m);
-	unlink(g_model_path);
-	unlink(g_map_mixed);
-	return rc;
+	return tap_run(tests, sizeof(tests) / sizeof(tests[0]), NULL, teardown, argc, argv);
 }

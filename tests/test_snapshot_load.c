@@ -53,6 +53,7 @@
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_io.h"
 #include "storage/store.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define TL_N 640    /* document tokens */
@@ -422,22 +423,23 @@ tl_setup(void)
 	return store_open(&e->s, e->dir, &so, why, sizeof(why)) ? -1 : 0;
 }
 
-static void
+/* The program's tear-down: what the shared set-up made (0: a folder that
+ * will not go is only reported). */
+static int
 tl_teardown(void)
 {
 	struct tl_env *e = &g_env;
-	char cmd[128];
 	if (e->s)
 		store_close(e->s);
 	if (e->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%.63s'", e->dir);
-		if (system(cmd) != 0)
+		if (th_rm_rf(e->dir) != 0)
 			printf("# could not remove %s\n", e->dir);
 	}
 	eng_kv_free(e->kv);
 	eng_ctx_free(e->c);
 	eng_policy_free(e->p);
 	eng_model_close(e->m);
+	return 0;
 }
 
 /* Save the cache in `quant`; its profile id into pid. */
@@ -601,8 +603,6 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
-/* The stored snapshot of pid with layers a and b's records swapped with
- * their neighbours' (each then fails the header's checksum). */
 /* A pool taken again (snap_load_into) holds what a fresh one does, bit for
  * bit, whatever it held: each form loaded into the pool the form before was
  * loaded into, after a question was run over it and every row of it was
@@ -674,12 +674,30 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
+/* Put doc d's snapshot of profile pid, made of a header and n layer
+ * records, into the shared store by hand; store_put's rc. */
+static int
+tl_put(const struct store_doc *d, const uint8_t pid[SNAP_ID_BYTES], const uint8_t *hdr,
+    size_t hdr_len, uint8_t *const *rec, const size_t *len, int n, char *why, size_t why_len)
+{
+	struct store_snapshot snap;
+	memset(&snap, 0, sizeof(snap));
+	memcpy(snap.profile_id, pid, SNAP_ID_BYTES);
+	snap.header = hdr;
+	snap.header_len = hdr_len;
+	snap.layer = (const uint8_t *const *)rec;
+	snap.layer_len = len;
+	snap.n_layer = n;
+	return store_put(g_env.s, d, &snap, why, why_len);
+}
+
+/* The stored snapshot of pid with layers a and b's records swapped with
+ * their neighbours' (each then fails the header's checksum). */
 static int
 tl_damage(const uint8_t pid[SNAP_ID_BYTES], int a, int b)
 {
 	struct tl_env *e = &g_env;
 	struct store_reader *r = NULL;
-	struct store_snapshot snap;
 	const uint8_t *buf, *hdr = NULL;
 	uint8_t **rec;
 	size_t *len, hdr_len = 0;
@@ -717,14 +735,7 @@ tl_damage(const uint8_t pid[SNAP_ID_BYTES], int a, int b)
 			tl = len[a]; len[a] = len[a + 1]; len[a + 1] = tl;
 			t = rec[b]; rec[b] = rec[b + 1]; rec[b + 1] = t;
 			tl = len[b]; len[b] = len[b + 1]; len[b + 1] = tl;
-			memset(&snap, 0, sizeof(snap));
-			memcpy(snap.profile_id, pid, SNAP_ID_BYTES);
-			snap.header = hcopy;
-			snap.header_len = hdr_len;
-			snap.layer = (const uint8_t *const *)rec;
-			snap.layer_len = len;
-			snap.n_layer = n;
-			rc = store_put(e->s, &e->d, &snap, why, sizeof(why));
+			rc = tl_put(&e->d, pid, hcopy, hdr_len, rec, len, n, why, sizeof(why));
 			free(hcopy);
 		}
 	}
@@ -838,7 +849,6 @@ tl_save_legacy(const struct store_doc *d, int quant, const uint8_t pid[SNAP_ID_B
 {
 	struct tl_env *e = &g_env;
 	struct snap_header h;
-	struct store_snapshot snap;
 	uint8_t *rec[64] = { 0 }, *hdr = NULL;
 	size_t len[64] = { 0 }, hdr_len = 0;
 	char why[256] = "";
@@ -861,14 +871,7 @@ tl_save_legacy(const struct store_doc *d, int quant, const uint8_t pid[SNAP_ID_B
 	for (l = 0; l < n; l++)
 		*bytes += len[l];
 	if (!rc) {
-		memset(&snap, 0, sizeof(snap));
-		memcpy(snap.profile_id, pid, SNAP_ID_BYTES);
-		snap.header = hdr;
-		snap.header_len = hdr_len;
-		snap.layer = (const uint8_t *const *)rec;
-		snap.layer_len = len;
-		snap.n_layer = n;
-		if ((rc = store_put(e->s, d, &snap, why, sizeof(why))))
+		if ((rc = tl_put(d, pid, hdr, hdr_len, rec, len, n, why, sizeof(why))))
 			tap_diag("legacy put: %s", why);
 	}
 	for (l = 0; l < n; l++)
@@ -962,15 +965,4 @@ static const struct tap_test tests[] = {
 	{ "legacy_equal", test_legacy_equal },
 };
 
-int
-main(int argc, char **argv)
-{
-	int rc;
-	if (sodium_init() < 0) {
-		printf("Bail out! libsodium\n");
-		return 1;
-	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-	tl_teardown();
-	return rc;
-}
+TAP_MAIN(th_sodium_setup, tl_teardown)

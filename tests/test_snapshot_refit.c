@@ -40,6 +40,7 @@
 #include "engine/engine.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_refit.h"
+#include "tests/helpers.h"
 #include "tests/snap_helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
@@ -47,17 +48,6 @@
 #define TR_L 2
 #define TR_KV 2
 #define TR_HD 32
-
-static void
-tr_shell(struct eng_model *m)
-{
-	memset(m, 0, sizeof(*m));
-	m->hp.n_layer = TR_L;
-	m->hp.n_head = 4;
-	m->hp.n_head_kv = TR_KV;
-	m->hp.head_dim = TR_HD;
-	m->hp.rope_base = 10000.0f;
-}
 
 /* The pool of tests/test_snapshot.c's ts_seed_pool (2 layers, 2 KV heads
  * of head_dim 32, 9 and 5 units, next position 300, seed 1), written the
@@ -142,7 +132,7 @@ test_roundtrip(void)
 	struct eng_kv *kv = NULL, *back = NULL;
 	int quant;
 
-	tr_shell(&shell);
+	tiny_shell(&shell, TR_L, 4, TR_KV, TR_HD);
 	TAP_CHECK(tr_pool(&shell, &kv, 1) == 0, "pool");
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
 		struct th_snap s, s2;
@@ -196,7 +186,7 @@ test_unbiased_same(void)
 	struct eng_kv *kv = NULL;
 	int quant;
 
-	tr_shell(&shell);
+	tiny_shell(&shell, TR_L, 4, TR_KV, TR_HD);
 	TAP_CHECK(tr_pool(&shell, &kv, 0) == 0, "pool");
 	for (quant = SNAP_FP16; quant <= SNAP_QUANT_MAX; quant++) {
 		struct th_snap s;
@@ -224,7 +214,7 @@ test_reads_version2(void)
 	struct eng_kv *kv = NULL, *back = NULL;
 	int i;
 
-	tr_shell(&shell);
+	tiny_shell(&shell, TR_L, 4, TR_KV, TR_HD);
 	TAP_CHECK(tr_pool(&shell, &kv, 0) == 0, "pool");
 	for (i = 0; i < 3; i++) {
 		char why[256] = "";
@@ -303,7 +293,7 @@ test_forged(void)
 	float nan = NAN, inf = INFINITY;
 	int rc;
 
-	tr_shell(&shell);
+	tiny_shell(&shell, TR_L, 4, TR_KV, TR_HD);
 	TAP_CHECK(tr_pool(&shell, &kv, 1) == 0 && tr_pool(&shell, &plain_kv, 0) == 0, "pools");
 	TAP_CHECK(eng_kv_init(&back, &shell, 16) == 0, "pool for the loads");
 	TAP_CHECK(tr_encode(&s, kv, SNAP_FP16) == 0 && tr_encode(&u, plain_kv, SNAP_Q8) == 0,
@@ -354,7 +344,7 @@ test_encode_refusals(void)
 	uint8_t *out = NULL;
 	size_t out_len = 0;
 
-	tr_shell(&shell);
+	tiny_shell(&shell, TR_L, 4, TR_KV, TR_HD);
 	TAP_CHECK(tr_pool(&shell, &kv, 1) == 0, "pool");
 	TAP_CHECK(snap_header_from_kv(&h, kv, 4) == 0 && h.has_bias == 1, "header from the pool");
 	kv->layer[1].bias[kv->layer[1].off[1] + 2] = NAN;
@@ -386,7 +376,7 @@ test_concat(void)
 	int l, m;
 	int64_t i;
 
-	tr_shell(&shell);
+	tiny_shell(&shell, TR_L, 4, TR_KV, TR_HD);
 	TAP_CHECK(tr_pool(&shell, &a, 1) == 0 && tr_pool(&shell, &b, 0) == 0, "pools");
 	parts[0] = a;
 	parts[1] = b;
@@ -427,12 +417,4 @@ static const struct tap_test tests[] = {
 	{ "concat", test_concat },
 };
 
-int
-main(int argc, char **argv)
-{
-	if (sodium_init() < 0) {
-		printf("Bail out! libsodium\n");
-		return 1;
-	}
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(th_sodium_setup, NULL)

@@ -221,18 +221,15 @@ test_random(void)
 	return TAP_PASS;
 }
 
-int
-main(int argc, char **argv)
-{
-	static const struct tap_test tests[] = {
-		{ "across_pieces", test_across_pieces },
-		{ "held_back", test_held_back },
-		{ "earliest_wins", test_earliest_wins },
-		{ "at_start_and_utf8", test_at_start_and_utf8 },
-		{ "no_stops", test_no_stops },
-		{ "long_piece", test_long_piece },
-		{ "check", test_check },
-		{ "random", test_random },
-	};
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const struct tap_test tests[] = {
+	{ "across_pieces", test_across_pieces },
+	{ "held_back", test_held_back },
+	{ "earliest_wins", test_earliest_wins },
+	{ "at_start_and_utf8", test_at_start_and_utf8 },
+	{ "no_stops", test_no_stops },
+	{ "long_piece", test_long_piece },
+	{ "check", test_check },
+	{ "random", test_random },
+};
+
+TAP_MAIN(NULL, NULL)

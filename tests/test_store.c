@@ -252,11 +252,9 @@ rm_tree(const char *dir)
 static enum tap_result
 with_store(enum tap_result (*t)(void), const struct store_opts *o)
 {
-	const char *tmp = getenv("TMPDIR");
 	enum tap_result r;
 
-	snprintf(g_dir, sizeof(g_dir), "%s/kvsnap-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(g_dir)) {
+	if (th_tmpdir(g_dir, sizeof(g_dir), "store")) {
 		printf("# mkdtemp: %s\n", strerror(errno));
 		return TAP_FAIL;
 	}
@@ -1453,7 +1451,6 @@ WITH_STORE(t_small_map, .map_size = 1 << 20, .max_map = 2 << 20)
 static enum tap_result
 t_disk_full(void)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct store_opts o = { .map_size = 64 << 20 };
 	struct store_doc failed;
 	char filler[600];
@@ -1464,8 +1461,7 @@ t_disk_full(void)
 		printf("# SKIP: needs root to mount a tmpfs\n");
 		return TAP_SKIP;
 	}
-	snprintf(g_dir, sizeof(g_dir), "%s/kvsnap-full-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(g_dir))
+	if (th_tmpdir(g_dir, sizeof(g_dir), "full"))
 		return TAP_FAIL;
 	if (mount("tmpfs", g_dir, "tmpfs", 0, "size=2m") != 0) {
 		printf("# SKIP: mount tmpfs: %s\n", strerror(errno));
@@ -1951,25 +1947,29 @@ static const struct tap_test tests[] = {
 	{ "truncated", t_truncated },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
-	int rc, i;
-
 	if (tiny_model_tmp(g_model_path, sizeof(g_model_path), 42) != 0) {
 		printf("1..0 # SKIP cannot write the tiny model\n");
-		return 1;
+		return -1;
 	}
 	if (eng_model_open(&g_m, g_model_path, g_why, sizeof(g_why)) != 0 || fx_setup() != 0) {
 		printf("1..0 # SKIP no fixtures: %s\n", g_why);
-		tiny_model_remove(g_model_path);
-		eng_model_close(g_m);
-		return 1;
+		tiny_model_tmp_close(g_m, g_model_path);
+		return -1;
 	}
-	rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return 0;
+}
+
+static int
+teardown(void)
+{
+	int i;
 	for (i = 0; i < FX_N; i++)
 		fx_free(&g_fx[i]);
-	eng_model_close(g_m);
-	tiny_model_remove(g_model_path);
-	return rc;
+	tiny_model_tmp_close(g_m, g_model_path);
+	return 0;
 }
+
+TAP_MAIN(setup, teardown)

@@ -37,6 +37,7 @@
 #include <sodium.h>
 
 #include "storage/store_redis.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 static const char *g_addr, *g_dir;
@@ -1499,16 +1500,14 @@ static const struct tap_test tests[] = {
 	{ "cluster_down", t_cluster_down },
 };
 
-int
-main(int argc, char **argv)
+static int
+setup(void)
 {
 	const char *ports;
 	int i = 0;
 
-	if (sodium_init() < 0) {
-		printf("Bail out! libsodium\n");
-		return 1;
-	}
+	if (th_sodium_setup())
+		return -1;
 	g_addr = getenv("KVSNAP_REDIS_ADDR");
 	g_dir = getenv("KVSNAP_REDIS_DIR");
 	if (g_addr && g_dir && (ports = getenv("KVSNAP_REDIS_PORTS")) != NULL) {
@@ -1523,5 +1522,7 @@ main(int argc, char **argv)
 		       "tests/sh/store_redis.sh runs them\n");
 	}
 	signal(SIGPIPE, SIG_IGN);
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return 0;
 }
+
+TAP_MAIN(setup, NULL)

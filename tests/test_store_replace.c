@@ -279,8 +279,4 @@ static const struct tap_test tests[] = {
 	{ "rm_snapshot", test_rm_snapshot },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

@@ -23,6 +23,7 @@
 #include "service/service.h"
 #include "service/text_record.h"
 #include "storage/store.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 static char g_dir[256];
@@ -38,9 +39,7 @@ tmpdir(void)
 static void
 rmdir_all(void)
 {
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	if (system(cmd) != 0)
+	if (th_rm_rf(g_dir) != 0)
 		tap_diag("could not remove %s", g_dir);
 }
 
@@ -751,19 +750,16 @@ out:
 	return ok;
 }
 
-int
-main(int argc, char **argv)
-{
-	static const struct tap_test tests[] = {
-		{ "textrec_roundtrip", textrec_roundtrip },
-		{ "textrec_damage", textrec_damage },
-		{ "match_words", match_words },
-		{ "index_file", index_file },
-		{ "index_passages", index_passages },
-		{ "store_text_records", store_text_records },
-		{ "store_older", store_older },
-		{ "index_in_step", index_in_step },
-		{ "index_stale_schema1", index_stale_schema1 },
-	};
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+static const struct tap_test tests[] = {
+	{ "textrec_roundtrip", textrec_roundtrip },
+	{ "textrec_damage", textrec_damage },
+	{ "match_words", match_words },
+	{ "index_file", index_file },
+	{ "index_passages", index_passages },
+	{ "store_text_records", store_text_records },
+	{ "store_older", store_older },
+	{ "index_in_step", index_in_step },
+	{ "index_stale_schema1", index_stale_schema1 },
+};
+
+TAP_MAIN(NULL, NULL)

@@ -276,8 +276,4 @@ static const struct tap_test tests[] = {
 	{ "matcher_refuses", test_matcher_refuses },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/escape.h"
 #include "common/fail.h"
 #include "engine/engine.h"
 #include "tests/gguf_builder.h"
@@ -142,43 +143,6 @@ tok_expect(const struct eng_tok *t, const char *text, int special, const int32_t
 	return ok;
 }
 
-/* 1 if s[0..n) is strictly valid UTF-8 (no overlongs, surrogates, > U+10FFFF). */
-static int
-tok_valid_utf8(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c = s[i];
-		size_t k, need;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF)
-			need = 1, cp = c & 0x1F;
-		else if (c >= 0xE0 && c <= 0xEF)
-			need = 2, cp = c & 0x0F;
-		else if (c >= 0xF0 && c <= 0xF4)
-			need = 3, cp = c & 0x07;
-		else
-			return 0;
-		if (i + need >= n)
-			return 0;
-		for (k = 1; k <= need; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (s[i + k] & 0x3F);
-		}
-		if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-		    (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;
-		i += need + 1;
-	}
-	return 1;
-}
-
 static int tok_byte_has_token[256];
 
 /* Which bytes have a one-byte NORMAL token (others are dropped by BPE). */
@@ -204,7 +168,7 @@ tok_roundtrips(const uint8_t *s, size_t n)
 {
 	size_t i;
 
-	if (!tok_valid_utf8(s, n))
+	if (!kv_utf8_valid((const char *)s, n))
 		return 0;
 	for (i = 0; i < n; i++)
 		if (!tok_byte_has_token[s[i]])
@@ -953,11 +917,12 @@ static const struct tap_test tests[] = {
 };
 
 /* Run the tests, then release the shared model tokenizer. */
-int
-main(int argc, char **argv)
+static int
+teardown(void)
 {
-	int rc = tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 	eng_tok_free(tok_model);
 	eng_gguf_close(tok_gguf);
-	return rc;
+	return 0;
 }
+
+TAP_MAIN(NULL, teardown)

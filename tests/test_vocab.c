@@ -230,8 +230,4 @@ static const struct tap_test tests[] = {
 	{ "spm_words_phi3", test_spm_words_phi3 },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

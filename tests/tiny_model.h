@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/rng.h"
+#include "engine/engine.h"
 #include "tests/gguf_builder.h"
 
 #ifndef TINY_N_LAYER
@@ -282,6 +283,64 @@ tiny_model_remove(const char *path)
 {
 	if (path && *path)
 		unlink(path);
+}
+
+/* A model shell with only the hyperparameters eng_kv_init reads (no
+ * weights): what the pool and snapshot tests build caches for. */
+static inline void
+tiny_shell(struct eng_model *m, int n_layer, int n_head, int n_kv, int hd)
+{
+	memset(m, 0, sizeof(*m));
+	m->hp.n_layer = n_layer;
+	m->hp.n_head = n_head;
+	m->hp.n_head_kv = n_kv;
+	m->hp.head_dim = hd;
+	m->hp.rope_base = 10000.0f;
+}
+
+/* The header of a retaining-heads sidecar for the tiny model: rank d_r,
+ * no base fingerprint, the given recipe, no training data. */
+static inline struct eng_heads_info
+tiny_heads_info(int d_r, const char *recipe)
+{
+	struct eng_heads_info in;
+	memset(&in, 0, sizeof(in));
+	in.n_layer = TINY_N_LAYER;
+	in.n_head = TINY_N_HEAD;
+	in.n_head_kv = TINY_N_HEAD_KV;
+	in.head_dim = TINY_HEAD_DIM;
+	in.d_r = d_r;
+	in.base_fingerprint = "";
+	in.recipe = recipe;
+	in.data = "none";
+	return in;
+}
+
+/* The llama model written to a fresh temporary file (its path in
+ * path[0..cap)) and opened: the model a test program keeps for its whole
+ * run.  0, or -1 with the reason in why and nothing left behind. */
+static inline int
+tiny_model_tmp_open(struct eng_model **m, char *path, size_t cap, uint64_t seed, char *why,
+    size_t why_len)
+{
+	*m = NULL;
+	if (tiny_model_tmp(path, cap, seed)) {
+		snprintf(why, why_len, "cannot write the tiny model");
+		return -1;
+	}
+	if (eng_model_open(m, path, why, why_len)) {
+		tiny_model_remove(path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Closes and removes what tiny_model_tmp_open made. */
+static inline void
+tiny_model_tmp_close(struct eng_model *m, const char *path)
+{
+	eng_model_close(m);
+	tiny_model_remove(path);
 }
 
 #endif /* TESTS_TINY_MODEL_H */

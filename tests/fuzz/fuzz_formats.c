@@ -5,7 +5,8 @@
  * that is read is valid UTF-8 without NULs, within the limit, and its
  * format has a name.  The first byte picks a named encoding now and then,
  * so iconv's paths are driven too.  Seeds: tests/fuzz/corpus/formats/
- * (scripts/make-doc-fixtures.py).
+ * (scripts/make-doc-fixtures.py), and those tests/run.sh generates (the
+ * hostile documents, the head of tests/fixtures/docs/ship.html).
  */
 #include <assert.h>
 #include <stdint.h>

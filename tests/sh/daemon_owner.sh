@@ -38,7 +38,6 @@ chmod 644 "$T/proto.py"
 asA=(runuser -u "$UA" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
 asB=(runuser -u "$UB" -- env KVSNAP_SOCKET="$KVSNAP_SOCKET")
 proto_as() { timeout 60 runuser -u "$1" -- python3 "$T/proto.py" "$KVSNAP_SOCKET" "$2" 60; }
-field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
 names() { # the named documents an ls result lists
 	python3 -c 'import json,sys; print(" ".join(sorted(d["name"] for d in json.loads(sys.stdin.read())["docs"] if d["name"])))'; }
 
@@ -60,13 +59,13 @@ expect_rc "B queries it by id prefix: not found" 2 "${asB[@]}" "$K" query -n 2 "
 expect_rc "B queries it by full id: not found" 2 "${asB[@]}" "$K" query -n 2 "$priv" "$Q"
 for op in info rm has verify; do
 	proto_as $UB "{\"id\":1,\"op\":\"$op\",\"doc\":\"a-private\"}" > "$T/o"
-	[ "$(field code < "$T/o")" = not_found ]; ok "B $op A's private one: not_found" $?
+	[ "$(json_field code < "$T/o")" = not_found ]; ok "B $op A's private one: not_found" $?
 done
 proto_as $UB '{"id":1,"op":"ls"}' > "$T/o"
 [ "$(names < "$T/o")" = "a-public" ]; ok "B's ls lists the shared one only" $? || cat "$T/o"
 for req in '{"id":1,"op":"stats"}' '{"id":1,"op":"verify"}' '{"id":1,"op":"prune","keep":0}'; do
 	proto_as $UB "$req" > "$T/o"
-	[ "$(field code < "$T/o")" = denied ]; ok "B: $req denied" $?
+	[ "$(json_field code < "$T/o")" = denied ]; ok "B: $req denied" $?
 done
 expect_rc "B cannot open the store itself (rename, rm)" 5 "${asB[@]}" "$K" rename --state "$KVSNAP_STATE" a-private x
 
@@ -87,15 +86,15 @@ proto_as $UA "{\"id\":1,\"op\":\"ingest\",\"text\":\"$tA\"}" > "$T/o"
 proto_as $UB "{\"id\":1,\"op\":\"ingest\",\"text\":\"$tB\"}" >> "$T/o"
 [ "$(grep -c '"skipped":false' "$T/o")" -eq 2 ]; ok "A and B each ingest a text, ids sharing prefix $pfx" $?
 proto_as root "{\"id\":1,\"op\":\"has\",\"doc\":\"$pfx\"}" > "$T/o"
-[ "$(field code < "$T/o")" = ambiguous ]; ok "root: prefix $pfx is ambiguous" $?
+[ "$(json_field code < "$T/o")" = ambiguous ]; ok "root: prefix $pfx is ambiguous" $?
 proto_as $UB "{\"id\":1,\"op\":\"has\",\"doc\":\"$pfx\"}" > "$T/o"
 want=$(python3 -c 'import hashlib,sys; print(hashlib.blake2b(sys.argv[1].encode(), digest_size=32).hexdigest())' "$tB")
-[ "$(field doc_id < "$T/o")" = "$want" ]; ok "B: prefix $pfx is B's own document, A's is not shown" $?
+[ "$(json_field doc_id < "$T/o")" = "$want" ]; ok "B: prefix $pfx is B's own document, A's is not shown" $?
 
 # ---- B: the shared one is readable, not removable
 expect_rc "B queries A's shared one" 0 "${asB[@]}" "$K" query -n 2 a-public "$Q"
 proto_as $UB '{"id":1,"op":"rm","doc":"a-public"}' > "$T/o"
-[ "$(field code < "$T/o")" = denied ]; ok "B rm A's shared one: denied" $?
+[ "$(json_field code < "$T/o")" = denied ]; ok "B rm A's shared one: denied" $?
 
 # ---- B proves access with its own copy of the bytes
 expect_rc "B queries A's private one with its copy (--file)" 0 "${asB[@]}" "$K" query -n 2 --file "$T/b/copy.txt" a-private "$Q"

@@ -87,29 +87,22 @@ for a in sys.argv[2:]:
         if e.get("event") in ("result", "error"): print(json.dumps(e)); break
 PY
 }
-field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
-r=$(req '{"v":1,"id":1,"op":"query","doc":"gpl","question":"Hi","max_tokens":2}')
-[ "$(field code <<<"$r")" = profile_mismatch ]; _s=$?; ok "before shrink the daemon has no snapshot of its profile: $(field code <<<"$r")" $_s
+req_code profile_mismatch "before shrink the daemon has no snapshot of its profile" '{"v":1,"id":1,"op":"query","doc":"gpl","question":"Hi","max_tokens":2}'
 r=$(req '{"v":1,"id":2,"op":"shrink","doc":"gpl","ratio":0.25}')
-n4=$(field units <<<"$r")
+n4=$(json_field units <<<"$r")
 [ "$n4" != - ] && [ -n "$(fits 4 "$n4")" ]; _s=$?; ok "shrink op: gpl cut to a quarter of the document and the sinks, $n4 units (s in: $sinks)" $_s
-[ "$(field serves <<<"$r")" = True ]; ok "and the daemon says it serves the result" $?
+[ "$(json_field serves <<<"$r")" = True ]; ok "and the daemon says it serves the result" $?
 r=$(req '{"v":1,"id":3,"op":"query","doc":"gpl","question":"What is the archive code word?","max_tokens":8}')
-[ "$(field event <<<"$r")" = result ] && [ "$(field tokens <<<"$r")" -gt 0 ]
-_s=$?; ok "the daemon answers from the shrunk snapshot ($(field tokens <<<"$r") tokens)" $_s
+[ "$(json_field event <<<"$r")" = result ] && [ "$(json_field tokens <<<"$r")" -gt 0 ]
+_s=$?; ok "the daemon answers from the shrunk snapshot ($(json_field tokens <<<"$r") tokens)" $_s
 expect_rc "and so does kvsnap query through it" 0 env KVSNAP_SOCKET="$S" "$K" query -n 4 gpl "What is the archive code word?"
 for bad in '"ratio":0' '"ratio":1.5' '"ratio":"1/4"' '"ratio":null'; do
-	r=$(req "{\"v\":1,\"id\":4,\"op\":\"shrink\",\"doc\":\"gpl\",$bad}")
-	[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "shrink with $bad: $(field code <<<"$r")" $_s
+	req_code bad_request "shrink with $bad" "{\"v\":1,\"id\":4,\"op\":\"shrink\",\"doc\":\"gpl\",$bad}"
 done
-r=$(req '{"v":1,"id":5,"op":"shrink","ratio":0.25}')
-[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "shrink without doc: $(field code <<<"$r")" $_s
-r=$(req '{"v":1,"id":6,"op":"shrink","doc":"gpl","ratio":0.9}')
-[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "shrink to more than the source holds: $(field code <<<"$r")" $_s
-r=$(req '{"v":1,"id":7,"op":"shrink","doc":"snap","ratio":0.25}')
-[ "$(field code <<<"$r")" = not_found ]; _s=$?; ok "shrink of a document with no kvzip snapshot: $(field code <<<"$r")" $_s
-r=$(req '{"v":1,"id":8,"op":"shrink","doc":"nosuchdoc","ratio":0.25}')
-[ "$(field code <<<"$r")" = not_found ]; _s=$?; ok "shrink of an unknown document: $(field code <<<"$r")" $_s
+req_code bad_request "shrink without doc" '{"v":1,"id":5,"op":"shrink","ratio":0.25}'
+req_code bad_request "shrink to more than the source holds" '{"v":1,"id":6,"op":"shrink","doc":"gpl","ratio":0.9}'
+req_code not_found "shrink of a document with no kvzip snapshot" '{"v":1,"id":7,"op":"shrink","doc":"snap","ratio":0.25}'
+req_code not_found "shrink of an unknown document" '{"v":1,"id":8,"op":"shrink","doc":"nosuchdoc","ratio":0.25}'
 kill -TERM "$DPID"; wait_exit; ok "kvsnapd stops cleanly" $?
 expect_rc "the store still verifies" 0 "$K" verify
 

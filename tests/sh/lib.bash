@@ -170,6 +170,20 @@ wait_ready() {
 	return 1
 }
 
+# json_field KEY: the value of KEY in the JSON object on stdin, "-" if it
+# has none (a protocol event, a --json answer).
+json_field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
+
+# req_code CODE DESCRIPTION REQUEST: REQUEST sent with the script's own
+# req function is answered with an error event of code CODE; the line says
+# DESCRIPTION and the code that came.
+req_code() {
+	local r c
+	r=$(req "$3")
+	c=$(json_field code <<<"$r")
+	[ "$c" = "$1" ]; ok "$2: $c" $?
+}
+
 # proto_py: writes $T/proto.py, the scripts' one-request client:
 #   python3 "$T/proto.py" SOCK REQUEST [TIMEOUT_S]
 # sends one request line to kvsnapd at SOCK and prints the event that ends

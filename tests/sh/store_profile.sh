@@ -70,23 +70,19 @@ DPID=$!
 wait_ready daemon_ready "$S"; ok "kvsnapd starts (kvzip, ratio 1/4)" $?
 proto_py
 req() { python3 "$T/proto.py" "$S" "$1"; }
-field() { python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e.get(sys.argv[1], "-"))' "$1"; }
 r=$(req '{"v":1,"id":1,"op":"shrink","doc":"gpl2","ratio":0.25,"replace":true}')
-[ "$(field replaced <<<"$r")" = True ] && [ "$(field serves <<<"$r")" = True ]
-_s=$?; ok "shrink op with replace: replaced $(field replaced <<<"$r"), serves $(field serves <<<"$r")" $_s
+[ "$(json_field replaced <<<"$r")" = True ] && [ "$(json_field serves <<<"$r")" = True ]
+_s=$?; ok "shrink op with replace: replaced $(json_field replaced <<<"$r"), serves $(json_field serves <<<"$r")" $_s
 [ "$(snaps gpl2 | cut -d: -f1 | tr '\n' ' ')" = "0.25 " ]; ok "gpl2 holds the cut alone" $?
 r=$(req '{"v":1,"id":2,"op":"query","doc":"gpl2","question":"What is the code word?","max_tokens":4}')
-[ "$(field event <<<"$r")" = result ]; ok "the daemon answers from it" $?
-r=$(req '{"v":1,"id":3,"op":"shrink","doc":"gpl2","ratio":0.25,"replace":"yes"}')
-[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "replace must be a boolean: $(field code <<<"$r")" $_s
-r=$(req '{"v":1,"id":4,"op":"rm","doc":"gpl2","profile":"xyz!"}')
-[ "$(field code <<<"$r")" = bad_request ]; _s=$?; ok "rm with a bad profile: $(field code <<<"$r")" $_s
-r=$(req '{"v":1,"id":5,"op":"rm","doc":"gpl2","profile":"ffffffffffff"}')
-[ "$(field code <<<"$r")" = not_found ]; _s=$?; ok "rm with a profile it lacks: $(field code <<<"$r")" $_s
+[ "$(json_field event <<<"$r")" = result ]; ok "the daemon answers from it" $?
+req_code bad_request "replace must be a boolean" '{"v":1,"id":3,"op":"shrink","doc":"gpl2","ratio":0.25,"replace":"yes"}'
+req_code bad_request "rm with a bad profile" '{"v":1,"id":4,"op":"rm","doc":"gpl2","profile":"xyz!"}'
+req_code not_found "rm with a profile it lacks" '{"v":1,"id":5,"op":"rm","doc":"gpl2","profile":"ffffffffffff"}'
 pid=$(snaps gpl2 | cut -d: -f2)
 r=$(req "{\"v\":1,\"id\":6,\"op\":\"rm\",\"doc\":\"gpl2\",\"profile\":\"${pid:0:10}\"}")
-[ "$(field removed <<<"$r")" = True ] && [ "$(field profile_id <<<"$r")" = "$pid" ]
-_s=$?; ok "rm op with profile: its last snapshot, the document removed ($(field removed <<<"$r"))" $_s
+[ "$(json_field removed <<<"$r")" = True ] && [ "$(json_field profile_id <<<"$r")" = "$pid" ]
+_s=$?; ok "rm op with profile: its last snapshot, the document removed ($(json_field removed <<<"$r"))" $_s
 expect_rc "the document is gone" 2 "$K" info gpl2
 kill -TERM "$DPID"; wait_exit; ok "kvsnapd stops cleanly" $?
 expect_rc "the store still verifies" 0 "$K" verify
