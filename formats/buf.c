@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fail.h"
 #include "formats/formats.h"
 
 void
@@ -91,5 +92,15 @@ fmt_buf_finish(struct fmt_buf *b)
 	if (!b->p && !(b->p = malloc(1)))
 		return b->err = FMT_ERR_NOMEM;
 	b->p[b->len] = '\0'; /* put keeps room for it */
+	return 0;
+}
+
+int
+fmt_buf_fail(const struct fmt_buf *b, const char *what, char *why, size_t why_len)
+{
+	if (b->err == FMT_ERR_TOO_LARGE)
+		return kv_fail(why, why_len, b->err, "is %s with over %zu bytes of text", what, b->max);
+	if (b->err)
+		return kv_fail(why, why_len, b->err, "out of memory");
 	return 0;
 }
