@@ -1,8 +1,9 @@
 /*
  * buf.c: the extractors' output, a growing UTF-8 buffer bounded by the
- * document limit (a hostile file cannot make it grow past it), with the
- * two things every extractor needs: white space collapsed in running
- * text, and line breaks between blocks without runs of empty lines.
+ * document limit (a hostile file cannot make it grow past it), with what
+ * every extractor needs: white space collapsed in running text, line
+ * breaks between blocks without runs of empty lines, and the buffer's
+ * error worded as the reason (fmt_buf_fail).
  */
 #include <stdlib.h>
 #include <string.h>

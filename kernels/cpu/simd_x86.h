@@ -1,7 +1,8 @@
 /*
  * simd_x86.h: the x86 helpers the SIMD dot kernels of kernels/cpu/ share
  * (vec_dot.c, vec_dot_k.c, vec_tile.c): target attributes, the four-row
- * layout of the 32-element quants, horizontal sums, the K-quants' scales.
+ * layout of the 32-element quants, horizontal sums, the K-quants' scales
+ * and the Q4_K/Q5_K/Q6_K quants unpacked.
  * Static inline only; include on x86 alone.
  */
 #ifndef KERNELS_CPU_SIMD_X86_H
