@@ -16,19 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "engine/base.h"
 #include "index/index.h"
 #include "service/text_record.h"
-
-static double
-now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static char *
 slurp(const char *path, size_t *len)
@@ -82,7 +74,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("| file | text bytes | text record bytes | record / text |\n|---|---:|---:|---:|\n");
-	t0 = now();
+	t0 = eng_now();
 	if (idx_begin(x, why, sizeof(why)))
 		return 1;
 	for (i = optind; i < argc; i++) {
@@ -120,9 +112,9 @@ main(int argc, char **argv)
 	}
 	if (idx_commit(x, why, sizeof(why)))
 		return 1;
-	t_put = now() - t0;
+	t_put = eng_now() - t0;
 	idx_match("Which license grants a patent license to contributors?", 54, expr);
-	t0 = now();
+	t0 = eng_now();
 	for (k = 0; k < 20; k++) {
 		if (idx_search_begin(x, expr, &q, why, sizeof(why)))
 			return 1;
@@ -132,7 +124,7 @@ main(int argc, char **argv)
 			;
 		idx_search_end(q);
 	}
-	t_search = (now() - t0) / 20;
+	t_search = (eng_now() - t0) / 20;
 	idx_close(x); /* checkpoints the WAL into the file */
 	if (stat(path, &st) == 0)
 		db_bytes = (uint64_t)st.st_size;

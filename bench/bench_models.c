@@ -18,18 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "service/service_internal.h" /* struct svc: a store alone */
 #include "storage/store.h"
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Document i's id: its index in the first bytes, spread by a multiplier
  * so the ids are in no particular order. */
@@ -112,19 +103,19 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_models: %s\n", why);
 		return 1;
 	}
-	t = now_s();
+	t = eng_now();
 	if (fill(s, n))
 		return 1;
-	printf("put %ld documents: %.2f s\n", n, now_s() - t);
+	printf("put %ld documents: %.2f s\n", n, eng_now() - t);
 	memset(&v, 0, sizeof(v));
 	v.s = s;
 	for (best = 1e9, c = 0; c < reps; c++) {
-		t = now_s();
+		t = eng_now();
 		if (svc_models(&v, &who, "SmolLM2-135M-Instruct", &ms, &got, &st)) {
 			fprintf(stderr, "bench_models: %s\n", st.why);
 			return 1;
 		}
-		t = now_s() - t;
+		t = eng_now() - t;
 		best = t < best ? t : best;
 		free(ms);
 	}
@@ -139,9 +130,9 @@ main(int argc, char **argv)
 	what[3] = "a missing id", look[3] = "gpt-4o";
 	for (int k = 0; k < 4; k++) {
 		for (best = 1e9, found = 0, c = 0; c < reps; c++) {
-			t = now_s();
+			t = eng_now();
 			found = svc_model_find(&v, &who, "SmolLM2-135M-Instruct", look[k], id, &st);
-			t = now_s() - t;
+			t = eng_now() - t;
 			best = t < best ? t : best;
 		}
 		printf("lookup of %s (%s): %s, %.6f s\n", what[k], look[k], found == 1 ? "found" :

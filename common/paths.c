@@ -112,34 +112,32 @@ kv_model_find(char *out, size_t cap, char *why, size_t why_len)
 	    "make model)", looked);
 }
 
-int
-kv_state_default(char *out, size_t cap)
+/* $XDG_var/kvsnap when that is an absolute path, else $HOME/home_rel. */
+static int
+kv_xdg_dir(char *out, size_t cap, const char *xdg_var, const char *home_rel)
 {
-	const char *xs = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	const char *xdg = getenv(xdg_var), *home = getenv("HOME");
 	int n;
 
-	if (xs && xs[0] == '/')
-		n = snprintf(out, cap, "%s/kvsnap", xs);
+	if (xdg && xdg[0] == '/')
+		n = snprintf(out, cap, "%s/kvsnap", xdg);
 	else if (home && *home)
-		n = snprintf(out, cap, "%s/.local/state/kvsnap", home);
+		n = snprintf(out, cap, "%s/%s", home, home_rel);
 	else
 		return -1;
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
 int
+kv_state_default(char *out, size_t cap)
+{
+	return kv_xdg_dir(out, cap, "XDG_STATE_HOME", ".local/state/kvsnap");
+}
+
+int
 kv_cache_default(char *out, size_t cap)
 {
-	const char *xc = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	int n;
-
-	if (xc && xc[0] == '/')
-		n = snprintf(out, cap, "%s/kvsnap", xc);
-	else if (home && *home)
-		n = snprintf(out, cap, "%s/.cache/kvsnap", home);
-	else
-		return -1;
-	return n < 0 || (size_t)n >= cap ? -1 : 0;
+	return kv_xdg_dir(out, cap, "XDG_CACHE_HOME", ".cache/kvsnap");
 }
 
 int

@@ -14,25 +14,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "daemon/daemon_internal.h"
 #include "daemon/http.h"
 #include "daemon/http_ops.h"
 
-static double
-ops_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void
 http_ops_begin(struct http_ops_req *o, const char *method, const char *uri, uid_t uid)
 {
 	o->open = 1;
-	o->t0 = ops_now();
+	o->t0 = svc_now();
 	o->route = metrics_route_of(uri);
 	snprintf(o->method, sizeof(o->method), "%s", method ? method : "?");
 	snprintf(o->uri, sizeof(o->uri), "%.200s", uri ? uri : "");
@@ -54,7 +45,7 @@ http_ops_end(struct http_ops_req *o, int status)
 	if (!o->open)
 		return;
 	o->open = 0;
-	s = ops_now() - o->t0;
+	s = svc_now() - o->t0;
 	metrics_http(o->route, status, o->bytes, s);
 	/* the probes come every few seconds: their lines only at debug */
 	dlog(o->route == MR_HEALTH || o->route == MR_METRICS ? DLOG_DEBUG : DLOG_INFO,

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/escape.h"
@@ -60,15 +59,13 @@ dlog(int level, const char *fmt, ...)
 void
 dlog_limited(struct dlog_limit *l, int level, const char *fmt, ...)
 {
-	struct timespec ts;
 	double now;
 	char msg[DLOG_RAW_MAX];
 	va_list ap;
 
 	if (level > dlog_level)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	now = svc_now();
 	if (l->logged && now - l->last < DLOG_LIMIT_S) {
 		l->held++;
 		return;

@@ -126,13 +126,6 @@ static struct {
 } srv;
 
 /* Monotonic seconds. */
-static double
-srv_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void conn_jobs_ended(struct conn *c);
 
@@ -351,7 +344,7 @@ static void
 conn_arm(struct conn *c)
 {
 	const struct dcfg *cfg = &srv.d->cfg;
-	double now = srv_now(), due = 0, t;
+	double now = svc_now(), due = 0, t;
 	struct timeval tv;
 
 	if (c->closed || !c->tev)
@@ -384,7 +377,7 @@ conn_finish(struct conn *c, const char *why)
 {
 	c->closing = 1;
 	c->close_why = why;
-	c->closing_at = srv_now();
+	c->closing_at = svc_now();
 	if (c->rev)
 		event_del(c->rev);
 	if (!c->bev || !evbuffer_get_length(bufferevent_get_output(c->bev))) {
@@ -408,7 +401,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	const struct dcfg *cfg = &srv.d->cfg;
 	struct conn *c = arg;
-	double now = srv_now();
+	double now = svc_now();
 	char msg[160];
 
 	(void)fd;
@@ -451,7 +444,7 @@ conn_jobs_ended(struct conn *c)
 {
 	if (c->closed || c->closing)
 		return;
-	c->active_at = srv_now();
+	c->active_at = svc_now();
 	if (c->rd_eof && !atomic_load(&c->jobs))
 		conn_finish(c, "half-closed; every request answered");
 	else
@@ -677,7 +670,7 @@ conn_frame_lines(struct conn *c)
 		}
 		evbuffer_remove(c->in, line, n + 1);
 		c->line_at = 0;
-		c->active_at = srv_now();
+		c->active_at = svc_now();
 		line[n] = '\0';
 		if (n && line[n - 1] == '\r')
 			line[--n] = '\0';
@@ -697,7 +690,7 @@ conn_frame(struct conn *c)
 		return;
 	if (evbuffer_get_length(c->in) || c->discarding) {
 		if (!c->line_at)
-			c->line_at = srv_now();
+			c->line_at = svc_now();
 	} else {
 		c->line_at = 0;
 	}
@@ -832,7 +825,7 @@ srv_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *s
 	c->bev = bufferevent_socket_new(srv.base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->rev = event_new(srv.base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
 	c->tev = evtimer_new(srv.base, conn_timer_cb, c);
-	c->active_at = srv_now();
+	c->active_at = svc_now();
 	if (!c->in || !c->bev || !c->rev || !c->tev) {
 		if (c->bev)
 			bufferevent_free(c->bev);

@@ -1,12 +1,14 @@
 /*
  * buf.c: the extractors' output, a growing UTF-8 buffer bounded by the
- * document limit (a hostile file cannot make it grow past it), with the
- * two things every extractor needs: white space collapsed in running
- * text, and line breaks between blocks without runs of empty lines.
+ * document limit (a hostile file cannot make it grow past it), with what
+ * every extractor needs: white space collapsed in running text, line
+ * breaks between blocks without runs of empty lines, and the buffer's
+ * error worded as the reason (fmt_buf_fail).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fail.h"
 #include "formats/formats.h"
 
 void
@@ -91,5 +93,15 @@ fmt_buf_finish(struct fmt_buf *b)
 	if (!b->p && !(b->p = malloc(1)))
 		return b->err = FMT_ERR_NOMEM;
 	b->p[b->len] = '\0'; /* put keeps room for it */
+	return 0;
+}
+
+int
+fmt_buf_fail(const struct fmt_buf *b, const char *what, char *why, size_t why_len)
+{
+	if (b->err == FMT_ERR_TOO_LARGE)
+		return kv_fail(why, why_len, b->err, "is %s with over %zu bytes of text", what, b->max);
+	if (b->err)
+		return kv_fail(why, why_len, b->err, "out of memory");
 	return 0;
 }

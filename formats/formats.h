@@ -139,6 +139,9 @@ void fmt_buf_text(struct fmt_buf *b, const char *s, size_t n, int pre);
 void fmt_buf_break(struct fmt_buf *b, int blank);
 /* Trailing white space removed, NUL-terminated; 0 or the error. */
 int fmt_buf_finish(struct fmt_buf *b);
+/* 0, or b's error with its reason in why: `what` ("a PDF") with over max
+ * bytes of text, or out of memory. */
+int fmt_buf_fail(const struct fmt_buf *b, const char *what, char *why, size_t why_len);
 
 /* Convert from an encoding to UTF-8 (formats/text.c); 0 or an fmt_err. */
 int fmt_decode(const char *p, size_t len, const char *from, size_t max, struct fmt_buf *out,

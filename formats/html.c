@@ -173,10 +173,5 @@ fmt_html(const char *p, size_t len, const char *encoding, struct fmt_buf *out, c
 	html_title(root, out);
 	html_walk(root, out);
 	xmlFreeDoc(doc);
-	if (out->err == FMT_ERR_TOO_LARGE)
-		return kv_fail(why, why_len, out->err, "is an HTML page with over %zu bytes of text",
-		    out->max);
-	if (out->err)
-		return kv_fail(why, why_len, out->err, "out of memory");
-	return 0;
+	return fmt_buf_fail(out, "an HTML page", why, why_len);
 }

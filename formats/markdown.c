@@ -110,10 +110,5 @@ fmt_markdown(const char *p, size_t len, struct fmt_buf *out, char *why, size_t w
 	}
 	cmark_iter_free(it);
 	cmark_node_free(doc);
-	if (out->err == FMT_ERR_TOO_LARGE)
-		return kv_fail(why, why_len, out->err, "is Markdown with over %zu bytes of text",
-		    out->max);
-	if (out->err)
-		return kv_fail(why, why_len, out->err, "out of memory");
-	return 0;
+	return fmt_buf_fail(out, "Markdown", why, why_len);
 }

@@ -130,11 +130,8 @@ fmt_pdf(const void *p, size_t len, struct fmt_buf *out, int *pages, char *why, s
 	}
 	g_object_unref(doc);
 	*pages = n;
-	if (out->err == FMT_ERR_TOO_LARGE)
-		return kv_fail(why, why_len, out->err, "is a PDF with over %zu bytes of text",
-		    out->max);
 	if (out->err)
-		return kv_fail(why, why_len, out->err, "out of memory");
+		return fmt_buf_fail(out, "a PDF", why, why_len);
 	if (!any)
 		return kv_fail(why, why_len, FMT_ERR_UNSUPPORTED, "is a PDF of %d page%s with no "
 		    "text layer (scanned pages are images: make it searchable first, e.g. "

@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "common/escape.h"
 #include "formats/formats.h"
 
 /* Magic numbers at offset 0 (or `at`), most specific first. */
@@ -237,34 +238,5 @@ fmt_sniff_markdown(const char *p, size_t len)
 int
 fmt_utf8_valid(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-	while (p < end) {
-		unsigned c = *p;
-		size_t n;
-		unsigned cp;
-		if (c < 0x80) {
-			p++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return 0;
-		if ((size_t)(end - p) <= n)
-			return 0;
-		for (size_t i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (p[i] & 0x3f);
-		}
-		if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-		    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
-			return 0;
-		p += n + 1;
-	}
-	return 1;
+	return kv_utf8_valid(s, len);
 }

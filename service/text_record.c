@@ -18,21 +18,6 @@
 #define TEXTREC_VERSION 1
 #define TEXTREC_ZLEVEL 3
 
-static void
-tr_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t
-tr_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* BLAKE2b-128 of the head's first 24 bytes and the text. */
 static void
 tr_sum(const uint8_t *head, const char *text, size_t len, uint8_t sum[TEXTREC_SUM])
@@ -65,8 +50,8 @@ textrec_encode(unsigned part, const char *text, size_t len, uint8_t **out, size_
 	memcpy(b, "KVTX", 4);
 	b[4] = TEXTREC_VERSION;
 	b[5] = b[6] = b[7] = 0;
-	tr_put32(b + 8, part);
-	tr_put32(b + 12, 0);
+	kv_le_put32(b + 8, part);
+	kv_le_put32(b + 12, 0);
 	kv_le_put64(b + 16, len);
 	tr_sum(b, text, len, b + 24);
 	n = ZSTD_compress(b + TEXTREC_HEAD, bound, text, len, TEXTREC_ZLEVEL);
@@ -85,12 +70,12 @@ textrec_peek(const uint8_t *buf, size_t len, unsigned *part, uint8_t sum[TEXTREC
 {
 	if (len < TEXTREC_HEAD || memcmp(buf, "KVTX", 4) != 0)
 		return kv_fail(why, why_len, -1, "not a text record (%zu bytes)", len);
-	if (buf[4] != TEXTREC_VERSION || buf[5] || buf[6] || buf[7] || tr_get32(buf + 12))
+	if (buf[4] != TEXTREC_VERSION || buf[5] || buf[6] || buf[7] || kv_le_get32(buf + 12))
 		return kv_fail(why, why_len, -1, "text record of an unknown version %u", buf[4]);
 	if (kv_le_get64(buf + 16) > SVC_DOC_MAX)
 		return kv_fail(why, why_len, -1, "text record states %llu bytes of text (at most %zu)",
 		    (unsigned long long)kv_le_get64(buf + 16), (size_t)SVC_DOC_MAX);
-	*part = tr_get32(buf + 8);
+	*part = kv_le_get32(buf + 8);
 	memcpy(sum, buf + 24, TEXTREC_SUM);
 	return 0;
 }

@@ -72,14 +72,6 @@ struct svc_tier {
 	int pend_dropped;        /* the list was full (warned once per outage) */
 };
 
-static double
-tier_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void
 tier_say(const struct svc_tier *t, int warn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -103,7 +95,7 @@ tier_say(const struct svc_tier *t, int warn, const char *fmt, ...)
 static void
 tier_timed(const struct svc_tier *t, const char *way, const char *hex, uint64_t bytes, double t0)
 {
-	double s = tier_now() - t0;
+	double s = eng_now() - t0;
 	if (t->log)
 		tier_say(t, 0, "shared tier: copied the snapshot of %.12s %s (%llu bytes in %.1f ms, "
 		    "%.1f MB/s)", hex, way, (unsigned long long)bytes, s * 1e3,
@@ -135,7 +127,7 @@ tier_conn_drop(struct svc_tier *t, struct tier_conn *c)
 static void
 tier_mark_down(struct svc_tier *t, const char *why)
 {
-	double now = tier_now();
+	double now = eng_now();
 	snprintf(t->error, sizeof(t->error), "%s", why);
 	if (t->c) {
 		t->c->dropped = 1;
@@ -272,7 +264,7 @@ tier_prober(void *arg)
 	struct svc_tier *t = arg;
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop) {
-		double now = tier_now();
+		double now = eng_now();
 		if (t->c && t->n_pend) {
 			tier_drain(t);
 		} else if (t->c || t->draining) {
@@ -477,7 +469,7 @@ tier_copy_in(struct svc *v, struct tier_conn *c, const uint8_t *doc, const uint8
 	struct store_doc d;
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int rc, at_write = 0;
-	double t0 = tier_now();
+	double t0 = eng_now();
 
 	if ((rc = store_info(c->s, doc, &d, why, why_len)))
 		rc = snapio_from_store(rc);
@@ -603,7 +595,7 @@ tier_push_one(struct svc_tier *t, const uint8_t *doc, const uint8_t *prof, int o
 	struct store_doc d;
 	char hex[2 * SNAP_ID_BYTES + 1];
 	int rc, at_write = 0, io;
-	double t0 = tier_now();
+	double t0 = eng_now();
 
 	out->shared = 0;
 	if (!(c = tier_get(t))) {

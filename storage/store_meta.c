@@ -55,33 +55,6 @@
 #define SM_SUM 16
 
 static void
-sm_put16(uint8_t *p, unsigned v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void
-sm_put32(uint8_t *p, uint32_t v)
-{
-	int i;
-	for (i = 0; i < 4; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint32_t
-sm_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static unsigned
-sm_get16(const uint8_t *p)
-{
-	return (unsigned)p[0] | (unsigned)p[1] << 8;
-}
-
-static void
 sm_sum(const uint8_t *buf, size_t len, uint8_t out[SM_SUM])
 {
 	crypto_generichash(out, SM_SUM, buf, len, NULL, 0);
@@ -104,12 +77,12 @@ st_meta_encode(const struct st_meta *m, uint8_t *out)
 	int i;
 
 	memcpy(out, SM_MAGIC, 4);
-	sm_put16(out + 4, SM_VERSION);
-	sm_put16(out + 6, (unsigned)nl);
-	sm_put16(out + 8, (unsigned)sl);
-	sm_put16(out + 10, (unsigned)m->n);
-	sm_put16(out + 12, m->d.shared ? SM_FLAG_SHARED : 0);
-	sm_put16(out + 14, (unsigned)m->d.n_owners);
+	kv_le_put16(out + 4, SM_VERSION);
+	kv_le_put16(out + 6, (unsigned)nl);
+	kv_le_put16(out + 8, (unsigned)sl);
+	kv_le_put16(out + 10, (unsigned)m->n);
+	kv_le_put16(out + 12, m->d.shared ? SM_FLAG_SHARED : 0);
+	kv_le_put16(out + 14, (unsigned)m->d.n_owners);
 	kv_le_put64(out + 16, m->d.bytes);
 	kv_le_put64(out + 24, m->d.tokens);
 	kv_le_put64(out + 32, (uint64_t)m->d.created_us);
@@ -124,7 +97,7 @@ st_meta_encode(const struct st_meta *m, uint8_t *out)
 		kv_le_put64(out + off + 40, m->p[i].bytes);
 	}
 	for (i = 0; i < m->d.n_owners; i++, off += 4)
-		sm_put32(out + off, m->d.owners[i]);
+		kv_le_put32(out + off, m->d.owners[i]);
 	out[off++] = (uint8_t)fl;
 	memcpy(out + off, m->d.format, fl);
 	off += fl;
@@ -143,21 +116,21 @@ sm_check_fixed(const uint8_t *buf, size_t len, int *n_prof, int *n_own, size_t *
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "%zu bytes, too short", len);
 	if (memcmp(buf, SM_MAGIC, 4) != 0)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "bad magic");
-	ver = sm_get16(buf + 4);
+	ver = kv_le_get16(buf + 4);
 	if (ver < 1 || ver > SM_VERSION)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "metadata version %u (this build reads 1 to %d)", ver, SM_VERSION);
-	*n_own = ver == 1 ? 0 : (int)sm_get16(buf + 14);
-	if (ver == 1 ? sm_get32(buf + 12) != 0 :
-	    (sm_get16(buf + 12) & ~SM_FLAG_SHARED) != 0 || *n_own > STORE_OWNERS_MAX)
+	*n_own = ver == 1 ? 0 : (int)kv_le_get16(buf + 14);
+	if (ver == 1 ? kv_le_get32(buf + 12) != 0 :
+	    (kv_le_get16(buf + 12) & ~SM_FLAG_SHARED) != 0 || *n_own > STORE_OWNERS_MAX)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT,
 		    "flags or owner count out of range");
-	if (sm_get16(buf + 6) > ST_NAME_MAX || sm_get16(buf + 8) > ST_SOURCE_MAX)
+	if (kv_le_get16(buf + 6) > ST_NAME_MAX || kv_le_get16(buf + 8) > ST_SOURCE_MAX)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "name or source length out of range");
-	*n_prof = (int)sm_get16(buf + 10);
+	*n_prof = (int)kv_le_get16(buf + 10);
 	if (*n_prof < 1)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "no profiles");
-	want = SM_FIXED + sm_get16(buf + 6) + sm_get16(buf + 8) + (size_t)*n_prof * SM_PROF +
+	want = SM_FIXED + kv_le_get16(buf + 6) + kv_le_get16(buf + 8) + (size_t)*n_prof * SM_PROF +
 	    (size_t)*n_own * 4 + SM_SUM;
 	*fmt_at = 0;
 	if (ver >= 3) {
@@ -210,10 +183,10 @@ sm_owners(struct st_meta *m, const uint8_t *buf, int n_own, const uint8_t *p, ch
     size_t why_len)
 {
 	int i;
-	m->d.shared = sm_get16(buf + 4) != 1 && (sm_get16(buf + 12) & SM_FLAG_SHARED);
+	m->d.shared = kv_le_get16(buf + 4) != 1 && (kv_le_get16(buf + 12) & SM_FLAG_SHARED);
 	m->d.n_owners = n_own;
 	for (i = 0; i < n_own; i++, p += 4) {
-		m->d.owners[i] = sm_get32(p);
+		m->d.owners[i] = kv_le_get32(p);
 		if (i > 0 && m->d.owners[i - 1] >= m->d.owners[i])
 			return store_fail(why, why_len, STORE_ERR_CORRUPT,
 			    "owner table out of order");
@@ -234,8 +207,8 @@ st_meta_decode(const uint8_t *buf, size_t len, struct st_meta *m, char *why, siz
 	sm_sum(buf, len - SM_SUM, sum);
 	if (memcmp(sum, buf + len - SM_SUM, SM_SUM) != 0)
 		return store_fail(why, why_len, STORE_ERR_CORRUPT, "checksum mismatch");
-	nl = sm_get16(buf + 6);
-	sl = sm_get16(buf + 8);
+	nl = kv_le_get16(buf + 6);
+	sl = kv_le_get16(buf + 8);
 	m->d.bytes = kv_le_get64(buf + 16);
 	m->d.tokens = kv_le_get64(buf + 24);
 	m->d.created_us = (int64_t)kv_le_get64(buf + 32);

@@ -37,29 +37,6 @@ full_describe(const struct eng_policy *p, char *buf, size_t cap)
 }
 
 static int64_t
-full_stat_from(const struct eng_policy *p, int64_t n_tok)
-{
-	(void)p;
-	(void)n_tok;
-	return -1;
-}
-
-static int64_t
-full_window(const struct eng_policy *p)
-{
-	(void)p;
-	return 0;
-}
-
-static int
-full_select(struct eng_policy *p, struct eng_evict *e)
-{
-	(void)p;
-	eng_policy_keep_all(e);
-	return 0;
-}
-
-static int64_t
 full_kept_per_head(const struct eng_policy *p, int64_t n_doc)
 {
 	(void)p;
@@ -72,9 +49,9 @@ const struct eng_policy_ops eng_policy_full = {
 	.set = full_set,
 	.check = full_check,
 	.describe = full_describe,
-	.stat_from = full_stat_from,
-	.window = full_window,
-	.select = full_select,
+	.stat_from = eng_policy_no_stat,
+	.window = eng_policy_no_window,
+	.select = eng_policy_select_all,
 	.kept_per_head = full_kept_per_head,
 	.budgetless = 1,
 };

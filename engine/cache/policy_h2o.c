@@ -52,13 +52,6 @@ h2o_stat_from(const struct eng_policy *p, int64_t n_tok)
 	return 0; /* every chunk query */
 }
 
-static int64_t
-h2o_window(const struct eng_policy *p)
-{
-	(void)p;
-	return 0;
-}
-
 static int
 h2o_select(struct eng_policy *p, struct eng_evict *e)
 {
@@ -99,6 +92,6 @@ const struct eng_policy_ops eng_policy_h2o = {
 	.check = h2o_check,
 	.describe = h2o_describe,
 	.stat_from = h2o_stat_from,
-	.window = h2o_window,
+	.window = eng_policy_no_window,
 	.select = h2o_select,
 };

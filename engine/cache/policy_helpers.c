@@ -171,6 +171,29 @@ eng_policy_keep_all(struct eng_evict *e)
 	}
 }
 
+int64_t
+eng_policy_no_stat(const struct eng_policy *p, int64_t n_tok)
+{
+	(void)p;
+	(void)n_tok;
+	return -1;
+}
+
+int64_t
+eng_policy_no_window(const struct eng_policy *p)
+{
+	(void)p;
+	return 0;
+}
+
+int
+eng_policy_select_all(struct eng_policy *p, struct eng_evict *e)
+{
+	(void)p;
+	eng_policy_keep_all(e);
+	return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Ada-KV allocation                                                         */
 

@@ -179,30 +179,6 @@ kvzip_describe(const struct eng_policy *p, char *buf, size_t cap)
 	return n > 0 ? (size_t)n : 0;
 }
 
-static int64_t
-kvzip_stat_from(const struct eng_policy *p, int64_t n_tok)
-{
-	(void)p;
-	(void)n_tok;
-	return -1;
-}
-
-static int64_t
-kvzip_window(const struct eng_policy *p)
-{
-	(void)p;
-	return 0;
-}
-
-/* Not reached: kvzip's own ingest selects (eng_kvzip_select). */
-static int
-kvzip_select_unused(struct eng_policy *p, struct eng_evict *e)
-{
-	(void)p;
-	eng_policy_keep_all(e);
-	return 0;
-}
-
 /* Append the ids of text to a malloc'd array. */
 static int
 kvzip_encode(const struct eng_tok *t, const char *text, int special, int32_t **ids,
@@ -410,9 +386,10 @@ const struct eng_policy_ops eng_policy_kvzip = {
 	.set = kvzip_set,
 	.check = kvzip_check,
 	.describe = kvzip_describe,
-	.stat_from = kvzip_stat_from,
-	.window = kvzip_window,
-	.select = kvzip_select_unused,
+	.stat_from = eng_policy_no_stat,
+	.window = eng_policy_no_window,
+	/* not reached: kvzip's own ingest selects (eng_kvzip_select) */
+	.select = eng_policy_select_all,
 	.destroy = kvzip_destroy,
 	.bind = kvzip_bind,
 	.rows_per_head = eng_kvzip_rows,

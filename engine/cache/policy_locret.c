@@ -251,21 +251,6 @@ locret_file_fingerprint(const struct eng_policy *p)
 	return s->heads ? eng_heads_fingerprint(s->heads) : "";
 }
 
-static int64_t
-locret_stat_from(const struct eng_policy *p, int64_t n_tok)
-{
-	(void)p;
-	(void)n_tok;
-	return -1; /* the heads need no attention statistics */
-}
-
-static int64_t
-locret_window(const struct eng_policy *p)
-{
-	(void)p;
-	return 0;
-}
-
 static enum eng_pos_mode
 locret_pos_mode(const struct eng_policy *p)
 {
@@ -615,8 +600,8 @@ const struct eng_policy_ops eng_policy_locret = {
 	.set = locret_set,
 	.check = locret_check,
 	.describe = locret_describe,
-	.stat_from = locret_stat_from,
-	.window = locret_window,
+	.stat_from = eng_policy_no_stat, /* the heads need no attention statistics */
+	.window = eng_policy_no_window,
 	.select = locret_select,
 	.after_chunk = locret_after_chunk,
 	.bind = locret_bind,

@@ -128,6 +128,11 @@ int64_t eng_doc_template_len(const int32_t *tpl, int64_t n_tpl, const int32_t *i
 int64_t eng_doc_sinks(int64_t opt, int64_t tpl, int64_t n);
 /* Keep every unit of every head. */
 void eng_policy_keep_all(struct eng_evict *e);
+/* Ops shared by the policies they fit: no attention statistics (stat_from
+ * -1), no observation window (0), and a select that keeps every unit. */
+int64_t eng_policy_no_stat(const struct eng_policy *p, int64_t n_tok);
+int64_t eng_policy_no_window(const struct eng_policy *p);
+int eng_policy_select_all(struct eng_policy *p, struct eng_evict *e);
 /* Ada-KV's allocation (spec/adakv.md §2.2 exact mode + the §4.2 capacity
  * clamp) of H·b_sel units over heads with n_cand[m] candidates each, given
  * the head of every candidate in global ranking order; a[0..H) out.

@@ -59,25 +59,10 @@ streaming_describe(const struct eng_policy *p, char *buf, size_t cap)
 	return n > 0 ? (size_t)n : 0;
 }
 
-static int64_t
-streaming_stat_from(const struct eng_policy *p, int64_t n_tok)
-{
-	(void)p;
-	(void)n_tok;
-	return -1;
-}
-
 static enum eng_pos_mode
 streaming_pos_mode(const struct eng_policy *p)
 {
 	return (enum eng_pos_mode)p->i[1];
-}
-
-static int64_t
-streaming_window(const struct eng_policy *p)
-{
-	(void)p;
-	return 0;
 }
 
 static int
@@ -111,8 +96,8 @@ const struct eng_policy_ops eng_policy_streaming = {
 	.set = streaming_set,
 	.check = streaming_check,
 	.describe = streaming_describe,
-	.stat_from = streaming_stat_from,
-	.window = streaming_window,
+	.stat_from = eng_policy_no_stat,
+	.window = eng_policy_no_window,
 	.pos_mode = streaming_pos_mode,
 	.select = streaming_select,
 };

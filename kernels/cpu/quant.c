@@ -366,16 +366,20 @@ kern_dequant_q8_0(const uint8_t *src, float *dst, int64_t nb)
 	}
 }
 
+/* Q4_K (five 0) and Q5_K (five 1): 8 sub-blocks of 32, pair g the low and
+ * high nibbles of qs[32g..32g+32); Q5_K's 5th bit is bit 2g (low nibbles)
+ * or 2g + 1 (high nibbles) of qh[l]. */
 static void
-kern_dequant_q4_k(const uint8_t *src, float *dst, int64_t nb)
+kern_dequant_q45_k(const uint8_t *src, float *dst, int64_t nb, int five)
 {
+	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	int64_t i;
 	int g, l, sc, mn;
 
-	for (i = 0; i < nb; i++, src += sizeof(struct kern_block_q4_k)) {
+	for (i = 0; i < nb; i++, src += bb) {
 		const float d = kern_f16_to_f32(kern_le16(src));
 		const float dmin = kern_f16_to_f32(kern_le16(src + 2));
-		const uint8_t *scales = src + 4, *qs = src + 16;
+		const uint8_t *scales = src + 4, *qh = src + 16, *qs = src + (five ? 48 : 16);
 		for (g = 0; g < 4; g++, qs += 32) {
 			float d1, m1, d2, m2;
 			kern_cpu_q4k_scale_min(2 * g, scales, &sc, &mn);
@@ -384,10 +388,14 @@ kern_dequant_q4_k(const uint8_t *src, float *dst, int64_t nb)
 			kern_cpu_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
 			d2 = d * (float)sc;
 			m2 = dmin * (float)mn;
-			for (l = 0; l < 32; l++)
-				*dst++ = d1 * (float)(qs[l] & 0xf) - m1;
-			for (l = 0; l < 32; l++)
-				*dst++ = d2 * (float)(qs[l] >> 4) - m2;
+			for (l = 0; l < 32; l++) {
+				const int h1 = five ? (qh[l] >> (2 * g)) & 1 : 0;
+				*dst++ = d1 * (float)((qs[l] & 0xf) | h1 << 4) - m1;
+			}
+			for (l = 0; l < 32; l++) {
+				const int h2 = five ? (qh[l] >> (2 * g + 1)) & 1 : 0;
+				*dst++ = d2 * (float)((qs[l] >> 4) | h2 << 4) - m2;
+			}
 		}
 	}
 }
@@ -451,34 +459,6 @@ kern_dequant_q3_k(const uint8_t *src, float *dst, int64_t nb)
 					    ((hm[l] >> (4 * h + k)) & 1 ? 0 : 4);
 					*dst++ = dl * (float)q;
 				}
-	}
-}
-
-/* Q5_K: Q4_K plus a 5th bit: bit 2g (low nibbles) or 2g + 1 (high nibbles)
- * of qh[l] for sub-block pair g. */
-static void
-kern_dequant_q5_k(const uint8_t *src, float *dst, int64_t nb)
-{
-	int64_t i;
-	int g, l, sc, mn;
-
-	for (i = 0; i < nb; i++, src += sizeof(struct kern_block_q5_k)) {
-		const float d = kern_f16_to_f32(kern_le16(src));
-		const float dmin = kern_f16_to_f32(kern_le16(src + 2));
-		const uint8_t *scales = src + 4, *qh = src + 16, *qs = src + 48;
-		for (g = 0; g < 4; g++, qs += 32) {
-			float d1, m1, d2, m2;
-			kern_cpu_q4k_scale_min(2 * g, scales, &sc, &mn);
-			d1 = d * (float)sc;
-			m1 = dmin * (float)mn;
-			kern_cpu_q4k_scale_min(2 * g + 1, scales, &sc, &mn);
-			d2 = d * (float)sc;
-			m2 = dmin * (float)mn;
-			for (l = 0; l < 32; l++)
-				*dst++ = d1 * (float)((qs[l] & 0xf) | ((qh[l] >> (2 * g)) & 1) << 4) - m1;
-			for (l = 0; l < 32; l++)
-				*dst++ = d2 * (float)((qs[l] >> 4) | ((qh[l] >> (2 * g + 1)) & 1) << 4) - m2;
-		}
 	}
 }
 
@@ -560,10 +540,10 @@ kern_dequant_row(enum kern_type t, const void *src, float *dst, int64_t n)
 		kern_dequant_q3_k(p, dst, nb);
 		break;
 	case KERN_TYPE_Q4_K:
-		kern_dequant_q4_k(p, dst, nb);
+		kern_dequant_q45_k(p, dst, nb, 0);
 		break;
 	case KERN_TYPE_Q5_K:
-		kern_dequant_q5_k(p, dst, nb);
+		kern_dequant_q45_k(p, dst, nb, 1);
 		break;
 	case KERN_TYPE_Q6_K:
 		kern_dequant_q6_k(p, dst, nb);

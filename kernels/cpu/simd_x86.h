@@ -1,7 +1,8 @@
 /*
  * simd_x86.h: the x86 helpers the SIMD dot kernels of kernels/cpu/ share
  * (vec_dot.c, vec_dot_k.c, vec_tile.c): target attributes, the four-row
- * layout of the 32-element quants, horizontal sums, the K-quants' scales.
+ * layout of the 32-element quants, horizontal sums, the K-quants' scales
+ * and the Q4_K/Q5_K/Q6_K quants unpacked.
  * Static inline only; include on x86 alone.
  */
 #ifndef KERNELS_CPU_SIMD_X86_H
@@ -300,6 +301,46 @@ kern_avx2_mins_dup(const uint8_t sc[16])
 {
 	return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)sc),
 	    _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+}
+
+/* Pair g (sub-blocks 2g, 2g + 1) of the Q4_K (five 0) or Q5_K (five 1)
+ * quants qs: the low (*lo) and high (*hi) nibbles of its 32 bytes, with
+ * Q5_K's 5th bits from bits 0 and 1 of *qh, which then moves on to the next
+ * pair (u <= 31). */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q45k_pair(const uint8_t *qs, int g, int five, __m256i *qh, __m256i *lo, __m256i *hi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
+	const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
+
+	*lo = _mm256_and_si256(q, m4);
+	*hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+	if (five) {
+		*lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(*qh, one), 4));
+		*hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(*qh, two), 3));
+		*qh = _mm256_srli_epi16(*qh, 2);
+	}
+}
+
+/* The 128 six-bit quants (u <= 63, before Q6_K's -32) of half h of the
+ * Q6_K block b, four runs of 32: u[k] is the low (k < 2) or high (k >= 2)
+ * nibbles of ql row k & 1 with the 2 bits of qh at bit 2k above them. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q6k_half(const uint8_t *b, int h, __m256i u[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+	const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
+	const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
+	const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
+
+	u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+	    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+	u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+	    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+	u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+	    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+	u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+	    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
 }
 
 /* The byte shuffles that put [sc(2k) ×8 | sc(2k+1) ×8] in int16 lanes from

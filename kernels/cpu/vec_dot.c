@@ -516,18 +516,13 @@ static inline KERN_AVX2_INLINE void
 kern_avx2_deq_k45(const uint8_t *qs, const uint8_t *qh, int lb, float d1, float m1, float d2,
     float m2, float *dst)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f);
-	const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)qs);
-	__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+	__m256i h = qh ? _mm256_loadu_si256((const __m256i *)(const void *)qh) : _mm256_setzero_si256();
+	__m256i lo, hi;
 	__m128i parts[4];
 	int k;
 
-	if (qh) {
-		const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)qh);
-		const __m256i one = _mm256_set1_epi8(1);
-		lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, lb), one), 4));
-		hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, lb + 1), one), 4));
-	}
+	h = _mm256_srli_epi16(h, lb); /* pair lb / 2's bits at 0 and 1 */
+	kern_avx2_q45k_pair(qs, 0, qh != NULL, &h, &lo, &hi);
 	parts[0] = _mm256_castsi256_si128(lo);
 	parts[1] = _mm256_extracti128_si256(lo, 1);
 	parts[2] = _mm256_castsi256_si128(hi);
@@ -566,7 +561,6 @@ kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
 		return 1;
 	}
 	if (t == KERN_TYPE_Q6_K) {
-		const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
 		const __m256i c32 = _mm256_set1_epi8(32);
 		int64_t i;
 		int h, k, j;
@@ -574,18 +568,9 @@ kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
 			const float d = kern_f16_to_f32(kern_ld16(x + 208));
 			const int8_t *sc = (const int8_t *)(x + 192);
 			for (h = 0; h < 2; h++, dst += 128) {
-				const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 64 * h));
-				const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 64 * h + 32));
-				const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(x + 128 + 32 * h));
 				__m256i q[4];
-				q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-				    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-				q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-				q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-				q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-				    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+
+				kern_avx2_q6k_half(x, h, q);
 				for (k = 0; k < 4; k++) {
 					/* run k: elements 32k.., sub-blocks 8h + 2k (+1);
 					 * (d·sc)·q as quant.c, two roundings */

@@ -216,7 +216,6 @@ static KERN_AVX2 float
 kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
-	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
 	__m256i spread[8]; /* int16 lane j of 8 into every lane */
 	__m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
 	int64_t ib;
@@ -239,14 +238,9 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		accm = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b + 2) * y[ib].d),
 		    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, kern_avx2_mins_dup(sc))), accm);
 		for (g = 0; g < 4; g++) {
-			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
-			__m256i lo = _mm256_and_si256(q, m4);
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			if (five) {
-				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
-				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(qh, two), 3));
-				qh = _mm256_srli_epi16(qh, 2);
-			}
+			__m256i lo, hi;
+
+			kern_avx2_q45k_pair(qs, g, five, &qh, &lo, &hi);
 			lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo,
 			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g))),
 			    _mm256_shuffle_epi8(scales, spread[2 * g]));
@@ -270,7 +264,6 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 static KERN_AVX2 float
 kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
 	__m256i pick[4];
 	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
 	int64_t ib;
@@ -286,20 +279,11 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 		const float dd = kern_avx2_h2f(b + 208) * y[ib].d;
 		__m256i sumi = _mm256_setzero_si256();
 		for (h = 0; h < 2; h++) {
-			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
-			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
-			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
 			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
 			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 			__m256i u[4];
-			u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-			u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-			u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-			u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+
+			kern_avx2_q6k_half(b, h, u);
 			for (k = 0; k < 4; k++) {
 				const __m256i q = _mm256_loadu_si256(
 				    (const __m256i *)(const void *)(q8 + 128 * h + 32 * k));

@@ -131,7 +131,6 @@ kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TI
 {
 	enum { NT = KERN_TILE_AVX512 };
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
-	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
 	__m512i spread[4]; /* [sc(2g) ×16 | sc(2g+1) ×16] from 8 int16 scales per 128 bits */
 	__m256 acc[NT], accm[NT];
 
@@ -162,16 +161,11 @@ kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TI
 		for (k = 0; k < NT; k++)
 			sumi[k] = _mm512_setzero_si512();
 		for (g = 0; g < 4; g++) {
-			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
 			const __m512i s = _mm512_shuffle_epi8(scales, spread[g]);
-			__m256i lo = _mm256_and_si256(q, m4);
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+			__m256i lo, hi;
 			__m512i u;
-			if (five) {
-				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
-				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(qh, two), 3));
-				qh = _mm256_srli_epi16(qh, 2);
-			}
+
+			kern_avx2_q45k_pair(qs, g, five, &qh, &lo, &hi);
 			u = kern_z_cat(lo, hi);
 			for (k = 0; k < NT; k++)
 				sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(u,
@@ -196,7 +190,6 @@ kern_z_tile_q6k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TIL
     int64_t nb, float out[KERN_TILE_AVX512])
 {
 	enum { NT = KERN_TILE_AVX512 };
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
 	__m256i pick[4];
 	__m256 acc[NT], acco[NT];
 	int64_t ib;
@@ -217,23 +210,18 @@ kern_z_tile_q6k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TIL
 		for (k = 0; k < NT; k++)
 			sumi[k] = _mm512_setzero_si512();
 		for (h = 0; h < 2; h++) {
-			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
-			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
-			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
 			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
 			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
-			const __m512i u01 = kern_z_cat(_mm256_or_si256(_mm256_and_si256(l0, m4),
-			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
-			    _mm256_or_si256(_mm256_and_si256(l1, m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)));
-			const __m512i u23 = kern_z_cat(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4)),
-			    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)));
 			const __m512i s01 = kern_z_cat(_mm256_shuffle_epi8(sch, pick[0]),
 			    _mm256_shuffle_epi8(sch, pick[1]));
 			const __m512i s23 = kern_z_cat(_mm256_shuffle_epi8(sch, pick[2]),
 			    _mm256_shuffle_epi8(sch, pick[3]));
+			__m256i u[4];
+			__m512i u01, u23;
+
+			kern_avx2_q6k_half(b, h, u);
+			u01 = kern_z_cat(u[0], u[1]);
+			u23 = kern_z_cat(u[2], u[3]);
 			for (k = 0; k < NT; k++) {
 				const int8_t *q8 = y[k][ib].qs + 128 * h;
 				sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(u01,

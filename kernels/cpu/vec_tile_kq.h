@@ -21,7 +21,6 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
     int five, float out[KT_TILE])
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
-	const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1), two = _mm256_set1_epi8(2);
 	__m256 acc[KT_TILE], accm[KT_TILE];
 
 	int64_t ib;
@@ -47,18 +46,13 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 		for (k = 0; k < KT_TILE; k++)
 			sumi[k] = _mm256_setzero_si256();
 		for (g = 0; g < 4; g++) {
-			const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * g));
 			const __m256i slo = _mm256_shuffle_epi8(scales,
 			    _mm256_set1_epi16((short)(4 * g | (4 * g + 1) << 8)));
 			const __m256i shi = _mm256_shuffle_epi8(scales,
 			    _mm256_set1_epi16((short)((4 * g + 2) | (4 * g + 3) << 8)));
-			__m256i lo = _mm256_and_si256(q, m4);
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			if (five) {
-				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
-				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(qh, two), 3));
-				qh = _mm256_srli_epi16(qh, 2);
-			}
+			__m256i lo, hi;
+
+			kern_avx2_q45k_pair(qs, g, five, &qh, &lo, &hi);
 			for (k = 0; k < KT_TILE; k++) {
 				const int8_t *q8 = y[k][ib].qs + 64 * g;
 				sumi[k] = KT_DOTACC(sumi[k], _mm256_maddubs_epi16(lo,
@@ -85,7 +79,6 @@ static KT_ATTR void
 KT_FN(q6k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], int64_t nb,
     float out[KT_TILE])
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
 	__m256i pick[4];
 	__m256 acc[KT_TILE], acco[KT_TILE];
 	int64_t ib;
@@ -106,20 +99,11 @@ KT_FN(q6k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], int
 		for (k = 0; k < KT_TILE; k++)
 			sumi[k] = _mm256_setzero_si256();
 		for (h = 0; h < 2; h++) {
-			const __m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h));
-			const __m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 64 * h + 32));
-			const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(b + 128 + 32 * h));
 			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
 			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 			__m256i u[4];
-			u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-			    _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-			u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-			u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-			u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-			    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+
+			kern_avx2_q6k_half(b, h, u);
 			for (j = 0; j < 4; j++) {
 				const __m256i s = _mm256_shuffle_epi8(sch, pick[j]);
 				for (k = 0; k < KT_TILE; k++)
