@@ -84,4 +84,55 @@ qp_avx2_ch_pairs(const uint8_t *src, int d, float *mm, float *dd)
 	return 0;
 }
 
+/* μ + q·δ for eight codes as 32-bit lanes (qp_avx2_deq's steps) */
+static inline __attribute__((target("avx2"), always_inline)) __m256
+qp_avx2_deq32(__m256i q, __m256 m, __m256 d)
+{
+	return _mm256_add_ps(m, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+}
+
+/* One run of eight b-bit codes (b = 2 to 8; a constant in each caller) as
+ * 32-bit lanes: code i is bits i·b … i·b + b − 1 of the run's b bytes at
+ * p, little-endian (qpack.h).  Lane i takes the two bytes that hold its
+ * bits (shift + b <= 7 + 8 < 16), shifted and masked.  16 bytes at p must
+ * be readable (qp_avx2_bits_tail says where they are not). */
+static inline __attribute__((target("avx2"), always_inline)) __m256i
+qp_avx2_run(const uint8_t *p, const int b)
+{
+#define QP_RUN_BYTES(i) ((i) * b / 8 | ((i) * b / 8 + 1) << 8 | (int)0x80800000u)
+	const __m256i pick = _mm256_setr_epi32(QP_RUN_BYTES(0), QP_RUN_BYTES(1), QP_RUN_BYTES(2),
+	    QP_RUN_BYTES(3), QP_RUN_BYTES(4), QP_RUN_BYTES(5), QP_RUN_BYTES(6), QP_RUN_BYTES(7));
+#undef QP_RUN_BYTES
+	const __m256i shift = _mm256_setr_epi32(0, b % 8, 2 * b % 8, 3 * b % 8, 4 * b % 8,
+	    5 * b % 8, 6 * b % 8, 7 * b % 8);
+	__m256i w = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
+	w = _mm256_srlv_epi32(_mm256_shuffle_epi8(w, pick), shift);
+	return _mm256_and_si256(w, _mm256_set1_epi32((1 << b) - 1));
+}
+
+/* How many of the last units (groups, or rows of whole groups, of
+ * unit_bytes each) of a block of the b-bit row form would read past its
+ * end with qp_avx2_run's 16-byte loads: a unit's last run starts b bytes
+ * before its end, so a unit needs 16 − b readable bytes after it. */
+static inline __attribute__((always_inline)) int64_t
+qp_avx2_bits_tail(int64_t unit_bytes, const int b)
+{
+	return (16 - b + unit_bytes - 1) / unit_bytes;
+}
+
+/* A group of the b-bit row form ((δ, μ), then four runs of b bytes) into
+ * f[4]; -1 when qp_pair_ok would refuse its pair. */
+static inline __attribute__((target("avx2,f16c"), always_inline)) int
+qp_avx2_bits_group(const uint8_t *src, const int b, __m256 *f)
+{
+	__m256 vd, vm;
+	if (qp_avx2_pair(src, &vd, &vm))
+		return -1;
+	f[0] = qp_avx2_deq32(qp_avx2_run(src + 4, b), vm, vd);
+	f[1] = qp_avx2_deq32(qp_avx2_run(src + 4 + b, b), vm, vd);
+	f[2] = qp_avx2_deq32(qp_avx2_run(src + 4 + 2 * b, b), vm, vd);
+	f[3] = qp_avx2_deq32(qp_avx2_run(src + 4 + 3 * b, b), vm, vd);
+	return 0;
+}
+
 #endif /* SNAPSHOT_QPACK_AVX2_INLINE_H */
