@@ -67,7 +67,7 @@ hd_q4_row(const uint8_t *src, __m256 *f, const int d)
 }
 
 /* A row of the b-bit row form (d/32 groups of 4 + 4·b bytes at src, b = 2
- * to 8) into f[d/8]; -1 at a pair qpack.c refuses.  qp_avx2_run's loads
+ * to 8; q4 has hd_q4_row) into f[d/8]; -1 at a pair qpack.c refuses.  qp_avx2_run's loads
  * read 16 − b bytes past the row (hd_bits_walk pads the last rows). */
 static inline __attribute__((target("avx2,f16c"), always_inline)) int
 hd_bits_row(const uint8_t *src, __m256 *f, const int d, const int b)
@@ -172,18 +172,6 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
  * (FINISH: hd_avx2_finish or hd_512_finish), each for d = 32, 64, 128. */
 #define HD_WALKS(ISA, TARGET, FINISH)                                                     \
 	static inline __attribute__((target(TARGET), always_inline)) int                \
-	hd_##ISA##_q4_d(const uint8_t *src, int64_t n, double scale, float *x, const int d) \
-	{                                                                                \
-		int64_t r;                                                               \
-		for (r = 0; r < n; r++, src += d / 32 * 20, x += d) {                    \
-			__m256 f[HD_MAX / 8];                                            \
-			if (hd_q4_row(src, f, d))                                        \
-				return -1;                                               \
-			FINISH(f, d, scale, x);                                          \
-		}                                                                        \
-		return 0;                                                                \
-	}                                                                                \
-	static inline __attribute__((target(TARGET), always_inline)) int                \
 	hd_##ISA##_q4_ch_d(const uint8_t *src, int64_t n, double scale, float *x,        \
 	    const int d)                                                                 \
 	{                                                                                \
@@ -207,7 +195,9 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 	hd_##ISA##_bits_d(const uint8_t *src, int64_t n, double scale, float *x,         \
 	    const int d, const int b)                                                    \
 	{                                                                                \
-		const int64_t rb = d / 32 * (4 + 4 * b), tail = qp_avx2_bits_tail(rb, b);\
+		/* q4's nibble kernel reads inside its group: no tail */                \
+		const int64_t rb = d / 32 * (4 + 4 * b);                                 \
+		const int64_t tail = b == 4 ? 0 : qp_avx2_bits_tail(rb, b);              \
 		int64_t r;                                                               \
 		for (r = 0; r < n; r++, src += rb, x += d) {                             \
 			uint8_t pad[HD_MAX / 32 * (4 + 4 * 8) + 16];                     \
@@ -217,7 +207,7 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 				memcpy(pad, src, (size_t)rb);                            \
 				p = pad;                                                 \
 			}                                                                \
-			if (hd_bits_row(p, f, d, b))                                     \
+			if (b == 4 ? hd_q4_row(p, f, d) : hd_bits_row(p, f, d, b))      \
 				return -1;                                               \
 			FINISH(f, d, scale, x);                                          \
 		}                                                                        \
@@ -230,6 +220,7 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 		switch (b) {                                                             \
 		case 2: return hd_##ISA##_bits_d(src, n, scale, x, d, 2);                \
 		case 3: return hd_##ISA##_bits_d(src, n, scale, x, d, 3);                \
+		case 4: return hd_##ISA##_bits_d(src, n, scale, x, d, 4);                \
 		case 5: return hd_##ISA##_bits_d(src, n, scale, x, d, 5);                \
 		case 6: return hd_##ISA##_bits_d(src, n, scale, x, d, 6);                \
 		case 8: return hd_##ISA##_bits_d(src, n, scale, x, d, 8);                \
@@ -243,13 +234,6 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 		return d == 32 ? hd_##ISA##_bits_b(src, n, scale, x, 32, b) :            \
 		    d == 64    ? hd_##ISA##_bits_b(src, n, scale, x, 64, b) :            \
 		    d == 128   ? hd_##ISA##_bits_b(src, n, scale, x, 128, b) : -1;       \
-	}                                                                                \
-	__attribute__((target(TARGET))) int                                              \
-	hd_##ISA##_q4_rows(const uint8_t *src, int64_t n, int d, double scale, float *x) \
-	{                                                                                \
-		return d == 32 ? hd_##ISA##_q4_d(src, n, scale, x, 32) :                 \
-		    d == 64    ? hd_##ISA##_q4_d(src, n, scale, x, 64) :                 \
-		    d == 128   ? hd_##ISA##_q4_d(src, n, scale, x, 128) : -1;            \
 	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
 	hd_##ISA##_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale,        \
@@ -279,9 +263,7 @@ hd_avx2_dim_ok(int d)
 		(void)src, (void)n, (void)d, (void)scale, (void)x;                      \
 		return -1;                                                              \
 	}
-HD_ABSENT(hd_avx2_q4_rows)
 HD_ABSENT(hd_avx2_q4_ch_rows)
-HD_ABSENT(hd_512_q4_rows)
 HD_ABSENT(hd_512_q4_ch_rows)
 
 int

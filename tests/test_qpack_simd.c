@@ -16,8 +16,8 @@
  *    equal qp_decode at level 0; a refused pair (negative δ, infinite μ,
  *    NaN δ) in the middle gives -1 at every level with the same groups
  *    before it written and none after; validation alone (dst NULL) agrees.
- *  - rotated: hd_unpack_rows of the rotated forms (the b-bit ones and q8)
- *    at every level, and hd_avx2_bits_rows / hd_512_bits_rows called
+ *  - rotated: hd_unpack_rows of the rotated forms (the b-bit ones, q8 and
+ *    q4) at every level, and hd_avx2_bits_rows / hd_512_bits_rows called
  *    directly, equal level 0's scalar decode then scalar rotation; a
  *    refused pair gives -1 at every level, the fused kernels with the rows
  *    before its row the same.
@@ -69,6 +69,16 @@ static void
 ts_unguard(struct ts_guarded *g)
 {
 	munmap(g->map, g->map_bytes);
+}
+
+/* A case's end: the CPU's own SIMD level again, its buffers freed. */
+static void
+ts_done(struct ts_guarded *g, float *want, float *got)
+{
+	qp_simd_force(-1);
+	ts_unguard(g);
+	free(want);
+	free(got);
 }
 
 /* A (δ, μ) pair qpack.c accepts: mode 0 ordinary, 1 extreme. */
@@ -186,10 +196,7 @@ test_rows(void)
 					TAP_CHECK(qp_decode(s, g.p, n, d, NULL) == -1, "validation, level %d",
 					    level);
 				}
-				qp_simd_force(-1);
-				ts_unguard(&g);
-				free(want);
-				free(got);
+				ts_done(&g, want, got);
 			}
 	tap_diag("%d SIMD levels; the b-bit kernel called directly %d times", n_levels, direct);
 	TAP_CHECK(n_levels < 2 || direct > 0, "the SIMD kernel never ran");
@@ -226,7 +233,7 @@ test_rotated(void)
 					TAP_CHECK(!memcmp(got, want, vals * sizeof(float)),
 					    "scheme %d d %d n %lld level %d: not the scalar bytes", (int)s, d,
 					    (long long)n, level);
-					if (b != 4 && hd_avx2_dim_ok(d)) {
+					if (hd_avx2_dim_ok(d)) {
 						memset(got, 0xa5, vals * sizeof(float));
 						TAP_CHECK((level >= 2 ? hd_512_bits_rows(g.p, n, d, b, scale, got) :
 						    hd_avx2_bits_rows(g.p, n, d, b, scale, got)) == 0, "kernel");
@@ -252,10 +259,7 @@ test_rotated(void)
 					    "scheme %d d %d level %d: rows before a bad pair differ", (int)s, d,
 					    level);
 				}
-				qp_simd_force(-1);
-				ts_unguard(&g);
-				free(want);
-				free(got);
+				ts_done(&g, want, got);
 			}
 	tap_diag("%d SIMD levels; the fused kernels called directly %d times", n_levels, direct);
 	TAP_CHECK(n_levels < 2 || direct > 0, "the fused kernels never ran");
