@@ -205,6 +205,7 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 			__m256 f[HD_MAX / 8];                                            \
 			if (n - r <= tail) { /* its loads would pass the block's end */  \
 				memcpy(pad, src, (size_t)rb);                            \
+				memset(pad + rb, 0, sizeof(pad) - (size_t)rb);           \
 				p = pad;                                                 \
 			}                                                                \
 			if (b == 4 ? hd_q4_row(p, f, d) : hd_bits_row(p, f, d, b))      \

@@ -108,8 +108,9 @@ qp_avx2_bits_b(const uint8_t *src, int64_t n, float *x, const int b)
 		uint8_t pad[4 + 4 * 8 + 16];
 		const uint8_t *p = src;
 		__m256 f[4];
-		if (n - g <= tail) {
+		if (n - g <= tail) { /* the bytes past the group: read, masked away */
 			memcpy(pad, src, (size_t)step);
+			memset(pad + step, 0, sizeof(pad) - (size_t)step);
 			p = pad;
 		}
 		if (qp_avx2_bits_group(p, b, f))
