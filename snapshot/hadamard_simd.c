@@ -68,14 +68,14 @@ hd_q4_row(const uint8_t *src, __m256 *f, const int d)
 
 /* A row of the b-bit row form (d/32 groups of 4 + 4·b bytes at src, b = 2
  * to 8; q4 has hd_q4_row) into f[d/8]; -1 at a pair qpack.c refuses.  qp_avx2_run's loads
- * read 16 − b bytes past the row (hd_bits_walk pads the last rows). */
+ * read 16 − b bytes past the row (hd_*_bits_d pads the last rows). */
 static inline __attribute__((target("avx2,f16c"), always_inline)) int
-hd_bits_row(const uint8_t *src, __m256 *f, const int d, const int b)
+hd_bits_row(const uint8_t *src, __m256 *f, const int d, const struct qp_avx2_bits *t)
 {
 	int g;
 #pragma GCC unroll 4
-	for (g = 0; g < d / 32; g++, src += 4 + 4 * b)
-		if (qp_avx2_bits_group(src, b, f + 4 * g))
+	for (g = 0; g < d / 32; g++, src += 4 + 4 * t->b)
+		if (qp_avx2_bits_group(src, t, f + 4 * g))
 			return -1;
 	return 0;
 }
@@ -193,12 +193,14 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 	}                                                                                \
 	static inline __attribute__((target(TARGET), always_inline)) int                \
 	hd_##ISA##_bits_d(const uint8_t *src, int64_t n, double scale, float *x,         \
-	    const int d, const int b)                                                    \
+	    const int d, int b)                                                          \
 	{                                                                                \
 		/* q4's nibble kernel reads inside its group: no tail */                \
 		const int64_t rb = d / 32 * (4 + 4 * b);                                 \
 		const int64_t tail = b == 4 ? 0 : qp_avx2_bits_tail(rb, b);              \
+		struct qp_avx2_bits t;                                                   \
 		int64_t r;                                                               \
+		qp_avx2_bits_init(&t, b);                                                \
 		for (r = 0; r < n; r++, src += rb, x += d) {                             \
 			uint8_t pad[HD_MAX / 32 * (4 + 4 * 8) + 16];                     \
 			const uint8_t *p = src;                                          \
@@ -208,33 +210,21 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 				memset(pad + rb, 0, sizeof(pad) - (size_t)rb);           \
 				p = pad;                                                 \
 			}                                                                \
-			if (b == 4 ? hd_q4_row(p, f, d) : hd_bits_row(p, f, d, b))      \
+			if (b == 4 ? hd_q4_row(p, f, d) : hd_bits_row(p, f, d, &t))      \
 				return -1;                                               \
 			FINISH(f, d, scale, x);                                          \
 		}                                                                        \
 		return 0;                                                                \
 	}                                                                                \
-	static inline __attribute__((target(TARGET), always_inline)) int                \
-	hd_##ISA##_bits_b(const uint8_t *src, int64_t n, double scale, float *x,         \
-	    const int d, int b)                                                          \
-	{                                                                                \
-		switch (b) {                                                             \
-		case 2: return hd_##ISA##_bits_d(src, n, scale, x, d, 2);                \
-		case 3: return hd_##ISA##_bits_d(src, n, scale, x, d, 3);                \
-		case 4: return hd_##ISA##_bits_d(src, n, scale, x, d, 4);                \
-		case 5: return hd_##ISA##_bits_d(src, n, scale, x, d, 5);                \
-		case 6: return hd_##ISA##_bits_d(src, n, scale, x, d, 6);                \
-		case 8: return hd_##ISA##_bits_d(src, n, scale, x, d, 8);                \
-		default: return -1;                                                      \
-		}                                                                        \
-	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
 	hd_##ISA##_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale,  \
 	    float *x)                                                                    \
 	{                                                                                \
-		return d == 32 ? hd_##ISA##_bits_b(src, n, scale, x, 32, b) :            \
-		    d == 64    ? hd_##ISA##_bits_b(src, n, scale, x, 64, b) :            \
-		    d == 128   ? hd_##ISA##_bits_b(src, n, scale, x, 128, b) : -1;       \
+		if (b < 2 || b > 8 || b == 7)                                            \
+			return -1;                                                       \
+		return d == 32 ? hd_##ISA##_bits_d(src, n, scale, x, 32, b) :            \
+		    d == 64    ? hd_##ISA##_bits_d(src, n, scale, x, 64, b) :            \
+		    d == 128   ? hd_##ISA##_bits_d(src, n, scale, x, 128, b) : -1;       \
 	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
 	hd_##ISA##_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale,        \

@@ -96,16 +96,19 @@ qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x)
 	return qp_avx2_rows(src, n, x, 0);
 }
 
-/* n groups of the b-bit row form; the last few (qp_avx2_bits_tail) are
- * copied into a padded buffer first so that no load reads past src's
- * block. */
-static inline __attribute__((target("avx2,f16c"), always_inline)) int
-qp_avx2_bits_b(const uint8_t *src, int64_t n, float *x, const int b)
+/* The last few groups (qp_avx2_bits_tail) are copied into a padded
+ * buffer first, so that no load reads past src's block. */
+__attribute__((target("avx2,f16c"))) int
+qp_avx2_bits_rows(const uint8_t *src, int64_t n, int b, float *x)
 {
 	const int64_t step = 4 + 4 * b, tail = qp_avx2_bits_tail(step, b);
+	struct qp_avx2_bits t;
 	int64_t g;
+	if (b != 2 && b != 3 && b != 5 && b != 6)
+		return -1;
+	qp_avx2_bits_init(&t, b);
 	for (g = 0; g < n; g++, src += step, x += 32) {
-		uint8_t pad[4 + 4 * 8 + 16];
+		uint8_t pad[4 + 4 * 6 + 16];
 		const uint8_t *p = src;
 		__m256 f[4];
 		if (n - g <= tail) { /* the bytes past the group: read, masked away */
@@ -113,7 +116,7 @@ qp_avx2_bits_b(const uint8_t *src, int64_t n, float *x, const int b)
 			memset(pad + step, 0, sizeof(pad) - (size_t)step);
 			p = pad;
 		}
-		if (qp_avx2_bits_group(p, b, f))
+		if (qp_avx2_bits_group(p, &t, f))
 			return -1;
 		_mm256_storeu_ps(x, f[0]);
 		_mm256_storeu_ps(x + 8, f[1]);
@@ -121,18 +124,6 @@ qp_avx2_bits_b(const uint8_t *src, int64_t n, float *x, const int b)
 		_mm256_storeu_ps(x + 24, f[3]);
 	}
 	return 0;
-}
-
-__attribute__((target("avx2,f16c"))) int
-qp_avx2_bits_rows(const uint8_t *src, int64_t n, int b, float *x)
-{
-	switch (b) { /* b a constant in each instance: the run's tables fold */
-	case 2: return qp_avx2_bits_b(src, n, x, 2);
-	case 3: return qp_avx2_bits_b(src, n, x, 3);
-	case 5: return qp_avx2_bits_b(src, n, x, 5);
-	case 6: return qp_avx2_bits_b(src, n, x, 6);
-	default: return -1;
-	}
 }
 
 __attribute__((target("avx2,f16c"))) int
