@@ -1,6 +1,6 @@
 #!/bin/bash
 # interleaved whole-snapshot loads, before (main f0da4f3 + this bench source) and after (simd28)
-S=/tmp/simd28_store
+S=${S:-/tmp/simd28_store}
 for round in 1 2; do for q in fp16 q8 q4h q6h q5h q3h k5v3h k4v2h; do for b in before after; do
   if [ $b = before ]; then B=/tmp/simd28_base/build; else B=/work/wt/simd28/build; fi
   echo "## $q $b $round $(cat /proc/loadavg)"
