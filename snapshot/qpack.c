@@ -276,9 +276,10 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 
 
 /* Scalar (every row scheme where qpack_avx2.c does not run, and their
- * validation): a run of 8 codes is read as one little-endian
- * word of b bytes (load speed in bench/RESULTS.md, "Stored forms at
- * 6/5/3/2 bits"). */
+ * validation): a run of 8 codes is read as one little-endian word of b
+ * bytes; the definition qpack_avx2.c's kernels equal bit for bit
+ * (tests/test_qpack_simd.c; speeds in bench/RESULTS.md, "SIMD unpacking
+ * of the b-bit forms"). */
 static int
 qp_bits_row_decode(const uint8_t *src, int64_t n, int d, int b, float *dst)
 {
