@@ -31,8 +31,8 @@ void hd_rotate_rows(float *x, int64_t n, int d);
 
 /* qp_decode(s, src, n, d, dst) then, when dst and hd_dim_ok(d),
  * hd_rotate_rows(dst, n, d): the rotated forms' rows unpacked and rotated
- * back, the same bits, in one pass where hadamard_simd.c has a kernel (q4
- * and q4 per channel, d 32 to 128, AVX2 or AVX-512).  0, or -1 for a corrupt block. */
+ * back, the same bits, in one pass where hadamard_simd.c has a kernel (q4,
+ * q4 per channel, q8 and the b-bit forms, d 32 to 128, AVX2 or AVX-512).  0, or -1 for a corrupt block. */
 int hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst);
 
 #endif /* SNAPSHOT_HADAMARD_H */

@@ -1,6 +1,6 @@
 /*
- * hadamard_simd.c: q4 and q4-per-channel rows unpacked and rotated back in
- * one pass, the row in registers (hadamard_simd.h), with AVX2 or AVX-512.
+ * hadamard_simd.c: q4, q4-per-channel and b-bit (2, 3, 5, 6, 8) rows
+ * unpacked and rotated back in one pass, the row in registers (hadamard_simd.h), with AVX2 or AVX-512.
  *
  * A row's values are unpacked as qpack_avx2.c does (the AVX2 pieces of
  * qpack_avx2_inline.h) into d/8 vectors of eight floats, widened (exactly)
@@ -17,6 +17,8 @@
  * stays in registers.  Plain C elsewhere: the functions are then never
  * called.
  */
+#include <string.h>
+
 #include "snapshot/hadamard_simd.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -61,6 +63,20 @@ hd_q4_row(const uint8_t *src, __m256 *f, const int d)
 		qp_avx2_nibbles(src + 4, &a, &b);
 		hd_group(a, b, m, dl, f + 4 * g);
 	}
+	return 0;
+}
+
+/* A row of the b-bit row form (d/32 groups of 4 + 4·b bytes at src, b = 2
+ * to 8; q4 has hd_q4_row) into f[d/8]; -1 at a pair qpack.c refuses.  qp_avx2_run's loads
+ * read 16 − b bytes past the row (hd_*_bits_d pads the last rows). */
+static inline __attribute__((target("avx2,f16c"), always_inline)) int
+hd_bits_row(const uint8_t *src, __m256 *f, const int d, const struct qp_avx2_bits *t)
+{
+	int g;
+#pragma GCC unroll 4
+	for (g = 0; g < d / 32; g++, src += 4 + 4 * t->b)
+		if (qp_avx2_bits_group(src, t, f + 4 * g))
+			return -1;
 	return 0;
 }
 
@@ -156,18 +172,6 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
  * (FINISH: hd_avx2_finish or hd_512_finish), each for d = 32, 64, 128. */
 #define HD_WALKS(ISA, TARGET, FINISH)                                                     \
 	static inline __attribute__((target(TARGET), always_inline)) int                \
-	hd_##ISA##_q4_d(const uint8_t *src, int64_t n, double scale, float *x, const int d) \
-	{                                                                                \
-		int64_t r;                                                               \
-		for (r = 0; r < n; r++, src += d / 32 * 20, x += d) {                    \
-			__m256 f[HD_MAX / 8];                                            \
-			if (hd_q4_row(src, f, d))                                        \
-				return -1;                                               \
-			FINISH(f, d, scale, x);                                          \
-		}                                                                        \
-		return 0;                                                                \
-	}                                                                                \
-	static inline __attribute__((target(TARGET), always_inline)) int                \
 	hd_##ISA##_q4_ch_d(const uint8_t *src, int64_t n, double scale, float *x,        \
 	    const int d)                                                                 \
 	{                                                                                \
@@ -187,12 +191,40 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 		}                                                                        \
 		return 0;                                                                \
 	}                                                                                \
-	__attribute__((target(TARGET))) int                                              \
-	hd_##ISA##_q4_rows(const uint8_t *src, int64_t n, int d, double scale, float *x) \
+	static inline __attribute__((target(TARGET), always_inline)) int                \
+	hd_##ISA##_bits_d(const uint8_t *src, int64_t n, double scale, float *x,         \
+	    const int d, int b)                                                          \
 	{                                                                                \
-		return d == 32 ? hd_##ISA##_q4_d(src, n, scale, x, 32) :                 \
-		    d == 64    ? hd_##ISA##_q4_d(src, n, scale, x, 64) :                 \
-		    d == 128   ? hd_##ISA##_q4_d(src, n, scale, x, 128) : -1;            \
+		/* q4's nibble kernel reads inside its group: no tail */                \
+		const int64_t rb = d / 32 * (4 + 4 * b);                                 \
+		const int64_t tail = b == 4 ? 0 : qp_avx2_bits_tail(rb, b);              \
+		struct qp_avx2_bits t;                                                   \
+		int64_t r;                                                               \
+		qp_avx2_bits_init(&t, b);                                                \
+		for (r = 0; r < n; r++, src += rb, x += d) {                             \
+			uint8_t pad[HD_MAX / 32 * (4 + 4 * 8) + 16];                     \
+			const uint8_t *p = src;                                          \
+			__m256 f[HD_MAX / 8];                                            \
+			if (n - r <= tail) { /* its loads would pass the block's end */  \
+				memcpy(pad, src, (size_t)rb);                            \
+				memset(pad + rb, 0, sizeof(pad) - (size_t)rb);           \
+				p = pad;                                                 \
+			}                                                                \
+			if (b == 4 ? hd_q4_row(p, f, d) : hd_bits_row(p, f, d, &t))      \
+				return -1;                                               \
+			FINISH(f, d, scale, x);                                          \
+		}                                                                        \
+		return 0;                                                                \
+	}                                                                                \
+	__attribute__((target(TARGET))) int                                              \
+	hd_##ISA##_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale,  \
+	    float *x)                                                                    \
+	{                                                                                \
+		if (b < 2 || b > 8 || b == 7)                                            \
+			return -1;                                                       \
+		return d == 32 ? hd_##ISA##_bits_d(src, n, scale, x, 32, b) :            \
+		    d == 64    ? hd_##ISA##_bits_d(src, n, scale, x, 64, b) :            \
+		    d == 128   ? hd_##ISA##_bits_d(src, n, scale, x, 128, b) : -1;       \
 	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
 	hd_##ISA##_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale,        \
@@ -222,9 +254,21 @@ hd_avx2_dim_ok(int d)
 		(void)src, (void)n, (void)d, (void)scale, (void)x;                      \
 		return -1;                                                              \
 	}
-HD_ABSENT(hd_avx2_q4_rows)
 HD_ABSENT(hd_avx2_q4_ch_rows)
-HD_ABSENT(hd_512_q4_rows)
 HD_ABSENT(hd_512_q4_ch_rows)
+
+int
+hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x)
+{
+	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x;
+	return -1;
+}
+
+int
+hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x)
+{
+	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x;
+	return -1;
+}
 
 #endif

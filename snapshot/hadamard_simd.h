@@ -1,5 +1,5 @@
 /*
- * hadamard_simd.h: q4 rows unpacked and rotated back by the inverse
+ * hadamard_simd.h: q4, q8 and b-bit rows unpacked and rotated back by the inverse
  * Hadamard in one pass (hadamard_simd.c), for hadamard.c's hd_unpack_rows
  * only; call them only when hd_avx2_dim_ok(d) and qp_simd_level() (qpack_avx2.h)
  * is at least 1 (hd_avx2_*) or 2 (hd_512_*: the same with AVX-512).
@@ -17,13 +17,14 @@
 
 /* 1 for the row lengths the fused kernels are built for: 32, 64, 128. */
 int hd_avx2_dim_ok(int d);
-/* n rows of q4 in the row form (qpack.h QP_Q4) into x[n·d]; -1 at the
- * first (δ, μ) pair qpack.c refuses, the rows before it written. */
-int hd_avx2_q4_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
+/* n rows of a row form (qpack.h: QP_B2 … QP_B6, QP_Q4, QP_Q8: b = 2, 3,
+ * 4, 5, 6 or 8 bits a code) into x[n·d]; -1 at the first (δ, μ) pair
+ * qpack.c refuses, the rows before it written, or for another b. */
+int hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x);
 /* n rows of q4 per channel (QP_Q4_CH: groups of 32 rows) into x[n·d]; -1
- * as above. */
+ * at a refused pair, as above. */
 int hd_avx2_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
-int hd_512_q4_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
+int hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x);
 int hd_512_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
 
 #endif /* SNAPSHOT_HADAMARD_SIMD_H */

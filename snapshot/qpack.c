@@ -275,10 +275,11 @@ qp_encode(enum qp_scheme s, const float *src, int64_t n, int d, uint8_t *dst)
 }
 
 
-/* Scalar (every b-bit scheme; q4 and q8 where qpack_avx2.c does not run,
- * and their validation): a run of 8 codes is read as one little-endian
- * word of b bytes (load speed in bench/RESULTS.md, "Stored forms at
- * 6/5/3/2 bits"). */
+/* Scalar (every row scheme where qpack_avx2.c does not run, and their
+ * validation): a run of 8 codes is read as one little-endian word of b
+ * bytes; the definition qpack_avx2.c's kernels equal bit for bit
+ * (tests/test_qpack_simd.c; speeds in bench/RESULTS.md, "SIMD unpacking
+ * of the b-bit forms"). */
 static int
 qp_bits_row_decode(const uint8_t *src, int64_t n, int d, int b, float *dst)
 {
@@ -359,6 +360,8 @@ qp_decode(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
 		return qp_avx2_q4_rows(src, n * (d / QP_GROUP), dst);
 	if (dst && s == QP_Q8 && qp_avx2())
 		return qp_avx2_q8_rows(src, n * (d / QP_GROUP), dst);
+	if (dst && s >= QP_B2 && s <= QP_B6 && qp_avx2())
+		return qp_avx2_bits_rows(src, n * (d / QP_GROUP), qp_row_bits(s), dst);
 	if (s != QP_Q4_CH)
 		return qp_bits_row_decode(src, n, d, qp_row_bits(s), dst);
 	for (g = 0; g < n; g += QP_GROUP) {

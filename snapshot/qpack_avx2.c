@@ -1,11 +1,12 @@
 /*
- * qpack_avx2.c: qpack's q4 and q8 unpacking eight values at a time
+ * qpack_avx2.c: qpack's q4, q8 and b-bit (2, 3, 5, 6) unpacking eight values at a time
  * (qpack_avx2.h).  Each value is x̂ = μ + q·δ as qp_dequant computes it:
  * the code widened exactly to float, one product, one sum, in that order
  * and never fused (the target leaves FMA out), so the bits are the scalar
  * ones.  Plain C elsewhere: the functions are then never called.
  */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "snapshot/qpack_avx2.h"
 
@@ -95,6 +96,36 @@ qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x)
 	return qp_avx2_rows(src, n, x, 0);
 }
 
+/* The last few groups (qp_avx2_bits_tail) are copied into a padded
+ * buffer first, so that no load reads past src's block. */
+__attribute__((target("avx2,f16c"))) int
+qp_avx2_bits_rows(const uint8_t *src, int64_t n, int b, float *x)
+{
+	const int64_t step = 4 + 4 * b, tail = qp_avx2_bits_tail(step, b);
+	struct qp_avx2_bits t;
+	int64_t g;
+	if (b != 2 && b != 3 && b != 5 && b != 6)
+		return -1;
+	qp_avx2_bits_init(&t, b);
+	for (g = 0; g < n; g++, src += step, x += 32) {
+		uint8_t pad[4 + 4 * 6 + 16];
+		const uint8_t *p = src;
+		__m256 f[4];
+		if (n - g <= tail) { /* the bytes past the group: read, masked away */
+			memcpy(pad, src, (size_t)step);
+			memset(pad + step, 0, sizeof(pad) - (size_t)step);
+			p = pad;
+		}
+		if (qp_avx2_bits_group(p, &t, f))
+			return -1;
+		_mm256_storeu_ps(x, f[0]);
+		_mm256_storeu_ps(x + 8, f[1]);
+		_mm256_storeu_ps(x + 16, f[2]);
+		_mm256_storeu_ps(x + 24, f[3]);
+	}
+	return 0;
+}
+
 __attribute__((target("avx2,f16c"))) int
 qp_avx2_q4_ch_group(const uint8_t *src, int64_t gn, int d, float *x)
 {
@@ -159,6 +190,13 @@ int
 qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x)
 {
 	(void)src, (void)n, (void)x;
+	return -1;
+}
+
+int
+qp_avx2_bits_rows(const uint8_t *src, int64_t n, int b, float *x)
+{
+	(void)src, (void)n, (void)b, (void)x;
 	return -1;
 }
 

@@ -1,5 +1,5 @@
 /*
- * qpack_avx2.h: the q4 / q8 unpacking of qpack.c with AVX2 (qpack_avx2.c),
+ * qpack_avx2.h: the q4 / q8 / b-bit unpacking of qpack.c with AVX2 (qpack_avx2.c),
  * bit for bit the scalar x̂ = μ + q·δ.  snapshot/qpack.c only; call the
  * others only when qp_avx2() is 1.
  */
@@ -22,6 +22,11 @@ int qp_avx2(void);
  * δ negative), the groups before it written. */
 int qp_avx2_q4_rows(const uint8_t *src, int64_t n, float *x);
 int qp_avx2_q8_rows(const uint8_t *src, int64_t n, float *x);
+/* The same for n groups of the b-bit row form, b = 2, 3, 5 or 6 (4 + 4·b
+ * bytes each: the pair, then four runs of eight codes in b bytes, read
+ * little-endian); -1 at the first pair refused (the groups before it
+ * written), or for another b. */
+int qp_avx2_bits_rows(const uint8_t *src, int64_t n, int b, float *x);
 /* One group of gn rows of d channels (d a multiple of 32, at most
  * QP_AVX2_MAX_DIM) of q4 per channel, as qpack.h lays it out (d (δ, μ)
  * pairs, then gn rows of d/2 code bytes), into x[gn·d]: x[r·d + c] = μ_c +

@@ -84,4 +84,73 @@ qp_avx2_ch_pairs(const uint8_t *src, int d, float *mm, float *dd)
 	return 0;
 }
 
+/* μ + q·δ for eight codes as 32-bit lanes (qp_avx2_deq's steps) */
+static inline __attribute__((target("avx2"), always_inline)) __m256
+qp_avx2_deq32(__m256i q, __m256 m, __m256 d)
+{
+	return _mm256_add_ps(m, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+}
+
+/* What unpacks a run of eight b-bit codes (b = 2 to 8), built once per
+ * block: code i is bits i·b … i·b + b − 1 of the run's b bytes,
+ * little-endian (qpack.h), so 32-bit lane i takes the two bytes that hold
+ * its bits (pick: bytes i·b/8 and the next, the lane's upper two bytes
+ * zeroed; shift + b <= 7 + 8 < 16), shifted right by i·b mod 8, masked. */
+struct qp_avx2_bits {
+	__m256i pick, shift, mask;
+	int b;
+};
+
+static inline __attribute__((target("avx2"), always_inline)) void
+qp_avx2_bits_init(struct qp_avx2_bits *t, int b)
+{
+	int32_t pick[8], shift[8];
+	int i;
+	for (i = 0; i < 8; i++) {
+		pick[i] = i * b / 8 | (i * b / 8 + 1) << 8 | (int32_t)0x80800000u;
+		shift[i] = i * b % 8;
+	}
+	t->pick = _mm256_loadu_si256((const __m256i *)(const void *)pick);
+	t->shift = _mm256_loadu_si256((const __m256i *)(const void *)shift);
+	t->mask = _mm256_set1_epi32((1 << b) - 1);
+	t->b = b;
+}
+
+/* One run's eight codes (its b bytes at p) as 32-bit lanes.  16 bytes at
+ * p must be readable (qp_avx2_bits_tail says where they are not); the
+ * bytes past the run's are masked away. */
+static inline __attribute__((target("avx2"), always_inline)) __m256i
+qp_avx2_run(const uint8_t *p, const struct qp_avx2_bits *t)
+{
+	__m256i w = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p));
+	w = _mm256_srlv_epi32(_mm256_shuffle_epi8(w, t->pick), t->shift);
+	return _mm256_and_si256(w, t->mask);
+}
+
+/* How many of the last units (groups, or rows of whole groups, of
+ * unit_bytes each) of a block of the b-bit row form would read past its
+ * end with qp_avx2_run's 16-byte loads: a unit's last run starts b bytes
+ * before its end, so a unit needs 16 − b readable bytes after it. */
+static inline __attribute__((always_inline)) int64_t
+qp_avx2_bits_tail(int64_t unit_bytes, int b)
+{
+	return (16 - b + unit_bytes - 1) / unit_bytes;
+}
+
+/* A group of the b-bit row form ((δ, μ), then four runs of b bytes) into
+ * f[4]; -1 when qp_pair_ok would refuse its pair. */
+static inline __attribute__((target("avx2,f16c"), always_inline)) int
+qp_avx2_bits_group(const uint8_t *src, const struct qp_avx2_bits *t, __m256 *f)
+{
+	const int b = t->b;
+	__m256 vd, vm;
+	if (qp_avx2_pair(src, &vd, &vm))
+		return -1;
+	f[0] = qp_avx2_deq32(qp_avx2_run(src + 4, t), vm, vd);
+	f[1] = qp_avx2_deq32(qp_avx2_run(src + 4 + b, t), vm, vd);
+	f[2] = qp_avx2_deq32(qp_avx2_run(src + 4 + 2 * b, t), vm, vd);
+	f[3] = qp_avx2_deq32(qp_avx2_run(src + 4 + 3 * b, t), vm, vd);
+	return 0;
+}
+
 #endif /* SNAPSHOT_QPACK_AVX2_INLINE_H */
