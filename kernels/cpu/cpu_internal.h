@@ -43,6 +43,17 @@ void kern_cpu_dequant_rows(enum kern_type t, const void *rows, size_t row_bytes,
 /* Σ a[i]·b[i] in f32 (SIMD; the summation order depends on the level). */
 float kern_cpu_dot_f32(const float *a, const float *b, int64_t n);
 
+/* The chunk attention's products (attn_gemm.c): s(nq, nvis) = scale ·
+ * q·kᵀ (q rows ldq apart, k rows hd apart) and o(nq, hd) = p·v (o rows ldo
+ * apart, p rows nvis apart, v rows hd apart).  At AVX2 and AVX-512 each
+ * element is one chain of FMAs in order (over d for a logit, then × scale;
+ * over the units for an output), the same bits at both levels; the scalar
+ * level calls sgemm. */
+void kern_cpu_attn_qk(float *s, const float *q, int64_t ldq, const float *k, int64_t nq,
+    int64_t nvis, int64_t hd, float scale);
+void kern_cpu_attn_pv(float *o, int64_t ldo, const float *p, const float *v, int64_t nq,
+    int64_t nvis, int64_t hd);
+
 /* Softmax of s[0..n) in place: max-subtracted, sum in double (softmax.c;
  * AVX2 evaluates exp by polynomial, within 2 ulp of expf). */
 void kern_cpu_softmax_row(float *s, int64_t n);

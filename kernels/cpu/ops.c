@@ -499,8 +499,7 @@ kern_attn_logits(float *s, const float *q, const float *k, int64_t nq, int64_t n
 		for (i = 0; i < nvis; i++)
 			s[i] = kern_cpu_dot_f32(q, k + i * hd, hd) * scale;
 	} else {
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)nvis, (int)hd,
-		    scale, q, (int)ld, k, (int)hd, 0.0f, s, (int)nvis);
+		kern_cpu_attn_qk(s, q, ld, k, nq, nvis, hd, scale);
 	}
 }
 
@@ -603,8 +602,7 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 		}
 		memcpy(o, acc, (size_t)hd * sizeof(float));
 	} else {
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)hd, (int)nvis,
-		    1.0f, s, (int)nvis, kh->v, (int)hd, 0.0f, o, (int)ld);
+		kern_cpu_attn_pv(o, ld, s, kh->v, nq, nvis, hd);
 	}
 	return KERN_OK;
 }
