@@ -39,6 +39,19 @@ static const int64_t ag_hd[] = { 8, 24, 64, 80, 128 };
 #define AG_N(a) (sizeof(a) / sizeof((a)[0]))
 #define AG_SENTINEL 12345.0f
 
+/* 1, said, when got is not want's bits. */
+static int
+ag_differs(const char *what, int lvl, int64_t nq, int64_t nvis, int64_t hd, int64_t a,
+    int64_t b, float got, float want)
+{
+	if (!memcmp(&got, &want, sizeof(got)))
+		return 0;
+	tap_diag("level %d %s nq %lld nvis %lld hd %lld [%lld][%lld]: %.9g vs %.9g", lvl, what,
+	    (long long)nq, (long long)nvis, (long long)hd, (long long)a, (long long)b,
+	    (double)got, (double)want);
+	return 1;
+}
+
 /* Every shape at the forced level: 0 all exact, 1 a difference (said). */
 static int
 ag_check_level(int lvl)
@@ -69,14 +82,8 @@ ag_check_level(int lvl)
 							for (d = 0; d < hd; d++)
 								acc = fmaf(q[t * ldq + d], k[i * hd + d], acc);
 							acc *= scale;
-							if (memcmp(&acc, &s[t * nvis + i], sizeof(acc))) {
-								tap_diag("level %d qk nq %lld nvis %lld hd %lld "
-								    "[%lld][%lld]: %.9g vs %.9g", lvl,
-								    (long long)nq, (long long)nvis,
-								    (long long)hd, (long long)t, (long long)i,
-								    (double)s[t * nvis + i], (double)acc);
-								bad = 1;
-							}
+							bad = ag_differs("qk", lvl, nq, nvis, hd, t, i,
+							    s[t * nvis + i], acc);
 						}
 					/* the logits as probabilities-like weights: any
 					 * floats do, the chain is what is checked */
@@ -90,14 +97,8 @@ ag_check_level(int lvl)
 									acc = fmaf(s[t * nvis + i], v[i * hd + d],
 									    acc);
 							}
-							if (memcmp(&acc, &o[t * ldo + d], sizeof(acc))) {
-								tap_diag("level %d pv nq %lld nvis %lld hd %lld "
-								    "[%lld][%lld]: %.9g vs %.9g", lvl,
-								    (long long)nq, (long long)nvis,
-								    (long long)hd, (long long)t, (long long)d,
-								    (double)o[t * ldo + d], (double)acc);
-								bad = 1;
-							}
+							bad = ag_differs("pv", lvl, nq, nvis, hd, t, d,
+							    o[t * ldo + d], acc);
 						}
 				}
 				free(q);
@@ -140,8 +141,4 @@ static const struct tap_test tests[] = {
 	{ "avx512_exact", test_avx512 },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)

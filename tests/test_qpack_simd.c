@@ -271,8 +271,4 @@ static const struct tap_test tests[] = {
 	{ "rotated", test_rotated },
 };
 
-int
-main(int argc, char **argv)
-{
-	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
-}
+TAP_MAIN(NULL, NULL)
