@@ -8,7 +8,8 @@
  * decode step reading the whole model does.  GB/s counts weight bytes read
  * (dequant: f32 bytes written).  Each cell reports the fastest pass over a
  * matrix, which is robust against other load on the machine; "mean" is the
- * average pass.  Usage: bench_quant [seconds per cell] [types [TYPE]];
+ * average pass.  Usage: bench_quant [seconds per cell] [types [TYPE] |
+ * prefill [TYPE] | attn];
  * "types": vec_dot_rows of every weight type (or only TYPE, e.g. q4_K) on
  * Qwen2.5-1.5B's shapes instead; "prefill [TYPE]": a whole 128-token matmul
  * (the op table's, one thread) of every weight type on attn_q's shape, by
@@ -17,13 +18,19 @@
  * one token at a time (kern_cpu_vec_dot_rows per token and 64-row slice,
  * the activations quantized as ops.c does: the matmul before vec_tile.c),
  * so "1-tok/qdot" is what the tile kernels gain; timed in the thread's CPU
- * time, the three paths taking turns.
+ * time, the three paths taking turns; "attn": the chunk attention's two
+ * products for one block of 32 queries against 512 / 2K / 8K keys (head
+ * sizes 64 and 128), by OpenBLAS's sgemm (the kernel it picked for this CPU
+ * is printed) and by attn_gemm.c's kernels at AVX2 and AVX-512, one thread,
+ * taking turns, in GFLOP/s.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cblas.h>
 
 #include "bench/clock.h"
 #include "engine/engine.h"
@@ -322,6 +329,75 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 	free(act);
 }
 
+char *openblas_get_corename(void); /* OpenBLAS extensions */
+void openblas_set_num_threads(int n);
+
+/* One row of "attn": q·kᵀ and p·v of 32 queries × nvis keys × hd, by
+ * sgemm and by the own kernels at each level this CPU has, best of rounds
+ * in the thread's CPU time. */
+static void
+bq_attn(int64_t nvis, int64_t hd, double secs)
+{
+	const int64_t nq = 32;
+	float *q = malloc((size_t)(nq * hd) * sizeof(float));
+	float *k = malloc((size_t)(nvis * hd) * sizeof(float));
+	float *v = malloc((size_t)(nvis * hd) * sizeof(float));
+	float *s = malloc((size_t)(nq * nvis) * sizeof(float));
+	float *o = malloc((size_t)(nq * hd) * sizeof(float));
+	double best[3][2] = { { 1e9, 1e9 }, { 1e9, 1e9 }, { 1e9, 1e9 } }, t0, t1, t2, t3;
+	double fl = 2.0 * (double)(nq * nvis * hd);
+	int64_t i;
+	int path, round, top = kern_cpu_simd_detect();
+
+	if (!q || !k || !v || !s || !o) {
+		fprintf(stderr, "bench_quant: out of memory\n");
+		exit(1);
+	}
+	for (i = 0; i < nq * hd; i++)
+		q[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+	for (i = 0; i < nvis * hd; i++) {
+		k[i] = (float)((i * 53) % 97) / 48.0f - 1.0f;
+		v[i] = (float)((i * 29) % 89) / 44.0f - 1.0f;
+	}
+	for (round = 0; round < 3; round++)
+		for (path = 0; path < 3; path++) {
+			if (path && path > top)
+				continue;
+			kern_cpu_force_simd(path ? path : top);
+			t0 = bench_thread_cpu_s();
+			do {
+				t1 = bench_thread_cpu_s();
+				if (path == 0)
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq,
+					    (int)nvis, (int)hd, 0.1f, q, (int)hd, k, (int)hd, 0.0f, s,
+					    (int)nvis);
+				else
+					kern_cpu_attn_qk(s, q, hd, k, nq, nvis, hd, 0.1f);
+				t2 = bench_thread_cpu_s();
+				if (path == 0)
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq,
+					    (int)hd, (int)nvis, 1.0f, s, (int)nvis, v, (int)hd, 0.0f, o,
+					    (int)hd);
+				else
+					kern_cpu_attn_pv(o, hd, s, v, nq, nvis, hd);
+				t3 = bench_thread_cpu_s();
+				best[path][0] = t2 - t1 < best[path][0] ? t2 - t1 : best[path][0];
+				best[path][1] = t3 - t2 < best[path][1] ? t3 - t2 : best[path][1];
+			} while (t3 - t0 < secs / 3);
+		}
+	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+	printf("attn %4lld x %5lld x %-4lld  q.k GFLOP/s: sgemm %6.1f  avx2 %6.1f  avx512 %6.1f   "
+	    "p.v GFLOP/s: sgemm %6.1f  avx2 %6.1f  avx512 %6.1f\n", (long long)nq, (long long)nvis,
+	    (long long)hd, 1e-9 * fl / best[0][0], top >= 1 ? 1e-9 * fl / best[1][0] : 0.0,
+	    top >= 2 ? 1e-9 * fl / best[2][0] : 0.0, 1e-9 * fl / best[0][1],
+	    top >= 1 ? 1e-9 * fl / best[1][1] : 0.0, top >= 2 ? 1e-9 * fl / best[2][1] : 0.0);
+	free(q);
+	free(k);
+	free(v);
+	free(s);
+	free(o);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -343,6 +419,17 @@ main(int argc, char **argv)
 					bq_prefill(ts[i], 1536, 1536, secs);
 		}
 		kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "attn") == 0) {
+		static const int64_t nvis[] = { 512, 2048, 8192 };
+		size_t i;
+		openblas_set_num_threads(1);
+		printf("OpenBLAS kernel: %s\n", openblas_get_corename());
+		for (i = 0; i < 3; i++) {
+			bq_attn(nvis[i], 64, secs);
+			bq_attn(nvis[i], 128, secs);
+		}
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[2], "types") == 0) {
