@@ -17,9 +17,9 @@
  * with OpenBLAS sgemm.  Either way every output element is one call's sum,
  * whatever the thread count.
  *
- * Attention is computed per query head and block of queries: scores by sgemm
- * against the head's rotated keys, causal mask, softmax, then sgemm with the
- * values.  Nothing is allocated per call except per-thread scratch, which
+ * Attention is computed per query head and block of queries: scores against
+ * the head's rotated keys, causal mask, softmax, then the product with the
+ * values (both products attn_gemm.c's, not sgemm: see there).  Nothing is allocated per call except per-thread scratch, which
  * grows once and is kept.
  */
 #include <cblas.h>
