@@ -30,8 +30,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <cblas.h>
-
 #include "bench/clock.h"
 #include "engine/engine.h"
 #include "kernels/cpu/cpu_internal.h"
@@ -361,25 +359,16 @@ bq_attn(int64_t nvis, int64_t hd, double secs)
 	}
 	for (round = 0; round < 3; round++)
 		for (path = 0; path < 3; path++) {
-			if (path && path > top)
+			if (path > top)
 				continue;
-			kern_cpu_force_simd(path ? path : top);
+			/* level 0 is attn_gemm.c's sgemm fallback: OpenBLAS */
+			kern_cpu_force_simd(path);
 			t0 = bench_thread_cpu_s();
 			do {
 				t1 = bench_thread_cpu_s();
-				if (path == 0)
-					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq,
-					    (int)nvis, (int)hd, 0.1f, q, (int)hd, k, (int)hd, 0.0f, s,
-					    (int)nvis);
-				else
-					kern_cpu_attn_qk(s, q, hd, k, nq, nvis, hd, 0.1f);
+				kern_cpu_attn_qk(s, q, hd, k, nq, nvis, hd, 0.1f);
 				t2 = bench_thread_cpu_s();
-				if (path == 0)
-					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq,
-					    (int)hd, (int)nvis, 1.0f, s, (int)nvis, v, (int)hd, 0.0f, o,
-					    (int)hd);
-				else
-					kern_cpu_attn_pv(o, hd, s, v, nq, nvis, hd);
+				kern_cpu_attn_pv(o, hd, s, v, nq, nvis, hd);
 				t3 = bench_thread_cpu_s();
 				best[path][0] = t2 - t1 < best[path][0] ? t2 - t1 : best[path][0];
 				best[path][1] = t3 - t2 < best[path][1] ? t3 - t2 : best[path][1];
