@@ -115,7 +115,16 @@ attn_pv_avx512(float *o, int64_t ldo, const float *p, const float *v, int64_t nq
 					for (c = 0; c < nc; c++)
 						a[r][c] = i0 ? _mm512_loadu_ps(o + (t + r) * ldo + c0 + 16 * c)
 						    : _mm512_setzero_ps();
-				if (nr == 4 && nc == 4) {
+				if (nr == 1 && nc == 4) { /* decode: one query */
+					for (i = i0; i < i1; i++) {
+						const float *vi = v + i * hd + c0;
+						__m512 b = _mm512_set1_ps(p[t * nvis + i]);
+						a[0][0] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi), a[0][0]);
+						a[0][1] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi + 16), a[0][1]);
+						a[0][2] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi + 32), a[0][2]);
+						a[0][3] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi + 48), a[0][3]);
+					}
+				} else if (nr == 4 && nc == 4) {
 					for (i = i0; i < i1; i++) {
 						const float *vi = v + i * hd + c0;
 						__m512 v0 = _mm512_loadu_ps(vi), v1 = _mm512_loadu_ps(vi + 16);
@@ -238,7 +247,14 @@ attn_pv_avx2(float *o, int64_t ldo, const float *p, const float *v, int64_t nq,
 					for (c = 0; c < nc; c++)
 						a[r][c] = i0 ? _mm256_loadu_ps(o + (t + r) * ldo + c0 + 8 * c)
 						    : _mm256_setzero_ps();
-				if (nr == 4 && nc == 2) {
+				if (nr == 1 && nc == 2) { /* decode: one query */
+					for (i = i0; i < i1; i++) {
+						const float *vi = v + i * hd + c0;
+						__m256 b = _mm256_set1_ps(p[t * nvis + i]);
+						a[0][0] = _mm256_fmadd_ps(b, _mm256_loadu_ps(vi), a[0][0]);
+						a[0][1] = _mm256_fmadd_ps(b, _mm256_loadu_ps(vi + 8), a[0][1]);
+					}
+				} else if (nr == 4 && nc == 2) {
 					for (i = i0; i < i1; i++) {
 						const float *vi = v + i * hd + c0;
 						__m256 v0 = _mm256_loadu_ps(vi), v1 = _mm256_loadu_ps(vi + 8);

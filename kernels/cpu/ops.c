@@ -590,20 +590,7 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 		}
 	}
 	(void)nth;
-	if (nq == 1) {
-		float acc[512];
-		memset(acc, 0, (size_t)hd * sizeof(float));
-		for (i = 0; i < nvis; i++) {
-			const float *v = kh->v + i * hd;
-			float p = s[i];
-			int64_t d;
-			for (d = 0; d < hd; d++)
-				acc[d] += p * v[d];
-		}
-		memcpy(o, acc, (size_t)hd * sizeof(float));
-	} else {
-		kern_cpu_attn_pv(o, ld, s, kh->v, nq, nvis, hd);
-	}
+	kern_cpu_attn_pv(o, ld, s, kh->v, nq, nvis, hd);
 	return KERN_OK;
 }
 
