@@ -1806,17 +1806,6 @@ tc_put(struct store *st, const struct th_snap *s, const uint8_t *doc, const char
 	return store_put(st, &d, &sn, why, sizeof(why));
 }
 
-static void
-tc_rmdir(const char *dir)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/data.mdb", dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/lock.mdb", dir);
-	unlink(p);
-	rmdir(dir);
-}
-
 /* Copied as stored (every record the same bytes, the metadata along); a
  * flipped byte in a source record, or a missing snapshot, copies nothing;
  * a name taken in the destination is dropped, the snapshot copied. */
@@ -1895,8 +1884,8 @@ test_copy_between_stores(void)
 out:
 	store_close(a);
 	store_close(b);
-	tc_rmdir(da);
-	tc_rmdir(db);
+	th_rm_rf(da);
+	th_rm_rf(db);
 	th_snap_free(&s);
 	return res;
 }
