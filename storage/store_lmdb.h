@@ -52,6 +52,9 @@ struct store_lmdb {
 /* Errors (store_lmdb.c): st_mdb maps an LMDB / errno code to a store_err
  * (ST_MAPFULL for MDB_MAP_FULL) with "what: reason". */
 int st_mdb(int rc, const char *what, char *why, size_t why_len);
+/* The end of a cursor walk: MDB_NOTFOUND (past the last key) is success
+ * like 0; another code through st_mdb. */
+int st_walk_end(int rc, const char *what, char *why, size_t why_len);
 
 /* Is data.mdb as long as its newest meta page says (store_lmdb_size.c)?
  * 0, or STORE_ERR_CORRUPT naming the file and both sizes.  opened: the
