@@ -528,15 +528,6 @@ rc_exec1(struct rcluster *c, int key_arg, int argc, const char **argv, const siz
 /* ------------------------------------------------------------------------ */
 /* SCAN over every master                                                    */
 
-void
-rc_keys_free(char **keys, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		free(keys[i]);
-	free(keys);
-}
-
 static int
 rc_keys_add(char ***keys, size_t *n, size_t *cap, const char *s, size_t len)
 {
@@ -622,7 +613,7 @@ rc_scan(struct rcluster *c, const char *pattern, char ***keys, size_t *n, char *
 		}
 		if (rc == 0)
 			return 0;
-		rc_keys_free(*keys, *n);
+		kv_strv_free(*keys, *n);
 		*keys = NULL;
 		*n = 0;
 		if (rc == STORE_ERR_NOMEM || rc == STORE_ERR_ARG)
