@@ -474,7 +474,7 @@ local_ingest_path(struct local *L, const char *path)
 		if (r)
 			ret = r; /* go on with the others; report the last failure */
 	}
-	cli_free_names(names, n);
+	kv_strv_free(names, n);
 	return ret;
 }
 
