@@ -81,6 +81,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
 
@@ -112,59 +113,34 @@ struct qa_opts {
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
 
-/* A growable byte string. */
-struct qa_buf {
-	char *s;
-	size_t n, cap;
-};
-
-static int
-qa_buf_add(struct qa_buf *b, const char *s, size_t n)
-{
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		if (!(p = realloc(b->s, cap)))
-			return ENG_ERR_NOMEM;
-		b->s = p;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->n, s, n);
-	b->n += n;
-	b->s[b->n] = 0;
-	return 0;
-}
-
 /* Read a whole file (NUL-terminated); NULL with errno set on failure. */
 static char *
 qa_read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
-	struct qa_buf b = { NULL, 0, 0 };
+	struct kv_strbuf b = { NULL, 0, 0 };
 	char tmp[65536];
 	size_t n;
 	if (!f)
 		return NULL;
 	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-		if (qa_buf_add(&b, tmp, n)) {
+		if (kv_strbuf_add(&b, tmp, n)) {
 			fclose(f);
-			free(b.s);
+			free(b.p);
 			errno = ENOMEM;
 			return NULL;
 		}
 	if (ferror(f)) {
 		fclose(f);
-		free(b.s);
+		free(b.p);
 		errno = EIO;
 		return NULL;
 	}
 	fclose(f);
-	if (!b.s && qa_buf_add(&b, "", 0))
+	if (!b.p && kv_strbuf_add(&b, "", 0))
 		return NULL;
-	*len = b.n;
-	return b.s;
+	*len = b.len;
+	return b.p;
 }
 
 /* Comma-separated positive ratios (0, 1] into out[]; 0 on success. */
@@ -709,7 +685,7 @@ qa_mean_units(const struct eng_kv *kv)
 
 struct qa_gen {
 	const struct eng_tok *tok;
-	struct qa_buf text;
+	struct kv_strbuf text;
 	int err;
 };
 
@@ -719,7 +695,7 @@ qa_gen_cb(void *arg, int32_t id)
 	struct qa_gen *g = arg;
 	char piece[256];
 	int n = eng_tok_decode(g->tok, id, 0, piece, sizeof(piece));
-	if (n > 0 && qa_buf_add(&g->text, piece, (size_t)(n < (int)sizeof(piece) ? n :
+	if (n > 0 && kv_strbuf_add(&g->text, piece, (size_t)(n < (int)sizeof(piece) ? n :
 	    (int)sizeof(piece)))) {
 		g->err = ENG_ERR_NOMEM;
 		return 1;
@@ -748,7 +724,7 @@ qa_ask(struct qa_bench *b, struct eng_kv *kv, const struct qa_q *q, char **reply
 	if (!rc && g.err)
 		rc = g.err;
 	if (rc) {
-		free(g.text.s);
+		free(g.text.p);
 		return eng_fail(b->why, sizeof(b->why), rc, "generation: %s", eng_strerror(rc));
 	}
 	/* eng_generate feeds the prompt and every generated token but the one
@@ -760,7 +736,7 @@ qa_ask(struct qa_bench *b, struct eng_kv *kv, const struct qa_q *q, char **reply
 		if (b->len1[i] - b->len0[i] != appended)
 			break;
 	if (i < n_heads || (int64_t)(kv->next_pos - pos0) != appended) {
-		free(g.text.s);
+		free(g.text.p);
 		return eng_fail(b->why, sizeof(b->why), ENG_ERR_ARG, "question %d: expected %lld "
 		    "appended units, head %lld grew by %lld, next_pos by %lld", q->num,
 		    (long long)appended, (long long)(i < n_heads ? i : 0),
@@ -768,19 +744,19 @@ qa_ask(struct qa_bench *b, struct eng_kv *kv, const struct qa_q *q, char **reply
 		    (long long)(kv->next_pos - pos0));
 	}
 	if ((rc = eng_kv_drop_tail(kv, appended))) {
-		free(g.text.s);
+		free(g.text.p);
 		return eng_fail(b->why, sizeof(b->why), rc, "eng_kv_drop_tail(%lld): %s",
 		    (long long)appended, eng_strerror(rc));
 	}
 	qa_lens(kv, b->len1);
 	if (kv->next_pos != pos0 || memcmp(b->len0, b->len1, (size_t)n_heads * sizeof(int64_t))) {
-		free(g.text.s);
+		free(g.text.p);
 		return eng_fail(b->why, sizeof(b->why), ENG_ERR_ARG, "question %d: the cache is not "
 		    "back to the document after eng_kv_drop_tail", q->num);
 	}
-	if (!g.text.s && qa_buf_add(&g.text, "", 0))
+	if (!g.text.p && kv_strbuf_add(&g.text, "", 0))
 		return eng_fail(b->why, sizeof(b->why), ENG_ERR_NOMEM, "out of memory");
-	*reply = g.text.s;
+	*reply = g.text.p;
 	return 0;
 }
 

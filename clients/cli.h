@@ -15,6 +15,7 @@
 #include <jansson.h> /* for json_t (the daemon protocol) */
 
 #include "common/cmdline.h"
+#include "common/strv.h" /* kv_strv_free: cli_dir_names' names */
 
 enum cli_exit {
 	CLI_EXIT_OK = 0,
@@ -282,13 +283,12 @@ void cli_term_str(const char *s, char *out, size_t cap);
 char *cli_read_file(const char *path, size_t max, size_t *len);
 
 /* The entries of a directory not starting with '.', in name order
- * (strcmp); *names malloc'd (free with cli_free_names).  -1 if it cannot
+ * (strcmp); *names malloc'd (free with kv_strv_free).  -1 if it cannot
  * be read. */
 int cli_dir_names(const char *dir, char ***names, size_t *n);
 /* DIR/NAME into out (one '/' between, however many DIR ends with, so
  * "lib/" gives "lib/file"); -1 when it does not fit. */
 int cli_path_join(char *out, size_t cap, const char *dir, const char *name);
-void cli_free_names(char **names, size_t n);
 
 /* The state directory (the store): flag, else $KVSNAP_STATE, else the XDG
  * default (common/paths.h: $XDG_STATE_HOME/kvsnap when absolute, else

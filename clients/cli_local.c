@@ -111,7 +111,7 @@ local_usage(FILE *f, const char *cmd)
 	    "  --chunk N        ingest chunk size, 1 to 65536 (default 512)\n"
 	    "  --opts K=V,...   policy options\n"
 	    "  --quant Q        fp16, q8, q4, q4kc, q4h, q4kch, q6h, q5h, q3h,\n"
-	    "                   k5v3h, k4v2h, k8v4h (default q8)\n"
+	    "                   k5v3h, k4v2h, k8v4h (default q6h)\n"
 	    "  -t, --threads N  threads (default 0: all cores)\n"
 	    "  --json           one JSON object per line\n", cmd, kv_doc_dir());
 }
@@ -474,7 +474,7 @@ local_ingest_path(struct local *L, const char *path)
 		if (r)
 			ret = r; /* go on with the others; report the last failure */
 	}
-	cli_free_names(names, n);
+	kv_strv_free(names, n);
 	return ret;
 }
 

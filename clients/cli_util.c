@@ -244,12 +244,3 @@ cli_dir_names(const char *dir, char ***names, size_t *n)
 		qsort(*names, *n, sizeof(**names), cli_name_cmp);
 	return 0;
 }
-
-void
-cli_free_names(char **names, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}

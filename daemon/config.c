@@ -54,7 +54,7 @@ dcfg_usage(FILE *f)
 	    "                      (the later of budget and ratio, file then flags, wins)\n"
 	    "  --chunk N           ingest chunk size, 1 to 65536 (default 512)\n"
 	    "  --quant Q           fp16, q8, q4, q4kc, q4h, q4kch, q6h, q5h, q3h,\n"
-	    "                      k5v3h, k4v2h or k8v4h (default q8)\n"
+	    "                      k5v3h, k4v2h or k8v4h (default q6h)\n"
 	    "  -t, --threads N     threads per model worker (default: all cores)\n"
 	    "  --backend NAME      cpu (default) or cuda: where the model runs\n"
 	    "  --workers N         model workers (default 2; one is kept free of ingests)\n"

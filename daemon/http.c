@@ -146,11 +146,7 @@ static struct loopq hposts = LOOPQ_INIT(hpost_run);
 static void
 hreq_unref(struct hreq *h)
 {
-	int last;
-	pthread_mutex_lock(&h->mu);
-	last = --h->refs == 0;
-	pthread_mutex_unlock(&h->mu);
-	if (last) {
+	if (loopq_unref(&h->mu, &h->refs)) {
 		pthread_mutex_destroy(&h->mu);
 		free(h->text);
 		free(h);
@@ -162,7 +158,6 @@ static void
 hpost(struct hreq *h, enum hpost_kind kind, int status, const char *data, size_t len)
 {
 	struct hpost *p = malloc(sizeof(*p) + len);
-	int queued = 0;
 	if (!p)
 		return;
 	p->h = h;
@@ -171,15 +166,7 @@ hpost(struct hreq *h, enum hpost_kind kind, int status, const char *data, size_t
 	p->len = len;
 	if (len)
 		memcpy(p->data, data, len);
-	pthread_mutex_lock(&h->mu);
-	if (!h->gone) {
-		h->refs++;
-		queued = loopq_push(&hposts, &p->q) == 0;
-		if (!queued)
-			h->refs--;
-	}
-	pthread_mutex_unlock(&h->mu);
-	if (!queued)
+	if (loopq_push_ref(&hposts, &p->q, &h->mu, &h->refs, &h->gone))
 		free(p);
 }
 

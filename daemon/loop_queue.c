@@ -71,6 +71,32 @@ loopq_push(struct loopq *q, struct loopq_item *it)
 }
 
 int
+loopq_push_ref(struct loopq *q, struct loopq_item *it, pthread_mutex_t *mu, int *refs,
+    const int *gone)
+{
+	int rc = -1;
+	pthread_mutex_lock(mu);
+	if (!*gone) {
+		(*refs)++;
+		rc = loopq_push(q, it);
+		if (rc)
+			(*refs)--;
+	}
+	pthread_mutex_unlock(mu);
+	return rc;
+}
+
+int
+loopq_unref(pthread_mutex_t *mu, int *refs)
+{
+	int last;
+	pthread_mutex_lock(mu);
+	last = --*refs == 0;
+	pthread_mutex_unlock(mu);
+	return last;
+}
+
+int
 loopq_pending(struct loopq *q)
 {
 	int n;

@@ -33,6 +33,16 @@ int loopq_open(struct loopq *q, struct event_base *base);
 /* Queue it (any thread): 0, and the loop will run it; -1 when no loop
  * runs (before loopq_open, after loopq_close): it is still the caller's. */
 int loopq_push(struct loopq *q, struct loopq_item *it);
+/* loopq_push for an item that holds a reference to its owner (a
+ * connection, a request) whose count *refs and flag *gone are under mu:
+ * when the owner is not gone, the item takes a reference and is queued:
+ * 0; else, or when no loop runs, -1: the count as it was, the item still
+ * the caller's. */
+int loopq_push_ref(struct loopq *q, struct loopq_item *it, pthread_mutex_t *mu, int *refs,
+    const int *gone);
+/* Drop one of such an owner's references: 1 when it was the last (the
+ * caller then frees the owner, mu included), else 0. */
+int loopq_unref(pthread_mutex_t *mu, int *refs);
 /* Items queued and not yet run? */
 int loopq_pending(struct loopq *q);
 /* Take no more (a later push is -1), then run what is queued, on the

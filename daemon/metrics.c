@@ -130,6 +130,24 @@ met_head(FILE *f, const char *name, const char *type, const char *help)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* One sample line: NAME{LABELS} V, or NAME V when labels is NULL. */
+static void
+met_value(FILE *f, const char *name, const char *labels, unsigned long long v)
+{
+	if (labels)
+		fprintf(f, "%s{%s} %llu\n", name, labels, v);
+	else
+		fprintf(f, "%s %llu\n", name, v);
+}
+
+/* A metric of one sample without labels: its HELP and TYPE, then v. */
+static void
+met_one(FILE *f, const char *name, const char *type, const char *help, unsigned long long v)
+{
+	met_head(f, name, type, help);
+	met_value(f, name, NULL, v);
+}
+
 static double
 met_sec(unsigned long long usec)
 {
@@ -224,21 +242,19 @@ met_render_jobs(FILE *f)
 	met_gen_counter(f, "kvsnap_prompt_tokens_total",
 	    "Prompt tokens of answered queries (the question) and chats (the conversation).",
 	    met.prompt_tokens, 0);
-	met_head(f, "kvsnap_ingested_tokens_total", "counter",
-	    "Document tokens read through the model by ingests (skipped ones not counted).");
-	fprintf(f, "kvsnap_ingested_tokens_total %llu\n", atomic_load(&met.ingest_tokens));
+	met_one(f, "kvsnap_ingested_tokens_total", "counter",
+	    "Document tokens read through the model by ingests (skipped ones not counted).",
+	    atomic_load(&met.ingest_tokens));
 	met_head(f, "kvsnap_ingest_seconds_total", "counter", "Seconds spent by stored ingests.");
 	fprintf(f, "kvsnap_ingest_seconds_total %.6f\n", met_sec(atomic_load(&met.ingest_usec)));
-	met_head(f, "kvsnap_ingests_skipped_total", "counter",
-	    "Ingests of a document already stored for this profile (no model pass).");
-	fprintf(f, "kvsnap_ingests_skipped_total %llu\n", atomic_load(&met.ingest_skipped));
+	met_one(f, "kvsnap_ingests_skipped_total", "counter",
+	    "Ingests of a document already stored for this profile (no model pass).",
+	    atomic_load(&met.ingest_skipped));
 	met_head(f, "kvsnap_snapshot_hits_total", "counter",
 	    "Queries answered from a snapshot, by the tier it was read from (shared: copied in "
 	    "from the shared tier first).");
-	fprintf(f, "kvsnap_snapshot_hits_total{tier=\"local\"} %llu\n",
-	    atomic_load(&met.hits_local));
-	fprintf(f, "kvsnap_snapshot_hits_total{tier=\"shared\"} %llu\n",
-	    atomic_load(&met.hits_shared));
+	met_value(f, "kvsnap_snapshot_hits_total", "tier=\"local\"", atomic_load(&met.hits_local));
+	met_value(f, "kvsnap_snapshot_hits_total", "tier=\"shared\"", atomic_load(&met.hits_shared));
 }
 
 static void
@@ -250,43 +266,36 @@ met_render_gauges(FILE *f, struct daemon *d)
 	int queued = 0, running = 0;
 
 	jobs_depth(&queued, &running);
-	met_head(f, "kvsnap_queue_depth", "gauge", "Jobs waiting for a worker.");
-	fprintf(f, "kvsnap_queue_depth %d\n", queued);
-	met_head(f, "kvsnap_jobs_running", "gauge", "Jobs a worker is running.");
-	fprintf(f, "kvsnap_jobs_running %d\n", running);
+	met_one(f, "kvsnap_queue_depth", "gauge", "Jobs waiting for a worker.",
+	    (unsigned long long)queued);
+	met_one(f, "kvsnap_jobs_running", "gauge", "Jobs a worker is running.",
+	    (unsigned long long)running);
 	if (d && d->v && !svc_store_totals(d->v, &ss, why, sizeof(why))) {
-		met_head(f, "kvsnap_store_documents", "gauge", "Documents in the local store.");
-		fprintf(f, "kvsnap_store_documents %llu\n", (unsigned long long)ss.n_docs);
-		met_head(f, "kvsnap_store_snapshots", "gauge", "Snapshots in the local store.");
-		fprintf(f, "kvsnap_store_snapshots %llu\n", (unsigned long long)ss.n_snapshots);
-		met_head(f, "kvsnap_store_bytes", "gauge", "Bytes of the stored snapshots.");
-		fprintf(f, "kvsnap_store_bytes %llu\n", (unsigned long long)ss.stored_bytes);
-		met_head(f, "kvsnap_store_map_used_bytes", "gauge",
-		    "Bytes of the store's file in use (LMDB's map).");
-		fprintf(f, "kvsnap_store_map_used_bytes %llu\n", (unsigned long long)ss.map_used);
+		met_one(f, "kvsnap_store_documents", "gauge", "Documents in the local store.",
+		    ss.n_docs);
+		met_one(f, "kvsnap_store_snapshots", "gauge", "Snapshots in the local store.",
+		    ss.n_snapshots);
+		met_one(f, "kvsnap_store_bytes", "gauge", "Bytes of the stored snapshots.",
+		    ss.stored_bytes);
+		met_one(f, "kvsnap_store_map_used_bytes", "gauge",
+		    "Bytes of the store's file in use (LMDB's map).", ss.map_used);
 	} else {
 		dlog(DLOG_WARN, "metrics: store statistics: %s", why);
 	}
 	if (d && d->v) {
 		svc_tier_stats(d->v, &ts);
 		if (ts.configured) {
-			met_head(f, "kvsnap_shared_tier_up", "gauge",
-			    "1 when the shared tier answered at the last try.");
-			fprintf(f, "kvsnap_shared_tier_up %d\n", ts.up ? 1 : 0);
-			met_head(f, "kvsnap_shared_tier_lookups_total", "counter",
-			    "Snapshots looked for in the shared tier, by outcome.");
-			fprintf(f, "kvsnap_shared_tier_lookups_total{result=\"hit\"} %llu\n",
-			    (unsigned long long)ts.hits);
-			fprintf(f, "kvsnap_shared_tier_lookups_total{result=\"miss\"} %llu\n",
-			    (unsigned long long)ts.misses);
-			fprintf(f, "kvsnap_shared_tier_lookups_total{result=\"error\"} %llu\n",
-			    (unsigned long long)ts.errors);
-			met_head(f, "kvsnap_shared_tier_writes_total", "counter",
-			    "Snapshots copied out to the shared tier, by outcome.");
-			fprintf(f, "kvsnap_shared_tier_writes_total{result=\"ok\"} %llu\n",
-			    (unsigned long long)ts.writes);
-			fprintf(f, "kvsnap_shared_tier_writes_total{result=\"error\"} %llu\n",
-			    (unsigned long long)ts.write_errors);
+			const char *lk = "kvsnap_shared_tier_lookups_total";
+			const char *wr = "kvsnap_shared_tier_writes_total";
+			met_one(f, "kvsnap_shared_tier_up", "gauge",
+			    "1 when the shared tier answered at the last try.", ts.up ? 1 : 0);
+			met_head(f, lk, "counter", "Snapshots looked for in the shared tier, by outcome.");
+			met_value(f, lk, "result=\"hit\"", ts.hits);
+			met_value(f, lk, "result=\"miss\"", ts.misses);
+			met_value(f, lk, "result=\"error\"", ts.errors);
+			met_head(f, wr, "counter", "Snapshots copied out to the shared tier, by outcome.");
+			met_value(f, wr, "result=\"ok\"", ts.writes);
+			met_value(f, wr, "result=\"error\"", ts.write_errors);
 		}
 	}
 }

@@ -143,11 +143,7 @@ conn_ref(struct conn *c)
 void
 conn_unref(struct conn *c)
 {
-	int last;
-	pthread_mutex_lock(&c->mu);
-	last = --c->refs == 0;
-	pthread_mutex_unlock(&c->mu);
-	if (last) {
+	if (loopq_unref(&c->mu, &c->refs)) {
 		pthread_mutex_destroy(&c->mu);
 		free(c);
 	}
@@ -166,7 +162,6 @@ int
 conn_post(struct conn *c, const char *line, size_t len)
 {
 	struct post *p = malloc(sizeof(*p) + len);
-	int queued = 0;
 
 	if (!p)
 		return -1;
@@ -174,17 +169,12 @@ conn_post(struct conn *c, const char *line, size_t len)
 	p->len = len;
 	if (len)
 		memcpy(p->line, line, len);
-	pthread_mutex_lock(&c->mu);
-	if (!c->closed) {
-		c->refs++; /* the post's reference */
-		queued = loopq_push(&posts, &p->q) == 0;
-		if (!queued)
-			c->refs--; /* no loop to hand it to */
-	}
-	pthread_mutex_unlock(&c->mu);
-	if (!queued)
+	/* the post holds a reference to c until post_run */
+	if (loopq_push_ref(&posts, &p->q, &c->mu, &c->refs, &c->closed)) {
 		free(p);
-	return queued ? 0 : -1;
+		return -1;
+	}
+	return 0;
 }
 
 /* A posted event, written out (loop thread; the queue keeps their order). */

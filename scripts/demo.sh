@@ -59,7 +59,7 @@ for path in sys.argv[1:]:
     print(v)' "$@"
 }
 
-echo "== kvsnapd: embedded defaults (kvzip, half of the cache, q8), model $(basename "$MODEL"), state in $STATE"
+echo "== kvsnapd: embedded defaults (kvzip, half of the cache, q6h), model $(basename "$MODEL"), state in $STATE"
 "$BUILD"/kvsnapd --foreground --socket "$SOCK" --state "$STATE" --log-level warn &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true; rm -rf "$W"' EXIT

@@ -12,8 +12,7 @@ _Static_assert(SVC_ID_BYTES == SNAP_ID_BYTES && SVC_ID_BYTES == STORE_ID_BYTES, 
 _Static_assert(SVC_PROFILE_MAX == SNAP_MAX_PROFILE, "profile text");
 _Static_assert(SVC_FORMAT_MAX == STORE_FORMAT_MAX, "format description");
 _Static_assert(SVC_QUANT_FP16 == SNAP_FP16, "quantization");
-_Static_assert(SVC_DEFAULT_QUANT == SNAP_Q8, "the default quantization");
-_Static_assert(SVC_PREV_DEFAULT_QUANT == SNAP_FP16, "the previous default's");
+_Static_assert(SVC_DEFAULT_QUANT == SNAP_Q6_H, "the default quantization");
 
 #define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a)
 SAME(SVC_ENG_OK, ENG_OK);

@@ -79,31 +79,43 @@ open_index(struct svc *v, const struct svc_conf *conf)
 	}
 }
 
+/* The defaults before today's (service.h), the latest first. */
+static const struct {
+	double ratio;
+	int quant;
+} prev_defaults[SVC_PREV_DEFAULTS] = {
+	{ 0.5, SNAP_Q8 },    /* issue 28's first pick */
+	{ 0.25, SNAP_FP16 }, /* the first default */
+};
+
 /* When v's profile is the default one (service.h; any chunk size: a
- * chunk-size setting kept through the change of default), the id of the
- * previous default's profile with the same model and chunk (v->prev_id),
- * so that a store written under it keeps answering (svc_pick). */
+ * chunk-size setting kept through the change of default), the ids of the
+ * previous defaults' profiles with the same model and chunk (v->prev_id,
+ * the latest first), so that a store written under one keeps answering
+ * (svc_pick). */
 static int
-open_prev_default(struct svc *v, const struct svc_conf *conf, char *why, size_t cap)
+open_prev_defaults(struct svc *v, const struct svc_conf *conf, char *why, size_t cap)
 {
-	struct svc prev = *v;
-	struct eng_policy *p = NULL;
 	char text[SNAP_MAX_PROFILE];
-	int rc;
+	int i, rc;
 
 	if (strcmp(conf->policy, SVC_DEFAULT_POLICY) || (conf->opts && *conf->opts) ||
 	    v->ratio != SVC_DEFAULT_RATIO || v->quant != SVC_DEFAULT_QUANT)
 		return 0;
-	prev.ratio = SVC_PREV_DEFAULT_RATIO;
-	if ((rc = svc_policy_create(&prev, &p, why, cap)) || (rc = eng_policy_bind(p, v->m, why,
-	    cap))) {
+	for (i = 0; i < SVC_PREV_DEFAULTS; i++) {
+		struct svc prev = *v;
+		struct eng_policy *p = NULL;
+		prev.ratio = prev_defaults[i].ratio;
+		if ((rc = svc_policy_create(&prev, &p, why, cap)) ||
+		    (rc = eng_policy_bind(p, v->m, why, cap))) {
+			eng_policy_free(p);
+			return rc;
+		}
+		if (snap_profile(text, sizeof(text), v->prev_id[v->n_prev],
+		    eng_model_fingerprint(v->m), p, v->chunk, prev_defaults[i].quant) == 0)
+			v->n_prev++;
 		eng_policy_free(p);
-		return rc;
 	}
-	if (snap_profile(text, sizeof(text), v->prev_id, eng_model_fingerprint(v->m), p,
-	    v->chunk, SVC_PREV_DEFAULT_QUANT) == 0)
-		v->has_prev = 1;
-	eng_policy_free(p);
 	return 0;
 }
 
@@ -134,7 +146,7 @@ open_steps(struct svc *v, const struct svc_conf *conf, struct eng_policy **p,
 		return svc_fail(st, SVC_AT_PROFILE, ENG_ERR_ARG);
 	}
 	store_hex(v->profile_id, SNAP_ID_BYTES, v->profile_hex);
-	if ((rc = open_prev_default(v, conf, why, cap)))
+	if ((rc = open_prev_defaults(v, conf, why, cap)))
 		return svc_fail(st, SVC_AT_PROFILE, rc);
 	if (!conf->state) /* the model alone (svc_ask, svc_chat) */
 		return 0;

@@ -2,7 +2,7 @@
  * pick.c: the one rule for the snapshot a document answers from, shared by
  * kvsnapd and `kvsnap --local`: among its snapshots this profile's, else
  * one `shrink` cut to exactly this profile's budget, else (the default
- * profile) one under the previous default; nothing else.  The
+ * profile) one under a previous default, the latest first; nothing else.  The
  * others are listed for the advice a mismatch gives (advice.c).
  */
 #include <stdio.h>
@@ -17,7 +17,8 @@ struct pick {
 	uint8_t shrunk_id[SNAP_ID_BYTES];
 	struct svc_snap_figures shrunk_fig;
 	struct parts_scan parts;         /* this profile's parts (parts.c) */
-	int prev;                        /* one under the previous default seen */
+	int prev;                        /* one under a previous default seen: */
+	int prev_rank;                   /* which (0 the latest) */
 	uint8_t prev_id[SNAP_ID_BYTES];
 	struct svc_snap_figures prev_fig;
 };
@@ -28,6 +29,7 @@ pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 {
 	struct pick *p = arg;
 	struct svc_picked *pk = p->pk;
+	int i;
 	(void)why;
 	if (parts_scan_add(&p->parts, h, bytes, last_used_us))
 		return 0;
@@ -44,11 +46,16 @@ pick_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 		p->shrunk = 1;
 		return 0;
 	}
-	if (p->v->has_prev && !memcmp(pid, p->v->prev_id, SNAP_ID_BYTES)) {
-		memcpy(p->prev_id, pid, SNAP_ID_BYTES);
-		if (h)
-			svc_snap_figures(h, bytes, &p->prev_fig);
-		p->prev = 1;
+	for (i = 0; i < p->v->n_prev; i++) {
+		if (memcmp(pid, p->v->prev_id[i], SNAP_ID_BYTES))
+			continue;
+		if (!p->prev || i < p->prev_rank) {
+			memcpy(p->prev_id, pid, SNAP_ID_BYTES);
+			if (h)
+				svc_snap_figures(h, bytes, &p->prev_fig);
+			p->prev = 1;
+			p->prev_rank = i;
+		}
 		return 0;
 	}
 	pk->n_other++;
@@ -103,7 +110,7 @@ svc_pick_in(struct svc *v, struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 		memcpy(pk->profile_id, p.shrunk_id, SNAP_ID_BYTES);
 		pk->fig = p.shrunk_fig;
 	}
-	if (!pk->found && p.prev) { /* an old store, under the default before */
+	if (!pk->found && p.prev) { /* an old store, under a default before */
 		pk->found = 1;
 		memcpy(pk->profile_id, p.prev_id, SNAP_ID_BYTES);
 		pk->fig = p.prev_fig;

@@ -158,20 +158,23 @@ struct svc_conf {
 };
 
 /* The default profile, the one definition every client and kvsnapd start
- * from: the issue-28 rule (bench/RESULTS.md "Answers per byte"), the fewest
- * bytes keeping >= 95 % of the full cache's answers on the tuning documents
- * of both models, picked kvzip keeping 1/2 stored q8 (SmolLM2 98 %, Qwen
- * 100 %; 1/4 fp16 kept 87 % on SmolLM2).  The budget is the --budget form's
- * default, used only when a ratio is not given. */
+ * from: the issue-28 rule (bench/RESULTS.md "Answers per byte" and "the
+ * b-bit forms on all 13 documents"), the fewest bytes keeping >= 95 % of
+ * the full cache's answers on the tuning documents of both models, picks
+ * kvzip keeping 1/2 stored q6h (6-bit rows after a Hadamard rotation:
+ * SmolLM2 98 %, Qwen 0.5B 98 % tuning, at 22.2 % of the full cache's fp16
+ * bytes; q8 at 1/2, the default before, answered as well at 28.5 %).  The
+ * budget is the --budget form's default, used only when a ratio is not
+ * given. */
 #define SVC_DEFAULT_POLICY "kvzip"
 #define SVC_DEFAULT_BUDGET 1024L
 #define SVC_DEFAULT_RATIO 0.5
 #define SVC_DEFAULT_CHUNK 512L
-#define SVC_DEFAULT_QUANT 3 /* SNAP_Q8 (service/base.c checks it) */
-/* The default before it (kvzip 1/4 fp16): a store written under it keeps
- * answering under the default (svc_pick). */
-#define SVC_PREV_DEFAULT_RATIO 0.25
-#define SVC_PREV_DEFAULT_QUANT 0 /* SNAP_FP16 */
+#define SVC_DEFAULT_QUANT 6 /* SNAP_Q6_H (service/base.c checks it) */
+/* The defaults before it, the latest first (kvzip 1/2 q8, then kvzip 1/4
+ * fp16): a store written under one keeps answering under the default
+ * (svc_pick, the latest found first). */
+#define SVC_PREV_DEFAULTS 2
 /* c zeroed, then the default profile (policy, opts "", budget, ratio,
  * chunk, quant); the caller sets where things are. */
 void svc_conf_defaults(struct svc_conf *c);
@@ -301,8 +304,9 @@ struct svc_picked {
 /* The one rule for the snapshot a document answers from, for kvsnapd and
  * `kvsnap --local` alike: this profile's, else one `shrink` cut to exactly
  * this profile's budget, else, when this is the default profile (its
- * chunk size may differ), one stored under the previous default with the
- * same chunk size (SVC_PREV_DEFAULT_*; one-part documents): an old store
+ * chunk size may differ), one stored under a previous default with the
+ * same chunk size (SVC_PREV_DEFAULTS, the latest first; one-part
+ * documents): an old store
  * keeps answering, and a plain ingest skips it as stored; nothing else.  0 with pk filled (pk->found 0: no
  * such snapshot), -1 with st (SVC_AT_LOOKUP). */
 int svc_pick(struct svc *v, const uint8_t doc_id[SVC_ID_BYTES], struct svc_picked *pk,

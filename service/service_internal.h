@@ -25,8 +25,9 @@ struct svc {
 	char profile[SNAP_MAX_PROFILE];
 	uint8_t profile_id[SNAP_ID_BYTES];
 	char profile_hex[2 * SNAP_ID_BYTES + 1];
-	int has_prev;            /* this is the default profile: a snapshot under */
-	uint8_t prev_id[SNAP_ID_BYTES]; /* the previous default's answers (svc_pick) */
+	int n_prev;              /* this is the default profile: a snapshot under */
+	uint8_t prev_id[SVC_PREV_DEFAULTS][SNAP_ID_BYTES]; /* a previous default's
+	                          * answers (svc_pick; the latest first) */
 	struct svc_tier *tier;   /* the shared tier, or NULL (tiers.c) */
 	struct svc_index *index; /* the text index, or NULL (index_sync.c; why not:
 	                          * index_why) */

@@ -3,8 +3,8 @@
  * and flags its records carry (format version 3; snapshot_refit.h).
  */
 #include <math.h>   /* for isfinite */
-#include <string.h> /* for memcpy */
 
+#include "common/bits.h"
 #include "snapshot/snapshot_refit.h"
 
 int
@@ -36,14 +36,6 @@ snap_bias_bytes(const struct snap_header *h, uint64_t units)
 	return h->has_bias ? 4 * units : 0;
 }
 
-static uint32_t
-bias_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
 int
 snap_bias_put(uint8_t *dst, const struct eng_kv *kv, int layer)
 {
@@ -54,7 +46,7 @@ snap_bias_put(uint8_t *dst, const struct eng_kv *kv, int layer)
 	for (m = 0; m < kv->n_head_kv; m++)
 		for (i = 0; i < L->len[m]; i++) {
 			float b = L->bias[L->off[m] + i];
-			uint32_t u = bias_bits(b);
+			uint32_t u = kv_f32_bits(b);
 			if (!isfinite(b))
 				return SNAP_ERR_ARG;
 			dst[0] = (uint8_t)u;
@@ -79,8 +71,7 @@ snap_bias_get(const uint8_t *src, const struct snap_header *h, int layer,
 		for (i = 0; i < count; i++) {
 			uint32_t u = (uint32_t)src[0] | (uint32_t)src[1] << 8 |
 			    (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
-			float b;
-			memcpy(&b, &u, sizeof(b));
+			float b = kv_bits_f32(u);
 			src += 4;
 			if (!isfinite(b))
 				return eng_fail(why, why_len, SNAP_ERR_CORRUPT,

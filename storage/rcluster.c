@@ -23,25 +23,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "storage/rcluster.h"
 #include "storage/store_backend.h"
-
-static int64_t
-rc_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-rc_sleep_ms(int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
-	if (ms > 0)
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
-}
 
 struct rc_nopipe {
 	sigset_t old;
@@ -155,7 +139,7 @@ static int
 rc_wait(struct rcluster *c, int i, short ev, char *why, size_t why_len)
 {
 	struct pollfd pf = { c->node[i].c->fd, ev, 0 };
-	int64_t left = c->deadline_ms - rc_ms(), wait;
+	int64_t left = c->deadline_ms - kv_now_ms(), wait;
 	int n;
 
 	for (;;) {
@@ -173,7 +157,7 @@ rc_wait(struct rcluster *c, int i, short ev, char *why, size_t why_len)
 		if (n < 0 && errno != EINTR)
 			return store_fail(why, why_len, STORE_ERR_IO, "node %s:%d: poll: %s",
 			    c->node[i].a.host, c->node[i].a.port, strerror(errno));
-		left = c->deadline_ms - rc_ms();
+		left = c->deadline_ms - kv_now_ms();
 	}
 }
 
@@ -273,7 +257,7 @@ rc_auth(struct rcluster *c, int i, char *why, size_t why_len)
 static int
 rc_connect(struct rcluster *c, int i, char *why, size_t why_len)
 {
-	int64_t left = c->deadline_ms - rc_ms(), ms = c->timeout_ms;
+	int64_t left = c->deadline_ms - kv_now_ms(), ms = c->timeout_ms;
 	struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
 	struct timeval ctv;
 	struct rc_node *n = &c->node[i];
@@ -413,7 +397,7 @@ static int
 rc_call(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd, redisReply **rep,
     int pinned, char *why, size_t why_len)
 {
-	int64_t deadline = c->deadline_ms = rc_ms() + c->budget_ms, pause = 25;
+	int64_t deadline = c->deadline_ms = kv_now_ms() + c->budget_ms, pause = 25;
 	char last[256] = "no node serves the slot";
 	struct rc_addr a;
 	unsigned rslot;
@@ -508,10 +492,10 @@ rc_call(struct rcluster *c, unsigned slot, int n, const struct rc_cmd *cmd, redi
 		}
 		/* a broken node, a retryable error or no map: pause, refresh, retry */
 		asking = 0;
-		if (rc_ms() + pause > deadline)
+		if (kv_now_ms() + pause > deadline)
 			return store_fail(why, why_len, STORE_ERR_IO,
 			    "redis-cluster: gave up after %d ms: %s", c->budget_ms, last);
-		rc_sleep_ms(pause);
+		kv_sleep_ms(pause);
 		pause = pause * 2 > 1000 ? 1000 : pause * 2;
 		if ((rc = rc_refresh(c, NULL, 0)) == STORE_ERR_ARG)
 			return store_fail(why, why_len, STORE_ERR_IO, "%s", last);
@@ -543,15 +527,6 @@ rc_exec1(struct rcluster *c, int key_arg, int argc, const char **argv, const siz
 
 /* ------------------------------------------------------------------------ */
 /* SCAN over every master                                                    */
-
-void
-rc_keys_free(char **keys, size_t n)
-{
-	size_t i;
-	for (i = 0; i < n; i++)
-		free(keys[i]);
-	free(keys);
-}
 
 static int
 rc_keys_add(char ***keys, size_t *n, size_t *cap, const char *s, size_t len)
@@ -618,7 +593,7 @@ int
 rc_scan(struct rcluster *c, const char *pattern, char ***keys, size_t *n, char *why,
     size_t why_len)
 {
-	int64_t deadline = c->deadline_ms = rc_ms() + c->budget_ms, pause = 25;
+	int64_t deadline = c->deadline_ms = kv_now_ms() + c->budget_ms, pause = 25;
 	char last[256] = "";
 	size_t cap;
 	int i, s, rc, seen[RC_NODES_MAX];
@@ -638,15 +613,15 @@ rc_scan(struct rcluster *c, const char *pattern, char ***keys, size_t *n, char *
 		}
 		if (rc == 0)
 			return 0;
-		rc_keys_free(*keys, *n);
+		kv_strv_free(*keys, *n);
 		*keys = NULL;
 		*n = 0;
 		if (rc == STORE_ERR_NOMEM || rc == STORE_ERR_ARG)
 			return store_fail(why, why_len, rc, "%s", last);
-		if (rc_ms() + pause > deadline)
+		if (kv_now_ms() + pause > deadline)
 			return store_fail(why, why_len, STORE_ERR_IO,
 			    "redis-cluster: gave up after %d ms: %s", c->budget_ms, last);
-		rc_sleep_ms(pause);
+		kv_sleep_ms(pause);
 		pause = pause * 2 > 1000 ? 1000 : pause * 2;
 	}
 }
@@ -731,7 +706,7 @@ rc_open(struct rcluster **out, const char *addrs, const char *user, const char *
 	}
 	c->n_seed = c->n_node;
 	rc_lock(c);
-	c->deadline_ms = rc_ms() + c->budget_ms;
+	c->deadline_ms = kv_now_ms() + c->budget_ms;
 	rc = rc_refresh(c, why, why_len);
 	rc_unlock(c);
 	if (rc != 0) {

@@ -24,6 +24,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "common/strv.h" /* kv_strv_free: rc_scan's keys */
+
 #define RC_SLOTS 16384
 #define RC_NODES_MAX 64      /* masters + replicas a handle keeps */
 #define RC_HOST_MAX 64       /* bytes of a host name or address, NUL included */
@@ -142,11 +144,10 @@ void rc_free(redisReply **rep, int n);
 int rc_err(const redisReply *r, const char *what, char *why, size_t why_len);
 
 /* Every key matching pattern on every master (SCAN MATCH .. COUNT 1000),
- * into a malloc'd array of malloc'd strings (*keys, *n; rc_keys_free).
+ * into a malloc'd array of malloc'd strings (*keys, *n; kv_strv_free).
  * Lock held. */
 int rc_scan(struct rcluster *c, const char *pattern, char ***keys, size_t *n, char *why,
     size_t why_len);
-void rc_keys_free(char **keys, size_t n);
 
 /* Refresh the slot map from any reachable node.  Lock held. */
 int rc_refresh(struct rcluster *c, char *why, size_t why_len);

@@ -52,60 +52,84 @@ struct st_ref {
 
 struct st_victims;
 
+struct store_reader;
+
+/* Each op's signature, once: the table below points at them and each
+ * backend declares its functions by them (store_lmdb.h, store_redis.h). */
+typedef int store_open_op(struct store *s, const char *where, const struct store_opts *o,
+    char *why, size_t why_len);
+typedef void store_close_op(struct store *s);
+typedef int store_put_op(struct store *s, const struct store_doc *d,
+    const struct store_snapshot *snap, uint64_t payload, char *why, size_t why_len);
+typedef int store_resolve_op(struct store *s, const struct st_ref *ref,
+    uint8_t doc_id[STORE_ID_BYTES], char *why, size_t why_len);
+typedef int store_read_begin_op(struct store_reader *r, char *why, size_t why_len);
+typedef int store_read_record_op(struct store_reader *r, unsigned index, const uint8_t **buf,
+    size_t *len, char *why, size_t why_len);
+typedef void store_read_end_op(struct store_reader *r);
+typedef int store_touch_op(struct store *s, const uint8_t *doc, const uint8_t *prof, char *why,
+    size_t why_len);
+typedef int store_info_op(struct store *s, const uint8_t *doc, struct store_doc *d, char *why,
+    size_t why_len);
+typedef int store_ls_op(struct store *s, int (*fn)(void *arg, const struct store_doc *d),
+    store_bad_fn bad, void *arg, char *why, size_t why_len);
+typedef int store_profiles_op(struct store *s, const uint8_t *doc,
+    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
+        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
+    void *arg, char *why, size_t why_len);
+typedef int store_rm_op(struct store *s, const uint8_t *doc, char *why, size_t why_len);
+typedef int store_rename_op(struct store *s, const uint8_t *doc, const char *name, char *why,
+    size_t why_len);
+typedef int store_prune_op(struct store *s, const struct store_prune *p, struct st_victims *v,
+    char *why, size_t why_len);
+typedef int store_verify_op(struct store *s, const uint8_t *doc, store_check_fn check,
+    void *check_arg,
+    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
+        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
+    void *arg, char *why, size_t why_len);
+typedef int store_stats_op(struct store *s, struct store_stats *st, char *why, size_t why_len);
+typedef int store_texts_op(struct store *s, const uint8_t *doc, store_text_fn fn, void *arg,
+    char *why, size_t why_len);
+typedef int store_rm_snapshot_op(struct store *s, const uint8_t *doc, const uint8_t *prof,
+    int *doc_gone, char *why, size_t why_len);
+
 struct store_ops {
 	const char *name; /* "lmdb"; a store address "NAME:rest" picks it */
 	/* Open (creating unless o->read_only) the store at where; sets s->be. */
-	int (*open)(struct store *s, const char *where, const struct store_opts *o, char *why,
-	    size_t why_len);
-	void (*close)(struct store *s);
+	store_open_op *open;
+	store_close_op *close;
 
 	/* snapshot put, atomic (payload: the bytes of all its records). */
-	int (*put)(struct store *s, const struct store_doc *d, const struct store_snapshot *snap,
-	    uint64_t payload, char *why, size_t why_len);
+	store_put_op *put;
 	/* ref to a doc_id: NOT_FOUND, AMBIGUOUS (a prefix of several ids), or 0. */
-	int (*resolve)(struct store *s, const struct st_ref *ref, uint8_t doc_id[STORE_ID_BYTES],
-	    char *why, size_t why_len);
+	store_resolve_op *resolve;
 
 	/* Reading a snapshot record by record (r->s, r->doc, r->prof are set;
 	 * read_begin sets r->be).  read_record: STORE_ERR_NOT_FOUND for a
 	 * missing head record, STORE_ERR_CORRUPT for another missing record;
 	 * the bytes it returns stay valid until read_end (store.h). */
-	int (*read_begin)(struct store_reader *r, char *why, size_t why_len);
-	int (*read_record)(struct store_reader *r, unsigned index, const uint8_t **buf,
-	    size_t *len, char *why, size_t why_len);
-	void (*read_end)(struct store_reader *r);
+	store_read_begin_op *read_begin;
+	store_read_record_op *read_record;
+	store_read_end_op *read_end;
 
-	int (*touch)(struct store *s, const uint8_t *doc, const uint8_t *prof, char *why,
-	    size_t why_len);
-	int (*info)(struct store *s, const uint8_t *doc, struct store_doc *d, char *why,
-	    size_t why_len);
+	store_touch_op *touch;
+	store_info_op *info;
 	/* every document to fn, every damaged one to bad (never NULL) */
-	int (*ls)(struct store *s, int (*fn)(void *arg, const struct store_doc *d),
-	    store_bad_fn bad, void *arg, char *why, size_t why_len);
-	int (*profiles)(struct store *s, const uint8_t *doc,
-	    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
-	        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
-	    void *arg, char *why, size_t why_len);
-	int (*rm)(struct store *s, const uint8_t *doc, char *why, size_t why_len);
+	store_ls_op *ls;
+	store_profiles_op *profiles;
+	store_rm_op *rm;
 	/* name is valid or "" (remove the name). */
-	int (*rename)(struct store *s, const uint8_t *doc, const char *name, char *why,
-	    size_t why_len);
+	store_rename_op *rename;
 	/* The lru walk and the drops (st_prune_more decides), all or nothing;
 	 * victims are appended to *v (st_victims_add). */
-	int (*prune)(struct store *s, const struct store_prune *p, struct st_victims *v,
-	    char *why, size_t why_len);
-	int (*verify)(struct store *s, const uint8_t *doc, store_check_fn check, void *check_arg,
-	    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
-	        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
-	    void *arg, char *why, size_t why_len);
-	int (*stats)(struct store *s, struct store_stats *st, char *why, size_t why_len);
+	store_prune_op *prune;
+	store_verify_op *verify;
+	store_stats_op *stats;
 	/* text records (NULL: the backend keeps none; store_texts lists none) */
-	int (*texts)(struct store *s, const uint8_t *doc, store_text_fn fn, void *arg, char *why,
-	    size_t why_len);
+	store_texts_op *texts;
 	/* one snapshot out, the document with its last (NULL: the backend
 	 * cannot; then put refuses snap->replaces too) */
-	int (*rm_snapshot)(struct store *s, const uint8_t *doc, const uint8_t *prof, int *doc_gone,
-	    char *why, size_t why_len);
+	store_rm_snapshot_op *rm_snapshot;
 };
 
 /* The handle: the front end's part; the backend's state hangs off be. */

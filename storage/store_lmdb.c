@@ -31,6 +31,12 @@
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
 
+int
+st_walk_end(int rc, const char *what, char *why, size_t why_len)
+{
+	return rc == MDB_NOTFOUND ? 0 : st_mdb(rc, what, why, why_len);
+}
+
 /* LMDB returns its own codes and errno values; sort them into ours. */
 int
 st_mdb(int rc, const char *what, char *why, size_t why_len)

@@ -52,6 +52,9 @@ struct store_lmdb {
 /* Errors (store_lmdb.c): st_mdb maps an LMDB / errno code to a store_err
  * (ST_MAPFULL for MDB_MAP_FULL) with "what: reason". */
 int st_mdb(int rc, const char *what, char *why, size_t why_len);
+/* The end of a cursor walk: MDB_NOTFOUND (past the last key) is success
+ * like 0; another code through st_mdb. */
+int st_walk_end(int rc, const char *what, char *why, size_t why_len);
 
 /* Is data.mdb as long as its newest meta page says (store_lmdb_size.c)?
  * 0, or STORE_ERR_CORRUPT naming the file and both sizes.  opened: the
@@ -107,42 +110,24 @@ int st_del_texts(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, char *why
 int st_drop(struct store_lmdb *s, MDB_txn *t, struct st_meta *m, int i, char *why,
     size_t why_len);
 
-/* The ops (store_lmdb.c lists them). */
-int stl_open(struct store *fs, const char *dir, const struct store_opts *o, char *why,
-    size_t why_len);
-void stl_close(struct store *fs);
-int stl_put(struct store *fs, const struct store_doc *d, const struct store_snapshot *snap,
-    uint64_t payload, char *why, size_t why_len);
-int stl_rm_snapshot(struct store *fs, const uint8_t *doc, const uint8_t *prof, int *doc_gone,
-    char *why, size_t why_len);
-int stl_resolve(struct store *fs, const struct st_ref *ref, uint8_t doc_id[STORE_ID_BYTES],
-    char *why, size_t why_len);
-int stl_read_begin(struct store_reader *r, char *why, size_t why_len);
-int stl_read_record(struct store_reader *r, unsigned index, const uint8_t **buf, size_t *len,
-    char *why, size_t why_len);
-void stl_read_end(struct store_reader *r);
-int stl_touch(struct store *fs, const uint8_t *doc, const uint8_t *prof, char *why,
-    size_t why_len);
-int stl_info(struct store *fs, const uint8_t *doc, struct store_doc *d, char *why,
-    size_t why_len);
-int stl_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d),
-    store_bad_fn bad, void *arg,
-    char *why, size_t why_len);
-int stl_profiles(struct store *fs, const uint8_t *doc,
-    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
-        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
-    void *arg, char *why, size_t why_len);
-int stl_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len);
-int stl_rename(struct store *fs, const uint8_t *doc, const char *name, char *why,
-    size_t why_len);
-int stl_prune(struct store *fs, const struct store_prune *p, struct st_victims *v, char *why,
-    size_t why_len);
-int stl_verify(struct store *fs, const uint8_t *doc, store_check_fn check, void *check_arg,
-    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
-        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
-    void *arg, char *why, size_t why_len);
-int stl_stats(struct store *fs, struct store_stats *st, char *why, size_t why_len);
-int stl_texts(struct store *fs, const uint8_t *doc, store_text_fn fn, void *arg, char *why,
-    size_t why_len);
+/* The ops (store_lmdb.c lists them; their signatures: store_backend.h). */
+store_open_op stl_open;
+store_close_op stl_close;
+store_put_op stl_put;
+store_rm_snapshot_op stl_rm_snapshot;
+store_resolve_op stl_resolve;
+store_read_begin_op stl_read_begin;
+store_read_record_op stl_read_record;
+store_read_end_op stl_read_end;
+store_touch_op stl_touch;
+store_info_op stl_info;
+store_ls_op stl_ls;
+store_profiles_op stl_profiles;
+store_rm_op stl_rm;
+store_rename_op stl_rename;
+store_prune_op stl_prune;
+store_verify_op stl_verify;
+store_stats_op stl_stats;
+store_texts_op stl_texts;
 
 #endif /* STORAGE_STORE_LMDB_H */

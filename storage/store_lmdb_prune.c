@@ -49,7 +49,7 @@ sw_total_bytes(struct store_lmdb *s, MDB_txn *t, struct st_victims *vs, uint64_t
 	mdb_cursor_close(c);
 	if (err)
 		return err;
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "sum documents", why, why_len);
+	return st_walk_end(rc, "sum documents", why, why_len);
 }
 
 #define SW_DAMAGED 1 /* sw_lru_bytes: the document's metadata does not decode */
@@ -130,7 +130,7 @@ sw_prune_walk(struct store_lmdb *s, MDB_txn *t, struct sw_prune *a, char *why, s
 	mdb_cursor_close(c);
 	if (err)
 		return err;
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "walk lru", why, why_len);
+	return st_walk_end(rc, "walk lru", why, why_len);
 }
 
 static int

@@ -37,7 +37,7 @@ st_resolve_prefix(struct store_lmdb *s, MDB_txn *t, const struct st_ref *ref,
 			memcpy(doc_id, k.mv_data, STORE_ID_BYTES);
 	}
 	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan documents", why, why_len);
+	return st_walk_end(rc, "scan documents", why, why_len);
 }
 
 static int

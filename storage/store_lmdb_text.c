@@ -69,7 +69,7 @@ st_del_texts(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, char *why, si
 			break;
 	}
 	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "delete text records", why, why_len);
+	return st_walk_end(rc, "delete text records", why, why_len);
 }
 
 int
@@ -106,5 +106,5 @@ stl_texts(struct store *fs, const uint8_t *doc, store_text_fn fn, void *arg, cha
 	}
 	mdb_cursor_close(c);
 	st_abort(s, t);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "read text records", why, why_len);
+	return st_walk_end(rc, "read text records", why, why_len);
 }

@@ -273,7 +273,7 @@ sv_orphan_records(struct sv *v, char *why, size_t why_len)
 	mdb_cursor_close(c);
 	if (err)
 		return err;
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan records", why, why_len);
+	return st_walk_end(rc, "scan records", why, why_len);
 }
 
 /* lru keys and names that lead nowhere. */
@@ -317,7 +317,7 @@ sv_orphan_index(struct sv *v, MDB_dbi db, int is_lru, char *why, size_t why_len)
 		}
 	}
 	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan index", why, why_len);
+	return st_walk_end(rc, "scan index", why, why_len);
 }
 
 /* lru keys and names whose document is missing entirely. */
@@ -340,7 +340,7 @@ sv_dangling(struct sv *v, MDB_dbi db, int is_lru, char *why, size_t why_len)
 			    is_lru ? "lru entry of a missing document" : "name of a missing document");
 	}
 	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan index", why, why_len);
+	return st_walk_end(rc, "scan index", why, why_len);
 }
 
 /* Text records of documents that do not exist (whole store). */
@@ -370,7 +370,7 @@ sv_orphan_texts(struct sv *v, char *why, size_t why_len)
 		sv_report(v, kb, NULL, w);
 	}
 	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scan text records", why, why_len);
+	return st_walk_end(rc, "scan text records", why, why_len);
 }
 
 static int

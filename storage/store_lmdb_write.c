@@ -40,7 +40,7 @@ sw_stamp(struct store_lmdb *s, MDB_txn *t, int64_t *stamp, char *why, size_t why
 	if (rc == 0 && k.mv_size == ST_LRU_KEY && st_lru_stamp(k.mv_data) >= *stamp)
 		*stamp = st_lru_stamp(k.mv_data) + 1;
 	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "read lru", why, why_len);
+	return st_walk_end(rc, "read lru", why, why_len);
 }
 
 static int
@@ -148,7 +148,7 @@ st_del_records(struct store_lmdb *s, MDB_txn *t, const uint8_t *doc, const uint8
 			break;
 	}
 	mdb_cursor_close(c);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "delete records", why, why_len);
+	return st_walk_end(rc, "delete records", why, why_len);
 }
 
 /* One snapshot out (contract in store_lmdb.h). */
@@ -393,7 +393,7 @@ sw_scrub(MDB_txn *t, MDB_dbi db, int in_key, const uint8_t *doc,
 		*found = 1;
 	}
 	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : st_mdb(rc, "scrub", why, why_len);
+	return st_walk_end(rc, "scrub", why, why_len);
 }
 
 static int

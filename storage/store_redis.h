@@ -113,36 +113,21 @@ void rs_txn_delete(struct rs_txn *t);
 int rs_docs(struct store_redis *s, uint8_t (**docs)[STORE_ID_BYTES], size_t *n, char *why,
     size_t why_len);
 
-/* The ops. */
-int srd_put(struct store *fs, const struct store_doc *d, const struct store_snapshot *snap,
-    uint64_t payload, char *why, size_t why_len);
-int srd_resolve(struct store *fs, const struct st_ref *ref, uint8_t doc_id[STORE_ID_BYTES],
-    char *why, size_t why_len);
-int srd_read_begin(struct store_reader *r, char *why, size_t why_len);
-int srd_read_record(struct store_reader *r, unsigned index, const uint8_t **buf, size_t *len,
-    char *why, size_t why_len);
-void srd_read_end(struct store_reader *r);
-int srd_touch(struct store *fs, const uint8_t *doc, const uint8_t *prof, char *why,
-    size_t why_len);
-int srd_info(struct store *fs, const uint8_t *doc, struct store_doc *d, char *why,
-    size_t why_len);
-int srd_ls(struct store *fs, int (*fn)(void *arg, const struct store_doc *d),
-    store_bad_fn bad, void *arg,
-    char *why, size_t why_len);
-int srd_profiles(struct store *fs, const uint8_t *doc,
-    int (*fn)(void *arg, const uint8_t profile_id[STORE_ID_BYTES], uint64_t bytes,
-        const uint8_t *head, size_t head_len, const char *why, int64_t last_used_us),
-    void *arg, char *why, size_t why_len);
-int srd_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len);
-int srd_rename(struct store *fs, const uint8_t *doc, const char *name, char *why,
-    size_t why_len);
-int srd_prune(struct store *fs, const struct store_prune *p, struct st_victims *v, char *why,
-    size_t why_len);
-int srd_verify(struct store *fs, const uint8_t *doc, store_check_fn check, void *check_arg,
-    int (*fn)(void *arg, const uint8_t doc_id[STORE_ID_BYTES],
-        const uint8_t profile_id[STORE_ID_BYTES], const char *why),
-    void *arg, char *why, size_t why_len);
-int srd_stats(struct store *fs, struct store_stats *st, char *why, size_t why_len);
+/* The ops (their signatures: store_backend.h). */
+store_put_op srd_put;
+store_resolve_op srd_resolve;
+store_read_begin_op srd_read_begin;
+store_read_record_op srd_read_record;
+store_read_end_op srd_read_end;
+store_touch_op srd_touch;
+store_info_op srd_info;
+store_ls_op srd_ls;
+store_profiles_op srd_profiles;
+store_rm_op srd_rm;
+store_rename_op srd_rename;
+store_prune_op srd_prune;
+store_verify_op srd_verify;
+store_stats_op srd_stats;
 
 /* Names (store_redis_write.c): claim name for doc (free, stale, or doc's
  * already), or EXISTS naming its holder; release it if it points at doc. */

@@ -58,13 +58,13 @@ rs_docs_match(struct store_redis *s, const char *hexpfx, uint8_t (**docs)[STORE_
 	if ((rc = rc_scan(s->c, pat, &keys, &nk, why, why_len)) != 0)
 		return rc;
 	if (nk && !(*docs = malloc(nk * STORE_ID_BYTES))) {
-		rc_keys_free(keys, nk);
+		kv_strv_free(keys, nk);
 		return store_fail(why, why_len, STORE_ERR_NOMEM, "out of memory");
 	}
 	for (i = 0; i < nk; i++)
 		if (rs_meta_key_doc(s, keys[i], (*docs)[*n]) == 0)
 			(*n)++;
-	rc_keys_free(keys, nk);
+	kv_strv_free(keys, nk);
 	if (*n > 1) {
 		qsort(*docs, *n, STORE_ID_BYTES, rs_id_cmp);
 		for (i = 1, j = 1; i < *n; i++)
@@ -507,7 +507,7 @@ rs_verify_names(struct store_redis *s,
 		*failed = 1;
 		fn(arg, doc, rs_zero, w);
 	}
-	rc_keys_free(keys, nk);
+	kv_strv_free(keys, nk);
 	return 0;
 }
 

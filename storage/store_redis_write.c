@@ -469,7 +469,7 @@ sp_rm_edit(struct store_redis *s, struct rs_txn *t, struct st_meta *m, int found
 	if (found == 0)
 		return sp_need(found, a->doc, why, why_len);
 	snprintf(a->old_name, sizeof(a->old_name), "%s", found > 0 ? m->d.name : "");
-	rc_keys_free(a->keys, a->n_keys);
+	kv_strv_free(a->keys, a->n_keys);
 	a->keys = NULL;
 	if ((rc = sp_doc_keys(s, a->doc, &a->keys, &a->n_keys, why, why_len)) != 0)
 		return rc;
@@ -499,7 +499,7 @@ srd_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len)
 	if (rc == 0)
 		rs_name_release(s, a.old_name, doc);
 	rc_unlock(s->c);
-	rc_keys_free(a.keys, a.n_keys);
+	kv_strv_free(a.keys, a.n_keys);
 	return rc;
 }
 

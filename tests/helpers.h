@@ -3,7 +3,7 @@
  * inline so each test takes only what it calls: a whole file read into
  * memory or written out, a fresh temporary file or folder, a scratch folder
  * removed, the relative error of computed values against their reference,
- * seeded random floats, a float's bits, libsodium started.
+ * seeded random floats (a float's bits: common/bits.h), libsodium started.
  */
 #ifndef TESTS_HELPERS_H
 #define TESTS_HELPERS_H
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/bits.h" /* kv_f32_bits, kv_bits_f32: a float's bits */
 #include "common/rng.h"
 
 /* The whole file at path in a malloc'd buffer with pad + 1 zero bytes
@@ -115,23 +116,6 @@ static inline float
 th_uniform(uint64_t *s, float lo, float hi)
 {
 	return lo + (hi - lo) * th_unit(s);
-}
-
-/* A float's bit pattern and back (memcpy: no aliasing games). */
-static inline uint32_t
-th_f32_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static inline float
-th_bits_f32(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
 }
 
 /* rm -rf dir (a test's scratch folder); 0 or -1. */

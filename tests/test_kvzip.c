@@ -743,7 +743,7 @@ static enum tap_result
 refit_stored(struct eng_kv *kr, struct eng_ctx *c, const int32_t *qids, int64_t nq)
 {
 	static const uint8_t doc[SNAP_ID_BYTES] = { 28 };
-	char dir[] = "/tmp/kvsnap-refit-XXXXXX", prof[SNAP_MAX_PROFILE], why[256] = "", p[300];
+	char dir[] = "/tmp/kvsnap-refit-XXXXXX", prof[SNAP_MAX_PROFILE], why[256] = "";
 	uint8_t pid[SNAP_ID_BYTES];
 	struct store_opts so = { 0 };
 	struct store *st = NULL;
@@ -787,11 +787,7 @@ refit_stored(struct eng_kv *kr, struct eng_ctx *c, const int32_t *qids, int64_t 
 	eng_kv_free(mem);
 	eng_kv_free(disk);
 	store_close(st);
-	snprintf(p, sizeof(p), "%s/data.mdb", dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/lock.mdb", dir);
-	unlink(p);
-	rmdir(dir);
+	th_rm_rf(dir);
 	free(la);
 	free(lb);
 	free(lc);

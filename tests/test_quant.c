@@ -193,7 +193,7 @@ kq_rand_block(enum kern_type t, uint8_t *p)
 		kq_put16(p, kern_f32_to_f16(th_uniform(&kq_rng_state, -1.0f, 1.0f)));
 		break;
 	case KERN_TYPE_BF16:
-		kq_put16(p, (uint16_t)(th_f32_bits(th_uniform(&kq_rng_state, -1.0f, 1.0f)) >> 16));
+		kq_put16(p, (uint16_t)(kv_f32_bits(th_uniform(&kq_rng_state, -1.0f, 1.0f)) >> 16));
 		break;
 	case KERN_TYPE_Q4_0:
 	case KERN_TYPE_Q5_0:
@@ -313,8 +313,8 @@ test_f16_all_patterns(void)
 #if KQ_X86
 		if (kq_have_f16c()) {
 			float g = kq_hw_f16_to_f32((uint16_t)h);
-			TAP_CHECK(th_f32_bits(f) == th_f32_bits(g), "vs F16C %04x: %08x %08x", h,
-			    th_f32_bits(f), th_f32_bits(g));
+			TAP_CHECK(kv_f32_bits(f) == kv_f32_bits(g), "vs F16C %04x: %08x %08x", h,
+			    kv_f32_bits(f), kv_f32_bits(g));
 		}
 #endif
 	}
@@ -357,15 +357,15 @@ test_f32_to_f16(void)
 	    "nan");
 	/* random patterns against the search reference */
 	for (k = 0; k < 300000; k++) {
-		float f = th_bits_f32((uint32_t)(kq_rand() >> 32));
+		float f = kv_bits_f32((uint32_t)(kq_rand() >> 32));
 		if (isnan(f))
 			continue;
 		TAP_CHECK(kern_f32_to_f16(f) == kq_ref_f32_to_f16(f), "%08x: %04x want %04x",
-		    th_f32_bits(f), kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
+		    kv_f32_bits(f), kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
 	}
 	/* dense band around the f16 range against the reference */
 	for (k = 0x33000000u - 4096; k < 0x47800000u + 4096; k += 97) {
-		float f = th_bits_f32((uint32_t)k);
+		float f = kv_bits_f32((uint32_t)k);
 		TAP_CHECK(kern_f32_to_f16(f) == kq_ref_f32_to_f16(f), "%08x: %04x want %04x",
 		    (unsigned)k, kern_f32_to_f16(f), kq_ref_f32_to_f16(f));
 	}
@@ -375,7 +375,7 @@ test_f32_to_f16(void)
 	if (kq_have_f16c()) {
 		step = slow ? 1 : 61;
 		for (k = 0; k < (1ull << 32); k += step) {
-			float f = th_bits_f32((uint32_t)k);
+			float f = kv_bits_f32((uint32_t)k);
 			if (kern_f32_to_f16(f) != kq_hw_f32_to_f16(f))
 				TAP_CHECK(0, "%08x: %04x F16C %04x", (unsigned)k, kern_f32_to_f16(f),
 				    kq_hw_f32_to_f16(f));
@@ -572,9 +572,9 @@ test_dequant_plain(void)
 	TAP_CHECK(kq_check_deq(KERN_TYPE_F16, b, want, 37), "f16");
 	for (i = 0; i < 37; i++) {
 		float f = th_uniform(&kq_rng_state, -100.0f, 100.0f);
-		uint16_t h = (uint16_t)(th_f32_bits(f) >> 16);
+		uint16_t h = (uint16_t)(kv_f32_bits(f) >> 16);
 		kq_put16(b + 2 * i, h);
-		want[i] = (double)th_bits_f32((uint32_t)h << 16);
+		want[i] = (double)kv_bits_f32((uint32_t)h << 16);
 	}
 	TAP_CHECK(kq_check_deq(KERN_TYPE_BF16, b, want, 37), "bf16");
 	for (i = 0; i < 37; i++) {
@@ -1487,10 +1487,10 @@ test_dequant_ggml(void)
 			}
 			for (i = 0; i < n; i++) {
 				want_bits = kq_get32(buf + off + nbytes + 4 * i);
-				got_bits = th_f32_bits(got[i]);
+				got_bits = kv_f32_bits(got[i]);
 				TAP_CHECK(want_bits == got_bits, "%s element %u (%s): got %.9g want %.9g",
 				    kern_type_name(t), i, l < 0 ? "kern_dequant_row" : kq_level_name(l),
-				    (double)got[i], (double)th_bits_f32(want_bits));
+				    (double)got[i], (double)kv_bits_f32(want_bits));
 			}
 		}
 		if ((int)t < KERN_TYPE_COUNT && !types_seen[t]++)

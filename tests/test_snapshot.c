@@ -72,7 +72,7 @@ ts_r16(float f)
 static int
 ts_same(float a, float b)
 {
-	return (isnan(a) && isnan(b)) || th_f32_bits(a) == th_f32_bits(b);
+	return (isnan(a) && isnan(b)) || kv_f32_bits(a) == kv_f32_bits(b);
 }
 
 /* The encoding ts_encode writes: SNAP_FORMAT_VERSION (4, a saver's), or 1
@@ -164,7 +164,7 @@ ts_same_units(const struct eng_kv *a, const struct eng_kv *b, char *msg, size_t 
 				    ts_same(ts_r16(A->score[ra]), B->score[rb]);
 				for (d = 0; d < hd && ok; d++)
 					ok = ts_same(A->k[ra * hd + d], B->k[rb * hd + d]) &&
-					    th_f32_bits(A->v[ra * hd + d]) == th_f32_bits(B->v[rb * hd + d]);
+					    kv_f32_bits(A->v[ra * hd + d]) == kv_f32_bits(B->v[rb * hd + d]);
 				if (!ok) {
 					snprintf(msg, cap, "layer %d head %d unit %lld differs", l, m,
 					    (long long)i);
@@ -367,7 +367,7 @@ test_qpack(void)
 			static float z[N * D];
 			ts_spec_decode(buf, N, D, qp_row_bits(s), z);
 			for (i = 0; i < N * D; i++)
-				TAP_CHECK(th_f32_bits(z[i]) == th_f32_bits(y[i]), "scheme %d value %d: %g, layout %g",
+				TAP_CHECK(kv_f32_bits(z[i]) == kv_f32_bits(y[i]), "scheme %d value %d: %g, layout %g",
 				    s, i, y[i], z[i]);
 		}
 		/* the bound: δ/2 of the group's range, with the slack of fp16's
@@ -1806,17 +1806,6 @@ tc_put(struct store *st, const struct th_snap *s, const uint8_t *doc, const char
 	return store_put(st, &d, &sn, why, sizeof(why));
 }
 
-static void
-tc_rmdir(const char *dir)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/data.mdb", dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/lock.mdb", dir);
-	unlink(p);
-	rmdir(dir);
-}
-
 /* Copied as stored (every record the same bytes, the metadata along); a
  * flipped byte in a source record, or a missing snapshot, copies nothing;
  * a name taken in the destination is dropped, the snapshot copied. */
@@ -1895,8 +1884,8 @@ test_copy_between_stores(void)
 out:
 	store_close(a);
 	store_close(b);
-	tc_rmdir(da);
-	tc_rmdir(db);
+	th_rm_rf(da);
+	th_rm_rf(db);
 	th_snap_free(&s);
 	return res;
 }

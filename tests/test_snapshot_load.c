@@ -287,23 +287,15 @@ test_qpack_bits(void)
 	return TAP_PASS;
 }
 
-/* hadamard.c's scalar definition: butterflies in double, one scaling. */
+/* hadamard.c's scalar definition (butterflies in double, one scaling):
+ * hd_rotate_rows with SIMD off, itself checked against an exact reference
+ * by test_hadamard. */
 static void
 tl_hadamard(float *row, int d)
 {
-	double t[HD_MAX_DIM], scale = 1.0 / sqrt((double)d);
-	int i, j, len;
-	for (i = 0; i < d; i++)
-		t[i] = row[i];
-	for (len = 1; len < d; len <<= 1)
-		for (i = 0; i < d; i += len << 1)
-			for (j = i; j < i + len; j++) {
-				double a = t[j], b = t[j + len];
-				t[j] = a + b;
-				t[j + len] = a - b;
-			}
-	for (i = 0; i < d; i++)
-		row[i] = (float)(t[i] * scale);
+	qp_simd_force(0);
+	hd_rotate_rows(row, 1, d);
+	qp_simd_force(-1);
 }
 
 static enum tap_result

@@ -36,6 +36,7 @@
 #include <hiredis/hiredis.h>
 #include <sodium.h>
 
+#include "common/clock.h"
 #include "storage/store_redis.h"
 #include "tests/helpers.h"
 #include "tests/tap.h"
@@ -50,21 +51,6 @@ static const uint8_t g_nodoc[STORE_ID_BYTES] = { 0xee, 0xee, 0xee, 0xee }; /* ne
 		if (!g_addr)                                                   \
 			return TAP_SKIP;                                       \
 	} while (0)
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-	nanosleep(&ts, NULL);
-}
 
 /* ------------------------------------------------------------------------ */
 /* The cluster from the side: hiredis on one node, the control script        */
@@ -427,10 +413,10 @@ t_open_bad(void)
 		TAP_CHECK(rc == STORE_ERR_ARG && !s, "%s: rc %d (%s)", bad[i], rc, g_why);
 	}
 	/* nothing listens on port 1: an i/o error naming the node, quickly */
-	t0 = now_ms();
+	t0 = kv_now_ms();
 	rc = store_open(&s, "redis-cluster:127.0.0.1:1", &o, g_why, sizeof(g_why));
-	TAP_CHECK(rc == STORE_ERR_IO && strstr(g_why, "127.0.0.1:1") && now_ms() - t0 < 3000,
-	    "rc %d in %lld ms: %s", rc, (long long)(now_ms() - t0), g_why);
+	TAP_CHECK(rc == STORE_ERR_IO && strstr(g_why, "127.0.0.1:1") && kv_now_ms() - t0 < 3000,
+	    "rc %d in %lld ms: %s", rc, (long long)(kv_now_ms() - t0), g_why);
 	tap_diag("unreachable: %s", g_why);
 	return TAP_PASS;
 }
@@ -930,9 +916,9 @@ t_throughput(void)
 	tsnap_make(&t, 3, 0xe0, 400); /* 5 records of 0.4..3.6 MB */
 	for (k = 0; k <= t.sn.n_layer; k++)
 		bytes += t.len[k];
-	t0 = now_ms();
+	t0 = kv_now_ms();
 	rc = store_put(s, &d, &t.sn, g_why, sizeof(g_why));
-	t_put = now_ms() - t0;
+	t_put = kv_now_ms() - t0;
 	TAP_EXPECT(rc == 0, "put: %s", g_why);
 	{ /* the read alone: every record fetched and checked against the manifest */
 		struct store_reader *r;
@@ -940,7 +926,7 @@ t_throughput(void)
 		size_t len, got = 0;
 		uint8_t prof[STORE_ID_BYTES];
 		memset(prof, 0xe0, sizeof(prof));
-		t0 = now_ms();
+		t0 = kv_now_ms();
 		rc = store_read_begin(s, d.doc_id, prof, &r, g_why, sizeof(g_why));
 		for (k = -1; rc == 0 && k < t.sn.n_layer; k++)
 			if ((rc = store_read_layer(r, k < 0 ? STORE_HEAD_RECORD : (unsigned)k, &buf, &len,
@@ -948,7 +934,7 @@ t_throughput(void)
 				got += len;
 		if (r)
 			store_read_end(r);
-		t_read = now_ms() - t0;
+		t_read = kv_now_ms() - t0;
 		TAP_EXPECT(rc == 0 && got == bytes, "read: %d %s", rc, g_why);
 	}
 	rc = read_check_scaled(s, d.doc_id, 0xe0, 3, NULL, 400);
@@ -1159,7 +1145,7 @@ t_moved(void)
 	TAP_EXPECT(slot_migrating(slot, from, to) == 0 && slot_finish(slot, from, to) == 0,
 	    "move slot %u from %d to %d", slot, from, to);
 	for (rc = 0; rc < 50 && master_of(slot) != to; rc++)
-		sleep_ms(100);
+		kv_sleep_ms(100);
 	moved = rc_of(s)->n_moved;
 	/* the store's map is stale: the read meets MOVED and follows it */
 	TAP_EXPECT((rc = read_check(s, d.doc_id, 0x66, 50, NULL)) == 0, "read after the move: %d %s",
@@ -1211,7 +1197,7 @@ out:
 		slot_finish(slot, from, to);
 	if (s) {
 		for (rc = 0; rc < 50 && master_of(slot) != to; rc++)
-			sleep_ms(100);
+			kv_sleep_ms(100);
 		if (ok && (rc = read_check(s, d.doc_id, 0x77, put_rc == 0 ? 61 : 60, NULL)) != 0) {
 			printf("#   read after the migration: %d %s\n", rc, g_why);
 			ok = 0;
@@ -1229,13 +1215,13 @@ out:
 static int
 wait_failover(unsigned slot, int dead)
 {
-	int64_t t0 = now_ms();
+	int64_t t0 = kv_now_ms();
 	int m;
-	while (now_ms() - t0 < 30000) {
+	while (kv_now_ms() - t0 < 30000) {
 		m = master_of(slot);
 		if (m && m != dead && ctl("wait_ok %s", g_dir) == 0)
 			return 0;
-		sleep_ms(200);
+		kv_sleep_ms(200);
 	}
 	return -1;
 }
@@ -1276,12 +1262,12 @@ t_failover(void)
 	}
 	TAP_EXPECT(ctl("kill %s %d", g_dir, dead) == 0, "kill %d", dead);
 	tap_diag("killed master %d of slot %u", dead, slot);
-	t0 = now_ms();
+	t0 = kv_now_ms();
 	/* the store retries through the failover within its budget */
 	for (i = 0; i < 3; i++)
 		TAP_EXPECT((rc = read_check(s, d[i].doc_id, 0x88, (uint32_t)(70 + i), NULL)) == 0,
 		    "doc %d after the failover: %d %s", i, rc, g_why);
-	tap_diag("read back %lld ms after the kill (new master %d)", (long long)(now_ms() - t0),
+	tap_diag("read back %lld ms after the kill (new master %d)", (long long)(kv_now_ms() - t0),
 	    master_of(slot));
 	TAP_EXPECT(master_of(slot) != dead, "a replica took over");
 	for (i = 0; i < 3; i++)
@@ -1332,7 +1318,7 @@ t_kill_mid_put(void)
 		_exit(0);
 	}
 	TAP_EXPECT(pid > 0, "fork");
-	sleep_ms(700);
+	kv_sleep_ms(700);
 	TAP_EXPECT(ctl("kill %s %d", g_dir, dead) == 0, "kill %d", dead);
 	waitpid(pid, &status, 0);
 	TAP_EXPECT(wait_failover(slot, dead) == 0, "failover of slot %u", slot);
@@ -1378,15 +1364,15 @@ fake_node_try(const char *mode, const struct store_opts *o, int *open_rc, int64_
 		return 1;
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	g_why[0] = '\0';
-	t0 = now_ms();
+	t0 = kv_now_ms();
 	rc = *open_rc = open_opts(&s, addr, o);
-	ms[0] = now_ms() - t0;
+	ms[0] = kv_now_ms() - t0;
 	ms[1] = 0;
 	if (rc == 0) {
-		t0 = now_ms();
+		t0 = kv_now_ms();
 		doc_of(mode, &d);
 		rc = store_info(s, d.doc_id, &d, g_why, sizeof(g_why));
-		ms[1] = now_ms() - t0;
+		ms[1] = kv_now_ms() - t0;
 		store_close(s);
 	}
 	if ((r = node_cmd(port, "QUIT"))) /* ends the fake node */
@@ -1466,11 +1452,11 @@ t_cluster_down(void)
 	for (i = 0; i < 6; i++)
 		ctl("kill %s %d", g_dir, g_ports[i]);
 	doc_of("unreachable", &d);
-	t0 = now_ms();
+	t0 = kv_now_ms();
 	rc = store_info(s, d.doc_id, &d, g_why, sizeof(g_why));
-	tap_diag("cluster down: rc %d in %lld ms: %s", rc, (long long)(now_ms() - t0), g_why);
-	TAP_EXPECT(rc == STORE_ERR_IO && strstr(g_why, "127.0.0.1:") && now_ms() - t0 < 4000,
-	    "rc %d in %lld ms: %s", rc, (long long)(now_ms() - t0), g_why);
+	tap_diag("cluster down: rc %d in %lld ms: %s", rc, (long long)(kv_now_ms() - t0), g_why);
+	TAP_EXPECT(rc == STORE_ERR_IO && strstr(g_why, "127.0.0.1:") && kv_now_ms() - t0 < 4000,
+	    "rc %d in %lld ms: %s", rc, (long long)(kv_now_ms() - t0), g_why);
 	rc = put_seed(s, &d, 1, 0x12);
 	TAP_EXPECT(rc == STORE_ERR_IO, "put: rc %d: %s", rc, g_why);
 out:

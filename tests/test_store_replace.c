@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "storage/store.h"
+#include "tests/helpers.h"
 #include "tests/tap.h"
 
 #define TS_NL 3
@@ -168,13 +169,8 @@ open_fresh(void)
 static void
 close_rm(struct store *s)
 {
-	char p[128];
 	store_close(s);
-	snprintf(p, sizeof(p), "%s/data.mdb", g_dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/lock.mdb", g_dir);
-	unlink(p);
-	rmdir(g_dir);
+	th_rm_rf(g_dir);
 }
 
 static enum tap_result

@@ -82,7 +82,7 @@ pod_add_texts(const struct eng_tok *tok, const char *path, struct pod_stream *st
 		if (!stat(full, &sb) && S_ISREG(sb.st_mode))
 			ret = pod_add_file(tok, full, st);
 	}
-	cli_free_names(names, n);
+	kv_strv_free(names, n);
 	if (!ret && st->n == 0) {
 		cli_err("%s holds no text", path);
 		ret = CLI_EXIT_NOT_FOUND;

@@ -201,7 +201,7 @@ td_corpus_load(struct td_corpus *c, const char *fortune_dir, const char *words_p
 	}
 	ret = 0;
 out:
-	cli_free_names(names, n);
+	kv_strv_free(names, n);
 	if (ret)
 		td_corpus_free(c);
 	return ret;

@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/strbuf.h"
 #include "engine/cache/cache.h"
 #include "engine/fingerprint.h"
 
@@ -357,33 +358,18 @@ eng_pod_map_free(struct eng_pod_map *pm)
 
 /* The file is assembled in memory: its hash must be of the exact bytes. */
 struct pod_buf {
-	char *p;
-	size_t len, cap;
-	int err;
+	struct kv_strbuf s;
+	int err; /* sticky: out of memory */
 };
 
 static int
 pod_buf_put(const char *s, size_t n, void *arg)
 {
 	struct pod_buf *b = arg;
-	if (b->err)
+	if (b->err || kv_strbuf_add(&b->s, s, n)) {
+		b->err = 1;
 		return -1;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *p;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = 1;
-			return -1;
-		}
-		b->p = p;
-		b->cap = cap;
 	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = 0;
 	return 0;
 }
 
@@ -435,21 +421,21 @@ pod_reads_back(const char *s, double x, int is_float)
 static void
 pod_put_real(struct pod_buf *b, double x, int is_float)
 {
-	struct pod_buf t = { NULL, 0, 0, 0 };
+	struct pod_buf t = { { NULL, 0, 0 }, 0 };
 	int prec, max = is_float ? 9 : 17; /* 9 / 17 digits always round-trip */
 
 	for (prec = 1; prec <= max; prec++) {
-		t.len = 0;
+		t.s.len = 0;
 		if (pod_dump(&t, json_real(x), prec))
 			break;
-		if (prec == max || pod_reads_back(t.p, x, is_float)) {
-			pod_buf_put(t.p, t.len, b);
+		if (prec == max || pod_reads_back(t.s.p, x, is_float)) {
+			pod_buf_put(t.s.p, t.s.len, b);
 			break;
 		}
 	}
 	if (t.err)
 		b->err = 1;
-	free(t.p);
+	free(t.s.p);
 }
 
 static void
@@ -595,7 +581,7 @@ pod_write_file(const char *path, const char *p, size_t n, char *why, size_t why_
 int
 eng_pod_map_save(struct eng_pod_map *pm, const char *path, char *why, size_t why_len)
 {
-	struct pod_buf b = { NULL, 0, 0, 0 };
+	struct pod_buf b = { { NULL, 0, 0 }, 0 };
 	char hex[ENG_FINGERPRINT_HEX + 1];
 	int rc;
 
@@ -608,12 +594,12 @@ eng_pod_map_save(struct eng_pod_map *pm, const char *path, char *why, size_t why
 	/* f is derived from the anchors: refresh it so the file always agrees. */
 	pm->f = pod_f(pm->anc, pm->n_layer, pm->n_head_kv);
 	pod_serialize(&b, pm);
-	if (b.err || eng_fingerprint(b.p, b.len, hex)) {
-		free(b.p);
+	if (b.err || eng_fingerprint(b.s.p, b.s.len, hex)) {
+		free(b.s.p);
 		return eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 	}
-	rc = pod_write_file(path, b.p, b.len, why, why_len);
-	free(b.p);
+	rc = pod_write_file(path, b.s.p, b.s.len, why, why_len);
+	free(b.s.p);
 	if (!rc)
 		memcpy(pm->hash, hex, sizeof(pm->hash));
 	return rc;

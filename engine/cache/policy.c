@@ -43,11 +43,9 @@ eng_policy_create(struct eng_policy **out, const char *name, const char *opts,
 	for (i = 0; i < sizeof(policy_registry) / sizeof(policy_registry[0]); i++)
 		if (name && !strcmp(name, policy_registry[i]->name))
 			ops = policy_registry[i];
-	if (!ops) {
-		if (why)
-			snprintf(why, why_len, "unknown policy '%s'", name ? name : "(null)");
-		return ENG_ERR_ARG;
-	}
+	if (!ops)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "unknown policy '%s'", name ? name : "(null)");
 	return eng_policy_new(out, ops, opts, budget, why, why_len);
 }
 

@@ -13,9 +13,7 @@ full_set(struct eng_policy *p, const char *key, const char *val, char *why, size
 	(void)val;
 	if (!key)
 		return 0;
-	if (why)
-		snprintf(why, why_len, "policy full has no option '%s'", key);
-	return ENG_ERR_ARG;
+	return eng_fail(why, why_len, ENG_ERR_ARG, "policy full has no option '%s'", key);
 }
 
 static int

@@ -20,21 +20,13 @@ h2o_set(struct eng_policy *p, const char *key, const char *val, char *why, size_
 	}
 	if (!strcmp(key, "recent"))
 		return eng_policy_parse_int(val, 0, 1 << 24, &p->i[0]);
-	if (why)
-		snprintf(why, why_len, "policy h2o has no option '%s' (recent)", key);
-	return ENG_ERR_ARG;
+	return eng_fail(why, why_len, ENG_ERR_ARG, "policy h2o has no option '%s' (recent)", key);
 }
 
 static int
 h2o_check(struct eng_policy *p, char *why, size_t why_len)
 {
-	if (p->i[0] >= p->budget) {
-		if (why)
-			snprintf(why, why_len, "h2o: recent (%lld) must be below the budget (%lld)",
-			    (long long)p->i[0], (long long)p->budget);
-		return ENG_ERR_ARG;
-	}
-	return 0;
+	return eng_policy_below_budget(p, p->i[0], "h2o: recent", why, why_len);
 }
 
 static size_t
@@ -64,12 +56,8 @@ h2o_select(struct eng_policy *p, struct eng_evict *e)
 		uint32_t recent_from = e->chunk_end > (uint32_t)r ? e->chunk_end - (uint32_t)r : 0;
 		for (i = 0; i < h->n; i++)
 			h->score[i] += h->stat ? h->stat[i] : 0.0f;
-		h->n_keep = 0;
-		if (h->n <= b) {
-			for (i = 0; i < h->n; i++)
-				h->keep[h->n_keep++] = i;
+		if (eng_policy_keep_if_fits(h, b))
 			continue;
-		}
 		for (i = 0; i < h->n; i++)
 			if (h->pos[i] < recent_from)
 				e->scratch[n_cand++] = i;

@@ -171,6 +171,29 @@ eng_policy_keep_all(struct eng_evict *e)
 	}
 }
 
+int
+eng_policy_keep_if_fits(struct eng_evict_head *h, int64_t b)
+{
+	int64_t i;
+	h->n_keep = 0;
+	if (h->n > b)
+		return 0;
+	for (i = 0; i < h->n; i++)
+		h->keep[h->n_keep++] = i;
+	return 1;
+}
+
+int
+eng_policy_below_budget(const struct eng_policy *p, int64_t v, const char *what, char *why,
+    size_t why_len)
+{
+	if (v < p->budget)
+		return 0;
+	return eng_fail(why, why_len, ENG_ERR_ARG,
+	    "%s (%lld) must be below the budget (%lld)", what,
+	    (long long)v, (long long)p->budget);
+}
+
 int64_t
 eng_policy_no_stat(const struct eng_policy *p, int64_t n_tok)
 {

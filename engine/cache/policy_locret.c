@@ -118,11 +118,9 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 	}
 	if (!strcmp(key, "heads")) {
 		char *path;
-		if (!val || !*val) {
-			if (why)
-				snprintf(why, why_len, "locret: heads= needs a sidecar path");
-			return ENG_ERR_ARG;
-		}
+		if (!val || !*val)
+			return eng_fail(why, why_len, ENG_ERR_ARG,
+			    "locret: heads= needs a sidecar path");
 		if (!(path = strdup(val)))
 			return ENG_ERR_NOMEM;
 		free(s->path);
@@ -169,12 +167,10 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 			    "locret: alloc=%s (uniform, adakv or global)", val);
 		return 0;
 	}
-	if (why)
-		snprintf(why, why_len,
-		    "policy locret has no option '%s' (heads, n_s, n_loc, positions, alloc, alpha, "
-		    "floor, sinks)",
-		    key);
-	return ENG_ERR_ARG;
+	return eng_fail(why, why_len, ENG_ERR_ARG,
+	    "policy locret has no option '%s' (heads, n_s, n_loc, positions, alloc, alpha, "
+	    "floor, sinks)",
+	    key);
 }
 
 static int
@@ -197,12 +193,8 @@ locret_check(struct eng_policy *p, char *why, size_t why_len)
 		p->i[LOCRET_POSITIONS] = kz;
 	if (s->n_s_auto) /* SmolLM2 main setting 384/1024, §6.1; per budget */
 		p->i[LOCRET_N_S] = p->i[LOCRET_ALLOC] == LOCRET_GLOBAL ? 0 : p->budget * 3 / 8;
-	if (p->i[LOCRET_N_S] >= p->budget) {
-		if (why)
-			snprintf(why, why_len, "locret: n_s (%lld) must be below the budget (%lld)",
-			    (long long)p->i[LOCRET_N_S], (long long)p->budget);
+	if (eng_policy_below_budget(p, p->i[LOCRET_N_S], "locret: n_s", why, why_len))
 		return ENG_ERR_ARG;
-	}
 	if (p->i[LOCRET_ALLOC] != LOCRET_UNIFORM && p->i[LOCRET_POSITIONS] == 0)
 		return eng_fail(why, why_len, ENG_ERR_ARG,
 		    "locret: alloc=%s needs positions=original (slot positions need the same "

@@ -94,9 +94,7 @@ eng_nacl_gumbel(uint64_t seed, int layer, int head, uint32_t pos, uint64_t strea
 static int
 nacl_fail(char *why, size_t why_len, const char *msg, const char *val)
 {
-	if (why)
-		snprintf(why, why_len, "nacl: %s (got '%s')", msg, val ? val : "");
-	return ENG_ERR_ARG;
+	return eng_fail(why, why_len, ENG_ERR_ARG, "nacl: %s (got '%s')", msg, val ? val : "");
 }
 
 /* Set option key=val, or every default when key is NULL. */
@@ -174,11 +172,9 @@ nacl_set(struct eng_policy *p, const char *key, const char *val, char *why, size
 			return nacl_fail(why, why_len, "proxy_causal must be 0 or 1", val);
 		return 0;
 	}
-	if (why)
-		snprintf(why, why_len,
-		    "policy nacl has no option '%s' (n_sink, n_recent, window, rho, temp, seed, "
-		    "noise, uniform, b_work, proxy_causal)", key);
-	return ENG_ERR_ARG;
+	return eng_fail(why, why_len, ENG_ERR_ARG,
+	    "policy nacl has no option '%s' (n_sink, n_recent, window, rho, temp, seed, "
+	    "noise, uniform, b_work, proxy_causal)", key);
 }
 
 /* Resolve the automatic defaults, then validate the whole set (§2.7, §7 #17). */
@@ -191,32 +187,22 @@ nacl_check(struct eng_policy *p, char *why, size_t why_len)
 		p->i[NACL_N_RECENT] = p->i[NACL_W] < b / 4 ? p->i[NACL_W] : b / 4;
 	if (p->i[NACL_B_WORK] < 0)
 		p->i[NACL_B_WORK] = b;
-	if (p->i[NACL_N_SINK] + p->i[NACL_N_RECENT] >= b) {
-		if (why)
-			snprintf(why, why_len,
-			    "nacl: n_sink (%lld) + n_recent (%lld) must be below the budget (%lld)",
-			    (long long)p->i[NACL_N_SINK], (long long)p->i[NACL_N_RECENT],
-			    (long long)b);
-		return ENG_ERR_ARG;
-	}
-	if (p->i[NACL_B_WORK] < b) {
-		if (why)
-			snprintf(why, why_len, "nacl: b_work (%lld) must be at least the budget (%lld)",
-			    (long long)p->i[NACL_B_WORK], (long long)b);
-		return ENG_ERR_ARG;
-	}
-	if (!p->i[NACL_CAUSAL]) {
-		if (why)
-			snprintf(why, why_len,
-			    "nacl: proxy_causal=0 is not supported (the attention statistics are causal)");
-		return ENG_ERR_ARG;
-	}
+	if (p->i[NACL_N_SINK] + p->i[NACL_N_RECENT] >= b)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "nacl: n_sink (%lld) + n_recent (%lld) must be below the budget (%lld)",
+		    (long long)p->i[NACL_N_SINK], (long long)p->i[NACL_N_RECENT],
+		    (long long)b);
+	if (p->i[NACL_B_WORK] < b)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "nacl: b_work (%lld) must be at least the budget (%lld)",
+		    (long long)p->i[NACL_B_WORK], (long long)b);
+	if (!p->i[NACL_CAUSAL])
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "nacl: proxy_causal=0 is not supported (the attention statistics are causal)");
 	if (!(p->f[NACL_RHO] >= 0.0 && p->f[NACL_RHO] <= 1.0) || !(p->f[NACL_TEMP] > 0.0) ||
-	    p->i[NACL_W] < 1) {
-		if (why)
-			snprintf(why, why_len, "nacl: need 0 <= rho <= 1, temp > 0 and window >= 1");
-		return ENG_ERR_ARG;
-	}
+	    p->i[NACL_W] < 1)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "nacl: need 0 <= rho <= 1, temp > 0 and window >= 1");
 	return 0;
 }
 
@@ -309,12 +295,8 @@ nacl_select_head(const struct eng_policy *p, struct eng_evict *e, int m, int64_t
 
 	for (i = 0; i < h->n; i++)
 		h->score[i] = h->stat ? h->stat[i] : 0.0f;
-	h->n_keep = 0;
-	if (h->n <= t) {
-		for (i = 0; i < h->n; i++)
-			h->keep[h->n_keep++] = i;
+	if (eng_policy_keep_if_fits(h, t))
 		return;
-	}
 	for (i = 0; i < h->n; i++) {
 		if (h->pos[i] < n_sink || h->pos[i] >= recent_from) {
 			h->keep[h->n_keep++] = i; /* protected */

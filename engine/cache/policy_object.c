@@ -28,11 +28,8 @@ eng_policy_new(struct eng_policy **out, const struct eng_policy_ops *ops, const 
 	*out = NULL;
 	if (why && why_len)
 		why[0] = 0;
-	if (budget <= 0 && !ops->budgetless) {
-		if (why)
-			snprintf(why, why_len, "policy %s needs a budget > 0", name);
-		return ENG_ERR_ARG;
-	}
+	if (budget <= 0 && !ops->budgetless)
+		return eng_fail(why, why_len, ENG_ERR_ARG, "policy %s needs a budget > 0", name);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return ENG_ERR_NOMEM;

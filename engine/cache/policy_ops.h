@@ -128,6 +128,13 @@ int64_t eng_doc_template_len(const int32_t *tpl, int64_t n_tpl, const int32_t *i
 int64_t eng_doc_sinks(int64_t opt, int64_t tpl, int64_t n);
 /* Keep every unit of every head. */
 void eng_policy_keep_all(struct eng_evict *e);
+/* A head holding at most b units keeps them all: 1; else 0, nothing kept
+ * yet (h->n_keep 0) for the policy to choose. */
+int eng_policy_keep_if_fits(struct eng_evict_head *h, int64_t b);
+/* ENG_ERR_ARG with "WHAT (v) must be below the budget (b)" in why when
+ * v >= the budget, else 0: the check of a count the budget must exceed. */
+int eng_policy_below_budget(const struct eng_policy *p, int64_t v, const char *what, char *why,
+    size_t why_len);
 /* Ops shared by the policies they fit: no attention statistics (stat_from
  * -1), no observation window (0), and a select that keeps every unit. */
 int64_t eng_policy_no_stat(const struct eng_policy *p, int64_t n_tok);

@@ -45,27 +45,22 @@ eng_snapkv_set(struct eng_policy *p, const char *key, const char *val, char *why
 			return ENG_ERR_ARG;
 		return 0;
 	}
-	if (why)
-		snprintf(why, why_len, "policy %s has no option '%s' (window, kernel, pool, slack)",
-		    p->ops->name, key);
-	return ENG_ERR_ARG;
+	return eng_fail(why, why_len, ENG_ERR_ARG,
+	    "policy %s has no option '%s' (window, kernel, pool, slack)",
+	    p->ops->name, key);
 }
 
 int
 eng_snapkv_check(struct eng_policy *p, char *why, size_t why_len)
 {
-	if (p->budget <= p->i[0]) {
-		if (why)
-			snprintf(why, why_len, "%s: the budget (%lld) must exceed the window (%lld)",
-			    p->ops->name, (long long)p->budget, (long long)p->i[0]);
-		return ENG_ERR_ARG;
-	}
-	if (p->i[1] % 2 == 0) {
-		if (why)
-			snprintf(why, why_len, "%s: the pooling kernel must be odd (got %lld)",
-			    p->ops->name, (long long)p->i[1]);
-		return ENG_ERR_ARG;
-	}
+	if (p->budget <= p->i[0])
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "%s: the budget (%lld) must exceed the window (%lld)",
+		    p->ops->name, (long long)p->budget, (long long)p->i[0]);
+	if (p->i[1] % 2 == 0)
+		return eng_fail(why, why_len, ENG_ERR_ARG,
+		    "%s: the pooling kernel must be odd (got %lld)",
+		    p->ops->name, (long long)p->i[1]);
 	return 0;
 }
 

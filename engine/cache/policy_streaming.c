@@ -34,21 +34,14 @@ streaming_set(struct eng_policy *p, const char *key, const char *val, char *why,
 	}
 	if (!strcmp(key, "sinks"))
 		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[0]);
-	if (why)
-		snprintf(why, why_len, "policy streaming has no option '%s' (sinks, positions)", key);
-	return ENG_ERR_ARG;
+	return eng_fail(why, why_len, ENG_ERR_ARG,
+	    "policy streaming has no option '%s' (sinks, positions)", key);
 }
 
 static int
 streaming_check(struct eng_policy *p, char *why, size_t why_len)
 {
-	if (p->i[0] >= p->budget) {
-		if (why)
-			snprintf(why, why_len, "streaming: sinks (%lld) must be below the budget (%lld)",
-			    (long long)p->i[0], (long long)p->budget);
-		return ENG_ERR_ARG;
-	}
-	return 0;
+	return eng_policy_below_budget(p, p->i[0], "streaming: sinks", why, why_len);
 }
 
 static size_t
@@ -74,12 +67,8 @@ streaming_select(struct eng_policy *p, struct eng_evict *e)
 	for (m = 0; m < e->n_head_kv; m++) {
 		struct eng_evict_head *h = &e->h[m];
 		int64_t n_sink = 0, recent_from;
-		h->n_keep = 0;
-		if (h->n <= b) {
-			for (i = 0; i < h->n; i++)
-				h->keep[h->n_keep++] = i;
+		if (eng_policy_keep_if_fits(h, b))
 			continue;
-		}
 		while (n_sink < h->n && h->pos[n_sink] < (uint32_t)sinks)
 			n_sink++;
 		recent_from = h->n - (b - n_sink);

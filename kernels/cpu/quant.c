@@ -29,6 +29,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/bits.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/cpu_internal.h" /* for kern_cpu_simd_level */
 #include "kernels/cpu/simd.h"
@@ -179,23 +180,6 @@ kern_type_name(enum kern_type t)
 /* ------------------------------------------------------------------------ */
 /* f16 / bf16                                                                */
 
-/* Bit pattern of a float and back, without aliasing games. */
-static uint32_t
-kern_f32_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static float
-kern_f32_from_bits(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
 /* Exact widening.  NaNs keep sign and payload with the quiet bit set, as
  * F16C's vcvtph2ps does. */
 float
@@ -206,19 +190,19 @@ kern_f16_to_f32(uint16_t h)
 	uint32_t m = h & 0x3ff;
 
 	if (e == 0x1f) /* inf, nan */
-		return kern_f32_from_bits(sign | 0x7f800000u | (m << 13) |
+		return kv_bits_f32(sign | 0x7f800000u | (m << 13) |
 		    (m ? 0x00400000u : 0));
 	if (e != 0) /* normal */
-		return kern_f32_from_bits(sign | ((e + 112) << 23) | (m << 13));
+		return kv_bits_f32(sign | ((e + 112) << 23) | (m << 13));
 	if (m == 0)
-		return kern_f32_from_bits(sign);
+		return kv_bits_f32(sign);
 	/* subnormal: normalise; value = m * 2^-24 */
 	e = 113;
 	while (!(m & 0x400)) {
 		m <<= 1;
 		e--;
 	}
-	return kern_f32_from_bits(sign | (e << 23) | ((m & 0x3ff) << 13));
+	return kv_bits_f32(sign | (e << 23) | ((m & 0x3ff) << 13));
 }
 
 /* Round to nearest, ties to even, on the bits; gives the same result as
@@ -228,7 +212,7 @@ kern_f16_to_f32(uint16_t h)
 uint16_t
 kern_f32_to_f16(float f)
 {
-	uint32_t x = kern_f32_bits(f);
+	uint32_t x = kv_f32_bits(f);
 	uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
 	uint32_t e, m, h, rem, half, shift;
 
@@ -263,7 +247,7 @@ kern_f32_to_f16(float f)
 float
 kern_bf16_to_f32(uint16_t h)
 {
-	return kern_f32_from_bits((uint32_t)h << 16);
+	return kv_bits_f32((uint32_t)h << 16);
 }
 
 /* ------------------------------------------------------------------------ */

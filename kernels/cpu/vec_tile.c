@@ -60,15 +60,7 @@
 #include "kernels/cpu/vec_tile_kq.h"
 #include "kernels/cpu/vec_tile_q23k.h"
 #include "kernels/cpu/vec_tile_q.h"
-#undef KT_TILE
-#undef KT_ATTR
-#undef KT_FN
-#undef KT_DOTACC
-#undef KT_U8DOT
-#undef KT_S8BIAS
-#undef KT_S8DOT
-#undef KT_OBIAS
-#undef KT_ODOT
+#include "kernels/cpu/vec_tile_end.h"
 
 /* AVX-512 VNNI on 256-bit vectors (the K-quants: on 512-bit ones, below):
  * signed Q8_0 weights are dotted as
@@ -93,16 +85,7 @@
 #define KT_DOTACC(acc, a, b) _mm256_dpwssd_epi32(acc, a, b)
 #include "kernels/cpu/vec_tile_q.h"
 #include "kernels/cpu/vec_tile_q23k.h"
-#undef KT_TILE
-#undef KT_ATTR
-#undef KT_FN
-#undef KT_DOTACC
-#undef KT_U8DOT
-#undef KT_S8BIAS
-#undef KT_S8DOT
-#undef KT_OBIAS
-#undef KT_ODOT
-#undef KT_FLIP
+#include "kernels/cpu/vec_tile_end.h"
 
 /* The K-quants on 512-bit vectors (AVX-512 BW + VNNI): a 64-quant step of
  * vec_tile_kq.h's (two 32-quant runs, two scales) is one vpmaddubsw and one

@@ -114,7 +114,7 @@ else
 fi
 expect_rc "info by id prefix" 0 "$K" info "${GPL:0:8}"
 grep -q "^  source    $T/gpl.txt$" "$T/out"; ok "info shows the full source path" $?
-grep -Eq '^  snapshot [0-9a-f]{12}  kvzip budget 64, chunk 128, q8  [0-9.]+ (KiB|MiB)  used ' "$T/out"
+grep -Eq '^  snapshot [0-9a-f]{12}  kvzip budget 64, chunk 128, q6h  [0-9.]+ (KiB|MiB)  used ' "$T/out"
 ok "info names the snapshot's profile in words and its size" $?
 grep -Eq '[0-9]+ tokens -> [0-9]+ units \([0-9.]+ % kept, [0-9.]+x smaller than the full cache; [0-9.]+ (B|KiB) a token' "$T/out"
 ok "... with the kept share, the ratio and the bytes a token" $?
@@ -124,16 +124,16 @@ ok "info: the document's stored bytes per token" $?
 # ---- the one snapshot rule, --local: a mismatch names what is stored, the
 # flags that answer from it, the command that re-ingests; both work
 expect_rc "query --local with another budget: exit 4" 4 "$K" query --local --budget 32 --chunk 128 -t 2 -n 4 apache "What is it?"
-grep -q 'apache ([0-9a-f]\{12\}): no snapshot of this profile (kvzip budget 32, chunk 128, q8); stored: kvzip budget 64, chunk 128, q8' "$T/err"
+grep -q 'apache ([0-9a-f]\{12\}): no snapshot of this profile (kvzip budget 32, chunk 128, q6h); stored: kvzip budget 64, chunk 128, q6h' "$T/err"
 ok "... naming this profile and the stored one in words" $?
 [ ! -s "$T/out" ]; ok "... and answering nothing (no silent fallback)" $?
 cp "$T/err" "$T/advice"
 flags=$(sed -n 's/.*Answer from the stored snapshot with: kvsnap query --local \(.*\) DOC QUESTION;.*/\1/p' "$T/advice")
-[ "$flags" = "--policy kvzip --budget 64 --chunk 128 --quant q8" ]; ok "... the flags that answer from it: $flags" $?
+[ "$flags" = "--policy kvzip --budget 64 --chunk 128 --quant q6h" ]; ok "... the flags that answer from it: $flags" $?
 # shellcheck disable=SC2086 # the advised flags, word by word
 expect_rc "... which do answer" 0 "$K" query --local $flags -t 2 -n 4 apache "What is it?"
 cmd=$(sed -n 's/.*re-ingest for this profile: kvsnap ingest \(.*\)$/\1/p' "$T/advice")
-[ "$cmd" = "--local --policy kvzip --budget 32 --chunk 128 --quant q8 $T/apache.txt" ]
+[ "$cmd" = "--local --policy kvzip --budget 32 --chunk 128 --quant q6h $T/apache.txt" ]
 ok "... and the re-ingest command for this profile: $cmd" $?
 
 # ---- rm, prune, verify name documents
@@ -180,7 +180,7 @@ tail -1 "$T/out" | grep -q '"stop":"eos"'; ok "... stops with eos" $?
 expect_rc "ingest --local under another budget" 0 "$K" ingest --local --budget 48 --chunk 128 -t 2 --name other "$T/artistic.txt"
 expect_rc "ingest --local a document the daemon's profile lacks" 0 "$K" ingest --local --budget 48 --chunk 64 -t 2 --name lone "$T/bsd.txt"
 expect_rc "the daemon's query of it: exit 4" 4 "$K" query -n 4 lone "Why?"
-grep -q "lone ([0-9a-f]\{12\}): no snapshot of the daemon's profile (kvzip budget 64, chunk 128, q8); stored: kvzip budget 48, chunk 64, q8; re-ingest it for this profile: kvsnap ingest --force $T/bsd.txt (profile_mismatch)" "$T/err"
+grep -q "lone ([0-9a-f]\{12\}): no snapshot of the daemon's profile (kvzip budget 64, chunk 128, q6h); stored: kvzip budget 48, chunk 64, q6h; re-ingest it for this profile: kvsnap ingest --force $T/bsd.txt (profile_mismatch)" "$T/err"
 ok "... naming both profiles and the command that re-ingests" $?
 # shellcheck disable=SC2046 # the advised command, word by word
 expect_rc "... which works" 0 "$K" ingest $(sed -n 's/.*re-ingest it for this profile: kvsnap ingest \(.*\) (profile_mismatch)$/\1/p' "$T/err")

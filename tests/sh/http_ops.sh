@@ -9,13 +9,9 @@
 # line per request with method, path, status, bytes and duration.
 set -u
 . "$(dirname "$0")/lib.bash"
-daemon_scratch http_ops
-openai_venv
-CHECK=tests/sh/http_ops_check.py
-H=$T/h.sock
-EXPECT_TIMEOUT=300
-words=250 long=3000
-is_san "$D" && words=80 long=600
+http_scratch http_ops 250 80
+long=3000
+is_san "$D" && long=600
 prose GPL-3 $words > "$T/doc.txt"
 prose Apache-2.0 $long > "$T/long.txt"
 head -c 4096 /dev/urandom > "$T/blob.bin"

@@ -104,6 +104,20 @@ library_scratch() {
 	mkdir -p "$T/docs"
 }
 
+# http_scratch NAME WORDS SAN_WORDS: daemon_scratch NAME for a script over
+# kvsnapd's HTTP front end: the pinned clients (openai_venv), its Python
+# checks tests/sh/NAME_check.py ($CHECK), the HTTP socket $H, commands
+# bounded at 300 s, $words WORDS (SAN_WORDS under AddressSanitizer).
+http_scratch() {
+	daemon_scratch "$1"
+	openai_venv
+	CHECK=tests/sh/$1_check.py
+	H=$T/h.sock
+	EXPECT_TIMEOUT=300
+	words=$2
+	is_san "$D" && words=$3
+}
+
 # openai_venv: curl and the pinned Python clients ($BUILD/openai-venv, made
 # by scripts/openai-venv.sh) the HTTP scripts drive kvsnapd with; $PY is its
 # python.

@@ -10,13 +10,7 @@
 # staying up; a non-loopback address refused at start.  Every wait is bounded.
 set -u
 . "$(dirname "$0")/lib.bash"
-daemon_scratch openai
-openai_venv
-CHECK=tests/sh/openai_check.py
-H=$T/h.sock
-EXPECT_TIMEOUT=300
-words=250
-is_san "$D" && words=80
+http_scratch openai 250 80
 prose GPL-3 $words > "$T/doc.txt"
 Q="What is this document about?"
 

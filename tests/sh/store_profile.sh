@@ -87,13 +87,15 @@ expect_rc "the document is gone" 2 "$K" info gpl2
 kill -TERM "$DPID"; wait_exit; ok "kvsnapd stops cleanly" $?
 expect_rc "the store still verifies" 0 "$K" verify
 
-# ---- the default profile (issue 28, item 4: kvzip 1/2, q8) and an old store
-# under the default before it (kvzip 1/4, fp16): a plain query answers from
-# the old snapshot; through kvsnapd a plain ingest skips the document as
+# ---- the default profile (issue 28, item 4: kvzip 1/2, q6h) and old stores
+# under the defaults before it (kvzip 1/2 q8, and the first, kvzip 1/4
+# fp16): a plain query answers from either; a document holding both answers
+# from the latest; through kvsnapd a plain ingest skips the document as
 # stored and `--force` adds the default's snapshot, which is then picked
-# over the old one.
+# over the old ones.
 printf 'The vault code word is MARLIN. %s\n' "$(prose GPL-3 60)" > "$T/v1.txt"
 printf 'The vault code word is OSPREY. %s\n' "$(prose GPL-3 60)" > "$T/v2.txt"
+printf 'The vault code word is HERON. %s\n' "$(prose GPL-3 60)" > "$T/v3.txt"
 L=(--local --chunk 128)
 prof() { "$K" info --json "$1" | python3 -c '
 import json, re, sys
@@ -107,15 +109,28 @@ import json, sys
 e = [json.loads(l) for l in sys.stdin if l.strip()]
 assert e[-1]["event"] == "result" and e[-1]["tokens"] > 0, e[-1]' < "$T/out"; }
 expect_rc "plain ingest" 0 "$K" ingest "${L[@]}" "$T/v1.txt" --name plain
-[ "$(prof plain)" = "0.5 q8" ]; _s=$?; ok "  stored kvzip ratio 0.5, quant q8 (info --json): '$(prof plain)'" $_s
-expect_rc "ingest under the old default (--ratio 1/4 --quant fp16)" 0 "$K" ingest "${L[@]}" --ratio 1/4 --quant fp16 "$T/v2.txt" --name old
+[ "$(prof plain)" = "0.5 q6h" ]; _s=$?; ok "  stored kvzip ratio 0.5, quant q6h (info --json): '$(prof plain)'" $_s
+expect_rc "ingest under the first default (--ratio 1/4 --quant fp16)" 0 "$K" ingest "${L[@]}" --ratio 1/4 --quant fp16 "$T/v2.txt" --name old
 [ "$(prof old)" = "0.25 fp16" ]; _s=$?; ok "  stored 1/4 fp16: '$(prof old)'" $_s
-expect_rc "a plain query answers from the old default's snapshot" 0 "$K" query "${L[@]}" --json -n 4 old "What is the code word?"
+expect_rc "a plain query answers from the first default's snapshot" 0 "$K" query "${L[@]}" --json -n 4 old "What is the code word?"
 answered; ok "  a result with tokens (the old code refused it: profile_mismatch)" $?
+expect_rc "ingest under the default before (--quant q8)" 0 "$K" ingest "${L[@]}" --quant q8 "$T/v3.txt" --name mid
+[ "$(prof mid)" = "0.5 q8" ]; _s=$?; ok "  stored 1/2 q8: '$(prof mid)'" $_s
+expect_rc "a plain query answers from the q8 default's snapshot" 0 "$K" query "${L[@]}" --json -n 4 mid "What is the code word?"
+answered; ok "  a result with tokens" $?
+expect_rc "the first default's snapshot of it too" 0 "$K" ingest "${L[@]}" --ratio 1/4 --quant fp16 "$T/v3.txt" --name mid
+[ "$(prof mid)" = "0.25 fp16 | 0.5 q8" ]; _s=$?; ok "  it holds both: '$(prof mid)'" $_s
 expect_rc "a query under another profile (1/8) is still refused (profile_mismatch)" 4 "$K" query "${L[@]}" --ratio 1/8 -n 4 old "What is the code word?"
 "$D" --foreground --state "$KVSNAP_STATE" --socket "$S" --chunk 128 -t 2 --workers 1 2>"$T/daemon.log" &
 DPID=$!
 wait_ready daemon_ready "$S"; ok "kvsnapd starts with the default profile" $?
+u=$(units_of mid q8)
+expect_rc "a plain ingest of the document holding both old defaults" 0 "$K" ingest -s "$S" --json "$T/v3.txt" --name mid
+python3 -c '
+import json, sys
+r = json.loads(sys.stdin.readline())
+assert r["skipped"] is True and r["units"] == int(sys.argv[1]), (r, sys.argv[1])' "$u" < "$T/out"
+ok "  skips it, picking the latest old default's (q8, $u units) over the first's" $?
 expect_rc "through kvsnapd: a plain query of the old document" 0 "$K" query -s "$S" --json -n 4 old "What is the code word?"
 answered; ok "  answers" $?
 expect_rc "a plain ingest of it" 0 "$K" ingest -s "$S" --json "$T/v2.txt" --name old
@@ -123,8 +138,8 @@ python3 -c 'import json,sys; assert json.loads(sys.stdin.readline())["skipped"] 
 ok "  skips it as stored" $?
 [ "$(prof old)" = "0.25 fp16" ]; _s=$?; ok "  and adds no snapshot: '$(prof old)'" $_s
 expect_rc "ingest --force" 0 "$K" ingest -s "$S" --force "$T/v2.txt" --name old
-[ "$(prof old)" = "0.25 fp16 | 0.5 q8" ]; _s=$?; ok "  adds the default's snapshot, the old one kept: '$(prof old)'" $_s
-u=$(units_of old q8)
+[ "$(prof old)" = "0.25 fp16 | 0.5 q6h" ]; _s=$?; ok "  adds the default's snapshot, the old one kept: '$(prof old)'" $_s
+u=$(units_of old q6h)
 expect_rc "a plain ingest after it" 0 "$K" ingest -s "$S" --json "$T/v2.txt" --name old
 python3 -c '
 import json, sys
