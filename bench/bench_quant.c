@@ -22,7 +22,8 @@
  * products for one block of 32 queries against 512 / 2K / 8K keys (head
  * sizes 64 and 128), by OpenBLAS's sgemm (the kernel it picked for this CPU
  * is printed) and by attn_gemm.c's kernels at AVX2 and AVX-512, one thread,
- * taking turns, in GFLOP/s.
+ * taking turns, in GFLOP/s; q·kᵀ reads a kᵀ panel packed before the timing,
+ * as ops.c packs it once per KV head for all of a call's query blocks.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -342,12 +343,13 @@ bq_attn(int64_t nvis, int64_t hd, double secs)
 	float *v = malloc((size_t)(nvis * hd) * sizeof(float));
 	float *s = malloc((size_t)(nq * nvis) * sizeof(float));
 	float *o = malloc((size_t)(nq * hd) * sizeof(float));
+	float *kt = malloc(((size_t)(nvis + KERN_CPU_ATTN_KT_ALIGN) * (size_t)hd) * sizeof(float));
 	double best[3][2] = { { 1e9, 1e9 }, { 1e9, 1e9 }, { 1e9, 1e9 } }, t0, t1, t2, t3;
 	double fl = 2.0 * (double)(nq * nvis * hd);
 	int64_t i;
 	int path, round, top = kern_cpu_simd_detect();
 
-	if (!q || !k || !v || !s || !o) {
+	if (!q || !k || !v || !s || !o || !kt) {
 		fprintf(stderr, "bench_quant: out of memory\n");
 		exit(1);
 	}
@@ -363,10 +365,12 @@ bq_attn(int64_t nvis, int64_t hd, double secs)
 				continue;
 			/* level 0 is attn_gemm.c's sgemm fallback: OpenBLAS */
 			kern_cpu_force_simd(path);
+			if (path) /* the panel's layout is the same at both levels */
+				kern_cpu_attn_kt_pack(kt, k, nvis, 0, nvis, hd);
 			t0 = bench_thread_cpu_s();
 			do {
 				t1 = bench_thread_cpu_s();
-				kern_cpu_attn_qk(s, q, hd, k, nq, nvis, hd, 0.1f);
+				kern_cpu_attn_qk(s, q, hd, k, path ? kt : NULL, nq, nvis, hd, 0.1f);
 				t2 = bench_thread_cpu_s();
 				kern_cpu_attn_pv(o, hd, s, v, nq, nvis, hd);
 				t3 = bench_thread_cpu_s();
@@ -385,6 +389,7 @@ bq_attn(int64_t nvis, int64_t hd, double secs)
 	free(v);
 	free(s);
 	free(o);
+	free(kt);
 }
 
 int

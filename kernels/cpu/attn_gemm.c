@@ -22,40 +22,25 @@
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/simd.h"
 
-#define ATTN_MAX_HD 512 /* kern_cpu_attention refuses larger heads */
-
 #if KERN_X86
 /* ---- AVX-512: 16 keys a vector ---------------------------------------- */
 
-/* kt[d·16 + j] = k[(i0 + j)·hd + d] for j < nk (the rest 0). */
-static inline __attribute__((always_inline)) void
-attn_pack_kt16(float *kt, const float *k, int64_t nk, int64_t hd)
-{
-	int64_t d, j;
-	if (nk < 16)
-		memset(kt, 0, (size_t)hd * 16 * sizeof(float));
-	for (j = 0; j < nk; j++)
-		for (d = 0; d < hd; d++)
-			kt[d * 16 + j] = k[j * hd + d];
-}
-
+/* s[t·nvis + i] for i < nvis from the panel: 32 keys (two blocks) × 8
+ * queries a pass, 16 accumulators.  Lanes past nvis (the padding, or keys
+ * another query block sees) are computed and not stored. */
 static __attribute__((target("avx512f"))) void
-attn_qk_avx512(float *s, const float *q, int64_t ldq, const float *k, int64_t nq,
+attn_qk_avx512(float *s, const float *q, int64_t ldq, const float *kt, int64_t nq,
     int64_t nvis, int64_t hd, float scale)
 {
-	float kt[2 * ATTN_MAX_HD * 16] __attribute__((aligned(64)));
-	float *kt1 = kt + hd * 16;
 	const __m512 vs = _mm512_set1_ps(scale);
 	int64_t i0, t, d;
 
-	/* 32 keys (two packed blocks) × 8 queries: 16 accumulators */
 	for (i0 = 0; i0 < nvis; i0 += 32) {
+		const float *kt0 = kt + i0 * hd, *kt1 = kt0 + 16 * hd; /* blocks i0/16, +1 */
 		int64_t nk = nvis - i0 < 32 ? nvis - i0 : 32;
 		int64_t nk0 = nk < 16 ? nk : 16, nk1 = nk - nk0;
 		__mmask16 m0 = (__mmask16)((1u << nk0) - 1u);
 		__mmask16 m1 = (__mmask16)((1u << nk1) - 1u);
-		attn_pack_kt16(kt, k + i0 * hd, nk0, hd);
-		attn_pack_kt16(kt1, k + (i0 + 16) * hd, nk1, hd);
 		for (t = 0; t < nq; t += 8) {
 			int64_t r, nr = nq - t < 8 ? nq - t : 8;
 			__m512 a0[8], a1[8];
@@ -63,8 +48,8 @@ attn_qk_avx512(float *s, const float *q, int64_t ldq, const float *k, int64_t nq
 				a0[r] = a1[r] = _mm512_setzero_ps();
 			if (nr == 8) {
 				for (d = 0; d < hd; d++) {
-					__m512 k0 = _mm512_load_ps(kt + d * 16);
-					__m512 k1 = _mm512_load_ps(kt1 + d * 16);
+					__m512 k0 = _mm512_loadu_ps(kt0 + d * 16);
+					__m512 k1 = _mm512_loadu_ps(kt1 + d * 16);
 #pragma GCC unroll 8
 					for (r = 0; r < 8; r++) {
 						__m512 b = _mm512_set1_ps(q[(t + r) * ldq + d]);
@@ -74,8 +59,8 @@ attn_qk_avx512(float *s, const float *q, int64_t ldq, const float *k, int64_t nq
 				}
 			} else {
 				for (d = 0; d < hd; d++) {
-					__m512 k0 = _mm512_load_ps(kt + d * 16);
-					__m512 k1 = _mm512_load_ps(kt1 + d * 16);
+					__m512 k0 = _mm512_loadu_ps(kt0 + d * 16);
+					__m512 k1 = _mm512_loadu_ps(kt1 + d * 16);
 					for (r = 0; r < nr; r++) {
 						__m512 b = _mm512_set1_ps(q[(t + r) * ldq + d]);
 						a0[r] = _mm512_fmadd_ps(b, k0, a0[r]);
@@ -115,7 +100,16 @@ attn_pv_avx512(float *o, int64_t ldo, const float *p, const float *v, int64_t nq
 					for (c = 0; c < nc; c++)
 						a[r][c] = i0 ? _mm512_loadu_ps(o + (t + r) * ldo + c0 + 16 * c)
 						    : _mm512_setzero_ps();
-				if (nr == 4 && nc == 4) {
+				if (nr == 1 && nc == 4) { /* decode: one query */
+					for (i = i0; i < i1; i++) {
+						const float *vi = v + i * hd + c0;
+						__m512 b = _mm512_set1_ps(p[t * nvis + i]);
+						a[0][0] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi), a[0][0]);
+						a[0][1] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi + 16), a[0][1]);
+						a[0][2] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi + 32), a[0][2]);
+						a[0][3] = _mm512_fmadd_ps(b, _mm512_loadu_ps(vi + 48), a[0][3]);
+					}
+				} else if (nr == 4 && nc == 4) {
 					for (i = i0; i < i1; i++) {
 						const float *vi = v + i * hd + c0;
 						__m512 v0 = _mm512_loadu_ps(vi), v1 = _mm512_loadu_ps(vi + 16);
@@ -156,32 +150,22 @@ attn_pv_avx512(float *o, int64_t ldo, const float *p, const float *v, int64_t nq
 
 /* ---- AVX2: 8 keys a vector --------------------------------------------- */
 
-static inline __attribute__((always_inline)) void
-attn_pack_kt8(float *kt, const float *k, int64_t nk, int64_t hd)
-{
-	int64_t d, j;
-	if (nk < 8)
-		memset(kt, 0, (size_t)hd * 8 * sizeof(float));
-	for (j = 0; j < nk; j++)
-		for (d = 0; d < hd; d++)
-			kt[d * 8 + j] = k[j * hd + d];
-}
-
+/* As attn_qk_avx512, 24 keys (three half blocks) × 4 queries a pass, 12
+ * accumulators.  A half block that starts at or past nvis is read from the
+ * first one instead (in the panel; its sums are not stored). */
 static __attribute__((target("avx2,fma"))) void
-attn_qk_avx2(float *s, const float *q, int64_t ldq, const float *k, int64_t nq,
+attn_qk_avx2(float *s, const float *q, int64_t ldq, const float *kt, int64_t nq,
     int64_t nvis, int64_t hd, float scale)
 {
-	float kt[3 * ATTN_MAX_HD * 8] __attribute__((aligned(32)));
 	const __m256 vs = _mm256_set1_ps(scale);
-	int64_t i0, t, d, b, c;
+	int64_t i0, t, d, c;
 
-	/* 24 keys (three packed blocks) × 4 queries: 12 accumulators */
 	for (i0 = 0; i0 < nvis; i0 += 24) {
 		int64_t nk = nvis - i0 < 24 ? nvis - i0 : 24;
-		for (b = 0; b < 3; b++) {
-			int64_t nb = nk - 8 * b;
-			attn_pack_kt8(kt + b * hd * 8, k + (i0 + 8 * b) * hd,
-			    nb < 0 ? 0 : nb > 8 ? 8 : nb, hd);
+		const float *kc[3];
+		for (c = 0; c < 3; c++) {
+			int64_t j = i0 + 8 * c < nvis ? i0 + 8 * c : i0;
+			kc[c] = kt + (j / 16) * 16 * hd + j % 16;
 		}
 		for (t = 0; t < nq; t += 4) {
 			int64_t r, nr = nq - t < 4 ? nq - t : 4;
@@ -190,9 +174,9 @@ attn_qk_avx2(float *s, const float *q, int64_t ldq, const float *k, int64_t nq,
 				a[r][0] = a[r][1] = a[r][2] = _mm256_setzero_ps();
 			if (nr == 4) {
 				for (d = 0; d < hd; d++) {
-					__m256 k0 = _mm256_load_ps(kt + d * 8);
-					__m256 k1 = _mm256_load_ps(kt + (hd + d) * 8);
-					__m256 k2 = _mm256_load_ps(kt + (2 * hd + d) * 8);
+					__m256 k0 = _mm256_loadu_ps(kc[0] + d * 16);
+					__m256 k1 = _mm256_loadu_ps(kc[1] + d * 16);
+					__m256 k2 = _mm256_loadu_ps(kc[2] + d * 16);
 #pragma GCC unroll 4
 					for (r = 0; r < 4; r++) {
 						__m256 bq = _mm256_set1_ps(q[(t + r) * ldq + d]);
@@ -207,7 +191,7 @@ attn_qk_avx2(float *s, const float *q, int64_t ldq, const float *k, int64_t nq,
 						__m256 bq = _mm256_set1_ps(q[(t + r) * ldq + d]);
 						for (c = 0; c < 3; c++)
 							a[r][c] = _mm256_fmadd_ps(bq,
-							    _mm256_load_ps(kt + (c * hd + d) * 8), a[r][c]);
+							    _mm256_loadu_ps(kc[c] + d * 16), a[r][c]);
 					}
 			}
 			for (r = 0; r < nr; r++) {
@@ -238,7 +222,14 @@ attn_pv_avx2(float *o, int64_t ldo, const float *p, const float *v, int64_t nq,
 					for (c = 0; c < nc; c++)
 						a[r][c] = i0 ? _mm256_loadu_ps(o + (t + r) * ldo + c0 + 8 * c)
 						    : _mm256_setzero_ps();
-				if (nr == 4 && nc == 2) {
+				if (nr == 1 && nc == 2) { /* decode: one query */
+					for (i = i0; i < i1; i++) {
+						const float *vi = v + i * hd + c0;
+						__m256 b = _mm256_set1_ps(p[t * nvis + i]);
+						a[0][0] = _mm256_fmadd_ps(b, _mm256_loadu_ps(vi), a[0][0]);
+						a[0][1] = _mm256_fmadd_ps(b, _mm256_loadu_ps(vi + 8), a[0][1]);
+					}
+				} else if (nr == 4 && nc == 2) {
 					for (i = i0; i < i1; i++) {
 						const float *vi = v + i * hd + c0;
 						__m256 v0 = _mm256_loadu_ps(vi), v1 = _mm256_loadu_ps(vi + 8);
@@ -274,20 +265,53 @@ attn_pv_avx2(float *o, int64_t ldo, const float *p, const float *v, int64_t nq,
 }
 #endif /* KERN_X86 */
 
+size_t
+kern_cpu_attn_kt_floats(int64_t nk, int64_t hd)
+{
+#if KERN_X86
+	if (kern_cpu_simd_level() >= KERN_CPU_SIMD_AVX2)
+		return (size_t)((nk + KERN_CPU_ATTN_KT_ALIGN - 1) / KERN_CPU_ATTN_KT_ALIGN *
+		    KERN_CPU_ATTN_KT_ALIGN) * (size_t)hd;
+#endif
+	(void)nk;
+	(void)hd;
+	return 0;
+}
+
 void
-kern_cpu_attn_qk(float *s, const float *q, int64_t ldq, const float *k, int64_t nq,
-    int64_t nvis, int64_t hd, float scale)
+kern_cpu_attn_kt_pack(float *kt, const float *k, int64_t nk, int64_t i0, int64_t i1, int64_t hd)
+{
+	int64_t j, d, end = i1;
+	if (i1 == nk) /* the padding up to the panel's end: zeros */
+		end = (nk + KERN_CPU_ATTN_KT_ALIGN - 1) / KERN_CPU_ATTN_KT_ALIGN *
+		    KERN_CPU_ATTN_KT_ALIGN;
+	for (j = i0; j < end; j++) {
+		float *dst = kt + (j / 16) * 16 * hd + j % 16;
+		if (j < i1)
+			for (d = 0; d < hd; d++)
+				dst[d * 16] = k[j * hd + d];
+		else
+			for (d = 0; d < hd; d++)
+				dst[d * 16] = 0.0f;
+	}
+}
+
+void
+kern_cpu_attn_qk(float *s, const float *q, int64_t ldq, const float *k, const float *kt,
+    int64_t nq, int64_t nvis, int64_t hd, float scale)
 {
 #if KERN_X86
 	int lvl = kern_cpu_simd_level();
-	if (hd <= ATTN_MAX_HD && lvl >= KERN_CPU_SIMD_AVX512) {
-		attn_qk_avx512(s, q, ldq, k, nq, nvis, hd, scale);
+	if (kt && lvl >= KERN_CPU_SIMD_AVX512) {
+		attn_qk_avx512(s, q, ldq, kt, nq, nvis, hd, scale);
 		return;
 	}
-	if (hd <= ATTN_MAX_HD && lvl >= KERN_CPU_SIMD_AVX2) {
-		attn_qk_avx2(s, q, ldq, k, nq, nvis, hd, scale);
+	if (kt && lvl >= KERN_CPU_SIMD_AVX2) {
+		attn_qk_avx2(s, q, ldq, kt, nq, nvis, hd, scale);
 		return;
 	}
+#else
+	(void)kt;
 #endif
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)nvis, (int)hd,
 	    scale, q, (int)ldq, k, (int)hd, 0.0f, s, (int)nvis);

@@ -48,9 +48,24 @@ float kern_cpu_dot_f32(const float *a, const float *b, int64_t n);
  * apart, p rows nvis apart, v rows hd apart).  At AVX2 and AVX-512 each
  * element is one chain of FMAs in order (over d for a logit, then × scale;
  * over the units for an output), the same bits at both levels; the scalar
- * level calls sgemm. */
-void kern_cpu_attn_qk(float *s, const float *q, int64_t ldq, const float *k, int64_t nq,
-    int64_t nvis, int64_t hd, float scale);
+ * level calls sgemm.
+ *
+ * The logits read k transposed, from a panel packed once per KV head and
+ * shared by every query that reads those keys: kern_cpu_attn_kt_floats(nk,
+ * hd) floats for nk keys (nk rounded up to KERN_CPU_ATTN_KT_ALIGN), or 0
+ * at the scalar level, which has no panel; kern_cpu_attn_kt_pack writes
+ * keys [i0, i1) of k into it (i0 a multiple of KERN_CPU_ATTN_KT_ALIGN, so
+ * that threads packing different ranges touch different cache lines; the
+ * call with i1 == nk also zeroes the padding); kern_cpu_attn_qk reads the
+ * first nvis <= nk keys from kt, or from k by sgemm when kt is NULL or the
+ * level is scalar (so k is always given).  The layout does not depend on
+ * the level: key j, dimension d at kt[(j / 16)·16·hd + d·16 + j % 16]. */
+#define KERN_CPU_ATTN_KT_ALIGN 32
+size_t kern_cpu_attn_kt_floats(int64_t nk, int64_t hd);
+void kern_cpu_attn_kt_pack(float *kt, const float *k, int64_t nk, int64_t i0, int64_t i1,
+    int64_t hd);
+void kern_cpu_attn_qk(float *s, const float *q, int64_t ldq, const float *k, const float *kt,
+    int64_t nq, int64_t nvis, int64_t hd, float scale);
 void kern_cpu_attn_pv(float *o, int64_t ldo, const float *p, const float *v, int64_t nq,
     int64_t nvis, int64_t hd);
 

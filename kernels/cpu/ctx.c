@@ -123,7 +123,8 @@ kern_ctx_init(struct kern_ctx **out, int n_threads)
 		n_threads = n > 0 ? (int)n : 1;
 	}
 	/* the last scratch slot is ops.c's shared buffer (the quantized
-	 * activations the caller hands every thread), never a thread's own:
+	 * activations the caller hands every thread, the attention's packed
+	 * keys), never a thread's own:
 	 * with 64 threads (a 64-core machine's default) thread 63's scratch
 	 * was that buffer, and growing it freed what the others read */
 	if (n_threads > KERN_MAX_THREADS - 1)

@@ -19,8 +19,11 @@
  *
  * Attention is computed per query head and block of queries: scores against
  * the head's rotated keys, causal mask, softmax, then the product with the
- * values (both products attn_gemm.c's, not sgemm: see there).  Nothing is allocated per call except per-thread scratch, which
- * grows once and is kept.
+ * values (both products attn_gemm.c's, not sgemm: see there).  The keys
+ * are packed transposed once per KV head for the whole call, before the
+ * tasks, into the shared scratch slot, and every query head of the group
+ * reads that panel.  Nothing is allocated per call except scratch, which
+ * grows once and is kept (and the statistics' per-block sums).
  */
 #include <cblas.h>
 #include <math.h>
@@ -34,7 +37,9 @@
 #define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
 #define KERN_GEMM_BLOCK_ROWS 48 /* weight rows per sgemm call; fixed so that results
 				  * do not depend on the thread count */
-#define KERN_ATTN_QBLOCK 32
+#define KERN_ATTN_QBLOCK 32    /* queries per attention block */
+#define KERN_ATTN_PACK_KEYS 512 /* keys per unit of work packing the kᵀ panels
+				 * (a multiple of KERN_CPU_ATTN_KT_ALIGN) */
 /* the weight types whose prefills run on the integer dots (a bit per type):
  * every quantized one (bench_quant prefill: with vec_tile.c's tiles the dots
  * are 2.3-3.9x faster than dequantize + sgemm on one thread, Q3_K too,
@@ -42,7 +47,7 @@
 #define KERN_PREFILL_QDOT_TYPES (1ull << KERN_TYPE_Q4_0 | 1ull << KERN_TYPE_Q4_1 | \
 	1ull << KERN_TYPE_Q5_0 | 1ull << KERN_TYPE_Q5_1 | 1ull << KERN_TYPE_Q8_0 | \
 	1ull << KERN_TYPE_Q2_K | 1ull << KERN_TYPE_Q3_K | 1ull << KERN_TYPE_Q4_K | \
-	1ull << KERN_TYPE_Q5_K | 1ull << KERN_TYPE_Q6_K)      /* queries per attention block */
+	1ull << KERN_TYPE_Q5_K | 1ull << KERN_TYPE_Q6_K)
 
 void openblas_set_num_threads(int n); /* OpenBLAS extension, not in cblas.h everywhere */
 
@@ -486,20 +491,55 @@ struct kern_attn_job {
 	float *partial; /* (n_qblocks, n_head, stride) per-task stat sums, reduced in
 			 * q-block order so the result does not depend on threads */
 	float *pmax;    /* (n_qblocks, n_head, stride) per-task restricted maxima */
+	/* kᵀ panels (attn_gemm.c), NULL: none (decode, the scalar level):
+	 * KV head g's keys at kt + g·kt_floats, its PoD anchor keys at
+	 * kt + (n_kv_head + g)·kt_floats */
+	float *kt;
+	size_t kt_floats;
+	int64_t kt_units; /* pack units of KERN_ATTN_PACK_KEYS per panel */
+	int kt_sets;      /* 1, or 2 with PoD's anchor keys */
 	int err;
 };
 
-/* s(nq, nvis) = scale · q·kᵀ, q rows ld apart. */
+/* s(nq, nvis) = scale · q·kᵀ, q rows ld apart; kt: k's panel or NULL. */
 static void
-kern_attn_logits(float *s, const float *q, const float *k, int64_t nq, int64_t nvis,
-    int64_t hd, int64_t ld, float scale)
+kern_attn_logits(float *s, const float *q, const float *k, const float *kt, int64_t nq,
+    int64_t nvis, int64_t hd, int64_t ld, float scale)
 {
 	int64_t i;
 	if (nq == 1) {
 		for (i = 0; i < nvis; i++)
 			s[i] = kern_cpu_dot_f32(q, k + i * hd, hd) * scale;
 	} else {
-		kern_cpu_attn_qk(s, q, ld, k, nq, nvis, hd, scale);
+		kern_cpu_attn_qk(s, q, ld, k, kt, nq, nvis, hd, scale);
+	}
+}
+
+/* The panel of KV head g's keys (a = 0) or anchor keys (a = 1), or NULL. */
+static float *
+kern_attn_kt(const struct kern_attn_job *j, int64_t g, int a)
+{
+	return j->kt ? j->kt + (size_t)(a * j->n_kv_head + g) * j->kt_floats : NULL;
+}
+
+/* Packs every panel, KERN_ATTN_PACK_KEYS keys a unit, units split over
+ * the threads. */
+static void
+kern_attn_pack_worker(void *arg, int ith, int nth)
+{
+	struct kern_attn_job *j = arg;
+	int64_t lo, hi, u;
+	kern_cpu_split(j->kt_sets * j->n_kv_head * j->kt_units, 1, ith, nth, &lo, &hi);
+	for (u = lo; u < hi; u++) {
+		int64_t p = u / j->kt_units, g = p % j->n_kv_head;
+		int a = (int)(p / j->n_kv_head);
+		const struct kern_attn_head *kh = &j->heads[g];
+		const float *k = a ? kh->ka : kh->k;
+		int64_t i0 = (u % j->kt_units) * KERN_ATTN_PACK_KEYS;
+		int64_t i1 = kh->n_kv - i0 < KERN_ATTN_PACK_KEYS ? kh->n_kv : i0 + KERN_ATTN_PACK_KEYS;
+		if (k && i0 < kh->n_kv)
+			kern_cpu_attn_kt_pack(kern_attn_kt(j, g, a), k, kh->n_kv, i0, i1,
+			    j->head_dim);
 	}
 }
 
@@ -510,7 +550,8 @@ kern_attn_pod_logits(const struct kern_attn_job *j, const struct kern_attn_head 
     int64_t h, int64_t t0, int64_t nq, int64_t nvis, float *s, float *sa)
 {
 	int64_t hd = j->head_dim, ld = j->n_head * hd, t, i;
-	kern_attn_logits(sa, kh->qa + t0 * ld + h * hd, kh->ka, nq, nvis, hd, ld, j->scale);
+	kern_attn_logits(sa, kh->qa + t0 * ld + h * hd, kh->ka, kern_attn_kt(j, kh - j->heads, 1),
+	    nq, nvis, hd, ld, j->scale);
 	for (t = 0; t < nq; t++) {
 		uint32_t qp = kh->qpos[t0 + t];
 		for (i = 0; i < nvis; i++) {
@@ -565,7 +606,7 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 	    (kh->ka ? 2 : 1));
 	if (!s)
 		return KERN_ERR_NOMEM;
-	kern_attn_logits(s, q, kh->k, nq, nvis, hd, ld, j->scale);
+	kern_attn_logits(s, q, kh->k, kern_attn_kt(j, g, 0), nq, nvis, hd, ld, j->scale);
 	if (kh->ka)
 		kern_attn_pod_logits(j, kh, h, t0, nq, nvis, s, s + nq * nvis);
 	if (kh->bias) /* a refit cut's per-unit bias */
@@ -590,20 +631,7 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 		}
 	}
 	(void)nth;
-	if (nq == 1) {
-		float acc[512];
-		memset(acc, 0, (size_t)hd * sizeof(float));
-		for (i = 0; i < nvis; i++) {
-			const float *v = kh->v + i * hd;
-			float p = s[i];
-			int64_t d;
-			for (d = 0; d < hd; d++)
-				acc[d] += p * v[d];
-		}
-		memcpy(o, acc, (size_t)hd * sizeof(float));
-	} else {
-		kern_cpu_attn_pv(o, ld, s, kh->v, nq, nvis, hd);
-	}
+	kern_cpu_attn_pv(o, ld, s, kh->v, nq, nvis, hd);
 	return KERN_OK;
 }
 
@@ -627,15 +655,19 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
     const struct kern_attn_head *heads, float scale, struct kern_attn_stats *st)
 {
 	struct kern_attn_job j;
-	int64_t g;
-	int64_t t;
+	int64_t g, t, max_kv = 0;
 
 	if (n_kv_head <= 0 || n_head % n_kv_head || head_dim > 512 || n_tok <= 0)
 		return KERN_ERR_SHAPE;
-	for (g = 0; g < n_kv_head; g++)
+	memset(&j, 0, sizeof(j));
+	j.kt_sets = 1;
+	for (g = 0; g < n_kv_head; g++) {
 		if (heads[g].n_kv < n_tok || (st && heads[g].n_kv > st->stride))
 			return KERN_ERR_SHAPE;
-	memset(&j, 0, sizeof(j));
+		max_kv = heads[g].n_kv > max_kv ? heads[g].n_kv : max_kv;
+		if (heads[g].ka)
+			j.kt_sets = 2;
+	}
 	j.ctx = ctx;
 	j.out = out;
 	j.q = q;
@@ -648,6 +680,19 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 	j.n_qblocks = (n_tok + KERN_ATTN_QBLOCK - 1) / KERN_ATTN_QBLOCK;
 	if (st && st->max && (!st->dom_from || st->n_lead < 0))
 		return KERN_ERR_SHAPE;
+	/* kᵀ packed once per KV head (and anchor) for the whole call, into the
+	 * shared scratch slot (the matmul's, which no attention uses): at most
+	 * one layer's keys in f32, 32 MiB for the 1.5B at 32K (docs/
+	 * ARCHITECTURE.md); decode's one query takes dot products instead */
+	j.kt_floats = n_tok > 1 ? kern_cpu_attn_kt_floats(max_kv, head_dim) : 0;
+	if (j.kt_floats) {
+		j.kt = kern_ctx_scratch(ctx, KERN_MAX_THREADS - 1, (size_t)j.kt_sets *
+		    (size_t)n_kv_head * j.kt_floats * sizeof(float));
+		if (!j.kt)
+			return KERN_ERR_NOMEM;
+		j.kt_units = (max_kv + KERN_ATTN_PACK_KEYS - 1) / KERN_ATTN_PACK_KEYS;
+		kern_parallel(ctx, kern_attn_pack_worker, &j);
+	}
 	if (st) {
 		size_t per = (size_t)n_head * (size_t)st->stride;
 		j.st = st;
