@@ -370,9 +370,10 @@ fwd_stat_reserve(struct eng_ctx *c, int64_t stride)
 enum fwd_want { FWD_WANT_NONE, FWD_WANT_LAST, FWD_WANT_LIST };
 
 /* Whether a chunk wants no logits: then the last layer's output is read by
- * nothing (its keys and values are, and a hook's view of its attention),
- * so its attention product, output projection and FFN are skipped — every
- * prefill chunk but the last, and kvzip's reconstruction. */
+ * nothing (its keys and values are, and a hook's view of its attention), so
+ * its output projection and FFN are skipped, and its attention when no
+ * statistics are asked of it: every prefill chunk but the last, and kvzip's
+ * reconstruction (which keeps the attention, for its scores). */
 static int
 fwd_no_logits(int mode, const uint8_t *want, int64_t n)
 {
