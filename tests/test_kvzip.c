@@ -39,6 +39,11 @@
  *                      score of every unit a 1/4 ingest in the same chunks
  *                      keeps; sinks 0, the rest finite and < 0; wrong
  *                      policies and lengths refused
+ *   unread_tail        a chunk that wants no logits skips its last layer's
+ *                      attention product, output projection and FFN: the
+ *                      cache, the last logits and a scoring chunk's
+ *                      statistics at every layer are bitwise those of the
+ *                      same chunks run with every logit wanted
  */
 #include <math.h>
 #include <stdint.h>
@@ -931,6 +936,129 @@ test_train_labels(void)
 	return TAP_PASS;
 }
 
+/* ---- the last layer's unread output ------------------------------------- */
+
+struct stat_log {
+	int n_layer, n_head;
+	int64_t stride;
+	float *stat; /* (n_layer, n_head, stride): every layer's restricted maxima */
+};
+
+static int
+stat_log_hook(void *arg, struct eng_kv *kv, int layer, const struct eng_fwd_layer_info *info)
+{
+	struct stat_log *s = arg;
+	int64_t w = info->stat_stride < s->stride ? info->stat_stride : s->stride;
+	int h;
+	(void)kv;
+	for (h = 0; h < s->n_head; h++)
+		memcpy(s->stat + ((size_t)layer * (size_t)s->n_head + (size_t)h) * (size_t)s->stride,
+		    info->stat + (size_t)h * (size_t)info->stat_stride, (size_t)w * sizeof(float));
+	return 0;
+}
+
+/* Whether two pools hold the same units bit for bit (keys both ways, values). */
+static int
+pools_equal(const struct eng_kv *a, const struct eng_kv *b)
+{
+	size_t hd = (size_t)a->head_dim, row;
+	int l, m;
+	for (l = 0; l < a->n_layer; l++)
+		for (m = 0; m < a->n_head_kv; m++) {
+			const struct eng_kv_layer *A = &a->layer[l], *B = &b->layer[l];
+			if (A->len[m] != B->len[m])
+				return 0;
+			row = (size_t)A->len[m] * hd * sizeof(float);
+			if (memcmp(A->k + (size_t)A->off[m] * hd, B->k + (size_t)B->off[m] * hd, row) ||
+			    memcmp(A->kr + (size_t)A->off[m] * hd, B->kr + (size_t)B->off[m] * hd, row) ||
+			    memcmp(A->v + (size_t)A->off[m] * hd, B->v + (size_t)B->off[m] * hd, row))
+				return 0;
+		}
+	return 1;
+}
+
+/* A chunk that wants no logits skips its last layer's attention product,
+ * output projection and FFN (engine/run/forward.c): the cache, the last
+ * logits and kvzip's statistics at every layer, the last included, are
+ * bitwise those of the same chunks run whole (every logit wanted). */
+static enum tap_result
+test_unread_tail(void)
+{
+	const struct eng_hparams *hp;
+	struct eng_kv *ka = NULL, *kb = NULL;
+	struct eng_ctx *c = NULL;
+	struct eng_fwd_hook hook;
+	struct stat_log sa, sb;
+	int32_t *ids = NULL;
+	uint8_t *want;
+	float *la, *lb, *lrow;
+	int64_t n, lo, *dom;
+	int rc, i;
+
+	TAP_CHECK(!open_model(), "model");
+	hp = &g_m->hp;
+	n = doc_ids(&ids);
+	lo = n / 2;
+	want = malloc((size_t)n);
+	la = malloc((size_t)hp->n_vocab * sizeof(float));
+	lb = malloc((size_t)n * (size_t)hp->n_vocab * sizeof(float));
+	lrow = malloc((size_t)hp->n_vocab * sizeof(float));
+	dom = malloc((size_t)hp->n_layer * (size_t)hp->n_head_kv * sizeof(int64_t));
+	TAP_CHECK(want && la && lb && lrow && dom, "oom");
+	memset(want, 1, (size_t)n);
+	TAP_CHECK(!eng_ctx_init(&c, g_m, 2, 64), "ctx");
+	TAP_CHECK(!eng_kv_init(&ka, g_m, 2 * n) && !eng_kv_init(&kb, g_m, 2 * n), "pools");
+	/* a prefill in chunks of 64: all but the last skip the tail in ka */
+	rc = eng_forward(c, ka, ids, lo, NULL, la);
+	TAP_CHECK(rc == 0, "prefill: %s", eng_strerror(rc));
+	rc = eng_forward(c, kb, ids, lo, want, lb);
+	TAP_CHECK(rc == 0, "prefill, every logit: %s", eng_strerror(rc));
+	TAP_CHECK(!memcmp(la, lb + (size_t)(lo - 1) * (size_t)hp->n_vocab,
+	    (size_t)hp->n_vocab * sizeof(float)), "the last logits differ");
+	TAP_CHECK(pools_equal(ka, kb), "the caches differ after the prefill");
+	/* a scoring chunk as kvzip's reconstruction runs it, with and without
+	 * the last logits */
+	for (i = 0; i < hp->n_layer * hp->n_head_kv; i++)
+		dom[i] = lo / 2;
+	sa.n_layer = sb.n_layer = hp->n_layer;
+	sa.n_head = sb.n_head = hp->n_head;
+	sa.stride = sb.stride = n;
+	sa.stat = calloc((size_t)hp->n_layer * (size_t)hp->n_head * (size_t)n, sizeof(float));
+	sb.stat = calloc((size_t)hp->n_layer * (size_t)hp->n_head * (size_t)n, sizeof(float));
+	TAP_CHECK(sa.stat && sb.stat, "oom");
+	memset(&hook, 0, sizeof(hook));
+	hook.after_attn = stat_log_hook;
+	hook.stat_from = 0;
+	hook.dom_from = dom;
+	hook.n_lead = 4;
+	hook.arg = &sa;
+	rc = eng_forward_chunk_hooked(c, ka, ids + lo, n - lo < 64 ? n - lo : 64, NULL, &hook);
+	TAP_CHECK(rc == 0, "scoring chunk: %s", eng_strerror(rc));
+	hook.arg = &sb;
+	rc = eng_forward_chunk_hooked(c, kb, ids + lo, n - lo < 64 ? n - lo : 64, lrow, &hook);
+	TAP_CHECK(rc == 0, "scoring chunk with logits: %s", eng_strerror(rc));
+	TAP_CHECK(!memcmp(sa.stat, sb.stat, (size_t)hp->n_layer * (size_t)hp->n_head *
+	    (size_t)n * sizeof(float)), "the statistics differ");
+	for (i = 0; i < hp->n_head * (int)n; i++)
+		if (sa.stat[(size_t)(hp->n_layer - 1) * (size_t)hp->n_head * (size_t)n + (size_t)i] >
+		    0.0f)
+			break;
+	TAP_CHECK(i < hp->n_head * (int)n, "the last layer's statistics are all zero");
+	TAP_CHECK(pools_equal(ka, kb), "the caches differ after the scoring chunk");
+	free(sa.stat);
+	free(sb.stat);
+	free(ids);
+	free(want);
+	free(la);
+	free(lb);
+	free(lrow);
+	free(dom);
+	eng_kv_free(ka);
+	eng_kv_free(kb);
+	eng_ctx_free(c);
+	return TAP_PASS;
+}
+
 static const struct tap_test tests[] = {
 	{ "keep_all_is_full", test_keep_all_is_full },
 	{ "scores_by_hand", test_scores_by_hand },
@@ -943,6 +1071,7 @@ static const struct tap_test tests[] = {
 	{ "tail_and_demote", test_tail_and_demote },
 	{ "refit", test_refit },
 	{ "train_labels", test_train_labels },
+	{ "unread_tail", test_unread_tail },
 };
 
 static int

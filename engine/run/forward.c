@@ -369,6 +369,23 @@ fwd_stat_reserve(struct eng_ctx *c, int64_t stride)
 
 enum fwd_want { FWD_WANT_NONE, FWD_WANT_LAST, FWD_WANT_LIST };
 
+/* Whether a chunk wants no logits: then the last layer's output is read by
+ * nothing (its keys and values are, and a hook's view of its attention), so
+ * its output projection and FFN are skipped, and its attention when no
+ * statistics are asked of it: every prefill chunk but the last, and kvzip's
+ * reconstruction (which keeps the attention, for its scores). */
+static int
+fwd_no_logits(int mode, const uint8_t *want, int64_t n)
+{
+	int64_t t;
+	if (mode == FWD_WANT_LAST)
+		return 0;
+	for (t = 0; mode == FWD_WANT_LIST && t < n; t++)
+		if (want[t])
+			return 0;
+	return 1;
+}
+
 static int
 fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, int mode,
     const uint8_t *want, float *logits, const struct eng_fwd_hook *hook)
@@ -379,13 +396,14 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	struct kern_ctx *kc = c->kern;
 	int64_t E = hp->n_embd, t, j;
 	float scale = 1.0f / sqrtf((float)hp->head_dim);
-	int l, rc;
+	int l, rc, dead = fwd_no_logits(mode, want, n);
 
 	for (t = 0; t < n; t++)
 		c->pos[t] = kv->next_pos + (uint32_t)t;
 	FWD_CHECK(ops->get_rows(kc, c->x, &m->tok_embd, ids, n));
 	for (l = 0; l < hp->n_layer; l++) {
 		const struct eng_layer *L = &m->layers[l];
+		int last_dead = dead && l == hp->n_layer - 1; /* its output unread */
 		FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, L->attn_norm, n, E, hp->rms_eps));
 		if ((rc = fwd_qkv(c, L, n)))
 			return rc;
@@ -423,7 +441,7 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 			}
 			FWD_CHECK(ops->attention(kc, c->att, c->q, n, hp->n_head, hp->n_head_kv,
 			    hp->head_dim, c->heads, scale, &st));
-		} else {
+		} else if (!last_dead) {
 			FWD_CHECK(ops->attention(kc, c->att, c->q, n, hp->n_head, hp->n_head_kv,
 			    hp->head_dim, c->heads, scale, NULL));
 		}
@@ -440,6 +458,8 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 			if ((rc = hook->after_attn(hook->arg, kv, l, &info)))
 				return rc;
 		}
+		if (last_dead)
+			break;
 		FWD_CHECK(ops->matmul(kc, c->proj, &L->wo, c->att, n));
 		if ((rc = fwd_bias(c, c->proj, L->bo, n, E)))
 			return rc;
