@@ -58,8 +58,9 @@ for what, tokens in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("d
 kz = json.loads(sys.argv[4])
 if not kz:
     sys.exit(0)
-b = find(ref, "prefill", 8192)
+# against llama.cpp's longest prefill measured (8192 unless MAX_LEN cut it)
+longest = max((r for r in ref if r["what"] == "prefill"), key=lambda r: r["tokens"])
 rate = kz["tokens"] / kz["seconds"]
 print(f"| kvzip ingest to a snapshot at 1/4 (GPL-3) vs llama.cpp prefill | {kz['tokens']} | "
-      f"{rate:.1f} | {b['tok_s']:.1f} (8192) | {rate / b['tok_s']:.2f} |")
+      f"{rate:.1f} | {longest['tok_s']:.1f} ({longest['tokens']}) | {rate / longest['tok_s']:.2f} |")
 PY
