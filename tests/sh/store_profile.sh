@@ -108,6 +108,11 @@ answered() { python3 -c '
 import json, sys
 e = [json.loads(l) for l in sys.stdin if l.strip()]
 assert e[-1]["event"] == "result" and e[-1]["tokens"] > 0, e[-1]' < "$T/out"; }
+# the ingest's result skipped the document, naming a stored snapshot of $1 units
+skipped_with() { python3 -c '
+import json, sys
+r = json.loads(sys.stdin.readline())
+assert r["skipped"] is True and r["units"] == int(sys.argv[1]), (r, sys.argv[1])' "$1" < "$T/out"; }
 expect_rc "plain ingest" 0 "$K" ingest "${L[@]}" "$T/v1.txt" --name plain
 [ "$(prof plain)" = "0.5 q6h" ]; _s=$?; ok "  stored kvzip ratio 0.5, quant q6h (info --json): '$(prof plain)'" $_s
 expect_rc "ingest under the first default (--ratio 1/4 --quant fp16)" 0 "$K" ingest "${L[@]}" --ratio 1/4 --quant fp16 "$T/v2.txt" --name old
@@ -126,10 +131,7 @@ DPID=$!
 wait_ready daemon_ready "$S"; ok "kvsnapd starts with the default profile" $?
 u=$(units_of mid q8)
 expect_rc "a plain ingest of the document holding both old defaults" 0 "$K" ingest -s "$S" --json "$T/v3.txt" --name mid
-python3 -c '
-import json, sys
-r = json.loads(sys.stdin.readline())
-assert r["skipped"] is True and r["units"] == int(sys.argv[1]), (r, sys.argv[1])' "$u" < "$T/out"
+skipped_with "$u"
 ok "  skips it, picking the latest old default's (q8, $u units) over the first's" $?
 expect_rc "through kvsnapd: a plain query of the old document" 0 "$K" query -s "$S" --json -n 4 old "What is the code word?"
 answered; ok "  answers" $?
@@ -141,10 +143,7 @@ expect_rc "ingest --force" 0 "$K" ingest -s "$S" --force "$T/v2.txt" --name old
 [ "$(prof old)" = "0.25 fp16 | 0.5 q6h" ]; _s=$?; ok "  adds the default's snapshot, the old one kept: '$(prof old)'" $_s
 u=$(units_of old q6h)
 expect_rc "a plain ingest after it" 0 "$K" ingest -s "$S" --json "$T/v2.txt" --name old
-python3 -c '
-import json, sys
-r = json.loads(sys.stdin.readline())
-assert r["skipped"] is True and r["units"] == int(sys.argv[1]), (r, sys.argv[1])' "$u" < "$T/out"
+skipped_with "$u"
 ok "  skips it, picking the default's snapshot ($u units) over the old one" $?
 kill -TERM "$DPID"; wait_exit; ok "kvsnapd stops cleanly" $?
 expect_rc "the store verifies" 0 "$K" verify
