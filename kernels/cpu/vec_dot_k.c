@@ -14,9 +14,13 @@
  *   scalar  the reference: unpacks a super-block (u, sc, mn) and sums.
  *   avx2    every type straight from the packed bits (u8·s8 pairs with
  *           vpmaddubsw, then vpmaddwd by the sub-block scale, into int32
- *           lanes; one f32 FMA per super-block; mins and offsets by one
- *           vpmaddwd against bsums).  AVX-512 runs these too.
- * The levels differ from scalar only in the order of the f32 sums over
+ *           lanes; mins and offsets by one vpmaddwd against bsums).
+ *           AVX-512 runs these too.  Q4_K, Q5_K and Q6_K end each
+ *           super-block in the one f32 tail of simd_x86.h (kern_kq_fma:
+ *           exact int32 totals, scalar f32 chains), which the tiles and
+ *           AMX tiles of vec_tile*.c reproduce bit for bit; Q2_K and Q3_K
+ *           keep one f32 FMA per super-block on the 8 int32 lanes.
+ * The levels differ from scalar only in the f32 rounding of the sums over
  * super-blocks (see vec_dot.c for the bound the tests use).
  */
 #include <string.h>
@@ -209,15 +213,14 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
  * saturation.
  * The scales go to int16 lanes once per block and each sub-block's is
  * spread by a byte shuffle; the mins, each twice, meet the bsums in one
- * vpmaddwd (lane j: sub-block j's min · its 32 quants' sum) and are
- * accumulated as a vector, so nothing is summed across lanes until the end
- * (vec_tile.c's kernels take the same steps). */
+ * vpmaddwd (lane j: sub-block j's min · its 32 quants' sum); both end the
+ * super-block as exact int32 totals in the f32 tail (kern_kq_fma). */
 static KERN_AVX2 float
 kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	__m256i spread[8]; /* int16 lane j of 8 into every lane */
-	__m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+	float acc = 0.0f, accm = 0.0f;
 	int64_t ib;
 	int g;
 
@@ -235,8 +238,8 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 		kern_avx2_scales_k4(b + 4, sc);
 		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
 		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-		accm = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b + 2) * y[ib].d),
-		    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, kern_avx2_mins_dup(sc))), accm);
+		accm = kern_kq_fma(kern_avx2_h2f(b + 2) * y[ib].d,
+		    kern_avx2_hsum_i32(_mm256_madd_epi16(bs, kern_avx2_mins_dup(sc))), accm);
 		for (g = 0; g < 4; g++) {
 			__m256i lo, hi;
 
@@ -249,10 +252,9 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 			    _mm256_shuffle_epi8(scales, spread[2 * g + 1]));
 			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(lo, hi));
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b) * y[ib].d),
-		    _mm256_cvtepi32_ps(sumi), acc);
+		acc = kern_kq_fma(kern_avx2_h2f(b) * y[ib].d, kern_avx2_hsum_i32(sumi), acc);
 	}
-	return kern_avx2_hsum(acc) - kern_avx2_hsum(accm);
+	return acc - accm;
 }
 
 /* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants
@@ -260,12 +262,12 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
  * at 0, 2, 4, 6); u ≤ 63, |y| ≤ 127, so the pair sums fit int16.  The 16
  * int8 scales go to int16 lanes once per block; run k of half h takes
  * [sc(8h+2k) ×8 | sc(8h+2k+1) ×8] by a byte shuffle of half h; the offset
- * 32·Σ sc·bsums is one vpmaddwd, accumulated as a vector. */
+ * 32·Σ sc·bsums is one vpmaddwd, taken off the lanes before the tail. */
 static KERN_AVX2 float
 kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 {
 	__m256i pick[4];
-	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
+	float acc = 0.0f;
 	int64_t ib;
 	int h, k;
 
@@ -291,11 +293,11 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 				    _mm256_shuffle_epi8(sch, pick[k])));
 			}
 		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
-		acco = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
-		    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
+		/* the offset: sumi − 32·Σ sc·bsums */
+		sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
+		acc = kern_kq_fma(dd, kern_avx2_hsum_i32(sumi), acc);
 	}
-	return kern_avx2_hsum(acc) - kern_avx2_hsum(acco);
+	return acc;
 }
 #endif /* KERN_X86 */
 
