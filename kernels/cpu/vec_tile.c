@@ -353,12 +353,12 @@ kern_cpu_vec_dot_tile_tokens(enum kern_type t)
 #endif
 }
 
-void
-kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
-    const void *act, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
+/* kern_cpu_vec_dot_tile without AMX: whole tiles of kern_tile_n(lvl)
+ * tokens, the tokens left over one at a time. */
+static void
+kern_tile_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes, int64_t n_rows,
+    const uint8_t *a, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
 {
-	const uint8_t *a = act;
-	const int lvl = kern_cpu_simd_level();
 	const int be = kern_type_block_elems(t);
 	int64_t k = 0;
 
@@ -374,4 +374,28 @@ kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int6
 	for (; k < n_tok; k++)
 		kern_cpu_vec_dot_rows(t, rows, row_bytes, n_rows, a + (size_t)k * act_stride, n,
 		    out + (size_t)k * out_stride);
+}
+
+void
+kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
+    const void *act, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
+{
+	const uint8_t *w = rows, *a = act;
+	const int lvl = kern_cpu_simd_level();
+
+	/* Q4_K/Q5_K on AMX tiles: whole groups of 16 rows × 16 tokens there,
+	 * the rows and tokens left over here (the same bits either way) */
+	if ((t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K) && n_rows >= 16 && n_tok >= 16 &&
+	    n > 0 && n % KERN_QK_K == 0 && kern_cpu_amx_on()) {
+		const int64_t r16 = n_rows & ~(int64_t)15, t16 = n_tok & ~(int64_t)15;
+		if (kern_cpu_amx_q45k(t == KERN_TYPE_Q5_K, w, row_bytes, r16, a, act_stride, t16,
+		    n / KERN_QK_K, out, out_stride) == 0) {
+			kern_tile_rows(t, lvl, w + (size_t)r16 * row_bytes, row_bytes, n_rows - r16,
+			    a, act_stride, n_tok, n, out + r16, out_stride);
+			kern_tile_rows(t, lvl, w, row_bytes, r16, a + (size_t)t16 * act_stride,
+			    act_stride, n_tok - t16, n, out + (size_t)t16 * out_stride, out_stride);
+			return;
+		}
+	}
+	kern_tile_rows(t, lvl, w, row_bytes, n_rows, a, act_stride, n_tok, n, out, out_stride);
 }
