@@ -84,15 +84,15 @@ void kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t
 void kern_cpu_q4k_scale_min(int j, const uint8_t *s, int *sc, int *mn);
 void kern_cpu_q3k_scales(const uint8_t *p, int sc[16]);
 
-/* The Q4_K (five 0) or Q5_K (five 1) rows [0, n_rows) · tokens [0, n_tok)
- * on AMX-INT8 tiles (vec_tile_amx.c), n_rows and n_tok rounded down to
- * multiples of 16 (the rest is the caller's), nb super-blocks per row:
- * out[k·os + r], bit for bit kern_vec_dot's at AVX-512.  Call only when
- * kern_cpu_amx_on(); returns 0, or -1 (nothing written) when this thread's
- * buffer (8576 bytes per super-block) cannot be had. */
-int kern_cpu_amx_q45k(int five, const uint8_t *rows, size_t rb, int64_t n_rows,
+/* The Q4_K, Q5_K or Q6_K rows [0, n_rows) · tokens [0, n_tok) on AMX-INT8
+ * tiles (vec_tile_amx.c), n_rows and n_tok rounded down to multiples of 16
+ * (the rest is the caller's), nb super-blocks per row: out[k·os + r], bit
+ * for bit kern_vec_dot's at AVX-512.  Call only when kern_cpu_amx_on();
+ * returns 0, or -1 (nothing written) when this thread's buffer (8576
+ * bytes per super-block of 16 rows, Q6_K 12352) cannot be had. */
+int kern_cpu_amx_kq(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows,
     const uint8_t *act, size_t as, int64_t n_tok, int64_t nb, float *out, size_t os);
-/* Whether the prefill's Q4_K/Q5_K tiles run on AMX now: the CPU has
+/* Whether the prefill's Q4_K/Q5_K/Q6_K tiles run on AMX now: the CPU has
  * AMX-TILE + AMX-INT8, the OS granted this process the tile state, the
  * level in use is AVX-512 and kern_cpu_force_amx has not switched it off. */
 int kern_cpu_amx_on(void);

@@ -383,13 +383,13 @@ kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int6
 	const uint8_t *w = rows, *a = act;
 	const int lvl = kern_cpu_simd_level();
 
-	/* Q4_K/Q5_K on AMX tiles: whole groups of 16 rows × 16 tokens there,
-	 * the rows and tokens left over here (the same bits either way) */
-	if ((t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K) && n_rows >= 16 && n_tok >= 16 &&
-	    n > 0 && n % KERN_QK_K == 0 && kern_cpu_amx_on()) {
+	/* Q4_K/Q5_K/Q6_K on AMX tiles: whole groups of 16 rows × 16 tokens
+	 * there, the rows and tokens left over here (the same bits either way) */
+	if ((t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K) && n_rows >= 16 &&
+	    n_tok >= 16 && n > 0 && n % KERN_QK_K == 0 && kern_cpu_amx_on()) {
 		const int64_t r16 = n_rows & ~(int64_t)15, t16 = n_tok & ~(int64_t)15;
-		if (kern_cpu_amx_q45k(t == KERN_TYPE_Q5_K, w, row_bytes, r16, a, act_stride, t16,
-		    n / KERN_QK_K, out, out_stride) == 0) {
+		if (kern_cpu_amx_kq(t, w, row_bytes, r16, a, act_stride, t16, n / KERN_QK_K, out,
+		    out_stride) == 0) {
 			kern_tile_rows(t, lvl, w + (size_t)r16 * row_bytes, row_bytes, n_rows - r16,
 			    a, act_stride, n_tok, n, out + r16, out_stride);
 			kern_tile_rows(t, lvl, w, row_bytes, r16, a + (size_t)t16 * act_stride,

@@ -57,7 +57,15 @@ struct kern_amx_blk {
 	float d[16], dmin[16];
 	int32_t mp[4][16];
 };
-#define KERN_AMX_BLK sizeof(struct kern_amx_blk) /* 8576 bytes, a multiple of 64 */
+/* One super-block of 16 Q6_K rows unpacked: B tiles [digit i][step g] of
+ * (u − 32)·d_i (int8), and d. */
+struct kern_amx_blk6 {
+	int8_t b[3][4][1024];
+	float d[16];
+};
+/* 8576 and 12352 bytes, multiples of 64 */
+#define KERN_AMX_BLK(t) ((t) == KERN_TYPE_Q6_K ? sizeof(struct kern_amx_blk6) \
+	: sizeof(struct kern_amx_blk))
 
 /* -1 not yet known, 0 no AMX, 1 AMX usable */
 static atomic_int kern_amx_avail = -1;
@@ -266,12 +274,119 @@ kern_amx_tile16(const struct kern_amx_blk *u, int64_t nb, const uint8_t *act, si
 		_mm512_storeu_ps(out + (size_t)k * os, _mm512_sub_ps(acc[k], accm[k]));
 }
 
-int
-kern_cpu_amx_q45k(int five, const uint8_t *rows, size_t rb, int64_t n_rows, const uint8_t *act,
-    size_t as, int64_t n_tok, int64_t nb, float *out, size_t os)
+/* The Q6_K scale sc (−128..127) as 3 digits of base 8 from {−3, …, 4}
+ * (sc = d0 + 8·d1 + 64·d2): with u − 32 in −32..31, every (u − 32)·d is
+ * an int8, so B holds the quants times one digit. */
+static void
+kern_amx_digits(int sc, int d[3])
 {
-	uint8_t *buf = kern_amx_scratch((size_t)nb * KERN_AMX_BLK);
-	struct kern_amx_blk *u = (struct kern_amx_blk *)(void *)buf;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		d[i] = ((sc + 3) & 7) - 3;
+		sc = (sc - d[i]) / 8;
+	}
+}
+
+/* Super-block ib of the 16 Q6_K rows x (rb bytes apart) into o. */
+static KERN_AVX512 void
+kern_amx_unpack_q6k(const uint8_t *x, size_t rb, int64_t ib, struct kern_amx_blk6 *o)
+{
+	__m512i w[3][4][16]; /* [digit][g][row] */
+	int n, h, k, i, g;
+
+	for (n = 0; n < 16; n++) {
+		const uint8_t *b = x + (size_t)n * rb + (size_t)ib * sizeof(struct kern_block_q6_k);
+		int dg[16][3];
+		__m256i u[4];
+
+		for (k = 0; k < 16; k++)
+			kern_amx_digits((int8_t)b[192 + k], dg[k]);
+		o->d[n] = kern_avx2_h2f(b + 208);
+		for (h = 0; h < 2; h++) {
+			kern_avx2_q6k_half(b, h, u);
+			for (i = 0; i < 3; i++) {
+				__m256i v[4];
+				for (k = 0; k < 4; k++) { /* sub-blocks 8h + 2k, 8h + 2k + 1 */
+					const int da = dg[8 * h + 2 * k][i], db = dg[8 * h + 2 * k + 1][i];
+					const int aa = da < 0 ? -da : da, ab = db < 0 ? -db : db;
+					/* (u − 32)·|d| (u·|d| ≤ 252: no carry out of a byte
+					 * of the int16 product), then d's sign */
+					const __m256i m = _mm256_mullo_epi16(u[k], _mm256_set_m128i(
+					    _mm_set1_epi16((short)ab), _mm_set1_epi16((short)aa)));
+					const __m256i off = _mm256_set_m128i(_mm_set1_epi8((char)(32 * ab)),
+					    _mm_set1_epi8((char)(32 * aa)));
+					v[k] = _mm256_sign_epi8(_mm256_sub_epi8(m, off), _mm256_set_m128i(
+					    _mm_set1_epi8((char)db), _mm_set1_epi8((char)da)));
+				}
+				w[i][2 * h][n] = _mm512_inserti64x4(_mm512_castsi256_si512(v[0]), v[1], 1);
+				w[i][2 * h + 1][n] = _mm512_inserti64x4(_mm512_castsi256_si512(v[2]), v[3], 1);
+			}
+		}
+	}
+	for (i = 0; i < 3; i++)
+		for (g = 0; g < 4; g++) {
+			kern_amx_transpose(w[i][g]);
+			for (n = 0; n < 16; n++)
+				_mm512_store_si512((void *)(o->b[i][g] + 64 * n), w[i][g][n]);
+		}
+}
+
+/* Rows [0, 16) of the unpacked Q6_K blocks u (nb super-blocks) · tokens
+ * [0, 16) of act (as bytes apart): out[k·os + n]. */
+static KERN_AMX_ATTR void
+kern_amx_tile16_q6k(const struct kern_amx_blk6 *u, int64_t nb, const uint8_t *act, size_t as,
+    float *out, size_t os)
+{
+	int32_t c[3][16][16] __attribute__((aligned(64)));
+	__m512 acc[16]; /* [token], lane n: row n */
+	int64_t ib;
+	int k, g;
+
+	for (k = 0; k < 16; k++)
+		acc[k] = _mm512_setzero_ps();
+	for (ib = 0; ib < nb; ib++) {
+		const struct kern_amx_blk6 *bl = &u[ib];
+		const uint8_t *a = act + (size_t)ib * sizeof(struct kern_block_q8_k);
+		const __m512 d = _mm512_load_ps(bl->d);
+
+		_tile_zero(0);
+		_tile_zero(1);
+		_tile_zero(2);
+		for (g = 0; g < 4; g++) {
+			_tile_loadd(3, a + offsetof(struct kern_block_q8_k, qs) + 64 * g, as);
+			_tile_loadd(4, bl->b[0][g], 64);
+			_tile_loadd(5, bl->b[1][g], 64);
+			_tile_loadd(6, bl->b[2][g], 64);
+			_tile_dpbssd(0, 3, 4);
+			_tile_dpbssd(1, 3, 5);
+			_tile_dpbssd(2, 3, 6);
+		}
+		_tile_stored(0, c[0], 64);
+		_tile_stored(1, c[1], 64);
+		_tile_stored(2, c[2], 64);
+		for (k = 0; k < 16; k++) {
+			const struct kern_block_q8_k *y = (const struct kern_block_q8_k *)(const void *)
+			    (a + (size_t)k * as);
+			/* Σ_s sc_s·Σ (u − 32)·y = C0 + 8·C1 + 64·C2 */
+			const __m512i sumi = _mm512_add_epi32(_mm512_load_si512((const void *)c[0][k]),
+			    _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512((const void *)c[1][k]), 3),
+			    _mm512_slli_epi32(_mm512_load_si512((const void *)c[2][k]), 6)));
+
+			acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)),
+			    _mm512_cvtepi32_ps(sumi), acc[k]);
+		}
+	}
+	for (k = 0; k < 16; k++)
+		_mm512_storeu_ps(out + (size_t)k * os, acc[k]);
+}
+
+int
+kern_cpu_amx_kq(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows,
+    const uint8_t *act, size_t as, int64_t n_tok, int64_t nb, float *out, size_t os)
+{
+	const size_t bs = KERN_AMX_BLK(t);
+	uint8_t *buf = kern_amx_scratch((size_t)nb * bs);
 	int64_t r, k, ib;
 
 	if (!buf)
@@ -279,10 +394,23 @@ kern_cpu_amx_q45k(int five, const uint8_t *rows, size_t rb, int64_t n_rows, cons
 	if (!kern_amx_cfg_done)
 		kern_amx_config();
 	for (r = 0; r + 16 <= n_rows; r += 16) {
-		for (ib = 0; ib < nb; ib++)
-			kern_amx_unpack(rows + (size_t)r * rb, rb, ib, five, &u[ib]);
-		for (k = 0; k + 16 <= n_tok; k += 16)
-			kern_amx_tile16(u, nb, act + (size_t)k * as, as, out + (size_t)k * os + r, os);
+		const uint8_t *x = rows + (size_t)r * rb;
+		for (ib = 0; ib < nb; ib++) {
+			void *o = buf + (size_t)ib * bs;
+			if (t == KERN_TYPE_Q6_K)
+				kern_amx_unpack_q6k(x, rb, ib, o);
+			else
+				kern_amx_unpack(x, rb, ib, t == KERN_TYPE_Q5_K, o);
+		}
+		for (k = 0; k + 16 <= n_tok; k += 16) {
+			const void *u = buf;
+			if (t == KERN_TYPE_Q6_K)
+				kern_amx_tile16_q6k(u, nb, act + (size_t)k * as, as,
+				    out + (size_t)k * os + r, os);
+			else
+				kern_amx_tile16(u, nb, act + (size_t)k * as, as,
+				    out + (size_t)k * os + r, os);
+		}
 	}
 	return 0;
 }
@@ -295,10 +423,10 @@ kern_amx_detect(void)
 }
 
 int
-kern_cpu_amx_q45k(int five, const uint8_t *rows, size_t rb, int64_t n_rows, const uint8_t *act,
-    size_t as, int64_t n_tok, int64_t nb, float *out, size_t os)
+kern_cpu_amx_kq(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows,
+    const uint8_t *act, size_t as, int64_t n_tok, int64_t nb, float *out, size_t os)
 {
-	(void)five, (void)rows, (void)rb, (void)n_rows, (void)act, (void)as;
+	(void)t, (void)rows, (void)rb, (void)n_rows, (void)act, (void)as;
 	(void)n_tok, (void)nb, (void)out, (void)os;
 	return -1;
 }
