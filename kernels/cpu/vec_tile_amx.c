@@ -211,19 +211,48 @@ kern_amx_unpack(const uint8_t *x, size_t rb, int64_t ib, int five, struct kern_a
 		}
 }
 
-/* Rows [0, 16) of the unpacked blocks u (nb super-blocks) · tokens [0, 16)
- * of act (as bytes apart): out[k·os + n]. */
-static KERN_AMX_ATTR void
-kern_amx_tile16(const struct kern_amx_blk *u, int64_t nb, const uint8_t *act, size_t as,
-    float *out, size_t os)
+/* One super-block's tail (simd_x86.h) for one token y, the 16 rows in
+ * lanes: sumi = C1 + 8·C2 from the tile sums c1, c2 (the token's row of
+ * them), summ = Σ_j the mins pairs m[j] · the token's bsums pairs. */
+static inline KERN_AVX512_INLINE void
+kern_amx_tail_q45k(const int32_t *c1, const int32_t *c2, const struct kern_block_q8_k *y,
+    const __m512i m[4], __m512 d, __m512 dmin, __m512 *acc, __m512 *accm)
 {
-	int32_t c[2][16][16] __attribute__((aligned(64)));
-	__m512 acc[16], accm[16]; /* [token], lane n: row n */
-	const __m512i ones = _mm512_set1_epi16(1);
+	/* the token's 32-quant sums b_s as int16 pairs (b_2j, b_2j+1) */
+	const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256(
+	    (const __m256i *)(const void *)y->bsums), _mm256_set1_epi16(1));
+	const __m128i bp = _mm_packs_epi32(_mm256_castsi256_si128(b32),
+	    _mm256_extracti128_si256(b32, 1));
+	const __m512i sumi = _mm512_add_epi32(_mm512_load_si512((const void *)c1),
+	    _mm512_slli_epi32(_mm512_load_si512((const void *)c2), 3));
+	const __m512 yd = _mm512_set1_ps(y->d);
+	__m512i summ;
+
+	summ = _mm512_dpwssd_epi32(_mm512_setzero_si512(), m[0],
+	    _mm512_set1_epi32(_mm_extract_epi32(bp, 0)));
+	summ = _mm512_dpwssd_epi32(summ, m[1], _mm512_set1_epi32(_mm_extract_epi32(bp, 1)));
+	summ = _mm512_dpwssd_epi32(summ, m[2], _mm512_set1_epi32(_mm_extract_epi32(bp, 2)));
+	summ = _mm512_dpwssd_epi32(summ, m[3], _mm512_set1_epi32(_mm_extract_epi32(bp, 3)));
+	*acc = _mm512_fmadd_ps(_mm512_mul_ps(d, yd), _mm512_cvtepi32_ps(sumi), *acc);
+	*accm = _mm512_fmadd_ps(_mm512_mul_ps(dmin, yd), _mm512_cvtepi32_ps(summ), *accm);
+}
+
+/* Rows [0, 16) of the unpacked blocks u (nb super-blocks) · tokens [0, 16)
+ * of act (as bytes apart), or [0, 32) with two: out[k·os + n].  Two token
+ * tiles share each load of the weights' tiles (C1, C2 in tiles 0, 1 and
+ * 6, 7; A in 2 and 5; B1, B2 in 3, 4). */
+static KERN_AMX_ATTR void
+kern_amx_tile_q45k(const struct kern_amx_blk *u, int64_t nb, const uint8_t *act, size_t as,
+    float *out, size_t os, int two)
+{
+	int32_t c[2][2][16][16] __attribute__((aligned(64))); /* [tile][C1, C2][token][row] */
+	__m512 acc[32], accm[32]; /* [token], lane n: row n */
+	const size_t qo = offsetof(struct kern_block_q8_k, qs);
+	const int nt = two ? 32 : 16;
 	int64_t ib;
 	int k, g;
 
-	for (k = 0; k < 16; k++) {
+	for (k = 0; k < nt; k++) {
 		acc[k] = _mm512_setzero_ps();
 		accm[k] = _mm512_setzero_ps();
 	}
@@ -231,46 +260,40 @@ kern_amx_tile16(const struct kern_amx_blk *u, int64_t nb, const uint8_t *act, si
 		const struct kern_amx_blk *bl = &u[ib];
 		const uint8_t *a = act + (size_t)ib * sizeof(struct kern_block_q8_k);
 		const __m512 d = _mm512_load_ps(bl->d), dmin = _mm512_load_ps(bl->dmin);
-		const __m512i m0 = _mm512_load_si512((const void *)bl->mp[0]);
-		const __m512i m1 = _mm512_load_si512((const void *)bl->mp[1]);
-		const __m512i m2 = _mm512_load_si512((const void *)bl->mp[2]);
-		const __m512i m3 = _mm512_load_si512((const void *)bl->mp[3]);
+		__m512i m[4];
 
+		for (g = 0; g < 4; g++)
+			m[g] = _mm512_load_si512((const void *)bl->mp[g]);
 		_tile_zero(0);
 		_tile_zero(1);
+		if (two) {
+			_tile_zero(6);
+			_tile_zero(7);
+		}
 		for (g = 0; g < 4; g++) {
-			_tile_loadd(2, a + offsetof(struct kern_block_q8_k, qs) + 64 * g, as);
 			_tile_loadd(3, bl->b[0][g], 64);
 			_tile_loadd(4, bl->b[1][g], 64);
+			_tile_loadd(2, a + qo + 64 * g, as);
 			_tile_dpbsud(0, 2, 3);
 			_tile_dpbsud(1, 2, 4);
+			if (two) {
+				_tile_loadd(5, a + 16 * as + qo + 64 * g, as);
+				_tile_dpbsud(6, 5, 3);
+				_tile_dpbsud(7, 5, 4);
+			}
 		}
-		_tile_stored(0, c[0], 64);
-		_tile_stored(1, c[1], 64);
-		for (k = 0; k < 16; k++) {
-			const struct kern_block_q8_k *y = (const struct kern_block_q8_k *)(const void *)
-			    (a + (size_t)k * as);
-			/* the token's 32-quant sums b_s as int16 pairs (b_2j, b_2j+1) */
-			const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256(
-			    (const __m256i *)(const void *)y->bsums), _mm512_castsi512_si256(ones));
-			const __m128i bp = _mm_packs_epi32(_mm256_castsi256_si128(b32),
-			    _mm256_extracti128_si256(b32, 1));
-			const __m512i sumi = _mm512_add_epi32(_mm512_load_si512((const void *)c[0][k]),
-			    _mm512_slli_epi32(_mm512_load_si512((const void *)c[1][k]), 3));
-			__m512i summ = _mm512_dpwssd_epi32(_mm512_setzero_si512(), m0,
-			    _mm512_set1_epi32(_mm_extract_epi32(bp, 0)));
-			const __m512 yd = _mm512_set1_ps(y->d);
-
-			summ = _mm512_dpwssd_epi32(summ, m1, _mm512_set1_epi32(_mm_extract_epi32(bp, 1)));
-			summ = _mm512_dpwssd_epi32(summ, m2, _mm512_set1_epi32(_mm_extract_epi32(bp, 2)));
-			summ = _mm512_dpwssd_epi32(summ, m3, _mm512_set1_epi32(_mm_extract_epi32(bp, 3)));
-			/* the tail (simd_x86.h), rows in lanes */
-			acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(d, yd), _mm512_cvtepi32_ps(sumi), acc[k]);
-			accm[k] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, yd), _mm512_cvtepi32_ps(summ),
-			    accm[k]);
+		_tile_stored(0, c[0][0], 64);
+		_tile_stored(1, c[0][1], 64);
+		if (two) {
+			_tile_stored(6, c[1][0], 64);
+			_tile_stored(7, c[1][1], 64);
 		}
+		for (k = 0; k < nt; k++)
+			kern_amx_tail_q45k(c[k >> 4][0][k & 15], c[k >> 4][1][k & 15],
+			    (const struct kern_block_q8_k *)(const void *)(a + (size_t)k * as), m, d, dmin,
+			    &acc[k], &accm[k]);
 	}
-	for (k = 0; k < 16; k++)
+	for (k = 0; k < nt; k++)
 		_mm512_storeu_ps(out + (size_t)k * os, _mm512_sub_ps(acc[k], accm[k]));
 }
 
@@ -404,12 +427,15 @@ kern_cpu_amx_kq(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows
 		}
 		for (k = 0; k + 16 <= n_tok; k += 16) {
 			const void *u = buf;
-			if (t == KERN_TYPE_Q6_K)
+			if (t == KERN_TYPE_Q6_K) {
 				kern_amx_tile16_q6k(u, nb, act + (size_t)k * as, as,
 				    out + (size_t)k * os + r, os);
-			else
-				kern_amx_tile16(u, nb, act + (size_t)k * as, as,
-				    out + (size_t)k * os + r, os);
+			} else {
+				const int two = k + 32 <= n_tok;
+				kern_amx_tile_q45k(u, nb, act + (size_t)k * as, as,
+				    out + (size_t)k * os + r, os, two);
+				k += two ? 16 : 0;
+			}
 		}
 	}
 	return 0;
