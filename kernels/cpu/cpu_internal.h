@@ -25,8 +25,9 @@ void kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes,
 /* out[k * out_stride + r] = kern_vec_dot(t, rows + r * row_bytes,
  * act + k * act_stride, n) for r < n_rows, k < n_tok, bit for bit: the
  * prefill's matmul (vec_tile.c).  The 32-element quants and the K-quants
- * unpack each weight block once for several tokens (AVX2, AVX-512); other
- * types and the scalar level take the one-token path per token. */
+ * unpack each weight block once for several tokens (AVX2, AVX-512; Q4_K,
+ * Q5_K and Q6_K on AMX tiles where the CPU has them); other types and the
+ * scalar level take the one-token path per token. */
 void kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes,
     int64_t n_rows, const void *act, size_t act_stride, int64_t n_tok, int64_t n,
     float *out, size_t out_stride);

@@ -240,8 +240,9 @@ kern_avx2_hsum_i32(__m256i v)
  * The K-quants' f32 tail (Q4_K, Q5_K, Q6_K at AVX2 and AVX-512: the
  * one-token dots, the tiles and the AMX tiles alike).  Per super-block the
  * integer sums are exact int32 totals, sumi = Σ_s sc_s·Σ u·y (Q6_K:
- * Σ_s sc_s·Σ (u − 32)·y, its offset included) and summ = Σ_s mn_s·b_s
- * (Q4_K/Q5_K; |.| < 256·63·31·127 < 2^31), and per (row, token) two f32
+ * Σ_s sc_s·Σ (u − 32)·y, its offset included; |sumi| ≤ 256·63·31·128 <
+ * 2^26 for Q5_K, 256·128·32·128 = 2^28 for Q6_K) and summ = Σ_s mn_s·b_s
+ * (Q4_K/Q5_K; ≤ 8·63·32·128 < 2^21), and per (row, token) two f32
  * chains run in block order:
  *     acc  = fma(d·d_y,    (float)sumi, acc)
  *     accm = fma(dmin·d_y, (float)summ, accm)     (Q6_K: none)

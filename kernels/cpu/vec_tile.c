@@ -16,6 +16,10 @@
  * and Q3_K have no AVX-512 one-token dot: their AVX-512 tiles equal the AVX2
  * one (the int32 lanes are the same, VNNI or not).
  *
+ * Where the CPU has AMX-INT8, Q4_K, Q5_K and Q6_K go to vec_tile_amx.c's
+ * 16 rows × 16 tokens tiles first, and only the rows and tokens short of
+ * 16 come here.
+ *
  * Every (row, token) result equals kern_vec_dot's at the same level bit for
  * bit (the integer sums are exact and the f32 steps the same), so a token's
  * result does not depend on the tile it falls in, and tokens left over after
