@@ -1,6 +1,6 @@
 /*
- * vec_tile_amx.c: the prefill's Q4_K/Q5_K matmul on AMX-INT8 tiles (Intel
- * Sapphire Rapids and later): 16 weight rows × 16 tokens per tile.
+ * vec_tile_amx.c: the prefill's Q4_K/Q5_K/Q6_K matmul on AMX-INT8 tiles
+ * (Intel Sapphire Rapids and later): 16 weight rows × 16 tokens per tile.
  *
  * TDPBSUD multiplies a tile of int8 A (16 tokens × 64 quants of their Q8_K
  * blocks, read in place) by a tile of uint8 B (64 quants × 16 rows in the
@@ -13,12 +13,15 @@
  * vpdpwssd over the token's bsums, and from there the f32 tail is
  * simd_x86.h's (kern_kq_fma) with the 16 rows in the lanes of one vector:
  * every (row, token) result equals kern_vec_dot's at AVX-512 bit for bit.
+ * Q6_K's signed 8-bit scales become three base-8 digits in −3..4, and
+ * TDPBSSD sums (u − 32)·digit (an int8) into three tiles, C0 + 8·C1 +
+ * 64·C2 the super-block's total with its offset; no mins.
  *
  * A group of 16 rows is unpacked once (quants × scale parts, transposed to
  * the VNNI layout; d, dmin and mins per row) into a per-thread buffer of
  * KERN_AMX_BLK bytes per super-block, and every 16-token tile of the call
- * runs over it.  Tile configuration is per-thread state, loaded lazily in
- * each thread that gets here (pool threads and callers alike).
+ * runs over it.  Tile configuration is per-thread state: each call loads
+ * it (pool threads and callers alike) and releases the tiles at its end.
  *
  * AMX is used when the CPU has AMX-TILE and AMX-INT8 (CPUID.(7,0):EDX bits
  * 24, 25), Linux grants this process the tile data state
@@ -74,7 +77,6 @@ static atomic_int kern_amx_forced = -1;
 
 static pthread_once_t kern_amx_once = PTHREAD_ONCE_INIT;
 static pthread_key_t kern_amx_key;
-static __thread int kern_amx_cfg_done;
 static __thread uint8_t *kern_amx_buf; /* the unpacked rows, 64-byte aligned */
 static __thread size_t kern_amx_cap;
 
@@ -98,7 +100,8 @@ kern_amx_detect(void)
 }
 
 /* This thread's tile configuration: palette 1, the 8 tiles 16 rows × 64
- * bytes (C1, C2, A, B1, B2 of the kernel below use 5). */
+ * bytes; loaded at the start of each call (the call ends with
+ * TILERELEASE). */
 static KERN_AMX_ATTR void
 kern_amx_config(void)
 {
@@ -119,7 +122,13 @@ kern_amx_config(void)
 	 * not look dead to the compiler */
 	__asm__ __volatile__("" : : "r"(&cfg) : "memory");
 	_tile_loadconfig(&cfg);
-	kern_amx_cfg_done = 1;
+}
+
+/* This thread's tiles back to their initial state (TILERELEASE). */
+static KERN_AMX_ATTR void
+kern_amx_release(void)
+{
+	_tile_release();
 }
 
 /* This thread's buffer of at least `bytes`, 64-byte aligned; NULL when out
@@ -414,8 +423,7 @@ kern_cpu_amx_kq(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows
 
 	if (!buf)
 		return -1;
-	if (!kern_amx_cfg_done)
-		kern_amx_config();
+	kern_amx_config();
 	for (r = 0; r + 16 <= n_rows; r += 16) {
 		const uint8_t *x = rows + (size_t)r * rb;
 		for (ib = 0; ib < nb; ib++) {
@@ -438,6 +446,10 @@ kern_cpu_amx_kq(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows
 			}
 		}
 	}
+	/* the tiles back to their initial state: a thread holding tile data
+	 * pays for it in every context switch (8 KB more to save) and, on
+	 * this VM, decode after a prefill ran ~10 % slower */
+	kern_amx_release();
 	return 0;
 }
 #else
