@@ -319,7 +319,9 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 		}
 	printf("prefill %-5s %4lld tok x %5lld x %-5lld  %-6s  sgemm %9.1f us  qdot %9.1f us  "
 	    "1-tok %9.1f us  qdot/sgemm %.2f  1-tok/qdot %.2f\n",
-	    kern_type_name(t), (long long)n_tok, (long long)rows, (long long)cols, kern_simd_name(),
+	    kern_type_name(t), (long long)n_tok, (long long)rows, (long long)cols,
+	    kern_cpu_amx_on() && (t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K ||
+	    t == KERN_TYPE_Q6_K) ? "amx" : kern_simd_name(),
 	    1e6 * best[0], 1e6 * best[1], 1e6 * best[2], best[0] / best[1], best[2] / best[1]);
 	kern_ctx_free(ctx);
 	free(w);
@@ -404,14 +406,23 @@ main(int argc, char **argv)
 			KERN_TYPE_Q5_K, KERN_TYPE_Q6_K };
 		size_t i;
 		int l;
-		/* the best level, then AVX2 (what a CPU without AVX-512 runs) */
+		int amx;
+		/* the best level (with AMX where there is, then without), then AVX2
+		 * (what a CPU without AVX-512 runs) */
 		for (l = kern_cpu_simd_detect(); l >= KERN_CPU_SIMD_AVX2 ||
 		    l == kern_cpu_simd_detect(); l--) {
 			kern_cpu_force_simd(l);
-			for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
-				if (argc <= 3 || strcmp(argv[3], kern_type_name(ts[i])) == 0)
-					bq_prefill(ts[i], 1536, 1536, secs);
+			for (amx = 1; amx >= 0; amx--) {
+				if (kern_cpu_force_amx(amx) != 0 || (amx && !kern_cpu_amx_on()))
+					continue;
+				for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+					if ((argc <= 3 || strcmp(argv[3], kern_type_name(ts[i])) == 0) &&
+					    (!amx || ts[i] == KERN_TYPE_Q4_K || ts[i] == KERN_TYPE_Q5_K ||
+					    ts[i] == KERN_TYPE_Q6_K))
+						bq_prefill(ts[i], 1536, 1536, secs);
+			}
 		}
+		kern_cpu_force_amx(-1);
 		kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
 		return 0;
 	}

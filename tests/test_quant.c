@@ -1088,17 +1088,18 @@ test_vec_dot_kquants(void)
 
 /* kern_cpu_vec_dot_tile (the prefill's matmul) of type t, n elements: at
  * every level, every (row, token) bit for bit kern_vec_dot's at that level
- * (the tile kernels share the one-token kernels' integer lanes and f32
- * steps), so within KQ_REL·Σ|terms| of the exact value; token counts and
- * row counts around the tile sizes (4 tokens at AVX2, 8 at AVX-512; 4 rows
- * for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0), odd strides, and nothing written outside
- * the rows and tokens asked for. */
+ * (the tile kernels share the one-token kernels' integer sums and f32
+ * steps), so within KQ_REL·Σ|terms| of the exact value; at AVX-512 with
+ * AMX off and, where the CPU has it, on (Q4_K/Q5_K: 16 rows × 16 tokens);
+ * token counts and row counts around the tile sizes (4 tokens at AVX2, 8
+ * at AVX-512, 16 on AMX; 4 rows for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0, 16 on AMX),
+ * odd strides, and nothing written outside the rows and tokens asked for. */
 static int
 kq_check_tile(enum kern_type t, int64_t n)
 {
-	enum { NR = 13, NT = 17, OS = NR + 3 };
-	static const int64_t row_counts[] = { 1, 3, 4, 5, 8, 13 };
-	static const int64_t tok_counts[] = { 1, 3, 4, 5, 7, 8, 11, 16, 17 };
+	enum { NR = 35, NT = 34, OS = NR + 3 };
+	static const int64_t row_counts[] = { 1, 3, 4, 5, 8, 13, 15, 16, 17, 33, 35 };
+	static const int64_t tok_counts[] = { 1, 3, 4, 5, 7, 8, 11, 15, 16, 17, 32, 34 };
 	enum kern_type at = kern_vec_dot_act_type(t);
 	size_t rb = kern_type_row_bytes(t, n) + 6;
 	size_t ab = (at == KERN_TYPE_F32 ? (size_t)n * sizeof(float) : kern_type_row_bytes(at, n)) + 4;
@@ -1108,7 +1109,7 @@ kq_check_tile(enum kern_type t, int64_t n)
 	float *out = malloc((size_t)OS * NT * sizeof(float));
 	float want[NT][NR];
 	int64_t i, r, k;
-	int l, a, b, ok = 0;
+	int l, amx, a, b, ok = 0;
 
 	kq_rand_rows(t, rows, rb, NR, n);
 	for (k = 0; k < NT; k++) {
@@ -1128,30 +1129,37 @@ kq_check_tile(enum kern_type t, int64_t n)
 					goto out;
 				}
 			}
-		for (a = 0; a < (int)(sizeof(row_counts) / sizeof(row_counts[0])); a++)
-			for (b = 0; b < (int)(sizeof(tok_counts) / sizeof(tok_counts[0])); b++) {
-				int64_t nr = row_counts[a], nt = tok_counts[b];
-				for (i = 0; i < (int64_t)OS * NT; i++)
-					out[i] = -12345.0f;
-				kern_cpu_vec_dot_tile(t, rows, rb, nr, acts, ab, nt, n, out, OS);
-				for (k = 0; k < NT; k++)
-					for (r = 0; r < OS; r++) {
-						float g = out[k * OS + r];
-						int inside = k < nt && r < nr;
-						if (inside ? memcmp(&g, &want[k][r], sizeof(g)) != 0
-						    : g != -12345.0f) {
-							printf("#   %s n=%lld %s: %lld rows x %lld tokens: "
-							    "[tok %lld][row %lld] %.9g want %.9g\n",
-							    kern_type_name(t), (long long)n, kq_level_name(l),
-							    (long long)nr, (long long)nt, (long long)k, (long long)r,
-							    (double)g, inside ? (double)want[k][r] : -12345.0);
-							goto out;
+		/* amx 0: off; 1: on, at AVX-512 where the CPU has it */
+		for (amx = 0; amx < 2; amx++) {
+			if (kern_cpu_force_amx(amx) != 0 || (amx && !kern_cpu_amx_on()))
+				continue;
+			for (a = 0; a < (int)(sizeof(row_counts) / sizeof(row_counts[0])); a++)
+				for (b = 0; b < (int)(sizeof(tok_counts) / sizeof(tok_counts[0])); b++) {
+					int64_t nr = row_counts[a], nt = tok_counts[b];
+					for (i = 0; i < (int64_t)OS * NT; i++)
+						out[i] = -12345.0f;
+					kern_cpu_vec_dot_tile(t, rows, rb, nr, acts, ab, nt, n, out, OS);
+					for (k = 0; k < NT; k++)
+						for (r = 0; r < OS; r++) {
+							float g = out[k * OS + r];
+							int inside = k < nt && r < nr;
+							if (inside ? memcmp(&g, &want[k][r], sizeof(g)) != 0
+							    : g != -12345.0f) {
+								printf("#   %s n=%lld %s%s: %lld rows x %lld tokens: "
+								    "[tok %lld][row %lld] %.9g want %.9g\n",
+								    kern_type_name(t), (long long)n, kq_level_name(l),
+								    amx ? " amx" : "", (long long)nr, (long long)nt,
+								    (long long)k, (long long)r, (double)g,
+								    inside ? (double)want[k][r] : -12345.0);
+								goto out;
+							}
 						}
-					}
-			}
+				}
+		}
 	}
 	ok = 1;
 out:
+	kern_cpu_force_amx(-1);
 	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
 	free(buf);
 	free(acts);
@@ -1183,6 +1191,17 @@ test_vec_dot_tile(void)
 			TAP_CHECK(nt == (l >= KERN_CPU_SIMD_AVX512 ? 8 : 4), "%s %s: %d tokens per tile",
 			    kern_type_name(tiled[i]), kq_level_name(l), nt);
 		}
+	/* AMX: on by default where the CPU and OS have it, never below AVX-512 */
+	if (kern_cpu_force_amx(1) != 0) {
+		printf("# no AMX-INT8 here (CPU or OS): the AMX tiles not checked\n");
+	} else {
+		TAP_CHECK(kern_cpu_force_amx(-1) == 0 && kern_cpu_amx_on(), "AMX on by default");
+		kern_cpu_force_simd(KERN_CPU_SIMD_AVX2);
+		TAP_CHECK(!kern_cpu_amx_on(), "AMX off at AVX2");
+		kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
+		TAP_CHECK(kern_cpu_force_amx(0) == 0 && !kern_cpu_amx_on(), "AMX forced off");
+		kern_cpu_force_amx(-1);
+	}
 	for (i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
 		TAP_CHECK(kq_check_tile(ts[i], 256), "%s n=256", kern_type_name(ts[i]));
 		TAP_CHECK(kq_check_tile(ts[i], 1536), "%s n=1536", kern_type_name(ts[i]));

@@ -25,8 +25,9 @@ void kern_cpu_vec_dot_rows(enum kern_type t, const void *rows, size_t row_bytes,
 /* out[k * out_stride + r] = kern_vec_dot(t, rows + r * row_bytes,
  * act + k * act_stride, n) for r < n_rows, k < n_tok, bit for bit: the
  * prefill's matmul (vec_tile.c).  The 32-element quants and the K-quants
- * unpack each weight block once for several tokens (AVX2, AVX-512); other
- * types and the scalar level take the one-token path per token. */
+ * unpack each weight block once for several tokens (AVX2, AVX-512; Q4_K,
+ * Q5_K and Q6_K on AMX tiles where the CPU has them); other types and the
+ * scalar level take the one-token path per token. */
 void kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes,
     int64_t n_rows, const void *act, size_t act_stride, int64_t n_tok, int64_t n,
     float *out, size_t out_stride);
@@ -83,6 +84,23 @@ void kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t
  * the -32). */
 void kern_cpu_q4k_scale_min(int j, const uint8_t *s, int *sc, int *mn);
 void kern_cpu_q3k_scales(const uint8_t *p, int sc[16]);
+
+/* The Q4_K, Q5_K or Q6_K rows [0, n_rows) · tokens [0, n_tok) on AMX-INT8
+ * tiles (vec_tile_amx.c), n_rows and n_tok rounded down to multiples of 16
+ * (the rest is the caller's), nb super-blocks per row: out[k·os + r], bit
+ * for bit kern_vec_dot's at AVX-512.  Call only when kern_cpu_amx_on();
+ * returns 0, or -1 (nothing written) when this thread's buffer (8576
+ * bytes per super-block of 16 rows, Q6_K 12352) cannot be had. */
+int kern_cpu_amx_kq(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows,
+    const uint8_t *act, size_t as, int64_t n_tok, int64_t nb, float *out, size_t os);
+/* Whether the prefill's Q4_K/Q5_K/Q6_K tiles run on AMX now: the CPU has
+ * AMX-TILE + AMX-INT8, the OS granted this process the tile state, the
+ * level in use is AVX-512 and kern_cpu_force_amx has not switched it off. */
+int kern_cpu_amx_on(void);
+/* Tests and benchmarks only: AMX off (0), on where the CPU and OS have it
+ * (1; returns -1 if they do not, nothing changed) or back to that default
+ * (-1).  Not synchronised with kernels running on other threads. */
+int kern_cpu_force_amx(int on);
 
 /* SIMD levels, best last. */
 enum kern_cpu_simd {

@@ -215,6 +215,47 @@ kern_avx2_hsum(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
+/* The int32 totals of four vectors' lanes: lane k = Σ of v[k]'s 8 lanes
+ * (exact: integer adds in any order give the same total). */
+static inline KERN_AVX2_INLINE __m128i
+kern_avx2_hsum4_i32(__m256i v0, __m256i v1, __m256i v2, __m256i v3)
+{
+	const __m256i c = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+
+	return _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+}
+
+/* The int32 total of one vector's 8 lanes. */
+static inline KERN_AVX2_INLINE int32_t
+kern_avx2_hsum_i32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+	return _mm_cvtsi128_si32(s);
+}
+
+/*
+ * The K-quants' f32 tail (Q4_K, Q5_K, Q6_K at AVX2 and AVX-512: the
+ * one-token dots, the tiles and the AMX tiles alike).  Per super-block the
+ * integer sums are exact int32 totals, sumi = Σ_s sc_s·Σ u·y (Q6_K:
+ * Σ_s sc_s·Σ (u − 32)·y, its offset included; |sumi| ≤ 256·63·31·128 <
+ * 2^26 for Q5_K, 256·128·32·128 = 2^28 for Q6_K) and summ = Σ_s mn_s·b_s
+ * (Q4_K/Q5_K; ≤ 8·63·32·128 < 2^21), and per (row, token) two f32
+ * chains run in block order:
+ *     acc  = fma(d·d_y,    (float)sumi, acc)
+ *     accm = fma(dmin·d_y, (float)summ, accm)     (Q6_K: none)
+ * the result acc − accm (Q6_K: acc).  A kernel may run the chains for
+ * several rows or tokens in vector lanes: each lane takes these steps, so
+ * every kernel gives the same bits.  kern_kq_fma is one step of a chain.
+ */
+static inline KERN_AVX2_INLINE float
+kern_kq_fma(float dd, int32_t sum, float acc)
+{
+	return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(dd), _mm_set_ss((float)sum), _mm_set_ss(acc)));
+}
+
 /* f16 at p to f32 with F16C. */
 static inline KERN_AVX2_INLINE float
 kern_avx2_h2f(const uint8_t *p)

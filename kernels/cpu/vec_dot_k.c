@@ -14,9 +14,13 @@
  *   scalar  the reference: unpacks a super-block (u, sc, mn) and sums.
  *   avx2    every type straight from the packed bits (u8·s8 pairs with
  *           vpmaddubsw, then vpmaddwd by the sub-block scale, into int32
- *           lanes; one f32 FMA per super-block; mins and offsets by one
- *           vpmaddwd against bsums).  AVX-512 runs these too.
- * The levels differ from scalar only in the order of the f32 sums over
+ *           lanes; mins and offsets by one vpmaddwd against bsums).
+ *           AVX-512 runs these too.  Q4_K, Q5_K and Q6_K end each
+ *           super-block in the one f32 tail of simd_x86.h (kern_kq_fma:
+ *           exact int32 totals, scalar f32 chains), which the tiles and
+ *           AMX tiles of vec_tile*.c reproduce bit for bit; Q2_K and Q3_K
+ *           keep one f32 FMA per super-block on the 8 int32 lanes.
+ * The levels differ from scalar only in the f32 rounding of the sums over
  * super-blocks (see vec_dot.c for the bound the tests use).
  */
 #include <string.h>
@@ -209,50 +213,103 @@ kern_avx2_q23k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
  * saturation.
  * The scales go to int16 lanes once per block and each sub-block's is
  * spread by a byte shuffle; the mins, each twice, meet the bsums in one
- * vpmaddwd (lane j: sub-block j's min · its 32 quants' sum) and are
- * accumulated as a vector, so nothing is summed across lanes until the end
- * (vec_tile.c's kernels take the same steps). */
-static KERN_AVX2 float
-kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
+ * vpmaddwd (lane j: sub-block j's min · its 32 quants' sum); both end the
+ * super-block as exact int32 totals in the f32 tail (kern_kq_fma). */
+/* Super-block b of a Q4_K/Q5_K row · y: *sumi the scaled sums' lanes,
+ * *mn the mins' (lane j: mn_j·b_j), *d and *dmin the block's scales. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_q45k_block(const uint8_t *b, int five, const struct kern_block_q8_k *y,
+    const __m256i spread[8], __m256i *sumi, __m256i *mn, float *d, float *dmin)
 {
-	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
-	__m256i spread[8]; /* int16 lane j of 8 into every lane */
-	__m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-	int64_t ib;
+	const uint8_t *qs = b + (five ? 48 : 16);
+	const int8_t *q8 = y->qs;
+	/* the 5th bits of pair g at bits 0 (low) and 1 (high) of each byte */
+	__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
+	    : _mm256_setzero_si256();
+	const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y->bsums);
+	__m256i acc = _mm256_setzero_si256(), sm, scales;
+	uint8_t sc[16]; /* scales, then mins */
+	int g;
+
+	kern_avx2_scales_k4(b + 4, sc);
+	sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
+	scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+	*mn = _mm256_madd_epi16(bs, kern_avx2_mins_dup(sc));
+	for (g = 0; g < 4; g++) {
+		__m256i lo, hi;
+
+		kern_avx2_q45k_pair(qs, g, five, &qh, &lo, &hi);
+		lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo,
+		    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g))),
+		    _mm256_shuffle_epi8(scales, spread[2 * g]));
+		hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi,
+		    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g + 32))),
+		    _mm256_shuffle_epi8(scales, spread[2 * g + 1]));
+		acc = _mm256_add_epi32(acc, _mm256_add_epi32(lo, hi));
+	}
+	*sumi = acc;
+	*d = kern_avx2_h2f(b);
+	*dmin = kern_avx2_h2f(b + 2);
+}
+
+/* int16 lane j of 8 into every lane, for kern_avx2_q45k_block */
+static inline KERN_AVX2_INLINE void
+kern_avx2_spread8(__m256i spread[8])
+{
 	int g;
 
 	for (g = 0; g < 8; g++)
 		spread[g] = _mm256_set1_epi16((short)(2 * g | (2 * g + 1) << 8));
-	for (ib = 0; ib < nb; ib++) {
-		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
-		const int8_t *q8 = y[ib].qs;
-		/* the 5th bits of pair g at bits 0 (low) and 1 (high) of each byte */
-		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
-		    : _mm256_setzero_si256();
-		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
-		__m256i sumi = _mm256_setzero_si256(), sm, scales;
-		uint8_t sc[16]; /* scales, then mins */
-		kern_avx2_scales_k4(b + 4, sc);
-		sm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)sc));
-		scales = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
-		accm = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b + 2) * y[ib].d),
-		    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, kern_avx2_mins_dup(sc))), accm);
-		for (g = 0; g < 4; g++) {
-			__m256i lo, hi;
+}
 
-			kern_avx2_q45k_pair(qs, g, five, &qh, &lo, &hi);
-			lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo,
-			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g))),
-			    _mm256_shuffle_epi8(scales, spread[2 * g]));
-			hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi,
-			    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 64 * g + 32))),
-			    _mm256_shuffle_epi8(scales, spread[2 * g + 1]));
-			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(lo, hi));
-		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(kern_avx2_h2f(b) * y[ib].d),
-		    _mm256_cvtepi32_ps(sumi), acc);
+static KERN_AVX2 float
+kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, int five)
+{
+	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+	__m256i spread[8];
+	float acc = 0.0f, accm = 0.0f;
+	int64_t ib;
+
+	kern_avx2_spread8(spread);
+	for (ib = 0; ib < nb; ib++) {
+		__m256i sumi, mn;
+		float d, dmin;
+
+		kern_avx2_q45k_block(x + (size_t)ib * bb, five, &y[ib], spread, &sumi, &mn, &d, &dmin);
+		accm = kern_kq_fma(dmin * y[ib].d, kern_avx2_hsum_i32(mn), accm);
+		acc = kern_kq_fma(d * y[ib].d, kern_avx2_hsum_i32(sumi), acc);
 	}
-	return kern_avx2_hsum(acc) - kern_avx2_hsum(accm);
+	return acc - accm;
+}
+
+/* Four Q4_K/Q5_K rows (rb bytes apart) · y: the tail's chains of the four
+ * in the lanes of one vector, one horizontal sum for all (decode: a
+ * row's own tail cost ~18 % of its time). */
+static KERN_AVX2 void
+kern_avx2_q45k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, int64_t nb,
+    int five, float out[4])
+{
+	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
+	__m256i spread[8];
+	__m128 acc = _mm_setzero_ps(), accm = _mm_setzero_ps(); /* lane r: row r */
+	int64_t ib;
+	int r;
+
+	kern_avx2_spread8(spread);
+	for (ib = 0; ib < nb; ib++) {
+		__m256i sumi[4], mn[4];
+		float d[4], dmin[4];
+		__m128 yd = _mm_set1_ps(y[ib].d);
+
+		for (r = 0; r < 4; r++)
+			kern_avx2_q45k_block(x + (size_t)r * rb + (size_t)ib * bb, five, &y[ib], spread,
+			    &sumi[r], &mn[r], &d[r], &dmin[r]);
+		accm = _mm_fmadd_ps(_mm_mul_ps(_mm_loadu_ps(dmin), yd), _mm_cvtepi32_ps(
+		    kern_avx2_hsum4_i32(mn[0], mn[1], mn[2], mn[3])), accm);
+		acc = _mm_fmadd_ps(_mm_mul_ps(_mm_loadu_ps(d), yd), _mm_cvtepi32_ps(
+		    kern_avx2_hsum4_i32(sumi[0], sumi[1], sumi[2], sumi[3])), acc);
+	}
+	_mm_storeu_ps(out, _mm_sub_ps(acc, accm));
 }
 
 /* Q6_K straight from the packed block: per half h, the 4 runs of 32 quants
@@ -260,42 +317,77 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
  * at 0, 2, 4, 6); u ≤ 63, |y| ≤ 127, so the pair sums fit int16.  The 16
  * int8 scales go to int16 lanes once per block; run k of half h takes
  * [sc(8h+2k) ×8 | sc(8h+2k+1) ×8] by a byte shuffle of half h; the offset
- * 32·Σ sc·bsums is one vpmaddwd, accumulated as a vector. */
+ * 32·Σ sc·bsums is one vpmaddwd, taken off the lanes before the tail. */
+/* Super-block b of a Q6_K row · y: the lanes of Σ_s sc_s·Σ (u − 32)·y
+ * (the offset taken off), *d the block's scale. */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_q6k_block(const uint8_t *b, const struct kern_block_q8_k *y, const __m256i pick[4],
+    float *d)
+{
+	const int8_t *q8 = y->qs;
+	const __m256i sc16 = _mm256_cvtepi8_epi16(
+	    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
+	const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y->bsums);
+	__m256i sumi = _mm256_setzero_si256();
+	int h, k;
+
+	for (h = 0; h < 2; h++) {
+		const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+		    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+		__m256i u[4];
+
+		kern_avx2_q6k_half(b, h, u);
+		for (k = 0; k < 4; k++) {
+			const __m256i q = _mm256_loadu_si256(
+			    (const __m256i *)(const void *)(q8 + 128 * h + 32 * k));
+			sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], q),
+			    _mm256_shuffle_epi8(sch, pick[k])));
+		}
+	}
+	*d = kern_avx2_h2f(b + 208);
+	/* the offset: sumi − 32·Σ sc·bsums */
+	return _mm256_sub_epi32(sumi, _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
+}
+
 static KERN_AVX2 float
 kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 {
 	__m256i pick[4];
-	__m256 acc = _mm256_setzero_ps(), acco = _mm256_setzero_ps();
+	float acc = 0.0f;
 	int64_t ib;
-	int h, k;
 
 	kern_avx2_picks(pick);
 	for (ib = 0; ib < nb; ib++) {
-		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
-		const int8_t *q8 = y[ib].qs;
-		const __m256i sc16 = _mm256_cvtepi8_epi16(
-		    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
-		const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)y[ib].bsums);
-		const float dd = kern_avx2_h2f(b + 208) * y[ib].d;
-		__m256i sumi = _mm256_setzero_si256();
-		for (h = 0; h < 2; h++) {
-			const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
-			    : _mm256_permute2x128_si256(sc16, sc16, 0x00);
-			__m256i u[4];
-
-			kern_avx2_q6k_half(b, h, u);
-			for (k = 0; k < 4; k++) {
-				const __m256i q = _mm256_loadu_si256(
-				    (const __m256i *)(const void *)(q8 + 128 * h + 32 * k));
-				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], q),
-				    _mm256_shuffle_epi8(sch, pick[k])));
-			}
-		}
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
-		acco = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
-		    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, bs)), acco);
+		float d;
+		const __m256i sumi = kern_avx2_q6k_block(x + (size_t)ib * sizeof(struct kern_block_q6_k),
+		    &y[ib], pick, &d);
+		acc = kern_kq_fma(d * y[ib].d, kern_avx2_hsum_i32(sumi), acc);
 	}
-	return kern_avx2_hsum(acc) - kern_avx2_hsum(acco);
+	return acc;
+}
+
+/* Four Q6_K rows (rb bytes apart) · y, as kern_avx2_q45k_x4. */
+static KERN_AVX2 void
+kern_avx2_q6k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, int64_t nb,
+    float out[4])
+{
+	__m256i pick[4];
+	__m128 acc = _mm_setzero_ps(); /* lane r: row r */
+	int64_t ib;
+	int r;
+
+	kern_avx2_picks(pick);
+	for (ib = 0; ib < nb; ib++) {
+		__m256i sumi[4];
+		float d[4];
+
+		for (r = 0; r < 4; r++)
+			sumi[r] = kern_avx2_q6k_block(x + (size_t)r * rb +
+			    (size_t)ib * sizeof(struct kern_block_q6_k), &y[ib], pick, &d[r]);
+		acc = _mm_fmadd_ps(_mm_mul_ps(_mm_loadu_ps(d), _mm_set1_ps(y[ib].d)), _mm_cvtepi32_ps(
+		    kern_avx2_hsum4_i32(sumi[0], sumi[1], sumi[2], sumi[3])), acc);
+	}
+	_mm_storeu_ps(out, acc);
 }
 #endif /* KERN_X86 */
 
@@ -308,6 +400,18 @@ kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_
 	for (r = 0; r < n_rows; r++) {
 		const uint8_t *x = rows + (size_t)r * row_bytes;
 #if KERN_X86
+		/* Q4_K, Q5_K, Q6_K four rows at a time (the same bits as one) */
+		if (lvl >= KERN_CPU_SIMD_AVX2 && r + 4 <= n_rows && (t == KERN_TYPE_Q4_K ||
+		    t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K)) {
+			kern_x86_prefetch(x, (KERN_PREFETCH_BYTES / row_bytes + 1) * row_bytes,
+			    4 * row_bytes, rows + (size_t)n_rows * row_bytes);
+			if (t == KERN_TYPE_Q6_K)
+				kern_avx2_q6k_x4(x, row_bytes, y, nb, out + r);
+			else
+				kern_avx2_q45k_x4(x, row_bytes, y, nb, t == KERN_TYPE_Q5_K, out + r);
+			r += 3;
+			continue;
+		}
 		if (lvl >= KERN_CPU_SIMD_AVX2) {
 			/* the row KERN_PREFETCH_BYTES ahead (at least the next) */
 			if (r + 1 < n_rows)

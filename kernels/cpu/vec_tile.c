@@ -16,6 +16,10 @@
  * and Q3_K have no AVX-512 one-token dot: their AVX-512 tiles equal the AVX2
  * one (the int32 lanes are the same, VNNI or not).
  *
+ * Where the CPU has AMX-INT8, Q4_K, Q5_K and Q6_K go to vec_tile_amx.c's
+ * 16 rows × 16 tokens tiles first, and only the rows and tokens short of
+ * 16 come here.
+ *
  * Every (row, token) result equals kern_vec_dot's at the same level bit for
  * bit (the integer sums are exact and the f32 steps the same), so a token's
  * result does not depend on the tile it falls in, and tokens left over after
@@ -36,6 +40,13 @@
 
 #if KERN_X86
 #include "kernels/cpu/simd_x86.h"
+
+/* The Q8_K scales d_y of block ib of tokens 0..3 (lane k: token k). */
+static inline KERN_AVX2_INLINE __m128
+kern_avx2_yd4(const struct kern_block_q8_k *const *y, int64_t ib)
+{
+	return _mm_setr_ps(y[0][ib].d, y[1][ib].d, y[2][ib].d, y[3][ib].d);
+}
 
 /* AVX2 + FMA + F16C (16 vector registers) */
 #define KT_TILE KERN_TILE_AVX2
@@ -89,9 +100,9 @@
 
 /* The K-quants on 512-bit vectors (AVX-512 BW + VNNI): a 64-quant step of
  * vec_tile_kq.h's (two 32-quant runs, two scales) is one vpmaddubsw and one
- * vpdpwssd, the runs in the vector's two halves.  The halves' int32 lanes
- * are added at the end of a super-block, giving exactly the 256-bit
- * kernels' lanes, and from there the f32 steps are theirs. */
+ * vpdpwssd, the runs in the vector's two halves.  At the end of a
+ * super-block the lanes are summed to exact int32 totals and the f32 tail
+ * (simd_x86.h) runs for the 8 tokens in the lanes of one vector. */
 
 /* Two 256-bit halves as one 512-bit vector [lo | hi]. */
 static inline KERN_AVX512_INLINE __m512i
@@ -107,6 +118,22 @@ kern_z_fold(__m512i v)
 	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
+/* The int32 totals of 8 tokens' lanes (lane k: token k). */
+static inline KERN_AVX512_INLINE __m256i
+kern_z_totals(const __m256i v[KERN_TILE_AVX512])
+{
+	return _mm256_set_m128i(kern_avx2_hsum4_i32(v[4], v[5], v[6], v[7]),
+	    kern_avx2_hsum4_i32(v[0], v[1], v[2], v[3]));
+}
+
+/* The Q8_K scales d_y of block ib of 8 tokens (lane k: token k). */
+static inline KERN_AVX512_INLINE __m256
+kern_z_yd8(const struct kern_block_q8_k *const *y, int64_t ib)
+{
+	return _mm256_set_m128(_mm_setr_ps(y[4][ib].d, y[5][ib].d, y[6][ib].d, y[7][ib].d),
+	    kern_avx2_yd4(y, ib));
+}
+
 /* One Q4_K (five 0) or Q5_K (five 1) row · KERN_TILE_AVX512 tokens. */
 static KERN_AVX512 void
 kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TILE_AVX512],
@@ -115,18 +142,13 @@ kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TI
 	enum { NT = KERN_TILE_AVX512 };
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	__m512i spread[4]; /* [sc(2g) ×16 | sc(2g+1) ×16] from 8 int16 scales per 128 bits */
-	__m256 acc[NT], accm[NT];
-
+	__m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps(); /* lane k: token k */
 	int64_t ib;
 	int g, k;
 
 	for (g = 0; g < 4; g++)
 		spread[g] = kern_z_cat(_mm256_set1_epi16((short)(4 * g | (4 * g + 1) << 8)),
 		    _mm256_set1_epi16((short)((4 * g + 2) | (4 * g + 3) << 8)));
-	for (k = 0; k < NT; k++) {
-		acc[k] = _mm256_setzero_ps();
-		accm[k] = _mm256_setzero_ps();
-	}
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
 		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
@@ -154,17 +176,21 @@ kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TI
 				sumi[k] = _mm512_dpwssd_epi32(sumi[k], _mm512_maddubs_epi16(u,
 				    _mm512_loadu_si512((const void *)(y[k][ib].qs + 64 * g))), s);
 		}
-		for (k = 0; k < NT; k++) {
-			const struct kern_block_q8_k *yk = &y[k][ib];
-			const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)yk->bsums);
-			accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * yk->d),
-			    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mdup)), accm[k]);
-			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * yk->d),
-			    _mm256_cvtepi32_ps(kern_z_fold(sumi[k])), acc[k]);
+		{ /* the tail (simd_x86.h) */
+			const __m256 yd = kern_z_yd8(y, ib);
+			__m256i mn[NT], si[NT];
+			for (k = 0; k < NT; k++) {
+				mn[k] = _mm256_madd_epi16(_mm256_loadu_si256(
+				    (const __m256i *)(const void *)y[k][ib].bsums), mdup);
+				si[k] = kern_z_fold(sumi[k]);
+			}
+			accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), yd),
+			    _mm256_cvtepi32_ps(kern_z_totals(mn)), accm);
+			acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), yd),
+			    _mm256_cvtepi32_ps(kern_z_totals(si)), acc);
 		}
 	}
-	for (k = 0; k < NT; k++)
-		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(accm[k]);
+	_mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));
 }
 
 /* One Q6_K row · KERN_TILE_AVX512 tokens: runs 0|1 and 2|3 of each half. */
@@ -174,21 +200,18 @@ kern_z_tile_q6k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TIL
 {
 	enum { NT = KERN_TILE_AVX512 };
 	__m256i pick[4];
-	__m256 acc[NT], acco[NT];
+	__m256 acc = _mm256_setzero_ps(); /* lane k: token k */
 	int64_t ib;
 	int h, k;
 
 	kern_avx2_picks(pick);
-	for (k = 0; k < NT; k++) {
-		acc[k] = _mm256_setzero_ps();
-		acco[k] = _mm256_setzero_ps();
-	}
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
 		const __m256i sc16 = _mm256_cvtepi8_epi16(
 		    _mm_loadu_si128((const __m128i *)(const void *)(b + 192)));
 		const float dw = kern_avx2_h2f(b + 208);
 		__m512i sumi[NT];
+		__m256i si[NT];
 
 		for (k = 0; k < NT; k++)
 			sumi[k] = _mm512_setzero_si512();
@@ -213,17 +236,14 @@ kern_z_tile_q6k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TIL
 				    _mm512_loadu_si512((const void *)(q8 + 64))), s23);
 			}
 		}
-		for (k = 0; k < NT; k++) {
-			const float dd = dw * y[k][ib].d;
-			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(kern_z_fold(sumi[k])),
-			    acc[k]);
-			acco[k] = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
-			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, _mm256_loadu_si256(
-			    (const __m256i *)(const void *)y[k][ib].bsums))), acco[k]);
-		}
+		for (k = 0; k < NT; k++) /* the offset: − 32·Σ sc·bsums */
+			si[k] = _mm256_sub_epi32(kern_z_fold(sumi[k]), _mm256_slli_epi32(
+			    _mm256_madd_epi16(sc16, _mm256_loadu_si256(
+			    (const __m256i *)(const void *)y[k][ib].bsums)), 5));
+		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dw), kern_z_yd8(y, ib)),
+		    _mm256_cvtepi32_ps(kern_z_totals(si)), acc);
 	}
-	for (k = 0; k < NT; k++)
-		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(acco[k]);
+	_mm256_storeu_ps(out, acc);
 }
 
 /* Tokens per tile at level lvl. */
@@ -337,12 +357,12 @@ kern_cpu_vec_dot_tile_tokens(enum kern_type t)
 #endif
 }
 
-void
-kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
-    const void *act, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
+/* kern_cpu_vec_dot_tile without AMX: whole tiles of kern_tile_n(lvl)
+ * tokens, the tokens left over one at a time. */
+static void
+kern_tile_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes, int64_t n_rows,
+    const uint8_t *a, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
 {
-	const uint8_t *a = act;
-	const int lvl = kern_cpu_simd_level();
 	const int be = kern_type_block_elems(t);
 	int64_t k = 0;
 
@@ -358,4 +378,28 @@ kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int6
 	for (; k < n_tok; k++)
 		kern_cpu_vec_dot_rows(t, rows, row_bytes, n_rows, a + (size_t)k * act_stride, n,
 		    out + (size_t)k * out_stride);
+}
+
+void
+kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
+    const void *act, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
+{
+	const uint8_t *w = rows, *a = act;
+	const int lvl = kern_cpu_simd_level();
+
+	/* Q4_K/Q5_K/Q6_K on AMX tiles: whole groups of 16 rows × 16 tokens
+	 * there, the rows and tokens left over here (the same bits either way) */
+	if ((t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K) && n_rows >= 16 &&
+	    n_tok >= 16 && n > 0 && n % KERN_QK_K == 0 && kern_cpu_amx_on()) {
+		const int64_t r16 = n_rows & ~(int64_t)15, t16 = n_tok & ~(int64_t)15;
+		if (kern_cpu_amx_kq(t, w, row_bytes, r16, a, act_stride, t16, n / KERN_QK_K, out,
+		    out_stride) == 0) {
+			kern_tile_rows(t, lvl, w + (size_t)r16 * row_bytes, row_bytes, n_rows - r16,
+			    a, act_stride, n_tok, n, out + r16, out_stride);
+			kern_tile_rows(t, lvl, w, row_bytes, r16, a + (size_t)t16 * act_stride,
+			    act_stride, n_tok - t16, n, out + (size_t)t16 * out_stride, out_stride);
+			return;
+		}
+	}
+	kern_tile_rows(t, lvl, w, row_bytes, n_rows, a, act_stride, n_tok, n, out, out_stride);
 }

@@ -8,9 +8,10 @@
  *   KT_DOTACC(acc, a, b) acc + vpmaddwd(a, b) in int32 lanes (vpmaddwd +
  *                        vpaddd; VNNI's vpdpwssd is the same sum).
  * A super-block's quants and scales are unpacked once and dotted with every
- * token.  The integer sums are exact and land in the same lanes as in
- * vec_dot_k.c's one-token kernels, and the f32 steps are theirs, so each
- * (row, token) result equals kern_vec_dot's at the same level bit for bit.
+ * token.  The integer sums are exact int32 totals per super-block and the
+ * f32 tail is simd_x86.h's (kern_kq_fma, the KT_TILE tokens in the lanes
+ * of one vector), so each (row, token) result equals kern_vec_dot's at the
+ * same level bit for bit.  KT_TILE is 4 here (the tail's 128-bit vectors).
  * Not a normal header: no include guard, on purpose.
  */
 
@@ -21,15 +22,10 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
     int five, float out[KT_TILE])
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
-	__m256 acc[KT_TILE], accm[KT_TILE];
-
+	__m128 acc = _mm_setzero_ps(), accm = _mm_setzero_ps(); /* lane k: token k */
 	int64_t ib;
 	int g, k;
 
-	for (k = 0; k < KT_TILE; k++) {
-		acc[k] = _mm256_setzero_ps();
-		accm[k] = _mm256_setzero_ps();
-	}
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * bb, *qs = b + (five ? 48 : 16);
 		__m256i qh = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
@@ -61,17 +57,19 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], in
 				    _mm256_loadu_si256((const __m256i *)(const void *)(q8 + 32))), shi);
 			}
 		}
-		for (k = 0; k < KT_TILE; k++) {
-			const struct kern_block_q8_k *yk = &y[k][ib];
-			const __m256i bs = _mm256_loadu_si256((const __m256i *)(const void *)yk->bsums);
-			accm[k] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * yk->d),
-			    _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mdup)), accm[k]);
-			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * yk->d), _mm256_cvtepi32_ps(sumi[k]),
-			    acc[k]);
+		{ /* the tail (simd_x86.h) for the KT_TILE tokens in lanes */
+			const __m128 yd = kern_avx2_yd4(y, ib);
+			__m256i mn[KT_TILE];
+			for (k = 0; k < KT_TILE; k++)
+				mn[k] = _mm256_madd_epi16(_mm256_loadu_si256(
+				    (const __m256i *)(const void *)y[k][ib].bsums), mdup);
+			accm = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(dmin), yd), _mm_cvtepi32_ps(
+			    kern_avx2_hsum4_i32(mn[0], mn[1], mn[2], mn[3])), accm);
+			acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(d), yd), _mm_cvtepi32_ps(
+			    kern_avx2_hsum4_i32(sumi[0], sumi[1], sumi[2], sumi[3])), acc);
 		}
 	}
-	for (k = 0; k < KT_TILE; k++)
-		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(accm[k]);
+	_mm_storeu_ps(out, _mm_sub_ps(acc, accm));
 }
 
 /* One Q6_K row · KT_TILE tokens (see kern_avx2_q6k in vec_dot_k.c). */
@@ -80,15 +78,11 @@ KT_FN(q6k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], int
     float out[KT_TILE])
 {
 	__m256i pick[4];
-	__m256 acc[KT_TILE], acco[KT_TILE];
+	__m128 acc = _mm_setzero_ps(); /* lane k: token k */
 	int64_t ib;
 	int h, j, k;
 
 	kern_avx2_picks(pick);
-	for (k = 0; k < KT_TILE; k++) {
-		acc[k] = _mm256_setzero_ps();
-		acco[k] = _mm256_setzero_ps();
-	}
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
 		const __m256i sc16 = _mm256_cvtepi8_epi16(
@@ -112,14 +106,11 @@ KT_FN(q6k)(const uint8_t *x, const struct kern_block_q8_k *const y[KT_TILE], int
 					    (y[k][ib].qs + 128 * h + 32 * j))), s);
 			}
 		}
-		for (k = 0; k < KT_TILE; k++) {
-			const float dd = dw * y[k][ib].d;
-			acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi[k]), acc[k]);
-			acco[k] = _mm256_fmadd_ps(_mm256_set1_ps(32.0f * dd),
-			    _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, _mm256_loadu_si256(
-			    (const __m256i *)(const void *)y[k][ib].bsums))), acco[k]);
-		}
+		for (k = 0; k < KT_TILE; k++) /* the offset: − 32·Σ sc·bsums */
+			sumi[k] = _mm256_sub_epi32(sumi[k], _mm256_slli_epi32(_mm256_madd_epi16(sc16,
+			    _mm256_loadu_si256((const __m256i *)(const void *)y[k][ib].bsums)), 5));
+		acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(dw), kern_avx2_yd4(y, ib)), _mm_cvtepi32_ps(
+		    kern_avx2_hsum4_i32(sumi[0], sumi[1], sumi[2], sumi[3])), acc);
 	}
-	for (k = 0; k < KT_TILE; k++)
-		out[k] = kern_avx2_hsum(acc[k]) - kern_avx2_hsum(acco[k]);
+	_mm_storeu_ps(out, acc);
 }
