@@ -282,12 +282,31 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
 	return acc - accm;
 }
 
+/* The four-row kernels' prefetch: block ib (bb bytes) of the n_pf rows
+ * (≤ 4, rb bytes apart) at pf, the next four rows.  Spread over the
+ * blocks, a few lines at a time beside the compute: a burst of four whole
+ * rows ahead (~50-80 lines) filled the line-fill buffers and stalled decode
+ * by ~15 % on two threads (bench_engine, the 1.5B). */
+static inline KERN_AVX2_INLINE void
+kern_avx2_pf_block(const uint8_t *pf, int n_pf, size_t rb, int64_t ib, size_t bb)
+{
+	int r;
+	size_t o;
+
+	for (r = 0; r < n_pf; r++) {
+		const uint8_t *p = pf + (size_t)r * rb + (size_t)ib * bb;
+		for (o = 0; o < bb; o += 64)
+			_mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+		_mm_prefetch((const char *)(p + bb - 1), _MM_HINT_T0);
+	}
+}
+
 /* Four Q4_K/Q5_K rows (rb bytes apart) · y: the tail's chains of the four
  * in the lanes of one vector, one horizontal sum for all (decode: a
  * row's own tail cost ~18 % of its time). */
 static KERN_AVX2 void
 kern_avx2_q45k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, int64_t nb,
-    int five, float out[4])
+    int five, int n_pf, float out[4])
 {
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	__m256i spread[8];
@@ -301,6 +320,7 @@ kern_avx2_q45k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, 
 		float d[4], dmin[4];
 		__m128 yd = _mm_set1_ps(y[ib].d);
 
+		kern_avx2_pf_block(x + 4 * rb, n_pf, rb, ib, bb);
 		for (r = 0; r < 4; r++)
 			kern_avx2_q45k_block(x + (size_t)r * rb + (size_t)ib * bb, five, &y[ib], spread,
 			    &sumi[r], &mn[r], &d[r], &dmin[r]);
@@ -369,7 +389,7 @@ kern_avx2_q6k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb)
 /* Four Q6_K rows (rb bytes apart) · y, as kern_avx2_q45k_x4. */
 static KERN_AVX2 void
 kern_avx2_q6k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, int64_t nb,
-    float out[4])
+    int n_pf, float out[4])
 {
 	__m256i pick[4];
 	__m128 acc = _mm_setzero_ps(); /* lane r: row r */
@@ -381,6 +401,7 @@ kern_avx2_q6k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, i
 		__m256i sumi[4];
 		float d[4];
 
+		kern_avx2_pf_block(x + 4 * rb, n_pf, rb, ib, sizeof(struct kern_block_q6_k));
 		for (r = 0; r < 4; r++)
 			sumi[r] = kern_avx2_q6k_block(x + (size_t)r * rb +
 			    (size_t)ib * sizeof(struct kern_block_q6_k), &y[ib], pick, &d[r]);
@@ -403,12 +424,13 @@ kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_
 		/* Q4_K, Q5_K, Q6_K four rows at a time (the same bits as one) */
 		if (lvl >= KERN_CPU_SIMD_AVX2 && r + 4 <= n_rows && (t == KERN_TYPE_Q4_K ||
 		    t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K)) {
-			kern_x86_prefetch(x, (KERN_PREFETCH_BYTES / row_bytes + 1) * row_bytes,
-			    4 * row_bytes, rows + (size_t)n_rows * row_bytes);
+			/* the next four rows, prefetched block by block (at most
+			 * the rows there are) */
+			const int n_pf = n_rows - (r + 4) < 4 ? (int)(n_rows - (r + 4)) : 4;
 			if (t == KERN_TYPE_Q6_K)
-				kern_avx2_q6k_x4(x, row_bytes, y, nb, out + r);
+				kern_avx2_q6k_x4(x, row_bytes, y, nb, n_pf, out + r);
 			else
-				kern_avx2_q45k_x4(x, row_bytes, y, nb, t == KERN_TYPE_Q5_K, out + r);
+				kern_avx2_q45k_x4(x, row_bytes, y, nb, t == KERN_TYPE_Q5_K, n_pf, out + r);
 			r += 3;
 			continue;
 		}
