@@ -104,7 +104,7 @@ FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 # the demo's model (issue 27 item 7: it answers the demo's questions right
-# and its fresh-clone demo runs in ~6 minutes on the 2-core VM)
+# and its fresh-clone demo runs in ~5 minutes on the 2-core VM)
 QWEN_MODEL := models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf
 # tests/sh/demo.sh's and tests/sh/qwen.sh's second Qwen
 QWEN05_MODEL := models/Qwen2.5-Coder-0.5B-Instruct.gguf
@@ -240,10 +240,10 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 # The main job, from a fresh machine: set up, build, then scripts/demo.sh:
 # kvsnapd with its embedded defaults and a local state directory, on
 # Qwen2.5-Coder-1.5B-Instruct (DEMO_MODEL: a fetchable one is fetched; the
-# bundled 135M model gets half of a newcomer's questions wrong), precompresses a real document (16 KB of
-# the GPL every Debian ships), answers questions from the snapshot, prints
-# the compression ratio and the time to first token vs a full re-prefill,
-# and stops cleanly.
+# bundled 135M model gets half of a newcomer's questions wrong),
+# precompresses a real document (16 KB of the GPL every Debian ships),
+# answers questions from the snapshot, prints the compression ratio and the
+# time to first token vs a full re-prefill, and stops cleanly.
 DEMO_STATE ?= $(BUILD)/demo-state
 DEMO_MODEL ?= $(QWEN_MODEL)
 demo: deps

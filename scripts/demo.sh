@@ -13,8 +13,8 @@
 # DEMO_BYTES (how much of DOC is read, 16000), DEMO_MODEL (the model,
 # Qwen2.5-Coder-1.5B-Instruct: `make model-qwen`; issue 27 item 7: it
 # answers the demo's questions right, where the bundled SmolLM2-135M names
-# a wrong publisher, and its demo runs in ~6 minutes on 2 cores; the 0.5B,
-# `make model-qwen05`, answers them too in ~5).  Whether an answer names
+# a wrong publisher, and its demo runs in ~5 minutes on 2 cores with AMX;
+# the 0.5B, `make model-qwen05`, answers them too in about as long).  Whether an answer names
 # what a right one would is printed for information: a greedy answer can
 # move with the BLAS kernel at a near-tie, so it never decides the exit
 # status.  The exit status is 0 when every step ran and kvsnapd stopped

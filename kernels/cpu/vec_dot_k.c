@@ -286,7 +286,10 @@ kern_avx2_q45k(const uint8_t *x, const struct kern_block_q8_k *y, int64_t nb, in
  * (≤ 4, rb bytes apart) at pf, the next four rows.  Spread over the
  * blocks, a few lines at a time beside the compute: a burst of four whole
  * rows ahead (~50-80 lines) filled the line-fill buffers and stalled decode
- * by ~15 % on two threads (bench_engine, the 1.5B). */
+ * by ~15 % on two threads (bench_engine, the 1.5B).  Its own loop, not
+ * simd_x86.h's kern_x86_prefetch: written over that, GCC 12 kept no
+ * prefetch in the four-row kernels (objdump) and decode fell from ~19 to
+ * ~11 tok/s. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_pf_block(const uint8_t *pf, int n_pf, size_t rb, int64_t ib, size_t bb)
 {
