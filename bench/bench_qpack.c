@@ -43,7 +43,7 @@ bq_normal(uint64_t *s)
 static int
 bq_unpack(enum qp_scheme s, int rotated, const uint8_t *src, int64_t n, float *dst)
 {
-	return rotated ? hd_unpack_rows(s, src, n, BQ_D, dst) : qp_decode(s, src, n, BQ_D, dst);
+	return rotated ? hd_unpack_rows(s, src, n, BQ_D, dst, 0) : qp_decode(s, src, n, BQ_D, dst);
 }
 
 int

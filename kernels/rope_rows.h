@@ -29,9 +29,13 @@ void kern_rope_table_fill(float *table, uint32_t p0, int64_t n, float theta_scal
     const float *ff, int64_t head_dim, enum kern_rope_style style);
 
 /* Rotate n rows of src (head_dim each) into dst (may be src): row r by the
- * table's row pos[r] (pos NULL: row r), which the table must hold. */
+ * table's row pos[r] (pos NULL: row r), which the table must hold.
+ * stream: dst written with streaming stores where it can be (AVX2, dst on
+ * a 32-byte line, head_dim a multiple of 16, not in place): they bypass the
+ * cache, so rows written once and read later (a loaded pool's) cost no
+ * read of every line they overwrite.  The same bits either way. */
 void kern_rope_rows(float *dst, const float *src, int64_t n, const uint32_t *pos,
-    const float *table, int64_t head_dim, enum kern_rope_style style);
+    const float *table, int64_t head_dim, enum kern_rope_style style, int stream);
 
 /* n little-endian fp16 values at src (any alignment) into dst as floats. */
 void kern_f16_to_f32_rows(const uint8_t *src, float *dst, int64_t n);

@@ -102,16 +102,16 @@ hd_rotate_rows(float *x, int64_t n, int d)
 }
 
 int
-hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst)
+hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst, int stream)
 {
 	double scale = 1.0 / sqrt((double)d); /* hd_rotate_rows' */
 	int level = dst && hd_dim_ok(d) && hd_avx2_dim_ok(d) ? qp_simd_level() : 0;
 	if (level && s == QP_Q4_CH)
-		return level >= 2 ? hd_512_q4_ch_rows(src, n, d, scale, dst) :
-		    hd_avx2_q4_ch_rows(src, n, d, scale, dst);
+		return level >= 2 ? hd_512_q4_ch_rows(src, n, d, scale, dst, stream) :
+		    hd_avx2_q4_ch_rows(src, n, d, scale, dst, stream);
 	if (level && s != QP_F16 && s != QP_Q4_CH) /* the row forms: q4, q8, b-bit */
-		return level >= 2 ? hd_512_bits_rows(src, n, d, qp_row_bits(s), scale, dst) :
-		    hd_avx2_bits_rows(src, n, d, qp_row_bits(s), scale, dst);
+		return level >= 2 ? hd_512_bits_rows(src, n, d, qp_row_bits(s), scale, dst, stream) :
+		    hd_avx2_bits_rows(src, n, d, qp_row_bits(s), scale, dst, stream);
 	if (qp_decode(s, src, n, d, dst))
 		return -1;
 	if (dst)

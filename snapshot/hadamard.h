@@ -32,7 +32,12 @@ void hd_rotate_rows(float *x, int64_t n, int d);
 /* qp_decode(s, src, n, d, dst) then, when dst and hd_dim_ok(d),
  * hd_rotate_rows(dst, n, d): the rotated forms' rows unpacked and rotated
  * back, the same bits, in one pass where hadamard_simd.c has a kernel (q4,
- * q4 per channel, q8 and the b-bit forms, d 32 to 128, AVX2 or AVX-512).  0, or -1 for a corrupt block. */
-int hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst);
+ * q4 per channel, q8 and the b-bit forms, d 32 to 128, AVX2 or AVX-512).  0, or -1 for a corrupt block.
+ * stream: those kernels write with streaming stores when dst is on a
+ * 32-byte line, bypassing the cache: rows that are not read again soon (a
+ * snapshot's pool, 776 bytes of it per unit) then cost no read of every
+ * line they overwrite; the same bits either way. */
+int hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst,
+    int stream);
 
 #endif /* SNAPSHOT_HADAMARD_H */

@@ -100,9 +100,10 @@ hd_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, __m256 *f, 
 }
 
 /* The row f[d/8] rotated (every round of butterflies in double, times
- * scale, rounded to float) into x, four doubles a vector. */
+ * scale, rounded to float) into x, four doubles a vector; nt: with
+ * streaming stores (x on a 32-byte line). */
 static inline __attribute__((target("avx2"), always_inline)) void
-hd_avx2_finish(const __m256 *f, const int d, double scale, float *x)
+hd_avx2_finish(const __m256 *f, const int d, double scale, float *x, const int nt)
 {
 	const __m256d odd = _mm256_set_pd(-0.0, 0.0, -0.0, 0.0);  /* lanes 1, 3 */
 	const __m256d high = _mm256_set_pd(-0.0, -0.0, 0.0, 0.0); /* lanes 2, 3 */
@@ -129,6 +130,12 @@ hd_avx2_finish(const __m256 *f, const int d, double scale, float *x)
 			t[j] = _mm256_add_pd(a, b);
 			t[j + len] = _mm256_sub_pd(a, b);
 		}
+	if (nt) {
+#pragma GCC unroll 32
+		for (v = 0; v < nv; v++)
+			_mm_stream_ps(x + 4 * v, _mm256_cvtpd_ps(_mm256_mul_pd(t[v], s)));
+		return;
+	}
 #pragma GCC unroll 32
 	for (v = 0; v < nv; v++)
 		_mm_storeu_ps(x + 4 * v, _mm256_cvtpd_ps(_mm256_mul_pd(t[v], s)));
@@ -136,7 +143,7 @@ hd_avx2_finish(const __m256 *f, const int d, double scale, float *x)
 
 /* The same with AVX-512, eight doubles a vector: spans 1, 2 and 4 inside. */
 static inline __attribute__((target(HD_512), always_inline)) void
-hd_512_finish(const __m256 *f, const int d, double scale, float *x)
+hd_512_finish(const __m256 *f, const int d, double scale, float *x, const int nt)
 {
 	const __m512d s1 = _mm512_set_pd(-0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0);
 	const __m512d s2 = _mm512_set_pd(-0.0, -0.0, 0.0, 0.0, -0.0, -0.0, 0.0, 0.0);
@@ -163,9 +170,32 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 			t[j] = _mm512_add_pd(a, b);
 			t[j + len] = _mm512_sub_pd(a, b);
 		}
+	if (nt) {
+#pragma GCC unroll 16
+		for (v = 0; v < nv; v++)
+			_mm256_stream_ps(x + 8 * v, _mm512_cvtpd_ps(_mm512_mul_pd(t[v], s)));
+		return;
+	}
 #pragma GCC unroll 16
 	for (v = 0; v < nv; v++)
 		_mm256_storeu_ps(x + 8 * v, _mm512_cvtpd_ps(_mm512_mul_pd(t[v], s)));
+}
+
+/* Whether rows go to x with streaming stores: asked for, and x on a
+ * 32-byte line (each row is 32, 64 or 128 floats: every row is then). */
+static inline int
+hd_streams(const float *x, int stream)
+{
+	return stream && !((uintptr_t)x & 31);
+}
+
+/* Streaming stores are weakly ordered: fenced before the rows are handed
+ * on (to another thread, after the kern_parallel that wrote them). */
+static inline __attribute__((target("avx2"))) void
+hd_stream_end(int nt)
+{
+	if (nt)
+		_mm_sfence();
 }
 
 /* The walks over a block, written once and instantiated for each ISA
@@ -173,7 +203,7 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 #define HD_WALKS(ISA, TARGET, FINISH)                                                     \
 	static inline __attribute__((target(TARGET), always_inline)) int                \
 	hd_##ISA##_q4_ch_d(const uint8_t *src, int64_t n, double scale, float *x,        \
-	    const int d)                                                                 \
+	    const int d, const int nt)                                                   \
 	{                                                                                \
 		float mm[HD_MAX] __attribute__((aligned(32)));                           \
 		float dd[HD_MAX] __attribute__((aligned(32)));                           \
@@ -186,14 +216,14 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 			for (r = 0; r < gn; r++, src += d / 2, x += d) {                 \
 				__m256 f[HD_MAX / 8];                                    \
 				hd_q4_ch_row(src, mm, dd, f, d);                         \
-				FINISH(f, d, scale, x);                                  \
+				FINISH(f, d, scale, x, nt);                              \
 			}                                                                \
 		}                                                                        \
 		return 0;                                                                \
 	}                                                                                \
 	static inline __attribute__((target(TARGET), always_inline)) int                \
 	hd_##ISA##_bits_d(const uint8_t *src, int64_t n, double scale, float *x,         \
-	    const int d, int b)                                                          \
+	    const int d, int b, const int nt)                                            \
 	{                                                                                \
 		/* q4's nibble kernel reads inside its group: no tail */                \
 		const int64_t rb = d / 32 * (4 + 4 * b);                                 \
@@ -212,27 +242,34 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x)
 			}                                                                \
 			if (b == 4 ? hd_q4_row(p, f, d) : hd_bits_row(p, f, d, &t))      \
 				return -1;                                               \
-			FINISH(f, d, scale, x);                                          \
+			FINISH(f, d, scale, x, nt);                                      \
 		}                                                                        \
 		return 0;                                                                \
 	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
 	hd_##ISA##_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale,  \
-	    float *x)                                                                    \
+	    float *x, int stream)                                                        \
 	{                                                                                \
+		const int nt = hd_streams(x, stream);                                    \
+		int rc;                                                                  \
 		if (b < 2 || b > 8 || b == 7)                                            \
 			return -1;                                                       \
-		return d == 32 ? hd_##ISA##_bits_d(src, n, scale, x, 32, b) :            \
-		    d == 64    ? hd_##ISA##_bits_d(src, n, scale, x, 64, b) :            \
-		    d == 128   ? hd_##ISA##_bits_d(src, n, scale, x, 128, b) : -1;       \
+		rc = d == 32 ? hd_##ISA##_bits_d(src, n, scale, x, 32, b, nt) :          \
+		    d == 64  ? hd_##ISA##_bits_d(src, n, scale, x, 64, b, nt) :          \
+		    d == 128 ? hd_##ISA##_bits_d(src, n, scale, x, 128, b, nt) : -1;     \
+		hd_stream_end(nt);                                                       \
+		return rc;                                                               \
 	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
 	hd_##ISA##_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale,        \
-	    float *x)                                                                    \
+	    float *x, int stream)                                                        \
 	{                                                                                \
-		return d == 32 ? hd_##ISA##_q4_ch_d(src, n, scale, x, 32) :              \
-		    d == 64    ? hd_##ISA##_q4_ch_d(src, n, scale, x, 64) :              \
-		    d == 128   ? hd_##ISA##_q4_ch_d(src, n, scale, x, 128) : -1;         \
+		const int nt = hd_streams(x, stream);                                    \
+		int rc = d == 32 ? hd_##ISA##_q4_ch_d(src, n, scale, x, 32, nt) :        \
+		    d == 64      ? hd_##ISA##_q4_ch_d(src, n, scale, x, 64, nt) :        \
+		    d == 128     ? hd_##ISA##_q4_ch_d(src, n, scale, x, 128, nt) : -1;   \
+		hd_stream_end(nt);                                                       \
+		return rc;                                                               \
 	}
 
 HD_WALKS(avx2, "avx2,f16c", hd_avx2_finish)
@@ -249,25 +286,28 @@ hd_avx2_dim_ok(int d)
 
 /* never called: hd_avx2_dim_ok is 0 */
 #define HD_ABSENT(NAME)                                                               \
-	int NAME(const uint8_t *src, int64_t n, int d, double scale, float *x)          \
+	int NAME(const uint8_t *src, int64_t n, int d, double scale, float *x,          \
+	    int stream)                                                                 \
 	{                                                                               \
-		(void)src, (void)n, (void)d, (void)scale, (void)x;                      \
+		(void)src, (void)n, (void)d, (void)scale, (void)x, (void)stream;        \
 		return -1;                                                              \
 	}
 HD_ABSENT(hd_avx2_q4_ch_rows)
 HD_ABSENT(hd_512_q4_ch_rows)
 
 int
-hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x)
+hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x,
+    int stream)
 {
-	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x;
+	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x, (void)stream;
 	return -1;
 }
 
 int
-hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x)
+hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x,
+    int stream)
 {
-	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x;
+	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x, (void)stream;
 	return -1;
 }
 

@@ -19,12 +19,18 @@
 int hd_avx2_dim_ok(int d);
 /* n rows of a row form (qpack.h: QP_B2 … QP_B6, QP_Q4, QP_Q8: b = 2, 3,
  * 4, 5, 6 or 8 bits a code) into x[n·d]; -1 at the first (δ, μ) pair
- * qpack.c refuses, the rows before it written, or for another b. */
-int hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x);
+ * qpack.c refuses, the rows before it written, or for another b.  stream:
+ * written with streaming stores when x is on a 32-byte line (the same
+ * bits; see hd_unpack_rows). */
+int hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x,
+    int stream);
 /* n rows of q4 per channel (QP_Q4_CH: groups of 32 rows) into x[n·d]; -1
  * at a refused pair, as above. */
-int hd_avx2_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
-int hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x);
-int hd_512_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x);
+int hd_avx2_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x,
+    int stream);
+int hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x,
+    int stream);
+int hd_512_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale, float *x,
+    int stream);
 
 #endif /* SNAPSHOT_HADAMARD_SIMD_H */

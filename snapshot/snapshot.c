@@ -993,12 +993,14 @@ snap_key_block(const struct eng_kv *kv, int layer, int m, int64_t kp, int64_t ks
 
 /* Unpack n rows packed under s for quant (dst NULL: validate only): the
  * rotated forms' rows rotated back as they are unpacked (H is its own
- * inverse).  0, or -1 for a corrupt block. */
+ * inverse), streamed past the cache when asked (hd_unpack_rows).  0, or
+ * -1 for a corrupt block. */
 static int
-snap_unpack(int quant, enum qp_scheme s, const uint8_t *src, int64_t n, int hd, float *dst)
+snap_unpack(int quant, enum qp_scheme s, const uint8_t *src, int64_t n, int hd, float *dst,
+    int stream)
 {
 	if (snap_quant_rotated(quant))
-		return hd_unpack_rows(s, src, n, hd, dst);
+		return hd_unpack_rows(s, src, n, hd, dst, stream);
 	return qp_decode(s, src, n, hd, dst);
 }
 
@@ -1125,6 +1127,7 @@ struct snap_lp {
 	char *why;
 	size_t why_len;
 	int summed; /* the record's own checksum was checked by the caller */
+	int stream; /* SNAP_FILL_STREAM: values streamed into the pool */
 };
 
 static int
@@ -1188,7 +1191,7 @@ snap_head_pod_check(const struct snap_lp *p, int m, int64_t count, uint32_t anch
 /* Unpack a K or V block of n rows into dst (NULL: validate only). */
 static int
 snap_get_block(const struct snap_lp *p, struct snap_r *r, int m, enum qp_scheme s, int64_t n,
-    float *dst, const char *what)
+    float *dst, int stream, const char *what)
 {
 	const uint8_t *src = snap_r_take(r, qp_bytes(s, (uint64_t)n, p->h->head_dim));
 	char msg[64];
@@ -1196,7 +1199,7 @@ snap_get_block(const struct snap_lp *p, struct snap_r *r, int m, enum qp_scheme 
 		snprintf(msg, sizeof(msg), "truncated %s", what);
 		return snap_lp_fail(p, m, msg);
 	}
-	if (snap_unpack(p->h->quant, s, src, n, p->h->head_dim, dst)) {
+	if (snap_unpack(p->h->quant, s, src, n, p->h->head_dim, dst, stream)) {
 		snprintf(msg, sizeof(msg), "bad scale or min in the %s", what);
 		return snap_lp_fail(p, m, msg);
 	}
@@ -1244,12 +1247,12 @@ snap_head_parse(const struct snap_lp *p, struct snap_r *r, int m)
 	if (L) /* kern_f16_to_f32 of each, SIMD where the CPU has it */
 		kern_f16_to_f32_rows(sc, L->score + row0, count);
 	if ((rc = snap_get_block(p, r, m, snap_k_scheme(h->quant), kp + ks,
-	         L ? L->k + row0 * hd : NULL, "keys")))
+	         L ? L->k + row0 * hd : NULL, 0, "keys")))
 		return rc;
 	if (L && kp + ks < count)
 		snap_spread_keys(L->k + row0 * hd, count, kp, ks, h->head_dim);
 	return snap_get_block(p, r, m, snap_v_scheme(h->quant), count,
-	    L ? L->v + row0 * hd : NULL, "values");
+	    L ? L->v + row0 * hd : NULL, p->stream, "values");
 }
 
 /* Parse a decoded layer record (see struct snap_lp). */
@@ -1425,7 +1428,7 @@ int
 snap_layer_check(const uint8_t *buf, size_t len, const struct snap_header *h, int layer,
     char *why, size_t why_len)
 {
-	struct snap_lp p = { h, layer, NULL, why, why_len, 0 };
+	struct snap_lp p = { h, layer, NULL, why, why_len, 0, 0 };
 	uint8_t *rec;
 	size_t n;
 	int rc;
@@ -1463,7 +1466,8 @@ int
 snap_layer_fill(const uint8_t *rec, size_t len, const struct snap_header *h, int layer,
     struct eng_kv *kv, int flags, char *why, size_t why_len)
 {
-	struct snap_lp p = { h, layer, NULL, why, why_len, !!(flags & SNAP_FILL_SUMMED) };
+	struct snap_lp p = { h, layer, NULL, why, why_len, !!(flags & SNAP_FILL_SUMMED),
+		!!(flags & SNAP_FILL_STREAM) };
 	int rc;
 
 	if ((rc = snap_layer_args(rec, h, layer, why, why_len)))
@@ -1550,7 +1554,7 @@ snap_qerr_block(int quant, enum qp_scheme s, const float *src, int64_t n, int hd
 	int rc = SNAP_ERR_NOMEM;
 
 	if (bytes && back && rows) {
-		rc = qp_encode(s, rows, n, hd, bytes) || snap_unpack(quant, s, bytes, n, hd, back)
+		rc = qp_encode(s, rows, n, hd, bytes) || snap_unpack(quant, s, bytes, n, hd, back, 0)
 		    ? SNAP_ERR_ARG
 		    : 0;
 		for (i = 0; !rc && i < nv; i++) {

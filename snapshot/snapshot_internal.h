@@ -52,6 +52,9 @@ int snap_record_sum_check(const uint8_t *rec, size_t len, const struct snap_head
 #define SNAP_FILL_ONE_PASS 2 /* validate while writing: on a bad record the
                               * layer's rows are left half written (for a
                               * fresh pool the caller drops on error) */
+#define SNAP_FILL_STREAM 4   /* the rotated forms' values written past the
+                              * cache (hd_unpack_rows): a pool read only
+                              * later, by the question's attention */
 
 /* A decoded record into kv's layer `layer` (laid out by
  * eng_kv_prepare_layer from the header's counts): every field checked as

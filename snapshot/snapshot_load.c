@@ -23,7 +23,12 @@
  * fits (eng_kv_reuse): its pages are faulted in already, and a 4-bit
  * form's load is mostly writing fp32 rows, 776 bytes of pool per unit
  * against ~83 stored, so the first touch of fresh pages (a fault and the
- * kernel zeroing each 4 KiB) cost more than the decoding itself.
+ * kernel zeroing each 4 KiB) cost more than the decoding itself.  For the
+ * same reason the values of the rotated forms and the rotated keys are
+ * written with streaming stores (SNAP_FILL_STREAM, kern_rope_rows): the
+ * question reads the pool only after the load, and a plain store first
+ * reads every line it overwrites.  The pre-RoPE keys are written plainly:
+ * the rotation reads them back at once, from the cache.
  *
  * Errors: each thread keeps its first failure, which is its lowest layer
  * (it takes layers in ascending order); once one fails no thread takes
@@ -129,8 +134,8 @@ load_layer(struct load_job *j, struct load_part *p, int l, ZSTD_DCtx *dctx, uint
 	if (rc || (rc = snap_record_sum_check(rec, n, h, l, p->why, sizeof(p->why))))
 		return rc;
 	load_lap(&t, &p->st.verify_s);
-	rc = snap_layer_fill(rec, n, h, l, j->kv, SNAP_FILL_SUMMED | SNAP_FILL_ONE_PASS,
-	    p->why, sizeof(p->why));
+	rc = snap_layer_fill(rec, n, h, l, j->kv, SNAP_FILL_SUMMED | SNAP_FILL_ONE_PASS |
+	    SNAP_FILL_STREAM, p->why, sizeof(p->why));
 	load_lap(&t, &p->st.decode_s);
 	if (rc)
 		return rc;

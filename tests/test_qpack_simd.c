@@ -221,27 +221,39 @@ test_rotated(void)
 				size_t bytes = (size_t)qp_bytes(s, (uint64_t)n, d), vals = (size_t)(n * d);
 				double scale = 1.0 / __builtin_sqrt((double)d);
 				struct ts_guarded g;
-				float *want = malloc(vals * sizeof(float)), *got = malloc(vals * sizeof(float));
+				/* got on a 64-byte line, 4 floats spare: streamed rows at got,
+				 * and at got + 4 (16 bytes off: plain stores) */
+				float *want = malloc(vals * sizeof(float)), *got = NULL;
+				if (posix_memalign((void **)&got, 64, (vals + 4) * sizeof(float)))
+					got = NULL;
 				TAP_CHECK(want && got && ts_guard(&g, bytes) == 0, "out of memory");
 				ts_fill(g.p, groups, step);
 				TAP_CHECK(qp_simd_force(0) == 0, "level 0");
-				TAP_CHECK(hd_unpack_rows(s, g.p, n, d, want) == 0, "scalar unpack");
+				TAP_CHECK(hd_unpack_rows(s, g.p, n, d, want, 0) == 0, "scalar unpack");
 				for (level = 1; level < n_levels; level++) {
+					int stream, off;
 					TAP_CHECK(qp_simd_force(level) == 0, "level %d", level);
-					memset(got, 0xa5, vals * sizeof(float));
-					TAP_CHECK(hd_unpack_rows(s, g.p, n, d, got) == 0, "unpack");
-					TAP_CHECK(!memcmp(got, want, vals * sizeof(float)),
-					    "scheme %d d %d n %lld level %d: not the scalar bytes", (int)s, d,
-					    (long long)n, level);
-					if (hd_avx2_dim_ok(d)) {
-						memset(got, 0xa5, vals * sizeof(float));
-						TAP_CHECK((level >= 2 ? hd_512_bits_rows(g.p, n, d, b, scale, got) :
-						    hd_avx2_bits_rows(g.p, n, d, b, scale, got)) == 0, "kernel");
-						TAP_CHECK(!memcmp(got, want, vals * sizeof(float)),
-						    "fused kernel level %d b %d d %d n %lld", level, b, d,
-						    (long long)n);
-						direct++;
-					}
+					for (stream = 0; stream < 2; stream++)
+						for (off = 0; off <= 4; off += 4) {
+							float *x = got + off;
+							memset(x, 0xa5, vals * sizeof(float));
+							TAP_CHECK(hd_unpack_rows(s, g.p, n, d, x, stream) == 0, "unpack");
+							TAP_CHECK(!memcmp(x, want, vals * sizeof(float)),
+							    "scheme %d d %d n %lld level %d stream %d off %d: not the "
+							    "scalar bytes", (int)s, d, (long long)n, level, stream, off);
+						}
+					if (hd_avx2_dim_ok(d))
+						for (stream = 0; stream < 2; stream++) {
+							memset(got, 0xa5, vals * sizeof(float));
+							TAP_CHECK((level >= 2 ?
+							    hd_512_bits_rows(g.p, n, d, b, scale, got, stream) :
+							    hd_avx2_bits_rows(g.p, n, d, b, scale, got, stream)) == 0,
+							    "kernel");
+							TAP_CHECK(!memcmp(got, want, vals * sizeof(float)),
+							    "fused kernel level %d b %d d %d n %lld stream %d", level, b,
+							    d, (long long)n, stream);
+							direct++;
+						}
 				}
 				/* a refused pair in the last group of a middle row */
 				bad_row = n / 2;
@@ -250,7 +262,7 @@ test_rotated(void)
 				for (level = 0; level < n_levels; level++) {
 					TAP_CHECK(qp_simd_force(level) == 0, "level %d", level);
 					memset(got, 0xa5, vals * sizeof(float));
-					TAP_CHECK(hd_unpack_rows(s, g.p, n, d, got) == -1,
+					TAP_CHECK(hd_unpack_rows(s, g.p, n, d, got, level % 2) == -1,
 					    "scheme %d d %d level %d: spoilt pair taken", (int)s, d, level);
 					/* the fused kernels write the rows before it (the scalar
 					 * path leaves them unrotated: a refused block is dropped) */

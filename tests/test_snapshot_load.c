@@ -100,9 +100,12 @@ tl_rows_at_level(int level)
 			uint32_t span = 5000, pos[37];
 			float ff[68], *table = malloc((size_t)span * (size_t)hd * sizeof(float));
 			float *src = malloc((size_t)(n * hd) * sizeof(float));
-			float *got = malloc((size_t)(n * hd) * sizeof(float));
-			float want[136], ts = kern_rope_theta_scale(10000.0f, hd);
+			float *got = NULL, want[136], ts = kern_rope_theta_scale(10000.0f, hd);
 			const float *ffp = di % 2 ? ff : NULL;
+			int stream;
+			/* on a 64-byte line: the streamed rows where head_dim allows */
+			if (posix_memalign((void **)&got, 64, (size_t)(n * hd) * sizeof(float)))
+				got = NULL;
 			TAP_CHECK(table && src && got, "out of memory");
 			for (i = 0; i < hd / 2; i++)
 				ff[i] = 1.0f + (float)(tl_next() % 100) / 25.0f;
@@ -113,18 +116,22 @@ tl_rows_at_level(int level)
 			kern_rope_table_fill(table, 0, 2000, ts, ffp, hd, (enum kern_rope_style)style);
 			kern_rope_table_fill(table + 2000 * hd, 2000, span - 2000, ts, ffp, hd,
 			    (enum kern_rope_style)style);
-			kern_rope_rows(got, src, n, pos, table, hd, (enum kern_rope_style)style);
-			for (r = 0; r < n; r++) {
-				kern_rope_head_at(want, src + r * hd, pos[r], ts, ffp, hd,
-				    (enum kern_rope_style)style);
-				for (i = 0; i < hd; i++)
-					TAP_CHECK(tl_same(want[i], got[r * hd + i]),
-					    "level %d hd %lld style %d row %lld [%lld]: %.9g, not %.9g", level,
-					    (long long)hd, style, (long long)r, (long long)i,
-					    (double)got[r * hd + i], (double)want[i]);
+			for (stream = 0; stream < 2; stream++) {
+				memset(got, 0xa5, (size_t)(n * hd) * sizeof(float));
+				kern_rope_rows(got, src, n, pos, table, hd, (enum kern_rope_style)style,
+				    stream);
+				for (r = 0; r < n; r++) {
+					kern_rope_head_at(want, src + r * hd, pos[r], ts, ffp, hd,
+					    (enum kern_rope_style)style);
+					for (i = 0; i < hd; i++)
+						TAP_CHECK(tl_same(want[i], got[r * hd + i]),
+						    "level %d hd %lld style %d stream %d row %lld [%lld]: %.9g, "
+						    "not %.9g", level, (long long)hd, style, stream, (long long)r,
+						    (long long)i, (double)got[r * hd + i], (double)want[i]);
+				}
 			}
-			/* in place, rows by index (slot positions) */
-			kern_rope_rows(src, src, n, NULL, table, hd, (enum kern_rope_style)style);
+			/* in place (never streamed), rows by index (slot positions) */
+			kern_rope_rows(src, src, n, NULL, table, hd, (enum kern_rope_style)style, 1);
 			for (r = 0; r < n; r++)
 				for (i = 0; i < hd; i++)
 					TAP_CHECK(isfinite(src[r * hd + i]), "in place: not finite");
@@ -334,8 +341,9 @@ test_hadamard_unpack(void)
 				int64_t n = 45, r, i; /* 13 rows in the per-channel form's last group */
 				size_t bytes;
 				uint8_t *b = tl_block(s, n, d, &bytes);
-				float *x = malloc((size_t)(n * d) * sizeof(float));
-				float *want = malloc((size_t)(n * d) * sizeof(float));
+				float *x = NULL, *want = malloc((size_t)(n * d) * sizeof(float));
+				if (posix_memalign((void **)&x, 64, (size_t)(n * d) * sizeof(float)))
+					x = NULL; /* on a 64-byte line: streamed at odd levels */
 				TAP_CHECK(b && x && want, "out of memory");
 				for (r = 0; r < n; r++) {
 					for (i = 0; i < d; i++)
@@ -343,7 +351,7 @@ test_hadamard_unpack(void)
 					tl_hadamard(want + r * d, d);
 				}
 				TAP_CHECK(qp_simd_force(level) == 0, "level %d", level);
-				TAP_CHECK(hd_unpack_rows((enum qp_scheme)s, b, n, d, x) == 0, "unpack");
+				TAP_CHECK(hd_unpack_rows((enum qp_scheme)s, b, n, d, x, level % 2) == 0, "unpack");
 				for (i = 0; i < n * d && ok; i++)
 					if (!tl_same(x[i], want[i])) {
 						tap_diag("level %d scheme %d d %d [%lld]: %.9g, not %.9g", level,
@@ -353,7 +361,7 @@ test_hadamard_unpack(void)
 				/* a negative δ in the last row's last pair */
 				b[s == QP_Q4_CH ? 4 * (size_t)(d - 1) + 1 + (size_t)(n / 32) *
 				    (4 * (size_t)d + 16 * (size_t)d) : bytes - (s == QP_Q4 ? 20 : 36) + 1] |= 0x80;
-				TAP_CHECK(hd_unpack_rows((enum qp_scheme)s, b, n, d, x) == -1,
+				TAP_CHECK(hd_unpack_rows((enum qp_scheme)s, b, n, d, x, level % 2) == -1,
 				    "level %d scheme %d d %d: a negative scale taken", level, s, d);
 				qp_simd_force(-1);
 				free(b);

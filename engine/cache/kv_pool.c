@@ -30,6 +30,17 @@ kv_layer_free(struct eng_kv_layer *L)
 	memset(L, 0, sizeof(*L));
 }
 
+/* Rows on 64-byte lines (a snapshot load writes them with streaming
+ * stores, kernels/rope_rows.h); NULL when out of memory. */
+static float *
+kv_rows_alloc(size_t floats)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 64, (floats ? floats : 1) * sizeof(float)))
+		return NULL;
+	return p;
+}
+
 static int
 kv_layer_alloc(struct eng_kv_layer *L, int n_head, int64_t rows, int head_dim)
 {
@@ -39,9 +50,9 @@ kv_layer_alloc(struct eng_kv_layer *L, int n_head, int64_t rows, int head_dim)
 	L->cap = calloc((size_t)n_head, sizeof(int64_t));
 	L->pos = malloc(r * sizeof(uint32_t));
 	L->score = malloc(r * sizeof(float));
-	L->k = malloc(e * sizeof(float));
-	L->kr = malloc(e * sizeof(float));
-	L->v = malloc(e * sizeof(float));
+	L->k = kv_rows_alloc(e);
+	L->kr = kv_rows_alloc(e);
+	L->v = kv_rows_alloc(e);
 	L->bias = calloc(r ? r : 1, sizeof(float));
 	if (!L->off || !L->len || !L->cap || !L->pos || !L->score || !L->k || !L->kr || !L->v ||
 	    !L->bias)

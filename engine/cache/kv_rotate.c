@@ -83,7 +83,8 @@ eng_kv_derive_layer(struct eng_kv *kv, int layer, enum eng_pos_mode mode, const 
 		size_t r = (size_t)L->off[m];
 		if (table) {
 			kern_rope_rows(L->kr + r * hd, L->k + r * hd, L->len[m],
-			    mode == ENG_POS_SLOT ? NULL : L->pos + r, table, kv->head_dim, kv->rope_style);
+			    mode == ENG_POS_SLOT ? NULL : L->pos + r, table, kv->head_dim,
+			    kv->rope_style, 1);
 			continue;
 		}
 		for (i = 0; i < L->len[m]; i++, r++) /* the angles made row by row */

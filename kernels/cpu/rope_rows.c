@@ -64,9 +64,19 @@ rows_rotate_scalar(float *dst, const float *src, const float *cs, int64_t head_d
 }
 
 #if KERN_X86
+/* Eight floats to p: a streaming store (p on a 32-byte line) when nt. */
+static inline __attribute__((target("avx2"), always_inline)) void
+rows_put(float *p, __m256 x, int nt)
+{
+	if (nt)
+		_mm256_stream_ps(p, x);
+	else
+		_mm256_storeu_ps(p, x);
+}
+
 static __attribute__((target("avx2"))) void
 rows_rotate_avx2(float *dst, const float *src, const float *cs, int64_t head_dim,
-    enum kern_rope_style style)
+    enum kern_rope_style style, int nt)
 {
 	int64_t h = head_dim / 2, i;
 	if (style == KERN_ROPE_NEOX) {
@@ -75,8 +85,8 @@ rows_rotate_avx2(float *dst, const float *src, const float *cs, int64_t head_dim
 			__m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(cs + h + i);
 			__m256 da = _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s));
 			__m256 db = _mm256_add_ps(_mm256_mul_ps(b, c), _mm256_mul_ps(a, s));
-			_mm256_storeu_ps(dst + i, da);
-			_mm256_storeu_ps(dst + h + i, db);
+			rows_put(dst + i, da, nt);
+			rows_put(dst + h + i, db, nt);
 		}
 		rows_rotate_scalar(dst, src, cs, head_dim, style, i);
 		return;
@@ -86,7 +96,7 @@ rows_rotate_avx2(float *dst, const float *src, const float *cs, int64_t head_dim
 		__m256 x = _mm256_loadu_ps(src + i), t = _mm256_loadu_ps(cs + i);
 		__m256 c = _mm256_moveldup_ps(t), s = _mm256_movehdup_ps(t);
 		__m256 sw = _mm256_permute_ps(x, 0xb1); /* b0 a0 b1 a1 … */
-		_mm256_storeu_ps(dst + i, _mm256_addsub_ps(_mm256_mul_ps(x, c), _mm256_mul_ps(sw, s)));
+		rows_put(dst + i, _mm256_addsub_ps(_mm256_mul_ps(x, c), _mm256_mul_ps(sw, s)), nt);
 	}
 	rows_rotate_scalar(dst, src, cs, head_dim, style, i / 2);
 }
@@ -105,22 +115,29 @@ rows_f16_avx2(const uint8_t *src, float *dst, int64_t n)
 
 void
 kern_rope_rows(float *dst, const float *src, int64_t n, const uint32_t *pos,
-    const float *table, int64_t head_dim, enum kern_rope_style style)
+    const float *table, int64_t head_dim, enum kern_rope_style style, int stream)
 {
 	int64_t r, d = head_dim;
 #if KERN_X86
 	int simd = kern_cpu_simd_level() >= KERN_CPU_SIMD_AVX2;
+	/* every row's stores whole vectors on 32-byte lines, none in place */
+	int nt = simd && stream && dst != src && d % 16 == 0 && !((uintptr_t)dst & 31);
 #endif
+	(void)stream; /* plain C: no streaming stores */
 	for (r = 0; r < n; r++) {
 		const float *cs = table + (int64_t)(pos ? pos[r] : (uint32_t)r) * KERN_ROPE_TABLE_ROW(d);
 #if KERN_X86
 		if (simd) {
-			rows_rotate_avx2(dst + r * d, src + r * d, cs, d, style);
+			rows_rotate_avx2(dst + r * d, src + r * d, cs, d, style, nt);
 			continue;
 		}
 #endif
 		rows_rotate_scalar(dst + r * d, src + r * d, cs, d, style, 0);
 	}
+#if KERN_X86
+	if (nt) /* streaming stores are weakly ordered: fenced before handed on */
+		_mm_sfence();
+#endif
 }
 
 void
