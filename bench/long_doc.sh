@@ -7,8 +7,10 @@
 # each answered from the snapshot and checked for its expected words.
 # Each question is also put to the model with no document (closed-book), a
 # control: a manual this well known is partly in the model's own memory.
+# POLICY=full QUANT=fp16 makes the snapshot the whole cache (the re-read's
+# answers: the other control, of what compression loses).
 #
-#   usage: MODEL=GGUF bench/long_doc.sh [BYTES]
+#   usage: MODEL=GGUF [POLICY=NAME] [QUANT=FORM] bench/long_doc.sh [BYTES]
 #
 # Prints a markdown table; keeps the text, the answers and /usr/bin/time's
 # reports in $BUILD/long_doc/.  Nothing is tuned on these questions (no
@@ -18,7 +20,10 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 MODEL=${MODEL:-models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf}
 BYTES=${1:-142000}
+POLICY=${POLICY:-kvzip} QUANT=${QUANT:-q6h} # the default profile's (kvzip 1/2 q6h)
+PROFILE=(--policy "$POLICY" --quant "$QUANT")
 OUT=$BUILD/long_doc
+[ "$POLICY/$QUANT" = kvzip/q6h ] || OUT=$BUILD/long_doc-$POLICY-$QUANT
 KV=$BUILD/kvsnap
 [ -x "$KV" ] || make --no-print-directory all
 command -v groff >/dev/null || { echo "long_doc.sh: needs groff (apt-get install groff-base)" >&2; exit 1; }
@@ -45,7 +50,7 @@ In a conditional expression, what does the primary -b file test?|block special|b
 EOF
 
 ts=$OUT/time-ingest.txt
-/usr/bin/time -v "$KV" ingest --local --state "$OUT/state" -m "$MODEL" --name manual --json \
+/usr/bin/time -v "$KV" ingest --local --state "$OUT/state" -m "$MODEL" "${PROFILE[@]}" --name manual --json \
 	"$OUT/bash-manual.txt" >"$OUT/ingest.json" 2>"$ts"
 tokens=$(python3 -c 'import json,sys
 for l in open(sys.argv[1]):
@@ -54,7 +59,7 @@ for l in open(sys.argv[1]):
 rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$ts")
 wall=$(awk -F': ' '/Elapsed \(wall/ {print $2}' "$ts")
 echo "model: $MODEL"
-echo "document: bash's manual, first $BYTES bytes, $tokens tokens; ingest (kvzip 1/2 q6h) $wall wall, peak RSS $rss MiB"
+echo "document: bash's manual, first $BYTES bytes, $tokens tokens; ingest ($POLICY$([ "$POLICY" = full ] || echo ' 1/2') $QUANT) $wall wall, peak RSS $rss MiB"
 echo
 echo "| # | depth | question | expected | from the snapshot | closed-book | query peak RSS MiB |"
 echo "|---:|---:|---|---|---|---|---:|"
@@ -64,7 +69,7 @@ while IFS='|' read -r q want anchor; do
 	at=$(python3 -c 'import sys
 t=open(sys.argv[1],encoding="utf-8").read(); p=t.find(sys.argv[2])
 print("%d %%" % round(100*p/len(t)) if p >= 0 else "not in the text")' "$OUT/bash-manual.txt" "$anchor")
-	/usr/bin/time -v "$KV" query --local --state "$OUT/state" -m "$MODEL" -n 48 manual "$q" \
+	/usr/bin/time -v "$KV" query --local --state "$OUT/state" -m "$MODEL" "${PROFILE[@]}" -n 48 manual "$q" \
 		>"$OUT/answer-$i.txt" 2>"$OUT/time-query-$i.txt" || true
 	"$KV" generate -m "$MODEL" -n 48 -p "$q" >"$OUT/closed-$i.txt" 2>/dev/null || true
 	qrss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$OUT/time-query-$i.txt")
