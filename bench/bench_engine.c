@@ -66,8 +66,8 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
-	int threads = 2, reps = 2, json = 0, cpu = 0, max_len = 8192, c, i, r;
-	static const int lens[] = { 512, 2048, 8192 };
+	int threads = 2, reps = 2, json = 0, cpu = 0, max_len = 8192, c, i, r, n_ids;
+	static const int lens[] = { 512, 2048, 8192, 32768 }; /* 32K only when -L asks for it */
 	struct eng_model *m = NULL;
 	struct eng_ctx *ctx = NULL;
 	struct eng_kv *kv = NULL;
@@ -93,13 +93,14 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_engine: %s\n", why);
 		return 1;
 	}
-	if (eng_ctx_init(&ctx, m, threads, 512) || eng_kv_init(&kv, m, 8192 + 200)) {
+	n_ids = max_len > 8192 ? 32768 : 8192;
+	if (eng_ctx_init(&ctx, m, threads, 512) || eng_kv_init(&kv, m, n_ids > 8192 ? n_ids : n_ids + 200)) {
 		fprintf(stderr, "bench_engine: cannot allocate\n");
 		return 1;
 	}
 	logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
-	ids = malloc(8192 * sizeof(int32_t));
-	for (i = 0; i < 8192; i++)
+	ids = malloc((size_t)n_ids * sizeof(int32_t));
+	for (i = 0; i < n_ids; i++)
 		ids[i] = 100 + (int32_t)((i * 7919u) % 40000u); /* deterministic tokens */
 
 	gf = bench_sgemm(threads, 512, 1536, 576);
@@ -109,7 +110,7 @@ main(int argc, char **argv)
 	else
 		printf("kvsnap engine, %d threads, simd %s, sgemm (512x576x1536, %d threads) %.1f GFLOP/s\n\n"
 		    "%-14s %10s %12s\n", threads, kern_simd_name(), threads, gf, "test", "tokens", "tokens/s");
-	for (i = 0; i < 3 && lens[i] <= max_len; i++) {
+	for (i = 0; i < 4 && lens[i] <= max_len; i++) {
 		double best = 1e9;
 		for (r = 0; r < (lens[i] >= 8192 ? 1 : reps); r++) {
 			double t0;

@@ -9,7 +9,8 @@
 # excluded.
 #   usage: [MODEL=GGUF] [MAX_LEN=N] [KVZIP=0] bench/engine.sh [THREADS] [REPS]
 #   (MODEL: SmolLM2 by default; MAX_LEN skips longer prefills and KVZIP=0
-#   the ingest line, for a big model on 2 cores)
+#   the ingest line, for a big model on 2 cores; MAX_LEN=32768 adds a 32K
+#   prefill, one rep each side, for a model whose window holds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-2}
@@ -50,7 +51,7 @@ print(f"machine: {cpu}, {threads} threads; OpenBLAS sgemm {sg['gflops']} GFLOP/s
 print()
 print("| test | tokens | kvsnap tok/s | llama.cpp tok/s | ratio |")
 print("|---|---:|---:|---:|---:|")
-for what, tokens in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("decode", 128)):
+for what, tokens in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("prefill", 32768), ("decode", 128)):
     a, b = find(ours, what, tokens), find(ref, what, tokens)
     if not a or not b:
         continue

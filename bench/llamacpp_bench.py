@@ -13,10 +13,11 @@ model = sys.argv[1] if len(sys.argv) > 1 else "models/SmolLM2-135M-Instruct.Q4_1
 threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 reps = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 max_len = int(sys.argv[4]) if len(sys.argv) > 4 else 8192  # skip longer prefills
-ids = [100 + (i * 7919) % 40000 for i in range(8192)]
-llm = Llama(model_path=model, n_ctx=8192 + 256, n_batch=512, n_ubatch=512, n_threads=threads,
+n_ids = 32768 if max_len > 8192 else 8192  # 32K only when asked (a 32K-window model)
+ids = [100 + (i * 7919) % 40000 for i in range(n_ids)]
+llm = Llama(model_path=model, n_ctx=n_ids + 256, n_batch=512, n_ubatch=512, n_threads=threads,
             n_threads_batch=threads, logits_all=False, flash_attn=False, verbose=False)
-for n in (n for n in (512, 2048, 8192) if n <= max_len):
+for n in (n for n in (512, 2048, 8192, 32768) if n <= max_len):
     best = 1e9
     for _ in range(1 if n >= 8192 else reps):
         llm.reset()
