@@ -59,9 +59,10 @@ for what, tokens in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("p
 kz = json.loads(sys.argv[4])
 if not kz:
     sys.exit(0)
-# against llama.cpp's longest prefill measured (8192 unless MAX_LEN cut it)
-longest = max((r for r in ref if r["what"] == "prefill"), key=lambda r: r["tokens"])
+# against llama.cpp's prefill of the length nearest the document's (8192
+# for GPL-3's ~7.6K tokens unless MAX_LEN cut it)
+near = min((r for r in ref if r["what"] == "prefill"), key=lambda r: abs(r["tokens"] - kz["tokens"]))
 rate = kz["tokens"] / kz["seconds"]
 print(f"| kvzip ingest to a snapshot at 1/4 (GPL-3) vs llama.cpp prefill | {kz['tokens']} | "
-      f"{rate:.1f} | {longest['tok_s']:.1f} ({longest['tokens']}) | {rate / longest['tok_s']:.2f} |")
+      f"{rate:.1f} | {near['tok_s']:.1f} ({near['tokens']}) | {rate / near['tok_s']:.2f} |")
 PY
