@@ -5,7 +5,9 @@
  * The AVX2 path does the same double operations per value as the scalar
  * one (each butterfly's a + b and a − b, the widening, the one product by
  * the scale and the rounding to float), four values at a time, so its rows
- * are the scalar rows bit for bit (tests/test_snapshot_load.c).
+ * are the scalar rows bit for bit (tests/test_snapshot_load.c).  The
+ * loader's rotation back (hd_rotate_back_rows, and hadamard_simd.c's
+ * fused kernels) is the same transform in float: hd_row_f_*.
  */
 #include <math.h>
 #include <stddef.h>
@@ -77,6 +79,64 @@ hd_row_avx2(float *row, int d, double scale)
 }
 #endif
 
+/* The scale of the loader's transform, rounded to float once: 1/sqrt(d). */
+static float
+hd_scale_f(int d)
+{
+	return (float)(1.0 / sqrt((double)d));
+}
+
+/* The loader's rotation of one row, in float: the same butterflies, each
+ * a + b and a − b rounded to float, then the product by scale. */
+static void
+hd_row_f_scalar(float *t, int d, float scale)
+{
+	int i, j, len;
+	for (len = 1; len < d; len <<= 1)
+		for (i = 0; i < d; i += len << 1)
+			for (j = i; j < i + len; j++) {
+				float a = t[j], b = t[j + len];
+				t[j] = a + b;
+				t[j + len] = a - b;
+			}
+	for (i = 0; i < d; i++)
+		t[i] *= scale;
+}
+
+#if HD_X86
+/* d >= 8.  Spans 1, 2 and 4 inside a vector of eight (as hd_row_avx2's
+ * spans 1 and 2: each lane adds its partner to itself or to its exact
+ * negation), wider spans between vectors: hd_row_f_scalar's bits. */
+static __attribute__((target("avx2"))) void
+hd_row_f_avx2(float *t, int d, float scale)
+{
+	const __m256 odd = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, 0, INT32_MIN, 0,
+	    INT32_MIN, 0, INT32_MIN, 0));
+	const __m256 two = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, INT32_MIN, 0, 0,
+	    INT32_MIN, INT32_MIN, 0, 0));
+	const __m256 high = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, INT32_MIN,
+	    INT32_MIN, INT32_MIN, 0, 0, 0, 0));
+	const __m256 s = _mm256_set1_ps(scale);
+	int i, j, len;
+	for (i = 0; i < d; i += 8) {
+		__m256 a = _mm256_loadu_ps(t + i);
+		a = _mm256_add_ps(_mm256_permute_ps(a, 0xb1), _mm256_xor_ps(a, odd));
+		a = _mm256_add_ps(_mm256_permute_ps(a, 0x4e), _mm256_xor_ps(a, two));
+		a = _mm256_add_ps(_mm256_permute2f128_ps(a, a, 0x01), _mm256_xor_ps(a, high));
+		_mm256_storeu_ps(t + i, a);
+	}
+	for (len = 8; len < d; len <<= 1)
+		for (i = 0; i < d; i += len << 1)
+			for (j = i; j < i + len; j += 8) {
+				__m256 a = _mm256_loadu_ps(t + j), b = _mm256_loadu_ps(t + j + len);
+				_mm256_storeu_ps(t + j, _mm256_add_ps(a, b));
+				_mm256_storeu_ps(t + j + len, _mm256_sub_ps(a, b));
+			}
+	for (i = 0; i < d; i += 8)
+		_mm256_storeu_ps(t + i, _mm256_mul_ps(_mm256_loadu_ps(t + i), s));
+}
+#endif
+
 void
 hd_rotate_rows(float *x, int64_t n, int d)
 {
@@ -101,10 +161,34 @@ hd_rotate_rows(float *x, int64_t n, int d)
 	}
 }
 
+void
+hd_rotate_back_rows(float *x, int64_t n, int d)
+{
+	float scale;
+	int64_t r;
+#if HD_X86
+	int simd = d >= 8 && qp_avx2();
+#endif
+
+	if (!hd_dim_ok(d))
+		return;
+	scale = hd_scale_f(d);
+	for (r = 0; r < n; r++) {
+		float *row = x + (size_t)r * (size_t)d;
+#if HD_X86
+		if (simd) {
+			hd_row_f_avx2(row, d, scale);
+			continue;
+		}
+#endif
+		hd_row_f_scalar(row, d, scale);
+	}
+}
+
 int
 hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *dst, int stream)
 {
-	double scale = 1.0 / sqrt((double)d); /* hd_rotate_rows' */
+	float scale = hd_dim_ok(d) ? hd_scale_f(d) : 1.0f; /* hd_rotate_back_rows' */
 	int level = dst && hd_dim_ok(d) && hd_avx2_dim_ok(d) ? qp_simd_level() : 0;
 	if (level && s == QP_Q4_CH)
 		return level >= 2 ? hd_512_q4_ch_rows(src, n, d, scale, dst, stream) :
@@ -115,6 +199,6 @@ hd_unpack_rows(enum qp_scheme s, const uint8_t *src, int64_t n, int d, float *ds
 	if (qp_decode(s, src, n, d, dst))
 		return -1;
 	if (dst)
-		hd_rotate_rows(dst, n, d);
+		hd_rotate_back_rows(dst, n, d);
 	return 0;
 }

@@ -9,9 +9,15 @@
  * range) into a flat spread, so the quantizer's step shrinks; the error it
  * then adds is rotated back unchanged in L2 norm (H is orthogonal).
  *
- * Each row is transformed in double (the fast transform, k rounds of
- * butterflies) and rounded to float once, so a row's round trip is within
- * 2^-23·‖x‖₂ of x per value (tests/test_hadamard.c gives the reasoning).
+ * Before quantizing, each row is transformed in double (the fast
+ * transform, k = log2 d rounds of butterflies) and rounded to float once
+ * (hd_rotate_rows: the stored bytes).  The load rotates back in float (the
+ * same rounds, each sum rounded to float, then one product by fl(1/√d):
+ * hd_rotate_back_rows, hd_unpack_rows), within (k + 2)·2^-24·‖x‖₂ of the
+ * exact transform in L2 (tests/test_hadamard.c gives the reasoning):
+ * thousands of times below the finest stored step (8 bits, ~2^-9 of a
+ * group's range), and half the vectors of double with no widening: the
+ * rotation back of every kept unit is most of a 4-bit snapshot's load.
  */
 #ifndef SNAPSHOT_HADAMARD_H
 #define SNAPSHOT_HADAMARD_H
@@ -29,8 +35,12 @@ int hd_dim_ok(int d);
  * hd_dim_ok (else nothing is done). */
 void hd_rotate_rows(float *x, int64_t n, int d);
 
+/* x <- each row times H_d in float (the load's rotation back, above); d
+ * as hd_rotate_rows. */
+void hd_rotate_back_rows(float *x, int64_t n, int d);
+
 /* qp_decode(s, src, n, d, dst) then, when dst and hd_dim_ok(d),
- * hd_rotate_rows(dst, n, d): the rotated forms' rows unpacked and rotated
+ * hd_rotate_back_rows(dst, n, d): the rotated forms' rows unpacked and rotated
  * back, the same bits, in one pass where hadamard_simd.c has a kernel (q4,
  * q4 per channel, q8 and the b-bit forms, d 32 to 128, AVX2 or AVX-512).  0, or -1 for a corrupt block.
  * stream: those kernels write with streaming stores when dst is on a

@@ -3,15 +3,14 @@
  * unpacked and rotated back in one pass, the row in registers (hadamard_simd.h), with AVX2 or AVX-512.
  *
  * A row's values are unpacked as qpack_avx2.c does (the AVX2 pieces of
- * qpack_avx2_inline.h) into d/8 vectors of eight floats, widened (exactly)
- * into d/4 vectors of four doubles (AVX2) or d/8 of eight (AVX-512) in
- * natural order, put through hadamard.c's rounds of butterflies, span 1
- * first: the spans below the vector's width inside a vector (its halves of
- * each 2·span block swapped, then a + b where the lane keeps its sum and
- * b + (−a) where it keeps a difference: −a is exact and x − y is x + (−y)
- * in IEEE arithmetic, so each value is hadamard.c's a + b or a − b bit for
- * bit), the wider spans between vectors; then the one product by the scale
- * and the one rounding to float.  The row length is a constant in each
+ * qpack_avx2_inline.h) into d/8 vectors of eight floats (AVX2; AVX-512
+ * joins two into a vector of sixteen) in natural order, put through
+ * hadamard.c's rounds of butterflies in float, span 1 first: the spans
+ * below the vector's width inside a vector (its halves of each 2·span
+ * block swapped, then a + b where the lane keeps its sum and b + (−a)
+ * where it keeps a difference: −a is exact and x − y is x + (−y) in IEEE
+ * arithmetic, so each value is hadamard.c's a + b or a − b bit for bit),
+ * the wider spans between vectors; then the one product by the scale.  The row length is a constant in each
  * instance and every loop over the row is unrolled (the pragmas: GCC 12 at
  * -O3 leaves the nested rounds a loop through the stack), so that the row
  * stays in registers.  Plain C elsewhere: the functions are then never
@@ -99,70 +98,30 @@ hd_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, __m256 *f, 
 	}
 }
 
-/* The row f[d/8] rotated (every round of butterflies in double, times
- * scale, rounded to float) into x, four doubles a vector; nt: with
- * streaming stores (x on a 32-byte line). */
+/* The row f[d/8] rotated (every round of butterflies in float, then the
+ * product by scale) into x, eight floats a vector; nt: with streaming
+ * stores (x on a 32-byte line).  Spans 1, 2 and 4 inside a vector: each
+ * lane adds its partner (the halves of the 2·span block swapped) to itself
+ * or to its negation (−a is exact: x + (−y) is x − y in IEEE arithmetic). */
 static inline __attribute__((target("avx2"), always_inline)) void
-hd_avx2_finish(const __m256 *f, const int d, double scale, float *x, const int nt)
+hd_avx2_finish(const __m256 *f, const int d, float scale, float *x, const int nt)
 {
-	const __m256d odd = _mm256_set_pd(-0.0, 0.0, -0.0, 0.0);  /* lanes 1, 3 */
-	const __m256d high = _mm256_set_pd(-0.0, -0.0, 0.0, 0.0); /* lanes 2, 3 */
-	const __m256d s = _mm256_set1_pd(scale);
-	const int nv = d / 4;
-	__m256d t[HD_MAX / 4];
-	int v, len, k;
-#pragma GCC unroll 32
-	for (v = 0; v < nv; v++) {
-		__m256d a = _mm256_cvtps_pd(v % 2 ? _mm256_extractf128_ps(f[v / 2], 1) :
-		    _mm256_castps256_ps128(f[v / 2]));
-		/* span 1: (t1 + t0, t0 + (−t1), t3 + t2, t2 + (−t3)) */
-		a = _mm256_add_pd(_mm256_permute_pd(a, 0x5), _mm256_xor_pd(a, odd));
-		/* span 2: (t2 + t0, t3 + t1, t0 + (−t2), t1 + (−t3)) */
-		a = _mm256_add_pd(_mm256_permute2f128_pd(a, a, 0x01), _mm256_xor_pd(a, high));
-		t[v] = a;
-	}
-#pragma GCC unroll 8
-	for (len = 1; len < nv; len <<= 1) /* spans 4·len: pair k is (j, j + len) */
-#pragma GCC unroll 16
-		for (k = 0; k < nv / 2; k++) {
-			int j = k / len * 2 * len + k % len;
-			__m256d a = t[j], b = t[j + len];
-			t[j] = _mm256_add_pd(a, b);
-			t[j + len] = _mm256_sub_pd(a, b);
-		}
-	if (nt) {
-#pragma GCC unroll 32
-		for (v = 0; v < nv; v++)
-			_mm_stream_ps(x + 4 * v, _mm256_cvtpd_ps(_mm256_mul_pd(t[v], s)));
-		return;
-	}
-#pragma GCC unroll 32
-	for (v = 0; v < nv; v++)
-		_mm_storeu_ps(x + 4 * v, _mm256_cvtpd_ps(_mm256_mul_pd(t[v], s)));
-}
-
-/* The same with AVX-512, eight doubles a vector: spans 1, 2 and 4 inside,
- * the sign of each lane's term applied by the FMA's ±1 factor. */
-static inline __attribute__((target(HD_512), always_inline)) void
-hd_512_finish(const __m256 *f, const int d, double scale, float *x, const int nt)
-{
-	const __m512d s1 = _mm512_set_pd(-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0);
-	const __m512d s2 = _mm512_set_pd(-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0);
-	const __m512d s4 = _mm512_set_pd(-1.0, -1.0, -1.0, -1.0, 1.0, 1.0, 1.0, 1.0);
-	const __m512d s = _mm512_set1_pd(scale);
+	const __m256 odd = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, 0, INT32_MIN, 0,
+	    INT32_MIN, 0, INT32_MIN, 0));
+	const __m256 two = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, INT32_MIN, 0, 0,
+	    INT32_MIN, INT32_MIN, 0, 0));
+	const __m256 high = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, INT32_MIN,
+	    INT32_MIN, INT32_MIN, 0, 0, 0, 0));
+	const __m256 s = _mm256_set1_ps(scale);
 	const int nv = d / 8;
-	__m512d t[HD_MAX / 8];
+	__m256 t[HD_MAX / 8];
 	int v, len, k;
 #pragma GCC unroll 16
 	for (v = 0; v < nv; v++) {
-		__m512d a = _mm512_cvtps_pd(f[v]);
-		/* span 1: pairs swapped; span 2: pairs of pairs; span 4: halves.
-		 * a·(±1) + b in one FMA: the product is exact, so the one
-		 * rounding is that of a + b or b − a, the AVX2 path's bits with
-		 * an instruction fewer (decode ~8 % faster, bench_ttft) */
-		a = _mm512_fmadd_pd(a, s1, _mm512_permute_pd(a, 0x55));
-		a = _mm512_fmadd_pd(a, s2, _mm512_permutex_pd(a, 0x4e));
-		a = _mm512_fmadd_pd(a, s4, _mm512_shuffle_f64x2(a, a, 0x4e));
+		__m256 a = f[v];
+		a = _mm256_add_ps(_mm256_permute_ps(a, 0xb1), _mm256_xor_ps(a, odd));
+		a = _mm256_add_ps(_mm256_permute_ps(a, 0x4e), _mm256_xor_ps(a, two));
+		a = _mm256_add_ps(_mm256_permute2f128_ps(a, a, 0x01), _mm256_xor_ps(a, high));
 		t[v] = a;
 	}
 #pragma GCC unroll 8
@@ -170,27 +129,73 @@ hd_512_finish(const __m256 *f, const int d, double scale, float *x, const int nt
 #pragma GCC unroll 16
 		for (k = 0; k < nv / 2; k++) {
 			int j = k / len * 2 * len + k % len;
-			__m512d a = t[j], b = t[j + len];
-			t[j] = _mm512_add_pd(a, b);
-			t[j + len] = _mm512_sub_pd(a, b);
+			__m256 a = t[j], b = t[j + len];
+			t[j] = _mm256_add_ps(a, b);
+			t[j + len] = _mm256_sub_ps(a, b);
 		}
 	if (nt) {
 #pragma GCC unroll 16
 		for (v = 0; v < nv; v++)
-			_mm256_stream_ps(x + 8 * v, _mm512_cvtpd_ps(_mm512_mul_pd(t[v], s)));
+			_mm256_stream_ps(x + 8 * v, _mm256_mul_ps(t[v], s));
 		return;
 	}
 #pragma GCC unroll 16
 	for (v = 0; v < nv; v++)
-		_mm256_storeu_ps(x + 8 * v, _mm512_cvtpd_ps(_mm512_mul_pd(t[v], s)));
+		_mm256_storeu_ps(x + 8 * v, _mm256_mul_ps(t[v], s));
 }
 
-/* Whether rows go to x with streaming stores: asked for, and x on a
- * 32-byte line (each row is 32, 64 or 128 floats: every row is then). */
-static inline int
-hd_streams(const float *x, int stream)
+/* The same with AVX-512, sixteen floats a vector (two of f joined): spans
+ * 1, 2, 4 and 8 inside, the sign of each lane's term applied by the FMA's
+ * ±1 factor (the product is exact, so the one rounding is that of a + b
+ * or b − a: the AVX2 path's bits with an instruction fewer); nt: x on a
+ * 64-byte line. */
+static inline __attribute__((target(HD_512), always_inline)) void
+hd_512_finish(const __m256 *f, const int d, float scale, float *x, const int nt)
 {
-	return stream && !((uintptr_t)x & 31);
+	const __m512 s1 = _mm512_set_ps(-1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1);
+	const __m512 s2 = _mm512_set_ps(-1, -1, 1, 1, -1, -1, 1, 1, -1, -1, 1, 1, -1, -1, 1, 1);
+	const __m512 s4 = _mm512_set_ps(-1, -1, -1, -1, 1, 1, 1, 1, -1, -1, -1, -1, 1, 1, 1, 1);
+	const __m512 s8 = _mm512_set_ps(-1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 1, 1, 1, 1, 1, 1);
+	const __m512 s = _mm512_set1_ps(scale);
+	const int nv = d / 16;
+	__m512 t[HD_MAX / 16];
+	int v, len, k;
+#pragma GCC unroll 8
+	for (v = 0; v < nv; v++) {
+		__m512 a = _mm512_insertf32x8(_mm512_castps256_ps512(f[2 * v]), f[2 * v + 1], 1);
+		a = _mm512_fmadd_ps(a, s1, _mm512_permute_ps(a, 0xb1));
+		a = _mm512_fmadd_ps(a, s2, _mm512_permute_ps(a, 0x4e));
+		a = _mm512_fmadd_ps(a, s4, _mm512_shuffle_f32x4(a, a, 0xb1));
+		a = _mm512_fmadd_ps(a, s8, _mm512_shuffle_f32x4(a, a, 0x4e));
+		t[v] = a;
+	}
+#pragma GCC unroll 8
+	for (len = 1; len < nv; len <<= 1) /* spans 16·len: pair k is (j, j + len) */
+#pragma GCC unroll 8
+		for (k = 0; k < nv / 2; k++) {
+			int j = k / len * 2 * len + k % len;
+			__m512 a = t[j], b = t[j + len];
+			t[j] = _mm512_add_ps(a, b);
+			t[j + len] = _mm512_sub_ps(a, b);
+		}
+	if (nt) {
+#pragma GCC unroll 8
+		for (v = 0; v < nv; v++)
+			_mm512_stream_ps(x + 16 * v, _mm512_mul_ps(t[v], s));
+		return;
+	}
+#pragma GCC unroll 8
+	for (v = 0; v < nv; v++)
+		_mm512_storeu_ps(x + 16 * v, _mm512_mul_ps(t[v], s));
+}
+
+/* Whether rows go to x with streaming stores: asked for, and x on a line
+ * of the vector's width (each row is 32, 64 or 128 floats: every row is
+ * then). */
+static inline int
+hd_streams(const float *x, int stream, uintptr_t width)
+{
+	return stream && !((uintptr_t)x & (width - 1));
 }
 
 /* Streaming stores are weakly ordered: fenced before the rows are handed
@@ -204,9 +209,9 @@ hd_stream_end(int nt)
 
 /* The walks over a block, written once and instantiated for each ISA
  * (FINISH: hd_avx2_finish or hd_512_finish), each for d = 32, 64, 128. */
-#define HD_WALKS(ISA, TARGET, FINISH)                                                     \
+#define HD_WALKS(ISA, TARGET, FINISH, WIDTH)                                                     \
 	static inline __attribute__((target(TARGET), always_inline)) int                \
-	hd_##ISA##_q4_ch_d(const uint8_t *src, int64_t n, double scale, float *x,        \
+	hd_##ISA##_q4_ch_d(const uint8_t *src, int64_t n, float scale, float *x,        \
 	    const int d, const int nt)                                                   \
 	{                                                                                \
 		float mm[HD_MAX] __attribute__((aligned(32)));                           \
@@ -226,7 +231,7 @@ hd_stream_end(int nt)
 		return 0;                                                                \
 	}                                                                                \
 	static inline __attribute__((target(TARGET), always_inline)) int                \
-	hd_##ISA##_bits_d(const uint8_t *src, int64_t n, double scale, float *x,         \
+	hd_##ISA##_bits_d(const uint8_t *src, int64_t n, float scale, float *x,         \
 	    const int d, int b, const int nt)                                            \
 	{                                                                                \
 		/* q4's nibble kernel reads inside its group: no tail */                \
@@ -251,10 +256,10 @@ hd_stream_end(int nt)
 		return 0;                                                                \
 	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
-	hd_##ISA##_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale,  \
+	hd_##ISA##_bits_rows(const uint8_t *src, int64_t n, int d, int b, float scale,  \
 	    float *x, int stream)                                                        \
 	{                                                                                \
-		const int nt = hd_streams(x, stream);                                    \
+		const int nt = hd_streams(x, stream, WIDTH);                                    \
 		int rc;                                                                  \
 		if (b < 2 || b > 8 || b == 7)                                            \
 			return -1;                                                       \
@@ -265,10 +270,10 @@ hd_stream_end(int nt)
 		return rc;                                                               \
 	}                                                                                \
 	__attribute__((target(TARGET))) int                                              \
-	hd_##ISA##_q4_ch_rows(const uint8_t *src, int64_t n, int d, double scale,        \
+	hd_##ISA##_q4_ch_rows(const uint8_t *src, int64_t n, int d, float scale,        \
 	    float *x, int stream)                                                        \
 	{                                                                                \
-		const int nt = hd_streams(x, stream);                                    \
+		const int nt = hd_streams(x, stream, WIDTH);                                    \
 		int rc = d == 32 ? hd_##ISA##_q4_ch_d(src, n, scale, x, 32, nt) :        \
 		    d == 64      ? hd_##ISA##_q4_ch_d(src, n, scale, x, 64, nt) :        \
 		    d == 128     ? hd_##ISA##_q4_ch_d(src, n, scale, x, 128, nt) : -1;   \
@@ -276,8 +281,8 @@ hd_stream_end(int nt)
 		return rc;                                                               \
 	}
 
-HD_WALKS(avx2, "avx2,f16c", hd_avx2_finish)
-HD_WALKS(512, HD_512, hd_512_finish)
+HD_WALKS(avx2, "avx2,f16c", hd_avx2_finish, 32)
+HD_WALKS(512, HD_512, hd_512_finish, 64)
 
 #else
 
@@ -290,7 +295,7 @@ hd_avx2_dim_ok(int d)
 
 /* never called: hd_avx2_dim_ok is 0 */
 #define HD_ABSENT(NAME)                                                               \
-	int NAME(const uint8_t *src, int64_t n, int d, double scale, float *x,          \
+	int NAME(const uint8_t *src, int64_t n, int d, float scale, float *x,          \
 	    int stream)                                                                 \
 	{                                                                               \
 		(void)src, (void)n, (void)d, (void)scale, (void)x, (void)stream;        \
@@ -300,7 +305,7 @@ HD_ABSENT(hd_avx2_q4_ch_rows)
 HD_ABSENT(hd_512_q4_ch_rows)
 
 int
-hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x,
+hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, float scale, float *x,
     int stream)
 {
 	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x, (void)stream;
@@ -308,7 +313,7 @@ hd_avx2_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, flo
 }
 
 int
-hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, double scale, float *x,
+hd_512_bits_rows(const uint8_t *src, int64_t n, int d, int b, float scale, float *x,
     int stream)
 {
 	(void)src, (void)n, (void)d, (void)b, (void)scale, (void)x, (void)stream;

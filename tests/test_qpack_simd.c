@@ -219,7 +219,7 @@ test_rotated(void)
 				int d = dims[di], b = qp_row_bits(s), step = 4 + 4 * b;
 				int64_t n = rows[ri], groups = n * (d / 32), bad_row;
 				size_t bytes = (size_t)qp_bytes(s, (uint64_t)n, d), vals = (size_t)(n * d);
-				double scale = 1.0 / __builtin_sqrt((double)d);
+				float scale = (float)(1.0 / __builtin_sqrt((double)d)); /* hd_scale */
 				struct ts_guarded g;
 				/* got on a 64-byte line, 4 floats spare: streamed rows at got,
 				 * and at got + 4 (16 bytes off: plain stores) */

@@ -591,9 +591,9 @@ static const enum qp_scheme ts_form_v[SNAP_QUANT_MAX + 1] = { QP_F16, QP_Q4, QP_
 /* Worst err/bound of n loaded rows b against the originals a (hd 64)
  * under scheme s, in the domain the form quantizes in: a rotated form's
  * rows are rotated by H (both sides) first, so the bound is qpack's δ/2
- * per group of the rotated rows.  Rotating the loaded rows back adds at
- * most 2^-23·‖x‖₂ per value (hadamard.h), inside ts_q_bound's float
- * slack. */
+ * per group of the rotated rows.  The load's rotation back in float adds
+ * at most ~(log2 d + 2)·2^-24·‖x‖₂ per value (hadamard.h: 2^-21·‖x‖₂ at d
+ * = 64), inside ts_q_bound's float slack. */
 static double
 ts_form_ratio(int quant, enum qp_scheme s, const float *a, const float *b, int64_t n)
 {

@@ -10,11 +10,12 @@
  *    CPU has it) equal x̂ = μ + q·δ computed here from qpack.h's layouts,
  *    value by value, bit for bit.
  *    At every SIMD level the CPU has (qp_simd_force: none, AVX2, AVX-512).
- *  - hadamard_bits: hd_rotate_rows (AVX2 where the CPU has it) equals the
- *    scalar butterflies in double written out here, bit for bit.
+ *  - hadamard_bits: hd_rotate_rows and hd_rotate_back_rows (AVX2 where the
+ *    CPU has it) equal their scalar butterflies (double; float), bit for
+ *    bit.
  *  - hadamard_unpack: hd_unpack_rows (the q4 forms unpacked and rotated
- *    back in one pass, the row in registers) equals x̂ = μ + q·δ then those
- *    butterflies, bit for bit, at every SIMD level, every scheme, d 32 to
+ *    back in one pass, the row in registers) equals x̂ = μ + q·δ then the
+ *    float butterflies, bit for bit, at every SIMD level, every scheme, d 32 to
  *    256; a negative scale refused at every level.
  *  - pool_equal: a real SmolLM2 cache (snapkv) saved to a real LMDB store
  *    in every form (fp16, q4, q4kc, q8, q4h, q4kch, and version 5's q6h,
@@ -294,14 +295,18 @@ test_qpack_bits(void)
 	return TAP_PASS;
 }
 
-/* hadamard.c's scalar definition (butterflies in double, one scaling):
- * hd_rotate_rows with SIMD off, itself checked against an exact reference
- * by test_hadamard. */
+/* hadamard.c's scalar definitions, each checked against an exact
+ * reference by test_hadamard: the encoder's (butterflies in double, one
+ * scaling and rounding: hd_rotate_rows) and the loader's (butterflies in
+ * float, one scaling: hd_rotate_back_rows), with SIMD off. */
 static void
-tl_hadamard(float *row, int d)
+tl_hadamard(float *row, int d, int back)
 {
 	qp_simd_force(0);
-	hd_rotate_rows(row, 1, d);
+	if (back)
+		hd_rotate_back_rows(row, 1, d);
+	else
+		hd_rotate_rows(row, 1, d);
 	qp_simd_force(-1);
 }
 
@@ -309,17 +314,22 @@ static enum tap_result
 test_hadamard_bits(void)
 {
 	static float x[3 * HD_MAX_DIM], want[3 * HD_MAX_DIM];
-	int d, i, r;
-	for (d = 2; d <= HD_MAX_DIM; d <<= 1) {
-		for (i = 0; i < 3 * d; i++)
-			x[i] = want[i] = tl_float() * (i % 7 ? 1.0f : 1000.0f);
-		hd_rotate_rows(x, 3, d);
-		for (r = 0; r < 3; r++)
-			tl_hadamard(want + r * d, d);
-		for (i = 0; i < 3 * d; i++)
-			TAP_CHECK(!memcmp(&x[i], &want[i], sizeof(float)), "d %d [%d]: %.9g, not %.9g",
-			    d, i, (double)x[i], (double)want[i]);
-	}
+	int d, i, r, back;
+	for (back = 0; back < 2; back++)
+		for (d = 2; d <= HD_MAX_DIM; d <<= 1) {
+			for (i = 0; i < 3 * d; i++)
+				x[i] = want[i] = tl_float() * (i % 7 ? 1.0f : 1000.0f);
+			if (back)
+				hd_rotate_back_rows(x, 3, d);
+			else
+				hd_rotate_rows(x, 3, d);
+			for (r = 0; r < 3; r++)
+				tl_hadamard(want + r * d, d, back);
+			for (i = 0; i < 3 * d; i++)
+				TAP_CHECK(!memcmp(&x[i], &want[i], sizeof(float)),
+				    "%s d %d [%d]: %.9g, not %.9g", back ? "back" : "forward", d, i,
+				    (double)x[i], (double)want[i]);
+		}
 	return TAP_PASS;
 }
 
@@ -348,7 +358,7 @@ test_hadamard_unpack(void)
 				for (r = 0; r < n; r++) {
 					for (i = 0; i < d; i++)
 						want[r * d + i] = tl_unpacked(s, b, d, r, i);
-					tl_hadamard(want + r * d, d);
+					tl_hadamard(want + r * d, d, 1);
 				}
 				TAP_CHECK(qp_simd_force(level) == 0, "level %d", level);
 				TAP_CHECK(hd_unpack_rows((enum qp_scheme)s, b, n, d, x, level % 2) == 0, "unpack");
