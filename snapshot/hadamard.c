@@ -7,7 +7,8 @@
  * the scale and the rounding to float), four values at a time, so its rows
  * are the scalar rows bit for bit (tests/test_snapshot_load.c).  The
  * loader's rotation back (hd_rotate_back_rows, and hadamard_simd.c's
- * fused kernels) is the same transform in float: hd_row_f_*.
+ * fused kernels) is the same transform in float: hd_row_f_scalar, and
+ * hadamard_simd.c's hd_avx2_rotate_back_row.
  */
 #include <math.h>
 #include <stddef.h>
@@ -29,22 +30,29 @@ hd_dim_ok(int d)
 	return d >= 2 && d <= HD_MAX_DIM && (d & (d - 1)) == 0;
 }
 
+/* The k rounds of butterflies on t[d] in type T (double: the encoder's,
+ * float: the loader's): after the round of span len, t holds the row's
+ * transforms over blocks of 2·len. */
+#define HD_BUTTERFLIES(T, t, d)                                                  \
+	do {                                                                     \
+		int i_, j_, len_;                                                \
+		for (len_ = 1; len_ < (d); len_ <<= 1)                           \
+			for (i_ = 0; i_ < (d); i_ += len_ << 1)                  \
+				for (j_ = i_; j_ < i_ + len_; j_++) {            \
+					T a_ = (t)[j_], b_ = (t)[j_ + len_];     \
+					(t)[j_] = a_ + b_;                       \
+					(t)[j_ + len_] = a_ - b_;                \
+				}                                                \
+	} while (0)
+
 static void
 hd_row_scalar(float *row, int d, double scale)
 {
 	double t[HD_MAX_DIM];
-	int i, j, len;
+	int i;
 	for (i = 0; i < d; i++)
 		t[i] = row[i];
-	/* butterflies: after the round of span len, t holds the rows'
-	 * transforms over blocks of 2·len */
-	for (len = 1; len < d; len <<= 1)
-		for (i = 0; i < d; i += len << 1)
-			for (j = i; j < i + len; j++) {
-				double a = t[j], b = t[j + len];
-				t[j] = a + b;
-				t[j + len] = a - b;
-			}
+	HD_BUTTERFLIES(double, t, d);
 	for (i = 0; i < d; i++)
 		row[i] = (float)(t[i] * scale);
 }
@@ -91,98 +99,56 @@ hd_scale_f(int d)
 static void
 hd_row_f_scalar(float *t, int d, float scale)
 {
-	int i, j, len;
-	for (len = 1; len < d; len <<= 1)
-		for (i = 0; i < d; i += len << 1)
-			for (j = i; j < i + len; j++) {
-				float a = t[j], b = t[j + len];
-				t[j] = a + b;
-				t[j + len] = a - b;
-			}
+	int i;
+	HD_BUTTERFLIES(float, t, d);
 	for (i = 0; i < d; i++)
 		t[i] *= scale;
 }
 
-#if HD_X86
-/* d >= 8.  Spans 1, 2 and 4 inside a vector of eight (as hd_row_avx2's
- * spans 1 and 2: each lane adds its partner to itself or to its exact
- * negation), wider spans between vectors: hd_row_f_scalar's bits. */
-static __attribute__((target("avx2"))) void
-hd_row_f_avx2(float *t, int d, float scale)
-{
-	const __m256 odd = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, 0, INT32_MIN, 0,
-	    INT32_MIN, 0, INT32_MIN, 0));
-	const __m256 two = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, INT32_MIN, 0, 0,
-	    INT32_MIN, INT32_MIN, 0, 0));
-	const __m256 high = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, INT32_MIN,
-	    INT32_MIN, INT32_MIN, 0, 0, 0, 0));
-	const __m256 s = _mm256_set1_ps(scale);
-	int i, j, len;
-	for (i = 0; i < d; i += 8) {
-		__m256 a = _mm256_loadu_ps(t + i);
-		a = _mm256_add_ps(_mm256_permute_ps(a, 0xb1), _mm256_xor_ps(a, odd));
-		a = _mm256_add_ps(_mm256_permute_ps(a, 0x4e), _mm256_xor_ps(a, two));
-		a = _mm256_add_ps(_mm256_permute2f128_ps(a, a, 0x01), _mm256_xor_ps(a, high));
-		_mm256_storeu_ps(t + i, a);
-	}
-	for (len = 8; len < d; len <<= 1)
-		for (i = 0; i < d; i += len << 1)
-			for (j = i; j < i + len; j += 8) {
-				__m256 a = _mm256_loadu_ps(t + j), b = _mm256_loadu_ps(t + j + len);
-				_mm256_storeu_ps(t + j, _mm256_add_ps(a, b));
-				_mm256_storeu_ps(t + j + len, _mm256_sub_ps(a, b));
-			}
-	for (i = 0; i < d; i += 8)
-		_mm256_storeu_ps(t + i, _mm256_mul_ps(_mm256_loadu_ps(t + i), s));
-}
-#endif
-
-void
-hd_rotate_rows(float *x, int64_t n, int d)
+/* n rows rotated one by one: in double (the encoder's) or, back, in float
+ * (the loader's). */
+static void
+hd_rows(float *x, int64_t n, int d, int back)
 {
 	double scale;
+	float scale_f;
 	int64_t r;
 #if HD_X86
-	int simd = d >= 4 && qp_avx2();
+	int simd = d >= (back ? 8 : 4) && qp_avx2();
 #endif
 
 	if (!hd_dim_ok(d))
 		return;
 	scale = 1.0 / sqrt((double)d);
+	scale_f = hd_scale_f(d);
 	for (r = 0; r < n; r++) {
 		float *row = x + (size_t)r * (size_t)d;
 #if HD_X86
 		if (simd) {
-			hd_row_avx2(row, d, scale);
+			if (back)
+				hd_avx2_rotate_back_row(row, d, scale_f);
+			else
+				hd_row_avx2(row, d, scale);
 			continue;
 		}
 #endif
-		hd_row_scalar(row, d, scale);
+		if (back)
+			hd_row_f_scalar(row, d, scale_f);
+		else
+			hd_row_scalar(row, d, scale);
 	}
+}
+
+void
+hd_rotate_rows(float *x, int64_t n, int d)
+{
+	hd_rows(x, n, d, 0);
 }
 
 void
 hd_rotate_back_rows(float *x, int64_t n, int d)
 {
-	float scale;
-	int64_t r;
-#if HD_X86
-	int simd = d >= 8 && qp_avx2();
-#endif
-
-	if (!hd_dim_ok(d))
-		return;
-	scale = hd_scale_f(d);
-	for (r = 0; r < n; r++) {
-		float *row = x + (size_t)r * (size_t)d;
-#if HD_X86
-		if (simd) {
-			hd_row_f_avx2(row, d, scale);
-			continue;
-		}
-#endif
-		hd_row_f_scalar(row, d, scale);
-	}
+	hd_rows(x, n, d, 1);
 }
 
 int

@@ -98,13 +98,11 @@ hd_q4_ch_row(const uint8_t *codes, const float *mm, const float *dd, __m256 *f, 
 	}
 }
 
-/* The row f[d/8] rotated (every round of butterflies in float, then the
- * product by scale) into x, eight floats a vector; nt: with streaming
- * stores (x on a 32-byte line).  Spans 1, 2 and 4 inside a vector: each
- * lane adds its partner (the halves of the 2·span block swapped) to itself
- * or to its negation (−a is exact: x + (−y) is x − y in IEEE arithmetic). */
-static inline __attribute__((target("avx2"), always_inline)) void
-hd_avx2_finish(const __m256 *f, const int d, float scale, float *x, const int nt)
+/* Spans 1, 2 and 4 of the butterflies on eight floats: each lane adds its
+ * partner (the halves of the 2·span block swapped) to itself or to its
+ * negation (−a is exact: x + (−y) is x − y in IEEE arithmetic). */
+static inline __attribute__((target("avx2"), always_inline)) __m256
+hd_avx2_spans8(__m256 a)
 {
 	const __m256 odd = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, 0, INT32_MIN, 0,
 	    INT32_MIN, 0, INT32_MIN, 0));
@@ -112,18 +110,42 @@ hd_avx2_finish(const __m256 *f, const int d, float scale, float *x, const int nt
 	    INT32_MIN, INT32_MIN, 0, 0));
 	const __m256 high = _mm256_castsi256_ps(_mm256_set_epi32(INT32_MIN, INT32_MIN,
 	    INT32_MIN, INT32_MIN, 0, 0, 0, 0));
+	a = _mm256_add_ps(_mm256_permute_ps(a, 0xb1), _mm256_xor_ps(a, odd));
+	a = _mm256_add_ps(_mm256_permute_ps(a, 0x4e), _mm256_xor_ps(a, two));
+	return _mm256_add_ps(_mm256_permute2f128_ps(a, a, 0x01), _mm256_xor_ps(a, high));
+}
+
+__attribute__((target("avx2"))) void
+hd_avx2_rotate_back_row(float *t, int d, float scale)
+{
+	const __m256 s = _mm256_set1_ps(scale);
+	int i, j, len;
+	for (i = 0; i < d; i += 8)
+		_mm256_storeu_ps(t + i, hd_avx2_spans8(_mm256_loadu_ps(t + i)));
+	for (len = 8; len < d; len <<= 1)
+		for (i = 0; i < d; i += len << 1)
+			for (j = i; j < i + len; j += 8) {
+				__m256 a = _mm256_loadu_ps(t + j), b = _mm256_loadu_ps(t + j + len);
+				_mm256_storeu_ps(t + j, _mm256_add_ps(a, b));
+				_mm256_storeu_ps(t + j + len, _mm256_sub_ps(a, b));
+			}
+	for (i = 0; i < d; i += 8)
+		_mm256_storeu_ps(t + i, _mm256_mul_ps(_mm256_loadu_ps(t + i), s));
+}
+
+/* The row f[d/8] rotated (every round of butterflies in float, then the
+ * product by scale) into x, eight floats a vector, spans 1, 2 and 4 inside
+ * (hd_avx2_spans8); nt: with streaming stores (x on a 32-byte line). */
+static inline __attribute__((target("avx2"), always_inline)) void
+hd_avx2_finish(const __m256 *f, const int d, float scale, float *x, const int nt)
+{
 	const __m256 s = _mm256_set1_ps(scale);
 	const int nv = d / 8;
 	__m256 t[HD_MAX / 8];
 	int v, len, k;
 #pragma GCC unroll 16
-	for (v = 0; v < nv; v++) {
-		__m256 a = f[v];
-		a = _mm256_add_ps(_mm256_permute_ps(a, 0xb1), _mm256_xor_ps(a, odd));
-		a = _mm256_add_ps(_mm256_permute_ps(a, 0x4e), _mm256_xor_ps(a, two));
-		a = _mm256_add_ps(_mm256_permute2f128_ps(a, a, 0x01), _mm256_xor_ps(a, high));
-		t[v] = a;
-	}
+	for (v = 0; v < nv; v++)
+		t[v] = hd_avx2_spans8(f[v]);
 #pragma GCC unroll 8
 	for (len = 1; len < nv; len <<= 1) /* spans 8·len: pair k is (j, j + len) */
 #pragma GCC unroll 16
@@ -291,6 +313,13 @@ hd_avx2_dim_ok(int d)
 {
 	(void)d;
 	return 0;
+}
+
+/* never called: hadamard.c has no x86 path here */
+void
+hd_avx2_rotate_back_row(float *t, int d, float scale)
+{
+	(void)t, (void)d, (void)scale;
 }
 
 /* never called: hd_avx2_dim_ok is 0 */

@@ -17,6 +17,10 @@
 
 /* 1 for the row lengths the fused kernels are built for: 32, 64, 128. */
 int hd_avx2_dim_ok(int d);
+/* One row of d floats (d >= 8, a power of two) rotated in place in float:
+ * hadamard.c's hd_rotate_back_rows with AVX2, its scalar bits (any d, no
+ * unpacking: qp_avx2() is enough). */
+void hd_avx2_rotate_back_row(float *t, int d, float scale);
 /* n rows of a row form (qpack.h: QP_B2 … QP_B6, QP_Q4, QP_Q8: b = 2, 3,
  * 4, 5, 6 or 8 bits a code) into x[n·d]; -1 at the first (δ, μ) pair
  * qpack.c refuses, the rows before it written, or for another b.  stream:
