@@ -239,13 +239,15 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) kernels/cuda_absent.c \
 
 # The main job, from a fresh machine: set up, build, then scripts/demo.sh:
 # kvsnapd with its embedded defaults and a local state directory, on
-# Qwen2.5-Coder-1.5B-Instruct (DEMO_MODEL: a fetchable one is fetched; the
-# bundled 135M model gets half of a newcomer's questions wrong),
+# Qwen2.5-Coder-0.5B-Instruct (DEMO_MODEL: a fetchable one is fetched; the
+# bundled 135M model gets half of a newcomer's questions wrong; the 1.5B
+# answers the same but its demo takes 10 min on a CPU without AMX,
+# bench/RESULTS.md),
 # precompresses a real document (16 KB of the GPL every Debian ships),
 # answers questions from the snapshot, prints the compression ratio and the
 # time to first token vs a full re-prefill, and stops cleanly.
 DEMO_STATE ?= $(BUILD)/demo-state
-DEMO_MODEL ?= $(QWEN_MODEL)
+DEMO_MODEL ?= $(QWEN05_MODEL)
 demo: deps
 	@$(MAKE) --no-print-directory model $(DEMO_MODEL) all
 	BUILD=$(BUILD) DEMO_STATE=$(DEMO_STATE) DEMO_MODEL=$(DEMO_MODEL) scripts/demo.sh
