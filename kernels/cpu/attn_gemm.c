@@ -167,9 +167,17 @@ attn_qk_avx2(float *s, const float *q, int64_t ldq, const float *kt, int64_t nq,
 			int64_t j = i0 + 8 * c < nvis ? i0 + 8 * c : i0;
 			kc[c] = kt + (j / 16) * 16 * hd + j % 16;
 		}
+		/* the next group's blocks of the panel, a share per query group */
+		const char *pf = (const char *)(kt + ((i0 + 24) / 16) * 16 * hd);
+		const int64_t pf_len = i0 + 24 < nvis ? (int64_t)((((i0 + 48 + 15) / 16) - (i0 + 24) / 16) *
+		    16 * hd * (int64_t)sizeof(float)) : 0;
+		const int64_t n_tg = (nq + 3) / 4;
 		for (t = 0; t < nq; t += 4) {
 			int64_t r, nr = nq - t < 4 ? nq - t : 4;
 			__m256 a[4][3];
+			int64_t o0 = pf_len * (t / 4) / n_tg, o1 = pf_len * (t / 4 + 1) / n_tg;
+			for (o0 &= ~(int64_t)63; o0 < o1; o0 += 64)
+				_mm_prefetch(pf + o0, _MM_HINT_T0);
 			for (r = 0; r < 4; r++)
 				a[r][0] = a[r][1] = a[r][2] = _mm256_setzero_ps();
 			if (nr == 4) {
@@ -218,6 +226,17 @@ attn_pv_avx2(float *o, int64_t ldo, const float *p, const float *v, int64_t nq,
 			for (c0 = 0; c0 < hd8; c0 += 16) {
 				int64_t nc = (hd8 - c0 < 16 ? hd8 - c0 : 16) / 8;
 				__m256 a[4][2];
+				/* the next block's rows of v, a share per (query group,
+				 * channel block) pass */
+				{
+					int64_t npass = (nq + 3) / 4 * ((hd8 + 15) / 16);
+					int64_t k = t / 4 * ((hd8 + 15) / 16) + c0 / 16;
+					int64_t len = i1 < nvis ? ((nvis - i1 < ATTN_PV_UNITS ? nvis - i1 : ATTN_PV_UNITS) *
+					    hd * (int64_t)sizeof(float)) : 0;
+					int64_t o0 = (len * k / npass) & ~(int64_t)63, o1 = len * (k + 1) / npass;
+					for (; o0 < o1; o0 += 64)
+						_mm_prefetch((const char *)(v + i1 * hd) + o0, _MM_HINT_T0);
+				}
 				for (r = 0; r < nr; r++)
 					for (c = 0; c < nc; c++)
 						a[r][c] = i0 ? _mm256_loadu_ps(o + (t + r) * ldo + c0 + 8 * c)
