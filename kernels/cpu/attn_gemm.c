@@ -168,9 +168,12 @@ attn_qk_avx2(float *s, const float *q, int64_t ldq, const float *kt, int64_t nq,
 			kc[c] = kt + (j / 16) * 16 * hd + j % 16;
 		}
 		/* the next group's blocks of the panel, a share per query group */
-		const char *pf = (const char *)(kt + ((i0 + 24) / 16) * 16 * hd);
-		const int64_t pf_len = i0 + 24 < nvis ? (int64_t)((((i0 + 48 + 15) / 16) - (i0 + 24) / 16) *
-		    16 * hd * (int64_t)sizeof(float)) : 0;
+		const int64_t pf_k0 = (i0 + 24) / 16 * 16, pf_k1 = (i0 + 48 + 15) / 16 * 16;
+		const int64_t pad = (nvis + KERN_CPU_ATTN_KT_ALIGN - 1) / KERN_CPU_ATTN_KT_ALIGN *
+		    KERN_CPU_ATTN_KT_ALIGN; /* the panel's keys, at least */
+		const char *pf = (const char *)(kt + pf_k0 * hd);
+		const int64_t pf_len = i0 + 24 < nvis ?
+		    ((pf_k1 < pad ? pf_k1 : pad) - pf_k0) * hd * (int64_t)sizeof(float) : 0;
 		const int64_t n_tg = (nq + 3) / 4;
 		for (t = 0; t < nq; t += 4) {
 			int64_t r, nr = nq - t < 4 ? nq - t : 4;
