@@ -31,10 +31,14 @@
 RCL_USER=kvsnap
 RCL_PASS=kvsnap-test-pass
 
-# Six ports p with p and p + 10000 (the cluster bus) free on 127.0.0.1.
-rcl_ports() {
-	python3 - <<'PY'
-import random, socket
+# N ports p (default 6) with p and p + 10000 (the cluster bus) free on
+# 127.0.0.1.  Both stay below the kernel's ephemeral range
+# (ip_local_port_range, 32768 by default): a bus port in that range can be
+# taken between this check and the node's bind by any outgoing connection
+# (CI once lost a run to it: "redis-server on port 25308 did not start").
+rcl_ports() { # [N]
+	python3 - "${1:-6}" <<'PY'
+import random, socket, sys
 def free(p):
     s = socket.socket()
     try:
@@ -43,9 +47,15 @@ def free(p):
         return False
     finally:
         s.close()
+try:
+    eph = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    eph = 32768
+hi = min(eph, 65536) - 10000
+lo = 10000 if hi > 12000 else 2000
 got = []
-while len(got) < 6:
-    p = random.randrange(20000, 30000)
+while len(got) < int(sys.argv[1]):
+    p = random.randrange(lo, hi)
     if p not in got and free(p) and free(p + 10000):
         got.append(p)
 print(" ".join(map(str, got)))
@@ -78,7 +88,8 @@ EOF
 	redis-server "$d/$p.conf" || return 1
 	local i
 	for i in $(seq 1 100); do
-		redis-cli -p "$p" ping >/dev/null 2>&1 && return 0
+		# ours, not another test's node that won the same port
+		redis-cli -p "$p" config get pidfile 2>/dev/null | grep -qxF "$d/$p.pid" && return 0
 		sleep 0.05
 	done
 	return 1
@@ -121,12 +132,26 @@ rcl_wait_synced() { # DIR PORT
 rcl_start() { # DIR
 	local d=$1 p hosts=()
 	mkdir -p "$d"
-	RCL_PORTS=$(rcl_ports)
-	echo "$RCL_PORTS" > "$d/ports"
-	for p in $RCL_PORTS; do
-		rcl_node_start "$d" "$p" || { echo "# redis-server on port $p did not start" >&2; return 1; }
+	local want try ports=()
+	# A port found free can still be taken before the node binds it (by
+	# another test's cluster, or any connection): a node that does not
+	# start is replaced by one on a fresh port, up to five times.
+	for want in $(rcl_ports); do
+		p=$want
+		for try in 1 2 3 4 5; do
+			echo "${ports[*]} $p" > "$d/ports"
+			rcl_node_start "$d" "$p" && break
+			echo "# redis-server on port $p did not start (try $try): $(tail -1 "$d/$p.log" 2>/dev/null)" >&2
+			rcl_node_kill "$d" "$p"
+			rm -f "$d/$p.conf" "$d/nodes-$p.conf"
+			[ "$try" = 5 ] && return 1
+			p=$(rcl_ports 1)
+		done
+		ports+=("$p")
 		hosts+=("127.0.0.1:$p")
 	done
+	RCL_PORTS="${ports[*]}"
+	echo "$RCL_PORTS" > "$d/ports"
 	redis-cli --cluster create "${hosts[@]}" --cluster-replicas 1 --cluster-yes \
 		>"$d/create.log" 2>&1 || { tail -5 "$d/create.log" >&2; return 1; }
 	rcl_wait_ok "$d" || { echo "# the cluster never reached cluster_state:ok" >&2; return 1; }
