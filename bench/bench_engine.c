@@ -141,10 +141,10 @@ main(int argc, char **argv)
 				return 1;
 			t0 = eng_now();
 			for (i = 0; i < 128; i++) {
-				double c0 = bench_thread_cpu_s(), w0 = eng_now();
+				double c0 = kv_thread_cpu_s(), w0 = eng_now();
 				if (eng_forward(ctx, kv, &id, 1, NULL, logits))
 					return 1;
-				step[r * 128 + i] = bench_thread_cpu_s() - c0;
+				step[r * 128 + i] = kv_thread_cpu_s() - c0;
 				wall[r * 128 + i] = eng_now() - w0;
 				id = ids[(i + 1) % 8192];
 			}

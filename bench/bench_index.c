@@ -18,28 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "engine/base.h"
 #include "index/index.h"
 #include "service/text_record.h"
-
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *b = NULL;
-	long n;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (b = malloc((size_t)n + 64)) && fread(b, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n;
-	else {
-		free(b);
-		b = NULL;
-	}
-	fclose(f);
-	return b;
-}
 
 int
 main(int argc, char **argv)
@@ -80,7 +62,7 @@ main(int argc, char **argv)
 	for (i = optind; i < argc; i++) {
 		size_t len = 0, rlen;
 		uint8_t *rec, sum[TEXTREC_SUM];
-		char *t = slurp(argv[i], &len);
+		char *t = kv_slurp(argv[i], 63, &len);
 		if (!t) {
 			fprintf(stderr, "bench_index: cannot read %s (skipped)\n", argv[i]);
 			continue;

@@ -81,6 +81,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/strbuf.h"
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
@@ -243,7 +244,8 @@ struct qa_doc {
 	int32_t *ids;     /* eng_chat_doc_ids */
 	int64_t n;
 	struct qa_q *q;
-	int n_q, cap_q;
+	int n_q;
+	int64_t cap_q;
 	int first_q;      /* index of q[0] in the run's global question list */
 	double ref_ingest_s, ref_answer_s;
 	double full_fp16_bytes; /* the full cache's fp16 snapshot (with --quants) */
@@ -254,7 +256,8 @@ struct qa_doc {
 
 struct qa_set {
 	struct qa_doc *d;
-	int n_d, cap_d;
+	int n_d;
+	int64_t cap_d;
 	int n_q;          /* questions over all (selected) documents */
 };
 
@@ -262,18 +265,14 @@ struct qa_set {
 static struct qa_doc *
 qa_doc_get(struct qa_set *set, const char *file)
 {
+	struct qa_doc *d;
 	int i;
 	for (i = 0; i < set->n_d; i++)
 		if (!strcmp(set->d[i].file, file))
 			return &set->d[i];
-	if (set->n_d == set->cap_d) {
-		int cap = set->cap_d ? 2 * set->cap_d : 16;
-		struct qa_doc *d = realloc(set->d, (size_t)cap * sizeof(*d));
-		if (!d)
-			return NULL;
-		set->d = d;
-		set->cap_d = cap;
-	}
+	if (!(d = kv_grow(set->d, set->n_d, &set->cap_d, 16, sizeof(*d))))
+		return NULL;
+	set->d = d;
 	memset(&set->d[set->n_d], 0, sizeof(set->d[0]));
 	if (!(set->d[set->n_d].file = strdup(file)))
 		return NULL;
@@ -371,14 +370,9 @@ qa_load_tsv(const char *dir, struct qa_set *set, char *why, size_t why_len)
 		rc = ENG_ERR_NOMEM;
 		if (!(d = qa_doc_get(set, f[0])))
 			goto nomem;
-		if (d->n_q == d->cap_q) {
-			int cap = d->cap_q ? 2 * d->cap_q : 8;
-			struct qa_q *nq = realloc(d->q, (size_t)cap * sizeof(*nq));
-			if (!nq)
-				goto nomem;
-			d->q = nq;
-			d->cap_q = cap;
-		}
+		if (!(q = kv_grow(d->q, d->n_q, &d->cap_q, 8, sizeof(*q))))
+			goto nomem;
+		d->q = q;
 		q = &d->q[d->n_q];
 		memset(q, 0, sizeof(*q));
 		q->kind = kind;

@@ -107,10 +107,10 @@ main(int argc, char **argv)
 		    qp_encode(forms[f].v, src, n, BQ_D, buf + kb))
 			return 1;
 		for (k = 0; k < reps; k++) {
-			double t0 = bench_thread_cpu_s();
+			double t0 = kv_thread_cpu_s();
 			int rc = bq_unpack(forms[f].k, forms[f].rotated, buf, n, y) ||
 			    bq_unpack(forms[f].v, forms[f].rotated, buf + kb, n, z);
-			t[k] = bench_thread_cpu_s() - t0;
+			t[k] = kv_thread_cpu_s() - t0;
 			if (rc)
 				return 1;
 		}

@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "bench/quality_data.h"
+#include "common/rng.h" /* splitmix64: the only random source, so a seed fixes everything */
 #include "engine/engine.h"
 #include "snapshot/snapshot_io.h"
 
@@ -145,16 +146,6 @@ qual_parse_tasks(const char *s)
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
-
-/* splitmix64: the bench's only random source, so a seed fixes everything. */
-static uint64_t
-qual_rand(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
 
 /* A growable token list. */
 struct qual_ids {
@@ -384,7 +375,7 @@ qual_doc_passkey(struct qual_bench *b, struct qual_doc *d, int idx, int n, int64
 	int rc;
 
 	d->depth = n > 1 ? (double)idx / (n - 1) : 0.5;
-	snprintf(key, sizeof(key), "%05u", (unsigned)(10000 + qual_rand(&rng) % 90000));
+	snprintf(key, sizeof(key), "%05u", (unsigned)(10000 + kv_splitmix64_next(&rng) % 90000));
 	snprintf(text, sizeof(text), QUAL_PASSKEY_NEEDLE, key, key);
 	if ((rc = qual_encode(b->tok, text, &needle)))
 		return rc;
@@ -415,13 +406,13 @@ qual_doc_prose(struct qual_bench *b, struct qual_doc *d, int64_t n_doc, uint64_t
 	d->is_prose = 1;
 	for (k = 0; k < K; k++) { /* distinct words */
 		do {
-			word[k] = (int)(qual_rand(&rng) % (uint64_t)n_words);
+			word[k] = (int)(kv_splitmix64_next(&rng) % (uint64_t)n_words);
 			for (j = 0; j < k && word[j] != word[k]; j++)
 				;
 		} while (j < k);
 	}
 	for (k = 0; k < K; k++) {
-		snprintf(num, sizeof(num), "%07u", (unsigned)(1000000 + qual_rand(&rng) % 9000000));
+		snprintf(num, sizeof(num), "%07u", (unsigned)(1000000 + kv_splitmix64_next(&rng) % 9000000));
 		snprintf(text, sizeof(text), QUAL_MULTIKEY_NEEDLE, qual_words[word[k]], num);
 		if ((rc = qual_encode(b->tok, text, &needle[k])))
 			goto out;
@@ -437,7 +428,7 @@ qual_doc_prose(struct qual_bench *b, struct qual_doc *d, int64_t n_doc, uint64_t
 	/* a seeded start in the corpus, at a sentence, leaving room for the tail */
 	span = b->prose.n - n_hay - QUAL_N_CONT;
 	if (span > 0)
-		start = qual_nearest_start(b->prose_sent, 0, span, (int64_t)(qual_rand(&rng) %
+		start = qual_nearest_start(b->prose_sent, 0, span, (int64_t)(kv_splitmix64_next(&rng) %
 		    (uint64_t)span));
 	rc = qual_doc_splice(b, d, b->prose.v + start, b->prose_sent + start, b->prose.n - start,
 	    n_hay, needle, depth, K);

@@ -304,7 +304,7 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 	for (round = 0; round < 3; round++)
 		for (path = 0; path < 3; path++) {
 			kern_ctx_set_prefill(ctx, path == 0 ? KERN_PREFILL_GEMM : KERN_PREFILL_QDOT);
-			t0 = t1 = bench_thread_cpu_s();
+			t0 = t1 = kv_thread_cpu_s();
 			do {
 				double ts = t1;
 				if (path == 2)
@@ -313,7 +313,7 @@ bq_prefill(enum kern_type t, int64_t rows, int64_t cols, double secs)
 					fprintf(stderr, "bench_quant: matmul failed\n");
 					exit(1);
 				}
-				t1 = bench_thread_cpu_s();
+				t1 = kv_thread_cpu_s();
 				best[path] = t1 - ts < best[path] ? t1 - ts : best[path];
 			} while (t1 - t0 < secs / 3);
 		}
@@ -369,13 +369,13 @@ bq_attn(int64_t nvis, int64_t hd, double secs)
 			kern_cpu_force_simd(path);
 			if (path) /* the panel's layout is the same at both levels */
 				kern_cpu_attn_kt_pack(kt, k, nvis, 0, nvis, hd);
-			t0 = bench_thread_cpu_s();
+			t0 = kv_thread_cpu_s();
 			do {
-				t1 = bench_thread_cpu_s();
+				t1 = kv_thread_cpu_s();
 				kern_cpu_attn_qk(s, q, hd, k, path ? kt : NULL, nq, nvis, hd, 0.1f);
-				t2 = bench_thread_cpu_s();
+				t2 = kv_thread_cpu_s();
 				kern_cpu_attn_pv(o, hd, s, v, nq, nvis, hd);
-				t3 = bench_thread_cpu_s();
+				t3 = kv_thread_cpu_s();
 				best[path][0] = t2 - t1 < best[path][0] ? t2 - t1 : best[path][0];
 				best[path][1] = t3 - t2 < best[path][1] ? t3 - t2 : best[path][1];
 			} while (t3 - t0 < secs / 3);

@@ -83,8 +83,8 @@ search_local(const char *question, long k)
 	struct svc_index *ix = NULL;
 	struct store *s = NULL;
 	const char *dir = cli_state_dir(cli_g.state);
-	char why[512] = "", hex[2 * SVC_ID_BYTES + 1];
-	unsigned n = 0, i;
+	char why[512] = "";
+	unsigned n = 0;
 	json_t *arr;
 	int rc;
 
@@ -112,13 +112,7 @@ search_local(const char *question, long k)
 		svc_store_close(s);
 		return CLI_EXIT_FAILURE;
 	}
-	arr = json_array();
-	for (i = 0; arr && i < n; i++) {
-		svc_hex(hits[i].doc_id, SVC_ID_BYTES, hex);
-		json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:f, s:o}", "doc_id", hex,
-		    "name", cli_json_cstr(hits[i].name), "part", (json_int_t)hits[i].part, "score",
-		    hits[i].score, "snippet", cli_json_cstr(hits[i].snippet)));
-	}
+	arr = svc_hits_json(hits, n, cli_json_cstr);
 	rc = arr ? search_show(arr) : CLI_EXIT_FAILURE;
 	json_decref(arr);
 	free(hits);

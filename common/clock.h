@@ -1,7 +1,9 @@
 /*
  * clock.h: the monotonic clock in milliseconds and a sleep that resumes
  * after a signal, on libc alone: the redis-cluster client's deadlines and
- * pauses (storage/rcluster.c) and its test's timings.
+ * pauses (storage/rcluster.c) and its test's timings; any clock, and the
+ * calling thread's CPU time, in seconds (eng_now, the converter's deadline,
+ * the load's and the benches' phase times).
  */
 #ifndef COMMON_CLOCK_H
 #define COMMON_CLOCK_H
@@ -9,6 +11,24 @@
 #include <errno.h>
 #include <stdint.h>
 #include <time.h>
+
+/* Seconds on clock id (CLOCK_MONOTONIC: eng_now's, the converter's deadline). */
+static inline double
+kv_clock_s(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds of CPU time the calling thread has used: on a busy machine,
+ * unlike the wall clock, it leaves out the time the thread waited for a
+ * core. */
+static inline double
+kv_thread_cpu_s(void)
+{
+	return kv_clock_s(CLOCK_THREAD_CPUTIME_ID);
+}
 
 static inline int64_t
 kv_now_ms(void)

@@ -261,8 +261,8 @@ static void
 admin_search(struct job *j)
 {
 	struct svc_hit *hits = calloc((size_t)j->req.k, sizeof(*hits));
-	char why[512] = "", hex[2 * SVC_ID_BYTES + 1];
-	unsigned n = 0, i;
+	char why[512] = "";
+	unsigned n = 0;
 	json_t *arr;
 
 	if (!hits) {
@@ -275,13 +275,7 @@ admin_search(struct job *j)
 		job_error(j, PROTO_E_STORE, "%s", why);
 		return;
 	}
-	arr = json_array();
-	for (i = 0; arr && i < n; i++) {
-		svc_hex(hits[i].doc_id, SVC_ID_BYTES, hex);
-		json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:f, s:o}", "doc_id", hex,
-		    "name", admin_utf8(hits[i].name), "part", (json_int_t)hits[i].part, "score",
-		    hits[i].score, "snippet", admin_utf8(hits[i].snippet)));
-	}
+	arr = svc_hits_json(hits, n, admin_utf8);
 	free(hits);
 	job_result(j, json_pack("{s:o}", "hits", arr));
 }

@@ -194,6 +194,8 @@ int proto_json_stops(json_t *o, const char *key, struct proto_req *r, char *msg,
  * references of 1 to PROTO_REF_MAX bytes, into r->docs (null: none). */
 int proto_json_docs(json_t *o, const char *key, struct proto_req *r, char *msg,
     size_t msg_len);
+/* A library question's mode: "side", "parts" or "pick", into *out. */
+int proto_json_mode(json_t *o, const char *key, char **out, char *msg, size_t msg_len);
 
 /* Parse one request line (without its newline).  Returns 0, or an error
  * code with a message in msg (and req->id set when the id could be read,

@@ -121,13 +121,8 @@ http_library_fields(json_t *o, struct http_req *r, char *msg, size_t msg_len)
 		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"library_mode\" and "
 		    "\"min_conf\" are for a library question (\"documents\", or the model "
 		    "\"library\")");
-	if ((rc = proto_json_str(o, "library_mode", 0, 16, PROTO_E_BAD_REQUEST, &p->mode, NULL, msg,
-	    msg_len)))
+	if ((rc = proto_json_mode(o, "library_mode", &p->mode, msg, msg_len)))
 		return rc;
-	if (p->mode && strcmp(p->mode, "side") && strcmp(p->mode, "parts") &&
-	    strcmp(p->mode, "pick"))
-		return http_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"library_mode\" must be "
-		    "\"side\", \"parts\" or \"pick\"");
 	if ((v = json_object_get(o, "min_conf")) && !json_is_null(v)) {
 		if ((rc = proto_json_num(o, "min_conf", -1000.0, 0, 0.0, &p->min_conf, msg, msg_len)))
 			return rc;

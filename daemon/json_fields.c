@@ -135,3 +135,15 @@ proto_json_docs(json_t *o, const char *key, struct proto_req *r, char *msg, size
 	}
 	return 0;
 }
+
+int
+proto_json_mode(json_t *o, const char *key, char **out, char *msg, size_t msg_len)
+{
+	int rc = proto_json_str(o, key, 0, 16, PROTO_E_BAD_REQUEST, out, NULL, msg, msg_len);
+	if (rc)
+		return rc;
+	if (*out && strcmp(*out, "side") && strcmp(*out, "parts") && strcmp(*out, "pick"))
+		return kv_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"%s\" must be \"side\", "
+		    "\"parts\" or \"pick\"", key);
+	return 0;
+}

@@ -177,13 +177,8 @@ proto_parse_fields(json_t *o, struct proto_req *r, char *msg, size_t msg_len)
 		if (r->n_docs && r->use_fd)
 			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"fd\" proves one "
 			    "document (\"doc\"), not a library question");
-		if ((rc = proto_json_str(o, "mode", 0, 16, PROTO_E_BAD_REQUEST, &r->mode, NULL, msg,
-		    msg_len)))
+		if ((rc = proto_json_mode(o, "mode", &r->mode, msg, msg_len)))
 			return rc;
-		if (r->mode && strcmp(r->mode, "side") && strcmp(r->mode, "parts") &&
-		    strcmp(r->mode, "pick"))
-			return proto_fail(msg, msg_len, PROTO_E_BAD_REQUEST, "\"mode\" must be \"side\", "
-			    "\"parts\" or \"pick\"");
 		if ((rc = proto_json_int(o, "top", 1, PROTO_DOCS_MAX, &r->lib_top, msg, msg_len)))
 			return rc;
 		if (r->lib_top && !r->lib_all)

@@ -36,7 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fail.h"
+#include "common/fdio.h"
 #include "formats/formats.h"
 
 extern char **environ;
@@ -66,22 +68,6 @@ struct iso_head {
 #ifndef ISO_ASAN
 #define ISO_ASAN 0
 #endif
-
-static int
-iso_write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* The child                                                                 */
@@ -153,21 +139,13 @@ fmt_child_main(int argc, char **argv)
 		memcpy(h.encoding, d.encoding, sizeof(h.encoding));
 		memcpy(h.name, d.name, sizeof(h.name));
 	}
-	if (iso_write_all(1, &h, sizeof(h)) || (!rc && iso_write_all(1, d.text, d.len)))
+	if (kv_write_all(1, &h, sizeof(h)) || (!rc && kv_write_all(1, d.text, d.len)))
 		_exit(4);
 	_exit(0);
 }
 
 /* ------------------------------------------------------------------------ */
 /* The parent                                                                */
-
-static double
-iso_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* 1 if the child's stderr (the memfd) says an allocation failed: glib's
  * g_malloc and C++'s new abort with these words. */
@@ -280,7 +258,7 @@ iso_docfd(const void *bytes, size_t len)
 	int fd = memfd_create("kvsnap-doc", MFD_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (iso_write_all(fd, bytes, len) || lseek(fd, 0, SEEK_SET) != 0) {
+	if (kv_write_all(fd, bytes, len) || lseek(fd, 0, SEEK_SET) != 0) {
 		close(fd);
 		return -1;
 	}
@@ -322,7 +300,7 @@ fmt_extract_isolated(const void *bytes, size_t len, const char *encoding, size_t
 {
 	int docfd = -1, errfd = -1, pfd[2] = { -1, -1 }, status = 0, rc, killed = 0;
 	size_t cap = sizeof(struct iso_head) + max + 1, n = 0, have = 0;
-	double deadline = iso_now() + 2.0 * FMT_SECONDS_MAX;
+	double deadline = kv_clock_s(CLOCK_MONOTONIC) + 2.0 * FMT_SECONDS_MAX;
 	char *buf = NULL;
 	struct rusage ru;
 	double cpu;
@@ -355,7 +333,7 @@ fmt_extract_isolated(const void *bytes, size_t len, const char *encoding, size_t
 			killed = 1;
 			break;
 		}
-		if (iso_now() > deadline) {
+		if (kv_clock_s(CLOCK_MONOTONIC) > deadline) {
 			killed = 2;
 			break;
 		}

@@ -3,7 +3,9 @@
  * chat template (or a raw prompt, its control tokens parsed as
  * `kvsnap generate --raw` does), prefilled into a fresh cache and decoded
  * with the token hook.  kvsnapd's HTTP endpoint answers requests that name
- * no document with it, so the daemon never calls the engine itself.
+ * no document with it, so the daemon never calls the engine itself.  Also
+ * what a conversation's turns tokenize to and why they did not (a document
+ * question's follow-up turns too: query.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,19 @@ svc_msgs_ids(const struct svc *v, const struct svc_msg *msgs, size_t n, int foll
 	    eng_chat_messages_ids(v->chat, m, n, ids);
 	free(m);
 	return r;
+}
+
+int
+svc_prompt_fail(const struct svc *v, int64_t n, int msgs, int followup, struct svc_status *st)
+{
+	if (n == ENG_ERR_ARG && msgs) /* the template raises on it */
+		snprintf(st->why, sizeof(st->why), "the model's chat template (%s) does not take "
+		    "this conversation%s, or user and assistant turns that do not alternate",
+		    eng_chat_name(v->chat), followup ? " after the document: a system turn there" :
+		    ": a system message it has no turn for");
+	else
+		snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
+	return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
 }
 
 /* The prompt's ids (malloc'd) or a negative eng_err. */
@@ -67,15 +82,8 @@ svc_chat(struct svc *v, struct svc_session *ss, const struct svc_chat_req *r,
 	memset(st, 0, sizeof(*st));
 	memset(out, 0, sizeof(*out));
 	svc_emit_init(&em, v, hk, r->whole_utf8, r->stop, r->n_stop);
-	if ((n = chat_prompt_ids(v, r, &ids)) < 0) {
-		if (n == ENG_ERR_ARG && r->msgs) /* the template raises on it */
-			snprintf(st->why, sizeof(st->why), "the model's chat template (%s) does "
-			    "not take this conversation: a system message it has no turn for, or "
-			    "user and assistant turns that do not alternate", eng_chat_name(v->chat));
-		else
-			snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n));
-		return svc_fail(st, SVC_AT_TOKENIZE, (int)n);
-	}
+	if ((n = chat_prompt_ids(v, r, &ids)) < 0)
+		return svc_prompt_fail(v, n, r->msgs != NULL, 0, st);
 	out->prompt_tokens = n;
 	if (n == 0 || n >= window) {
 		snprintf(st->why, sizeof(st->why), n ? "the prompt is %lld tokens; the model's "

@@ -71,15 +71,8 @@ svc_query(struct svc *v, struct svc_session *ss, const struct svc_query_req *r,
 	memcpy(out->profile_id, out->pick.profile_id, SNAP_ID_BYTES);
 	n_q = r->msgs ? svc_msgs_ids(v, r->msgs, r->n_msgs, 1, &qids) :
 	    eng_chat_question_ids(v->chat, r->question, r->question_len, &qids);
-	if (n_q < 0) {
-		if (n_q == ENG_ERR_ARG && r->msgs) /* the template raises on it */
-			snprintf(st->why, sizeof(st->why), "the model's chat template (%s) does not "
-			    "take this conversation after the document: a system turn there, or "
-			    "user and assistant turns that do not alternate", eng_chat_name(v->chat));
-		else
-			snprintf(st->why, sizeof(st->why), "%s", eng_strerror((int)n_q));
-		return svc_fail(st, SVC_AT_TOKENIZE, (int)n_q);
-	}
+	if (n_q < 0)
+		return svc_prompt_fail(v, n_q, r->msgs != NULL, 1, st);
 	out->prompt_tokens = n_q;
 	/* on the session's threads: the records decode in parallel */
 	kv = ss->pool;

@@ -84,6 +84,11 @@ int svc_resolve_file(struct store *s, const char *ref, const struct svc_who *w,
  * (eng_chat_followup_ids).  The count, or a negative eng_err. */
 int64_t svc_msgs_ids(const struct svc *v, const struct svc_msg *msgs, size_t n, int followup,
     int32_t **ids);
+/* A prompt that did not tokenize (n < 0; msgs: a conversation, followup:
+ * its turns after a document): the reason in st, and svc_fail's return
+ * (SVC_AT_TOKENIZE). */
+int svc_prompt_fail(const struct svc *v, int64_t n, int msgs, int followup,
+    struct svc_status *st);
 
 /* Whether the hooks' cancel flag is set. */
 int svc_cancelled(const struct svc_hooks *hk);

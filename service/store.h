@@ -2,8 +2,8 @@
  * store.h: the store commands (ls, info, rm, rename, stats, verify,
  * prune), written once for kvsnapd's admin jobs and the kvsnap CLI alike
  * (issue 32 item 2), and the one JSON shape of a document and of a
- * snapshot (docs/JSON.md, types `document` and `snapshot`) and of a
- * library question's result.  Included by
+ * snapshot (docs/JSON.md, types `document` and `snapshot`), of a
+ * library question's result and of search hits.  Included by
  * service.h, after its types; like it, it shows nothing of storage/ or
  * snapshot/.  The front ends keep their own framing: the protocol's
  * events, the CLI's lines and tables.
@@ -107,6 +107,11 @@ json_t *svc_snap_json(const struct svc_snap *sn, int with_active);
  * "event" (docs/PROTOCOL.md, "Library questions"): the mode, each source,
  * the answer's figures. */
 json_t *svc_lib_json(const struct svc_lib_answer *a, enum svc_lib_mode mode);
+/* The one JSON shape of search hits (kvsnapd's search op, `kvsnap search
+ * --local --json`): an array of {doc_id, name, part, score, snippet}, best
+ * first; str makes the JSON string of a name or snippet (the front end's
+ * rule for bytes that are not UTF-8).  NULL on no memory. */
+json_t *svc_hits_json(const struct svc_hit *hits, unsigned n, json_t *(*str)(const char *));
 /* A JSON string of stored free text: bytes that are not UTF-8 become
  * U+FFFD each (never NULL but on no memory). */
 json_t *svc_json_text(const char *s, size_t len);

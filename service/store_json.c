@@ -2,9 +2,10 @@
  * store_json.c: the one JSON shape of a document and of a snapshot
  * (docs/JSON.md, types `document` and `snapshot`), for kvsnapd's ls and
  * info ops (and HTTP's /v1/documents over them) and `kvsnap ls/info
- * --json` alike; and of a library question's result (docs/PROTOCOL.md,
+ * --json` alike; of a library question's result (docs/PROTOCOL.md,
  * "Library questions"), for kvsnapd's query op and `kvsnap query --local
- * --docs` alike.
+ * --docs` alike; and of search hits, for kvsnapd's search op and `kvsnap
+ * search --local` alike.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -121,6 +122,22 @@ svc_snap_json(const struct svc_snap *sn, int with_active)
 	if (o && with_active) /* kvsnapd: the profile it answers from */
 		json_object_set_new(o, "active", json_boolean(sn->active));
 	return o;
+}
+
+json_t *
+svc_hits_json(const struct svc_hit *hits, unsigned n, json_t *(*str)(const char *))
+{
+	char hex[2 * SVC_ID_BYTES + 1];
+	json_t *arr = json_array();
+	unsigned i;
+
+	for (i = 0; arr && i < n; i++) {
+		svc_hex(hits[i].doc_id, SVC_ID_BYTES, hex);
+		json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:f, s:o}", "doc_id", hex,
+		    "name", str(hits[i].name), "part", (json_int_t)hits[i].part, "score",
+		    hits[i].score, "snippet", str(hits[i].snippet)));
+	}
+	return arr;
 }
 
 json_t *

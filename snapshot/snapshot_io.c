@@ -93,6 +93,21 @@ snap_save_replacing(struct store *s, const struct store_doc *d, const struct eng
 	    NULL, replaces, why, why_len);
 }
 
+/* Every layer of kv encoded under header h into rec[l] (len[l] bytes):
+ * 0, or a SNAPIO_ code with why (the layers before the failed one encoded:
+ * the caller frees rec either way). */
+static int
+io_encode_layers(const struct eng_kv *kv, struct snap_header *h, int zlevel, uint8_t **rec,
+    size_t *len, char *why, size_t why_len)
+{
+	int l, rc;
+	for (l = 0; l < kv->n_layer; l++)
+		if ((rc = snap_layer_encode(kv, l, h, zlevel, &rec[l], &len[l])))
+			return eng_fail(why, why_len, snapio_from_snap(rc), "layer %d: cannot encode: %s",
+			    l, snap_strerror(rc));
+	return 0;
+}
+
 static int
 io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int n_head,
     const char *model_fp, const char *profile, const uint8_t profile_id[SNAP_ID_BYTES],
@@ -122,12 +137,8 @@ io_save(struct store *s, const struct store_doc *d, const struct eng_kv *kv, int
 		rc = eng_fail(why, why_len, SNAPIO_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	for (l = 0; l < kv->n_layer; l++)
-		if ((rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]))) {
-			rc = eng_fail(why, why_len, snapio_from_snap(rc), "layer %d: cannot encode: %s", l,
-			    snap_strerror(rc));
-			goto out;
-		}
+	if ((rc = io_encode_layers(kv, &h, zlevel, rec, len, why, why_len)))
+		goto out;
 	if ((rc = snap_header_encode(&h, zlevel, &hdr, &hdr_len))) {
 		rc = eng_fail(why, why_len, snapio_from_snap(rc), "cannot encode the header: %s",
 		    snap_strerror(rc));
@@ -202,12 +213,8 @@ snap_roundtrip_measured(const struct eng_kv *kv, const struct eng_model *m, int 
 	}
 	/* every record first (the header lists their checksums), then the
 	 * decode alone is what a load does after reading the store */
-	for (l = 0; l < kv->n_layer; l++)
-		if ((rc = snap_layer_encode(kv, l, &h, zlevel, &rec[l], &len[l]))) {
-			rc = eng_fail(why, why_len, snapio_from_snap(rc), "layer %d: %s", l,
-			    snap_strerror(rc));
-			goto out;
-		}
+	if ((rc = io_encode_layers(kv, &h, zlevel, rec, len, why, why_len)))
+		goto out;
 	if (st) {
 		if ((rc = snap_header_encode(&h, zlevel, &hdr, &hdr_len))) {
 			rc = eng_fail(why, why_len, snapio_from_snap(rc), "header: %s", snap_strerror(rc));

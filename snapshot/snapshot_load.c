@@ -40,8 +40,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "snapshot/snapshot_internal.h"
 #include "snapshot/snapshot_io.h"
 
@@ -62,21 +62,13 @@ load_check_model(const struct snap_header *h, const struct eng_model *m, char *w
 	return 0;
 }
 
-/* This thread's CPU seconds: phases are timed in CPU time, which a busy
- * machine does not inflate with the time a thread waited for a core. */
-static double
-load_cpu(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* CPU time since *t added to *acc; *t moves on. */
+/* CPU time since *t added to *acc; *t moves on.  Phases are timed in this
+ * thread's CPU time (kv_thread_cpu_s), which a busy machine does not
+ * inflate with the time a thread waited for a core. */
 static void
 load_lap(double *t, double *acc)
 {
-	double now = load_cpu();
+	double now = kv_thread_cpu_s();
 	*acc += now - *t;
 	*t = now;
 }
@@ -107,7 +99,7 @@ static void
 load_table_part(void *arg, int ith, int nth)
 {
 	struct load_job *j = arg;
-	double t = load_cpu();
+	double t = kv_thread_cpu_s();
 	uint32_t a = (uint32_t)((uint64_t)j->span * (uint64_t)ith / (uint64_t)nth);
 	uint32_t b = (uint32_t)((uint64_t)j->span * (uint64_t)(ith + 1) / (uint64_t)nth);
 	if (j->table && j->fill)
@@ -122,7 +114,7 @@ load_layer(struct load_job *j, struct load_part *p, int l, ZSTD_DCtx *dctx, uint
 	const struct snap_header *h = j->h;
 	const uint8_t *rec = NULL;
 	size_t n = 0;
-	double t = load_cpu();
+	double t = kv_thread_cpu_s();
 	int rc;
 
 	if ((rc = snap_layer_sum_check(j->buf[l], j->len[l], h, l, p->why, sizeof(p->why))))
@@ -236,7 +228,7 @@ snap_load_into(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	struct snap_load_stats st;
 	const uint8_t *buf;
 	size_t len;
-	double t0 = eng_now(), t = load_cpu();
+	double t0 = eng_now(), t = kv_thread_cpu_s();
 	int64_t units = 0;
 	int l, rc;
 
@@ -294,7 +286,7 @@ snap_load_into(struct store *s, const uint8_t doc_id[SNAP_ID_BYTES],
 	load_lap(&t, &st.place_s);
 	if ((rc = load_run(&j, kc, &st, why, why_len)))
 		goto out;
-	t = load_cpu();
+	t = kv_thread_cpu_s();
 	if (h->has_pod && (rc = snap_pod_check_blocks(h, j.kv, why, why_len))) {
 		rc = snapio_from_snap(rc); /* a block's layers must hold the same units */
 		goto out;

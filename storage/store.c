@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sodium.h>
 
+#include "common/grow.h"
 #include "storage/store_backend.h"
 
 static const struct store_ops *const st_backends[] = { &store_lmdb_ops, &store_redis_ops,
@@ -172,13 +173,9 @@ st_victims_damaged(struct st_victims *a, const uint8_t *doc, const char *why)
 	for (i = 0; i < a->n_bad; i++)
 		if (!memcmp(a->bad[i].doc, doc, STORE_ID_BYTES))
 			return 0;
-	if (a->n_bad == a->cap_bad) {
-		int64_t cap = a->cap_bad ? 2 * a->cap_bad : 8;
-		if (!(x = realloc(a->bad, (size_t)cap * sizeof(*x))))
-			return STORE_ERR_NOMEM;
-		a->bad = x;
-		a->cap_bad = cap;
-	}
+	if (!(x = kv_grow(a->bad, a->n_bad, &a->cap_bad, 8, sizeof(*x))))
+		return STORE_ERR_NOMEM;
+	a->bad = x;
 	x = &a->bad[a->n_bad++];
 	memcpy(x->doc, doc, STORE_ID_BYTES);
 	snprintf(x->why, sizeof(x->why), "%s", why);
@@ -190,13 +187,9 @@ st_victims_add(struct st_victims *a, const uint8_t *doc, const uint8_t *prof, ui
     int64_t last_used_us)
 {
 	struct st_victim *x;
-	if (a->n == a->cap) {
-		int64_t cap = a->cap ? 2 * a->cap : 64;
-		if (!(x = realloc(a->v, (size_t)cap * sizeof(*x))))
-			return STORE_ERR_NOMEM;
-		a->v = x;
-		a->cap = cap;
-	}
+	if (!(x = kv_grow(a->v, a->n, &a->cap, 64, sizeof(*x))))
+		return STORE_ERR_NOMEM;
+	a->v = x;
 	x = &a->v[a->n++];
 	memcpy(x->doc, doc, STORE_ID_BYTES);
 	memcpy(x->prof, prof, STORE_ID_BYTES);

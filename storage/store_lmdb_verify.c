@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "storage/store_lmdb.h"
 
 #define SV_WHY 320
@@ -36,7 +37,8 @@ struct sv {
 	int64_t n_seen, n_bad;
 	int stop;
 	struct store_rec *rec; /* records of the snapshot being checked */
-	int n_rec, cap_rec;
+	int n_rec;
+	int64_t cap_rec;
 };
 
 static const uint8_t sv_zero[STORE_ID_BYTES];
@@ -100,14 +102,10 @@ sv_snapshot(struct sv *v, const uint8_t *doc, const uint8_t *prof, const struct 
 static int
 sv_rec_add(struct sv *v, unsigned layer, const MDB_val *d)
 {
-	if (v->n_rec == v->cap_rec) {
-		int cap = v->cap_rec ? 2 * v->cap_rec : 64;
-		struct store_rec *r = realloc(v->rec, (size_t)cap * sizeof(*r));
-		if (!r)
-			return STORE_ERR_NOMEM;
-		v->rec = r;
-		v->cap_rec = cap;
-	}
+	struct store_rec *r = kv_grow(v->rec, v->n_rec, &v->cap_rec, 64, sizeof(*r));
+	if (!r)
+		return STORE_ERR_NOMEM;
+	v->rec = r;
 	v->rec[v->n_rec].index = layer;
 	v->rec[v->n_rec].buf = d->mv_data;
 	v->rec[v->n_rec].len = d->mv_size;

@@ -11,12 +11,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/grow.h"
 #include "storage/store_redis.h"
 
 #define RS_MOVING 3 /* the WATCH's connection is not the slot's master's any more */
 
 struct rs_txn {
-	int n, cap;
+	int n;
+	int64_t cap;
 	struct rc_cmd *cmd;
 	int del;
 };
@@ -38,18 +40,14 @@ rs_txn_reset(struct rs_txn *t)
 int
 rs_txn_add(struct rs_txn *t, int argc, const char **argv, const size_t *len)
 {
+	struct rc_cmd *c = kv_grow(t->cmd, t->n, &t->cap, 8, sizeof(*c));
 	const char **av;
 	size_t *lv;
 	int j;
 
-	if (t->n == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 8;
-		struct rc_cmd *c = realloc(t->cmd, (size_t)cap * sizeof(*c));
-		if (!c)
-			return STORE_ERR_NOMEM;
-		t->cmd = c;
-		t->cap = cap;
-	}
+	if (!c)
+		return STORE_ERR_NOMEM;
+	t->cmd = c;
 	av = calloc((size_t)argc, sizeof(*av));
 	lv = calloc((size_t)argc, sizeof(*lv));
 	if (!av || !lv) {

@@ -1,11 +1,13 @@
 /*
  * forward_logits.h: every position's logits of a token run through
  * eng_forward, fed in chunks: the engine's output the model tests compare
- * against a reference or against another path.
+ * against a reference or against another path; and the KL divergence of
+ * two such rows.
  */
 #ifndef TESTS_FORWARD_LOGITS_H
 #define TESTS_FORWARD_LOGITS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,27 @@ th_forward_logits(const struct eng_model *m, const int32_t *ids, int64_t n,
 	eng_ctx_free(c);
 	free(want);
 	return rc;
+}
+
+/* KL(softmax(a) || softmax(b)) over n logits, in double. */
+static inline double
+th_kl_logits(const float *a, const float *b, int64_t n)
+{
+	double ma = -INFINITY, mb = -INFINITY, sa = 0.0, sb = 0.0, kl = 0.0;
+	int64_t i;
+	for (i = 0; i < n; i++) {
+		ma = a[i] > ma ? a[i] : ma;
+		mb = b[i] > mb ? b[i] : mb;
+	}
+	for (i = 0; i < n; i++) {
+		sa += exp(a[i] - ma);
+		sb += exp(b[i] - mb);
+	}
+	for (i = 0; i < n; i++) {
+		double la = a[i] - ma - log(sa), lb = b[i] - mb - log(sb);
+		kl += exp(la) * (la - lb);
+	}
+	return kl;
 }
 
 #endif /* TESTS_FORWARD_LOGITS_H */

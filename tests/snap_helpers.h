@@ -1,9 +1,10 @@
 /*
  * snap_helpers.h: what the snapshot tests (test_snapshot.c,
- * test_snapshot_refit.c) encode and forge stored records with: a pool's
- * records in memory (th_snap), a stored seed checked against this build, a
- * record's plain bytes and back, a little-endian u32 read from and
- * written into them, and a test run under the legacy encodings.
+ * test_snapshot_refit.c, test_kvzip.c) encode and forge stored records
+ * with: a pool's records in memory (th_snap), a stored seed checked against
+ * this build, a record's plain bytes and back, a little-endian u32 read from
+ * and written into them, a test run under the legacy encodings, and two
+ * pools' refit biases compared.
  */
 #ifndef TESTS_SNAP_HELPERS_H
 #define TESTS_SNAP_HELPERS_H
@@ -94,6 +95,20 @@ th_reseal(uint8_t *plain, size_t n, int fix, uint8_t **out, size_t *out_len)
 		    n - SNAP_SUM_BYTES, NULL, 0);
 	*out = malloc(cap);
 	*out_len = ZSTD_compress(*out, cap, plain, n, 1);
+}
+
+/* Unit by unit, the same biases, bit for bit: 1, else 0. */
+static inline int
+th_same_biases(const struct eng_kv *a, const struct eng_kv *b)
+{
+	int l, g;
+	for (l = 0; l < a->n_layer; l++)
+		for (g = 0; g < a->n_head_kv; g++)
+			if (a->layer[l].len[g] != b->layer[l].len[g] ||
+			    memcmp(a->layer[l].bias + a->layer[l].off[g], b->layer[l].bias +
+			    b->layer[l].off[g], (size_t)a->layer[l].len[g] * sizeof(float)))
+				return 0;
+	return 1;
 }
 
 static inline uint32_t

@@ -484,7 +484,7 @@ check_real_vocab(const struct tiny_shape *base, const char *name, int64_t want_n
 	/* 64 zero bytes after the file: llama.cpp's vocab-only files end right
 	 * after their metadata, before the alignment padding this reader wants
 	 * (the tok branch lets eng_gguf_open take them) */
-	file = (uint8_t *)th_slurp(path, 64, &len);
+	file = (uint8_t *)kv_slurp(path, 64, &len);
 	TAP_CHECK(file && len, "%s: unreadable", path);
 	len += 64;
 	TAP_CHECK(!eng_gguf_open_mem(&g, file, len, why, sizeof(why)), "%s: %s", path, why);

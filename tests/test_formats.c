@@ -30,7 +30,7 @@ slurp(const char *name, size_t *len)
 {
 	char path[256];
 	snprintf(path, sizeof(path), DOCS "%s", name);
-	return th_slurp(path, 0, len);
+	return kv_slurp(path, 0, len);
 }
 
 /* Extract a fixture; rc returned, *d filled on success. */

@@ -57,6 +57,8 @@
 #include "engine/cache/refit.h"
 #include "engine/run/forward_hook.h"
 #include "snapshot/snapshot_io.h"
+#include "tests/forward_logits.h"
+#include "tests/snap_helpers.h"
 #include "tests/tap.h"
 #include "tests/tiny_model.h"
 
@@ -706,41 +708,6 @@ test_tail_and_demote(void)
 	return TAP_PASS;
 }
 
-/* KL(softmax(a) || softmax(b)) over n logits, in double. */
-static double
-kl_logits(const float *a, const float *b, int64_t n)
-{
-	double ma = -INFINITY, mb = -INFINITY, sa = 0.0, sb = 0.0, kl = 0.0;
-	int64_t i;
-	for (i = 0; i < n; i++) {
-		ma = a[i] > ma ? a[i] : ma;
-		mb = b[i] > mb ? b[i] : mb;
-	}
-	for (i = 0; i < n; i++) {
-		sa += exp(a[i] - ma);
-		sb += exp(b[i] - mb);
-	}
-	for (i = 0; i < n; i++) {
-		double pa = exp(a[i] - ma) / sa;
-		kl += pa * ((a[i] - ma - log(sa)) - (b[i] - mb - log(sb)));
-	}
-	return kl;
-}
-
-/* Unit by unit, the same biases, bit for bit. */
-static int
-same_biases(const struct eng_kv *a, const struct eng_kv *b)
-{
-	int l, g;
-	for (l = 0; l < a->n_layer; l++)
-		for (g = 0; g < a->n_head_kv; g++)
-			if (a->layer[l].len[g] != b->layer[l].len[g] ||
-			    memcmp(a->layer[l].bias + a->layer[l].off[g], b->layer[l].bias +
-			    b->layer[l].off[g], (size_t)a->layer[l].len[g] * sizeof(float)))
-				return 0;
-	return 1;
-}
-
 /* A refit pool kr (the question dropped) through the codec in memory and
  * through a real LMDB store: both loads hold kr's biases and answer the
  * question (qids) with the logits of kr rounded to fp16, bit for bit. */
@@ -776,8 +743,8 @@ refit_stored(struct eng_kv *kr, struct eng_ctx *c, const int32_t *qids, int64_t 
 	 * write version 5 (SNAP_BITS_VERSION) */
 	TAP_CHECK(h.version == SNAP_FAST_VERSION && h.has_bias, "header: version %u, bias %d",
 	    h.version, h.has_bias);
-	TAP_CHECK(mem->has_bias && disk->has_bias && same_biases(kr, mem) &&
-	    same_biases(kr, disk), "biases loaded bit for bit");
+	TAP_CHECK(mem->has_bias && disk->has_bias && th_same_biases(kr, mem) &&
+	    th_same_biases(kr, disk), "biases loaded bit for bit");
 	eng_kv_round_fp16(kr);
 	TAP_CHECK(!eng_forward(c, kr, qids, nq, NULL, la) && !eng_forward(c, mem, qids, nq, NULL, lb) &&
 	    !eng_forward(c, disk, qids, nq, NULL, lc), "question forward");
@@ -848,7 +815,7 @@ test_refit(void)
 	TAP_CHECK(!eng_forward(c, kf, qids, nq, NULL, lf) && !eng_forward(c, kc, qids, nq, NULL, lc) &&
 	    !eng_forward(c, kr, qids, nq, NULL, lr), "question forward");
 	tap_diag("KL(full || 1/8) %.4f, KL(full || 1/8 refit) %.4f",
-	    kl_logits(lf, lc, g_m->hp.n_vocab), kl_logits(lf, lr, g_m->hp.n_vocab));
+	    th_kl_logits(lf, lc, g_m->hp.n_vocab), th_kl_logits(lf, lr, g_m->hp.n_vocab));
 	TAP_CHECK(!eng_kv_drop_tail(kf, nq), "the shared pool as it was");
 	TAP_CHECK(!eng_kv_drop_tail(kr, nq), "drop the question");
 	TAP_CHECK(refit_stored(kr, c, qids, nq) == TAP_PASS, "refit snapshot");

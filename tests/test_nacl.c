@@ -158,13 +158,18 @@ struct nt_case {
 	int64_t n_keep[NT_H];
 };
 
-/* Allocate every buffer for counts n[0..H) (stat too). */
+/* Allocate every buffer for counts n[0..H) (stat too), for a chunk of
+ * n_tok tokens ending at chunk_end (is_last: the document's last). */
 static void
-nt_case_alloc(struct nt_case *c, int H, const int64_t *n)
+nt_case_alloc(struct nt_case *c, int H, const int64_t *n, uint32_t chunk_end, int64_t n_tok,
+    int is_last)
 {
 	int m;
 	memset(c, 0, sizeof(*c));
 	c->H = H;
+	c->chunk_end = chunk_end;
+	c->n_tok = n_tok;
+	c->is_last = is_last;
 	for (m = 0; m < H; m++) {
 		size_t k = (size_t)(n[m] > 0 ? n[m] : 1);
 		c->n[m] = n[m];
@@ -568,6 +573,7 @@ test_oracle(void)
 		int H = (int)nt_range(1, NT_H), mode = (int)nt_range(0, 4);
 		uint32_t chunk_end;
 		int64_t n_tok;
+		int layer, is_last;
 		static const double rhos[] = { 0.0, 0.25, 0.37, 0.5, 1.0 };
 
 		memset(&q, 0, sizeof(q));
@@ -585,13 +591,12 @@ test_oracle(void)
 			return TAP_FAIL;
 		for (m = 0; m < H; m++)
 			n[m] = it % 10 == 0 ? nt_range(0, q.b + 2) : nt_range(1, 3 * q.b + 40);
-		nt_case_alloc(&c, H, n);
-		c.layer = (int)nt_range(0, 29);
-		c.is_last = (int)nt_range(0, 1);
+		layer = (int)nt_range(0, 29);
+		is_last = (int)nt_range(0, 1);
 		n_tok = nt_range(1, 40);
 		chunk_end = (uint32_t)nt_range(3 * q.b + 40, 5000);
-		c.chunk_end = chunk_end;
-		c.n_tok = n_tok;
+		nt_case_alloc(&c, H, n, chunk_end, n_tok, is_last);
+		c.layer = layer;
 		for (m = 0; m < H; m++) {
 			int64_t i;
 			nt_fill_positions(&c, m, chunk_end, n_tok < n[m] ? n_tok : n[m]);
@@ -631,10 +636,7 @@ test_split_counts(void)
 	unsigned char *kept;
 
 	TAP_CHECK(nt_policy(&p, &q) == 0, "policy");
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 640;
-	c.n_tok = 512;
-	c.is_last = 1;
+	nt_case_alloc(&c, 1, &n, 640, 512, 1);
 	for (i = 0; i < n; i++) {
 		c.pos[0][i] = (uint32_t)i;
 		c.stat[0][i] = nt_unit() * 0.05f;
@@ -686,10 +688,7 @@ test_ties(void)
 
 	q.rho = 0.0;
 	TAP_CHECK(nt_policy(&p, &q) == 0, "policy");
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 100;
-	c.n_tok = 16;
-	c.is_last = 1;
+	nt_case_alloc(&c, 1, &n, 100, 16, 1);
 	for (i = 0; i < n; i++) {
 		c.pos[0][i] = (uint32_t)(i < 2 ? i : 40 + i); /* sinks 0, 1; then 42..99 */
 		c.stat[0][i] = 0.25f;
@@ -728,10 +727,7 @@ test_rho0_topk(void)
 	int s, m;
 
 	q.rho = 0.0;
-	nt_case_alloc(&c, 2, n);
-	c.chunk_end = 400;
-	c.n_tok = 16;
-	c.is_last = 1;
+	nt_case_alloc(&c, 2, n, 400, 16, 1);
 	c.layer = 4;
 	for (m = 0; m < 2; m++) {
 		nt_fill_positions(&c, m, 400, 16);
@@ -777,10 +773,7 @@ test_seeds(void)
 
 	if (!top)
 		abort();
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 300;
-	c.n_tok = 16;
-	c.is_last = 1;
+	nt_case_alloc(&c, 1, &n, 300, 16, 1);
 	for (i = 0; i < n; i++) {
 		c.pos[0][i] = (uint32_t)i;
 		c.stat[0][i] = nt_unit() * 0.1f;
@@ -841,10 +834,7 @@ test_head_independence(void)
 
 	q.rho = 1.0;
 	TAP_CHECK(nt_policy(&p, &q) == 0, "policy");
-	nt_case_alloc(&c, 3, n);
-	c.chunk_end = 200;
-	c.n_tok = 16;
-	c.is_last = 1;
+	nt_case_alloc(&c, 3, n, 200, 16, 1);
 	for (m = 0; m < 3; m++)
 		for (i = 0; i < 200; i++) {
 			c.pos[m][i] = (uint32_t)i;
@@ -891,10 +881,7 @@ nt_law_counts(struct nt_prm *q, const float *s, int64_t trials, int64_t *kept_co
 	struct nt_case c;
 	int64_t n = 5, i, tr;
 
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 5;
-	c.n_tok = 5;
-	c.is_last = 1;
+	nt_case_alloc(&c, 1, &n, 5, 5, 1);
 	c.layer = 2;
 	for (i = 0; i < 5; i++)
 		c.pos[0][i] = (uint32_t)i;
@@ -1018,11 +1005,8 @@ nt_stream(const struct nt_prm *q, int layer, int H, int64_t n_doc, int64_t B, in
 			len = n_doc - s;
 		for (m = 0; m < H; m++)
 			n[m] = n_kept[m] + len;
-		nt_case_alloc(&c, H, n);
+		nt_case_alloc(&c, H, n, (uint32_t)(s + len), len, s + len == n_doc);
 		c.layer = layer;
-		c.chunk_end = (uint32_t)(s + len);
-		c.n_tok = len;
-		c.is_last = s + len == n_doc;
 		for (m = 0; m < H; m++) {
 			for (i = 0; i < n[m]; i++) {
 				c.pos[m][i] = i < n_kept[m] ? kept[m][i] : (uint32_t)(s + i - n_kept[m]);
@@ -1136,10 +1120,7 @@ test_edge_cases(void)
 	/* n <= t: keep all, score = statistic */
 	TAP_CHECK(nt_policy(&p, &q) == 0, "policy");
 	n = 24;
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 24;
-	c.n_tok = 24;
-	c.is_last = 1;
+	nt_case_alloc(&c, 1, &n, 24, 24, 1);
 	for (i = 0; i < n; i++) {
 		c.pos[0][i] = (uint32_t)i;
 		c.stat[0][i] = (float)i;
@@ -1149,18 +1130,14 @@ test_edge_cases(void)
 	nt_case_free(&c);
 
 	n = 1;
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 1;
-	c.n_tok = 1;
+	nt_case_alloc(&c, 1, &n, 1, 1, 0);
 	TAP_CHECK(nt_case_run(&p, &c) == 0 && c.n_keep[0] == 1 && c.keep[0][0] == 0, "n = 1");
 	nt_case_free(&c);
 
 	/* n = 0 in one head, many in the other */
 	{
 		int64_t nn[2] = { 0, 50 };
-		nt_case_alloc(&c, 2, nn);
-		c.chunk_end = 50;
-		c.n_tok = 16;
+		nt_case_alloc(&c, 2, nn, 50, 16, 0);
 		for (i = 0; i < 50; i++)
 			c.pos[1][i] = (uint32_t)i;
 		TAP_CHECK(nt_case_run(&p, &c) == 0 && c.n_keep[0] == 0 && c.n_keep[1] == 24,
@@ -1175,10 +1152,7 @@ test_edge_cases(void)
 	q.rho = 1.0;
 	TAP_CHECK(nt_policy(&p, &q) == 0, "policy");
 	n = 100;
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 100;
-	c.n_tok = 16;
-	c.is_last = 1;
+	nt_case_alloc(&c, 1, &n, 100, 16, 1);
 	for (i = 0; i < n; i++) {
 		c.pos[0][i] = (uint32_t)i;
 		c.stat[0][i] = 0.3f;
@@ -1231,10 +1205,7 @@ test_edge_cases(void)
 	q.b = q.b_work = 7;
 	TAP_CHECK(nt_policy(&p, &q) == 0, "policy");
 	n = 8;
-	nt_case_alloc(&c, 1, &n);
-	c.chunk_end = 8;
-	c.n_tok = 8;
-	c.is_last = 1;
+	nt_case_alloc(&c, 1, &n, 8, 8, 1);
 	for (i = 0; i < n; i++) {
 		c.pos[0][i] = (uint32_t)i;
 		c.stat[0][i] = 0.1f * (float)i;

@@ -505,7 +505,7 @@ test_roundtrip(void)
 		TAP_CHECK(rc == 0, "save: %d %s", rc, why);
 		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 		TAP_CHECK(!pt_exists(tmp), "%s left behind", tmp);
-		bytes = th_slurp(path, 0, &len);
+		bytes = kv_slurp(path, 0, &len);
 		TAP_CHECK(bytes, "read back");
 		crypto_generichash(h, sizeof(h), (const unsigned char *)bytes, len, NULL, 0);
 		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
@@ -517,7 +517,7 @@ test_roundtrip(void)
 		TAP_CHECK(strcmp(back->hash, hex) == 0, "load hash %s, file %s", back->hash, hex);
 		/* Saving the loaded map writes the same bytes. */
 		TAP_CHECK(eng_pod_map_save(back, path2, why, sizeof(why)) == 0, "save 2: %s", why);
-		bytes2 = th_slurp(path2, 0, &len2);
+		bytes2 = kv_slurp(path2, 0, &len2);
 		TAP_CHECK(bytes2 && len2 == len && memcmp(bytes, bytes2, len) == 0, "bytes differ");
 		TAP_CHECK(strcmp(back->hash, hex) == 0, "second hash differs");
 		rc = eng_pod_map_load(&back2, path2, NULL, why, sizeof(why));
@@ -722,7 +722,7 @@ test_load_io(void)
 	big = pt_make_map(-1.0);
 	TAP_CHECK(big && eng_pod_map_save(big, path, why, sizeof(why)) == 0, "save: %s", why);
 	eng_pod_map_free(big);
-	bytes = th_slurp(path, 0, &len);
+	bytes = kv_slurp(path, 0, &len);
 	TAP_CHECK(bytes && th_write(path, bytes, len / 2) == 0, "truncate");
 	free(bytes);
 	why[0] = 0;
@@ -764,7 +764,7 @@ test_load_corrupt(void)
 	memcpy(pm->model_fp, pt_fp, sizeof(pt_fp));
 	TAP_CHECK(th_tmp(path, sizeof(path), "podmap") == 0, "mkstemp");
 	TAP_CHECK(eng_pod_map_save(pm, path, why, sizeof(why)) == 0, "save: %s", why);
-	bytes = th_slurp(path, 0, &len);
+	bytes = kv_slurp(path, 0, &len);
 	TAP_CHECK(bytes && len > 0, "read");
 	t = malloc(len + 1);
 	TAP_CHECK(t, "malloc");

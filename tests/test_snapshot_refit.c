@@ -111,20 +111,6 @@ tr_load(const struct th_snap *s, const struct eng_model *shell, struct eng_kv **
 	return rc;
 }
 
-static int
-tr_same_biases(const struct eng_kv *a, const struct eng_kv *b)
-{
-	int l, m;
-	for (l = 0; l < a->n_layer; l++)
-		for (m = 0; m < a->n_head_kv; m++)
-			if (a->layer[l].len[m] != b->layer[l].len[m] ||
-			    memcmp(a->layer[l].bias + a->layer[l].off[m],
-			        b->layer[l].bias + b->layer[l].off[m],
-			        (size_t)a->layer[l].len[m] * sizeof(float)))
-				return 0;
-	return 1;
-}
-
 static enum tap_result
 test_roundtrip(void)
 {
@@ -159,7 +145,7 @@ test_roundtrip(void)
 		    snap_quant_name(quant), why);
 		TAP_CHECK(h.version == want && h.has_bias && back->has_bias, "%s: biased",
 		    snap_quant_name(quant));
-		TAP_CHECK(tr_same_biases(kv, back), "%s: biases differ after the load",
+		TAP_CHECK(th_same_biases(kv, back), "%s: biases differ after the load",
 		    snap_quant_name(quant));
 		TAP_CHECK(tr_encode(&s2, back, quant) == 0, "%s: re-encode", snap_quant_name(quant));
 		/* the same bytes again, but for the rotated forms: H applied to

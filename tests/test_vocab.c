@@ -80,10 +80,10 @@ voc_run(const char *name, int add_bos)
 	rc = eng_tok_init(&t, g, why, sizeof(why));
 	TAP_EXPECT(rc == 0, "%s: tokenizer refused: %s", name, why);
 	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf.inp", voc_dir(), name);
-	inp = th_slurp(path, 0, &inp_len);
+	inp = kv_slurp(path, 0, &inp_len);
 	TAP_EXPECT(inp != NULL, "%s unreadable (run `make vocabs`)", path);
 	snprintf(path, sizeof(path), "%s/ggml-vocab-%s.gguf.out", voc_dir(), name);
-	out = th_slurp(path, 0, &out_len);
+	out = kv_slurp(path, 0, &out_len);
 	TAP_EXPECT(out != NULL, "%s unreadable (run `make vocabs`)", path);
 	got = malloc(65536 * sizeof(*got));
 	want = malloc(65536 * sizeof(*want));

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "clients/cli.h"
+#include "common/rng.h"
 #include "clients/tools/tools.h"
 
 #define TD_MAX_FILE (16u << 20)
@@ -222,20 +223,12 @@ td_corpus_free(struct td_corpus *c)
 /* ------------------------------------------------------------------------ */
 /* Examples                                                                  */
 
-/* splitmix64: the documented generator of every random choice here. */
-static uint64_t
-td_next(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
+/* splitmix64 (kv_splitmix64_next): the documented generator of every
+ * random choice here. */
 static size_t
 td_below(uint64_t *s, size_t n)
 {
-	return (size_t)(td_next(s) % n);
+	return (size_t)(kv_splitmix64_next(s) % n);
 }
 
 struct td_buf {
@@ -339,7 +332,7 @@ td_make(const struct td_corpus *c, uint64_t seed, int64_t index, size_t doc_char
 	const struct td_needle *nd = NULL;
 
 	memset(ex, 0, sizeof(*ex));
-	td_next(&s);
+	kv_splitmix64_next(&s);
 	ex->kind = kind;
 	if (kind == 0) {
 		nd = &td_code_needles[td_below(&s, sizeof(td_code_needles) / sizeof(*nd))];

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <strings.h> /* for strcasecmp */
 
+#include "common/fdio.h"
 #include "engine/cache/cache.h"
 #include "engine/fingerprint.h"
 
@@ -564,12 +565,8 @@ eng_heads_write(const char *path, const struct eng_heads_info *info, const float
 		heads_put_data(&o, w1[l], n1, type);
 		heads_put_data(&o, w2[l], n2, type);
 	}
-	if (fclose(o.f) != 0)
-		o.err = 1;
-	if (o.err || rename(tmp, path) != 0) {
-		remove(tmp);
+	if (kv_file_commit(o.f, o.err, tmp, path))
 		return eng_fail(why, why_len, ENG_ERR_IO, "cannot write %s", path);
-	}
 	return 0;
 }
 

@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "common/strbuf.h"
 #include "engine/cache/cache.h"
 #include "engine/fingerprint.h"
@@ -528,22 +529,6 @@ pod_save_ok(const struct eng_pod_map *pm, char *why, size_t why_len)
 	return 0;
 }
 
-/* Write all of p[0..n) to fd. */
-static int
-pod_write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* PATH.tmp, synced, renamed over PATH: readers see the old file or the new
  * one, never a torn one. */
 static int
@@ -564,7 +549,7 @@ pod_write_file(const char *path, const char *p, size_t n, char *why, size_t why_
 		free(tmp);
 		return ENG_ERR_IO;
 	}
-	if (pod_write_all(fd, p, n) || fsync(fd))
+	if (kv_write_all(fd, p, n) || fsync(fd))
 		err = errno ? errno : EIO;
 	if (close(fd) && !err)
 		err = errno;

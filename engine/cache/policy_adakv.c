@@ -22,6 +22,9 @@
 
 #include "engine/cache/snapkv.h"
 
+/* i[4]'s values, by index. */
+static const char *const scorers[] = { "snapkv", "pyramid", NULL };
+
 static int
 adakv_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
 {
@@ -35,15 +38,8 @@ adakv_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 		return eng_policy_parse_float(val, 0.0, 1.0, &p->f[1]);
 	if (!strcmp(key, "beta"))
 		return eng_policy_parse_float(val, 1.0, 1e6, &p->f[0]);
-	if (!strcmp(key, "scorer")) {
-		if (!strcmp(val, "snapkv"))
-			p->i[4] = 0;
-		else if (!strcmp(val, "pyramid"))
-			p->i[4] = 1;
-		else
-			return ENG_ERR_ARG;
-		return 0;
-	}
+	if (!strcmp(key, "scorer"))
+		return eng_policy_parse_name(val, scorers, &p->i[4]);
 	return eng_snapkv_set(p, key, val, why, why_len);
 }
 
@@ -52,7 +48,7 @@ adakv_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	size_t n = eng_snapkv_describe(p, buf, cap);
 	int k = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0,
-	    ",alpha=%g,scorer=%s,beta=%g", p->f[1], p->i[4] ? "pyramid" : "snapkv", p->f[0]);
+	    ",alpha=%g,scorer=%s,beta=%g", p->f[1], scorers[p->i[4]], p->f[0]);
 	return n + (k > 0 ? (size_t)k : 0);
 }
 

@@ -46,6 +46,18 @@ eng_policy_parse_float(const char *val, double lo, double hi, double *out)
 }
 
 int
+eng_policy_parse_name(const char *val, const char *const *names, int64_t *out)
+{
+	int64_t i;
+	for (i = 0; val && names[i]; i++)
+		if (!strcmp(val, names[i])) {
+			*out = i;
+			return 0;
+		}
+	return ENG_ERR_ARG;
+}
+
+int
 eng_parse_ratio(const char *s, double *out)
 {
 	const char *slash = s ? strchr(s, '/') : NULL;

@@ -38,6 +38,9 @@
 static const char kvzip_first_text[] = "\n\nRepeat the previous context exactly.";
 static const char kvzip_pre_text[] =
     "\n\nRepeat the part of the previous context exactly, starting with ";
+/* i[1]'s values (enum eng_alloc) and i[3]'s, by index. */
+static const char *const allocs[] = { "global", "uniform", "adakv", NULL };
+static const char *const norms[] = { "prob", "plus", NULL };
 
 static void
 kvzip_prompt_free(struct kvzip_prompt *pr)
@@ -89,13 +92,7 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 	if (!strcmp(key, "seg"))
 		return eng_policy_parse_int(val, 64, 1 << 20, &p->i[0]);
 	if (!strcmp(key, "alloc")) {
-		if (!strcmp(val, "global"))
-			p->i[1] = ENG_ALLOC_GLOBAL;
-		else if (!strcmp(val, "uniform"))
-			p->i[1] = ENG_ALLOC_UNIFORM;
-		else if (!strcmp(val, "adakv"))
-			p->i[1] = ENG_ALLOC_ADAKV;
-		else
+		if (eng_policy_parse_name(val, allocs, &p->i[1]))
 			return eng_fail(why, why_len, ENG_ERR_ARG,
 			    "kvzip: alloc=%s (global, uniform or adakv)", val);
 		return 0;
@@ -108,11 +105,7 @@ kvzip_set(struct eng_policy *p, const char *key, const char *val, char *why, siz
 		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[2]);
 	}
 	if (!strcmp(key, "norm")) {
-		if (!strcmp(val, "prob"))
-			p->i[3] = 0;
-		else if (!strcmp(val, "plus"))
-			p->i[3] = 1;
-		else
+		if (eng_policy_parse_name(val, norms, &p->i[3]))
 			return eng_fail(why, why_len, ENG_ERR_ARG, "kvzip: norm=%s (prob or plus)", val);
 		return 0;
 	}
@@ -143,7 +136,6 @@ kvzip_check(struct eng_policy *p, char *why, size_t why_len)
 static size_t
 kvzip_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
-	static const char *const alloc[] = { "global", "uniform", "adakv" };
 	char sinks[24];
 	int n;
 	if (p->i[2] < 0)
@@ -151,7 +143,7 @@ kvzip_describe(const struct eng_policy *p, char *buf, size_t cap)
 	else
 		snprintf(sinks, sizeof(sinks), "%lld", (long long)p->i[2]);
 	n = snprintf(buf, cap, ",seg=%lld,alloc=%s,sinks=%s,norm=%s,floor=%g,alpha=%g",
-	    (long long)p->i[0], alloc[p->i[1]], sinks, p->i[3] ? "plus" : "prob", p->f[0], p->f[1]);
+	    (long long)p->i[0], allocs[p->i[1]], sinks, norms[p->i[3]], p->f[0], p->f[1]);
 	if (n > 0 && p->i[5] > 0) { /* named only when set: older profiles stay as they were */
 		size_t u = (size_t)n;
 		int k = snprintf(u < cap ? buf + u : NULL, u < cap ? cap - u : 0, ",tail=%lld",

@@ -70,6 +70,9 @@ extern const struct eng_policy_ops eng_policy_locret; /* defined at the end */
 
 enum { LOCRET_N_S, LOCRET_N_LOC, LOCRET_POSITIONS, LOCRET_ALLOC, LOCRET_SINKS };
 enum { LOCRET_UNIFORM, LOCRET_ADAKV, LOCRET_GLOBAL };
+/* i[LOCRET_POSITIONS]'s values and i[LOCRET_ALLOC]'s, by index. */
+static const char *const positions[] = { "slot", "original", NULL };
+static const char *const allocs[] = { "uniform", "adakv", "global", NULL };
 
 struct locret {
 	char *path;               /* heads=PATH */
@@ -146,23 +149,11 @@ locret_set(struct eng_policy *p, const char *key, const char *val, char *why, si
 	}
 	if (!strcmp(key, "positions")) {
 		s->pos_auto = 0;
-		if (!strcmp(val, "slot"))
-			p->i[LOCRET_POSITIONS] = 0;
-		else if (!strcmp(val, "original"))
-			p->i[LOCRET_POSITIONS] = 1;
-		else
-			return ENG_ERR_ARG;
-		return 0;
+		return eng_policy_parse_name(val, positions, &p->i[LOCRET_POSITIONS]);
 	}
 	if (!strcmp(key, "alloc")) {
 		s->alloc_auto = 0;
-		if (!strcmp(val, "uniform"))
-			p->i[LOCRET_ALLOC] = LOCRET_UNIFORM;
-		else if (!strcmp(val, "adakv"))
-			p->i[LOCRET_ALLOC] = LOCRET_ADAKV;
-		else if (!strcmp(val, "global"))
-			p->i[LOCRET_ALLOC] = LOCRET_GLOBAL;
-		else
+		if (eng_policy_parse_name(val, allocs, &p->i[LOCRET_ALLOC]))
 			return eng_fail(why, why_len, ENG_ERR_ARG,
 			    "locret: alloc=%s (uniform, adakv or global)", val);
 		return 0;
@@ -209,7 +200,6 @@ static size_t
 locret_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	const struct locret *s = p->priv;
-	static const char *const alloc[] = { "uniform", "adakv", "global" };
 	char n_s[24];
 	int n;
 	/* with a ratio the default n_s follows each document's budget */
@@ -219,7 +209,7 @@ locret_describe(const struct eng_policy *p, char *buf, size_t cap)
 		snprintf(n_s, sizeof(n_s), "%lld", (long long)p->i[LOCRET_N_S]);
 	n = snprintf(buf, cap, ",heads=%s,n_s=%s,n_loc=%lld,positions=%s,alloc=%s,alpha=%.17g",
 	    s->path ? s->path : "", n_s, (long long)p->i[LOCRET_N_LOC],
-	    p->i[LOCRET_POSITIONS] ? "original" : "slot", alloc[p->i[LOCRET_ALLOC]], p->f[0]);
+	    positions[p->i[LOCRET_POSITIONS]], allocs[p->i[LOCRET_ALLOC]], p->f[0]);
 	if (n > 0 && p->i[LOCRET_ALLOC] == LOCRET_GLOBAL) { /* older profiles stay as they were */
 		size_t u = (size_t)n;
 		char sinks[24];

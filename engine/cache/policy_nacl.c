@@ -54,6 +54,7 @@ enum {
 };
 enum { NACL_RHO = 0, NACL_TEMP = 1 };
 enum { NACL_NOISE_PERSISTENT = 0, NACL_NOISE_FRESH = 1 };
+static const char *const noises[] = { "persistent", "fresh", NULL }; /* by index */
 
 #define NACL_DEFAULT_W 51
 
@@ -154,11 +155,7 @@ nacl_set(struct eng_policy *p, const char *key, const char *val, char *why, size
 		return 0;
 	}
 	if (!strcmp(key, "noise")) {
-		if (val && !strcmp(val, "persistent"))
-			p->i[NACL_NOISE] = NACL_NOISE_PERSISTENT;
-		else if (val && !strcmp(val, "fresh"))
-			p->i[NACL_NOISE] = NACL_NOISE_FRESH;
-		else
+		if (eng_policy_parse_name(val, noises, &p->i[NACL_NOISE]))
 			return nacl_fail(why, why_len, "noise must be persistent or fresh", val);
 		return 0;
 	}
@@ -235,7 +232,7 @@ nacl_describe(const struct eng_policy *p, char *buf, size_t cap)
 	    "uniform=%lld,b_work=%lld,proxy_causal=%lld",
 	    (long long)p->i[NACL_N_SINK], (long long)p->i[NACL_N_RECENT], (long long)p->i[NACL_W],
 	    rho, temp, (long long)p->i[NACL_SEED],
-	    p->i[NACL_NOISE] == NACL_NOISE_FRESH ? "fresh" : "persistent",
+	    noises[p->i[NACL_NOISE]],
 	    (long long)p->i[NACL_UNIFORM], (long long)p->i[NACL_B_WORK],
 	    (long long)p->i[NACL_CAUSAL]);
 	return n > 0 ? (size_t)n : 0;

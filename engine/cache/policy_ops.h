@@ -116,6 +116,9 @@ void eng_policy_sort_idx(int64_t *idx, int64_t n);
 /* Parse a non-negative integer / a float option value. */
 int eng_policy_parse_int(const char *val, int64_t lo, int64_t hi, int64_t *out);
 int eng_policy_parse_float(const char *val, double lo, double hi, double *out);
+/* Parse an option value that names one of names[] (NULL-terminated): *out
+ * is its index; ENG_ERR_ARG (*out untouched) for any other value. */
+int eng_policy_parse_name(const char *val, const char *const *names, int64_t *out);
 /* The ids a document starts with when it is read in the chat template
  * (eng_chat_doc_ids's prefix: system turn, user header), tokenized by the
  * model's tokenizer; and their count if ids[0..n) starts with them, else 0.

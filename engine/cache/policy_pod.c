@@ -66,10 +66,22 @@ pod_priv(const struct eng_policy *p)
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
 
+/* The options that name one of two values: i[slot] is the value's index. */
+static const struct {
+	const char *key;
+	int slot;
+	const char *const names[3];
+} pod_choices[] = {
+	{ "base", POD_BASE, { "nacl", "full", NULL } }, /* POD_BASE_NACL, POD_BASE_FULL */
+	{ "budget_mode", POD_BYTES, { "equal_units", "equal_bytes", NULL } },
+	{ "distant_query", POD_OWN, { "anchor", "own", NULL } },
+};
+
 static int
 pod_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
 {
 	struct pod_priv *pv;
+	size_t k;
 	if (!key) {
 		p->i[POD_N_S] = 4;
 		p->i[POD_N_R] = -1;
@@ -92,35 +104,13 @@ pod_set(struct eng_policy *p, const char *key, const char *val, char *why, size_
 			return eng_fail(why, why_len, ENG_ERR_NOMEM, "out of memory");
 		return 0;
 	}
-	if (!strcmp(key, "base")) {
-		if (val && !strcmp(val, "nacl"))
-			p->i[POD_BASE] = POD_BASE_NACL;
-		else if (val && !strcmp(val, "full"))
-			p->i[POD_BASE] = POD_BASE_FULL;
-		else
-			return eng_fail(why, why_len, ENG_ERR_ARG,
-			    "pod: base must be nacl or full (got '%s')", val ? val : "");
-		return 0;
-	}
-	if (!strcmp(key, "budget_mode")) {
-		if (val && !strcmp(val, "equal_units"))
-			p->i[POD_BYTES] = 0;
-		else if (val && !strcmp(val, "equal_bytes"))
-			p->i[POD_BYTES] = 1;
-		else
-			return eng_fail(why, why_len, ENG_ERR_ARG,
-			    "pod: budget_mode must be equal_units or equal_bytes (got '%s')",
-			    val ? val : "");
-		return 0;
-	}
-	if (!strcmp(key, "distant_query")) {
-		if (val && !strcmp(val, "anchor"))
-			p->i[POD_OWN] = 0;
-		else if (val && !strcmp(val, "own"))
-			p->i[POD_OWN] = 1;
-		else
-			return eng_fail(why, why_len, ENG_ERR_ARG,
-			    "pod: distant_query must be anchor or own (got '%s')", val ? val : "");
+	for (k = 0; k < sizeof(pod_choices) / sizeof(pod_choices[0]); k++) {
+		const char *const *names = pod_choices[k].names;
+		if (strcmp(key, pod_choices[k].key))
+			continue;
+		if (eng_policy_parse_name(val, names, &p->i[pod_choices[k].slot]))
+			return eng_fail(why, why_len, ENG_ERR_ARG, "pod: %s must be %s or %s (got '%s')",
+			    key, names[0], names[1], val ? val : "");
 		return 0;
 	}
 	if (!strcmp(key, "n_s") && !eng_policy_parse_int(val, 0, 1 << 24, &p->i[POD_N_S]))

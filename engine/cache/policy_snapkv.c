@@ -19,6 +19,9 @@
 
 #include "engine/cache/snapkv.h"
 
+/* i[2]'s values, by index. */
+static const char *const pools[] = { "max", "avg", NULL };
+
 int
 eng_snapkv_set(struct eng_policy *p, const char *key, const char *val, char *why,
     size_t why_len)
@@ -36,15 +39,8 @@ eng_snapkv_set(struct eng_policy *p, const char *key, const char *val, char *why
 		return eng_policy_parse_int(val, 1, 1023, &p->i[1]);
 	if (!strcmp(key, "slack"))
 		return eng_policy_parse_int(val, 0, 1 << 24, &p->i[3]);
-	if (!strcmp(key, "pool")) {
-		if (!strcmp(val, "max"))
-			p->i[2] = 0;
-		else if (!strcmp(val, "avg"))
-			p->i[2] = 1;
-		else
-			return ENG_ERR_ARG;
-		return 0;
-	}
+	if (!strcmp(key, "pool"))
+		return eng_policy_parse_name(val, pools, &p->i[2]);
 	return eng_fail(why, why_len, ENG_ERR_ARG,
 	    "policy %s has no option '%s' (window, kernel, pool, slack)",
 	    p->ops->name, key);
@@ -68,7 +64,7 @@ size_t
 eng_snapkv_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, ",window=%lld,kernel=%lld,pool=%s,slack=%lld",
-	    (long long)p->i[0], (long long)p->i[1], p->i[2] ? "avg" : "max", (long long)p->i[3]);
+	    (long long)p->i[0], (long long)p->i[1], pools[p->i[2]], (long long)p->i[3]);
 	return n > 0 ? (size_t)n : 0;
 }
 

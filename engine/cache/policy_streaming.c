@@ -15,6 +15,9 @@
 
 #include "engine/cache/policy_ops.h"
 
+/* i[1]'s values (enum eng_pos_mode), by index. */
+static const char *const positions[] = { "original", "slot", NULL };
+
 static int
 streaming_set(struct eng_policy *p, const char *key, const char *val, char *why, size_t why_len)
 {
@@ -23,15 +26,8 @@ streaming_set(struct eng_policy *p, const char *key, const char *val, char *why,
 		p->i[1] = ENG_POS_ORIGINAL;
 		return 0;
 	}
-	if (!strcmp(key, "positions")) {
-		if (!strcmp(val, "original"))
-			p->i[1] = ENG_POS_ORIGINAL;
-		else if (!strcmp(val, "slot"))
-			p->i[1] = ENG_POS_SLOT;
-		else
-			return ENG_ERR_ARG;
-		return 0;
-	}
+	if (!strcmp(key, "positions"))
+		return eng_policy_parse_name(val, positions, &p->i[1]);
 	if (!strcmp(key, "sinks"))
 		return eng_policy_parse_int(val, 0, 1 << 20, &p->i[0]);
 	return eng_fail(why, why_len, ENG_ERR_ARG,
@@ -48,7 +44,7 @@ static size_t
 streaming_describe(const struct eng_policy *p, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, ",sinks=%lld,positions=%s", (long long)p->i[0],
-	    p->i[1] == ENG_POS_SLOT ? "slot" : "original");
+	    positions[p->i[1]]);
 	return n > 0 ? (size_t)n : 0;
 }
 

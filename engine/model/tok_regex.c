@@ -29,6 +29,7 @@
 #include <stdlib.h> /* for malloc */
 #include <string.h> /* for strstr */
 
+#include "common/grow.h"
 #include "engine/model/tok_internal.h"
 
 /* Machine instructions. */
@@ -58,9 +59,11 @@ struct eng_rx_class {
 struct eng_rx {
 	int collapsed;
 	struct eng_rx_inst *prog;
-	int n_prog, cap_prog;
+	int n_prog;
+	int64_t cap_prog;
 	struct eng_rx_class *cls;
-	int n_cls, cap_cls;
+	int n_cls;
+	int64_t cap_cls;
 	int lead_class; /* class of a leading unbounded loop (see above), or -1 */
 };
 
@@ -89,6 +92,7 @@ struct eng_rx_parse {
 static int
 rx_emit(struct eng_rx_parse *ps, int op, int32_t x, int32_t y, int32_t arg)
 {
+	struct eng_rx_inst *np;
 	struct eng_rx *rx = ps->rx;
 
 	if (ps->err)
@@ -98,16 +102,11 @@ rx_emit(struct eng_rx_parse *ps, int op, int32_t x, int32_t y, int32_t arg)
 		ps->what = "pattern too large";
 		return -1;
 	}
-	if (rx->n_prog == rx->cap_prog) {
-		int nc = rx->cap_prog ? 2 * rx->cap_prog : 64;
-		struct eng_rx_inst *np = realloc(rx->prog, (size_t)nc * sizeof(*np));
-		if (!np) {
-			ps->err = ENG_ERR_NOMEM;
-			return -1;
-		}
-		rx->prog = np;
-		rx->cap_prog = nc;
+	if (!(np = kv_grow(rx->prog, rx->n_prog, &rx->cap_prog, 64, sizeof(*np)))) {
+		ps->err = ENG_ERR_NOMEM;
+		return -1;
 	}
+	rx->prog = np;
 	rx->prog[rx->n_prog].op = (uint8_t)op;
 	rx->prog[rx->n_prog].x = x;
 	rx->prog[rx->n_prog].y = y;
@@ -119,19 +118,15 @@ static int
 rx_class_new(struct eng_rx_parse *ps)
 {
 	struct eng_rx *rx = ps->rx;
+	struct eng_rx_class *np;
 
 	if (ps->err)
 		return -1;
-	if (rx->n_cls == rx->cap_cls) {
-		int nc = rx->cap_cls ? 2 * rx->cap_cls : 16;
-		struct eng_rx_class *np = realloc(rx->cls, (size_t)nc * sizeof(*np));
-		if (!np) {
-			ps->err = ENG_ERR_NOMEM;
-			return -1;
-		}
-		rx->cls = np;
-		rx->cap_cls = nc;
+	if (!(np = kv_grow(rx->cls, rx->n_cls, &rx->cap_cls, 16, sizeof(*np)))) {
+		ps->err = ENG_ERR_NOMEM;
+		return -1;
 	}
+	rx->cls = np;
 	memset(&rx->cls[rx->n_cls], 0, sizeof(rx->cls[0]));
 	return rx->n_cls++;
 }
@@ -166,47 +161,36 @@ rx_class_add(struct eng_rx_parse *ps, int c, uint32_t lo, uint32_t hi)
 	k->n++;
 }
 
+/* \p{X}'s members in collapsed mode: its category symbol, then its ASCII
+ * ranges, each two characters (first, last). */
+static const struct {
+	char x;
+	uint32_t sym;
+	const char *ranges;
+} rx_ucats[] = {
+	{ 'N', RX_C_N, "09" },
+	{ 'L', RX_C_L, "AZaz" },
+	{ 'P', RX_C_P, "!#%*,/:;?@[]__{{}}" },
+	{ 'M', RX_C_M, "" },
+	{ 'S', RX_C_S, "$$++<>^^``||" }, /* no ~, as llama.cpp */
+};
+
 /* Add \p{X}'s members (collapsed mode) to class c; 0 if X is unknown. */
 static int
 rx_class_add_ucat(struct eng_rx_parse *ps, int c, uint32_t x)
 {
-	switch (x) {
-	case 'N':
-		rx_class_add(ps, c, RX_C_N, RX_C_N);
-		rx_class_add(ps, c, '0', '9');
+	const char *r;
+	size_t i;
+
+	for (i = 0; i < sizeof(rx_ucats) / sizeof(rx_ucats[0]); i++) {
+		if ((uint32_t)rx_ucats[i].x != x)
+			continue;
+		rx_class_add(ps, c, rx_ucats[i].sym, rx_ucats[i].sym);
+		for (r = rx_ucats[i].ranges; *r; r += 2)
+			rx_class_add(ps, c, (unsigned char)r[0], (unsigned char)r[1]);
 		return 1;
-	case 'L':
-		rx_class_add(ps, c, RX_C_L, RX_C_L);
-		rx_class_add(ps, c, 'A', 'Z');
-		rx_class_add(ps, c, 'a', 'z');
-		return 1;
-	case 'P': /* !-# %-* ,-/ :-; ?-@ [-] _ { } */
-		rx_class_add(ps, c, RX_C_P, RX_C_P);
-		rx_class_add(ps, c, 0x21, 0x23);
-		rx_class_add(ps, c, 0x25, 0x2A);
-		rx_class_add(ps, c, 0x2C, 0x2F);
-		rx_class_add(ps, c, 0x3A, 0x3B);
-		rx_class_add(ps, c, 0x3F, 0x40);
-		rx_class_add(ps, c, 0x5B, 0x5D);
-		rx_class_add(ps, c, 0x5F, 0x5F);
-		rx_class_add(ps, c, 0x7B, 0x7B);
-		rx_class_add(ps, c, 0x7D, 0x7D);
-		return 1;
-	case 'M':
-		rx_class_add(ps, c, RX_C_M, RX_C_M);
-		return 1;
-	case 'S': /* $ + <-> ^ ` | (no ~, as llama.cpp) */
-		rx_class_add(ps, c, RX_C_S, RX_C_S);
-		rx_class_add(ps, c, 0x24, 0x24);
-		rx_class_add(ps, c, 0x2B, 0x2B);
-		rx_class_add(ps, c, 0x3C, 0x3E);
-		rx_class_add(ps, c, 0x5E, 0x5E);
-		rx_class_add(ps, c, 0x60, 0x60);
-		rx_class_add(ps, c, 0x7C, 0x7C);
-		return 1;
-	default:
-		return 0;
 	}
+	return 0;
 }
 
 static int

@@ -39,6 +39,8 @@
 
 #include <sodium.h>
 
+#include "common/fdio.h"
+#include "common/rng.h"
 #include "engine/train/locret_train.h"
 #include "engine/train/train.h"
 
@@ -97,25 +99,16 @@ eng_train_lr(const struct eng_train_opts *o, int64_t s)
 /* ------------------------------------------------------------------------ */
 /* Initialization                                                            */
 
-static uint64_t
-train_splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
-
 /* n values of σ·N(0,1) from the stream of (seed, layer, tensor). */
 static void
 train_init_normal(float *w, int64_t n, uint64_t seed, int layer, int tensor, double sigma)
 {
 	uint64_t s = seed ^ ((uint64_t)(2 * layer + tensor + 1) * UINT64_C(0x9E3779B97F4A7C15));
 	int64_t i;
-	s = train_splitmix(&s);
+	s = kv_splitmix64_next(&s);
 	for (i = 0; i < n; i += 2) {
-		double u1 = ((double)(train_splitmix(&s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-		double u2 = ((double)(train_splitmix(&s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+		double u1 = ((double)(kv_splitmix64_next(&s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+		double u2 = ((double)(kv_splitmix64_next(&s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 		double r = sqrt(-2.0 * log(u1)), a = 2.0 * M_PI * u2;
 		w[i] = (float)(sigma * r * cos(a));
 		if (i + 1 < n)
@@ -600,12 +593,8 @@ eng_train_save(const struct eng_train *t, const char *path, char *why, size_t wh
 		o.err = 1;
 	if (fflush(o.f) != 0 || fsync(fileno(o.f)) != 0)
 		o.err = 1;
-	if (fclose(o.f) != 0)
-		o.err = 1;
-	if (o.err || rename(tmp, path) != 0) {
-		remove(tmp);
+	if (kv_file_commit(o.f, o.err, tmp, path))
 		return eng_fail(why, why_len, ENG_ERR_IO, "cannot write checkpoint %s", path);
-	}
 	return 0;
 }
 
