@@ -175,6 +175,8 @@ sp_put_edit(struct store_redis *s, struct rs_txn *t, struct st_meta *m, int foun
 	} else {
 		if (d->source[0])
 			memcpy(m->d.source, d->source, sizeof(m->d.source));
+		if (d->format[0])
+			memcpy(m->d.format, d->format, sizeof(m->d.format));
 		if (d->bytes)
 			m->d.bytes = d->bytes;
 		if (d->tokens)
