@@ -218,5 +218,13 @@ int st_meta_find(const struct st_meta *m, const uint8_t *prof);
 int st_meta_set(struct st_meta *m, const uint8_t *prof, int64_t last_used_us,
     uint64_t bytes);
 void st_meta_del(struct st_meta *m, int idx);
+/* A put's document d over the stored one (or over a new document's copy of
+ * d), the one rule of both backends: d's owners added, shared if d is, and
+ * the fields d names (source and format when not empty, bytes and tokens
+ * when not 0) replacing the stored ones; the name is the backend's (its
+ * index).  0, or STORE_ERR_FULL with the reason when the owners are too
+ * many. */
+int st_doc_merge(struct store_doc *stored, const struct store_doc *d, char *why,
+    size_t why_len);
 
 #endif /* STORAGE_STORE_BACKEND_H */

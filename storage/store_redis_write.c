@@ -173,25 +173,14 @@ sp_put_edit(struct store_redis *s, struct rs_txn *t, struct st_meta *m, int foun
 		m->d.last_used_us = 0; /* set from the stamp below */
 		m->d.created_us = d->created_us > 0 ? d->created_us : stamp;
 	} else {
-		if (d->source[0])
-			memcpy(m->d.source, d->source, sizeof(m->d.source));
-		if (d->format[0])
-			memcpy(m->d.format, d->format, sizeof(m->d.format));
-		if (d->bytes)
-			m->d.bytes = d->bytes;
-		if (d->tokens)
-			m->d.tokens = d->tokens;
 		if (st_meta_find(m, prof) >= 0 &&
 		    rs_manifest_get(s, d->doc_id, prof, &a->old, NULL, 0) != 0)
 			memset(&a->old, 0, sizeof(a->old));
 		if (a->old.n && a->old.gen == a->mf.gen) /* a retry after our own EXEC */
 			rs_manifest_free(&a->old);
 	}
-	for (i = 0; i < d->n_owners && i < STORE_OWNERS_MAX; i++)
-		if (store_doc_add_owner(&m->d, d->owners[i]) != 0)
-			return store_fail(why, why_len, STORE_ERR_FULL,
-			    "the document already has %d owners (share it instead)", STORE_OWNERS_MAX);
-	m->d.shared |= d->shared;
+	if ((rc = st_doc_merge(&m->d, d, why, why_len)) != 0)
+		return rc;
 	snprintf(a->old_name, sizeof(a->old_name), "%s", m->d.name);
 	if (d->name[0])
 		snprintf(m->d.name, sizeof(m->d.name), "%s", d->name);
