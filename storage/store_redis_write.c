@@ -28,6 +28,16 @@
 
 #define RS_SKIP 2 /* an edit's "nothing to do" (prune: the snapshot changed) */
 
+/* 0, or STORE_ERR_ARG naming the write `op` when the store was opened
+ * read-only. */
+static int
+sp_writable(const struct store_redis *s, const char *op, char *why, size_t why_len)
+{
+	if (!s->read_only)
+		return 0;
+	return store_fail(why, why_len, STORE_ERR_ARG, "%s: the store was opened read-only", op);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The name index                                                            */
 
@@ -257,8 +267,8 @@ srd_put(struct store *fs, const struct store_doc *d, const struct store_snapshot
 	struct sp_put a;
 	int k, rc;
 
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "put: the store was opened read-only");
+	if ((rc = sp_writable(s, "put", why, why_len)) != 0)
+		return rc;
 	memset(&a, 0, sizeof(a));
 	a.d = d;
 	a.snap = snap;
@@ -352,8 +362,8 @@ srd_touch(struct store *fs, const uint8_t *doc, const uint8_t *prof, char *why, 
 	struct store_redis *s = fs->be;
 	struct sp_ids a = { doc, prof, NULL, "", 0, 0, { 0, 0, 0, NULL, NULL }, NULL, 0 };
 	int rc;
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "touch: the store was opened read-only");
+	if ((rc = sp_writable(s, "touch", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	rc = rs_txn(s, doc, sp_touch_edit, &a, why, why_len);
 	rc_unlock(s->c);
@@ -383,8 +393,8 @@ srd_rename(struct store *fs, const uint8_t *doc, const char *name, char *why, si
 	struct st_meta m;
 	int rc;
 
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "rename: the store was opened read-only");
+	if ((rc = sp_writable(s, "rename", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	/* the document first (no name claimed for a missing one) */
 	rc = rs_meta_get(s, doc, &m, why, why_len);
@@ -483,8 +493,8 @@ srd_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len)
 	struct store_redis *s = fs->be;
 	struct sp_ids a = { doc, NULL, NULL, "", 0, 0, { 0, 0, 0, NULL, NULL }, NULL, 0 };
 	int rc;
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "rm: the store was opened read-only");
+	if ((rc = sp_writable(s, "rm", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	rc = rs_txn(s, doc, sp_rm_edit, &a, why, why_len);
 	if (rc == 0)
@@ -553,8 +563,8 @@ srd_prune(struct store *fs, const struct store_prune *p, struct st_victims *v, c
 	struct st_meta m;
 	int rc, j;
 
-	if (s->read_only && !p->dry_run)
-		return store_fail(why, why_len, STORE_ERR_ARG, "prune: the store was opened read-only");
+	if (!p->dry_run && (rc = sp_writable(s, "prune", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	if ((rc = rs_docs(s, &docs, &n_docs, why, why_len)) != 0)
 		goto out;
