@@ -117,14 +117,13 @@ fx_build(struct fx *f, uint64_t seed, int64_t budget, int64_t n_tok, const char 
 	struct eng_policy *p = NULL;
 	struct eng_ctx *c = NULL;
 	struct eng_kv *kv = NULL;
-	struct tiny_rng r = { seed * 2654435761u + 11 };
 	int32_t *ids = malloc((size_t)n_tok * sizeof(*ids));
-	int64_t chunk = 32, i;
+	int64_t chunk = 32;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	for (i = 0; ids && i < n_tok; i++)
-		ids[i] = (int32_t)(tiny_rng_next(&r) % TINY_N_VOCAB);
+	if (ids)
+		tiny_ids_fill(ids, n_tok, seed, 11, TINY_N_VOCAB);
 	rc = ids ? eng_policy_create(&p, "snapkv", "", budget, g_why, sizeof(g_why)) : -1;
 	if (rc == 0)
 		rc = eng_ctx_init(&c, g_m, 1, eng_policy_max_chunk(p, chunk));
