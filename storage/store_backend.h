@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/fail.h"
 #include "storage/store.h"
 
@@ -188,7 +189,7 @@ int st_prune_more(const struct store_prune *p, int64_t cutoff, int64_t stamp, ui
 void st_short(const uint8_t *id, char out[13]);
 /* libsodium initialised (once per process; metadata sums use it). */
 void st_sodium(void);
-int64_t st_now_us(void);
+#define st_now_us kv_wall_us /* the stamps' clock, µs (common/clock.h) */
 /* Does id start with ref's prefix (ST_REF_PREFIX)? */
 int st_ref_match(const struct st_ref *ref, const uint8_t *id);
 
