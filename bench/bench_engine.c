@@ -29,7 +29,7 @@ void openblas_set_num_threads(int n);
 static void
 print_steps(const char *what, const char *clock_name, double *v, int n, int threads, int json)
 {
-	qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+	qsort(v, (size_t)n, sizeof(double), kv_cmp_double);
 	if (json)
 		printf("{\"what\":\"%s\",\"threads\":%d,\"best_ms\":%.3f,\"median_ms\":%.3f}\n",
 		    what, threads, v[0] * 1e3, v[n / 2] * 1e3);

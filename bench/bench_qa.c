@@ -81,6 +81,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/ctx.h"
 #include "common/grow.h"
 #include "common/strbuf.h"
 #include "engine/engine.h"
@@ -648,12 +649,7 @@ struct qa_bench {
 static int
 qa_ctx(struct qa_bench *b, int64_t chunk)
 {
-	if (b->ctx && b->ctx_chunk >= chunk)
-		return 0;
-	eng_ctx_free(b->ctx);
-	b->ctx = NULL;
-	b->ctx_chunk = chunk;
-	return eng_ctx_init(&b->ctx, b->m, b->o->threads, chunk);
+	return bench_ctx_fit(&b->ctx, &b->ctx_chunk, b->m, b->o->threads, chunk);
 }
 
 /* Every head's fill into out[]. */

@@ -117,7 +117,7 @@ main(int argc, char **argv)
 		for (i = 0; i < n * BQ_D; i++)
 			e2 += ((double)x[i] - y[i]) * ((double)x[i] - y[i]) +
 			    ((double)x[i] - z[i]) * ((double)x[i] - z[i]);
-		qsort(t, (size_t)reps, sizeof(double), bench_cmp_double);
+		qsort(t, (size_t)reps, sizeof(double), kv_cmp_double);
 		printf("| %s | %.0f | %.1f / %.1f | %.0f | %.2f | %.4f |\n", forms[f].name,
 		    (double)bytes / (double)n, t[0] * 1e3, t[reps / 2] * 1e3, (double)bytes / t[0] / 1e6,
 		    t[0] * 1e9 / (2.0 * (double)n * BQ_D), sqrt(e2 / (2.0 * (double)(n * BQ_D))));

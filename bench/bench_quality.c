@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/ctx.h"
 #include "bench/quality_data.h"
 #include "common/rng.h" /* splitmix64: the only random source, so a seed fixes everything */
 #include "engine/engine.h"
@@ -465,12 +466,7 @@ qual_doc_free(struct qual_doc *d)
 static int
 qual_ctx(struct qual_bench *b, int64_t chunk)
 {
-	if (b->ctx && b->ctx_chunk >= chunk)
-		return 0;
-	eng_ctx_free(b->ctx);
-	b->ctx = NULL;
-	b->ctx_chunk = chunk;
-	return eng_ctx_init(&b->ctx, b->m, b->o->threads, chunk);
+	return bench_ctx_fit(&b->ctx, &b->ctx_chunk, b->m, b->o->threads, chunk);
 }
 
 /* The pool's fill after ingest, so a question can be cut off again. */

@@ -92,7 +92,7 @@ bt_rate(uint64_t bytes, double s, int threads)
 static double
 bt_median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), kv_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 

@@ -3,7 +3,8 @@
  * after a signal, on libc alone: the redis-cluster client's deadlines and
  * pauses (storage/rcluster.c) and its test's timings; any clock, and the
  * calling thread's CPU time, in seconds (eng_now, the converter's deadline,
- * the load's and the benches' phase times).
+ * the load's and the benches' phase times); the wall clock in microseconds
+ * (the store's stamps).
  */
 #ifndef COMMON_CLOCK_H
 #define COMMON_CLOCK_H
@@ -36,6 +37,17 @@ kv_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The wall clock (CLOCK_REALTIME) in microseconds: the store's stamps
+ * (a document's created_us, last_used_us) and prune's age cutoff, and
+ * their test's. */
+static inline int64_t
+kv_wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ms <= 0: no pause. */

@@ -58,6 +58,17 @@ svc_part_parse(const char *profile, size_t *base_len, unsigned *part, unsigned *
 	return 1;
 }
 
+/* 1 when h is a part of a set of ps's base profile: its number and the
+ * set's part count in *part and *n. */
+static int
+parts_scan_match(const struct parts_scan *ps, const struct snap_header *h, unsigned *part,
+    unsigned *n)
+{
+	size_t bl;
+	return h && svc_part_parse(h->profile, &bl, part, n) && bl == ps->base_len &&
+	    !memcmp(h->profile, ps->base, bl);
+}
+
 void
 parts_scan_init(struct parts_scan *ps, const char *base)
 {
@@ -73,12 +84,10 @@ parts_scan_add(struct parts_scan *ps, const struct snap_header *h, uint64_t byte
 {
 	struct parts_group *g;
 	struct svc_snap_figures f;
-	size_t bl;
 	unsigned part, n;
 	int i;
 
-	if (!h || !svc_part_parse(h->profile, &bl, &part, &n) || bl != ps->base_len ||
-	    memcmp(h->profile, ps->base, bl))
+	if (!parts_scan_match(ps, h, &part, &n))
 		return 0;
 	for (i = 0; i < ps->n_groups; i++)
 		if (ps->g[i].n == n)
@@ -129,7 +138,6 @@ parts_list_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
     const struct snap_header *h, const char *why, int64_t last_used_us)
 {
 	struct parts_list *pl = arg;
-	size_t bl;
 	unsigned part, n;
 	(void)why;
 
@@ -137,8 +145,7 @@ parts_list_cb(void *arg, const uint8_t pid[SNAP_ID_BYTES], uint64_t bytes,
 		(void)parts_scan_add(&pl->ps, h, bytes, last_used_us);
 		return 0;
 	}
-	if (!h || !svc_part_parse(h->profile, &bl, &part, &n) || n != pl->n ||
-	    bl != pl->ps.base_len || memcmp(h->profile, pl->ps.base, bl))
+	if (!parts_scan_match(&pl->ps, h, &part, &n) || n != pl->n)
 		return 0;
 	pl->out[part].part = part;
 	memcpy(pl->out[part].profile_id, pid, SNAP_ID_BYTES);

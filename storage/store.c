@@ -2,7 +2,8 @@
  * store.c: the store's front end (store.h): picks a backend, checks
  * arguments and names, parses document references, writes the error texts
  * every backend shares, and dispatches through s->ops (store_backend.h).
- * Also the helpers backends share: errors, ids, hex, time, prune's limits.
+ * Also the helpers backends share: errors, ids, hex, prune's limits (their
+ * stamps' clock is common/clock.h's kv_wall_us).
  *
  * A store address is a state directory (LMDB, the default), or
  * "NAME:rest" for the backend NAME ("lmdb:/var/lib/kvsnap",
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <pthread.h>
 #include <sodium.h>
@@ -23,7 +23,7 @@ static const struct store_ops *const st_backends[] = { &store_lmdb_ops, &store_r
 	&store_redis_url_ops };
 
 /* ------------------------------------------------------------------------ */
-/* Errors, ids, time                                                         */
+/* Errors, ids                                                               */
 
 const char *
 store_strerror(int err)
@@ -83,14 +83,6 @@ store_doc_id(const void *bytes, size_t len, uint8_t doc_id[STORE_ID_BYTES])
 {
 	st_sodium();
 	crypto_generichash(doc_id, STORE_ID_BYTES, bytes, len, NULL, 0);
-}
-
-int64_t
-st_now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ------------------------------------------------------------------------ */

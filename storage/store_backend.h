@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/fail.h"
 #include "storage/store.h"
 
@@ -188,7 +189,7 @@ int st_prune_more(const struct store_prune *p, int64_t cutoff, int64_t stamp, ui
 void st_short(const uint8_t *id, char out[13]);
 /* libsodium initialised (once per process; metadata sums use it). */
 void st_sodium(void);
-int64_t st_now_us(void);
+#define st_now_us kv_wall_us /* the stamps' clock, µs (common/clock.h) */
 /* Does id start with ref's prefix (ST_REF_PREFIX)? */
 int st_ref_match(const struct st_ref *ref, const uint8_t *id);
 
@@ -218,5 +219,13 @@ int st_meta_find(const struct st_meta *m, const uint8_t *prof);
 int st_meta_set(struct st_meta *m, const uint8_t *prof, int64_t last_used_us,
     uint64_t bytes);
 void st_meta_del(struct st_meta *m, int idx);
+/* A put's document d over the stored one (or over a new document's copy of
+ * d), the one rule of both backends: d's owners added, shared if d is, and
+ * the fields d names (source and format when not empty, bytes and tokens
+ * when not 0) replacing the stored ones; the name is the backend's (its
+ * index).  0, or STORE_ERR_FULL with the reason when the owners are too
+ * many. */
+int st_doc_merge(struct store_doc *stored, const struct store_doc *d, char *why,
+    size_t why_len);
 
 #endif /* STORAGE_STORE_BACKEND_H */

@@ -191,7 +191,7 @@ static int
 sw_put_meta(struct store_lmdb *s, MDB_txn *t, const struct store_doc *d, int64_t stamp,
     struct st_meta *m, char *why, size_t why_len)
 {
-	int rc = st_meta_get(s, t, d->doc_id, m, why, why_len), i;
+	int rc = st_meta_get(s, t, d->doc_id, m, why, why_len);
 	if (rc == STORE_ERR_NOT_FOUND) {
 		memset(m, 0, sizeof(*m));
 		m->d = *d;
@@ -201,25 +201,9 @@ sw_put_meta(struct store_lmdb *s, MDB_txn *t, const struct store_doc *d, int64_t
 	} else if (rc) {
 		return rc; /* a corrupt one's reason names the document; rm clears it */
 	}
-	for (i = 0; i < d->n_owners && i < STORE_OWNERS_MAX; i++)
-		if (store_doc_add_owner(&m->d, d->owners[i]) != 0) {
-			st_meta_free(m);
-			return store_fail(why, why_len, STORE_ERR_FULL,
-			    "the document already has %d owners (share it instead)",
-			    STORE_OWNERS_MAX);
-		}
-	m->d.shared |= d->shared;
-	if (rc == STORE_ERR_NOT_FOUND)
-		return 0;
-	if (d->source[0])
-		memcpy(m->d.source, d->source, sizeof(m->d.source));
-	if (d->format[0])
-		memcpy(m->d.format, d->format, sizeof(m->d.format));
-	if (d->bytes)
-		m->d.bytes = d->bytes;
-	if (d->tokens)
-		m->d.tokens = d->tokens;
-	return 0;
+	if ((rc = st_doc_merge(&m->d, d, why, why_len)) != 0)
+		st_meta_free(m);
+	return rc;
 }
 
 static int

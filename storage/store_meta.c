@@ -36,6 +36,9 @@
  * key and size findable without scanning: touch, replace and prune rebuild
  * the old lru key from it.  The checksum catches flipped bits that would
  * otherwise pass as plausible sizes or times.
+ *
+ * Also the rules on a decoded document both backends follow: its owner
+ * set, and what a later put changes of it (st_doc_merge).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -313,5 +316,26 @@ store_doc_add_owner(struct store_doc *d, uint32_t uid)
 		d->owners[at] = d->owners[at - 1];
 	d->owners[at] = uid;
 	d->n_owners++;
+	return 0;
+}
+
+int
+st_doc_merge(struct store_doc *stored, const struct store_doc *d, char *why, size_t why_len)
+{
+	int i;
+	for (i = 0; i < d->n_owners && i < STORE_OWNERS_MAX; i++)
+		if (store_doc_add_owner(stored, d->owners[i]) != 0)
+			return store_fail(why, why_len, STORE_ERR_FULL,
+			    "the document already has %d owners (share it instead)",
+			    STORE_OWNERS_MAX);
+	stored->shared |= d->shared;
+	if (d->source[0])
+		memcpy(stored->source, d->source, sizeof(stored->source));
+	if (d->format[0])
+		memcpy(stored->format, d->format, sizeof(stored->format));
+	if (d->bytes)
+		stored->bytes = d->bytes;
+	if (d->tokens)
+		stored->tokens = d->tokens;
 	return 0;
 }

@@ -28,6 +28,16 @@
 
 #define RS_SKIP 2 /* an edit's "nothing to do" (prune: the snapshot changed) */
 
+/* 0, or STORE_ERR_ARG naming the write `op` when the store was opened
+ * read-only. */
+static int
+sp_writable(const struct store_redis *s, const char *op, char *why, size_t why_len)
+{
+	if (!s->read_only)
+		return 0;
+	return store_fail(why, why_len, STORE_ERR_ARG, "%s: the store was opened read-only", op);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The name index                                                            */
 
@@ -173,23 +183,14 @@ sp_put_edit(struct store_redis *s, struct rs_txn *t, struct st_meta *m, int foun
 		m->d.last_used_us = 0; /* set from the stamp below */
 		m->d.created_us = d->created_us > 0 ? d->created_us : stamp;
 	} else {
-		if (d->source[0])
-			memcpy(m->d.source, d->source, sizeof(m->d.source));
-		if (d->bytes)
-			m->d.bytes = d->bytes;
-		if (d->tokens)
-			m->d.tokens = d->tokens;
 		if (st_meta_find(m, prof) >= 0 &&
 		    rs_manifest_get(s, d->doc_id, prof, &a->old, NULL, 0) != 0)
 			memset(&a->old, 0, sizeof(a->old));
 		if (a->old.n && a->old.gen == a->mf.gen) /* a retry after our own EXEC */
 			rs_manifest_free(&a->old);
 	}
-	for (i = 0; i < d->n_owners && i < STORE_OWNERS_MAX; i++)
-		if (store_doc_add_owner(&m->d, d->owners[i]) != 0)
-			return store_fail(why, why_len, STORE_ERR_FULL,
-			    "the document already has %d owners (share it instead)", STORE_OWNERS_MAX);
-	m->d.shared |= d->shared;
+	if ((rc = st_doc_merge(&m->d, d, why, why_len)) != 0)
+		return rc;
 	snprintf(a->old_name, sizeof(a->old_name), "%s", m->d.name);
 	if (d->name[0])
 		snprintf(m->d.name, sizeof(m->d.name), "%s", d->name);
@@ -266,8 +267,8 @@ srd_put(struct store *fs, const struct store_doc *d, const struct store_snapshot
 	struct sp_put a;
 	int k, rc;
 
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "put: the store was opened read-only");
+	if ((rc = sp_writable(s, "put", why, why_len)) != 0)
+		return rc;
 	memset(&a, 0, sizeof(a));
 	a.d = d;
 	a.snap = snap;
@@ -361,8 +362,8 @@ srd_touch(struct store *fs, const uint8_t *doc, const uint8_t *prof, char *why, 
 	struct store_redis *s = fs->be;
 	struct sp_ids a = { doc, prof, NULL, "", 0, 0, { 0, 0, 0, NULL, NULL }, NULL, 0 };
 	int rc;
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "touch: the store was opened read-only");
+	if ((rc = sp_writable(s, "touch", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	rc = rs_txn(s, doc, sp_touch_edit, &a, why, why_len);
 	rc_unlock(s->c);
@@ -392,8 +393,8 @@ srd_rename(struct store *fs, const uint8_t *doc, const char *name, char *why, si
 	struct st_meta m;
 	int rc;
 
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "rename: the store was opened read-only");
+	if ((rc = sp_writable(s, "rename", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	/* the document first (no name claimed for a missing one) */
 	rc = rs_meta_get(s, doc, &m, why, why_len);
@@ -492,8 +493,8 @@ srd_rm(struct store *fs, const uint8_t *doc, char *why, size_t why_len)
 	struct store_redis *s = fs->be;
 	struct sp_ids a = { doc, NULL, NULL, "", 0, 0, { 0, 0, 0, NULL, NULL }, NULL, 0 };
 	int rc;
-	if (s->read_only)
-		return store_fail(why, why_len, STORE_ERR_ARG, "rm: the store was opened read-only");
+	if ((rc = sp_writable(s, "rm", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	rc = rs_txn(s, doc, sp_rm_edit, &a, why, why_len);
 	if (rc == 0)
@@ -562,8 +563,8 @@ srd_prune(struct store *fs, const struct store_prune *p, struct st_victims *v, c
 	struct st_meta m;
 	int rc, j;
 
-	if (s->read_only && !p->dry_run)
-		return store_fail(why, why_len, STORE_ERR_ARG, "prune: the store was opened read-only");
+	if (!p->dry_run && (rc = sp_writable(s, "prune", why, why_len)) != 0)
+		return rc;
 	rc_lock(s->c);
 	if ((rc = rs_docs(s, &docs, &n_docs, why, why_len)) != 0)
 		goto out;

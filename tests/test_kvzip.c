@@ -52,6 +52,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sort.h"
 #include "engine/engine.h"
 #include "engine/cache/kvzip.h"
 #include "engine/cache/refit.h"
@@ -353,13 +354,6 @@ sel_pool(const struct eng_model *m, int64_t n, int skew)
 	return kv;
 }
 
-static int
-flt_desc(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
-	return (x < y) - (x > y);
-}
-
 static enum tap_result
 sel_run(const char *opts, int skew, int mode)
 {
@@ -406,7 +400,7 @@ sel_run(const char *opts, int skew, int mode)
 			for (h = 0; h < H; h++)
 				for (u = 2; u < n; u++)
 					all[k++] = ref->layer[l].score[ref->layer[l].off[h] + u];
-		qsort(all, (size_t)k, sizeof(float), flt_desc);
+		qsort(all, (size_t)k, sizeof(float), kv_cmp_float_desc);
 		thr = all[(int64_t)NL * H * (target - 2) - 1];
 		for (l = 0; l < NL; l++)
 			for (h = 0; h < H; h++)

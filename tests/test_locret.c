@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/rng.h"
+#include "common/sort.h"
 #include "engine/engine.h"
 #include "engine/cache/policy_ops.h"
 #include "tests/ada_split.h"
@@ -408,13 +409,6 @@ orc_pos_cmp(const void *a, const void *b)
 	return x > y ? -1 : (x < y);
 }
 
-static int
-orc_u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* Per layer: lists[m] (cap n) end as the retained positions, len[m]. */
 static void
 oracle_layer(const struct orc_cfg *c, struct inj *inj, int l, uint32_t *lists[NH],
@@ -495,7 +489,7 @@ oracle_layer(const struct orc_cfg *c, struct inj *inj, int l, uint32_t *lists[NH
 			qsort(tmp, (size_t)cand[m], sizeof(uint32_t), orc_pos_cmp);
 			if (a[m] < 0)
 				a[m] = 0;
-			qsort(tmp, (size_t)a[m], sizeof(uint32_t), orc_u32_cmp);
+			qsort(tmp, (size_t)a[m], sizeof(uint32_t), kv_cmp_u32);
 			for (j = cand[m]; j < len[m]; j++)
 				tmp[a[m] + k++] = lists[m][j];
 			len[m] = a[m] + k;
@@ -1507,7 +1501,7 @@ test_selection_oracle(void)
 				}
 				g_orc_sc = sc;
 				qsort(all, (size_t)c.n, sizeof(uint32_t), orc_pos_cmp);
-				qsort(all, (size_t)c.b, sizeof(uint32_t), orc_u32_cmp);
+				qsort(all, (size_t)c.b, sizeof(uint32_t), kv_cmp_u32);
 				EXPECT(r.s.len[l][m] == c.b &&
 				    !memcmp(all, r.s.pos[l][m], (size_t)c.b * sizeof(uint32_t)),
 				    "layer %d head %d: not the global top-%lld", l, m, (long long)c.b);
@@ -1817,13 +1811,6 @@ out:
 
 /* ------------------------------------------------------------------------ */
 
-static int
-float_desc(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
-	return (x < y) - (x > y);
-}
-
 /* alloc=global: with scores that depend only on (layer, head, position),
  * what survives every chunk's selection is the sinks plus the overall best
  * NL·NH·(b − sinks) units (a unit evicted once had that many better ones
@@ -1852,7 +1839,7 @@ test_global(void)
 		for (m = 0; m < NH; m++)
 			for (i = S; i < n; i++)
 				all[k++] = inj_score(&j, l, m, (uint32_t)i);
-	qsort(all, (size_t)k, sizeof(float), float_desc);
+	qsort(all, (size_t)k, sizeof(float), kv_cmp_float_desc);
 	cut = all[NL * NH * (b - S) - 1];
 	snprintf(opts, sizeof(opts), "heads=%s,positions=original,alloc=global,floor=0,sinks=%lld",
 	    g_heads_path, (long long)S);

@@ -34,10 +34,7 @@ static char g_path[64], g_path2[64];
 static void
 lt_ids(int32_t *ids, int64_t n, uint64_t seed)
 {
-	struct tiny_rng r = { seed * 2654435761u + 11 };
-	int64_t i;
-	for (i = 0; i < n; i++)
-		ids[i] = (int32_t)(tiny_rng_next(&r) % TINY_N_VOCAB);
+	tiny_ids_fill(ids, n, seed, 11, TINY_N_VOCAB);
 }
 
 static struct eng_ctx *

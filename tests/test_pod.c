@@ -34,10 +34,7 @@ static uint8_t map_one[PT_KV * PT_L] = { 0, 0, 0, 0, 0, 0, 0, 0 };
 static void
 pt_doc(int32_t *ids, int64_t n, uint64_t seed)
 {
-	struct tiny_rng r = { seed * 2654435761u + 7 };
-	int64_t i;
-	for (i = 0; i < n; i++)
-		ids[i] = (int32_t)(tiny_rng_next(&r) % PT_V);
+	tiny_ids_fill(ids, n, seed, 7, PT_V);
 }
 
 static double

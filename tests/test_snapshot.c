@@ -56,10 +56,7 @@ static uint8_t map_mixed[TS_KV * TS_L] = { 0, 0, 0, 3, 0, 1, 1, 1 };
 static void
 ts_doc(int32_t *ids, int64_t n, uint64_t seed, int32_t vocab)
 {
-	struct tiny_rng r = { seed * 2654435761u + 7 };
-	int64_t i;
-	for (i = 0; i < n; i++)
-		ids[i] = (int32_t)(tiny_rng_next(&r) % (uint64_t)vocab);
+	tiny_ids_fill(ids, n, seed, 7, (uint64_t)vocab);
 }
 
 static float

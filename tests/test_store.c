@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "engine/engine.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot_io.h"
@@ -117,14 +118,13 @@ fx_build(struct fx *f, uint64_t seed, int64_t budget, int64_t n_tok, const char 
 	struct eng_policy *p = NULL;
 	struct eng_ctx *c = NULL;
 	struct eng_kv *kv = NULL;
-	struct tiny_rng r = { seed * 2654435761u + 11 };
 	int32_t *ids = malloc((size_t)n_tok * sizeof(*ids));
-	int64_t chunk = 32, i;
+	int64_t chunk = 32;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	for (i = 0; ids && i < n_tok; i++)
-		ids[i] = (int32_t)(tiny_rng_next(&r) % TINY_N_VOCAB);
+	if (ids)
+		tiny_ids_fill(ids, n_tok, seed, 11, TINY_N_VOCAB);
 	rc = ids ? eng_policy_create(&p, "snapkv", "", budget, g_why, sizeof(g_why)) : -1;
 	if (rc == 0)
 		rc = eng_ctx_init(&c, g_m, 1, eng_policy_max_chunk(p, chunk));
@@ -851,14 +851,6 @@ sleep_ms(int ms)
 		;
 }
 
-static int64_t
-now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Two snapshots, a pause, three more: older_than set to the middle of the
  * pause drops exactly the first two. */
 static enum tap_result
@@ -874,20 +866,20 @@ t_prune_age_in(void)
 	TAP_CHECK(store_touch(g_s, l.doc[0], l.prof[0], g_why, sizeof(g_why)) == 0 &&
 	        store_touch(g_s, l.doc[1], l.prof[1], g_why, sizeof(g_why)) == 0,
 	    "touch: %s", g_why);
-	t1 = now_us();
+	t1 = kv_wall_us();
 	sleep_ms(300);
-	t2 = now_us();
+	t2 = kv_wall_us();
 	TAP_CHECK(store_touch(g_s, l.doc[2], l.prof[2], g_why, sizeof(g_why)) == 0 &&
 	        store_touch(g_s, l.doc[3], l.prof[3], g_why, sizeof(g_why)) == 0 &&
 	        store_touch(g_s, l.doc[4], l.prof[4], g_why, sizeof(g_why)) == 0,
 	    "touch: %s", g_why);
-	p.older_than_us = now_us() - (t1 + t2) / 2;
+	p.older_than_us = kv_wall_us() - (t1 + t2) / 2;
 	TAP_CHECK(store_prune(g_s, &p, ids_prune, &x, &n, NULL, g_why, sizeof(g_why)) == 0 &&
 	        victims_are(&x, &l, 2),
 	    "dry run: the two used before the pause (got %d)", x.n);
 	memset(&x, 0, sizeof(x));
 	p.dry_run = 0;
-	p.older_than_us = now_us() - (t1 + t2) / 2;
+	p.older_than_us = kv_wall_us() - (t1 + t2) / 2;
 	TAP_CHECK(store_prune(g_s, &p, ids_prune, &x, &n, NULL, g_why, sizeof(g_why)) == 0 &&
 	        victims_are(&x, &l, 2) && n == 2,
 	    "real run (got %d)", x.n);

@@ -525,9 +525,16 @@ t_roundtrip(void)
 	memcpy(acc.want, d.doc_id, STORE_ID_BYTES);
 	TAP_EXPECT(store_ls(s, ls_fn, &acc, g_why, sizeof(g_why)) == 0 && acc.found == 1 &&
 	    strcmp(acc.name, "round trip") == 0, "ls: found %d: %s", acc.found, g_why);
-	/* a second profile, then replace the first with fewer layers */
+	/* a second profile, then replace the first with fewer layers; the
+	 * first of these puts names a format (it replaces the stored one), the
+	 * second names none (the stored one stays), as in the LMDB backend */
+	snprintf(d.format, sizeof(d.format), "html");
 	TAP_EXPECT(put_seed(s, &d, 9, 0xb2) == 0, "put b: %s", g_why);
+	d.format[0] = '\0';
 	TAP_EXPECT(put_seed(s, &d, 8, 0xa1) == 0, "replace a: %s", g_why);
+	TAP_EXPECT(store_info(s, d.doc_id, &got, g_why, sizeof(g_why)) == 0 &&
+	    strcmp(got.format, "html") == 0, "a put's format replaces the stored one: '%s'",
+	    got.format);
 	TAP_EXPECT((rc = read_check(s, d.doc_id, 0xa1, 8, NULL)) == 0, "a: %d %s", rc, g_why);
 	TAP_EXPECT((rc = read_check(s, d.doc_id, 0xb2, 9, NULL)) == 0, "b: %d %s", rc, g_why);
 	/* meta + 2 manifests + records of seed 8 (2 layers) and 9 (3 layers):

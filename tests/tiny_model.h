@@ -71,18 +71,27 @@ tiny_rng_normal(struct tiny_rng *r)
 	return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
 }
 
+/* ids[0..n): random token ids below vocab, the same for a seed: the
+ * xorshift64* stream from seed * 2654435761 + salt (each caller keeps its
+ * own salt, so its documents stay the ones its checks were written for). */
+static inline void
+tiny_ids_fill(int32_t *ids, int64_t n, uint64_t seed, uint64_t salt, uint64_t vocab)
+{
+	uint64_t s = seed * 2654435761u + salt;
+	int64_t i;
+	for (i = 0; i < n; i++)
+		ids[i] = (int32_t)(kv_xorshift64s(&s) % vocab);
+}
+
 /* n random token ids of the tiny vocabulary, the same for a seed
  * (malloc'd, the caller frees; aborts on no memory). */
 static inline int32_t *
 tiny_doc(int64_t n, uint64_t seed)
 {
 	int32_t *d = malloc((size_t)(n ? n : 1) * sizeof(*d));
-	uint64_t s = seed * 2654435761u + 77;
-	int64_t i;
 	if (!d)
 		abort();
-	for (i = 0; i < n; i++)
-		d[i] = (int32_t)(kv_xorshift64s(&s) % TINY_N_VOCAB);
+	tiny_ids_fill(d, n, seed, 77, TINY_N_VOCAB);
 	return d;
 }
 

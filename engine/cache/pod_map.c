@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "common/fdio.h"
+#include "common/sort.h"
 #include "common/strbuf.h"
 #include "engine/cache/cache.h"
 #include "engine/fingerprint.h"
@@ -174,19 +175,12 @@ pod_map_alloc(int n_layer, int n_head, int n_head_kv)
 	return pm;
 }
 
-static int
-pod_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Sort v[0..n) and drop repeats; returns the new length. */
 static size_t
 pod_sort_unique(double *v, size_t n)
 {
 	size_t i, k = 0;
-	qsort(v, n, sizeof(*v), pod_cmp_double);
+	qsort(v, n, sizeof(*v), kv_cmp_double);
 	for (i = 0; i < n; i++)
 		if (k == 0 || v[i] != v[k - 1])
 			v[k++] = v[i];

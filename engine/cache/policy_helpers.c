@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sort.h"
 #include "engine/cache/policy_ops.h"
 
 /* ------------------------------------------------------------------------ */
@@ -157,17 +158,10 @@ eng_policy_rank(const struct eng_evict_head *h, const float *key, int64_t *idx, 
 	qsort(idx, (size_t)n, sizeof(*idx), policy_rank_cmp);
 }
 
-static int
-policy_idx_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 void
 eng_policy_sort_idx(int64_t *idx, int64_t n)
 {
-	qsort(idx, (size_t)n, sizeof(*idx), policy_idx_cmp);
+	qsort(idx, (size_t)n, sizeof(*idx), kv_cmp_int64);
 }
 
 void

@@ -43,13 +43,6 @@ kz_cmp(const void *a, const void *b)
 	return (x->head > y->head) - (x->head < y->head);
 }
 
-static int
-kz_idx_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* Sinks of a head: its leading units with positions below n_sink. */
 static int64_t
 kz_head_sinks(const struct eng_kv_layer *L, int m, int64_t n_sink)
@@ -193,7 +186,7 @@ eng_select_scores(struct eng_kv *kv, const struct eng_select *sel, int64_t targe
 			int64_t t = nt[(size_t)l * (size_t)H + (size_t)m];
 			for (i = kv->layer[l].len[m] - t; i < kv->layer[l].len[m]; i++)
 				keep_ptr[m][n_keep[m]++] = i;
-			qsort(keep_ptr[m], (size_t)n_keep[m], sizeof(int64_t), kz_idx_cmp);
+			eng_policy_sort_idx(keep_ptr[m], n_keep[m]);
 		}
 		if (sel->before_compact)
 			rc = sel->before_compact(sel->arg, kv, l, (const int64_t *const *)keep_ptr, n_keep);
