@@ -54,6 +54,32 @@ kern_x86_prefetch(const uint8_t *p, size_t ahead, size_t n, const uint8_t *end)
 	_mm_prefetch((const char *)(p + n - 1), _MM_HINT_T0);
 }
 
+/* The four-row decode kernels' prefetch (vec_dot.c's and vec_dot_k.c's): the next n_pf rows (≤ 4, rb bytes apart,
+ * so one contiguous region of n_pf·rb bytes at pf), spread evenly over the
+ * nb blocks of the current rows: block ib prefetches the ib-th nb-th of
+ * the region, line by line, a few lines beside each block's compute.
+ * One sequential stream ahead of the four rows' loads: on the 2-core AMD
+ * EPYC VM (Zen 3) the 1.5B decoded at 15 tok/s this way and at 11 when the
+ * same lines were fetched as four per-row runs, block ib of each next row
+ * (16 prefetches a block where 9 lines suffice, four DRAM streams); a
+ * burst of four whole rows ahead (~50-80 lines) filled the line-fill
+ * buffers and stalled decode by ~15 % on two threads (the Intel VM).  Its
+ * own loop, not simd_x86.h's kern_x86_prefetch: written over that, GCC 12
+ * kept no prefetch in the four-row kernels (objdump) and decode fell from
+ * ~19 to ~11 tok/s; with no software prefetch at all the AMD VM decodes at
+ * ~4-5 tok/s. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_pf_block(const uint8_t *pf, int n_pf, size_t rb, int64_t ib, size_t bb)
+{
+	const size_t len = (size_t)n_pf * rb, nb = rb / bb;
+	size_t o = ((size_t)ib * len / nb) & ~(size_t)63, end = ((size_t)ib + 1) * len / nb;
+
+	for (; o < end; o += 64)
+		_mm_prefetch((const char *)(pf + o), _MM_HINT_T0);
+	if ((size_t)ib + 1 == nb && len) /* the last line when pf is not line-aligned */
+		_mm_prefetch((const char *)(pf + len - 1), _MM_HINT_T0);
+}
+
 /* ------------------------------------------------------------------------ */
 /* x86 layout shared by both SIMD levels                                     */
 /*

@@ -231,9 +231,13 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
 
 /* Driver for the four-row kernels: whole groups of four, then a short last
  * group that repeats its last row, so every row gets the same arithmetic
- * wherever it falls (vec_dot_rows equals vec_dot bit for bit).  Each group
- * first prefetches the rows KERN_PREFETCH_BYTES ahead of it. */
-#define KERN_X4_DRIVER(name, kernel, ytype, attr)                              \
+ * wherever it falls (vec_dot_rows equals vec_dot bit for bit).  The next
+ * group's rows (adjacent, one region) are prefetched either spread over the
+ * kernel's blocks (spread 1: the kernel calls kern_avx2_pf_block with pf,
+ * n_pf, rb; the AVX2 kernels) or, before each group, as one burst of the
+ * rows KERN_PREFETCH_BYTES ahead (spread 0: the AVX-512 kernels, measured
+ * so on the Intel VM). */
+#define KERN_X4_DRIVER(name, kernel, ytype, attr, spread)                      \
 	static attr void name(const uint8_t *x, size_t rb, int64_t n_rows,     \
 	    const ytype *y, int64_t nb, float *out)                            \
 	{                                                                      \
@@ -241,16 +245,19 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
 		float o[4];                                                    \
 		int64_t r = 0, k;                                              \
 		for (; r + 4 <= n_rows; r += 4) {                              \
+			const int64_t next = n_rows - r - 4;                   \
 			for (k = 0; k < 4; k++)                                \
 				p[k] = x + (size_t)(r + k) * rb;               \
-			kern_x86_prefetch(p[0], KERN_PREFETCH_BYTES, 4 * rb, end); \
-			kernel(p, y, nb, out + r);                             \
+			if (!(spread))                                         \
+				kern_x86_prefetch(p[0], KERN_PREFETCH_BYTES, 4 * rb, end); \
+			kernel(p, y, nb, p[0] + 4 * rb,                        \
+			    (spread) ? (int)(next < 4 ? next : 4) : 0, rb, out + r); \
 		}                                                              \
 		if (r == n_rows)                                               \
 			return;                                                \
 		for (k = 0; k < 4; k++)                                        \
 			p[k] = x + (size_t)(r + k < n_rows ? r + k : n_rows - 1) * rb; \
-		kernel(p, y, nb, o);                                           \
+		kernel(p, y, nb, NULL, 0, rb, o);                              \
 		for (k = 0; r + k < n_rows; k++)                               \
 			out[r + k] = o[k];                                     \
 	}
@@ -263,7 +270,8 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
  * one vpmaddwd. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
@@ -274,6 +282,7 @@ kern_avx2_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, in
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_1);
+		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q4_1));
 		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
 		const __m256i v01 = kern_avx2_load2x128(x[0] + off + 4, x[1] + off + 4);
 		const __m256i v23 = kern_avx2_load2x128(x[2] + off + 4, x[3] + off + 4);
@@ -298,7 +307,8 @@ kern_avx2_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, in
  * in int16 once per activation block. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
 	const __m256i eight = _mm256_set1_epi8(8);
@@ -309,6 +319,7 @@ kern_avx2_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_0);
+		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q4_0));
 		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
 		const __m256i corr = _mm256_add_epi16(_mm256_maddubs_epi16(eight, ylo),
 		    _mm256_maddubs_epi16(eight, yhi));
@@ -342,7 +353,8 @@ kern_avx2_dot_s8(__m256i w, __m256i x)
 /* Four Q8_0 rows · Q8_0. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
@@ -351,6 +363,7 @@ kern_avx2_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q8_0);
+		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q8_0));
 		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
 		const __m256i p01 = _mm256_add_epi32(
 		    kern_avx2_dot_s8(kern_avx2_load2x128(x[0] + off + 2, x[1] + off + 2), ylo),
@@ -365,9 +378,9 @@ kern_avx2_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 	kern_avx2_unfold(acc, out);
 }
 
-KERN_X4_DRIVER(kern_avx2_q4_1_rows, kern_avx2_q4_1_x4, struct kern_block_q8_1, KERN_AVX2)
-KERN_X4_DRIVER(kern_avx2_q4_0_rows, kern_avx2_q4_0_x4, struct kern_block_q8_0, KERN_AVX2)
-KERN_X4_DRIVER(kern_avx2_q8_0_rows, kern_avx2_q8_0_x4, struct kern_block_q8_0, KERN_AVX2)
+KERN_X4_DRIVER(kern_avx2_q4_1_rows, kern_avx2_q4_1_x4, struct kern_block_q8_1, KERN_AVX2, 1)
+KERN_X4_DRIVER(kern_avx2_q4_0_rows, kern_avx2_q4_0_x4, struct kern_block_q8_0, KERN_AVX2, 1)
+KERN_X4_DRIVER(kern_avx2_q8_0_rows, kern_avx2_q8_0_x4, struct kern_block_q8_0, KERN_AVX2, 1)
 
 /* Σ u·x per row pair as int16 pairs: u = nibble | 5th bit (≤ 31), the low
  * nibbles against x[0..15], the high ones against x[16..31]; |each
@@ -385,7 +398,8 @@ kern_avx2_q5_pair(const uint8_t *qa, const uint8_t *qb, __m256i h, __m256i ylo, 
  * int16 once per activation block (the difference stays within ±24064). */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi8(16);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
@@ -395,6 +409,7 @@ kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_0);
+		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q5_0));
 		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
 		const __m256i corr = _mm256_add_epi16(_mm256_maddubs_epi16(sixteen, ylo),
 		    _mm256_maddubs_epi16(sixteen, yhi));
@@ -412,7 +427,8 @@ kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 /* Four Q5_1 rows · Q8_1: d_w·d_x·Σ u·x + m_w·s_x, as Q4_1. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q5_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
@@ -423,6 +439,7 @@ kern_avx2_q5_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, in
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_1);
+		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q5_1));
 		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
 		const __m256i p01 = _mm256_madd_epi16(kern_avx2_q5_pair(x[0] + off + 8, x[1] + off + 8,
 		    kern_avx2_q5_qh2(x[0], x[1], off + 4), ylo, yhi), ones);
@@ -438,8 +455,8 @@ kern_avx2_q5_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, in
 		out[r] += m[2 * r + 1];
 }
 
-KERN_X4_DRIVER(kern_avx2_q5_0_rows, kern_avx2_q5_0_x4, struct kern_block_q8_0, KERN_AVX2)
-KERN_X4_DRIVER(kern_avx2_q5_1_rows, kern_avx2_q5_1_x4, struct kern_block_q8_1, KERN_AVX2)
+KERN_X4_DRIVER(kern_avx2_q5_0_rows, kern_avx2_q5_0_x4, struct kern_block_q8_0, KERN_AVX2, 1)
+KERN_X4_DRIVER(kern_avx2_q5_1_rows, kern_avx2_q5_1_x4, struct kern_block_q8_1, KERN_AVX2, 1)
 
 /* f32 dot, 32 lanes in flight. */
 static KERN_AVX2 float
@@ -654,13 +671,17 @@ kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
  * x[16..31] into the same int32 lanes. */
 static inline KERN_AVX512_INLINE void
 kern_avx512_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
 	float m[8];
 	int64_t ib;
 	int r;
+	(void)pf; /* the driver prefetches (spread 0) */
+	(void)n_pf;
+	(void)rb;
 
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
@@ -697,12 +718,16 @@ kern_avx512_neg_bias(__m256i c, __m256i ylo, __m256i yhi)
  * −8·Σx. */
 static inline KERN_AVX512_INLINE void
 kern_avx512_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
 	int64_t ib;
+	(void)pf; /* the driver prefetches (spread 0) */
+	(void)n_pf;
+	(void)rb;
 
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
@@ -727,12 +752,16 @@ kern_avx512_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, 
  * −128·Σx. */
 static inline KERN_AVX512_INLINE void
 kern_avx512_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    float out[4])
+    const uint8_t *pf, int n_pf,
+    size_t rb, float out[4])
 {
 	const __m256i flip = _mm256_set1_epi8((char)0x80);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
 	int64_t ib;
+	(void)pf; /* the driver prefetches (spread 0) */
+	(void)n_pf;
+	(void)rb;
 
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
@@ -755,9 +784,9 @@ kern_avx512_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, 
 	kern_avx2_unfold(acc, out);
 }
 
-KERN_X4_DRIVER(kern_avx512_q4_1_rows, kern_avx512_q4_1_x4, struct kern_block_q8_1, KERN_AVX512)
-KERN_X4_DRIVER(kern_avx512_q4_0_rows, kern_avx512_q4_0_x4, struct kern_block_q8_0, KERN_AVX512)
-KERN_X4_DRIVER(kern_avx512_q8_0_rows, kern_avx512_q8_0_x4, struct kern_block_q8_0, KERN_AVX512)
+KERN_X4_DRIVER(kern_avx512_q4_1_rows, kern_avx512_q4_1_x4, struct kern_block_q8_1, KERN_AVX512, 0)
+KERN_X4_DRIVER(kern_avx512_q4_0_rows, kern_avx512_q4_0_x4, struct kern_block_q8_0, KERN_AVX512, 0)
+KERN_X4_DRIVER(kern_avx512_q8_0_rows, kern_avx512_q8_0_x4, struct kern_block_q8_0, KERN_AVX512, 0)
 
 /* f32 dot, 64 lanes in flight, masked tail. */
 static KERN_AVX512 float
