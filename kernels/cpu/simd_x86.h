@@ -54,20 +54,23 @@ kern_x86_prefetch(const uint8_t *p, size_t ahead, size_t n, const uint8_t *end)
 	_mm_prefetch((const char *)(p + n - 1), _MM_HINT_T0);
 }
 
-/* The four-row decode kernels' prefetch (vec_dot.c's and vec_dot_k.c's): the next n_pf rows (≤ 4, rb bytes apart,
- * so one contiguous region of n_pf·rb bytes at pf), spread evenly over the
- * nb blocks of the current rows: block ib prefetches the ib-th nb-th of
- * the region, line by line, a few lines beside each block's compute.
- * One sequential stream ahead of the four rows' loads: on the 2-core AMD
- * EPYC VM (Zen 3) the 1.5B decoded at 15 tok/s this way and at 11 when the
- * same lines were fetched as four per-row runs, block ib of each next row
- * (16 prefetches a block where 9 lines suffice, four DRAM streams); a
- * burst of four whole rows ahead (~50-80 lines) filled the line-fill
+/* The AVX2 four-row decode kernels' prefetch (vec_dot_k.c's K-quants,
+ * vec_dot.c's 32-element quants): the next n_pf rows (<= 4, rb bytes
+ * apart, so one contiguous region of n_pf·rb bytes at pf), spread evenly
+ * over the nb blocks (bb bytes each) of the current rows: block ib
+ * prefetches the ib-th nb-th of the region, line by line, a few lines
+ * beside each block's compute.  One sequential stream ahead of the four
+ * rows' loads: on the 2-core AMD EPYC VM (Zen 3) the 1.5B decoded at 15
+ * tok/s this way and at 11 when the same lines were fetched as four per-row
+ * runs (16 prefetches a block where 9 lines suffice, four DRAM streams), and
+ * SmolLM2's Q8_0 output matrix streamed at ~9 GB/s on one thread, ~5 with
+ * kern_x86_prefetch's burst 2 KiB ahead of each group (less than a group);
+ * a burst of four whole rows ahead (~50-80 lines) filled the line-fill
  * buffers and stalled decode by ~15 % on two threads (the Intel VM).  Its
- * own loop, not simd_x86.h's kern_x86_prefetch: written over that, GCC 12
- * kept no prefetch in the four-row kernels (objdump) and decode fell from
- * ~19 to ~11 tok/s; with no software prefetch at all the AMD VM decodes at
- * ~4-5 tok/s. */
+ * own loop, not a call of kern_x86_prefetch: written over that, GCC 12 kept
+ * no prefetch in the four-row kernels (objdump) and decode fell from ~19 to
+ * ~11 tok/s; with no software prefetch at all the AMD VM decodes at ~4-5
+ * tok/s. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_pf_block(const uint8_t *pf, int n_pf, size_t rb, int64_t ib, size_t bb)
 {
