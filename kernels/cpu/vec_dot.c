@@ -270,8 +270,7 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
  * one vpmaddwd. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
@@ -307,8 +306,7 @@ kern_avx2_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, in
  * in int16 once per activation block. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
 	const __m256i eight = _mm256_set1_epi8(8);
@@ -353,8 +351,7 @@ kern_avx2_dot_s8(__m256i w, __m256i x)
 /* Four Q8_0 rows · Q8_0. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
@@ -398,8 +395,7 @@ kern_avx2_q5_pair(const uint8_t *qa, const uint8_t *qb, __m256i h, __m256i ylo, 
  * int16 once per activation block (the difference stays within ±24064). */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi8(16);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
@@ -427,8 +423,7 @@ kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 /* Four Q5_1 rows · Q8_1: d_w·d_x·Σ u·x + m_w·s_x, as Q4_1. */
 static inline KERN_AVX2_INLINE void
 kern_avx2_q5_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
@@ -671,8 +666,7 @@ kern_avx2_dequant_row(enum kern_type t, const uint8_t *x, float *dst, int64_t n)
  * x[16..31] into the same int32 lanes. */
 static inline KERN_AVX512_INLINE void
 kern_avx512_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
@@ -718,8 +712,7 @@ kern_avx512_neg_bias(__m256i c, __m256i ylo, __m256i yhi)
  * −8·Σx. */
 static inline KERN_AVX512_INLINE void
 kern_avx512_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
@@ -752,8 +745,7 @@ kern_avx512_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, 
  * −128·Σx. */
 static inline KERN_AVX512_INLINE void
 kern_avx512_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, int64_t nb,
-    const uint8_t *pf, int n_pf,
-    size_t rb, float out[4])
+    const uint8_t *pf, int n_pf, size_t rb, float out[4])
 {
 	const __m256i flip = _mm256_set1_epi8((char)0x80);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
