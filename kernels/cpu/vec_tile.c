@@ -4,10 +4,10 @@
  *
  * A token-at-a-time dot (kern_cpu_vec_dot_rows) unpacks each weight block
  * again for every token.  The tile kernels here unpack a block once (quants,
- * scales, the f16 → f32 conversions) and dot it with 4 tokens (AVX2) or 8
- * (AVX-512: twice the registers): the K-quants one row at a time (their
- * unpacking is the expensive part), Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 four
- * rows at a time in vec_dot.c's layout.  The AVX2 bodies come from the
+ * scales, the f16 → f32 conversions) and dot it with 4 tokens (AVX2; 8 for
+ * Q4_K, Q5_K, Q6_K) or 8 (AVX-512: twice the registers): the K-quants one
+ * row at a time (their unpacking is the expensive part), Q4_0, Q4_1, Q5_0,
+ * Q5_1 and Q8_0 four rows at a time in vec_dot.c's layout.  The AVX2 bodies come from the
  * templates vec_tile_kq.h, vec_tile_q23k.h and vec_tile_q.h (vpmaddubsw +
  * vpmaddwd); AVX-512 takes vec_tile_q.h with VNNI's vpdpbusd,
  * vec_tile_q23k.h with vpdpwssd, and its own Q4_K/Q5_K/Q6_K kernels on
@@ -33,19 +33,30 @@
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/simd.h"
 
-/* tokens per tile: as many accumulators as the level's registers hold */
+/* tokens per tile: as many accumulators as the level's registers hold (the
+ * AVX2 K-quant tiles: 8 int32 sums, the row's unpacked quants and scales) */
 #define KERN_TILE_AVX2 4
+#define KERN_TILE_AVX2_KQ 8
 #define KERN_TILE_AVX512 8
 #define KERN_TILE_MAX 8
 
 #if KERN_X86
 #include "kernels/cpu/simd_x86.h"
 
-/* The Q8_K scales d_y of block ib of tokens 0..3 (lane k: token k). */
-static inline KERN_AVX2_INLINE __m128
-kern_avx2_yd4(const struct kern_block_q8_k *const *y, int64_t ib)
+/* The Q8_K scales d_y of block ib of tokens 0..7 (lane k: token k). */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_yd8(const struct kern_block_q8_k *const *y, int64_t ib)
 {
-	return _mm_setr_ps(y[0][ib].d, y[1][ib].d, y[2][ib].d, y[3][ib].d);
+	return _mm256_setr_ps(y[0][ib].d, y[1][ib].d, y[2][ib].d, y[3][ib].d, y[4][ib].d,
+	    y[5][ib].d, y[6][ib].d, y[7][ib].d);
+}
+
+/* The int32 totals of 8 tokens' lanes (lane k: token k). */
+static inline KERN_AVX2_INLINE __m256i
+kern_avx2_totals8(const __m256i v[8])
+{
+	return _mm256_set_m128i(kern_avx2_hsum4_i32(v[4], v[5], v[6], v[7]),
+	    kern_avx2_hsum4_i32(v[0], v[1], v[2], v[3]));
 }
 
 /* AVX2 + FMA + F16C (16 vector registers) */
@@ -118,22 +129,6 @@ kern_z_fold(__m512i v)
 	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-/* The int32 totals of 8 tokens' lanes (lane k: token k). */
-static inline KERN_AVX512_INLINE __m256i
-kern_z_totals(const __m256i v[KERN_TILE_AVX512])
-{
-	return _mm256_set_m128i(kern_avx2_hsum4_i32(v[4], v[5], v[6], v[7]),
-	    kern_avx2_hsum4_i32(v[0], v[1], v[2], v[3]));
-}
-
-/* The Q8_K scales d_y of block ib of 8 tokens (lane k: token k). */
-static inline KERN_AVX512_INLINE __m256
-kern_z_yd8(const struct kern_block_q8_k *const *y, int64_t ib)
-{
-	return _mm256_set_m128(_mm_setr_ps(y[4][ib].d, y[5][ib].d, y[6][ib].d, y[7][ib].d),
-	    kern_avx2_yd4(y, ib));
-}
-
 /* One Q4_K (five 0) or Q5_K (five 1) row · KERN_TILE_AVX512 tokens. */
 static KERN_AVX512 void
 kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TILE_AVX512],
@@ -177,7 +172,7 @@ kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TI
 				    _mm512_loadu_si512((const void *)(y[k][ib].qs + 64 * g))), s);
 		}
 		{ /* the tail (simd_x86.h) */
-			const __m256 yd = kern_z_yd8(y, ib);
+			const __m256 yd = kern_avx2_yd8(y, ib);
 			__m256i mn[NT], si[NT];
 			for (k = 0; k < NT; k++) {
 				mn[k] = _mm256_madd_epi16(_mm256_loadu_si256(
@@ -185,9 +180,9 @@ kern_z_tile_q45k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TI
 				si[k] = kern_z_fold(sumi[k]);
 			}
 			accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), yd),
-			    _mm256_cvtepi32_ps(kern_z_totals(mn)), accm);
+			    _mm256_cvtepi32_ps(kern_avx2_totals8(mn)), accm);
 			acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), yd),
-			    _mm256_cvtepi32_ps(kern_z_totals(si)), acc);
+			    _mm256_cvtepi32_ps(kern_avx2_totals8(si)), acc);
 		}
 	}
 	_mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));
@@ -240,20 +235,23 @@ kern_z_tile_q6k(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TIL
 			si[k] = _mm256_sub_epi32(kern_z_fold(sumi[k]), _mm256_slli_epi32(
 			    _mm256_madd_epi16(sc16, _mm256_loadu_si256(
 			    (const __m256i *)(const void *)y[k][ib].bsums)), 5));
-		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dw), kern_z_yd8(y, ib)),
-		    _mm256_cvtepi32_ps(kern_z_totals(si)), acc);
+		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dw), kern_avx2_yd8(y, ib)),
+		    _mm256_cvtepi32_ps(kern_avx2_totals8(si)), acc);
 	}
 	_mm256_storeu_ps(out, acc);
 }
 
-/* Tokens per tile at level lvl. */
+/* Tokens per tile of type t at level lvl. */
 static int
-kern_tile_n(int lvl)
+kern_tile_n(enum kern_type t, int lvl)
 {
-	return lvl >= KERN_CPU_SIMD_AVX512 ? KERN_TILE_AVX512 : KERN_TILE_AVX2;
+	if (lvl >= KERN_CPU_SIMD_AVX512)
+		return KERN_TILE_AVX512;
+	return t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q5_K || t == KERN_TYPE_Q6_K ?
+	    KERN_TILE_AVX2_KQ : KERN_TILE_AVX2;
 }
 
-/* One K-quant row · kern_tile_n(lvl) tokens at level lvl. */
+/* One K-quant row · kern_tile_n(t, lvl) tokens at level lvl. */
 static void
 kern_tile_kq(enum kern_type t, int lvl, const uint8_t *x,
     const struct kern_block_q8_k *const y[KERN_TILE_MAX], int64_t nb, float o[KERN_TILE_MAX])
@@ -276,7 +274,7 @@ kern_tile_kq(enum kern_type t, int lvl, const uint8_t *x,
 	}
 }
 
-/* Four Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 rows · kern_tile_n(lvl) tokens at level
+/* Four Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 rows · kern_tile_n(t, lvl) tokens at level
  * lvl: o[4k + r]. */
 static void
 kern_tile_q(enum kern_type t, int lvl, const uint8_t *const x[4],
@@ -297,7 +295,7 @@ kern_tile_q(enum kern_type t, int lvl, const uint8_t *const x[4],
 	}
 }
 
-/* kern_tile_n(lvl) tokens (act, as bytes apart) · n_rows rows: the K-quants
+/* kern_tile_n(t, lvl) tokens (act, as bytes apart) · n_rows rows: the K-quants
  * row by row, the others four rows at a time, a short last group repeating
  * its last row (its results dropped). */
 static void
@@ -306,7 +304,7 @@ kern_tile_group(enum kern_type t, int lvl, const uint8_t *rows, size_t rb, int64
 {
 	const void *y[KERN_TILE_MAX];
 	float o[4 * KERN_TILE_MAX];
-	const int nt = kern_tile_n(lvl);
+	const int nt = kern_tile_n(t, lvl);
 	int64_t r;
 	int k, i;
 
@@ -350,14 +348,14 @@ kern_cpu_vec_dot_tile_tokens(enum kern_type t)
 #if KERN_X86
 	const int lvl = kern_cpu_simd_level();
 
-	return kern_tile_has(t, lvl) ? kern_tile_n(lvl) : 0;
+	return kern_tile_has(t, lvl) ? kern_tile_n(t, lvl) : 0;
 #else
 	(void)t;
 	return 0;
 #endif
 }
 
-/* kern_cpu_vec_dot_tile without AMX: whole tiles of kern_tile_n(lvl)
+/* kern_cpu_vec_dot_tile without AMX: whole tiles of kern_tile_n(t, lvl)
  * tokens, the tokens left over one at a time. */
 static void
 kern_tile_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes, int64_t n_rows,
@@ -368,7 +366,7 @@ kern_tile_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes,
 
 #if KERN_X86
 	if (n_rows > 0 && be > 0 && n > 0 && n % be == 0 && kern_tile_has(t, lvl))
-		for (; k + kern_tile_n(lvl) <= n_tok; k += kern_tile_n(lvl))
+		for (; k + kern_tile_n(t, lvl) <= n_tok; k += kern_tile_n(t, lvl))
 			kern_tile_group(t, lvl, rows, row_bytes, n_rows, a + (size_t)k * act_stride,
 			    act_stride, n, out + (size_t)k * out_stride, out_stride);
 #else
