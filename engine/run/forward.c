@@ -386,6 +386,27 @@ fwd_no_logits(int mode, const uint8_t *want, int64_t n)
 	return 1;
 }
 
+/* Move the rows whose logits are wanted to the front of the attention
+ * output and the residual stream; their count.  At the last layer only
+ * those rows are read on (llama.cpp's inp_out_ids), so the output
+ * projection and the FFN skip the rest. */
+static int64_t
+fwd_gather_wanted(struct eng_ctx *c, int mode, const uint8_t *want, int64_t n)
+{
+	const struct eng_hparams *hp = &c->m->hp;
+	int64_t E = hp->n_embd, A = (int64_t)hp->n_head * hp->head_dim, t, j = 0;
+	for (t = 0; t < n; t++) {
+		if (mode == FWD_WANT_LIST ? want[t] != 0 : mode == FWD_WANT_LAST && t == n - 1) {
+			if (j != t) {
+				memcpy(c->x + j * E, c->x + t * E, (size_t)E * sizeof(float));
+				memcpy(c->att + j * A, c->att + t * A, (size_t)A * sizeof(float));
+			}
+			j++;
+		}
+	}
+	return j;
+}
+
 static int
 fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, int mode,
     const uint8_t *want, float *logits, const struct eng_fwd_hook *hook)
@@ -394,7 +415,7 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 	const struct eng_hparams *hp = &m->hp;
 	const struct kern_ops *ops = c->ops;
 	struct kern_ctx *kc = c->kern;
-	int64_t E = hp->n_embd, t, j;
+	int64_t E = hp->n_embd, t, rows = n;
 	float scale = 1.0f / sqrtf((float)hp->head_dim);
 	int l, rc, dead = fwd_no_logits(mode, want, n);
 
@@ -460,32 +481,26 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 		}
 		if (last_dead)
 			break;
-		FWD_CHECK(ops->matmul(kc, c->proj, &L->wo, c->att, n));
-		if ((rc = fwd_bias(c, c->proj, L->bo, n, E)))
+		if (l == hp->n_layer - 1)
+			rows = fwd_gather_wanted(c, mode, want, n);
+		FWD_CHECK(ops->matmul(kc, c->proj, &L->wo, c->att, rows));
+		if ((rc = fwd_bias(c, c->proj, L->bo, rows, E)))
 			return rc;
-		FWD_CHECK(ops->add(kc, c->x, c->proj, n * E));
-		FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, L->ffn_norm, n, E, hp->rms_eps));
-		if ((rc = fwd_ffn(c, L, n)))
+		FWD_CHECK(ops->add(kc, c->x, c->proj, rows * E));
+		FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, L->ffn_norm, rows, E, hp->rms_eps));
+		if ((rc = fwd_ffn(c, L, rows)))
 			return rc;
-		FWD_CHECK(ops->add(kc, c->x, c->proj, n * E));
+		FWD_CHECK(ops->add(kc, c->x, c->proj, rows * E));
 	}
 	kv->next_pos += (uint32_t)n;
 
-	/* Gather the rows whose logits are wanted, norm them, project. */
-	j = 0;
-	for (t = 0; t < n; t++) {
-		if (mode == FWD_WANT_LIST ? want[t] != 0 : mode == FWD_WANT_LAST && t == n - 1) {
-			if (j != t)
-				memcpy(c->x + j * E, c->x + t * E, (size_t)E * sizeof(float));
-			j++;
-		}
-	}
-	if (j == 0)
+	/* The wanted rows (gathered at the last layer): norm them, project. */
+	if (dead)
 		return 0;
 	if (!logits)
 		return ENG_ERR_ARG;
-	FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, m->output_norm, j, E, hp->rms_eps));
-	FWD_CHECK(ops->matmul(kc, logits, &m->output, c->xn, j));
+	FWD_CHECK(ops->rmsnorm(kc, c->xn, c->x, m->output_norm, rows, E, hp->rms_eps));
+	FWD_CHECK(ops->matmul(kc, logits, &m->output, c->xn, rows));
 	return 0;
 }
 
