@@ -71,16 +71,45 @@ kern_x86_prefetch(const uint8_t *p, size_t ahead, size_t n, const uint8_t *end)
  * no prefetch in the four-row kernels (objdump) and decode fell from ~19 to
  * ~11 tok/s; with no software prefetch at all the AMD VM decodes at ~4-5
  * tok/s. */
-static inline KERN_AVX2_INLINE void
-kern_avx2_pf_block(const uint8_t *pf, int n_pf, size_t rb, int64_t ib, size_t bb)
-{
-	const size_t len = (size_t)n_pf * rb, nb = rb / bb;
-	size_t o = ((size_t)ib * len / nb) & ~(size_t)63, end = ((size_t)ib + 1) * len / nb;
+struct kern_pf_walk {
+	const uint8_t *pf;
+	size_t len, nb;
+	size_t q, r;     /* len / nb, len % nb */
+	size_t end, rem; /* ⌊ib·len/nb⌋ and ib·len mod nb for the next block ib */
+};
 
+/* The walk's start: the region of n_pf rows at pf, over the rb / bb blocks
+ * of a row.  The block boundaries ⌊ib·len/nb⌋ are then kept by adding len's
+ * quotient and remainder: two 64-bit divisions a block (the old form) are
+ * off the data's path but not free. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_pf_start(struct kern_pf_walk *w, const uint8_t *pf, int n_pf, size_t rb, size_t bb)
+{
+	w->pf = pf;
+	w->len = (size_t)n_pf * rb;
+	w->nb = rb / bb;
+	w->q = w->nb ? w->len / w->nb : 0;
+	w->r = w->nb ? w->len % w->nb : 0;
+	w->end = w->rem = 0;
+}
+
+/* Block ib's share, [⌊ib·len/nb⌋, ⌊(ib + 1)·len/nb⌋) from its line on;
+ * called once per block, in order. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_pf_block(struct kern_pf_walk *w)
+{
+	size_t o = w->end & ~(size_t)63, end = w->end + w->q;
+
+	w->rem += w->r;
+	if (w->rem >= w->nb) {
+		w->rem -= w->nb;
+		end++;
+	}
 	for (; o < end; o += 64)
-		_mm_prefetch((const char *)(pf + o), _MM_HINT_T0);
-	if ((size_t)ib + 1 == nb && len) /* the last line when pf is not line-aligned */
-		_mm_prefetch((const char *)(pf + len - 1), _MM_HINT_T0);
+		_mm_prefetch((const char *)(w->pf + o), _MM_HINT_T0);
+	if (end == w->len && w->len) /* the last block: its last line, pf not line-aligned */
+		_mm_prefetch((const char *)(w->pf + w->len - 1), _MM_HINT_T0);
+	w->end = end;
 }
 
 /* ------------------------------------------------------------------------ */

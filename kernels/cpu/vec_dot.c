@@ -275,13 +275,15 @@ kern_avx2_q4_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, in
 	const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
 	float m[8];
+	struct kern_pf_walk pw;
 	int64_t ib;
 	int r;
 
+	kern_avx2_pf_start(&pw, pf, n_pf, rb, sizeof(struct kern_block_q4_1));
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_1);
-		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q4_1));
+		kern_avx2_pf_block(&pw);
 		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
 		const __m256i v01 = kern_avx2_load2x128(x[0] + off + 4, x[1] + off + 4);
 		const __m256i v23 = kern_avx2_load2x128(x[2] + off + 4, x[3] + off + 4);
@@ -312,12 +314,14 @@ kern_avx2_q4_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 	const __m256i eight = _mm256_set1_epi8(8);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
+	struct kern_pf_walk pw;
 	int64_t ib;
 
+	kern_avx2_pf_start(&pw, pf, n_pf, rb, sizeof(struct kern_block_q4_0));
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q4_0);
-		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q4_0));
+		kern_avx2_pf_block(&pw);
 		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
 		const __m256i corr = _mm256_add_epi16(_mm256_maddubs_epi16(eight, ylo),
 		    _mm256_maddubs_epi16(eight, yhi));
@@ -355,12 +359,14 @@ kern_avx2_q8_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 {
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
+	struct kern_pf_walk pw;
 	int64_t ib;
 
+	kern_avx2_pf_start(&pw, pf, n_pf, rb, sizeof(struct kern_block_q8_0));
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q8_0);
-		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q8_0));
+		kern_avx2_pf_block(&pw);
 		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
 		const __m256i p01 = _mm256_add_epi32(
 		    kern_avx2_dot_s8(kern_avx2_load2x128(x[0] + off + 2, x[1] + off + 2), ylo),
@@ -400,12 +406,14 @@ kern_avx2_q5_0_x4(const uint8_t *const x[4], const struct kern_block_q8_0 *y, in
 	const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi8(16);
 	const __m128 dmask = _mm_castsi128_ps(_mm_setr_epi32(-1, 0, 0, 0));
 	__m256 acc = _mm256_setzero_ps();
+	struct kern_pf_walk pw;
 	int64_t ib;
 
+	kern_avx2_pf_start(&pw, pf, n_pf, rb, sizeof(struct kern_block_q5_0));
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_0);
-		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q5_0));
+		kern_avx2_pf_block(&pw);
 		const __m256i ylo = kern_avx2_bcast128(yb + 2), yhi = kern_avx2_bcast128(yb + 18);
 		const __m256i corr = _mm256_add_epi16(_mm256_maddubs_epi16(sixteen, ylo),
 		    _mm256_maddubs_epi16(sixteen, yhi));
@@ -428,13 +436,15 @@ kern_avx2_q5_1_x4(const uint8_t *const x[4], const struct kern_block_q8_1 *y, in
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc = _mm256_setzero_ps(), ms = _mm256_setzero_ps();
 	float m[8];
+	struct kern_pf_walk pw;
 	int64_t ib;
 	int r;
 
+	kern_avx2_pf_start(&pw, pf, n_pf, rb, sizeof(struct kern_block_q5_1));
 	for (ib = 0; ib < nb; ib++) {
 		const uint8_t *yb = (const uint8_t *)(y + ib);
 		const size_t off = (size_t)ib * sizeof(struct kern_block_q5_1);
-		kern_avx2_pf_block(pf, n_pf, rb, ib, sizeof(struct kern_block_q5_1));
+		kern_avx2_pf_block(&pw);
 		const __m256i ylo = kern_avx2_bcast128(yb + 4), yhi = kern_avx2_bcast128(yb + 20);
 		const __m256i p01 = _mm256_madd_epi16(kern_avx2_q5_pair(x[0] + off + 8, x[1] + off + 8,
 		    kern_avx2_q5_qh2(x[0], x[1], off + 4), ylo, yhi), ones);

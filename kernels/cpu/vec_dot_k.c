@@ -292,16 +292,18 @@ kern_avx2_q45k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, 
 	const size_t bb = five ? sizeof(struct kern_block_q5_k) : sizeof(struct kern_block_q4_k);
 	__m256i spread[8];
 	__m128 acc = _mm_setzero_ps(), accm = _mm_setzero_ps(); /* lane r: row r */
+	struct kern_pf_walk pw;
 	int64_t ib;
 	int r;
 
 	kern_avx2_spread8(spread);
+	kern_avx2_pf_start(&pw, x + 4 * rb, n_pf, rb, bb);
 	for (ib = 0; ib < nb; ib++) {
 		__m256i sumi[4], mn[4];
 		float d[4], dmin[4];
 		__m128 yd = _mm_set1_ps(y[ib].d);
 
-		kern_avx2_pf_block(x + 4 * rb, n_pf, rb, ib, bb);
+		kern_avx2_pf_block(&pw);
 		for (r = 0; r < 4; r++)
 			kern_avx2_q45k_block(x + (size_t)r * rb + (size_t)ib * bb, five, &y[ib], spread,
 			    &sumi[r], &mn[r], &d[r], &dmin[r]);
@@ -374,15 +376,17 @@ kern_avx2_q6k_x4(const uint8_t *x, size_t rb, const struct kern_block_q8_k *y, i
 {
 	__m256i pick[4];
 	__m128 acc = _mm_setzero_ps(); /* lane r: row r */
+	struct kern_pf_walk pw;
 	int64_t ib;
 	int r;
 
 	kern_avx2_picks(pick);
+	kern_avx2_pf_start(&pw, x + 4 * rb, n_pf, rb, sizeof(struct kern_block_q6_k));
 	for (ib = 0; ib < nb; ib++) {
 		__m256i sumi[4];
 		float d[4];
 
-		kern_avx2_pf_block(x + 4 * rb, n_pf, rb, ib, sizeof(struct kern_block_q6_k));
+		kern_avx2_pf_block(&pw);
 		for (r = 0; r < 4; r++)
 			sumi[r] = kern_avx2_q6k_block(x + (size_t)r * rb +
 			    (size_t)ib * sizeof(struct kern_block_q6_k), &y[ib], pick, &d[r]);
