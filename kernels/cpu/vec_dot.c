@@ -233,10 +233,10 @@ kern_scalar_dot_f32(const float *a, const float *b, int64_t n)
  * group that repeats its last row, so every row gets the same arithmetic
  * wherever it falls (vec_dot_rows equals vec_dot bit for bit).  The next
  * group's rows (adjacent, one region) are prefetched either spread over the
- * kernel's blocks (spread 1: the kernel calls kern_avx2_pf_block with pf,
- * n_pf, rb; the AVX2 kernels) or, before each group, as one burst of the
- * rows KERN_PREFETCH_BYTES ahead (spread 0: the AVX-512 kernels, measured
- * so on the Intel VM). */
+ * kernel's blocks (spread 1: the kernel walks pf, n_pf, rb with
+ * kern_avx2_pf_start + kern_avx2_pf_block; the AVX2 kernels) or, before
+ * each group, as one burst of the rows KERN_PREFETCH_BYTES ahead (spread 0:
+ * the AVX-512 kernels, measured so on the Intel VM). */
 #define KERN_X4_DRIVER(name, kernel, ytype, attr, spread)                      \
 	static attr void name(const uint8_t *x, size_t rb, int64_t n_rows,     \
 	    const ytype *y, int64_t nb, float *out)                            \
