@@ -215,6 +215,27 @@ attn_qk_avx2(float *s, const float *q, int64_t ldq, const float *kt, int64_t nq,
 	}
 }
 
+/* Units [i0, i1) of nr (a constant once inlined) queries' rows of p into
+ * their 16 channels' accumulators a[r][0..1], v at the pass's channels. */
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+attn_pv_avx2_run(__m256 a[][2], int nr, const float *p, int64_t nvis, const float *v,
+    int64_t hd, int64_t i0, int64_t i1)
+{
+	int64_t i;
+	int r;
+
+	for (i = i0; i < i1; i++) {
+		const float *vi = v + i * hd;
+		__m256 v0 = _mm256_loadu_ps(vi), v1 = _mm256_loadu_ps(vi + 8);
+#pragma GCC unroll 6
+		for (r = 0; r < nr; r++) {
+			__m256 b = _mm256_set1_ps(p[r * nvis + i]);
+			a[r][0] = _mm256_fmadd_ps(b, v0, a[r][0]);
+			a[r][1] = _mm256_fmadd_ps(b, v1, a[r][1]);
+		}
+	}
+}
+
 /* As attn_pv_avx512, 6 queries × 16 channels a pass (12 accumulators: an
  * FMA's 4-cycle latency at two a cycle wants more than 8 chains), 4 for
  * the last 4-8 queries of a block (32 = 6 + 6 + 6 + 6 + 4 + 4; bench_quant
@@ -256,27 +277,9 @@ attn_pv_avx2(float *o, int64_t ldo, const float *p, const float *v, int64_t nq,
 						a[0][1] = _mm256_fmadd_ps(b, _mm256_loadu_ps(vi + 8), a[0][1]);
 					}
 				} else if (nr == 6 && nc == 2) {
-					for (i = i0; i < i1; i++) {
-						const float *vi = v + i * hd + c0;
-						__m256 v0 = _mm256_loadu_ps(vi), v1 = _mm256_loadu_ps(vi + 8);
-#pragma GCC unroll 6
-						for (r = 0; r < 6; r++) {
-							__m256 b = _mm256_set1_ps(p[(t + r) * nvis + i]);
-							a[r][0] = _mm256_fmadd_ps(b, v0, a[r][0]);
-							a[r][1] = _mm256_fmadd_ps(b, v1, a[r][1]);
-						}
-					}
+					attn_pv_avx2_run(a, 6, p + t * nvis, nvis, v + c0, hd, i0, i1);
 				} else if (nr == 4 && nc == 2) {
-					for (i = i0; i < i1; i++) {
-						const float *vi = v + i * hd + c0;
-						__m256 v0 = _mm256_loadu_ps(vi), v1 = _mm256_loadu_ps(vi + 8);
-#pragma GCC unroll 4
-						for (r = 0; r < 4; r++) {
-							__m256 b = _mm256_set1_ps(p[(t + r) * nvis + i]);
-							a[r][0] = _mm256_fmadd_ps(b, v0, a[r][0]);
-							a[r][1] = _mm256_fmadd_ps(b, v1, a[r][1]);
-						}
-					}
+					attn_pv_avx2_run(a, 4, p + t * nvis, nvis, v + c0, hd, i0, i1);
 				} else {
 					for (i = i0; i < i1; i++)
 						for (r = 0; r < nr; r++) {
