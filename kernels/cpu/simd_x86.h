@@ -88,8 +88,12 @@ kern_avx2_pf_start(struct kern_pf_walk *w, const uint8_t *pf, int n_pf, size_t r
 	w->pf = pf;
 	w->len = (size_t)n_pf * rb;
 	w->nb = rb / bb;
-	w->q = w->nb ? w->len / w->nb : 0;
-	w->r = w->nb ? w->len % w->nb : 0;
+	if (w->nb == 0) { /* one row and no stride (kern_vec_dot): nothing ahead */
+		w->nb = 1;
+		w->len = 0;
+	}
+	w->q = w->len / w->nb;
+	w->r = w->len % w->nb;
 	w->end = w->rem = 0;
 }
 
