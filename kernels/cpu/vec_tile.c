@@ -7,9 +7,9 @@
  * scales, the f16 → f32 conversions) and dot it with 4 tokens (AVX2; 8 for
  * Q4_K, Q5_K, Q6_K) or 8 (AVX-512: twice the registers): the K-quants one
  * row at a time (their unpacking is the expensive part), Q4_0, Q4_1, Q5_0,
- * Q5_1 and Q8_0 four rows at a time in vec_dot.c's layout.  The AVX2 bodies come from the
- * templates vec_tile_kq.h, vec_tile_q23k.h and vec_tile_q.h (vpmaddubsw +
- * vpmaddwd); AVX-512 takes vec_tile_q.h with VNNI's vpdpbusd,
+ * Q5_1 and Q8_0 four rows at a time in vec_dot.c's layout.  The AVX2 bodies
+ * come from the templates vec_tile_kq.h, vec_tile_q23k.h and vec_tile_q.h
+ * (vpmaddubsw + vpmaddwd); AVX-512 takes vec_tile_q.h with VNNI's vpdpbusd,
  * vec_tile_q23k.h with vpdpwssd, and its own Q4_K/Q5_K/Q6_K kernels on
  * 512-bit vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K,
  * even on Q4_K, in bench_quant prefill on the busy VM).  Q5_0, Q5_1, Q2_K
