@@ -1092,8 +1092,9 @@ test_vec_dot_kquants(void)
  * steps), so within KQ_REL·Σ|terms| of the exact value; at AVX-512 with
  * AMX off and, where the CPU has it, on (Q4_K/Q5_K: 16 rows × 16 tokens);
  * token counts and row counts around the tile sizes (4 tokens at AVX2, 8 for
- * its K-quants and at AVX-512, 16 on AMX; 4 rows for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0, 16 on AMX),
- * odd strides, and nothing written outside the rows and tokens asked for. */
+ * its K-quants and at AVX-512, 16 on AMX; 4 rows for Q4_0/Q4_1/Q5_0/Q5_1/
+ * Q8_0, 16 on AMX), odd strides, and nothing written outside the rows and
+ * tokens asked for. */
 static int
 kq_check_tile(enum kern_type t, int64_t n)
 {
