@@ -1094,7 +1094,8 @@ test_vec_dot_kquants(void)
  * token counts and row counts around the tile sizes (4 tokens at AVX2, 8 for
  * its K-quants and at AVX-512, 16 on AMX; 4 rows for Q4_0/Q4_1/Q5_0/Q5_1/
  * Q8_0, 16 on AMX), odd strides, and nothing written outside the rows and
- * tokens asked for. */
+ * tokens asked for; where the tile takes dealt quants (Q4_K at AVX2), those
+ * too, every token on the tile. */
 static int
 kq_check_tile(enum kern_type t, int64_t n)
 {
@@ -1105,7 +1106,7 @@ kq_check_tile(enum kern_type t, int64_t n)
 	size_t rb = kern_type_row_bytes(t, n) + 6;
 	size_t ab = (at == KERN_TYPE_F32 ? (size_t)n * sizeof(float) : kern_type_row_bytes(at, n)) + 4;
 	uint8_t *buf = malloc(rb * NR + 1), *rows = buf + 1;
-	uint8_t *acts = malloc(ab * NT);
+	uint8_t *acts = malloc(ab * NT), *dealt = malloc(ab * NT);
 	float *x = malloc((size_t)n * sizeof(float));
 	float *out = malloc((size_t)OS * NT * sizeof(float));
 	float want[NT][NR];
@@ -1130,16 +1131,25 @@ kq_check_tile(enum kern_type t, int64_t n)
 					goto out;
 				}
 			}
-		/* amx 0: off; 1: on, at AVX-512 where the CPU has it */
-		for (amx = 0; amx < 2; amx++) {
-			if (kern_cpu_force_amx(amx) != 0 || (amx && !kern_cpu_amx_on()))
+		/* the quants dealt for the tiles that take them (Q4_K at AVX2) */
+		memcpy(dealt, acts, ab * NT);
+		if (kern_cpu_vec_dot_tile_dealt(t))
+			kern_cpu_q8k_deal_rows(dealt, ab, NT, n);
+		/* amx 0: off; 1: on, at AVX-512 where the CPU has it; 2: the
+		 * dealt quants */
+		for (amx = 0; amx < 3; amx++) {
+			if (amx == 2 ? !kern_cpu_vec_dot_tile_dealt(t) :
+			    kern_cpu_force_amx(amx) != 0 || (amx && !kern_cpu_amx_on()))
 				continue;
+			if (amx == 2)
+				kern_cpu_force_amx(0);
 			for (a = 0; a < (int)(sizeof(row_counts) / sizeof(row_counts[0])); a++)
 				for (b = 0; b < (int)(sizeof(tok_counts) / sizeof(tok_counts[0])); b++) {
 					int64_t nr = row_counts[a], nt = tok_counts[b];
 					for (i = 0; i < (int64_t)OS * NT; i++)
 						out[i] = -12345.0f;
-					kern_cpu_vec_dot_tile(t, rows, rb, nr, acts, ab, nt, n, out, OS);
+					kern_cpu_vec_dot_tile(t, rows, rb, nr, amx == 2 ? dealt : acts, ab,
+					    nt, n, out, OS, amx == 2);
 					for (k = 0; k < NT; k++)
 						for (r = 0; r < OS; r++) {
 							float g = out[k * OS + r];
@@ -1149,7 +1159,8 @@ kq_check_tile(enum kern_type t, int64_t n)
 								printf("#   %s n=%lld %s%s: %lld rows x %lld tokens: "
 								    "[tok %lld][row %lld] %.9g want %.9g\n",
 								    kern_type_name(t), (long long)n, kq_level_name(l),
-								    amx ? " amx" : "", (long long)nr, (long long)nt,
+								    amx == 2 ? " dealt" : amx ? " amx" : "",
+								    (long long)nr, (long long)nt,
 								    (long long)k, (long long)r, (double)g,
 								    inside ? (double)want[k][r] : -12345.0);
 								goto out;
@@ -1164,6 +1175,7 @@ out:
 	kern_cpu_force_simd(KERN_CPU_SIMD_AUTO);
 	free(buf);
 	free(acts);
+	free(dealt);
 	free(x);
 	free(out);
 	return ok;

@@ -77,6 +77,7 @@ struct kern_mm_part {
 	const struct kern_mat *w;
 	int gemm;          /* dequantize + sgemm, else the integer dots */
 	int prep;          /* index of its prepared activations, -1: x itself */
+	int dealt;         /* act's Q8_K quants dealt for the tile (vec_tile.c) */
 	const void *act;   /* gemm: f32 rows; dots: rows of kern_vec_dot_act_type */
 	size_t act_stride; /* bytes per token of act */
 	int64_t unit;      /* rows per work unit */
@@ -88,6 +89,7 @@ struct kern_mm_part {
 struct kern_mm_prep {
 	enum kern_type at;
 	int round;
+	int deal;          /* Q8_K quants dealt (kern_cpu_q8k_deal_rows) */
 	uint8_t *buf;
 	size_t stride;
 };
@@ -152,7 +154,7 @@ kern_mm_vec_rows(struct kern_mm_job *j, const struct kern_mm_part *p, int64_t lo
 		int64_t n = hi - r0 < slice ? hi - r0 : slice;
 		const uint8_t *rows = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
 		kern_cpu_vec_dot_tile(w->type, rows, w->row_bytes, n, p->act, p->act_stride,
-		    j->n_tok, w->cols, p->dst + r0, (size_t)w->rows);
+		    j->n_tok, w->cols, p->dst + r0, (size_t)w->rows, p->dealt);
 	}
 }
 
@@ -236,6 +238,8 @@ kern_mm_prep_worker(void *arg, int ith, int nth)
 				kern_dequant_row(pr->at, q, (float *)(void *)d, j->cols);
 			} else {
 				kern_quant_row_act(pr->at, x, d, j->cols);
+				if (pr->deal)
+					kern_cpu_q8k_deal_rows(d, pr->stride, 1, j->cols);
 			}
 		}
 	}
@@ -248,7 +252,7 @@ kern_mm_plan(struct kern_ctx *ctx, struct kern_mm_job *j, int i)
 {
 	struct kern_mm_part *p = &j->part[i];
 	enum kern_type t = p->w->type, at = kern_vec_dot_act_type(t);
-	int round, k;
+	int round, deal, k;
 
 	p->gemm = (j->n_tok >= KERN_GEMM_MIN_TOK && !kern_mm_prefill_qdot(ctx, t)) ||
 	    t == KERN_TYPE_F32 || ctx->exact;
@@ -260,12 +264,17 @@ kern_mm_plan(struct kern_ctx *ctx, struct kern_mm_job *j, int i)
 		return;
 	}
 	round = p->gemm;
+	/* a prefill's Q4_K at AVX2: its own copy of the Q8_K rows, the quants
+	 * dealt for the transposed tile (vec_tile_q4k_t.h) */
+	deal = !round && j->n_tok >= KERN_GEMM_MIN_TOK && kern_cpu_vec_dot_tile_dealt(t);
+	p->dealt = deal;
 	for (k = 0; k < j->n_prep; k++)
-		if (j->prep[k].at == at && j->prep[k].round == round)
+		if (j->prep[k].at == at && j->prep[k].round == round && j->prep[k].deal == deal)
 			break;
 	if (k == j->n_prep) {
 		j->prep[k].at = at;
 		j->prep[k].round = round;
+		j->prep[k].deal = deal;
 		j->prep[k].stride = round || at == KERN_TYPE_F32 ?
 		    (size_t)j->cols * sizeof(float) : kern_type_row_bytes(at, j->cols);
 		j->n_prep++;

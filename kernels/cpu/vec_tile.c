@@ -83,6 +83,7 @@ kern_avx2_totals8(const __m256i v[8])
 #include "kernels/cpu/vec_tile_q23k.h"
 #include "kernels/cpu/vec_tile_q.h"
 #include "kernels/cpu/vec_tile_end.h"
+#include "kernels/cpu/vec_tile_q4k_t.h"
 
 /* AVX-512 VNNI on 256-bit vectors (the K-quants: on 512-bit ones, below):
  * signed Q8_0 weights are dotted as
@@ -329,6 +330,31 @@ kern_tile_group(enum kern_type t, int lvl, const uint8_t *rows, size_t rb, int64
 				out[(size_t)k * os + (size_t)(r + i)] = o[4 * k + i];
 	}
 }
+/* Q4_K rows · every token, 8 at a time on vec_tile_q4k_t.h's tile (the
+ * activations' quants dealt): a short last group repeats its last token
+ * (its results dropped). */
+static void
+kern_tile_q4k_dealt(const uint8_t *rows, size_t rb, int64_t n_rows, const uint8_t *act,
+    size_t as, int64_t n_tok, int64_t n, float *out, size_t os)
+{
+	const struct kern_block_q8_k *y[8];
+	float o[8];
+	int64_t k0, r;
+	int k;
+
+	for (k0 = 0; k0 < n_tok; k0 += 8) {
+		const int nk = n_tok - k0 < 8 ? (int)(n_tok - k0) : 8;
+		for (k = 0; k < 8; k++)
+			y[k] = (const struct kern_block_q8_k *)(const void *)(act +
+			    (size_t)(k0 + (k < nk ? k : nk - 1)) * as);
+		for (r = 0; r < n_rows; r++) {
+			kern_avx2_tile_q4k_t(rows + (size_t)r * rb, y, n / KERN_QK_K, o);
+			for (k = 0; k < nk; k++)
+				out[(size_t)(k0 + k) * os + (size_t)r] = o[k];
+		}
+	}
+}
+
 /* Whether level lvl has a tile kernel for type t. */
 static int
 kern_tile_has(enum kern_type t, int lvl)
@@ -341,6 +367,37 @@ kern_tile_has(enum kern_type t, int lvl)
 	    t == KERN_TYPE_Q5_1 || t == KERN_TYPE_Q8_0;
 }
 #endif /* KERN_X86 */
+
+int
+kern_cpu_vec_dot_tile_dealt(enum kern_type t)
+{
+#if KERN_X86
+	const int lvl = kern_cpu_simd_level();
+
+	return t == KERN_TYPE_Q4_K && lvl >= KERN_CPU_SIMD_AVX2 && lvl < KERN_CPU_SIMD_AVX512;
+#else
+	(void)t;
+	return 0;
+#endif
+}
+
+void
+kern_cpu_q8k_deal_rows(void *act, size_t stride, int64_t n_tok, int64_t n)
+{
+#if KERN_X86
+	int64_t k, ib;
+
+	for (k = 0; k < n_tok; k++)
+		for (ib = 0; ib < n / KERN_QK_K; ib++)
+			kern_avx2_q8k_deal(((struct kern_block_q8_k *)(void *)((uint8_t *)act +
+			    (size_t)k * stride))[ib].qs);
+#else
+	(void)act;
+	(void)stride;
+	(void)n_tok;
+	(void)n;
+#endif
+}
 
 int
 kern_cpu_vec_dot_tile_tokens(enum kern_type t)
@@ -380,10 +437,21 @@ kern_tile_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes,
 
 void
 kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int64_t n_rows,
-    const void *act, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride)
+    const void *act, size_t act_stride, int64_t n_tok, int64_t n, float *out, size_t out_stride,
+    int dealt)
 {
 	const uint8_t *w = rows, *a = act;
 	const int lvl = kern_cpu_simd_level();
+
+#if KERN_X86
+	if (dealt) {
+		if (n_rows > 0 && n_tok > 0 && n > 0 && n % KERN_QK_K == 0 &&
+		    kern_cpu_vec_dot_tile_dealt(t))
+			kern_tile_q4k_dealt(w, row_bytes, n_rows, a, act_stride, n_tok, n, out,
+			    out_stride);
+		return;
+	}
+#endif
 
 	/* Q4_K/Q5_K/Q6_K on AMX tiles: whole groups of 16 rows × 16 tokens
 	 * there, the rows and tokens left over here (the same bits either way) */

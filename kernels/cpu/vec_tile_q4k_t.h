@@ -1,0 +1,120 @@
+/*
+ * vec_tile_q4k_t.h: the AVX2 Q4_K tile on transposed quants (one weight row
+ * · 8 tokens), included once by vec_tile.c.  Not a normal header: it uses
+ * vec_tile.c's helpers and has no include guard, on purpose.
+ *
+ * Why: vec_tile_kq.h spends a vpmaddubsw, a vpmaddwd (the sub-block's
+ * scale) and a vpaddd per 32 products and token, and on Zen 3 the two
+ * multiplies share two pipes: ~21 products a cycle at best.  Here the
+ * int16 sums of four vpmaddubsw are added before one vpmaddwd, so a
+ * super-block costs a token 8 vpmaddubsw, 6 vpaddw, 2 vpmaddwd and a vpaddd
+ * (10 multiplies, not 16).  That needs every int16 lane of the four to
+ * belong to one sub-block (one scale), so the quants are dealt out by
+ * dwords (4 quants) instead of by runs of 32:
+ *
+ *   the weights: B_g = the 32 bytes of sub-block pair g (low nibbles:
+ *   sub-block 2g, high: 2g + 1); per 128-bit half a 4 × 4 dword transpose
+ *   of B_0..B_3 gives X_j whose dword p is B_p's dword j (low half) and
+ *   j + 4 (high half); X_j & 15 holds sub-block 2·(p mod 4) in dword p, for
+ *   every j, and (X_j >> 4) & 15 sub-block 2·(p mod 4) + 1.
+ *   the activations: the same transpose of a Q8_K block's runs (run 2g + h
+ *   of 32 quants for sub-block 2g + h), done in place once per matmul
+ *   when ops.c quantizes them (kern_cpu_q8k_deal_rows) and read by every
+ *   row.
+ *
+ * |int16 lane| ≤ 4 · 2 · 15 · 127 < 2^15, and the products are the same
+ * integers in another order, so each super-block's exact int32 totals, and
+ * with simd_x86.h's f32 tail each (row, token) result, are kern_vec_dot's
+ * bit for bit.
+ */
+
+/* The per-128-bit-half 4 × 4 dword transpose of v[0..3], in place. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_tr4x4(__m256i v[4])
+{
+	const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+	const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+
+	v[0] = _mm256_unpacklo_epi64(t0, t2);
+	v[1] = _mm256_unpackhi_epi64(t0, t2);
+	v[2] = _mm256_unpacklo_epi64(t1, t3);
+	v[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* A Q8_K block's 256 quants dealt out in place for the transposed tile:
+ * qs[32·(4h + j) ..] = the transpose's j-th vector of runs h, 2 + h,
+ * 4 + h, 6 + h (sub-blocks 2g + h, g = 0..3). */
+static KERN_AVX2 void
+kern_avx2_q8k_deal(int8_t *qs)
+{
+	__m256i v[2][4];
+	int h, g;
+
+	for (h = 0; h < 2; h++) {
+		for (g = 0; g < 4; g++)
+			v[h][g] = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 64 * g + 32 * h));
+		kern_avx2_tr4x4(v[h]);
+	}
+	for (h = 0; h < 2; h++)
+		for (g = 0; g < 4; g++)
+			_mm256_storeu_si256((__m256i *)(void *)(qs + 32 * (4 * h + g)), v[h][g]);
+}
+
+/* One Q4_K row · 8 tokens' Q8_K blocks y, their quants dealt
+ * (kern_avx2_q8k_deal). */
+static KERN_AVX2 void
+kern_avx2_tile_q4k_t(const uint8_t *x, const struct kern_block_q8_k *const y[8], int64_t nb,
+    float out[8])
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	const __m128i even = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 0, 0, 2, 2, 4, 4, 6, 6);
+	const __m128i odd = _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 1, 1, 3, 3, 5, 5, 7, 7);
+	__m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps(); /* lane k: token k */
+	int64_t ib;
+	int j, k;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q4_k), *qs = b + 16;
+		const float d = kern_avx2_h2f(b), dmin = kern_avx2_h2f(b + 2);
+		__m256i w[4], lo[4], hi[4], sumi[8], mn[8], slo, shi, mdup;
+		__m128i scv;
+		uint8_t sc[16]; /* scales, then mins */
+
+		kern_avx2_scales_k4(b + 4, sc);
+		scv = _mm_loadu_si128((const __m128i *)(const void *)sc);
+		slo = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(scv, even));
+		shi = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(scv, odd));
+		mdup = kern_avx2_mins_dup(sc);
+		for (j = 0; j < 4; j++)
+			w[j] = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * j));
+		kern_avx2_tr4x4(w);
+		for (j = 0; j < 4; j++) {
+			lo[j] = _mm256_and_si256(w[j], m4);
+			hi[j] = _mm256_and_si256(_mm256_srli_epi16(w[j], 4), m4);
+		}
+		for (k = 0; k < 8; k++) {
+			const __m256i *a = (const __m256i *)(const void *)y[k][ib].qs;
+			const __m256i l = _mm256_add_epi16(
+			    _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], _mm256_loadu_si256(a)),
+			    _mm256_maddubs_epi16(lo[1], _mm256_loadu_si256(a + 1))),
+			    _mm256_add_epi16(_mm256_maddubs_epi16(lo[2], _mm256_loadu_si256(a + 2)),
+			    _mm256_maddubs_epi16(lo[3], _mm256_loadu_si256(a + 3))));
+			const __m256i h = _mm256_add_epi16(
+			    _mm256_add_epi16(_mm256_maddubs_epi16(hi[0], _mm256_loadu_si256(a + 4)),
+			    _mm256_maddubs_epi16(hi[1], _mm256_loadu_si256(a + 5))),
+			    _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], _mm256_loadu_si256(a + 6)),
+			    _mm256_maddubs_epi16(hi[3], _mm256_loadu_si256(a + 7))));
+			sumi[k] = _mm256_add_epi32(_mm256_madd_epi16(l, slo), _mm256_madd_epi16(h, shi));
+			mn[k] = _mm256_madd_epi16(_mm256_loadu_si256(
+			    (const __m256i *)(const void *)y[k][ib].bsums), mdup);
+		}
+		{ /* the tail (simd_x86.h) for the 8 tokens in lanes */
+			const __m256 yd = kern_avx2_yd8(y, ib);
+			accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), yd),
+			    _mm256_cvtepi32_ps(kern_avx2_totals8(mn)), accm);
+			acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), yd),
+			    _mm256_cvtepi32_ps(kern_avx2_totals8(sumi)), acc);
+		}
+	}
+	_mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));
+}
