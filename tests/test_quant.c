@@ -1106,7 +1106,8 @@ kq_check_tile(enum kern_type t, int64_t n)
 	size_t rb = kern_type_row_bytes(t, n) + 6;
 	size_t ab = (at == KERN_TYPE_F32 ? (size_t)n * sizeof(float) : kern_type_row_bytes(at, n)) + 4;
 	uint8_t *buf = malloc(rb * NR + 1), *rows = buf + 1;
-	uint8_t *acts = malloc(ab * NT), *dealt = malloc(ab * NT);
+	size_t db = kern_cpu_q8k_dealt_row_bytes(n);
+	uint8_t *acts = malloc(ab * NT), *dealt = aligned_alloc(64, db * NT + 64);
 	float *x = malloc((size_t)n * sizeof(float));
 	float *out = malloc((size_t)OS * NT * sizeof(float));
 	float want[NT][NR];
@@ -1131,10 +1132,9 @@ kq_check_tile(enum kern_type t, int64_t n)
 					goto out;
 				}
 			}
-		/* the quants dealt for the tiles that take them (Q4_K at AVX2) */
-		memcpy(dealt, acts, ab * NT);
+		/* the dealt form for the tiles that take it (Q4_K at AVX2) */
 		if (kern_cpu_vec_dot_tile_dealt(t))
-			kern_cpu_q8k_deal_rows(dealt, ab, NT, n);
+			kern_cpu_q8k_deal_rows(acts, ab, dealt, db, NT, n);
 		/* amx 0: off; 1: on, at AVX-512 where the CPU has it; 2: the
 		 * dealt quants */
 		for (amx = 0; amx < 3; amx++) {
@@ -1148,8 +1148,8 @@ kq_check_tile(enum kern_type t, int64_t n)
 					int64_t nr = row_counts[a], nt = tok_counts[b];
 					for (i = 0; i < (int64_t)OS * NT; i++)
 						out[i] = -12345.0f;
-					kern_cpu_vec_dot_tile(t, rows, rb, nr, amx == 2 ? dealt : acts, ab,
-					    nt, n, out, OS, amx == 2);
+					kern_cpu_vec_dot_tile(t, rows, rb, nr, amx == 2 ? dealt : acts,
+					    amx == 2 ? db : ab, nt, n, out, OS, amx == 2);
 					for (k = 0; k < NT; k++)
 						for (r = 0; r < OS; r++) {
 							float g = out[k * OS + r];

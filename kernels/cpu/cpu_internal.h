@@ -32,14 +32,17 @@ void kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes,
     int64_t n_rows, const void *act, size_t act_stride, int64_t n_tok, int64_t n,
     float *out, size_t out_stride, int dealt);
 
-/* Whether the tile of type t at the level in use now takes Q8_K quants
- * dealt by kern_cpu_q8k_deal_rows (Q4_K at AVX2: vec_tile_q4k_t.h); then
- * kern_cpu_vec_dot_tile with dealt 1 gives the same bits as with the plain
- * quants and dealt 0.  kern_cpu_q8k_deal_rows deals n_tok rows of Q8_K
- * blocks (n elements each, stride bytes apart) in place; call it only
- * where kern_cpu_vec_dot_tile_dealt said yes. */
+/* Whether the tile of type t at the level in use now takes its Q8_K
+ * activations in the dealt form (Q4_K at AVX2: vec_tile_q4k_t.h); then
+ * kern_cpu_vec_dot_tile with dealt 1 reads act in that form and gives the
+ * same bits as kern_vec_dot on the Q8_K rows.  The form: per token
+ * kern_cpu_q8k_dealt_row_bytes(n) bytes (a multiple of 64; act and its
+ * stride 64-byte aligned), made from Q8_K rows by kern_cpu_q8k_deal_rows
+ * (only where kern_cpu_vec_dot_tile_dealt said yes). */
 int kern_cpu_vec_dot_tile_dealt(enum kern_type t);
-void kern_cpu_q8k_deal_rows(void *act, size_t stride, int64_t n_tok, int64_t n);
+size_t kern_cpu_q8k_dealt_row_bytes(int64_t n);
+void kern_cpu_q8k_deal_rows(const void *src, size_t src_stride, void *dst, size_t dst_stride,
+    int64_t n_tok, int64_t n);
 
 /* Tokens per tile kern_cpu_vec_dot_tile takes for type t at the level in
  * use now; 0 where t has no tile kernel there (tests: that the tiles run). */

@@ -77,7 +77,7 @@ struct kern_mm_part {
 	const struct kern_mat *w;
 	int gemm;          /* dequantize + sgemm, else the integer dots */
 	int prep;          /* index of its prepared activations, -1: x itself */
-	int dealt;         /* act's Q8_K quants dealt for the tile (vec_tile.c) */
+	int dealt;         /* act in vec_tile.c's dealt form of Q8_K */
 	const void *act;   /* gemm: f32 rows; dots: rows of kern_vec_dot_act_type */
 	size_t act_stride; /* bytes per token of act */
 	int64_t unit;      /* rows per work unit */
@@ -89,7 +89,7 @@ struct kern_mm_part {
 struct kern_mm_prep {
 	enum kern_type at;
 	int round;
-	int deal;          /* Q8_K quants dealt (kern_cpu_q8k_deal_rows) */
+	int deal;          /* Q8_K in the tile's dealt form (kern_cpu_q8k_deal_rows) */
 	uint8_t *buf;
 	size_t stride;
 };
@@ -223,7 +223,7 @@ kern_mm_prep_worker(void *arg, int ith, int nth)
 	for (i = 0; i < j->n_prep && lo < hi; i++) {
 		const struct kern_mm_prep *pr = &j->prep[i];
 		void *q = NULL;
-		if (pr->round) {
+		if (pr->round || pr->deal) {
 			q = kern_ctx_scratch(j->ctx, ith, kern_type_row_bytes(pr->at, j->cols));
 			if (!q) {
 				j->err = KERN_ERR_NOMEM;
@@ -236,10 +236,11 @@ kern_mm_prep_worker(void *arg, int ith, int nth)
 			if (pr->round) {
 				kern_quant_row_act(pr->at, x, q, j->cols);
 				kern_dequant_row(pr->at, q, (float *)(void *)d, j->cols);
+			} else if (pr->deal) {
+				kern_quant_row_act(pr->at, x, q, j->cols);
+				kern_cpu_q8k_deal_rows(q, 0, d, 0, 1, j->cols);
 			} else {
 				kern_quant_row_act(pr->at, x, d, j->cols);
-				if (pr->deal)
-					kern_cpu_q8k_deal_rows(d, pr->stride, 1, j->cols);
 			}
 		}
 	}
@@ -264,8 +265,8 @@ kern_mm_plan(struct kern_ctx *ctx, struct kern_mm_job *j, int i)
 		return;
 	}
 	round = p->gemm;
-	/* a prefill's Q4_K at AVX2: its own copy of the Q8_K rows, the quants
-	 * dealt for the transposed tile (vec_tile_q4k_t.h) */
+	/* a prefill's Q4_K at AVX2: its Q8_K rows in the dealt form of the
+	 * transposed tile (vec_tile_q4k_t.h) */
 	deal = !round && j->n_tok >= KERN_GEMM_MIN_TOK && kern_cpu_vec_dot_tile_dealt(t);
 	p->dealt = deal;
 	for (k = 0; k < j->n_prep; k++)
@@ -276,7 +277,8 @@ kern_mm_plan(struct kern_ctx *ctx, struct kern_mm_job *j, int i)
 		j->prep[k].round = round;
 		j->prep[k].deal = deal;
 		j->prep[k].stride = round || at == KERN_TYPE_F32 ?
-		    (size_t)j->cols * sizeof(float) : kern_type_row_bytes(at, j->cols);
+		    (size_t)j->cols * sizeof(float) : deal ? kern_cpu_q8k_dealt_row_bytes(j->cols) :
+		    kern_type_row_bytes(at, j->cols);
 		j->n_prep++;
 	}
 	p->prep = k;

@@ -331,13 +331,13 @@ kern_tile_group(enum kern_type t, int lvl, const uint8_t *rows, size_t rb, int64
 	}
 }
 /* Q4_K rows · every token, 8 at a time on vec_tile_q4k_t.h's tile (the
- * activations' quants dealt): a short last group repeats its last token
- * (its results dropped). */
+ * activations in the dealt form): a short last group repeats its last
+ * token (its results dropped). */
 static void
 kern_tile_q4k_dealt(const uint8_t *rows, size_t rb, int64_t n_rows, const uint8_t *act,
     size_t as, int64_t n_tok, int64_t n, float *out, size_t os)
 {
-	const struct kern_block_q8_k *y[8];
+	const uint8_t *a[8];
 	float o[8];
 	int64_t k0, r;
 	int k;
@@ -345,10 +345,9 @@ kern_tile_q4k_dealt(const uint8_t *rows, size_t rb, int64_t n_rows, const uint8_
 	for (k0 = 0; k0 < n_tok; k0 += 8) {
 		const int nk = n_tok - k0 < 8 ? (int)(n_tok - k0) : 8;
 		for (k = 0; k < 8; k++)
-			y[k] = (const struct kern_block_q8_k *)(const void *)(act +
-			    (size_t)(k0 + (k < nk ? k : nk - 1)) * as);
+			a[k] = act + (size_t)(k0 + (k < nk ? k : nk - 1)) * as;
 		for (r = 0; r < n_rows; r++) {
-			kern_avx2_tile_q4k_t(rows + (size_t)r * rb, y, n / KERN_QK_K, o);
+			kern_avx2_tile_q4k_t(rows + (size_t)r * rb, a, n / KERN_QK_K, o);
 			for (k = 0; k < nk; k++)
 				out[(size_t)(k0 + k) * os + (size_t)r] = o[k];
 		}
@@ -381,19 +380,37 @@ kern_cpu_vec_dot_tile_dealt(enum kern_type t)
 #endif
 }
 
+size_t
+kern_cpu_q8k_dealt_row_bytes(int64_t n)
+{
+	return (size_t)(n / KERN_QK_K) * 320;
+}
+
 void
-kern_cpu_q8k_deal_rows(void *act, size_t stride, int64_t n_tok, int64_t n)
+kern_cpu_q8k_deal_rows(const void *src, size_t src_stride, void *dst, size_t dst_stride,
+    int64_t n_tok, int64_t n)
 {
 #if KERN_X86
+	const int64_t nb = n / KERN_QK_K;
 	int64_t k, ib;
 
-	for (k = 0; k < n_tok; k++)
-		for (ib = 0; ib < n / KERN_QK_K; ib++)
-			kern_avx2_q8k_deal(((struct kern_block_q8_k *)(void *)((uint8_t *)act +
-			    (size_t)k * stride))[ib].qs);
+	for (k = 0; k < n_tok; k++) {
+		const struct kern_block_q8_k *y = (const struct kern_block_q8_k *)(const void *)
+		    ((const uint8_t *)src + (size_t)k * src_stride);
+		uint8_t *row = (uint8_t *)dst + (size_t)k * dst_stride;
+		for (ib = 0; ib < nb; ib++) {
+			uint8_t *meta = KERN_DEALT_META(row, nb, ib);
+			kern_avx2_q8k_deal(y[ib].qs, (int8_t *)(void *)KERN_DEALT_QS(row, ib));
+			memcpy(meta, y[ib].bsums, sizeof(y[ib].bsums));
+			memcpy(meta + 32, &y[ib].d, sizeof(float));
+			memset(meta + 36, 0, 28);
+		}
+	}
 #else
-	(void)act;
-	(void)stride;
+	(void)src;
+	(void)src_stride;
+	(void)dst;
+	(void)dst_stride;
 	(void)n_tok;
 	(void)n;
 #endif
