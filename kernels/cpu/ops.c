@@ -266,7 +266,7 @@ kern_mm_plan(struct kern_ctx *ctx, struct kern_mm_job *j, int i)
 	}
 	round = p->gemm;
 	/* a prefill's Q4_K at AVX2: its Q8_K rows in the dealt form of the
-	 * transposed tile (vec_tile_q4k_t.h) */
+	 * transposed tile (vec_tile_dealt.h) */
 	deal = !round && j->n_tok >= KERN_GEMM_MIN_TOK && kern_cpu_vec_dot_tile_dealt(t);
 	p->dealt = deal;
 	for (k = 0; k < j->n_prep; k++)

@@ -83,7 +83,7 @@ kern_avx2_totals8(const __m256i v[8])
 #include "kernels/cpu/vec_tile_q23k.h"
 #include "kernels/cpu/vec_tile_q.h"
 #include "kernels/cpu/vec_tile_end.h"
-#include "kernels/cpu/vec_tile_q4k_t.h"
+#include "kernels/cpu/vec_tile_dealt.h"
 
 /* AVX-512 VNNI on 256-bit vectors (the K-quants: on 512-bit ones, below):
  * signed Q8_0 weights are dotted as
@@ -330,12 +330,12 @@ kern_tile_group(enum kern_type t, int lvl, const uint8_t *rows, size_t rb, int64
 				out[(size_t)k * os + (size_t)(r + i)] = o[4 * k + i];
 	}
 }
-/* Q4_K rows · every token, 8 at a time on vec_tile_q4k_t.h's tile (the
- * activations in the dealt form): a short last group repeats its last
+/* Q4_K or Q6_K rows · every token, 8 at a time on vec_tile_dealt.h's tiles
+ * (the activations in the dealt form): a short last group repeats its last
  * token (its results dropped). */
 static void
-kern_tile_q4k_dealt(const uint8_t *rows, size_t rb, int64_t n_rows, const uint8_t *act,
-    size_t as, int64_t n_tok, int64_t n, float *out, size_t os)
+kern_tile_dealt(enum kern_type t, const uint8_t *rows, size_t rb, int64_t n_rows,
+    const uint8_t *act, size_t as, int64_t n_tok, int64_t n, float *out, size_t os)
 {
 	const uint8_t *a[8];
 	float o[8];
@@ -347,7 +347,10 @@ kern_tile_q4k_dealt(const uint8_t *rows, size_t rb, int64_t n_rows, const uint8_
 		for (k = 0; k < 8; k++)
 			a[k] = act + (size_t)(k0 + (k < nk ? k : nk - 1)) * as;
 		for (r = 0; r < n_rows; r++) {
-			kern_avx2_tile_q4k_t(rows + (size_t)r * rb, a, n / KERN_QK_K, o);
+			if (t == KERN_TYPE_Q6_K)
+				kern_avx2_tile_q6k_t(rows + (size_t)r * rb, a, n / KERN_QK_K, o);
+			else
+				kern_avx2_tile_q4k_t(rows + (size_t)r * rb, a, n / KERN_QK_K, o);
 			for (k = 0; k < nk; k++)
 				out[(size_t)(k0 + k) * os + (size_t)r] = o[k];
 		}
@@ -373,7 +376,8 @@ kern_cpu_vec_dot_tile_dealt(enum kern_type t)
 #if KERN_X86
 	const int lvl = kern_cpu_simd_level();
 
-	return t == KERN_TYPE_Q4_K && lvl >= KERN_CPU_SIMD_AVX2 && lvl < KERN_CPU_SIMD_AVX512;
+	return (t == KERN_TYPE_Q4_K || t == KERN_TYPE_Q6_K) && lvl >= KERN_CPU_SIMD_AVX2 &&
+	    lvl < KERN_CPU_SIMD_AVX512;
 #else
 	(void)t;
 	return 0;
@@ -464,7 +468,7 @@ kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes, int6
 	if (dealt) {
 		if (n_rows > 0 && n_tok > 0 && n > 0 && n % KERN_QK_K == 0 &&
 		    kern_cpu_vec_dot_tile_dealt(t))
-			kern_tile_q4k_dealt(w, row_bytes, n_rows, a, act_stride, n_tok, n, out,
+			kern_tile_dealt(t, w, row_bytes, n_rows, a, act_stride, n_tok, n, out,
 			    out_stride);
 		return;
 	}

@@ -1,6 +1,6 @@
 /*
- * vec_tile_q4k_t.h: the AVX2 Q4_K tile on transposed quants (one weight row
- * · 8 tokens), included once by vec_tile.c.  Not a normal header: it uses
+ * vec_tile_dealt.h: the AVX2 Q4_K and Q6_K tiles on dealt quants (one
+ * weight row · 8 tokens), included once by vec_tile.c.  Not a normal header: it uses
  * vec_tile.c's helpers and has no include guard, on purpose.
  *
  * Why: vec_tile_kq.h spends a vpmaddubsw, a vpmaddwd (the sub-block's
@@ -125,4 +125,61 @@ kern_avx2_tile_q4k_t(const uint8_t *x, const uint8_t *const a[8], int64_t nb, fl
 		}
 	}
 	_mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));
+}
+
+/* One Q6_K row · 8 tokens' rows a of nb blocks in the dealt form: the same
+ * dealing of the weights' runs (32 six-bit quants, kern_avx2_q6k_half;
+ * run r = sub-blocks 2r, 2r + 1 of 16, in the vector's two halves), so
+ * dword p of group h holds sub-block 4p + 2h (low half) or 4p + 2h + 1
+ * (high half).  Six-bit quants let only two vpmaddubsw add in int16
+ * (|lane| ≤ 2 · 2 · 63 · 127 < 2^15): 8 vpmaddubsw, 4 vpaddw, 4 vpmaddwd a
+ * super-block and token, against 8 vpmaddwd in vec_tile_kq.h. */
+static KERN_AVX2 void
+kern_avx2_tile_q6k_t(const uint8_t *x, const uint8_t *const a[8], int64_t nb, float out[8])
+{
+	const __m128i pick0 = _mm_setr_epi8(0, 0, 4, 4, 8, 8, 12, 12, 1, 1, 5, 5, 9, 9, 13, 13);
+	const __m128i pick1 = _mm_setr_epi8(2, 2, 6, 6, 10, 10, 14, 14, 3, 3, 7, 7, 11, 11, 15, 15);
+	__m256 acc = _mm256_setzero_ps(); /* lane k: token k */
+	int64_t ib;
+	int k;
+
+	for (ib = 0; ib < nb; ib++) {
+		const uint8_t *b = x + (size_t)ib * sizeof(struct kern_block_q6_k);
+		const __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + 192));
+		const __m256i sc16 = _mm256_cvtepi8_epi16(raw);
+		const __m256i s0 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(raw, pick0));
+		const __m256i s1 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(raw, pick1));
+		const float dw = kern_avx2_h2f(b + 208);
+		__m256i u0[4], u1[4], w0[4], w1[4], sumi[8];
+		float yd[8];
+
+		kern_avx2_q6k_half(b, 0, u0);
+		kern_avx2_q6k_half(b, 1, u1);
+		w0[0] = u0[0], w0[1] = u0[2], w0[2] = u1[0], w0[3] = u1[2]; /* runs 0, 2, 4, 6 */
+		w1[0] = u0[1], w1[1] = u0[3], w1[2] = u1[1], w1[3] = u1[3]; /* runs 1, 3, 5, 7 */
+		kern_avx2_tr4x4(w0);
+		kern_avx2_tr4x4(w1);
+		for (k = 0; k < 8; k++) {
+			const __m256i *q = (const __m256i *)(const void *)KERN_DEALT_QS(a[k], ib);
+			const uint8_t *meta = KERN_DEALT_META(a[k], nb, ib);
+			const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(w0[0], _mm256_load_si256(q)),
+			    _mm256_maddubs_epi16(w0[1], _mm256_load_si256(q + 1)));
+			const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(w0[2], _mm256_load_si256(q + 2)),
+			    _mm256_maddubs_epi16(w0[3], _mm256_load_si256(q + 3)));
+			const __m256i p2 = _mm256_add_epi16(_mm256_maddubs_epi16(w1[0], _mm256_load_si256(q + 4)),
+			    _mm256_maddubs_epi16(w1[1], _mm256_load_si256(q + 5)));
+			const __m256i p3 = _mm256_add_epi16(_mm256_maddubs_epi16(w1[2], _mm256_load_si256(q + 6)),
+			    _mm256_maddubs_epi16(w1[3], _mm256_load_si256(q + 7)));
+			const __m256i s = _mm256_add_epi32(
+			    _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s0)),
+			    _mm256_add_epi32(_mm256_madd_epi16(p2, s1), _mm256_madd_epi16(p3, s1)));
+			/* the offset: − 32·Σ sc·bsums */
+			sumi[k] = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(sc16,
+			    _mm256_load_si256((const __m256i *)(const void *)meta)), 5));
+			memcpy(&yd[k], meta + 32, sizeof(float));
+		}
+		acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dw), _mm256_loadu_ps(yd)),
+		    _mm256_cvtepi32_ps(kern_avx2_totals8(sumi)), acc);
+	}
+	_mm256_storeu_ps(out, acc);
 }
