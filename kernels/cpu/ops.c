@@ -265,8 +265,8 @@ kern_mm_plan(struct kern_ctx *ctx, struct kern_mm_job *j, int i)
 		return;
 	}
 	round = p->gemm;
-	/* a prefill's Q4_K at AVX2: its Q8_K rows in the dealt form of the
-	 * transposed tile (vec_tile_dealt.h) */
+	/* a prefill's Q4_K or Q6_K at AVX2: its Q8_K rows in the dealt form
+	 * of vec_tile_dealt.h's tiles */
 	deal = !round && j->n_tok >= KERN_GEMM_MIN_TOK && kern_cpu_vec_dot_tile_dealt(t);
 	p->dealt = deal;
 	for (k = 0; k < j->n_prep; k++)
