@@ -86,6 +86,10 @@ void kern_cpu_attn_pv(float *o, int64_t ldo, const float *p, const float *v, int
  * AVX2 evaluates exp by polynomial, within 2 ulp of expf). */
 void kern_cpu_softmax_row(float *s, int64_t n);
 
+/* g[i] = silu(g[i])·u[i] for i < n (silu.c: AVX2 with a polynomial exp,
+ * within a few ulp of the scalar g / (1 + expf(−g))·u). */
+void kern_cpu_silu_mul_run(float *g, const float *u, int64_t n);
+
 /* out[r] = row r (type Q2_K..Q6_K) · y, nb super-blocks, at SIMD level lvl
  * (vec_dot_k.c; kern_cpu_vec_dot_rows calls it for those types). */
 void kern_cpu_kq_dot_rows(enum kern_type t, int lvl, const uint8_t *rows, size_t row_bytes,

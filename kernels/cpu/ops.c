@@ -403,10 +403,7 @@ kern_ew_worker(void *arg, int ith, int nth)
 	int64_t lo, hi, i;
 	kern_cpu_split(j->n, 64, ith, nth, &lo, &hi);
 	if (j->op == 0) {
-		for (i = lo; i < hi; i++) {
-			float g = j->a[i];
-			j->a[i] = g / (1.0f + expf(-g)) * j->b[i];
-		}
+		kern_cpu_silu_mul_run(j->a + lo, j->b + lo, hi - lo);
 	} else {
 		for (i = lo; i < hi; i++)
 			j->a[i] += j->b[i];

@@ -458,4 +458,35 @@ kern_avx2_picks(__m256i pick[4])
 		    _mm_set1_epi16((short)(4 * k | (4 * k + 1) << 8)));
 }
 
+/* exp of 8 floats <= 0: the Cephes single-precision polynomial (range
+ * reduction by ln 2 in two parts, degree-6 polynomial, exponent by bit
+ * shift), within 2 ulp of the correctly rounded expf; inputs below −87.3
+ * give 0 where libm gives a subnormal (< 1.2e−38).  The softmax's and the
+ * SiLU's exp (softmax.c, silu.c). */
+static inline KERN_AVX2_INLINE __m256
+kern_avx2_exp_neg(__m256 x)
+{
+	const __m256 lo = _mm256_set1_ps(-87.33654f);
+	__m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ), fx, y, z;
+	__m256i e;
+
+	x = _mm256_max_ps(x, lo);
+	fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f),
+	    _mm256_set1_ps(0.5f)));
+	x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+	x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+	z = _mm256_mul_ps(x, x);
+	y = _mm256_set1_ps(1.9875691500e-4f);
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+	y = _mm256_fmadd_ps(y, z, _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+	e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)),
+	    23);
+	y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+	return _mm256_andnot_ps(under, y);
+}
+
 #endif /* KERNELS_CPU_SIMD_X86_H */

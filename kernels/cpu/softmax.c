@@ -2,25 +2,19 @@
  * softmax.c: the attention softmax of one row, in place (kern_cpu_softmax_row).
  *
  * Max-subtracted, exponentials summed in double, each divided by the sum.
- * The AVX2 path evaluates exp with the Cephes single-precision polynomial
- * (range reduction by ln 2 in two parts, degree-6 polynomial, exponent by
- * bit shift): within 2 ulp of the correctly rounded expf over the inputs a
- * max-subtracted row has (x <= 0); inputs below −87.3 give 0 where libm gives
- * a subnormal (< 1.2e−38, nothing next to the row's maximum, which is 1).
- * It is ~8x faster than calling expf per element, and the softmax is the
- * attention op's largest scalar cost at long contexts.
+ * The AVX2 path evaluates exp with simd_x86.h's kern_avx2_exp_neg (within 2
+ * ulp of expf over the inputs a max-subtracted row has, x <= 0): ~8x
+ * faster than calling expf per element, and the softmax is the attention
+ * op's largest scalar cost at long contexts.
  */
 #include <math.h>
 #include <stdint.h>
 
 #include "kernels/kernels.h"
 #include "kernels/cpu/cpu_internal.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define KERN_X86 1
-#else
-#define KERN_X86 0
+#include "kernels/cpu/simd.h"
+#if KERN_X86
+#include "kernels/cpu/simd_x86.h"
 #endif
 
 static void
@@ -40,34 +34,7 @@ kern_scalar_softmax_row(float *s, int64_t n)
 }
 
 #if KERN_X86
-/* exp of 8 floats <= 0 (Cephes expf). */
-static inline __attribute__((target("avx2,fma"), always_inline)) __m256
-kern_avx2_exp_neg(__m256 x)
-{
-	const __m256 lo = _mm256_set1_ps(-87.33654f);
-	__m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ), fx, y, z;
-	__m256i e;
-
-	x = _mm256_max_ps(x, lo);
-	fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f),
-	    _mm256_set1_ps(0.5f)));
-	x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-	x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-	z = _mm256_mul_ps(x, x);
-	y = _mm256_set1_ps(1.9875691500e-4f);
-	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
-	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
-	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
-	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
-	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
-	y = _mm256_fmadd_ps(y, z, _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-	e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)),
-	    23);
-	y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-	return _mm256_andnot_ps(under, y);
-}
-
-static __attribute__((target("avx2,fma"))) void
+static KERN_AVX2 void
 kern_avx2_softmax_row(float *s, int64_t n)
 {
 	__m256 vmx = _mm256_set1_ps(-INFINITY);
