@@ -1487,10 +1487,9 @@ test_silu(void)
 	for (l = KERN_CPU_SIMD_SCALAR; l <= kern_cpu_simd_detect(); l++) {
 		for (n = 1; n <= 203; n += n < 40 ? 1 : 41) {
 			for (i = 0; i < n; i++) {
-				st = st * 6364136223846793005ULL + 1442695040888963407ULL;
 				g[i] = i < (int)(sizeof(edge) / sizeof(edge[0])) ? edge[i] :
-				    (float)((double)(st >> 40) / (double)(1 << 24) * 140.0 - 100.0);
-				u[i] = (float)((double)((st >> 16) & 0xffff) / 65536.0 * 4.0 - 2.0);
+				    th_uniform(&st, -100.0f, 40.0f);
+				u[i] = th_uniform(&st, -2.0f, 2.0f);
 				ref[i] = (float)((double)g[i] / (1.0 + exp(-(double)g[i])) * (double)u[i]);
 			}
 			kern_cpu_force_simd(l);

@@ -59,6 +59,18 @@ kern_avx2_totals8(const __m256i v[8])
 	    kern_avx2_hsum4_i32(v[0], v[1], v[2], v[3]));
 }
 
+/* One super-block of Q4_K/Q5_K's f32 tail (simd_x86.h) for 8 tokens in
+ * lanes: the chains *acc (scaled sums) and *accm (mins) one step on. */
+static inline KERN_AVX2_INLINE void
+kern_avx2_kq45_tail8(__m256 *acc, __m256 *accm, float d, float dmin, __m256 yd,
+    const __m256i sumi[8], const __m256i mn[8])
+{
+	*accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), yd),
+	    _mm256_cvtepi32_ps(kern_avx2_totals8(mn)), *accm);
+	*acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), yd),
+	    _mm256_cvtepi32_ps(kern_avx2_totals8(sumi)), *acc);
+}
+
 /* AVX2 + FMA + F16C (16 vector registers) */
 #define KT_TILE KERN_TILE_AVX2
 #define KT_ATTR KERN_AVX2

@@ -116,13 +116,7 @@ kern_avx2_tile_q4k_t(const uint8_t *x, const uint8_t *const a[8], int64_t nb, fl
 			    mdup);
 			memcpy(&yd[k], meta + 32, sizeof(float));
 		}
-		{ /* the tail (simd_x86.h) for the 8 tokens in lanes */
-			const __m256 ydv = _mm256_loadu_ps(yd);
-			accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), ydv),
-			    _mm256_cvtepi32_ps(kern_avx2_totals8(mn)), accm);
-			acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), ydv),
-			    _mm256_cvtepi32_ps(kern_avx2_totals8(sumi)), acc);
-		}
+		kern_avx2_kq45_tail8(&acc, &accm, d, dmin, _mm256_loadu_ps(yd), sumi, mn);
 	}
 	_mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));
 }

@@ -67,10 +67,7 @@ KT_FN(q45k)(const uint8_t *x, const struct kern_block_q8_k *const y[KERN_TILE_AV
 			for (k = 0; k < NT; k++)
 				mn[k] = _mm256_madd_epi16(_mm256_loadu_si256(
 				    (const __m256i *)(const void *)y[k][ib].bsums), mdup);
-			accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(dmin), yd),
-			    _mm256_cvtepi32_ps(kern_avx2_totals8(mn)), accm);
-			acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(d), yd),
-			    _mm256_cvtepi32_ps(kern_avx2_totals8(sumi)), acc);
+			kern_avx2_kq45_tail8(&acc, &accm, d, dmin, yd, sumi, mn);
 		}
 	}
 	_mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));

@@ -137,7 +137,14 @@ path, idle, req, doc = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.
 def conn():
     s = socket.socket(socket.AF_UNIX); s.settimeout(idle + 10); s.connect(path); return s
 def until_eof(s, t0):
-    evs = [json.loads(l) for l in s.makefile("rb")]
+    evs = []
+    try:
+        for l in s.makefile("rb"):
+            evs.append(json.loads(l))
+    except ConnectionResetError:
+        # a Unix socket closed with bytes of ours it never read resets: the
+        # slowloris client may have sent one after the daemon's last read
+        pass
     return "%s %.1f" % (",".join("%s:%s" % (e["event"], e.get("code", "")) for e in evs), time.time() - t0)
 res = {}
 def idle_one():
