@@ -33,7 +33,7 @@ void kern_cpu_vec_dot_tile(enum kern_type t, const void *rows, size_t row_bytes,
     float *out, size_t out_stride, int dealt);
 
 /* Whether the tile of type t at the level in use now takes its Q8_K
- * activations in the dealt form (Q4_K at AVX2: vec_tile_dealt.h); then
+ * activations in the dealt form (Q4_K and Q6_K at AVX2: vec_tile_dealt.h); then
  * kern_cpu_vec_dot_tile with dealt 1 reads act in that form and gives the
  * same bits as kern_vec_dot on the Q8_K rows.  The form: per token
  * kern_cpu_q8k_dealt_row_bytes(n) bytes (a multiple of 64; act and its

@@ -14,6 +14,14 @@
 #include "kernels/kernels.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/simd.h"
+
+/* One element: the scalar level, and the AVX2 path's tail. */
+static inline float
+kern_silu_mul_1(float g, float u)
+{
+	return g / (1.0f + expf(-g)) * u;
+}
+
 #if KERN_X86
 #include "kernels/cpu/simd_x86.h"
 
@@ -32,7 +40,7 @@ kern_avx2_silu_mul_run(float *g, const float *u, int64_t n)
 		    _mm256_loadu_ps(u + i)));
 	}
 	for (; i < n; i++)
-		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+		g[i] = kern_silu_mul_1(g[i], u[i]);
 }
 #endif
 
@@ -48,5 +56,5 @@ kern_cpu_silu_mul_run(float *g, const float *u, int64_t n)
 	}
 #endif
 	for (i = 0; i < n; i++)
-		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+		g[i] = kern_silu_mul_1(g[i], u[i]);
 }

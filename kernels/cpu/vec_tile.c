@@ -12,7 +12,9 @@
  * (vpmaddubsw + vpmaddwd); AVX-512 takes vec_tile_q.h with VNNI's vpdpbusd,
  * vec_tile_q23k.h with vpdpwssd, and its own Q4_K/Q5_K/Q6_K kernels on
  * 512-bit vectors (vpmaddubsw + vpdpwssd; faster than 256-bit ones on Q6_K,
- * even on Q4_K, in bench_quant prefill on the busy VM).  Q5_0, Q5_1, Q2_K
+ * even on Q4_K, in bench_quant prefill on the busy VM).  A prefill's Q4_K
+ * and Q6_K at AVX2 take vec_tile_dealt.h's tiles instead, on activations
+ * ops.c has dealt once per matmul (kern_cpu_q8k_deal_rows).  Q5_0, Q5_1, Q2_K
  * and Q3_K have no AVX-512 one-token dot: their AVX-512 tiles equal the AVX2
  * one (the int32 lanes are the same, VNNI or not).
  *
@@ -39,6 +41,9 @@
 #define KERN_TILE_AVX2_KQ 8
 #define KERN_TILE_AVX512 8
 #define KERN_TILE_MAX 8
+/* bytes per Q8_K block in vec_tile_dealt.h's dealt form: 256 quants, then
+ * 64 of bsums and d */
+#define KERN_DEALT_BLOCK_BYTES 320
 
 #if KERN_X86
 #include "kernels/cpu/simd_x86.h"
@@ -399,7 +404,7 @@ kern_cpu_vec_dot_tile_dealt(enum kern_type t)
 size_t
 kern_cpu_q8k_dealt_row_bytes(int64_t n)
 {
-	return (size_t)(n / KERN_QK_K) * 320;
+	return (size_t)(n / KERN_QK_K) * KERN_DEALT_BLOCK_BYTES;
 }
 
 void

@@ -1,7 +1,8 @@
 /*
  * vec_tile_dealt.h: the AVX2 Q4_K and Q6_K tiles on dealt quants (one
- * weight row · 8 tokens), included once by vec_tile.c.  Not a normal header: it uses
- * vec_tile.c's helpers and has no include guard, on purpose.
+ * weight row · 8 tokens), included once by vec_tile.c.  Not a normal
+ * header: it uses vec_tile.c's helpers and has no include guard, on
+ * purpose.
  *
  * Why: vec_tile_kq.h spends a vpmaddubsw, a vpmaddwd (the sub-block's
  * scale) and a vpaddd per 32 products and token, and on Zen 3 the two
@@ -62,8 +63,9 @@ kern_avx2_q8k_deal(const int8_t *qs, int8_t *out)
 	}
 }
 
-/* The dealt form's parts of block ib of a row of nb blocks: its quants,
- * its bsums (and d 32 bytes after them). */
+/* The dealt form's parts of block ib of a row of nb blocks (vec_tile.c's
+ * KERN_DEALT_BLOCK_BYTES each): the quants, the bsums (and d 32 bytes
+ * after them). */
 #define KERN_DEALT_QS(row, ib) ((row) + 256 * (size_t)(ib))
 #define KERN_DEALT_META(row, nb, ib) ((row) + 256 * (size_t)(nb) + 64 * (size_t)(ib))
 
