@@ -27,6 +27,7 @@
  */
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,7 @@
 #include "kernels/rope.h"
 
 #define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
+#define KERN_MM_GRAIN_UNITS 4    /* a prefill's units per grain a thread takes */
 #define KERN_GEMM_BLOCK_ROWS 48 /* weight rows per sgemm call; fixed so that results
 				  * do not depend on the thread count */
 #define KERN_ATTN_QBLOCK 32    /* queries per attention block */
@@ -82,6 +84,7 @@ struct kern_mm_part {
 	size_t act_stride; /* bytes per token of act */
 	int64_t unit;      /* rows per work unit */
 	int64_t cost0;     /* cost (weight bytes) of the parts before it */
+	int64_t grain0;    /* a prefill's grains (KERN_MM_GRAIN_UNITS units) before it */
 };
 
 /* Activations prepared once for every part that reads them the same way:
@@ -102,6 +105,8 @@ struct kern_mm_job {
 	const float *x;
 	int64_t n_tok, cols;
 	int64_t cost; /* total weight bytes */
+	int64_t grains; /* a prefill's grains in all, 0: decode (a static split) */
+	atomic_llong next; /* a prefill's next grain to take */
 	int err;
 };
 
@@ -169,27 +174,54 @@ kern_mm_unit_at(const struct kern_mm_part *p, int64_t c)
 	return k < units ? k : units;
 }
 
-/* The one region of a matmul_n: the units of all parts laid end to end by
- * their weight bytes, and thread ith takes those that start in its share
+/* Rows [lo, hi) of part p by its path. */
+static void
+kern_mm_rows(struct kern_mm_job *j, const struct kern_mm_part *p, int ith, int64_t lo,
+    int64_t hi)
+{
+	if (p->gemm)
+		kern_mm_gemm_rows(j, p, ith, lo, hi);
+	else
+		kern_mm_vec_rows(j, p, lo, hi);
+}
+
+/* The one region of a matmul_n.  A prefill: the grains of all parts in
+ * turn, each thread taking the next one left until none is (a static
+ * split waited ~5 % of the 1.5B's kvzip ingest for the slower of two
+ * threads: a VM's vCPUs do not run at one speed, and bytes are not time
+ * across types).  Decode: the units of all parts laid end to end by their
+ * weight bytes, and thread ith takes those that start in its share
  * [cost·ith/nth, cost·(ith+1)/nth) (Q/K/V of a GQA model differ in rows,
- * a mixed-type model's parts in bytes per row). */
+ * a mixed-type model's parts in bytes per row), one contiguous range whose
+ * prefetch runs on.  Which thread computes a row changes no bit. */
 static void
 kern_mm_worker(void *arg, int ith, int nth)
 {
 	struct kern_mm_job *j = arg;
-	int64_t clo = j->cost * ith / nth, chi = j->cost * (ith + 1) / nth;
+	int64_t clo = j->cost * ith / nth, chi = j->cost * (ith + 1) / nth, g;
 	int i;
 
+	if (j->grains) {
+		while ((g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->grains) {
+			const struct kern_mm_part *p;
+			int64_t lo, hi;
+			for (i = j->count - 1; j->part[i].grain0 > g; i--)
+				;
+			p = &j->part[i];
+			lo = (g - p->grain0) * KERN_MM_GRAIN_UNITS * p->unit;
+			hi = lo + KERN_MM_GRAIN_UNITS * p->unit < p->w->rows ?
+			    lo + KERN_MM_GRAIN_UNITS * p->unit : p->w->rows;
+			kern_mm_rows(j, p, ith, lo, hi);
+		}
+		return;
+	}
 	for (i = 0; i < j->count; i++) {
 		const struct kern_mm_part *p = &j->part[i];
 		int64_t lo = kern_mm_unit_at(p, clo) * p->unit, hi = kern_mm_unit_at(p, chi) * p->unit;
 		hi = hi < p->w->rows ? hi : p->w->rows;
 		if (lo >= hi)
 			continue;
-		if (p->gemm)
-			kern_mm_gemm_rows(j, p, ith, lo, hi);
-		else
-			kern_mm_vec_rows(j, p, lo, hi);
+		kern_mm_rows(j, p, ith, lo, hi);
 	}
 }
 
@@ -316,7 +348,13 @@ kern_cpu_matmul_n(struct kern_ctx *ctx, int count, float *const dst[],
 		j.part[i].cost0 = j.cost;
 		j.cost += w[i]->rows * (int64_t)w[i]->row_bytes;
 		kern_mm_plan(ctx, &j, i);
+		if (n_tok >= KERN_GEMM_MIN_TOK) {
+			int64_t per = KERN_MM_GRAIN_UNITS * j.part[i].unit;
+			j.part[i].grain0 = j.grains;
+			j.grains += (w[i]->rows + per - 1) / per;
+		}
 	}
+	atomic_init(&j.next, 0);
 	/* the prepared activations live in the last scratch slot, which no
 	 * worker uses */
 	for (i = 0; i < j.n_prep; i++) {
@@ -506,6 +544,7 @@ struct kern_attn_job {
 	size_t kt_floats;
 	int64_t kt_units; /* pack units of KERN_ATTN_PACK_KEYS per panel */
 	int kt_sets;      /* 1, or 2 with PoD's anchor keys */
+	atomic_llong next; /* the next task to take */
 	int err;
 };
 
@@ -643,14 +682,17 @@ kern_attn_task(struct kern_attn_job *j, int ith, int nth, int64_t task)
 	return KERN_OK;
 }
 
+/* Each thread takes the next task left until none is (as the matmul's
+ * prefill grains: a task's cost grows with its queries' keys, and vCPUs
+ * differ in speed); every task writes its own outputs and statistics'
+ * slots, so which thread ran it changes no bit. */
 static void
 kern_attn_worker(void *arg, int ith, int nth)
 {
 	struct kern_attn_job *j = arg;
-	int64_t n = j->n_head * j->n_qblocks, lo, hi, task;
+	int64_t n = j->n_head * j->n_qblocks, task;
 	int rc;
-	kern_cpu_split(n, 1, ith, nth, &lo, &hi);
-	for (task = lo; task < hi; task++) {
+	while ((task = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < n) {
 		rc = kern_attn_task(j, ith, nth, task);
 		if (rc)
 			j->err = rc;
@@ -712,6 +754,7 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 			return KERN_ERR_NOMEM;
 		}
 	}
+	atomic_init(&j.next, 0);
 	kern_parallel(ctx, kern_attn_worker, &j);
 	if (st) {
 		size_t per = (size_t)n_head * (size_t)st->stride, i;
