@@ -9,10 +9,11 @@
  * (dequant: f32 bytes written).  Each cell reports the fastest pass over a
  * matrix, which is robust against other load on the machine; "mean" is the
  * average pass.  Usage: bench_quant [seconds per cell] [types [TYPE] |
- * prefill [TYPE] | attn];
+ * prefill [TYPE [ROWSxCOLS]] | attn];
  * "types": vec_dot_rows of every weight type (or only TYPE, e.g. q4_K) on
  * Qwen2.5-1.5B's shapes instead; "prefill [TYPE]": a whole 128-token matmul
- * (the op table's, one thread) of every weight type on attn_q's shape, by
+ * (the op table's, one thread) of every weight type on attn_q's shape (or
+ * ROWSxCOLS: 1536x8960 is the 1.5B's ffn_down), by
  * dequantize + sgemm and by the integer dots, the choice ops.c's
  * KERN_PREFILL_QDOT_TYPES records; beside them "1-tok", the integer dots
  * one token at a time (kern_cpu_vec_dot_rows per token and 64-row slice,
@@ -407,6 +408,12 @@ main(int argc, char **argv)
 		size_t i;
 		int l;
 		int amx;
+		long long rows = 1536, cols = 1536; /* attn_q's shape, or argv[4] ROWSxCOLS */
+		if (argc > 4 && (sscanf(argv[4], "%lldx%lld", &rows, &cols) != 2 || rows < 1 ||
+		    cols < 256 || cols % 256)) {
+			fprintf(stderr, "bench_quant: shape ROWSxCOLS, COLS a multiple of 256\n");
+			return 1;
+		}
 		/* the best level (with AMX where there is, then without), then AVX2
 		 * (what a CPU without AVX-512 runs) */
 		for (l = kern_cpu_simd_detect(); l >= KERN_CPU_SIMD_AVX2 ||
@@ -419,7 +426,7 @@ main(int argc, char **argv)
 					if ((argc <= 3 || strcmp(argv[3], kern_type_name(ts[i])) == 0) &&
 					    (!amx || ts[i] == KERN_TYPE_Q4_K || ts[i] == KERN_TYPE_Q5_K ||
 					    ts[i] == KERN_TYPE_Q6_K))
-						bq_prefill(ts[i], 1536, 1536, secs);
+						bq_prefill(ts[i], rows, cols, secs);
 			}
 		}
 		kern_cpu_force_amx(-1);
