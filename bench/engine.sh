@@ -95,6 +95,9 @@ def row(label, tokens, a, b, b_tokens=None):
           f"{min(pr):.2f}-{max(pr):.2f} |")
 for what, tokens in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("prefill", 32768), ("decode", 128)):
     row(what, tokens, per_round(ours, what, tokens), per_round(ref, what, tokens))
+tests = [(f"{w} {n}", per_round(ours, w, n), per_round(ref, w, n))
+         for w, n in (("prefill", 512), ("prefill", 2048), ("prefill", 8192), ("prefill", 32768),
+                      ("decode", 128))]
 kz = [r for r in ours if r["what"] == "kvzip"]
 if kz:
     # against llama.cpp's prefill of the length nearest the document's
@@ -103,4 +106,14 @@ if kz:
     near = min(lens, key=lambda n: abs(n - kz[0]["tokens"]))
     row("kvzip ingest to a snapshot at 1/4 (GPL-3) vs llama.cpp prefill", kz[0]["tokens"],
         per_round(ours, "kvzip"), per_round(ref, "prefill", near), near)
+    tests.append((f"kvzip ingest vs prefill {near}", per_round(ours, "kvzip"),
+                  per_round(ref, "prefill", near)))
+# every round's own numbers (rounds 1, 3, ... ran kvsnap first)
+tests = [t for t in tests if t[1] and t[2]]
+print()
+print("| round | " + " | ".join(t[0] for t in tests) + " |")
+print("|---|" + "---|" * len(tests))
+for k in range(rounds):
+    cells = [f"{a[k]:.1f} / {b[k]:.1f}" if k in a and k in b else "-" for _, a, b in tests]
+    print(f"| {k + 1} (kvsnap / llama.cpp tok/s) | " + " | ".join(cells) + " |")
 PY
