@@ -77,10 +77,10 @@ cpu = "?"
 for line in open("/proc/cpuinfo"):
     if line.startswith("model name"):
         cpu = line.split(":", 1)[1].strip(); break
-sg = {k: v for k, v in ((r["round"], r["gflops"]) for r in ours if r["what"] == "sgemm")}
+sg = [r["gflops"] for r in ours if r["what"] == "sgemm"]
 print(f"model: {model}")
 print(f"machine: {cpu}, {threads} threads, {rounds} rounds taking turns; OpenBLAS sgemm "
-      f"{min(sg.values()):.1f}-{max(sg.values()):.1f} GFLOP/s over the rounds")
+      f"{min(sg):.1f}-{max(sg):.1f} GFLOP/s over the rounds")
 print()
 print("| test | tokens | kvsnap tok/s | llama.cpp tok/s | ratio | llama.cpp spread | per-round ratios |")
 print("|---|---:|---:|---:|---:|---:|---|")
