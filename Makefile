@@ -49,7 +49,7 @@ LDFLAGS  += $(LDSAN) -pthread
 LDLIBS   += $(PKG_LIBS) -lm
 
 COMMON_SRC  := $(wildcard common/*.c)
-KERNELS_SRC := $(wildcard kernels/cpu/*.c)
+KERNELS_SRC := $(wildcard kernels/cpu/*.c kernels/simdev/*.c) kernels/resident.c
 ENGINE_SRC  := $(wildcard engine/*.c engine/*/*.c)
 STORAGE_SRC := $(wildcard storage/*.c)
 SNAPSHOT_SRC := $(wildcard snapshot/*.c)

@@ -18,16 +18,24 @@
 extern "C" {
 #endif
 
+struct kern_res_mem;
+
 struct kern_dev_backend {
 	const char *name;
 	const struct kern_ops *ops;
 	/* Open the device: KERN_ERR_NODEV (with err filled in) if none. */
 	int (*open)(void **dev, char *err, size_t errlen);
 	void (*close)(void *dev);
+	/* Its memory, for resident ranges (kernels/resident.h); NULL: none. */
+	const struct kern_res_mem *mem;
 };
 
 /* The CUDA backend, or NULL when this build has none (kernels/cuda_absent.c). */
 const struct kern_dev_backend *kern_cuda_backend(void);
+/* The CPU ops behind a simulated device memory (kernels/simdev/). */
+const struct kern_dev_backend *kern_simdev_backend(void);
+/* The CPU op table, which the simulated device wraps. */
+const struct kern_ops *kern_cpu_ops(void);
 
 void *kern_ctx_dev(struct kern_ctx *ctx);
 int kern_ctx_is_exact(const struct kern_ctx *ctx);

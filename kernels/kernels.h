@@ -223,7 +223,22 @@ struct kern_ctx;
 /* Every op returns 0 or a kern_err (a device backend can fail anywhere).
  * Pointers are host memory; a device backend copies what it needs and keeps
  * weights (keyed by kern_mat.data, which must stay valid and unchanged for
- * the ctx's life) resident on the device. */
+ * the ctx's life) resident on the device, and the host ranges made
+ * resident below. */
+
+/* Device residency.  kern_ctx_resident_add(ctx, p, bytes) gives the host
+ * range [p, p + bytes) a device copy for as long as the residency lasts:
+ * ops read and write that copy, with no transfer and no wait, and the host
+ * copy goes stale where an op wrote.  Before the host reads such a range
+ * it calls kern_ctx_host_sync(ctx, p, bytes, 0) (the device's newer bytes
+ * come back), before it writes it kern_ctx_host_sync(.., 1) (the device
+ * copy then reloads on the next op that reads it).  kern_ctx_resident_end
+ * brings every host copy up to date and drops the device copies; it must
+ * run before a resident range is freed.  On the CPU, all three do nothing
+ * (the host copy is the only one).  A range must not overlap another. */
+int kern_ctx_resident_add(struct kern_ctx *ctx, void *p, size_t bytes);
+int kern_ctx_host_sync(struct kern_ctx *ctx, const void *p, size_t bytes, int write);
+int kern_ctx_resident_end(struct kern_ctx *ctx);
 struct kern_ops {
 	const char *name;
 	/* dst(n_tok, w->rows) = x(n_tok, w->cols) · wᵀ */
@@ -258,6 +273,12 @@ struct kern_ops {
 	int (*silu_mul)(struct kern_ctx *ctx, float *g, const float *u, int64_t n);
 	/* dst[i] += src[i] */
 	int (*add)(struct kern_ctx *ctx, float *dst, const float *src, int64_t n);
+	/* rows rows of n floats: dst + r * dst_stride = src + r * src_stride
+	 * (strides in floats; the rows do not overlap).  The engine's moves
+	 * between op buffers and into the cache pool go through here, so that
+	 * on a device they stay on it (kern_ctx_resident_add). */
+	int (*copy_rows)(struct kern_ctx *ctx, float *dst, int64_t dst_stride,
+	    const float *src, int64_t src_stride, int64_t rows, int64_t n);
 };
 
 /* Status codes of this module (0 = success). */

@@ -423,6 +423,10 @@ self_ingest_query(const struct self_engine *e, const char *name, struct eng_kv *
 	}
 	if (!rc)
 		rc = eng_ingest(c, kv, p, e->doc, e->n_doc, 256, NULL);
+	/* the question and its answer with the pool on the device, as
+	 * eng_generate runs them (a no-op on the CPU) */
+	if (!rc && (rc = eng_ctx_resident_begin(c, kv)) > 0)
+		rc = 0;
 	if (!rc)
 		rc = eng_forward(c, kv, e->qst, e->n_q, NULL, logits);
 	eng_sampler_init(&s, 0.0f, 1.0f, 0);
@@ -430,6 +434,10 @@ self_ingest_query(const struct self_engine *e, const char *name, struct eng_kv *
 		toks[i] = eng_sample(&s, logits, e->m->hp.n_vocab);
 		if (i < 7)
 			rc = eng_forward(c, kv, &toks[i], 1, NULL, logits);
+	}
+	if (c) {
+		int rc_end = eng_ctx_resident_end(c);
+		rc = rc ? rc : rc_end;
 	}
 	eng_ctx_free(c);
 	eng_policy_free(p);
@@ -548,11 +556,13 @@ static void
 self_usage(FILE *f, const char *cmd)
 {
 	(void)cmd;
-	fprintf(f, "usage: kvsnap selftest [--backend cpu|cuda] [-m GGUF] [--json]\n\n"
+	fprintf(f, "usage: kvsnap selftest [--backend cpu|cuda|simdev] [-m GGUF] [--json]\n\n"
 	    "Compare a compute backend with the CPU table in exact mode on the bundled\n"
 	    "model: every op, a whole forward pass, an ingest with each policy and a\n"
 	    "query.  Prints one row per check: error, tolerance, pass/FAIL.\n\n"
-	    "  --backend NAME   cpu (default) or cuda\n"
+	    "  --backend NAME   cpu (default), cuda, or simdev (the CPU's ops behind a\n"
+	    "                   simulated device memory: checks that the engine keeps\n"
+	    "                   the ranges it puts on a device coherent)\n"
 	    "  -m GGUF          model (default $KVSNAP_MODEL or the bundled one)\n"
 	    "  --json           one JSON object per check\n\n"
 	    "exit: 0 all pass, 5 a check failed, %d the backend is not available\n"

@@ -43,12 +43,16 @@ struct eng_ctx {
 	float *stat;  /* (n_head, stat_stride) attention statistics for hooks */
 	float *rw;    /* (T) per-query weights of the statistics (KVzip+) */
 	int64_t stat_stride;
+	int resident; /* the op buffers and a pool's K/V are on the device */
+	const struct eng_kv *resident_kv;
 };
 
 /* ------------------------------------------------------------------------ */
 /* Context                                                                   */
 
 static char fwd_backend[16] = "cpu"; /* set once by eng_use_backend */
+
+static int kern_to_eng(int rc);
 
 int
 eng_use_backend(const char *name, char *why, size_t why_len)
@@ -57,7 +61,7 @@ eng_use_backend(const char *name, char *why, size_t why_len)
 	int rc;
 
 	if (strlen(name) >= sizeof(fwd_backend))
-		return eng_fail(why, why_len, ENG_ERR_BACKEND, "unknown backend '%s' (cpu, cuda)",
+		return eng_fail(why, why_len, ENG_ERR_BACKEND, "unknown backend '%s' (cpu, cuda, simdev)",
 		    name);
 	if ((rc = kern_ctx_init(&k, 1)))
 		return eng_fail(why, why_len, ENG_ERR_BACKEND, "%s", kern_strerror(rc));
@@ -148,6 +152,7 @@ eng_ctx_free(struct eng_ctx *c)
 {
 	if (!c)
 		return;
+	eng_ctx_resident_end(c);
 	kern_ctx_free(c->kern);
 	free(c->x);
 	free(c->xn);
@@ -181,6 +186,66 @@ eng_ctx_kern(struct eng_ctx *c)
 	return c->kern;
 }
 
+int
+eng_ctx_resident_begin(struct eng_ctx *c, struct eng_kv *kv)
+{
+	const struct eng_hparams *hp = &c->m->hp;
+	size_t T = (size_t)c->max_chunk * sizeof(float), E = (size_t)hp->n_embd,
+	       Q = (size_t)hp->n_head * (size_t)hp->head_dim,
+	       KV = (size_t)hp->n_head_kv * (size_t)hp->head_dim, F = (size_t)hp->n_ff;
+	size_t rows = (size_t)kv->rows * (size_t)kv->head_dim * sizeof(float);
+	struct kern_ctx *k = c->kern;
+	int l, rc;
+
+	if (c->resident)
+		return c->resident_kv == kv ? 0 : ENG_ERR_ARG;
+	c->resident = 1;
+	c->resident_kv = kv;
+	rc = kern_ctx_resident_add(k, c->x, T * E);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->xn, T * E);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->q, T * Q);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->k, T * KV);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->v, T * KV);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->att, T * Q);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->proj, T * E);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->gate, T * F);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->up, T * F);
+	if (!rc)
+		rc = kern_ctx_resident_add(k, c->kpre, T * KV);
+	for (l = 0; !rc && l < kv->n_layer; l++) {
+		rc = kern_ctx_resident_add(k, kv->layer[l].k, rows);
+		if (!rc)
+			rc = kern_ctx_resident_add(k, kv->layer[l].kr, rows);
+		if (!rc)
+			rc = kern_ctx_resident_add(k, kv->layer[l].v, rows);
+	}
+	if (rc) {
+		eng_ctx_resident_end(c);
+		return kern_to_eng(rc);
+	}
+	return 1;
+}
+
+int
+eng_ctx_resident_end(struct eng_ctx *c)
+{
+	int rc;
+	if (!c->resident)
+		return 0;
+	c->resident = 0;
+	c->resident_kv = NULL;
+	rc = kern_ctx_resident_end(c->kern);
+	return rc ? kern_to_eng(rc) : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Forward                                                                   */
 
@@ -205,18 +270,20 @@ fwd_kv_append(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 	const struct eng_hparams *hp = &c->m->hp;
 	struct eng_kv_layer *L = &kv->layer[l];
 	int64_t hd = hp->head_dim, nkv = hp->n_head_kv, g, t;
-	size_t row = (size_t)hd * sizeof(float);
 
-	memcpy(c->kpre, c->k, (size_t)(n * nkv * hd) * sizeof(float));
+	FWD_CHECK(c->ops->copy_rows(c->kern, c->kpre, 0, c->k, 0, 1, n * nkv * hd));
 	FWD_CHECK(c->ops->rope(c->kern, c->k, c->rpos, n, nkv, hd, hp->rope_base,
 	    hp->rope_freqs, hp->rope_style));
 	for (g = 0; g < nkv; g++) {
 		int64_t base = L->off[g] + L->len[g];
+		/* token t's head g (row t * nkv + g of the chunk) to row base + t */
+		FWD_CHECK(c->ops->copy_rows(c->kern, L->k + base * hd, hd, c->kpre + g * hd,
+		    nkv * hd, n, hd));
+		FWD_CHECK(c->ops->copy_rows(c->kern, L->kr + base * hd, hd, c->k + g * hd,
+		    nkv * hd, n, hd));
+		FWD_CHECK(c->ops->copy_rows(c->kern, L->v + base * hd, hd, c->v + g * hd,
+		    nkv * hd, n, hd));
 		for (t = 0; t < n; t++) {
-			size_t src = (size_t)((t * nkv + g) * hd), dst = (size_t)((base + t) * hd);
-			memcpy(L->k + dst, c->kpre + src, row);
-			memcpy(L->kr + dst, c->k + src, row);
-			memcpy(L->v + dst, c->v + src, row);
 			L->pos[base + t] = c->pos[t];
 			L->score[base + t] = 0.0f;
 			L->bias[base + t] = 0.0f;
@@ -258,7 +325,7 @@ fwd_pod_setup(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 {
 	const struct eng_hparams *hp = &c->m->hp;
 	const struct eng_kv_layer *L = &kv->layer[l];
-	int64_t hd = hp->head_dim, g = hp->n_head / hp->n_head_kv, ld = hp->n_head * hd, t;
+	int64_t hd = hp->head_dim, g = hp->n_head / hp->n_head_kv, ld = hp->n_head * hd;
 	int m;
 
 	for (m = 0; m < hp->n_head_kv; m++) {
@@ -270,9 +337,8 @@ fwd_pod_setup(struct eng_ctx *c, struct eng_kv *kv, int l, int64_t n)
 		if (!c->qa && !(c->qa = malloc((size_t)(c->max_chunk * ld) * sizeof(float))))
 			return ENG_ERR_NOMEM;
 		if (a == l) {
-			for (t = 0; t < n; t++)
-				memcpy(c->qa + t * ld + m * g * hd, c->q + t * ld + m * g * hd,
-				    (size_t)(g * hd) * sizeof(float));
+			FWD_CHECK(c->ops->copy_rows(c->kern, c->qa + m * g * hd, ld,
+			    c->q + m * g * hd, ld, n, g * hd));
 			continue;
 		}
 		if (kv->layer[a].len[m] != L->len[m])
@@ -387,24 +453,27 @@ fwd_no_logits(int mode, const uint8_t *want, int64_t n)
 }
 
 /* Move the rows whose logits are wanted to the front of the attention
- * output and the residual stream; their count.  At the last layer only
+ * output and the residual stream; *rows their count.  At the last layer only
  * those rows are read on (llama.cpp's inp_out_ids), so the output
  * projection and the FFN skip the rest. */
-static int64_t
-fwd_gather_wanted(struct eng_ctx *c, int mode, const uint8_t *want, int64_t n)
+static int
+fwd_gather_wanted(struct eng_ctx *c, int mode, const uint8_t *want, int64_t n, int64_t *rows)
 {
 	const struct eng_hparams *hp = &c->m->hp;
 	int64_t E = hp->n_embd, A = (int64_t)hp->n_head * hp->head_dim, t, j = 0;
 	for (t = 0; t < n; t++) {
 		if (mode == FWD_WANT_LIST ? want[t] != 0 : mode == FWD_WANT_LAST && t == n - 1) {
 			if (j != t) {
-				memcpy(c->x + j * E, c->x + t * E, (size_t)E * sizeof(float));
-				memcpy(c->att + j * A, c->att + t * A, (size_t)A * sizeof(float));
+				FWD_CHECK(c->ops->copy_rows(c->kern, c->x + j * E, 0, c->x + t * E, 0,
+				    1, E));
+				FWD_CHECK(c->ops->copy_rows(c->kern, c->att + j * A, 0,
+				    c->att + t * A, 0, 1, A));
 			}
 			j++;
 		}
 	}
-	return j;
+	*rows = j;
+	return 0;
 }
 
 static int
@@ -481,8 +550,8 @@ fwd_chunk(struct eng_ctx *c, struct eng_kv *kv, const int32_t *ids, int64_t n, i
 		}
 		if (last_dead)
 			break;
-		if (l == hp->n_layer - 1)
-			rows = fwd_gather_wanted(c, mode, want, n);
+		if (l == hp->n_layer - 1 && (rc = fwd_gather_wanted(c, mode, want, n, &rows)))
+			return rc;
 		FWD_CHECK(ops->matmul(kc, c->proj, &L->wo, c->att, rows));
 		if ((rc = fwd_bias(c, c->proj, L->bo, rows, E)))
 			return rc;
@@ -531,8 +600,8 @@ eng_forward_chunk_hooked(struct eng_ctx *c, struct eng_kv *kv, const int32_t *id
 {
 	int64_t i;
 	int rc;
-	if (n <= 0 || n > c->max_chunk)
-		return ENG_ERR_ARG;
+	if (n <= 0 || n > c->max_chunk || (hook && c->resident))
+		return ENG_ERR_ARG; /* a hook reads the op buffers on the host */
 	for (i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= c->m->hp.n_vocab)
 			return ENG_ERR_TOKEN;

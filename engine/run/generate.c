@@ -127,7 +127,7 @@ generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
 	int32_t n_vocab = eng_tok_n_vocab(tok), id;
 	float *logits;
 	int64_t n = 0;
-	int rc = 0, eog;
+	int rc = 0, eog, began;
 
 	*n_out = 0;
 	if (first ? n_prompt != 0 : n_prompt <= 0)
@@ -135,9 +135,11 @@ generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
 	logits = malloc((size_t)n_vocab * sizeof(float));
 	if (!logits)
 		return ENG_ERR_NOMEM;
-	if (first)
+	began = eng_ctx_resident_begin(c, kv);
+	rc = began < 0 ? began : 0;
+	if (!rc && first)
 		memcpy(logits, first, (size_t)n_vocab * sizeof(float));
-	else
+	else if (!rc)
 		rc = eng_forward(c, kv, prompt, n_prompt, NULL, logits);
 	while (!rc && n < n_max) {
 		id = eng_sample(s, logits, n_vocab);
@@ -152,6 +154,10 @@ generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
 		if (n == n_max)
 			break;
 		rc = eng_forward(c, kv, &id, 1, NULL, logits);
+	}
+	if (began > 0) {
+		int rc_end = eng_ctx_resident_end(c);
+		rc = rc ? rc : rc_end;
 	}
 	free(logits);
 	*n_out = n;

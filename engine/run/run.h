@@ -26,6 +26,19 @@ const char *eng_ctx_backend(const struct eng_ctx *c);
 /* eng_use_backend($KVSNAP_BACKEND) when it is set and not "cpu"; 0 otherwise. */
 int eng_use_backend_env(char *why, size_t why_len);
 
+/* Keep this ctx's op buffers and kv's keys and values on the backend's
+ * device from one eng_forward to the next (kernels.h, device residency):
+ * a token's forward pass then waits for the device once, for its logits.
+ * Until eng_ctx_resident_end, kv's rows may change only through
+ * eng_forward with this ctx (a hooked pass is refused); the end brings
+ * kv's host copy up to date, and must come before kv is freed (eng_ctx_free
+ * ends it too).  Nothing changes on the CPU.  generate.c brackets a
+ * question's prefill and its answer with these.  begin: 1 when this call
+ * began it, 0 when kv already was resident (the caller's bracket), or an
+ * ENG_ERR (ENG_ERR_ARG: another kv is). */
+int eng_ctx_resident_begin(struct eng_ctx *c, struct eng_kv *kv);
+int eng_ctx_resident_end(struct eng_ctx *c);
+
 /* Exact mode (tests, reference checks): matmuls keep activations in f32
  * instead of rounding them to llama.cpp's 8-bit grid. */
 void eng_ctx_set_exact(struct eng_ctx *c, int exact);

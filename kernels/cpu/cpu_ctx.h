@@ -38,15 +38,13 @@ struct kern_ctx {
 	/* the attached device backend, NULL on the CPU */
 	const struct kern_dev_backend *backend;
 	void *dev;
+	struct kern_res *res; /* resident ranges on its device, or NULL */
 	char err[256]; /* last device error or backend message */
 };
 
 /* Scratch of at least `bytes` for thread ith (contents not preserved when it
  * grows); NULL on OOM. */
 void *kern_ctx_scratch(struct kern_ctx *ctx, int ith, size_t bytes);
-
-/* The CPU op table (ops.c). */
-const struct kern_ops *kern_cpu_ops(void);
 
 /* Make OpenBLAS run on the calling thread only: our pool owns parallelism. */
 void kern_cpu_blas_single_thread(void);

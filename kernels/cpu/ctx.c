@@ -27,6 +27,9 @@
 #include <unistd.h>
 
 #include "kernels/cpu/cpu_ctx.h"
+#include "kernels/resident.h"
+
+static void kern_ctx_close_backend(struct kern_ctx *ctx);
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h> /* for _mm_pause */
@@ -164,8 +167,7 @@ kern_ctx_free(struct kern_ctx *ctx)
 
 	if (!ctx)
 		return;
-	if (ctx->backend)
-		ctx->backend->close(ctx->dev);
+	kern_ctx_close_backend(ctx);
 	atomic_store(&ctx->stop, 1);
 	pthread_mutex_lock(&ctx->mu);
 	pthread_cond_broadcast(&ctx->cv);
@@ -227,6 +229,22 @@ kern_have_cuda(void)
 	return kern_cuda_backend() != NULL;
 }
 
+/* Detach the device backend: its resident copies dropped (not flushed: a
+ * ctx being freed may outlive the host ranges), then the device closed. */
+static void
+kern_ctx_close_backend(struct kern_ctx *ctx)
+{
+	if (ctx->res) {
+		kern_res_end(ctx, ctx->res, 0);
+		kern_res_free(ctx->res);
+		ctx->res = NULL;
+	}
+	if (ctx->backend)
+		ctx->backend->close(ctx->dev);
+	ctx->backend = NULL;
+	ctx->dev = NULL;
+}
+
 int
 kern_ctx_set_backend(struct kern_ctx *ctx, const char *name)
 {
@@ -236,21 +254,22 @@ kern_ctx_set_backend(struct kern_ctx *ctx, const char *name)
 
 	ctx->err[0] = '\0';
 	if (!strcmp(name, "cpu")) {
-		if (ctx->backend)
-			ctx->backend->close(ctx->dev);
-		ctx->backend = NULL;
-		ctx->dev = NULL;
+		kern_ctx_close_backend(ctx);
 		ctx->ops = kern_cpu_ops();
 		return KERN_OK;
 	}
-	if (strcmp(name, "cuda")) {
-		snprintf(ctx->err, sizeof(ctx->err), "unknown backend '%s' (cpu, cuda)", name);
-		return KERN_ERR_NOBACKEND;
-	}
-	b = kern_cuda_backend();
-	if (!b) {
-		snprintf(ctx->err, sizeof(ctx->err),
-		    "this build has no CUDA backend (built with CUDA=0 or without nvcc)");
+	if (!strcmp(name, "simdev")) {
+		b = kern_simdev_backend();
+	} else if (!strcmp(name, "cuda")) {
+		b = kern_cuda_backend();
+		if (!b) {
+			snprintf(ctx->err, sizeof(ctx->err),
+			    "this build has no CUDA backend (built with CUDA=0 or without nvcc)");
+			return KERN_ERR_NOBACKEND;
+		}
+	} else {
+		snprintf(ctx->err, sizeof(ctx->err), "unknown backend '%s' (cpu, cuda, simdev)",
+		    name);
 		return KERN_ERR_NOBACKEND;
 	}
 	if (ctx->backend == b)
@@ -258,8 +277,7 @@ kern_ctx_set_backend(struct kern_ctx *ctx, const char *name)
 	rc = b->open(&dev, ctx->err, sizeof(ctx->err));
 	if (rc)
 		return rc;
-	if (ctx->backend)
-		ctx->backend->close(ctx->dev);
+	kern_ctx_close_backend(ctx);
 	ctx->backend = b;
 	ctx->dev = dev;
 	ctx->ops = b->ops;
@@ -313,4 +331,30 @@ kern_strerror(int err)
 	case KERN_ERR_NOBACKEND: return "backend not available in this build";
 	default: return "unknown kernel error";
 	}
+}
+
+struct kern_res *
+kern_ctx_res(struct kern_ctx *ctx)
+{
+	return ctx->res;
+}
+
+int
+kern_ctx_resident_add(struct kern_ctx *ctx, void *p, size_t bytes)
+{
+	if (!ctx->backend || !ctx->backend->mem)
+		return KERN_OK; /* the host's copy is the only one */
+	return kern_res_add(ctx, &ctx->res, ctx->backend->mem, ctx->dev, p, bytes);
+}
+
+int
+kern_ctx_host_sync(struct kern_ctx *ctx, const void *p, size_t bytes, int write)
+{
+	return ctx->res ? kern_res_host(ctx, ctx->res, p, bytes, write) : KERN_OK;
+}
+
+int
+kern_ctx_resident_end(struct kern_ctx *ctx)
+{
+	return ctx->res ? kern_res_end(ctx, ctx->res, 1) : KERN_OK;
 }

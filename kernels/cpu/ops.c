@@ -777,6 +777,25 @@ kern_cpu_attention(struct kern_ctx *ctx, float *out, const float *q, int64_t n_t
 	return j.err;
 }
 
+/* Row copies on the caller's thread: the engine's moves are a few rows of
+ * a chunk, under what waking the pool costs. */
+static int
+kern_cpu_copy_rows(struct kern_ctx *ctx, float *dst, int64_t dst_stride, const float *src,
+    int64_t src_stride, int64_t rows, int64_t n)
+{
+	int64_t r;
+	(void)ctx;
+	if (rows < 0 || n < 0)
+		return KERN_ERR_SHAPE;
+	if (rows == 1 || (dst_stride == n && src_stride == n)) {
+		memcpy(dst, src, (size_t)(rows * n) * sizeof(float));
+		return KERN_OK;
+	}
+	for (r = 0; r < rows; r++)
+		memcpy(dst + r * dst_stride, src + r * src_stride, (size_t)n * sizeof(float));
+	return KERN_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 
 static const struct kern_ops kern_cpu_table = {
@@ -789,6 +808,7 @@ static const struct kern_ops kern_cpu_table = {
 	.attention = kern_cpu_attention,
 	.silu_mul = kern_cpu_silu_mul,
 	.add = kern_cpu_add,
+	.copy_rows = kern_cpu_copy_rows,
 };
 
 const struct kern_ops *

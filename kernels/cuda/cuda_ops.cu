@@ -6,7 +6,11 @@
  * out before returning.  Weights are the exception: a weight matrix is
  * uploaded (raw blocks, f32 or f16, as the path needs) the first time it is
  * used and kept on the device for the state's life, keyed by its host
- * address and shape.
+ * address and shape.  So are the ranges the engine made resident
+ * (kernels/resident.h): an operand inside one is read from, and a result
+ * written to, its device copy (kcu_upload, kcu_dst, kcu_put), and an op
+ * whose results all stay on the device returns without waiting for it
+ * (kcu_finish), so a decode step waits once, for its logits.
  *
  * Paths of matmul:
  *   exact mode          f32 weights (dequantized once on the host),
@@ -37,6 +41,7 @@ extern "C" {
 #include "kernels/kernels.h"
 }
 #include "kernels/backend.h"
+#include "kernels/resident.h"
 #include "kernels/rope.h"
 
 /* ------------------------------------------------------------------------ */
@@ -67,6 +72,7 @@ struct kcu_state {
 	struct kcu_weight *w;
 	int nw, capw;
 	struct kcu_buf buf[KCU_B_COUNT];
+	int pending; /* a device-to-host copy queued since the last wait */
 };
 
 #define KCU_CHECK(ctx, call)                                                        \
@@ -137,23 +143,69 @@ kcu_scratch(struct kern_ctx *ctx, struct kcu_state *s, int which, size_t bytes, 
 	return KERN_OK;
 }
 
-/* Copy n host bytes into scratch slot `which`. */
+/* n host bytes on the device: a resident range's copy in place, else
+ * copied into scratch slot `which`.  An op may change *out in place only
+ * when it puts the result back to the same host range (kcu_put). */
 static int
 kcu_upload(struct kern_ctx *ctx, struct kcu_state *s, int which, const void *src, size_t n,
     void **out)
 {
-	int rc = kcu_scratch(ctx, s, which, n, out);
+	int rc = kern_res_in(ctx, src, n, out);
 	if (rc)
+		return rc < 0 ? rc : KERN_OK;
+	if ((rc = kcu_scratch(ctx, s, which, n, out)))
 		return rc;
 	KCU_CHECK(ctx, cudaMemcpyAsync(*out, src, n, cudaMemcpyHostToDevice, s->stream));
 	return KERN_OK;
 }
 
+/* Where an op writes n bytes bound for host range dst: its device copy when
+ * resident (marked newer there), else scratch slot `which`. */
+static int
+kcu_dst(struct kern_ctx *ctx, struct kcu_state *s, int which, void *dst, size_t n, void **out)
+{
+	int rc = kern_res_out(ctx, dst, n, 1, out);
+	if (rc)
+		return rc < 0 ? rc : KERN_OK;
+	return kcu_scratch(ctx, s, which, n, out);
+}
+
+/* The n result bytes at device src to host range dst: into its device copy
+ * when resident (nothing to do when src is that copy), else queued to the
+ * host, waited for by kcu_finish. */
+static int
+kcu_put(struct kern_ctx *ctx, struct kcu_state *s, void *dst, const void *src, size_t n)
+{
+	void *d;
+	int rc = kern_res_out(ctx, dst, n, 1, &d);
+	if (rc < 0)
+		return rc;
+	if (rc) {
+		if (d != src)
+			KCU_CHECK(ctx, cudaMemcpyAsync(d, src, n, cudaMemcpyDeviceToDevice,
+			    s->stream));
+		return KERN_OK;
+	}
+	KCU_CHECK(ctx, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s->stream));
+	s->pending = 1;
+	return KERN_OK;
+}
+
+/* The end of an op: wait for the device when a result goes to the host. */
+static int
+kcu_finish(struct kern_ctx *ctx, struct kcu_state *s)
+{
+	if (!s->pending)
+		return KERN_OK;
+	s->pending = 0;
+	return kcu_sync(ctx, s);
+}
+
 static int
 kcu_download(struct kern_ctx *ctx, struct kcu_state *s, void *dst, const void *src, size_t n)
 {
-	KCU_CHECK(ctx, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s->stream));
-	return kcu_sync(ctx, s);
+	int rc = kcu_put(ctx, s, dst, src, n);
+	return rc ? rc : kcu_finish(ctx, s);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -586,7 +638,7 @@ kcu_matmul(struct kern_ctx *ctx, float *dst, const struct kern_mat *w, const flo
 		return KERN_ERR_SHAPE;
 	if ((rc = kcu_enter(ctx, &s)) ||
 	    (rc = kcu_upload(ctx, s, KCU_B_X, x, (size_t)(n_tok * w->cols) * 4, &dx)) ||
-	    (rc = kcu_scratch(ctx, s, KCU_B_Y, (size_t)(n_tok * w->rows) * 4, &dy)))
+	    (rc = kcu_dst(ctx, s, KCU_B_Y, dst, (size_t)(n_tok * w->rows) * 4, &dy)))
 		return rc;
 	/* Row-major dst(n_tok, rows) is column-major dstᵀ(rows, n_tok) = W · xᵀ,
 	 * where row-major W(rows, cols) read column-major is Wᵀ (lda = cols):
@@ -665,7 +717,7 @@ kcu_get_rows(struct kern_ctx *ctx, float *dst, const struct kern_mat *w, const i
 		return KERN_OK;
 	if ((rc = kcu_enter(ctx, &s)) || (rc = kcu_weight(ctx, s, w, KCU_F32, &wd)) ||
 	    (rc = kcu_upload(ctx, s, KCU_B_IDS, ids, (size_t)n * 4, &di)) ||
-	    (rc = kcu_scratch(ctx, s, KCU_B_Y, (size_t)(n * w->cols) * 4, &dy)))
+	    (rc = kcu_dst(ctx, s, KCU_B_Y, dst, (size_t)(n * w->cols) * 4, &dy)))
 		return rc;
 	kcu_gather<<<kcu_blocks(n * w->cols, 256), 256, 0, s->stream>>>((const float *)wd,
 	    (const int32_t *)di, w->cols, n, (float *)dy);
@@ -768,8 +820,11 @@ kcu_pack_heads(struct kern_ctx *ctx, struct kcu_state *s, int which,
 	for (g = 0; g < n_kv_head; g++) {
 		const float *src = field == 0 ? heads[g].k : field == 1 ? heads[g].v : heads[g].ka;
 		size_t n = (size_t)((off[g + 1] - off[g]) * hd) * 4;
-		KCU_CHECK(ctx, cudaMemcpyAsync((float *)*out + off[g] * hd, src, n,
-		    cudaMemcpyHostToDevice, s->stream));
+		void *d;
+		if ((rc = kern_res_in(ctx, src, n, &d)) < 0)
+			return rc;
+		KCU_CHECK(ctx, cudaMemcpyAsync((float *)*out + off[g] * hd, rc ? d : src, n,
+		    rc ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, s->stream));
 	}
 	return KERN_OK;
 }
@@ -849,7 +904,7 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 	if (!rc)
 		rc = kcu_scratch(ctx, s, KCU_B_S, (size_t)(n_head * n_tok * maxn) * 4, &ds);
 	if (!rc)
-		rc = kcu_scratch(ctx, s, KCU_B_O, qbytes, &dout);
+		rc = kcu_dst(ctx, s, KCU_B_O, out, qbytes, &dout);
 	if (!rc && st && st->sum)
 		rc = kcu_scratch(ctx, s, KCU_B_ST, (size_t)(n_head * st->stride) * 4, &dst);
 	if (!rc && st && st->max) {
@@ -900,8 +955,8 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 		if (st->sum) {
 			kcu_attn_stats<<<grid, 256, 0, s->stream>>>(a, from, st->stride, (float *)dst);
 			KCU_LAUNCHED(ctx);
-			KCU_CHECK(ctx, cudaMemcpyAsync(st->sum, dst,
-			    (size_t)(n_head * st->stride) * 4, cudaMemcpyDeviceToHost, s->stream));
+			if ((rc = kcu_put(ctx, s, st->sum, dst, (size_t)(n_head * st->stride) * 4)))
+				return rc;
 		}
 		if (st->max) {
 			kcu_attn_domain<<<(unsigned)(n_head * n_tok), 256, 0, s->stream>>>(a, from,
@@ -911,12 +966,93 @@ kcu_attention_op(struct kern_ctx *ctx, float *out, const float *q, int64_t n_tok
 			    (const int64_t *)ddomf, (const float *)drow, (const double *)ddsum,
 			    (float *)dmx);
 			KCU_LAUNCHED(ctx);
-			KCU_CHECK(ctx, cudaMemcpyAsync(st->max, dmx,
-			    (size_t)(n_head * st->stride) * 4, cudaMemcpyDeviceToHost, s->stream));
+			if ((rc = kcu_put(ctx, s, st->max, dmx, (size_t)(n_head * st->stride) * 4)))
+				return rc;
 		}
 	}
 	return kcu_download(ctx, s, out, dout, qbytes);
 }
+
+/* Rows between resident ranges stay on the device (one 2-D copy); rows
+ * between host buffers are copied by the host. */
+static int
+kcu_copy_rows_op(struct kern_ctx *ctx, float *dst, int64_t dst_stride, const float *src,
+    int64_t src_stride, int64_t rows, int64_t n)
+{
+	struct kcu_state *s;
+	void *dd, *ds;
+	int rd, rs, rc;
+	size_t span_s, span_d;
+	enum cudaMemcpyKind kind;
+
+	if (rows < 0 || n < 0)
+		return KERN_ERR_SHAPE;
+	if (rows == 0 || n == 0)
+		return KERN_OK;
+	if (rows == 1)
+		dst_stride = src_stride = n;
+	span_s = (size_t)((rows - 1) * src_stride + n) * 4;
+	span_d = (size_t)((rows - 1) * dst_stride + n) * 4;
+	if ((rc = kcu_enter(ctx, &s)))
+		return rc;
+	if ((rs = kern_res_in(ctx, src, span_s, &ds)) < 0)
+		return rs;
+	if ((rd = kern_res_out(ctx, dst, span_d, rows == 1 || dst_stride == n, &dd)) < 0)
+		return rd;
+	if (!rs && !rd) {
+		int64_t r;
+		for (r = 0; r < rows; r++)
+			memcpy(dst + r * dst_stride, src + r * src_stride, (size_t)n * 4);
+		return KERN_OK;
+	}
+	kind = rs ? (rd ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost) :
+		    cudaMemcpyHostToDevice;
+	KCU_CHECK(ctx, cudaMemcpy2DAsync(rd ? dd : (void *)dst, (size_t)dst_stride * 4,
+	    rs ? ds : (const void *)src, (size_t)src_stride * 4, (size_t)n * 4, (size_t)rows, kind,
+	    s->stream));
+	if (!rd)
+		s->pending = 1;
+	return kcu_finish(ctx, s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device memory of resident ranges                                          */
+
+static void *
+kcu_res_alloc(void *dev, size_t bytes)
+{
+	void *p = NULL;
+	(void)dev;
+	return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+}
+
+static void
+kcu_res_free(void *dev, void *p)
+{
+	struct kcu_state *s = (struct kcu_state *)dev;
+	cudaStreamSynchronize(s->stream); /* no op still reads it */
+	cudaFree(p);
+}
+
+static int
+kcu_res_h2d(void *dev, void *d, const void *h, size_t n)
+{
+	struct kcu_state *s = (struct kcu_state *)dev;
+	/* from pageable memory: staged before the call returns, so the host may
+	 * change h at once; the copy runs in order before the next op */
+	return cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s->stream) != cudaSuccess;
+}
+
+static int
+kcu_res_d2h(void *dev, void *h, const void *d, size_t n)
+{
+	struct kcu_state *s = (struct kcu_state *)dev;
+	return cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s->stream) != cudaSuccess ||
+	    cudaStreamSynchronize(s->stream) != cudaSuccess;
+}
+
+static const struct kern_res_mem kcu_res_mem = { kcu_res_alloc, kcu_res_free, kcu_res_h2d,
+	kcu_res_d2h, 0 };
 
 /* ------------------------------------------------------------------------ */
 /* Open / close                                                              */
@@ -989,9 +1125,11 @@ static const struct kern_ops kcu_ops = {
 	kcu_attention_op,
 	kcu_silu_mul_op,
 	kcu_add_op,
+	kcu_copy_rows_op,
 };
 
-static const struct kern_dev_backend kcu_backend = { "cuda", &kcu_ops, kcu_open, kcu_close };
+static const struct kern_dev_backend kcu_backend = { "cuda", &kcu_ops, kcu_open, kcu_close,
+	&kcu_res_mem };
 
 extern "C" const struct kern_dev_backend *
 kern_cuda_backend(void)

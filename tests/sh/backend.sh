@@ -4,7 +4,8 @@
 # no device, "no CUDA backend" on a build without nvcc), as do the global
 # --backend flag and the daemon's; an unknown backend is refused by name; the
 # CUDA objects are in the build whenever nvcc is (DESIGN §4).  On a machine
-# with a GPU the selftest itself must pass.
+# with a GPU the selftest itself must pass.  The simulated device's selftest
+# runs everywhere.
 set -u
 . "$(dirname "$0")/lib.bash"
 scratch backend
@@ -27,6 +28,16 @@ else
 	ok "kvsnapd --backend cuda exits with the reason" $?
 	[ ! -e "$T/s" ]; ok "and leaves no socket behind" $?
 fi
+# The simulated device (kernels/simdev/): the CPU's ops on copies of the
+# ranges a question keeps on the device, the host's pages poisoned while a
+# copy is newer; the selftest's queries and a generation must match the CPU.
+out=$($K selftest --backend simdev 2>&1); rc=$?
+echo "$out" | tail -1 | sed 's/^/# /'
+[ "$rc" -eq 0 ] && echo "$out" | grep -Eq "^[0-9]+ checks, [0-9]+ passed, 0 failed"
+ok "selftest --backend simdev passes" $?
+want=$($K generate -n 24 -p "The capital of France is" 2>&1)
+got=$($K --backend simdev generate -n 24 -p "The capital of France is" 2>&1)
+[ -n "$want" ] && [ "$got" = "$want" ]; ok "a generation with the pool on the simulated device is the CPU's, bit for bit" $?
 out=$($K selftest --backend tpu 2>&1); rc=$?
 [ "$rc" -eq 6 ] && echo "$out" | grep -q "unknown backend 'tpu'"; ok "unknown backend refused by name" $?
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
