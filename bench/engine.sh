@@ -12,11 +12,15 @@
 # llama.cpp's and kvsnap's kvzip ingest (the engines' order swapped every
 # round), so a host whose speed drifts between minutes moves both sides
 # alike (issue 31: the reference moved by a third within the hour when each
-# side ran all its reps in one block).  Each row is the best over rounds
-# (inside a round the short prefills and decode take the best of 2), and
-# the table shows the reference's spread over rounds (max / min - 1: the
-# issue reruns a table whose reference varied > 20 %) and the range of the
-# per-round ratios.
+# side ran all its reps in one block).  The short rows (prefill 512 and
+# 2048, decode) take their ROUNDS rounds first, back to back, then the long
+# ones (8K prefill, the ingest): with the long rows inside every round the
+# short ones' rounds were 20 minutes apart on the 1.5B, and the reference's
+# 512-token prefill drifted 36 % across them.  Each row is the best over
+# rounds (inside a round the short prefills and decode take the best of 2),
+# and the table shows the reference's spread over rounds (max / min - 1:
+# the issue reruns a table whose reference varied > 20 %) and the range of
+# the per-round ratios.
 #   usage: [MODEL=GGUF] [MAX_LEN=N] [KVZIP=0] bench/engine.sh [THREADS] [ROUNDS]
 #   (MODEL: SmolLM2 by default; MAX_LEN skips longer prefills and KVZIP=0
 #   the ingest line, for a big model on 2 cores; MAX_LEN=32768 adds a 32K
@@ -35,11 +39,22 @@ if ! .venv-fixtures/bin/python -c "import llama_cpp" 2>/dev/null; then
 fi
 OUT=$(mktemp -d /tmp/kvsnap-engine-bench-XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
-ours() { # round: one JSON object per line, tagged with the round
-	"$BUILD/bench/bench_engine" -m "$MODEL" -t "$THREADS" -r 2 -L "$MAX_LEN" --json | sed "s/^{/{\"round\":$1,/"
+SHORT=$((MAX_LEN < 2048 ? MAX_LEN : 2048))
+ours() { # round phase: one JSON object per line, tagged with the round
+	if [ "$2" = short ]; then
+		set -- "$1" -L "$SHORT"
+	else
+		set -- "$1" -L "$MAX_LEN" --min-len 4096 --no-decode
+	fi
+	"$BUILD/bench/bench_engine" -m "$MODEL" -t "$THREADS" -r 2 --json "${@:2}" | sed "s/^{/{\"round\":$1,/"
 }
 ref() {
-	.venv-fixtures/bin/python bench/llamacpp_bench.py "$MODEL" "$THREADS" 2 "$MAX_LEN" 2>/dev/null |
+	if [ "$2" = short ]; then
+		set -- "$1" "$SHORT" 0 1
+	else
+		set -- "$1" "$MAX_LEN" 4096 0
+	fi
+	.venv-fixtures/bin/python bench/llamacpp_bench.py "$MODEL" "$THREADS" 2 "${@:2}" 2>/dev/null |
 		sed "s/^{/{\"round\":$1,/"
 }
 kvzip() {
@@ -49,16 +64,20 @@ kvzip() {
 		--ratio 1/4 --chunk 512 /usr/share/common-licenses/GPL-3 | grep '"event":"result"' |
 		sed "s/^{/{\"what\":\"kvzip\",\"round\":$1,/"
 }
-for ((r = 0; r < ROUNDS; r++)); do
-	echo "bench: round $((r + 1)) of $ROUNDS ($(date -u +%H:%M:%S))" >&2
-	if ((r % 2 == 0)); then
-		ours "$r" >>"$OUT/ours"
-		ref "$r" >>"$OUT/ref"
-	else
-		ref "$r" >>"$OUT/ref"
-		ours "$r" >>"$OUT/ours"
-	fi
-	kvzip "$r" >>"$OUT/ours"
+phases=(short)
+((MAX_LEN >= 4096)) && phases+=(long)
+for phase in "${phases[@]}"; do
+	for ((r = 0; r < ROUNDS; r++)); do
+		echo "bench: $phase rows, round $((r + 1)) of $ROUNDS ($(date -u +%H:%M:%S))" >&2
+		if ((r % 2 == 0)); then
+			ours "$r" "$phase" >>"$OUT/ours"
+			ref "$r" "$phase" >>"$OUT/ref"
+		else
+			ref "$r" "$phase" >>"$OUT/ref"
+			ours "$r" "$phase" >>"$OUT/ours"
+		fi
+		[ "$phase" = "${phases[-1]}" ] && kvzip "$r" >>"$OUT/ours"
+	done
 done
 python3 - "$OUT/ours" "$OUT/ref" "$THREADS" "$MODEL" "$ROUNDS" <<'PY'
 import json, sys
