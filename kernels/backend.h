@@ -34,6 +34,10 @@ struct kern_dev_backend {
 const struct kern_dev_backend *kern_cuda_backend(void);
 /* The CPU ops behind a simulated device memory (kernels/simdev/). */
 const struct kern_dev_backend *kern_simdev_backend(void);
+/* On a simdev ctx: the op results written to host memory while ranges
+ * were resident (each one a wait for the device on a GPU); -1 on another
+ * backend. */
+long kern_simdev_host_results(struct kern_ctx *ctx);
 /* The CPU op table, which the simulated device wraps. */
 const struct kern_ops *kern_cpu_ops(void);
 

@@ -237,3 +237,9 @@ kern_res_free(struct kern_res *t)
 	free(t->r);
 	free(t);
 }
+
+int
+kern_res_ranges(const struct kern_res *t)
+{
+	return t ? t->n : 0;
+}

@@ -61,6 +61,8 @@ int kern_res_host(struct kern_ctx *ctx, struct kern_res *t, const void *h, size_
  * the latter. */
 int kern_res_end(struct kern_ctx *ctx, struct kern_res *t, int flush);
 void kern_res_free(struct kern_res *t);
+/* How many ranges are resident now (0 for NULL). */
+int kern_res_ranges(const struct kern_res *t);
 
 #ifdef __cplusplus
 }

@@ -5,12 +5,17 @@
  * pages it did not write keep their bytes; kern_ctx_host_sync brings them
  * back (read) or makes the device reload them (write); the end flushes every
  * newer page; overlapping ranges and operands that leave their range are
- * refused; and on the CPU all of it does nothing.
+ * refused; and on the CPU all of it does nothing.  With the model: a
+ * question (prefill and decode) run resident on the simulated device gives
+ * the CPU's logits and pool bit for bit, and writes one result to host
+ * memory per forward pass, its logits (on a GPU the one wait of a step).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine.h"
+#include "kernels/backend.h"
 #include "kernels/kernels.h"
 #include "kernels/resident.h"
 #include "tests/tap.h"
@@ -153,11 +158,79 @@ out:
 	return ok ? TAP_PASS : TAP_FAIL;
 }
 
+/* The same token stream through a ctx on the CPU and one on simdev: a
+ * 64-token document outside residency, then a 16-token question and 8
+ * greedy tokens inside it. */
+static enum tap_result
+test_question(void)
+{
+	struct eng_model *m = NULL;
+	struct eng_ctx *c[2] = { NULL, NULL };
+	struct eng_kv *kv[2] = { NULL, NULL };
+	float *lg[2] = { NULL, NULL };
+	int32_t ids[80], tok;
+	char why[256];
+	long before = -1, after = -1;
+	int ok = 1, i, s, l, g, nv = 0;
+
+	for (i = 0; i < 80; i++)
+		ids[i] = 100 + (int32_t)((i * 7919u) % 40000u);
+	TAP_EXPECT(!eng_model_open(&m, tap_model_path(), why, sizeof(why)), "model: %s", why);
+	nv = (int)m->hp.n_vocab;
+	for (s = 0; s < 2; s++) {
+		TAP_EXPECT(!eng_use_backend(s ? "simdev" : "cpu", why, sizeof(why)), "%s", why);
+		TAP_EXPECT(!eng_ctx_init(&c[s], m, 0, 64) && !eng_kv_init(&kv[s], m, 128) &&
+		    (lg[s] = malloc((size_t)nv * sizeof(float))), "init");
+		eng_ctx_set_exact(c[s], 1);
+		TAP_EXPECT(!eng_forward(c[s], kv[s], ids, 64, NULL, lg[s]), "document");
+	}
+	eng_use_backend("cpu", NULL, 0);
+	before = kern_simdev_host_results(eng_ctx_kern(c[1]));
+	TAP_EXPECT(before == 0, "outside residency nothing is counted: %ld", before);
+	for (s = 0; s < 2; s++)
+		TAP_EXPECT(eng_ctx_resident_begin(c[s], kv[s]) == 1, "begin");
+	for (i = 0; i < 9; i++) {
+		for (s = 0; s < 2; s++) {
+			tok = i ? (int32_t)(100 + i) : 0;
+			TAP_EXPECT(!eng_forward(c[s], kv[s], i ? &tok : ids + 64, i ? 1 : 16, NULL,
+			    lg[s]), "forward %d", i);
+		}
+		TAP_EXPECT(!memcmp(lg[0], lg[1], (size_t)nv * sizeof(float)),
+		    "logits of pass %d differ from the CPU's", i);
+	}
+	after = kern_simdev_host_results(eng_ctx_kern(c[1]));
+	TAP_EXPECT(after - before == 9, "results to the host in 9 passes: %ld", after - before);
+	for (s = 0; s < 2; s++)
+		TAP_EXPECT(!eng_ctx_resident_end(c[s]), "end");
+	for (l = 0; l < m->hp.n_layer; l++)
+		for (g = 0; g < m->hp.n_head_kv; g++) {
+			const struct eng_kv_layer *a = &kv[0]->layer[l], *b = &kv[1]->layer[l];
+			size_t off = (size_t)(a->off[g] * m->hp.head_dim) * sizeof(float);
+			size_t n = (size_t)(a->len[g] * m->hp.head_dim) * sizeof(float);
+			TAP_EXPECT(a->len[g] == 88 && b->len[g] == 88, "rows %lld",
+			    (long long)b->len[g]);
+			TAP_EXPECT(!memcmp((char *)a->k + off, (char *)b->k + off, n) &&
+			    !memcmp((char *)a->kr + off, (char *)b->kr + off, n) &&
+			    !memcmp((char *)a->v + off, (char *)b->v + off, n),
+			    "layer %d head %d: the pool back on the host differs", l, g);
+		}
+out:
+	eng_use_backend("cpu", NULL, 0);
+	for (s = 0; s < 2; s++) {
+		eng_ctx_free(c[s]);
+		eng_kv_free(kv[s]);
+		free(lg[s]);
+	}
+	eng_model_close(m);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
 static const struct tap_test tests[] = {
 	{ "pages", test_pages },
 	{ "host_write", test_host_write },
 	{ "refused", test_refused },
 	{ "cpu_nothing", test_cpu_nothing },
+	{ "question", test_question },
 };
 
 TAP_MAIN(NULL, NULL)

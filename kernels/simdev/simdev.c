@@ -42,6 +42,10 @@ sd_copy(void *dev, void *dst, const void *src, size_t n)
 
 static const struct kern_res_mem sd_mem = { sd_alloc, sd_free, sd_copy, sd_copy, 1 };
 
+struct sd_dev {
+	long host_results; /* results written to host memory while resident */
+};
+
 /* An operand: its device copy when resident, else the host pointer. */
 static int
 sd_in(struct kern_ctx *ctx, const void *h, size_t n, const void **out)
@@ -61,6 +65,8 @@ sd_out_part(struct kern_ctx *ctx, void *h, size_t n, int whole, void **out)
 	int rc = kern_res_out(ctx, h, n, whole, &d);
 	if (rc < 0)
 		return rc;
+	if (!rc && kern_res_ranges(kern_ctx_res(ctx)))
+		((struct sd_dev *)kern_ctx_dev(ctx))->host_results++;
 	*out = rc ? d : h;
 	return KERN_OK;
 }
@@ -69,12 +75,7 @@ sd_out_part(struct kern_ctx *ctx, void *h, size_t n, int whole, void **out)
 static int
 sd_out(struct kern_ctx *ctx, void *h, size_t n, void **out)
 {
-	void *d;
-	int rc = kern_res_out(ctx, h, n, 1, &d);
-	if (rc < 0)
-		return rc;
-	*out = rc ? d : h;
-	return KERN_OK;
+	return sd_out_part(ctx, h, n, 1, out);
 }
 
 #define SD_IN(p, n, out)                                                             \
@@ -295,14 +296,14 @@ sd_open(void **dev, char *err, size_t errlen)
 {
 	(void)err;
 	(void)errlen;
-	*dev = NULL;
-	return KERN_OK;
+	*dev = calloc(1, sizeof(struct sd_dev));
+	return *dev ? KERN_OK : KERN_ERR_NOMEM;
 }
 
 static void
 sd_close(void *dev)
 {
-	(void)dev;
+	free(dev);
 }
 
 static const struct kern_dev_backend sd_backend = { "simdev", &sd_ops, sd_open, sd_close,
@@ -312,4 +313,12 @@ const struct kern_dev_backend *
 kern_simdev_backend(void)
 {
 	return &sd_backend;
+}
+
+long
+kern_simdev_host_results(struct kern_ctx *ctx)
+{
+	if (strcmp(kern_ctx_backend(ctx), "simdev"))
+		return -1;
+	return ((struct sd_dev *)kern_ctx_dev(ctx))->host_results;
 }
