@@ -48,6 +48,15 @@ rs_setup(struct kern_ctx **k, float **a, float **b)
 }
 
 static enum tap_result
+rs_done(struct kern_ctx *k, float *a, float *b, int ok)
+{
+	kern_ctx_free(k);
+	free(a);
+	free(b);
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
+static enum tap_result
 test_pages(void)
 {
 	struct kern_ctx *k = NULL;
@@ -78,10 +87,7 @@ test_pages(void)
 		    want);
 	}
 out:
-	kern_ctx_free(k);
-	free(a);
-	free(b);
-	return ok ? TAP_PASS : TAP_FAIL;
+	return rs_done(k, a, b, ok);
 }
 
 /* A host write announced reaches the next op; one the device's newer page
@@ -113,10 +119,7 @@ test_host_write(void)
 	    a[2 * RS_PAGE_F + 3] == (float)(2 * RS_PAGE_F + 3) && a[2 * RS_PAGE_F + 6] == 102.0f &&
 	    a[2 * RS_PAGE_F + 14] == 106.0f, "strided rows");
 out:
-	kern_ctx_free(k);
-	free(a);
-	free(b);
-	return ok ? TAP_PASS : TAP_FAIL;
+	return rs_done(k, a, b, ok);
 }
 
 static enum tap_result
@@ -134,10 +137,7 @@ test_refused(void)
 	    "an operand past the range's end: rc %d (%s)", rc, kern_ctx_error(k));
 	TAP_EXPECT(a[RS_N - 1] == (float)(RS_N - 1), "and nothing written");
 out:
-	kern_ctx_free(k); /* resident ranges dropped with the device */
-	free(a);
-	free(b);
-	return ok ? TAP_PASS : TAP_FAIL;
+	return rs_done(k, a, b, ok); /* resident ranges dropped with the device */
 }
 
 static enum tap_result
