@@ -17,11 +17,12 @@
 # ones (8K prefill, the ingest): with the long rows inside every round the
 # short ones' rounds were 20 minutes apart on the 1.5B, and the reference's
 # 512-token prefill drifted 36 % across them.  Each row is the best over
-# rounds (inside a round the short prefills and decode take the best of 2),
+# rounds (inside a round the short prefills and decode take the best of
+# REPS, 2 by default, on both sides),
 # and the table shows the reference's spread over rounds (max / min - 1:
 # the issue reruns a table whose reference varied > 20 %) and the range of
 # the per-round ratios.
-#   usage: [MODEL=GGUF] [MAX_LEN=N] [KVZIP=0] bench/engine.sh [THREADS] [ROUNDS]
+#   usage: [MODEL=GGUF] [MAX_LEN=N] [KVZIP=0] [REPS=N] bench/engine.sh [THREADS] [ROUNDS]
 #   (MODEL: SmolLM2 by default; MAX_LEN skips longer prefills and KVZIP=0
 #   the ingest line, for a big model on 2 cores; MAX_LEN=32768 adds a 32K
 #   prefill, one rep each side, for a model whose window holds it)
@@ -30,6 +31,7 @@ cd "$(dirname "$0")/.."
 THREADS=${1:-2}
 ROUNDS=${2:-3}
 MAX_LEN=${MAX_LEN:-8192}
+REPS=${REPS:-2}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 BUILD=${BUILD:-build}
 [ -x "$BUILD/bench/bench_engine" ] || make --no-print-directory all
@@ -46,7 +48,7 @@ ours() { # round phase: one JSON object per line, tagged with the round
 	else
 		set -- "$1" -L "$MAX_LEN" --min-len 4096 --no-decode
 	fi
-	"$BUILD/bench/bench_engine" -m "$MODEL" -t "$THREADS" -r 2 --json "${@:2}" | sed "s/^{/{\"round\":$1,/"
+	"$BUILD/bench/bench_engine" -m "$MODEL" -t "$THREADS" -r "$REPS" --json "${@:2}" | sed "s/^{/{\"round\":$1,/"
 }
 ref() {
 	if [ "$2" = short ]; then
@@ -54,7 +56,7 @@ ref() {
 	else
 		set -- "$1" "$MAX_LEN" 4096 0
 	fi
-	.venv-fixtures/bin/python bench/llamacpp_bench.py "$MODEL" "$THREADS" 2 "${@:2}" 2>/dev/null |
+	.venv-fixtures/bin/python bench/llamacpp_bench.py "$MODEL" "$THREADS" "$REPS" "${@:2}" 2>/dev/null |
 		sed "s/^{/{\"round\":$1,/"
 }
 kvzip() {

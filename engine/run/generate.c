@@ -136,6 +136,10 @@ generate(struct eng_ctx *c, struct eng_kv *kv, const struct eng_tok *tok,
 	if (!logits)
 		return ENG_ERR_NOMEM;
 	began = eng_ctx_resident_begin(c, kv);
+	/* a device without room for the pool's copy answers on the host path
+	 * (each op copying in and out) rather than not at all */
+	if (began < 0 && began != ENG_ERR_ARG)
+		began = 0;
 	rc = began < 0 ? began : 0;
 	if (!rc && first)
 		memcpy(logits, first, (size_t)n_vocab * sizeof(float));
