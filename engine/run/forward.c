@@ -43,7 +43,8 @@ struct eng_ctx {
 	float *stat;  /* (n_head, stat_stride) attention statistics for hooks */
 	float *rw;    /* (T) per-query weights of the statistics (KVzip+) */
 	int64_t stat_stride;
-	int resident; /* the op buffers and a pool's K/V are on the device */
+	/* the pool whose K/V (with the op buffers) are resident on the
+	 * device, or NULL */
 	const struct eng_kv *resident_kv;
 };
 
@@ -194,38 +195,26 @@ eng_ctx_resident_begin(struct eng_ctx *c, struct eng_kv *kv)
 	       Q = (size_t)hp->n_head * (size_t)hp->head_dim,
 	       KV = (size_t)hp->n_head_kv * (size_t)hp->head_dim, F = (size_t)hp->n_ff;
 	size_t rows = (size_t)kv->rows * (size_t)kv->head_dim * sizeof(float);
-	struct kern_ctx *k = c->kern;
-	int l, rc;
+	/* the op buffers a question's forward passes touch (qpre, qa, stat
+	 * and rw belong to hooks and PoD: on the host) */
+	struct {
+		void *p;
+		size_t bytes;
+	} buf[] = { { c->x, T * E }, { c->xn, T * E }, { c->q, T * Q }, { c->k, T * KV },
+		{ c->v, T * KV }, { c->att, T * Q }, { c->proj, T * E }, { c->gate, T * F },
+		{ c->up, T * F }, { c->kpre, T * KV } };
+	size_t i;
+	int l, rc = 0;
 
-	if (c->resident)
+	if (c->resident_kv)
 		return c->resident_kv == kv ? 0 : ENG_ERR_ARG;
-	c->resident = 1;
 	c->resident_kv = kv;
-	rc = kern_ctx_resident_add(k, c->x, T * E);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->xn, T * E);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->q, T * Q);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->k, T * KV);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->v, T * KV);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->att, T * Q);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->proj, T * E);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->gate, T * F);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->up, T * F);
-	if (!rc)
-		rc = kern_ctx_resident_add(k, c->kpre, T * KV);
+	for (i = 0; !rc && i < sizeof(buf) / sizeof(buf[0]); i++)
+		rc = kern_ctx_resident_add(c->kern, buf[i].p, buf[i].bytes);
 	for (l = 0; !rc && l < kv->n_layer; l++) {
-		rc = kern_ctx_resident_add(k, kv->layer[l].k, rows);
-		if (!rc)
-			rc = kern_ctx_resident_add(k, kv->layer[l].kr, rows);
-		if (!rc)
-			rc = kern_ctx_resident_add(k, kv->layer[l].v, rows);
+		float *arr[3] = { kv->layer[l].k, kv->layer[l].kr, kv->layer[l].v };
+		for (i = 0; !rc && i < 3; i++)
+			rc = kern_ctx_resident_add(c->kern, arr[i], rows);
 	}
 	if (rc) {
 		eng_ctx_resident_end(c);
@@ -238,9 +227,8 @@ int
 eng_ctx_resident_end(struct eng_ctx *c)
 {
 	int rc;
-	if (!c->resident)
+	if (!c->resident_kv)
 		return 0;
-	c->resident = 0;
 	c->resident_kv = NULL;
 	rc = kern_ctx_resident_end(c->kern);
 	return rc ? kern_to_eng(rc) : 0;
@@ -600,7 +588,7 @@ eng_forward_chunk_hooked(struct eng_ctx *c, struct eng_kv *kv, const int32_t *id
 {
 	int64_t i;
 	int rc;
-	if (n <= 0 || n > c->max_chunk || (hook && c->resident))
+	if (n <= 0 || n > c->max_chunk || (hook && c->resident_kv))
 		return ENG_ERR_ARG; /* a hook reads the op buffers on the host */
 	for (i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= c->m->hp.n_vocab)
