@@ -4,7 +4,9 @@
  * for bit what separate matmul calls give, for mixed weight types (one or
  * several activation forms, the integer dots and sgemm in one call), row
  * counts that are no multiple of the work units, one token (decode) and
- * many (prefill), every prefill path, exact mode, and 1 or 3 threads.
+ * many (prefill), every prefill path, exact mode, and 1 or 3 threads;
+ * and one token through matrices large enough that decode cuts them into
+ * many chunks that threads take from each other.
  * The one-token results are also checked against kern_vec_dot row by row,
  * the definition the integer dots keep.
  */
@@ -188,6 +190,55 @@ test_gate_up(void)
 	return mn_check_set(t, rows, 2);
 }
 
+/* One token through 4.3 MB of weights: each thread's share in 16 chunks,
+ * taken from the front by its owner and from the back by threads whose own
+ * are gone; every row written once, each kern_vec_dot, at 1, 2 and 3
+ * threads. */
+static enum tap_result
+test_decode_chunks(void)
+{
+	static const enum kern_type t[] = { KERN_TYPE_Q4_0, KERN_TYPE_Q6_K };
+	static const int64_t rows[] = { 12000, 2001 };
+	struct kern_mat w[2];
+	const struct kern_mat *wp[2] = { &w[0], &w[1] };
+	float *dst[2] = { NULL, NULL }, x[MN_COLS];
+	uint8_t act[2][MN_COLS * sizeof(float)];
+	struct kern_ctx *k = NULL;
+	int i, th, ok = 1, made = 0;
+	int64_t r;
+
+	for (i = 0; i < MN_COLS; i++)
+		x[i] = (float)((int)(kv_xorshift64s(&mn_rng) >> 40) - (1 << 23)) / (float)(1 << 22);
+	for (i = 0; i < 2; i++, made++) {
+		TAP_EXPECT(!mn_mat(&w[i], t[i], rows[i]), "alloc");
+		TAP_EXPECT((dst[i] = malloc((size_t)rows[i] * sizeof(float))) != NULL, "alloc");
+		kern_quant_row_act(kern_vec_dot_act_type(t[i]), x, act[i], MN_COLS);
+	}
+	for (th = 1; th <= 3; th++) {
+		kern_ctx_free(k);
+		TAP_EXPECT(!kern_ctx_init(&k, th), "ctx");
+		for (i = 0; i < 2; i++)
+			memset(dst[i], 0xff, (size_t)rows[i] * sizeof(float)); /* NaN */
+		TAP_EXPECT(!kern_ctx_ops(k)->matmul_n(k, 2, dst, wp, x, 1), "matmul_n");
+		for (i = 0; i < 2; i++)
+			for (r = 0; r < rows[i]; r++) {
+				float d = kern_vec_dot(t[i],
+				    (const uint8_t *)w[i].data + (size_t)r * w[i].row_bytes, act[i],
+				    MN_COLS);
+				TAP_EXPECT(!memcmp(&d, &dst[i][r], sizeof(d)),
+				    "%d threads, %s row %lld: %g vs kern_vec_dot %g", th,
+				    kern_type_name(t[i]), (long long)r, (double)dst[i][r], (double)d);
+			}
+	}
+out:
+	kern_ctx_free(k);
+	for (i = 0; i < made; i++) {
+		free((void *)(uintptr_t)w[i].data);
+		free(dst[i]);
+	}
+	return ok ? TAP_PASS : TAP_FAIL;
+}
+
 /* Refused: no matrix, too many, widths that differ. */
 static enum tap_result
 test_refused(void)
@@ -223,6 +274,7 @@ static const struct tap_test tests[] = {
 	{ "mixed_forms", test_mixed_forms },
 	{ "mixed_paths", test_mixed_paths },
 	{ "gate_up", test_gate_up },
+	{ "decode_chunks", test_decode_chunks },
 	{ "refused", test_refused },
 };
 

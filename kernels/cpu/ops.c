@@ -37,6 +37,9 @@
 
 #define KERN_GEMM_MIN_TOK 8      /* chunks at least this long use sgemm */
 #define KERN_MM_GRAIN_UNITS 4    /* a prefill's units per grain a thread takes */
+#define KERN_MM_DECODE_CHUNKS 16 /* a decode's chunks per thread at most (kern_mm_take) */
+#define KERN_MM_CHUNK_BYTES (64 << 10) /* and weight bytes per chunk at least: a take
+					* costs a compare-and-swap or two */
 #define KERN_GEMM_BLOCK_ROWS 48 /* weight rows per sgemm call; fixed so that results
 				  * do not depend on the thread count */
 #define KERN_ATTN_QBLOCK 32    /* queries per attention block */
@@ -105,8 +108,14 @@ struct kern_mm_job {
 	const float *x;
 	int64_t n_tok, cols;
 	int64_t cost; /* total weight bytes */
-	int64_t grains; /* a prefill's grains in all, 0: decode (a static split) */
+	int64_t grains; /* a prefill's grains in all, 0: decode (chunks) */
 	atomic_llong next; /* a prefill's next grain to take */
+	/* a decode's chunks [lo, hi) of each thread, hi << 32 | lo: the owner
+	 * takes the front, a thread whose own are gone the back */
+	struct {
+		_Alignas(64) atomic_ullong lohi;
+	} own[KERN_MAX_THREADS];
+	int64_t chunks; /* a decode's chunks in all */
 	int err;
 };
 
@@ -185,42 +194,89 @@ kern_mm_rows(struct kern_mm_job *j, const struct kern_mm_part *p, int ith, int64
 		kern_mm_vec_rows(j, p, lo, hi);
 }
 
-/* The one region of a matmul_n.  A prefill: the grains of all parts in
- * turn, each thread taking the next one left until none is (a static
- * split waited ~5 % of the 1.5B's kvzip ingest for the slower of two
- * threads: a VM's vCPUs do not run at one speed, and bytes are not time
- * across types).  Decode: the units of all parts laid end to end by their
- * weight bytes, and thread ith takes those that start in its share
- * [cost·ith/nth, cost·(ith+1)/nth) (Q/K/V of a GQA model differ in rows,
- * a mixed-type model's parts in bytes per row), one contiguous range whose
- * prefetch runs on.  Which thread computes a row changes no bit. */
+/* Decode's chunk k: the units of all parts, laid end to end by their
+ * weight bytes, that start in [cost·k/chunks, cost·(k+1)/chunks) (Q/K/V of
+ * a GQA model differ in rows, a mixed-type model's parts in bytes per row). */
 static void
-kern_mm_worker(void *arg, int ith, int nth)
+kern_mm_chunk(struct kern_mm_job *j, int ith, int64_t k)
 {
-	struct kern_mm_job *j = arg;
-	int64_t clo = j->cost * ith / nth, chi = j->cost * (ith + 1) / nth, g;
+	int64_t clo = j->cost * k / j->chunks, chi = j->cost * (k + 1) / j->chunks;
 	int i;
 
-	if (j->grains) {
-		while ((g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->grains) {
-			const struct kern_mm_part *p;
-			int64_t lo, hi;
-			for (i = j->count - 1; j->part[i].grain0 > g; i--)
-				;
-			p = &j->part[i];
-			lo = (g - p->grain0) * KERN_MM_GRAIN_UNITS * p->unit;
-			hi = lo + KERN_MM_GRAIN_UNITS * p->unit < p->w->rows ?
-			    lo + KERN_MM_GRAIN_UNITS * p->unit : p->w->rows;
-			kern_mm_rows(j, p, ith, lo, hi);
-		}
-		return;
-	}
 	for (i = 0; i < j->count; i++) {
 		const struct kern_mm_part *p = &j->part[i];
 		int64_t lo = kern_mm_unit_at(p, clo) * p->unit, hi = kern_mm_unit_at(p, chi) * p->unit;
 		hi = hi < p->w->rows ? hi : p->w->rows;
-		if (lo >= hi)
+		if (lo < hi)
+			kern_mm_rows(j, p, ith, lo, hi);
+	}
+}
+
+/* Decode's next chunk for thread ith, -1 when none is left: the front of
+ * its own range, so that it walks its share of the bytes in order (the
+ * kernels' prefetch and the hardware's run on across chunks), else the
+ * back of the range with the most left. */
+static int64_t
+kern_mm_take(struct kern_mm_job *j, int ith, int nth)
+{
+	for (;;) {
+		uint64_t r = atomic_load_explicit(&j->own[ith].lohi, memory_order_relaxed);
+		uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32), most = 0;
+		int v = -1, k;
+
+		if (lo < hi) {
+			if (atomic_compare_exchange_weak_explicit(&j->own[ith].lohi, &r,
+			    (uint64_t)hi << 32 | (lo + 1), memory_order_relaxed, memory_order_relaxed))
+				return lo;
 			continue;
+		}
+		for (k = 0; k < nth; k++) {
+			uint64_t rk = atomic_load_explicit(&j->own[k].lohi, memory_order_relaxed);
+			uint32_t left = (uint32_t)(rk >> 32) > (uint32_t)rk ?
+			    (uint32_t)(rk >> 32) - (uint32_t)rk : 0;
+			if (left > most) {
+				most = left;
+				v = k;
+			}
+		}
+		if (v < 0)
+			return -1;
+		r = atomic_load_explicit(&j->own[v].lohi, memory_order_relaxed);
+		lo = (uint32_t)r;
+		hi = (uint32_t)(r >> 32);
+		if (lo < hi && atomic_compare_exchange_weak_explicit(&j->own[v].lohi, &r,
+		    (uint64_t)(hi - 1) << 32 | lo, memory_order_relaxed, memory_order_relaxed))
+			return hi - 1;
+	}
+}
+
+/* The one region of a matmul_n.  Each thread takes work until none is left:
+ * a static split waited for the slower of two threads ~5 % of the 1.5B's
+ * kvzip ingest and 6-9 % of its decode (a VM's vCPUs do not run at one
+ * speed, and bytes are not time across types).  A prefill: the grains of all
+ * parts in turn, the next one left.  Decode: KERN_MM_DECODE_CHUNKS chunks a
+ * thread (kern_mm_take).  Which thread computes a row changes no bit. */
+static void
+kern_mm_worker(void *arg, int ith, int nth)
+{
+	struct kern_mm_job *j = arg;
+	int64_t g;
+	int i;
+
+	if (!j->grains) {
+		while ((g = kern_mm_take(j, ith, nth)) >= 0)
+			kern_mm_chunk(j, ith, g);
+		return;
+	}
+	while ((g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->grains) {
+		const struct kern_mm_part *p;
+		int64_t lo, hi;
+		for (i = j->count - 1; j->part[i].grain0 > g; i--)
+			;
+		p = &j->part[i];
+		lo = (g - p->grain0) * KERN_MM_GRAIN_UNITS * p->unit;
+		hi = lo + KERN_MM_GRAIN_UNITS * p->unit < p->w->rows ?
+		    lo + KERN_MM_GRAIN_UNITS * p->unit : p->w->rows;
 		kern_mm_rows(j, p, ith, lo, hi);
 	}
 }
@@ -355,6 +411,14 @@ kern_cpu_matmul_n(struct kern_ctx *ctx, int count, float *const dst[],
 		}
 	}
 	atomic_init(&j.next, 0);
+	if (!j.grains) {
+		int nth = kern_ctx_threads(ctx);
+		int64_t per = j.cost / KERN_MM_CHUNK_BYTES / nth;
+		per = per < 1 ? 1 : per > KERN_MM_DECODE_CHUNKS ? KERN_MM_DECODE_CHUNKS : per;
+		j.chunks = per * nth;
+		for (i = 0; i < nth; i++)
+			atomic_init(&j.own[i].lohi, (uint64_t)(per * (i + 1)) << 32 | (uint64_t)(per * i));
+	}
 	/* the prepared activations live in the last scratch slot, which no
 	 * worker uses */
 	for (i = 0; i < j.n_prep; i++) {
