@@ -387,6 +387,28 @@ eng_gguf_close(struct eng_gguf *g)
 	free(g);
 }
 
+int
+eng_gguf_read(const struct eng_gguf *g, const void *p, size_t n, void *dst)
+{
+	size_t off = (size_t)((const uint8_t *)p - g->base), done = 0;
+
+	if ((const uint8_t *)p < g->base || off > g->size || n > g->size - off)
+		return ENG_ERR_ARG;
+	if (g->fd < 0) {
+		memcpy(dst, p, n);
+		return 0;
+	}
+	while (done < n) {
+		ssize_t r = pread(g->fd, (uint8_t *)dst + done, n - done, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return ENG_ERR_IO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Look-ups                                                                  */
 

@@ -88,6 +88,12 @@ int eng_gguf_open(struct eng_gguf **out, const char *path, char *why, size_t why
 int eng_gguf_open_mem(struct eng_gguf **out, const void *buf, size_t len, char *why,
     size_t why_len);
 void eng_gguf_close(struct eng_gguf *g);
+/* Copy n bytes of the file, those at p inside it (a tensor's data), to dst:
+ * from the file by pread when it was opened from one (the page cache copied
+ * straight in, no page of the map touched), else from the buffer.  0, or
+ * ENG_ERR_ARG for a range outside the file, ENG_ERR_IO for a failed or short
+ * read (the file truncated since it was opened). */
+int eng_gguf_read(const struct eng_gguf *g, const void *p, size_t n, void *dst);
 
 /* Look-ups; NULL when absent. */
 const struct eng_gguf_kv *eng_gguf_find_kv(const struct eng_gguf *g, const char *key);

@@ -1,8 +1,9 @@
 /*
  * model.c: load a model from GGUF through its architecture's description
  * (engine/model/arch_*.c): hyperparameters, and every weight as a kern_mat
- * borrowed from the file's map (never copied, except vectors (norms,
- * biases) stored in 16-bit types, which are widened once).
+ * borrowed from the file's map, except vectors (norms, biases) stored in
+ * 16-bit types, which are widened once, and the matrices a decode step
+ * streams, which weight_pages.c copies onto huge pages.
  *
  * Every shape is checked against the hyperparameters, so the forward pass
  * can trust them; a file of an architecture that is not enabled, with a
@@ -17,6 +18,7 @@
 
 #include "engine/model/model.h"
 #include "engine/model/arch.h"
+#include "engine/model/weight_pages.h"
 #include "engine/fingerprint.h"
 
 /* Read an integer hyperparameter "<prefix>.<key>" into *out (1 .. max). */
@@ -405,6 +407,8 @@ eng_model_open_flags(struct eng_model **out, const char *path, unsigned flags, c
 		if ((rc = model_load_opt(m, l, L, &spare, why, why_len)))
 			goto fail;
 	}
+	if ((rc = model_weights_to_pages(m, why, why_len)))
+		goto fail;
 	*out = m;
 	return 0;
 fail:
@@ -417,6 +421,7 @@ eng_model_close(struct eng_model *m)
 {
 	if (!m)
 		return;
+	model_weights_pages_free(m);
 	eng_gguf_close(m->gguf);
 	free(m->layers);
 	free(m->norms_f32);

@@ -46,6 +46,9 @@ struct eng_arch; /* an architecture's description (engine/model/arch.h) */
 
 struct eng_model {
 	struct eng_gguf *gguf; /* owns the map the weights point into */
+	/* the streamed weights' copy on huge pages, or NULL: weight_pages.c */
+	void *pages;
+	size_t pages_bytes;
 	const struct eng_arch *arch; /* the file's architecture */
 	struct eng_hparams hp;
 	struct kern_mat tok_embd; /* (n_vocab, n_embd) */
