@@ -5,11 +5,11 @@
  *
  * Decode reads the whole model per token (0.98 GB on Qwen2.5-1.5B Q4_K_M)
  * and is bound by memory.  Through the map every 4 KiB page costs a TLB
- * miss and a page walk; on 2 MiB pages the 1.5B decoded 19.5 against 18.6
- * tok/s on the 2-core Sapphire Rapids VM, the same binary taking turns
- * (bench/RESULTS.md).  The price: the copy is the process's own memory
- * (the map's pages were the page cache's, shared with other processes),
- * and ~0.2 s at open.  $KVSNAP_MMAP=1 keeps the weights in the map; so
+ * miss and a page walk; on 2 MiB pages the 1.5B decoded 19.7-20.0 against
+ * 18.6-18.8 tok/s on the 2-core Sapphire Rapids VM, the same binary taking
+ * turns (bench/RESULTS.md).  The price: the copy is the process's own
+ * memory (the map's pages were the page cache's, shared with other
+ * processes), and ~0.3 s at open.  $KVSNAP_MMAP=1 keeps the weights in the map; so
  * does a kernel without transparent huge pages, a model whose streamed
  * weights are under one huge page, and a failed allocation (slower, not
  * wrong).  The token embedding stays in the map unless the output is tied
@@ -52,6 +52,13 @@ static size_t
 wp_mat_bytes(const struct kern_mat *w)
 {
 	return (size_t)w->rows * w->row_bytes;
+}
+
+/* Its room in the copy: the next one starts on a cache line */
+static size_t
+wp_mat_room(const struct kern_mat *w)
+{
+	return (wp_mat_bytes(w) + WP_ALIGN - 1) & ~(size_t)(WP_ALIGN - 1);
 }
 
 /* Whether to copy at all: not asked to keep the map, and the kernel hands
@@ -105,7 +112,7 @@ model_weights_to_pages(struct eng_model *m, char *why, size_t why_len)
 	if (!wp_wanted())
 		return 0;
 	for (i = 0; i < n; i++)
-		bytes += (wp_mat_bytes(wp_mat(m, i)) + WP_ALIGN - 1) & ~(size_t)(WP_ALIGN - 1);
+		bytes += wp_mat_room(wp_mat(m, i));
 	/* tensors of a hostile file may share their bytes: never more memory
 	 * than the file's size */
 	if (bytes < WP_HUGE || bytes > m->gguf->size)
@@ -115,14 +122,14 @@ model_weights_to_pages(struct eng_model *m, char *why, size_t why_len)
 		return 0;
 	for (i = 0; i < n; i++) {
 		struct kern_mat *w = wp_mat(m, i);
-		size_t nb = wp_mat_bytes(w);
-		if ((rc = eng_gguf_read(m->gguf, w->data, nb, base + at))) {
+		size_t room = wp_mat_room(w);
+		if ((rc = eng_gguf_read(m->gguf, w->data, wp_mat_bytes(w), base + at))) {
 			munmap(base, len);
 			return eng_fail(why, why_len, rc,
 			    "cannot read the model's weights (was the file changed since it was opened?)");
 		}
 		w->data = base + at;
-		at += (nb + WP_ALIGN - 1) & ~(size_t)(WP_ALIGN - 1);
+		at += room;
 	}
 	if (tied)
 		m->tok_embd.data = m->output.data;
